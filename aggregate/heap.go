@@ -1,0 +1,66 @@
+package aggregate
+
+// alloc records a new live heap block. A block already live at addr means
+// its free was lost; it is released first as if freed, so the counts stay
+// consistent with what is live.
+func (p *process) alloc(addr, size, callSite uint64, ms uint32) {
+	if addr == 0 {
+		return // a failed allocation allocated nothing
+	}
+	si := p.siteIndex(callSite, Heap)
+	if old, replaced := p.live.insert(addr, liveBlock{size: size, site: si, ms: ms}); replaced {
+		p.release(old)
+	}
+	s := &p.sites[si].stats
+	s.Allocs++
+	s.AllocBytes += size
+	s.LiveAllocs++
+	s.LiveBytes += size
+	p.heap.Allocs++
+	p.heap.AllocBytes += size
+	p.heap.LiveAllocs++
+	p.heap.LiveBytes += size
+	if p.heap.LiveBytes > p.peakHeap {
+		p.peakHeap = p.heap.LiveBytes
+	}
+}
+
+// free releases the block at addr. The free's own call site is not used:
+// the bytes are credited back to the site that allocated them.
+func (p *process) free(addr uint64) {
+	if addr == 0 {
+		return // free(NULL) releases nothing
+	}
+	b, ok := p.live.remove(addr)
+	if !ok {
+		p.unmatchedFrees++
+		return
+	}
+	p.release(b)
+}
+
+// release accounts for b leaving the live set.
+func (p *process) release(b liveBlock) {
+	s := &p.sites[b.site].stats
+	s.Frees++
+	s.FreedBytes += b.size
+	s.LiveAllocs--
+	s.LiveBytes -= b.size
+	p.heap.Frees++
+	p.heap.FreedBytes += b.size
+	p.heap.LiveAllocs--
+	p.heap.LiveBytes -= b.size
+}
+
+// realloc applies realloc(oldAddr, size) = addr.
+func (p *process) realloc(oldAddr, addr, size, callSite uint64, ms uint32) {
+	switch {
+	case addr != 0:
+		p.free(oldAddr)
+		p.alloc(addr, size, callSite, ms)
+	case size == 0:
+		// realloc(p, 0) returning NULL freed p.
+		p.free(oldAddr)
+	}
+	// Otherwise the call failed and oldAddr stays live.
+}

@@ -1,0 +1,61 @@
+package aggregate
+
+// process is everything a Table keeps for one PID.
+type process struct {
+	pid      uint32
+	comm     string
+	exited   bool
+	exitTime uint64
+
+	heap           Stats // sums over the Heap sites, kept incrementally
+	peakHeap       uint64
+	unmatchedFrees uint64
+	lost           uint64
+
+	mapped     Stats // sums over the Mapped sites
+	peakMapped uint64
+
+	// sites is indexed by the uint32 that live blocks and regions carry
+	// instead of the call site itself: 4 bytes per block instead of 9.
+	sites       []site
+	heapSites   map[uint64]uint32 // call site -> index in sites
+	mappedSites map[uint64]uint32
+
+	live    liveTable
+	regions regionSet
+
+	// unmapSeq numbers the unmapping calls, so that a call releasing
+	// several regions of one site counts as one Free for it.
+	unmapSeq uint64
+}
+
+// site is one (call site, category) pair's statistics.
+type site struct {
+	addr      uint64
+	cat       Category
+	stats     Stats
+	lastUnmap uint64 // unmapSeq of the last unmapping call counted in stats.Frees
+}
+
+func newProcess(pid uint32) *process {
+	return &process{
+		pid:         pid,
+		heapSites:   make(map[uint64]uint32),
+		mappedSites: make(map[uint64]uint32),
+	}
+}
+
+// siteIndex returns the index of (addr, cat), creating the site if new.
+func (p *process) siteIndex(addr uint64, cat Category) uint32 {
+	idx := p.heapSites
+	if cat == Mapped {
+		idx = p.mappedSites
+	}
+	if i, ok := idx[addr]; ok {
+		return i
+	}
+	i := uint32(len(p.sites))
+	p.sites = append(p.sites, site{addr: addr, cat: cat})
+	idx[addr] = i
+	return i
+}

@@ -1,0 +1,80 @@
+package aggregate
+
+// Category separates heap blocks (malloc and friends) from anonymous
+// mappings made with mmap: the two are counted apart so that the
+// allocator's own large-block mappings are never counted twice.
+type Category uint8
+
+const (
+	Heap Category = iota
+	Mapped
+)
+
+func (c Category) String() string {
+	if c == Mapped {
+		return "mmap"
+	}
+	return "heap"
+}
+
+// Stats are the counters kept per call site and per process.
+//
+// For the Heap category Allocs counts successful calls of allocation
+// functions (realloc included, as heaptrack counts them) and Frees counts
+// blocks released (by free, or by realloc moving or releasing a block).
+// For the Mapped category Allocs counts mmap calls, AllocBytes the bytes
+// mapped (page-rounded), Frees the munmap calls that released tracked bytes,
+// FreedBytes those bytes, LiveAllocs the live regions.
+type Stats struct {
+	Allocs     uint64
+	AllocBytes uint64
+	Frees      uint64
+	FreedBytes uint64
+	LiveAllocs uint64
+	LiveBytes  uint64
+}
+
+// SiteSnapshot is one call site's statistics at snapshot time.
+type SiteSnapshot struct {
+	// Address is the return address into the allocator's caller.
+	Address  uint64
+	Category Category
+	Stats
+}
+
+// ProcessSnapshot is one process's statistics at snapshot time.
+type ProcessSnapshot struct {
+	PID    uint32
+	Comm   string
+	Exited bool
+	// ExitTime is the kernel monotonic time (ns) when the exit was noticed.
+	ExitTime uint64
+
+	// Heap totals over all call sites.
+	Heap          Stats
+	PeakLiveBytes uint64
+	// UnmatchedFrees counts releases of blocks memtrace never saw allocated
+	// (made before it attached, or whose event was lost).
+	UnmatchedFrees uint64
+	// LostEvents is how many of this process's events the kernel could not
+	// hand over (ring buffer full). Non-zero means every figure is a lower
+	// bound or otherwise incomplete.
+	LostEvents uint64
+
+	// Mapped totals for anonymous mmap regions.
+	Mapped              Stats
+	PeakMappedLiveBytes uint64
+
+	// Sites holds every call site, in no particular order.
+	Sites []SiteSnapshot
+}
+
+// Snapshot is a deep copy of a Table: reports are built from it, never from
+// the live Table.
+type Snapshot struct {
+	// Time is the kernel monotonic time (ns) of the newest event applied.
+	Time      uint64
+	Processes []ProcessSnapshot
+	// LostEvents is the run's total of lost events, all processes included.
+	LostEvents uint64
+}

@@ -1,0 +1,161 @@
+package aggregate
+
+import (
+	"math"
+
+	"github.com/memtrace/memtrace/event"
+)
+
+// Table turns an event stream into per-process, per-call-site statistics.
+// It is a pure function of the events applied (plus the lost counts and
+// exits it is told about), so live and replayed runs give the same tables.
+//
+// A Table is not safe for concurrent use: one goroutine feeds it, and
+// reports are built from Snapshot, never from the Table itself.
+type Table struct {
+	procs map[uint32]*process
+	// last is the process of the previous event: events come in runs from
+	// one process, so this saves most map lookups on the hot path.
+	last *process
+
+	started bool
+	epoch   uint64 // Time of the first event; live blocks store ms since it
+	newest  uint64 // newest event Time seen
+
+	totalLost uint64
+}
+
+// NewTable returns an empty Table.
+func NewTable() *Table {
+	return &Table{procs: make(map[uint32]*process)}
+}
+
+// proc returns pid's process, creating it if new.
+func (t *Table) proc(pid uint32) *process {
+	if p := t.last; p != nil && p.pid == pid {
+		return p
+	}
+	p := t.procs[pid]
+	if p == nil {
+		p = newProcess(pid)
+		t.procs[pid] = p
+	}
+	t.last = p
+	return p
+}
+
+// AddProcess registers a target so that it is reported even before (or
+// without) any event. Calling it again only updates comm, if non-empty.
+func (t *Table) AddProcess(pid uint32, comm string) {
+	p := t.proc(pid)
+	if comm != "" {
+		p.comm = comm
+	}
+}
+
+// Apply accounts for one event. Events of a PID never registered are
+// applied too, to a process with an empty comm. It does not allocate once
+// the tables have grown to the workload.
+func (t *Table) Apply(e *event.Event) {
+	if !t.started {
+		t.started, t.epoch = true, e.Time
+	}
+	if e.Time > t.newest {
+		t.newest = e.Time
+	}
+	p := t.proc(e.PID)
+	switch e.Kind {
+	case event.Alloc:
+		p.alloc(e.Addr, e.Size, e.CallSite, t.ms(e.Time))
+	case event.Free:
+		p.free(e.Addr)
+	case event.Realloc:
+		p.realloc(e.OldAddr, e.Addr, e.Size, e.CallSite, t.ms(e.Time))
+	case event.Mmap:
+		p.mmap(e.Addr, e.Size, e.CallSite)
+	case event.Munmap:
+		if e.Size != 0 {
+			p.munmap(e.Addr, rangeEnd(e.Addr, e.Size))
+		}
+	case event.Mremap:
+		p.mremap(e.OldAddr, e.OldSize, e.Addr, e.Size)
+	}
+}
+
+// ms converts an event time to the milliseconds since the first event that
+// live blocks store (4 bytes instead of 8; enough for 49 days). Events
+// that arrive out of order from before the first one count as 0.
+func (t *Table) ms(ns uint64) uint32 {
+	if ns <= t.epoch {
+		return 0
+	}
+	return uint32(min((ns-t.epoch)/1e6, math.MaxUint32))
+}
+
+// SetLost records the absolute number of pid's events the kernel dropped.
+func (t *Table) SetLost(pid uint32, n uint64) {
+	t.proc(pid).lost = n
+}
+
+// SetTotalLost records the run's total of dropped events.
+func (t *Table) SetTotalLost(n uint64) {
+	t.totalLost = n
+}
+
+// MarkExited records that pid exited at when (kernel monotonic ns). Its
+// statistics stay until Forget. An unknown pid is ignored: in whole-host
+// runs every exit on the host is reported, and a process that never
+// allocated has nothing to show.
+func (t *Table) MarkExited(pid uint32, when uint64) {
+	if p := t.procs[pid]; p != nil {
+		p.exited, p.exitTime = true, when
+	}
+}
+
+// Forget drops everything about pid.
+func (t *Table) Forget(pid uint32) {
+	if t.last != nil && t.last.pid == pid {
+		t.last = nil
+	}
+	delete(t.procs, pid)
+}
+
+// LiveBlock returns the size and allocating call site of the live heap
+// block at addr.
+func (t *Table) LiveBlock(pid uint32, addr uint64) (size, site uint64, ok bool) {
+	p := t.procs[pid]
+	if p == nil {
+		return 0, 0, false
+	}
+	b, ok := p.live.get(addr)
+	if !ok {
+		return 0, 0, false
+	}
+	return b.size, p.sites[b.site].addr, true
+}
+
+// LiveBlockTime returns when the live heap block at addr was allocated, in
+// kernel monotonic ns, to millisecond precision.
+func (t *Table) LiveBlockTime(pid uint32, addr uint64) (ns uint64, ok bool) {
+	p := t.procs[pid]
+	if p == nil {
+		return 0, false
+	}
+	b, ok := p.live.get(addr)
+	if !ok {
+		return 0, false
+	}
+	return t.epoch + uint64(b.ms)*1e6, true
+}
+
+// ForEachLive calls fn for each of pid's live heap blocks, in no particular
+// order, until fn returns false. fn must not change the Table.
+func (t *Table) ForEachLive(pid uint32, fn func(addr, size, site uint64) bool) {
+	p := t.procs[pid]
+	if p == nil {
+		return
+	}
+	p.live.each(func(addr uint64, b liveBlock) bool {
+		return fn(addr, b.size, p.sites[b.site].addr)
+	})
+}

@@ -1,0 +1,45 @@
+package aggregate
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Snapshot returns a deep copy of the table's statistics: nothing in it is
+// shared with the Table, so it can be handed to another goroutine.
+// Processes are sorted by PID; each process's Sites are in no particular
+// order.
+func (t *Table) Snapshot() Snapshot {
+	s := Snapshot{
+		Time:       t.newest,
+		LostEvents: t.totalLost,
+		Processes:  make([]ProcessSnapshot, 0, len(t.procs)),
+	}
+	for _, p := range t.procs {
+		s.Processes = append(s.Processes, p.snapshot())
+	}
+	slices.SortFunc(s.Processes, func(a, b ProcessSnapshot) int {
+		return cmp.Compare(a.PID, b.PID)
+	})
+	return s
+}
+
+func (p *process) snapshot() ProcessSnapshot {
+	ps := ProcessSnapshot{
+		PID:                 p.pid,
+		Comm:                p.comm,
+		Exited:              p.exited,
+		ExitTime:            p.exitTime,
+		Heap:                p.heap,
+		PeakLiveBytes:       p.peakHeap,
+		UnmatchedFrees:      p.unmatchedFrees,
+		LostEvents:          p.lost,
+		Mapped:              p.mapped,
+		PeakMappedLiveBytes: p.peakMapped,
+		Sites:               make([]SiteSnapshot, len(p.sites)),
+	}
+	for i, st := range p.sites {
+		ps.Sites[i] = SiteSnapshot{Address: st.addr, Category: st.cat, Stats: st.stats}
+	}
+	return ps
+}

@@ -1,0 +1,86 @@
+package allocator
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+)
+
+type symbol struct {
+	offset uint64 // file offset
+	size   uint64
+}
+
+// wanted is the set of names Bind looks for.
+var wanted = func() map[string]bool {
+	m := map[string]bool{}
+	for _, f := range Functions {
+		m[f.String()] = true
+	}
+	return m
+}()
+
+// definedFunctions returns the allocator functions path defines, with their
+// file offsets. debug/elf can panic on hostile input; a panic becomes an error.
+func definedFunctions(path string, exe bool) (out map[string]symbol, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("read symbols of %s: malformed ELF: %v", path, r)
+		}
+	}()
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read symbols of %s: %w", path, err)
+	}
+	defer f.Close()
+
+	var syms []elf.Symbol
+	dyn, err := f.DynamicSymbols()
+	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+		return nil, fmt.Errorf("read .dynsym of %s: %w", path, err)
+	}
+	syms = append(syms, dyn...)
+	if exe {
+		st, err := f.Symbols()
+		if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+			return nil, fmt.Errorf("read .symtab of %s: %w", path, err)
+		}
+		syms = append(syms, st...)
+	}
+
+	out = map[string]symbol{}
+	for _, s := range syms {
+		if !wanted[s.Name] || s.Section == elf.SHN_UNDEF || s.Value == 0 {
+			continue
+		}
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC {
+			continue
+		}
+		if bind := elf.ST_BIND(s.Info); bind != elf.STB_GLOBAL && bind != elf.STB_WEAK {
+			continue
+		}
+		if _, dup := out[s.Name]; dup {
+			continue
+		}
+		off, ok := fileOffset(f, s.Value)
+		if !ok {
+			continue
+		}
+		out[s.Name] = symbol{offset: off, size: s.Size}
+	}
+	return out, nil
+}
+
+// fileOffset maps a virtual address to its offset in the file through the
+// executable PT_LOAD segment that holds it.
+func fileOffset(f *elf.File, vaddr uint64) (uint64, bool) {
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_LOAD || p.Flags&elf.PF_X == 0 {
+			continue
+		}
+		if vaddr >= p.Vaddr && vaddr < p.Vaddr+p.Filesz {
+			return vaddr - p.Vaddr + p.Off, true
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,295 @@
+//go:build ignore
+
+/*
+ * memtrace's probes: entry uprobes and return uprobes on the allocator of each
+ * traced process. Every allocation, release and anonymous mapping that
+ * succeeded is written to one ring buffer as a struct event. Per-event work is
+ * kept small: the trap itself already costs most of a microsecond.
+ */
+#include <linux/bpf.h>
+#include <asm/ptrace.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "memtrace.h"
+
+/* The helpers used (probe_read_user, task storage) require a GPL-compatible license. */
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+#define MAP_ANONYMOUS 0x20
+#define MAP_FAILED ((__u64)-1)
+
+/* Set by the loader before load. */
+/* Wake the reader only when this many bytes wait: a wakeup per event costs more than the trap. */
+const volatile __u64 wakeup_bytes = 1 << 20;
+
+/* Keeps struct event in the BTF for bpf2go -type. */
+const struct event *unused_event __attribute__((unused));
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 24);
+} events SEC(".maps");
+
+/* In-flight calls, per thread; freed with the thread. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct inflight);
+} inflight SEC(".maps");
+
+/* Events that did not fit in the ring, per process and in total. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost_by_pid SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost_total SEC(".maps");
+
+static __always_inline void count_lost(__u32 pid)
+{
+	__u32 zero = 0;
+	__u64 one = 1, *n;
+
+	n = bpf_map_lookup_elem(&lost_total, &zero);
+	if (n)
+		*n += 1;
+	n = bpf_map_lookup_elem(&lost_by_pid, &pid);
+	if (n) {
+		__sync_fetch_and_add(n, 1);
+		return;
+	}
+	if (bpf_map_update_elem(&lost_by_pid, &pid, &one, BPF_NOEXIST)) {
+		/* Another CPU inserted it first. */
+		n = bpf_map_lookup_elem(&lost_by_pid, &pid);
+		if (n)
+			__sync_fetch_and_add(n, 1);
+	}
+}
+
+static __always_inline void emit(__u8 kind, __u8 func, __u64 addr, __u64 size,
+				 __u64 old_addr, __u64 old_size, __u64 call_site)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct event *e;
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(id >> 32);
+		return;
+	}
+	e->time = bpf_ktime_get_ns();
+	e->addr = addr;
+	e->size = size;
+	e->old_addr = old_addr;
+	e->old_size = old_size;
+	e->call_site = call_site;
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	e->kind = kind;
+	e->func = func;
+	__builtin_memset(e->pad, 0, sizeof(e->pad));
+	bpf_ringbuf_submit(e, bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ?
+				      BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+}
+
+/*
+ * enter records the outermost allocator call of this thread. A call made
+ * while another is in flight deeper in the stack frame order (sp at or below
+ * the outer call's entry sp: nested, or tail-called) belongs to the outer call
+ * and is not recorded: glibc's realloc calls mremap, aligned_alloc calls
+ * memalign, and so on. State whose frame is already gone (sp above) is stale
+ * and replaced.
+ */
+static __always_inline void enter(struct pt_regs *ctx, __u8 func, __u64 size,
+				  __u64 old_addr, __u64 old_size)
+{
+	struct inflight *s;
+	__u64 sp = PT_REGS_SP(ctx), ret = 0;
+
+	s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0,
+				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s)
+		return;
+	if (s->sp && s->sp >= sp)
+		return;
+	bpf_probe_read_user(&ret, sizeof(ret), (void *)sp);
+	s->sp = sp;
+	s->call_site = ret;
+	s->size = size;
+	s->old_addr = old_addr;
+	s->old_size = old_size;
+	s->func = func;
+}
+
+/* nested reports whether an entry-only probe (free, munmap) fires inside an outer call. */
+static __always_inline int nested(struct pt_regs *ctx)
+{
+	struct inflight *s;
+
+	s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0, 0);
+	return s && s->sp && s->sp >= PT_REGS_SP(ctx);
+}
+
+/*
+ * leave returns the in-flight call that this return ends, or NULL when the
+ * return belongs to a nested call. After `ret`, sp is the entry sp + 8.
+ */
+static __always_inline struct inflight *leave(struct pt_regs *ctx)
+{
+	struct inflight *s;
+
+	s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0, 0);
+	if (!s || !s->sp || PT_REGS_SP(ctx) != s->sp + 8)
+		return 0;
+	s->sp = 0;
+	return s;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(malloc_enter, __u64 size)
+{
+	enter(ctx, FUNC_MALLOC, size, 0, 0);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(calloc_enter, __u64 nmemb, __u64 size)
+{
+	/* An overflowing product makes calloc fail, and failures are dropped. */
+	enter(ctx, FUNC_CALLOC, nmemb * size, 0, 0);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(realloc_enter, __u64 ptr, __u64 size)
+{
+	enter(ctx, FUNC_REALLOC, size, ptr, 0);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(reallocarray_enter, __u64 ptr, __u64 nmemb, __u64 size)
+{
+	enter(ctx, FUNC_REALLOCARRAY, nmemb * size, ptr, 0);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(posix_memalign_enter, __u64 memptr, __u64 align, __u64 size)
+{
+	enter(ctx, FUNC_POSIX_MEMALIGN, size, memptr, 0);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(aligned_alloc_enter, __u64 align, __u64 size)
+{
+	enter(ctx, FUNC_ALIGNED_ALLOC, size, 0, 0);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(memalign_enter, __u64 align, __u64 size)
+{
+	enter(ctx, FUNC_MEMALIGN, size, 0, 0);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(valloc_enter, __u64 size)
+{
+	enter(ctx, FUNC_VALLOC, size, 0, 0);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(pvalloc_enter, __u64 size)
+{
+	enter(ctx, FUNC_PVALLOC, size, 0, 0);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(mmap_enter, __u64 addr, __u64 len, __u64 prot, __u64 flags)
+{
+	/* File mappings are not memory the program allocated. */
+	if (flags & MAP_ANONYMOUS)
+		enter(ctx, FUNC_MMAP, len, 0, 0);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(mremap_enter, __u64 old_addr, __u64 old_size, __u64 new_size)
+{
+	enter(ctx, FUNC_MREMAP, new_size, old_addr, old_size);
+	return 0;
+}
+
+/* BPF_KPROBE/BPF_KRETPROBE only unpack arguments from pt_regs; they serve uprobes as well. */
+
+/* One return probe for every allocating function: the entry recorded which. */
+SEC("uretprobe")
+int BPF_KRETPROBE(alloc_return, __u64 ret)
+{
+	struct inflight *s = leave(ctx);
+	__u64 addr;
+
+	if (!s)
+		return 0;
+	switch (s->func) {
+	case FUNC_REALLOC:
+	case FUNC_REALLOCARRAY:
+		/* NULL is a failure (p stays live) unless it released p: realloc(p, 0). */
+		if (ret || (s->size == 0 && s->old_addr))
+			emit(KIND_REALLOC, s->func, ret, s->size, s->old_addr, 0, s->call_site);
+		return 0;
+	case FUNC_POSIX_MEMALIGN:
+		/* Returns 0 on success and stores the block through its first argument. */
+		if ((int)ret != 0)
+			return 0;
+		addr = 0;
+		bpf_probe_read_user(&addr, sizeof(addr), (void *)s->old_addr);
+		if (addr)
+			emit(KIND_ALLOC, s->func, addr, s->size, 0, 0, s->call_site);
+		return 0;
+	case FUNC_MMAP:
+		if (ret != MAP_FAILED)
+			emit(KIND_MMAP, s->func, ret, s->size, 0, 0, s->call_site);
+		return 0;
+	case FUNC_MREMAP:
+		if (ret != MAP_FAILED)
+			emit(KIND_MREMAP, s->func, ret, s->size, s->old_addr, s->old_size,
+			     s->call_site);
+		return 0;
+	default:
+		if (ret)
+			emit(KIND_ALLOC, s->func, ret, s->size, 0, 0, s->call_site);
+		return 0;
+	}
+}
+
+SEC("uprobe")
+int BPF_KPROBE(free_enter, __u64 ptr)
+{
+	/* free(NULL) does nothing; the caller is not needed to account a free. */
+	if (ptr && !nested(ctx))
+		emit(KIND_FREE, FUNC_FREE, ptr, 0, 0, 0, 0);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(munmap_enter, __u64 addr, __u64 len)
+{
+	if (!nested(ctx))
+		emit(KIND_MUNMAP, FUNC_MUNMAP, addr, len, 0, 0, 0);
+	return 0;
+}

@@ -1,0 +1,61 @@
+/* Types shared between the BPF programs and Go (through bpf2go -type). */
+#ifndef MEMTRACE_H
+#define MEMTRACE_H
+
+/* What an event did; mirrors event.Kind in Go. */
+enum event_kind {
+	KIND_ALLOC = 1,
+	KIND_FREE = 2,
+	KIND_REALLOC = 3,
+	KIND_MMAP = 4,
+	KIND_MUNMAP = 5,
+	KIND_MREMAP = 6,
+};
+
+/* Which allocator entry point; mirrors event.Func in Go. */
+enum func_id {
+	FUNC_MALLOC = 1,
+	FUNC_CALLOC,
+	FUNC_REALLOC,
+	FUNC_REALLOCARRAY,
+	FUNC_POSIX_MEMALIGN,
+	FUNC_ALIGNED_ALLOC,
+	FUNC_MEMALIGN,
+	FUNC_VALLOC,
+	FUNC_PVALLOC,
+	FUNC_FREE,
+	FUNC_MMAP,
+	FUNC_MUNMAP,
+	FUNC_MREMAP,
+};
+
+/* One ring-buffer record. 64 bytes, no implicit padding. */
+struct event {
+	__u64 time;
+	__u64 addr;
+	__u64 size;
+	__u64 old_addr;
+	__u64 old_size;
+	__u64 call_site;
+	__u32 pid;
+	__u32 tid;
+	__u8 kind;
+	__u8 func;
+	__u8 pad[6];
+};
+
+/*
+ * The outermost allocator call a thread is inside, from its entry probe to
+ * its return probe. sp == 0 means none.
+ */
+struct inflight {
+	__u64 sp;        /* stack pointer at entry: [sp] is the return address */
+	__u64 call_site; /* that return address */
+	__u64 size;
+	__u64 old_addr;  /* realloc/mremap input; posix_memalign's out-pointer */
+	__u64 old_size;  /* mremap */
+	__u8 func;
+	__u8 pad[7];
+};
+
+#endif

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/memtrace/memtrace/report"
+)
+
+type config struct {
+	pids      []int
+	command   []string
+	duration  time.Duration
+	interval  time.Duration
+	top       int
+	sort      report.SortKey
+	json      bool
+	raw       bool
+	output    string
+	allocator string
+	ringBytes int
+	verbose   bool
+}
+
+// pidList accepts -p PID, -p PID,PID and repeats.
+type pidList struct{ pids *[]int }
+
+func (p pidList) String() string { return "" }
+func (p pidList) Set(s string) error {
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return fmt.Errorf("not a process ID: %q", f)
+		}
+		*p.pids = append(*p.pids, n)
+	}
+	return nil
+}
+
+const usageText = `memtrace traces a native process's allocations with eBPF and reports, per
+call site, what is live, allocated and freed.
+
+Usage:
+  memtrace [flags] -p PID[,PID...]     attach to running processes
+  memtrace [flags] -- COMMAND [ARGS...] start COMMAND and trace it from its first instruction
+
+Flags:
+`
+
+func parseFlags(args []string, stderr io.Writer) (*config, error) {
+	c := &config{}
+	fs := flag.NewFlagSet("memtrace", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageText)
+		fs.PrintDefaults()
+	}
+	var sortKey string
+	fs.Var(pidList{&c.pids}, "p", "process ID(s) to trace; repeatable or comma-separated")
+	fs.Var(pidList{&c.pids}, "pid", "same as -p")
+	fs.DurationVar(&c.duration, "d", 0, "stop after this long (0 = until the targets exit or Ctrl-C)")
+	fs.DurationVar(&c.duration, "duration", 0, "same as -d")
+	fs.DurationVar(&c.interval, "i", 0, "print a report every interval as well as at the end")
+	fs.DurationVar(&c.interval, "interval", 0, "same as -i")
+	fs.IntVar(&c.top, "top", 10, "call sites shown per process (0 = all)")
+	fs.StringVar(&sortKey, "sort", "live", "order call sites by live, allocated or allocs")
+	fs.BoolVar(&c.json, "json", false, "write NDJSON records (docs/json.md) instead of tables")
+	fs.BoolVar(&c.raw, "raw", false, "exact byte counts instead of human units")
+	fs.StringVar(&c.output, "o", "", "write reports to this file instead of stdout")
+	fs.StringVar(&c.output, "output", "", "same as -o")
+	fs.StringVar(&c.allocator, "allocator", "", "probe the allocator in this file instead of the one the target binds to")
+	fs.IntVar(&c.ringBytes, "ring-size", 32<<20, "ring buffer bytes (a power of two)")
+	fs.BoolVar(&c.verbose, "v", false, "log what is attached, and where")
+	fs.BoolVar(&c.verbose, "verbose", false, "same as -v")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	c.command = fs.Args()
+	k, err := report.ParseSortKey(sortKey)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --sort: %w", errUsage, err)
+	}
+	c.sort = k
+	switch {
+	case len(c.pids) > 0 && len(c.command) > 0:
+		return nil, fmt.Errorf("%w: give -p or a command, not both", errUsage)
+	case len(c.pids) == 0 && len(c.command) == 0:
+		return nil, fmt.Errorf("%w: tracing every process on the host is not implemented yet: give -p PID or -- COMMAND", errUsage)
+	case c.top < 0:
+		return nil, fmt.Errorf("%w: --top must be >= 0", errUsage)
+	case c.duration < 0 || c.interval < 0:
+		return nil, fmt.Errorf("%w: durations must be positive", errUsage)
+	}
+	return c, nil
+}

@@ -1,0 +1,51 @@
+// Command memtrace traces the native allocations of processes with eBPF
+// uprobes and reports, per call site, what is live, allocated and freed.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is memtrace minus the process: it returns the exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "memtrace: %v\n", err)
+		return exitUsage
+	}
+	level := slog.LevelWarn
+	if cfg.verbose {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	out := stdout
+	if cfg.output != "" {
+		f, err := os.Create(cfg.output)
+		if err != nil {
+			fmt.Fprintf(stderr, "memtrace: %v\n", err)
+			return exitUsage
+		}
+		defer f.Close()
+		out = f
+	}
+	s := &session{cfg: cfg, log: log, out: out, stdin: stdin, stdout: stdout, stderr: stderr}
+	code, err := s.run()
+	if err != nil {
+		fmt.Fprintf(stderr, "memtrace: %v\n", err)
+		return exitCodeFor(err)
+	}
+	return code
+}

@@ -1,0 +1,348 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/allocator"
+	"github.com/memtrace/memtrace/launch"
+	"github.com/memtrace/memtrace/report"
+	"github.com/memtrace/memtrace/symbolize"
+	"github.com/memtrace/memtrace/tracer"
+)
+
+// pollWait bounds how stale a report can be: the probes do not wake the
+// reader for each event, so it looks every pollWait.
+const pollWait = 20 * time.Millisecond
+
+type target struct {
+	pid    int
+	att    *tracer.Attachment
+	exited bool
+	// reported: its final records were printed when it exited.
+	reported bool
+}
+
+// session is one run: it owns the table and is driven by one goroutine.
+type session struct {
+	cfg            *config
+	log            *slog.Logger
+	out            io.Writer
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	objs           *tracer.Objects
+	drain          *tracer.Drainer
+	table          *aggregate.Table
+	res            *symbolize.Resolver
+	targets        map[int]*target
+	exitedPIDs     chan int
+}
+
+func (s *session) run() (int, error) {
+	s.table = aggregate.NewTable()
+	s.res = symbolize.NewResolver()
+	s.targets = map[int]*target{}
+	s.exitedPIDs = make(chan int, 16)
+
+	// Check the targets before loading anything, so a typo fails fast.
+	for _, pid := range s.cfg.pids {
+		if err := unix.Kill(pid, 0); err == unix.ESRCH {
+			return 0, fmt.Errorf("process %d: %w", pid, allocator.ErrNoProcess)
+		}
+	}
+	opts := tracer.DefaultOptions()
+	opts.RingBytes = s.cfg.ringBytes
+	if opts.WakeupBytes > opts.RingBytes/4 {
+		opts.WakeupBytes = opts.RingBytes / 4
+	}
+	objs, err := tracer.Load(opts)
+	if err != nil {
+		return 0, err
+	}
+	s.objs = objs
+	defer objs.Close()
+	d, err := objs.NewDrainer()
+	if err != nil {
+		return 0, err
+	}
+	s.drain = d
+	defer d.Close()
+	defer s.detachAll()
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	var child *launch.Child
+	if len(s.cfg.command) > 0 {
+		child, err = launch.Start(launch.Spec{Args: s.cfg.command, Env: os.Environ(),
+			Stdin: s.stdin, Stdout: s.stdout, Stderr: s.stderr})
+		if err != nil {
+			return 0, err
+		}
+		s.targets[child.PID] = &target{pid: child.PID, att: &tracer.Attachment{PID: child.PID}}
+	} else {
+		for _, pid := range s.cfg.pids {
+			if _, dup := s.targets[pid]; dup {
+				continue
+			}
+			t := &target{pid: pid, att: &tracer.Attachment{PID: pid}}
+			s.targets[pid] = t
+			if err := s.attachRunning(t); err != nil {
+				return 0, err
+			}
+			go s.watchExit(pid)
+		}
+	}
+
+	var tick <-chan time.Time
+	if s.cfg.interval > 0 {
+		t := time.NewTicker(s.cfg.interval)
+		defer t.Stop()
+		tick = t.C
+	}
+	var deadline <-chan time.Time
+	if s.cfg.duration > 0 {
+		deadline = time.After(s.cfg.duration)
+	}
+	var stops <-chan launch.Stop
+	var done <-chan syscall.WaitStatus
+	if child != nil {
+		stops, done = child.Stops, child.Done
+	}
+	code := exitOK
+	signals := 0
+	for {
+		if _, err := s.drain.Poll(pollWait, s.table.Apply); err != nil {
+			return 0, err
+		}
+		select {
+		case st, ok := <-stops:
+			if !ok {
+				stops = nil
+				break
+			}
+			err := s.onStop(st)
+			st.Resume()
+			if err != nil {
+				syscall.Kill(st.PID, syscall.SIGKILL)
+				return 0, err
+			}
+		case ws := <-done:
+			code = launch.ExitCode(ws)
+			s.markExited(child.PID)
+			done = nil
+		case pid := <-s.exitedPIDs:
+			s.markExited(pid)
+			s.log.Warn("target exited during the trace", "pid", pid)
+		case <-tick:
+			if err := s.report(false, nil); err != nil {
+				return 0, err
+			}
+		case <-deadline:
+			deadline = nil
+			if child != nil {
+				// The command is ended as timeout(1) would; its exit ends the run.
+				syscall.Kill(child.PID, syscall.SIGTERM)
+			} else {
+				return code, s.finish()
+			}
+		case sig := <-sigs:
+			signals++
+			if child == nil {
+				return code, s.finish()
+			}
+			switch {
+			case signals > 1:
+				syscall.Kill(child.PID, syscall.SIGKILL)
+			case sig == syscall.SIGTERM:
+				syscall.Kill(child.PID, syscall.SIGTERM)
+			}
+			// A terminal's Ctrl-C reaches the command by itself; its exit ends the run.
+		default:
+		}
+		if s.allExited() && done == nil {
+			return code, s.finish()
+		}
+	}
+}
+
+func (s *session) allExited() bool {
+	for _, t := range s.targets {
+		if !t.exited {
+			return false
+		}
+	}
+	return true
+}
+
+// onStop handles the command's exec and exit stops while it waits.
+func (s *session) onStop(st launch.Stop) error {
+	t := s.targets[st.PID]
+	switch st.Kind {
+	case launch.Exec:
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", st.PID))
+		if err != nil {
+			return fmt.Errorf("process %d: %w", st.PID, allocator.ErrNoProcess)
+		}
+		env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", st.PID))
+		mods, err := allocator.ForCommand(exe, strings.Split(string(env), "\x00"))
+		if err != nil {
+			return err
+		}
+		if err := s.attach(t, mods); err != nil {
+			return err
+		}
+		s.table.AddProcess(uint32(st.PID), comm(st.PID))
+	case launch.Exit:
+		// The last chance to read its mappings; then account everything it did.
+		if err := s.res.Capture(st.PID); err != nil {
+			s.log.Warn("read mappings at exit", "pid", st.PID, "err", err)
+		}
+		s.markExited(st.PID)
+	}
+	return nil
+}
+
+func (s *session) attachRunning(t *target) error {
+	mods, err := allocator.ForProcess(t.pid)
+	if err != nil {
+		return err
+	}
+	if err := s.attach(t, mods); err != nil {
+		return err
+	}
+	if err := s.res.Capture(t.pid); err != nil {
+		s.log.Warn("read mappings", "pid", t.pid, "err", err)
+	}
+	s.table.AddProcess(uint32(t.pid), comm(t.pid))
+	return nil
+}
+
+func (s *session) attach(t *target, mods []allocator.Module) error {
+	if s.cfg.allocator != "" {
+		mods = append([]allocator.Module{{Path: s.cfg.allocator, Module: s.cfg.allocator, Exe: true}}, mods...)
+	}
+	probes, err := allocator.Bind(mods)
+	if err != nil {
+		return fmt.Errorf("process %d: %w", t.pid, err)
+	}
+	for _, p := range probes {
+		s.log.Info("probe", "pid", t.pid, "function", p.Symbol, "module", p.Module, "offset", fmt.Sprintf("%#x", p.Offset))
+	}
+	return s.objs.Attach(t.att, probes)
+}
+
+// markExited accounts every event the process wrote before it went.
+func (s *session) markExited(pid int) {
+	t := s.targets[pid]
+	if t == nil || t.exited {
+		return
+	}
+	if _, err := s.drain.Poll(0, s.table.Apply); err != nil {
+		s.log.Warn("drain at exit", "pid", pid, "err", err)
+	}
+	t.exited = true
+	s.table.MarkExited(uint32(pid), monotonicNow())
+	_ = t.att.Detach()
+	// With other targets still traced, its final records are due now.
+	if !s.allExited() {
+		t.reported = true
+		if err := s.report(true, []int{pid}); err != nil {
+			s.log.Warn("report", "pid", pid, "err", err)
+		}
+	}
+}
+
+func (s *session) detachAll() {
+	for _, t := range s.targets {
+		_ = t.att.Detach()
+	}
+}
+
+// watchExit reports a running target's exit through a pidfd.
+func (s *session) watchExit(pid int) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		s.exitedPIDs <- pid
+		return
+	}
+	defer unix.Close(fd)
+	for {
+		_, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, -1)
+		if err == unix.EINTR {
+			continue
+		}
+		s.exitedPIDs <- pid
+		return
+	}
+}
+
+// finish drains what is left and prints the final report.
+func (s *session) finish() error {
+	if _, err := s.drain.Poll(0, s.table.Apply); err != nil {
+		return err
+	}
+	// Processes whose final records were printed at their exit are not repeated.
+	final := []int{}
+	for pid, t := range s.targets {
+		if !t.reported {
+			final = append(final, pid)
+		}
+	}
+	return s.report(true, final)
+}
+
+// report prints a report of the given processes (nil = all).
+func (s *session) report(final bool, pids []int) error {
+	per, total, err := s.objs.Lost()
+	if err == nil {
+		for pid, n := range per {
+			s.table.SetLost(pid, n)
+		}
+		s.table.SetTotalLost(total)
+	}
+	snap := s.table.Snapshot()
+	if pids != nil {
+		keep := map[uint32]bool{}
+		for _, p := range pids {
+			keep[uint32(p)] = true
+		}
+		var ps []aggregate.ProcessSnapshot
+		for _, p := range snap.Processes {
+			if keep[p.PID] {
+				ps = append(ps, p)
+			}
+		}
+		snap.Processes = ps
+	}
+	o := report.Options{Top: s.cfg.top, Sort: s.cfg.sort, Final: final, Raw: s.cfg.raw}
+	if s.cfg.json {
+		return report.WriteJSON(s.out, snap, s.res, o)
+	}
+	return report.WriteText(s.out, snap, s.res, o)
+}
+
+func comm(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func monotonicNow() uint64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
+}

@@ -1,0 +1,108 @@
+// Package event holds the plain-data form of what the probes report: one
+// Event per allocator call that matters. The tracer decodes ring-buffer
+// records into Events; aggregate consumes them. Nothing here knows about eBPF,
+// so recorded or synthetic streams replay through the same code as live ones.
+package event
+
+// Kind says what an event did to the process's memory.
+type Kind uint8
+
+const (
+	// Alloc: a block of Size bytes now lives at Addr.
+	Alloc Kind = 1
+	// Free: the block at Addr was released.
+	Free Kind = 2
+	// Realloc: the block at OldAddr (0 = none) was resized to Size bytes at
+	// Addr. Addr == 0 means the call returned NULL: with Size == 0 and
+	// OldAddr != 0 that released OldAddr; otherwise it failed and OldAddr
+	// stays live.
+	Realloc Kind = 3
+	// Mmap: an anonymous mapping of Size bytes at Addr.
+	Mmap Kind = 4
+	// Munmap: [Addr, Addr+Size) was unmapped.
+	Munmap Kind = 5
+	// Mremap: the mapping [OldAddr, OldAddr+OldSize) now is [Addr, Addr+Size).
+	Mremap Kind = 6
+)
+
+// String names the kind as docs and JSON do.
+func (k Kind) String() string {
+	switch k {
+	case Alloc:
+		return "alloc"
+	case Free:
+		return "free"
+	case Realloc:
+		return "realloc"
+	case Mmap:
+		return "mmap"
+	case Munmap:
+		return "munmap"
+	case Mremap:
+		return "mremap"
+	}
+	return "unknown"
+}
+
+// Func identifies the allocator entry point that produced an event. The
+// values match FUNC_* in bpf/memtrace.h.
+type Func uint8
+
+const (
+	FuncMalloc Func = iota + 1
+	FuncCalloc
+	FuncRealloc
+	FuncReallocarray
+	FuncPosixMemalign
+	FuncAlignedAlloc
+	FuncMemalign
+	FuncValloc
+	FuncPvalloc
+	FuncFree
+	FuncMmap
+	FuncMunmap
+	FuncMremap
+)
+
+var funcNames = [...]string{
+	FuncMalloc:        "malloc",
+	FuncCalloc:        "calloc",
+	FuncRealloc:       "realloc",
+	FuncReallocarray:  "reallocarray",
+	FuncPosixMemalign: "posix_memalign",
+	FuncAlignedAlloc:  "aligned_alloc",
+	FuncMemalign:      "memalign",
+	FuncValloc:        "valloc",
+	FuncPvalloc:       "pvalloc",
+	FuncFree:          "free",
+	FuncMmap:          "mmap",
+	FuncMunmap:        "munmap",
+	FuncMremap:        "mremap",
+}
+
+// String is the C name of the function.
+func (f Func) String() string {
+	if int(f) < len(funcNames) && funcNames[f] != "" {
+		return funcNames[f]
+	}
+	return "unknown"
+}
+
+// Event is one allocator call as seen by the probes.
+type Event struct {
+	// Time is the kernel's monotonic clock at the call's return, in ns.
+	Time uint64
+	// Addr is the block or mapping the call produced or released.
+	Addr uint64
+	// Size is the requested size in bytes (nmemb*size for calloc).
+	Size uint64
+	// OldAddr and OldSize describe the input block of realloc and mremap.
+	OldAddr uint64
+	OldSize uint64
+	// CallSite is the return address into the allocator's caller.
+	CallSite uint64
+	PID      uint32
+	TID      uint32
+	Kind     Kind
+	Func     Func
+}

@@ -1,0 +1,128 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/memtrace/memtrace/aggregate"
+)
+
+// WriteJSON writes the report of s to w as NDJSON: a "report" line, then
+// for each process a "process" line followed by its "callsite" lines (heap,
+// then mmap, each ranked by o.Sort and cut to o.Top). o.Raw does not apply:
+// JSON numbers are always exact integers. Like WriteText it writes the
+// whole report with one Write, so concurrent reports never interleave
+// lines.
+func WriteJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) error {
+	o, err := o.normalized()
+	if err != nil {
+		return fmt.Errorf("json report: %w", err)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	// C++ names are full of '<', '>' and '&'; HTML escaping would turn them
+	// into \u003c and friends for no benefit outside a browser.
+	enc.SetEscapeHTML(false)
+
+	procs := rank(s, o)
+	records := []any{reportRecord{
+		Type:       typeReport,
+		TimeNS:     s.Time,
+		Final:      o.Final,
+		LostEvents: runLostEvents(s),
+		Processes:  len(procs),
+		Sort:       o.Sort,
+		Top:        o.Top,
+	}}
+	for _, p := range procs {
+		records = append(records, newProcessRecord(p, s.Time, o.Final))
+		for _, site := range p.heap {
+			records = append(records, newCallsiteRecord(p.PID, site, sym, s.Time, o.Final))
+		}
+		for _, site := range p.mapped {
+			records = append(records, newCallsiteRecord(p.PID, site, sym, s.Time, o.Final))
+		}
+	}
+	for _, r := range records {
+		if err := enc.Encode(r); err != nil {
+			return fmt.Errorf("encode json report: %w", err)
+		}
+	}
+
+	if _, err := w.Write(b.Bytes()); err != nil {
+		return fmt.Errorf("write json report: %w", err)
+	}
+	return nil
+}
+
+func newProcessRecord(p rankedProcess, t uint64, final bool) processRecord {
+	return processRecord{
+		Type:           typeProcess,
+		PID:            p.PID,
+		Comm:           p.Comm,
+		LiveBytes:      p.Heap.LiveBytes,
+		LiveAllocs:     p.Heap.LiveAllocs,
+		Allocs:         p.Heap.Allocs,
+		AllocBytes:     p.Heap.AllocBytes,
+		Frees:          p.Heap.Frees,
+		FreedBytes:     p.Heap.FreedBytes,
+		PeakLiveBytes:  p.PeakLiveBytes,
+		UnmatchedFrees: p.UnmatchedFrees,
+		LostEvents:     p.LostEvents,
+		Final:          final,
+		Exited:         p.Exited,
+		TimeNS:         t,
+		Mmap: mmapTotals{
+			LiveBytes:     p.Mapped.LiveBytes,
+			LiveRegions:   p.Mapped.LiveAllocs,
+			Maps:          p.Mapped.Allocs,
+			MappedBytes:   p.Mapped.AllocBytes,
+			Unmaps:        p.Mapped.Frees,
+			UnmappedBytes: p.Mapped.FreedBytes,
+			PeakLiveBytes: p.PeakMappedLiveBytes,
+		},
+		ExitTimeNS: exitTime(p),
+	}
+}
+
+// exitTime is the process's exit time, or 0 while it runs, so the
+// documented meaning ("0 unless exited") holds whatever the aggregate left
+// in the field.
+func exitTime(p rankedProcess) uint64 {
+	if !p.Exited {
+		return 0
+	}
+	return p.ExitTime
+}
+
+// newCallsiteRecord resolves the site and fills its record. Unresolved
+// parts stay empty (line 0) rather than carrying the text report's
+// "[unknown]": a script should test for "", not for a display string.
+func newCallsiteRecord(pid uint32, s aggregate.SiteSnapshot, sym Symbolizer, t uint64, final bool) callsiteRecord {
+	f := resolve(sym, pid, s.Address)
+	offset := ""
+	if f.Module != "" {
+		offset = hex(f.Offset)
+	}
+	return callsiteRecord{
+		Type:       typeCallsite,
+		PID:        pid,
+		Category:   s.Category.String(),
+		Function:   f.Function,
+		File:       f.File,
+		Line:       f.Line,
+		Module:     f.Module,
+		Address:    hex(s.Address),
+		LiveBytes:  s.LiveBytes,
+		LiveAllocs: s.LiveAllocs,
+		Allocs:     s.Allocs,
+		AllocBytes: s.AllocBytes,
+		Frees:      s.Frees,
+		FreedBytes: s.FreedBytes,
+		Final:      final,
+		Offset:     offset,
+		TimeNS:     t,
+	}
+}

@@ -1,0 +1,80 @@
+package report
+
+// The NDJSON record types. Field order and json names are a published
+// contract (docs/json.md): fields may be added, never renamed or removed.
+// Every field is always present, zero included, so consumers never need a
+// default.
+
+// Record type names, the value of every line's "type".
+const (
+	typeReport   = "report"
+	typeProcess  = "process"
+	typeCallsite = "callsite"
+)
+
+// reportRecord opens each report, so a consumer of a stream of periodic
+// reports can tell where one ends and the next begins.
+type reportRecord struct {
+	Type       string  `json:"type"`
+	TimeNS     uint64  `json:"time_ns"`
+	Final      bool    `json:"final"`
+	LostEvents uint64  `json:"lost_events"`
+	Processes  int     `json:"processes"`
+	Sort       SortKey `json:"sort"`
+	Top        int     `json:"top"`
+}
+
+// processRecord holds one process's totals; the top-level live_*, alloc*
+// and free* fields are heap figures, anonymous mappings are under "mmap".
+type processRecord struct {
+	Type           string     `json:"type"`
+	PID            uint32     `json:"pid"`
+	Comm           string     `json:"comm"`
+	LiveBytes      uint64     `json:"live_bytes"`
+	LiveAllocs     uint64     `json:"live_allocs"`
+	Allocs         uint64     `json:"allocs"`
+	AllocBytes     uint64     `json:"alloc_bytes"`
+	Frees          uint64     `json:"frees"`
+	FreedBytes     uint64     `json:"freed_bytes"`
+	PeakLiveBytes  uint64     `json:"peak_live_bytes"`
+	UnmatchedFrees uint64     `json:"unmatched_frees"`
+	LostEvents     uint64     `json:"lost_events"`
+	Final          bool       `json:"final"`
+	Exited         bool       `json:"exited"`
+	TimeNS         uint64     `json:"time_ns"`
+	Mmap           mmapTotals `json:"mmap"`
+	ExitTimeNS     uint64     `json:"exit_time_ns"`
+}
+
+// mmapTotals are a process's anonymous-mapping totals.
+type mmapTotals struct {
+	LiveBytes     uint64 `json:"live_bytes"`
+	LiveRegions   uint64 `json:"live_regions"`
+	Maps          uint64 `json:"maps"`
+	MappedBytes   uint64 `json:"mapped_bytes"`
+	Unmaps        uint64 `json:"unmaps"`
+	UnmappedBytes uint64 `json:"unmapped_bytes"`
+	PeakLiveBytes uint64 `json:"peak_live_bytes"`
+}
+
+// callsiteRecord is one call site of one category. For "mmap" the counters
+// mean regions, mmap calls and munmap calls (see docs/json.md).
+type callsiteRecord struct {
+	Type       string `json:"type"`
+	PID        uint32 `json:"pid"`
+	Category   string `json:"category"`
+	Function   string `json:"function"`
+	File       string `json:"file"`
+	Line       int    `json:"line"`
+	Module     string `json:"module"`
+	Address    string `json:"address"`
+	LiveBytes  uint64 `json:"live_bytes"`
+	LiveAllocs uint64 `json:"live_allocs"`
+	Allocs     uint64 `json:"allocs"`
+	AllocBytes uint64 `json:"alloc_bytes"`
+	Frees      uint64 `json:"frees"`
+	FreedBytes uint64 `json:"freed_bytes"`
+	Final      bool   `json:"final"`
+	Offset     string `json:"offset"`
+	TimeNS     uint64 `json:"time_ns"`
+}

@@ -1,0 +1,103 @@
+package report
+
+import (
+	"fmt"
+
+	"github.com/memtrace/memtrace/aggregate"
+)
+
+// DefaultTop is the number of call sites per process and category that a
+// report shows unless told otherwise. Options.Top's zero value means "all",
+// so callers (the CLI flag) start from this.
+const DefaultTop = 10
+
+// SortKey names the figure call sites (and processes) are ranked by,
+// largest first.
+type SortKey string
+
+const (
+	// SortLive ranks by bytes still live: what is leaking or held now.
+	SortLive SortKey = "live"
+	// SortAllocated ranks by bytes allocated over the run (alloc_bytes):
+	// allocation churn, live or not.
+	SortAllocated SortKey = "allocated"
+	// SortAllocs ranks by the number of allocation calls: hot call sites.
+	SortAllocs SortKey = "allocs"
+)
+
+// sortKeys lists the valid keys in the order error messages show them.
+var sortKeys = []SortKey{SortLive, SortAllocated, SortAllocs}
+
+// ParseSortKey accepts the name of a sort key as users type it on the
+// command line. The empty string means the default, SortLive.
+func ParseSortKey(s string) (SortKey, error) {
+	if s == "" {
+		return SortLive, nil
+	}
+	for _, k := range sortKeys {
+		if string(k) == s {
+			return k, nil
+		}
+	}
+	return "", fmt.Errorf("unknown sort key %q: valid keys are %s, %s, %s",
+		s, sortKeys[0], sortKeys[1], sortKeys[2])
+}
+
+// value is the figure of st that k ranks by.
+func (k SortKey) value(st aggregate.Stats) uint64 {
+	switch k {
+	case SortAllocated:
+		return st.AllocBytes
+	case SortAllocs:
+		return st.Allocs
+	}
+	return st.LiveBytes
+}
+
+// describe says in words what k ranks by, for table titles. Mapped
+// regions are "mapped" rather than "allocated", so the wording follows the
+// category.
+func (k SortKey) describe(c aggregate.Category) string {
+	switch k {
+	case SortAllocated:
+		if c == aggregate.Mapped {
+			return "bytes mapped"
+		}
+		return "bytes allocated"
+	case SortAllocs:
+		if c == aggregate.Mapped {
+			return "mmap calls"
+		}
+		return "allocation calls"
+	}
+	return "live bytes"
+}
+
+// Options control what a report shows. The zero value is valid: all call
+// sites, sorted by live bytes, a periodic (not final) report, human units.
+type Options struct {
+	// Top is how many call sites to show per process and category
+	// (DefaultTop is the usual choice); 0 shows all.
+	Top int
+	// Sort is the ranking key; "" means SortLive.
+	Sort SortKey
+	// Final marks the last report of the run.
+	Final bool
+	// Raw prints exact byte counts instead of human units (text only: JSON
+	// is always exact).
+	Raw bool
+}
+
+// normalized checks o and fills in defaults, so renderers never see an
+// invalid or empty key.
+func (o Options) normalized() (Options, error) {
+	if o.Top < 0 {
+		return o, fmt.Errorf("invalid top %d: must be 0 (all) or more", o.Top)
+	}
+	k, err := ParseSortKey(string(o.Sort))
+	if err != nil {
+		return o, err
+	}
+	o.Sort = k
+	return o, nil
+}

@@ -1,0 +1,128 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/memtrace/memtrace/aggregate"
+)
+
+// Column headers per category. Mapped regions get their own words: "blocks"
+// and "allocated" would misdescribe mmap calls and would invite adding the
+// two tables together, which counts the allocator's own mappings twice.
+var (
+	heapColumns   = []any{"LIVE", "BLOCKS", "ALLOCATED", "CALLS", "FREED", "FUNCTION", "LOCATION", "MODULE"}
+	mappedColumns = []any{"LIVE", "REGIONS", "MAPPED", "MMAPS", "UNMAPPED", "FUNCTION", "LOCATION", "MODULE"}
+)
+
+// columnAlignment right-aligns the five figures so magnitudes line up, and
+// left-aligns the names.
+var columnAlignment = tw.CellAlignment{PerColumn: []tw.Align{
+	tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight,
+	tw.AlignLeft, tw.AlignLeft, tw.AlignLeft,
+}}
+
+// writeSiteTables prints the process's heap call sites, then its mmap call
+// sites, each under a title saying how they are ranked and how many are
+// shown. Heap comes first: it is what leaks in native code.
+func writeSiteTables(b *bytes.Buffer, p rankedProcess, sym Symbolizer, o Options) error {
+	if p.heapSites == 0 && p.mappedSites == 0 {
+		b.WriteString("  no call sites recorded\n")
+		return nil
+	}
+	if p.heapSites > 0 {
+		if err := writeSiteTable(b, p, aggregate.Heap, p.heap, p.heapSites, sym, o); err != nil {
+			return err
+		}
+	}
+	if p.mappedSites > 0 {
+		if err := writeSiteTable(b, p, aggregate.Mapped, p.mapped, p.mappedSites, sym, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeSiteTable(b *bytes.Buffer, p rankedProcess, c aggregate.Category,
+	sites []aggregate.SiteSnapshot, total int, sym Symbolizer, o Options) error {
+	b.WriteByte('\n')
+	b.WriteString("  " + tableTitle(c, len(sites), total, o.Sort) + "\n")
+
+	var out bytes.Buffer
+	t := tablewriter.NewTable(&out,
+		tablewriter.WithRenderer(renderer.NewBlueprint(plainRendition)),
+		tablewriter.WithHeaderAlignmentConfig(columnAlignment),
+		tablewriter.WithRowAlignmentConfig(columnAlignment),
+	)
+	if c == aggregate.Mapped {
+		t.Header(mappedColumns...)
+	} else {
+		t.Header(heapColumns...)
+	}
+	for _, s := range sites {
+		// Symbolize only what is shown: resolution can read ELF and DWARF.
+		f := resolve(sym, p.PID, s.Address)
+		row := []string{
+			byteCell(s.LiveBytes, o.Raw),
+			strconv.FormatUint(s.LiveAllocs, 10),
+			byteCell(s.AllocBytes, o.Raw),
+			strconv.FormatUint(s.Allocs, 10),
+			byteCell(s.FreedBytes, o.Raw),
+			functionLabel(f),
+			locationLabel(f),
+			moduleLabel(f),
+		}
+		if err := t.Append(row); err != nil {
+			return fmt.Errorf("add %s call site %s: %w", c, hex(s.Address), err)
+		}
+	}
+	if err := t.Render(); err != nil {
+		return fmt.Errorf("render %s call sites: %w", c, err)
+	}
+	indentTable(b, out.String())
+	return nil
+}
+
+// plainRendition draws no borders or rules: columns separated by spaces,
+// like ps or top, which reads well in a terminal and stays friendly to grep,
+// awk and diff.
+var plainRendition = tw.Rendition{
+	Borders: tw.BorderNone,
+	Symbols: tw.NewSymbols(tw.StyleNone),
+	Settings: tw.Settings{
+		Separators: tw.Separators{BetweenColumns: tw.Off, BetweenRows: tw.Off},
+		Lines:      tw.Lines{ShowHeaderLine: tw.Off},
+	},
+}
+
+// tableTitle says which sites follow, by what they are ranked, and whether
+// some were left out.
+func tableTitle(c aggregate.Category, shown, total int, k SortKey) string {
+	what := "heap call sites"
+	if c == aggregate.Mapped {
+		what = "anonymous mmap call sites"
+	}
+	if shown < total {
+		return fmt.Sprintf("%s by %s (top %d of %d):", what, k.describe(c), shown, total)
+	}
+	return fmt.Sprintf("%s by %s (all %d):", what, k.describe(c), total)
+}
+
+// indentTable nests a rendered table under its process and drops the
+// padding tablewriter leaves at line ends, which would only make diffs and
+// golden files noisy.
+func indentTable(b *bytes.Buffer, table string) {
+	for l := range strings.Lines(table) {
+		l = strings.TrimRight(l, " \n")
+		if l == "" {
+			continue
+		}
+		b.WriteString("  " + l + "\n")
+	}
+}

@@ -1,0 +1,156 @@
+package symbolize
+
+import (
+	"cmp"
+	"debug/dwarf"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+)
+
+// lineRow says that code from addr up to the next row's addr comes from
+// files[file]:line. file < 0 marks the end of a sequence: the addresses
+// from there on have no line information (until another row starts).
+type lineRow struct {
+	addr uint64
+	file int32
+	line int32
+}
+
+// lineTable is every compile unit's line program flattened into one table
+// sorted by address, so a lookup is one binary search.
+type lineTable struct {
+	rows  []lineRow
+	files []string
+}
+
+// maxLineRows bounds the table (16 bytes a row): a debug section that
+// inflates to billions of rows is hostile, not a program we can symbolize.
+const maxLineRows = 1 << 27
+
+var errTooManyRows = errors.New("too many line table rows")
+
+// readLineTable runs the line program of every compile unit in d.
+func readLineTable(d *dwarf.Data) (*lineTable, error) {
+	t := &lineTable{}
+	fileIndex := map[*dwarf.LineFile]int32{}
+	nameIndex := map[string]int32{}
+	intern := func(f *dwarf.LineFile) int32 {
+		if i, ok := fileIndex[f]; ok {
+			return i
+		}
+		name := ""
+		if f != nil {
+			name = f.Name
+		}
+		i, ok := nameIndex[name]
+		if !ok {
+			i = int32(len(t.files))
+			t.files = append(t.files, name)
+			nameIndex[name] = i
+		}
+		fileIndex[f] = i
+		return i
+	}
+
+	r := d.Reader()
+	for {
+		cu, err := r.Next()
+		if err != nil {
+			return nil, fmt.Errorf("read compile unit: %w", err)
+		}
+		if cu == nil {
+			break
+		}
+		if cu.Tag != dwarf.TagCompileUnit && cu.Tag != dwarf.TagPartialUnit {
+			r.SkipChildren()
+			continue
+		}
+		r.SkipChildren()
+		lr, err := d.LineReader(cu)
+		if err != nil {
+			return nil, fmt.Errorf("line program at %#x: %w", cu.Offset, err)
+		}
+		if lr == nil {
+			continue // a unit without line information
+		}
+		if err := t.addUnit(lr, intern); err != nil {
+			return nil, fmt.Errorf("line program at %#x: %w", cu.Offset, err)
+		}
+	}
+	t.sort()
+	return t, nil
+}
+
+// addUnit appends one unit's rows. Rows keep their program order (stable
+// sort later), so of several rows at one address the last one, which owns
+// the instruction bytes, wins.
+func (t *lineTable) addUnit(lr *dwarf.LineReader, intern func(*dwarf.LineFile) int32) error {
+	var e dwarf.LineEntry
+	inSeq, skipSeq := false, false
+	for {
+		err := lr.Next(&e)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !inSeq {
+			// Linkers leave the sequences of discarded functions at address
+			// 0, where no code of an executable or library is loaded.
+			inSeq, skipSeq = true, e.Address == 0
+		}
+		if e.EndSequence {
+			inSeq = false
+		}
+		if skipSeq {
+			continue
+		}
+		if len(t.rows) >= maxLineRows {
+			return errTooManyRows
+		}
+		row := lineRow{addr: e.Address, file: -1}
+		if !e.EndSequence {
+			row.file = intern(e.File)
+			row.line = int32(min(max(e.Line, 0), 1<<31-1))
+		}
+		t.rows = append(t.rows, row)
+	}
+}
+
+// sort orders rows by address. At equal addresses an end-of-sequence row
+// goes first, so that a sequence starting where another ends is not hidden
+// by that end marker.
+func (t *lineTable) sort() {
+	slices.SortStableFunc(t.rows, func(a, b lineRow) int {
+		if c := cmp.Compare(a.addr, b.addr); c != 0 {
+			return c
+		}
+		return cmp.Compare(boolInt(a.file >= 0), boolInt(b.file >= 0))
+	})
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// lookup returns the file and line of the instruction at vaddr, or ("", 0).
+func (t *lineTable) lookup(vaddr uint64) (string, int) {
+	if t == nil {
+		return "", 0
+	}
+	i := searchLast(len(t.rows), func(i int) bool { return t.rows[i].addr <= vaddr })
+	if i < 0 {
+		return "", 0
+	}
+	row := t.rows[i]
+	if row.file < 0 {
+		return "", 0
+	}
+	return t.files[row.file], int(row.line)
+}

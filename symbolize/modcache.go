@@ -1,0 +1,130 @@
+package symbolize
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+)
+
+// fileKey identifies one version of a file without reading it: the same
+// device and inode with the same size and modification time is taken to
+// be the same bytes.
+type fileKey struct {
+	dev, ino uint64
+	size     int64
+	mtimeNS  int64
+}
+
+func keyOf(fi os.FileInfo) (fileKey, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileKey{}, false
+	}
+	return fileKey{
+		dev:     uint64(st.Dev),
+		ino:     st.Ino,
+		size:    st.Size,
+		mtimeNS: st.Mtim.Sec*1e9 + st.Mtim.Nsec,
+	}, true
+}
+
+// cacheEntry remembers an opened module, or why a file could not be one
+// (so a file that is not ELF is not re-read on every capture).
+type cacheEntry struct {
+	mod *Module
+	err error
+}
+
+// moduleCache shares modules between processes and captures. A module is
+// found by its file's identity first (a stat, no read); a newly opened file
+// whose GNU build-id is already known reuses that module, since the build-id
+// names the code, wherever the file lives (another container's copy, a
+// reinstalled package).
+type moduleCache struct {
+	mu        sync.Mutex
+	byFile    map[fileKey]cacheEntry
+	byBuildID map[string]*Module
+	all       []*Module // every module opened, for close
+}
+
+func newModuleCache() *moduleCache {
+	return &moduleCache{byFile: map[fileKey]cacheEntry{}, byBuildID: map[string]*Module{}}
+}
+
+// module returns the module for the file at path, opening it if it is not
+// cached. wantIno, when not 0, must match the file's inode: a path reached
+// by name may by now hold a different file than the one mapped.
+func (c *moduleCache) module(path string, wantIno uint64) (*Module, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("stat module: %w", err)
+	}
+	key, ok := keyOf(fi)
+	if !ok {
+		return nil, errors.New("stat module: no inode information")
+	}
+	if wantIno != 0 && key.ino != wantIno {
+		return nil, fmt.Errorf("module %s: inode %d is not the mapped %d", path, key.ino, wantIno)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("module %s: not a regular file", path)
+	}
+	c.mu.Lock()
+	e, ok := c.byFile[key]
+	c.mu.Unlock()
+	if ok {
+		return e.mod, e.err
+	}
+
+	// Opened without the lock: parsing headers reads the file, and other
+	// captures should not wait for it. Two racing opens of one file both
+	// parse; the first to register wins.
+	f, err := os.Open(path)
+	if err != nil {
+		// Not remembered: running out of descriptors passes.
+		return nil, fmt.Errorf("open module: %w", err)
+	}
+	mod, err := newModule(f, f)
+	if err != nil {
+		f.Close()
+		err = fmt.Errorf("module %s: %w", path, err)
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.byFile[key]; ok {
+		if mod != nil {
+			mod.Close()
+		}
+		return e.mod, e.err
+	}
+	if mod != nil {
+		if id := mod.BuildID(); id == "" {
+			c.all = append(c.all, mod)
+		} else if known, ok := c.byBuildID[id]; ok {
+			mod.Close()
+			mod = known
+		} else {
+			c.byBuildID[id] = mod
+			c.all = append(c.all, mod)
+		}
+	}
+	c.byFile[key] = cacheEntry{mod: mod, err: err}
+	return mod, err
+}
+
+// close releases every cached module's file.
+func (c *moduleCache) close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for _, m := range c.all {
+		errs = append(errs, m.Close())
+	}
+	c.all = nil
+	c.byFile = map[fileKey]cacheEntry{}
+	c.byBuildID = map[string]*Module{}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,160 @@
+package symbolize
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+)
+
+// Module is one ELF file (executable or shared library) opened for
+// symbolization. Opening reads only the headers; the symbol table and the
+// line table are built on first use, each once. Safe for concurrent use.
+//
+// The file comes from outside (any process's mappings), so every step that
+// parses it recovers from panics in debug/elf or debug/dwarf and turns
+// them into an error: a hostile file yields empty answers, never a crash.
+type Module struct {
+	f       *elf.File
+	closer  io.Closer // the underlying file, if the module owns one
+	segs    []segment
+	buildID string
+
+	symOnce sync.Once
+	syms    *symbolTable
+	symErr  error
+
+	lineOnce sync.Once
+	lines    *lineTable
+	lineErr  error
+}
+
+// NewModule reads the ELF headers from r. The module reads from r on later
+// lookups, so r must stay usable for the module's lifetime.
+func NewModule(r io.ReaderAt) (*Module, error) {
+	return newModule(r, nil)
+}
+
+// OpenModule opens the ELF file at path. Close releases it.
+func OpenModule(path string) (*Module, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open module: %w", err)
+	}
+	m, err := newModule(f, f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open module %s: %w", path, err)
+	}
+	return m, nil
+}
+
+func newModule(r io.ReaderAt, closer io.Closer) (m *Module, err error) {
+	err = guard("read elf headers", func() error {
+		f, err := elf.NewFile(r)
+		if err != nil {
+			return err
+		}
+		m = &Module{f: f, closer: closer, segs: loadSegments(f), buildID: buildID(f)}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// guard runs parse and turns a panic inside it into an error: debug/elf and
+// debug/dwarf can panic on malformed input.
+func guard(what string, parse func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s: malformed input: %v", what, p)
+		}
+	}()
+	if err := parse(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// Close releases the file the module was opened from, if it owns one.
+func (m *Module) Close() error {
+	if m.closer == nil {
+		return nil
+	}
+	return m.closer.Close()
+}
+
+// BuildID is the GNU build-id in lowercase hex, or "" if the file has none.
+func (m *Module) BuildID() string { return m.buildID }
+
+// VAddr translates an offset in the file (as /proc/PID/maps gives for a
+// mapping's start) to the ELF virtual address of the byte loaded from it.
+func (m *Module) VAddr(fileOffset uint64) (uint64, bool) {
+	return vaddrOf(m.segs, fileOffset)
+}
+
+// Function names the function holding the ELF virtual address vaddr, or "".
+func (m *Module) Function(vaddr uint64) string {
+	m.symOnce.Do(m.loadSymbols)
+	return m.syms.lookup(vaddr)
+}
+
+// Line gives the source file and line of the instruction at vaddr, or
+// ("", 0) when no debug information covers it.
+func (m *Module) Line(vaddr uint64) (file string, line int) {
+	m.lineOnce.Do(m.loadLines)
+	return m.lines.lookup(vaddr)
+}
+
+// Load builds the symbol and line tables now rather than on first use, and
+// reports what went wrong building them. Lookups work either way.
+func (m *Module) Load() error {
+	m.symOnce.Do(m.loadSymbols)
+	m.lineOnce.Do(m.loadLines)
+	return errors.Join(m.symErr, m.lineErr)
+}
+
+func (m *Module) loadSymbols() {
+	m.symErr = guard("read symbols", func() error {
+		var cands []rankedSymbol
+		var errs []error
+		for _, src := range m.debugSources() {
+			c, err := functionSymbols(src)
+			cands = append(cands, c...)
+			errs = append(errs, err)
+		}
+		m.syms = newSymbolTable(cands)
+		return errors.Join(errs...)
+	})
+}
+
+// functionSymbols reads the function symbols of .symtab and .dynsym. Each
+// table is optional: strip removes .symtab, static executables have no
+// .dynsym.
+func functionSymbols(f *elf.File) ([]rankedSymbol, error) {
+	var cands []rankedSymbol
+	var errs []error
+	syms, err := f.Symbols()
+	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+		errs = append(errs, fmt.Errorf("symtab: %w", err))
+	}
+	cands = collectFuncs(cands, syms)
+	dyn, err := f.DynamicSymbols()
+	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+		errs = append(errs, fmt.Errorf("dynsym: %w", err))
+	}
+	cands = collectFuncs(cands, dyn)
+	return cands, errors.Join(errs...)
+}
+
+func (m *Module) loadLines() {
+	m.lineErr = guard("read line table", func() error {
+		t, err := m.bestLineTable()
+		m.lines = t
+		return err
+	})
+}

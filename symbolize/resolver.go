@@ -1,0 +1,217 @@
+package symbolize
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Resolver resolves code addresses of processes. Safe for concurrent use.
+//
+// It keeps, per process, the executable mappings of its last capture, and,
+// shared by all processes, every module it opened: a module stays open after
+// its process exits, so addresses captured before the exit still resolve.
+type Resolver struct {
+	mods *moduleCache
+
+	mu    sync.RWMutex
+	procs map[int]*process
+}
+
+// process is one capture of a process's code mappings. maps is never
+// changed after the capture; a new capture replaces the whole process.
+type process struct {
+	maps []codeMapping // sorted by start, non-overlapping
+
+	// Guarded by Resolver.mu: exited stops recaptures once the process is
+	// known gone; misses are addresses a fresh capture did not cover, so a
+	// stray address does not trigger a capture on every lookup.
+	exited bool
+	misses map[uint64]struct{}
+}
+
+// codeMapping is an executable mapping and its module (nil when the file
+// could not be read, or for pseudo mappings such as [vdso]).
+type codeMapping struct {
+	start, end, offset uint64
+	path               string
+	mod                *Module
+}
+
+// maxMisses bounds the remembered misses per capture.
+const maxMisses = 1024
+
+// NewResolver returns an empty resolver.
+func NewResolver() *Resolver {
+	return &Resolver{mods: newModuleCache(), procs: map[int]*process{}}
+}
+
+// Capture reads /proc/PID/maps now and opens the module of every
+// file-backed executable mapping. Call it when a process is attached and
+// again before it exits; each call replaces the process's mapping list,
+// modules stay cached. The error matches os.ErrNotExist when the process
+// is gone. A module that cannot be opened is not an error: its addresses
+// resolve to the mapping's path and offset only.
+func (r *Resolver) Capture(pid int) error {
+	p, err := r.capture(pid)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.procs[pid] = p
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *Resolver) capture(pid int) (*process, error) {
+	maps, err := readProcMaps(pid)
+	if err != nil {
+		return nil, fmt.Errorf("capture process %d: %w", pid, err)
+	}
+	p := &process{}
+	for _, m := range maps {
+		if !m.Executable() {
+			continue // return addresses point into code only
+		}
+		p.maps = append(p.maps, codeMapping{
+			start: m.Start, end: m.End, offset: m.Offset,
+			path: m.Path, mod: r.moduleFor(pid, m),
+		})
+	}
+	slices.SortFunc(p.maps, func(a, b codeMapping) int { return cmp.Compare(a.start, b.start) })
+	return p, nil
+}
+
+// moduleFor opens the module of a mapping through the first location that
+// works, or returns nil.
+func (r *Resolver) moduleFor(pid int, m Mapping) *Module {
+	if !m.FileBacked() {
+		return nil
+	}
+	for _, c := range moduleCandidates(pid, m) {
+		if !strings.HasPrefix(c.path, "/") {
+			continue
+		}
+		// A file that is there but no readable ELF fails again, cheaply,
+		// through the other names: its failure is cached by identity.
+		if mod, err := r.mods.module(c.path, c.wantIno); err == nil {
+			return mod
+		}
+	}
+	return nil
+}
+
+// Resolve returns the frame for a return address ret in process pid. It
+// looks up ret-1, inside the call instruction, so that file:line is the
+// call's. An address in no captured mapping makes it capture the process
+// once more (if it still lives) and retry.
+//
+// Frame.Address is ret; Offset is the ELF virtual address of ret-1 (the
+// file offset when the module could not be read).
+func (r *Resolver) Resolve(pid int, ret uint64) Frame {
+	if ret == 0 {
+		return Frame{}
+	}
+	pc := ret - 1
+	r.mu.RLock()
+	p := r.procs[pid]
+	r.mu.RUnlock()
+	if p != nil {
+		if m, ok := p.find(pc); ok {
+			return m.frame(ret, pc)
+		}
+	}
+	if p = r.recapture(pid, p, pc); p != nil {
+		if m, ok := p.find(pc); ok {
+			return m.frame(ret, pc)
+		}
+		r.noteMiss(p, pc)
+	}
+	return Frame{Address: ret}
+}
+
+// recapture captures pid again after a miss of pc in old (nil if never
+// captured), unless the process is known gone or pc already missed in this
+// capture. It returns the capture to retry in, or nil.
+func (r *Resolver) recapture(pid int, old *process, pc uint64) *process {
+	if old != nil {
+		r.mu.RLock()
+		_, missed := old.misses[pc]
+		exited := old.exited
+		r.mu.RUnlock()
+		if missed || exited {
+			return nil
+		}
+	}
+	p, err := r.capture(pid)
+	if err != nil {
+		if old != nil && errors.Is(err, os.ErrNotExist) {
+			r.mu.Lock()
+			old.exited = true
+			r.mu.Unlock()
+		}
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cur := r.procs[pid]; cur != old {
+		// Forgotten, or captured by someone else meanwhile: the newer
+		// state stands; still answer from what we just read.
+		return p
+	}
+	r.procs[pid] = p
+	return p
+}
+
+func (r *Resolver) noteMiss(p *process, pc uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p.misses == nil || len(p.misses) >= maxMisses {
+		p.misses = map[uint64]struct{}{}
+	}
+	p.misses[pc] = struct{}{}
+}
+
+// Forget drops a process's mappings. Modules stay cached.
+func (r *Resolver) Forget(pid int) {
+	r.mu.Lock()
+	delete(r.procs, pid)
+	r.mu.Unlock()
+}
+
+// Close releases every cached module. The resolver must not be used after.
+func (r *Resolver) Close() error {
+	r.mu.Lock()
+	r.procs = map[int]*process{}
+	r.mu.Unlock()
+	return r.mods.close()
+}
+
+// find returns the mapping holding pc.
+func (p *process) find(pc uint64) (*codeMapping, bool) {
+	i := searchLast(len(p.maps), func(i int) bool { return p.maps[i].start <= pc })
+	if i < 0 || pc >= p.maps[i].end {
+		return nil, false
+	}
+	return &p.maps[i], true
+}
+
+// frame resolves pc, which lies in m, reporting it as return address ret.
+func (m *codeMapping) frame(ret, pc uint64) Frame {
+	fr := Frame{Address: ret, Module: m.path, Offset: pc - m.start + m.offset}
+	if m.mod == nil {
+		return fr
+	}
+	vaddr, ok := m.mod.VAddr(fr.Offset)
+	if !ok {
+		return fr
+	}
+	fr.Offset = vaddr
+	fr.Function = m.mod.Function(vaddr)
+	fr.File, fr.Line = m.mod.Line(vaddr)
+	return fr
+}

@@ -1,0 +1,147 @@
+package tracer
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/memtrace/memtrace/allocator"
+	"github.com/memtrace/memtrace/event"
+)
+
+// ErrProcessGone: the process exited while probes were being attached.
+var ErrProcessGone = errors.New("process exited")
+
+// Attachment is the set of probes placed for one process.
+type Attachment struct {
+	PID   int
+	links []link.Link
+	// placed records which (file, offset) pairs are already probed, so that a
+	// second Attach after exec only adds what is new.
+	placed map[string]bool
+}
+
+// programs returns the entry program of fn and whether fn needs the return probe.
+func (t *Objects) programs(fn event.Func) (entry *ebpf.Program, ret bool) {
+	p := &t.objs.memtracePrograms
+	switch fn {
+	case event.FuncMalloc:
+		return p.MallocEnter, true
+	case event.FuncCalloc:
+		return p.CallocEnter, true
+	case event.FuncRealloc:
+		return p.ReallocEnter, true
+	case event.FuncReallocarray:
+		return p.ReallocarrayEnter, true
+	case event.FuncPosixMemalign:
+		return p.PosixMemalignEnter, true
+	case event.FuncAlignedAlloc:
+		return p.AlignedAllocEnter, true
+	case event.FuncMemalign:
+		return p.MemalignEnter, true
+	case event.FuncValloc:
+		return p.VallocEnter, true
+	case event.FuncPvalloc:
+		return p.PvallocEnter, true
+	case event.FuncFree:
+		return p.FreeEnter, false
+	case event.FuncMmap:
+		return p.MmapEnter, true
+	case event.FuncMunmap:
+		return p.MunmapEnter, false
+	case event.FuncMremap:
+		return p.MremapEnter, true
+	}
+	return nil, false
+}
+
+// Attach places the probes for pid (only that process pays the trap). Return
+// probes go in first: an entry seen without its return would leave the
+// thread's in-flight state behind. Calling it again for the same Attachment
+// adds only probes not yet placed (after an exec).
+func (t *Objects) Attach(a *Attachment, probes []allocator.Probe) error {
+	if a.placed == nil {
+		a.placed = map[string]bool{}
+	}
+	var todo []allocator.Probe
+	for _, p := range probes {
+		if key := fmt.Sprintf("%s@%#x", p.Path, p.Offset); !a.placed[key] {
+			todo = append(todo, p)
+		}
+	}
+	exes := map[string]*link.Executable{}
+	open := func(path string) (*link.Executable, error) {
+		if ex, ok := exes[path]; ok {
+			return ex, nil
+		}
+		ex, err := link.OpenExecutable(path)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
+		exes[path] = ex
+		return ex, nil
+	}
+	for pass := 0; pass < 2; pass++ {
+		for _, p := range todo {
+			entry, ret := t.programs(p.Func)
+			if entry == nil {
+				return fmt.Errorf("no program for %s", p.Func)
+			}
+			ex, err := open(p.Path)
+			if err != nil {
+				return err
+			}
+			opts := &link.UprobeOptions{PID: a.PID, Address: p.Offset}
+			var l link.Link
+			switch {
+			case pass == 0 && ret:
+				l, err = ex.Uretprobe(p.Symbol, t.objs.AllocReturn, opts)
+				if err != nil {
+					return attachError("uretprobe", p, a.PID, err)
+				}
+			case pass == 1:
+				l, err = ex.Uprobe(p.Symbol, entry, opts)
+				if err != nil {
+					return attachError("uprobe", p, a.PID, err)
+				}
+			default:
+				continue
+			}
+			a.links = append(a.links, l)
+		}
+	}
+	for _, p := range todo {
+		a.placed[fmt.Sprintf("%s@%#x", p.Path, p.Offset)] = true
+	}
+	return nil
+}
+
+func attachError(kind string, p allocator.Probe, pid int, err error) error {
+	switch {
+	case errors.Is(err, syscall.ESRCH):
+		return fmt.Errorf("attach %s %s to process %d: %w", kind, p.Symbol, pid, ErrProcessGone)
+	case errors.Is(err, os.ErrPermission):
+		return fmt.Errorf("attach %s %s in %s: %w", kind, p.Symbol, p.Module, ErrPermission)
+	case isNotSupported(err):
+		return fmt.Errorf("attach %s %s in %s: %w (%w)", kind, p.Symbol, p.Module, ErrNoUprobes, err)
+	}
+	return fmt.Errorf("attach %s %s in %s: %w", kind, p.Symbol, p.Module, err)
+}
+
+// Detach removes pid's probes: entry probes first, for the reason Attach
+// places return probes first.
+func (a *Attachment) Detach() error {
+	var errs []error
+	for i := len(a.links) - 1; i >= 0; i-- {
+		if err := a.links[i].Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	a.links = nil
+	a.placed = nil
+	return errors.Join(errs...)
+}

@@ -1,0 +1,74 @@
+package tracer
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+	"unsafe"
+
+	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/memtrace/memtrace/event"
+)
+
+// ErrShortRecord: a ring-buffer record smaller than struct event.
+var ErrShortRecord = errors.New("short ring buffer record")
+
+// Drainer reads the ring buffer. One goroutine uses it.
+type Drainer struct {
+	rd  *ringbuf.Reader
+	rec ringbuf.Record
+	ev  event.Event
+	// Short counts records too small to decode (never expected).
+	Short uint64
+}
+
+// NewDrainer opens a reader on the objects' ring buffer.
+func (t *Objects) NewDrainer() (*Drainer, error) {
+	rd, err := ringbuf.NewReader(t.objs.Events)
+	if err != nil {
+		return nil, fmt.Errorf("open ring buffer reader: %w", err)
+	}
+	return &Drainer{rd: rd}, nil
+}
+
+// Close unblocks a Poll in progress and releases the reader.
+func (d *Drainer) Close() error {
+	return d.rd.Close()
+}
+
+// Poll waits up to wait for events (the probes wake the reader only when
+// much data is pending) and then hands every event in the ring to fn, in
+// order, returning when the ring is empty. wait <= 0 drains what is there
+// now without waiting. fn must not keep the pointer.
+func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
+	d.rd.SetDeadline(time.Now().Add(wait))
+	n := 0
+	for {
+		err := d.rd.ReadInto(&d.rec)
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return n, nil
+			}
+			return n, fmt.Errorf("read ring buffer: %w", err)
+		}
+		if len(d.rec.RawSample) < int(unsafe.Sizeof(memtraceEvent{})) {
+			d.Short++
+			continue
+		}
+		// The record is the C struct laid out for this host; see the size test.
+		raw := (*memtraceEvent)(unsafe.Pointer(&d.rec.RawSample[0]))
+		d.ev = event.Event{
+			Time: raw.Time, Addr: raw.Addr, Size: raw.Size,
+			OldAddr: raw.OldAddr, OldSize: raw.OldSize, CallSite: raw.CallSite,
+			PID: raw.Pid, TID: raw.Tid, Kind: event.Kind(raw.Kind), Func: event.Func(raw.Func),
+		}
+		fn(&d.ev)
+		n++
+		// A full drain stops once it has caught up, or a busy ring would keep it forever.
+		if wait <= 0 && d.rd.AvailableBytes() == 0 {
+			return n, nil
+		}
+	}
+}
