@@ -12,7 +12,7 @@ type liveBlock struct {
 	ms   uint32 // allocation time, ms since the table's first event
 }
 
-// liveSlot is one slot of a liveTable. The address is split in two halves
+// liveSlot is one slot of a liveShard. The address is split in two halves
 // so that the slot packs into 20 bytes: a uint64 field would align the
 // struct to 8 and pad it to 24, which is 20% more memory per live block.
 type liveSlot struct {
@@ -22,67 +22,75 @@ type liveSlot struct {
 	ms             uint32
 }
 
+func (s *liveSlot) empty() bool  { return s.addrLo == 0 && s.addrHi == 0 }
+func (s *liveSlot) addr() uint64 { return uint64(s.addrHi)<<32 | uint64(s.addrLo) }
+
 // sizeInBig marks a block of 4 GiB or more; such sizes are rare enough to
 // keep in a side map rather than widen every slot.
 const sizeInBig = math.MaxUint32
 
 const (
-	liveMinCap     = 16
-	liveShrinkFrom = 1 << 12 // tables smaller than this are not worth shrinking
+	liveMinCap = 16
+	// liveShardMax bounds a shard: a full one splits in two instead of
+	// growing, so no resize moves more than about 50,000 blocks and the
+	// consumer never stalls long enough to overflow the ring buffer.
+	liveShardMax = 1 << 16
+	// liveShrinkFrom: shards smaller than this are not worth shrinking.
+	liveShrinkFrom = 1 << 10
+	// liveMaxDepth caps the directory at 2^16 entries (512 KiB), room for
+	// 3 billion blocks; past it shards just grow. Only keys crafted to share
+	// their hash's top bits could reach it before that.
+	liveMaxDepth = 16
 )
 
 // liveTable maps a live heap block's address to its liveBlock.
 //
 // It exists because memory per live block is what limits tracing a big
 // process: a slot costs 20 bytes against 25 for a Go map slot of the same
-// content (see BenchmarkLiveMemory). It is an open-addressing table with
-// linear probing and backward-shift deletion (no tombstones, so long churn
-// does not degrade it). The capacity is not a power of two: the home slot
-// is chosen by Fibonacci hashing scaled to the capacity, so the table can
-// grow by 1.5x and stay between 53% and 80% full.
+// content, and the table stays 53% to 80% full (see BenchmarkLiveMemory).
+//
+// It is extendible hashing over open-addressing shards: the top bits of
+// the key's Fibonacci hash pick a shard through a directory, and each
+// shard is a linear-probing table with backward-shift deletion (no
+// tombstones, so long churn does not degrade it). A shard's capacity is
+// not a power of two: its home slot is the rest of the hash scaled to the
+// capacity, so it can grow by 1.5x.
 type liveTable struct {
-	slots []liveSlot
+	dir   []*liveShard // indexed by the hash's top depth bits
+	depth uint
 	count int
 	big   map[uint64]uint64 // sizes >= 4 GiB, by address
+
+	shardMax int // slots; 0 means liveShardMax (tests lower it)
 }
+
+// liveShard is one open-addressing table holding the keys whose hashes
+// start with the same depth bits.
+type liveShard struct {
+	slots []liveSlot
+	count int
+	depth uint
+}
+
+func hashAddr(addr uint64) uint64 { return addr * 0x9e3779b97f4a7c15 }
 
 func (t *liveTable) len() int { return t.count }
 
-// home is the slot where addr's probe sequence starts.
-func (t *liveTable) home(addr uint64) int {
-	hi, _ := bits.Mul64(addr*0x9e3779b97f4a7c15, uint64(len(t.slots)))
-	return int(hi)
-}
-
-func (s *liveSlot) addr() uint64 { return uint64(s.addrHi)<<32 | uint64(s.addrLo) }
-
-// find returns the slot holding addr, or -1.
-func (t *liveTable) find(addr uint64) int {
-	if t.count == 0 || addr == 0 {
-		return -1
-	}
-	lo, hi := uint32(addr), uint32(addr>>32)
-	i := t.home(addr)
-	for {
-		s := &t.slots[i]
-		if s.addrLo == lo && s.addrHi == hi {
-			return i
-		}
-		if s.addrLo == 0 && s.addrHi == 0 {
-			return -1
-		}
-		if i++; i == len(t.slots) {
-			i = 0
-		}
-	}
+func (t *liveTable) shard(h uint64) *liveShard {
+	return t.dir[h>>(64-t.depth)] // a shift by 64 is 0: one shard
 }
 
 func (t *liveTable) get(addr uint64) (liveBlock, bool) {
-	i := t.find(addr)
+	if t.count == 0 || addr == 0 {
+		return liveBlock{}, false
+	}
+	h := hashAddr(addr)
+	s := t.shard(h)
+	i := s.find(addr, h)
 	if i < 0 {
 		return liveBlock{}, false
 	}
-	return t.block(addr, &t.slots[i]), true
+	return t.block(addr, &s.slots[i]), true
 }
 
 func (t *liveTable) block(addr uint64, s *liveSlot) liveBlock {
@@ -96,29 +104,36 @@ func (t *liveTable) block(addr uint64, s *liveSlot) liveBlock {
 // insert makes b the block at addr (addr != 0). If a block was already
 // there it is replaced and returned, so the caller can account for it.
 func (t *liveTable) insert(addr uint64, b liveBlock) (old liveBlock, replaced bool) {
-	if (t.count+1)*5 > len(t.slots)*4 {
-		t.resize(max(liveMinCap, len(t.slots)+len(t.slots)/2))
+	if t.dir == nil {
+		t.dir = []*liveShard{newShard(0, 0)}
+	}
+	h := hashAddr(addr)
+	s := t.shard(h)
+	if (s.count+1)*5 > len(s.slots)*4 {
+		t.grow(s, h)
+		s = t.shard(h)
 	}
 	lo, hi := uint32(addr), uint32(addr>>32)
-	i := t.home(addr)
+	i := s.home(h)
 	for {
-		s := &t.slots[i]
-		if s.addrLo == lo && s.addrHi == hi {
-			old, replaced = t.block(addr, s), true
-			if s.size == sizeInBig {
+		sl := &s.slots[i]
+		if sl.addrLo == lo && sl.addrHi == hi {
+			old, replaced = t.block(addr, sl), true
+			if sl.size == sizeInBig {
 				delete(t.big, addr)
 			}
 			break
 		}
-		if s.addrLo == 0 && s.addrHi == 0 {
+		if sl.empty() {
+			s.count++
 			t.count++
 			break
 		}
-		if i++; i == len(t.slots) {
+		if i++; i == len(s.slots) {
 			i = 0
 		}
 	}
-	t.store(&t.slots[i], addr, b)
+	t.store(&s.slots[i], addr, b)
 	return old, replaced
 }
 
@@ -136,28 +151,123 @@ func (t *liveTable) store(s *liveSlot, addr uint64, b liveBlock) {
 
 // remove deletes addr and returns its block.
 func (t *liveTable) remove(addr uint64) (liveBlock, bool) {
-	i := t.find(addr)
+	if t.count == 0 || addr == 0 {
+		return liveBlock{}, false
+	}
+	h := hashAddr(addr)
+	s := t.shard(h)
+	i := s.find(addr, h)
 	if i < 0 {
 		return liveBlock{}, false
 	}
-	b := t.block(addr, &t.slots[i])
-	if t.slots[i].size == sizeInBig {
+	b := t.block(addr, &s.slots[i])
+	if s.slots[i].size == sizeInBig {
 		delete(t.big, addr)
 	}
+	s.removeAt(i)
 	t.count--
+	return b, true
+}
+
+// grow makes room in s, which holds h: by growing it 1.5x, or, once it
+// is as big as a shard may be, by splitting it in two.
+func (t *liveTable) grow(s *liveShard, h uint64) {
+	limit := t.shardMax
+	if limit == 0 {
+		limit = liveShardMax
+	}
+	if n := len(s.slots) + len(s.slots)/2; n <= limit || s.depth >= liveMaxDepth {
+		s.resize(n)
+		return
+	}
+	if s.depth == t.depth {
+		dir := make([]*liveShard, 2*len(t.dir))
+		for i, x := range t.dir {
+			dir[2*i], dir[2*i+1] = x, x
+		}
+		t.dir, t.depth = dir, t.depth+1
+	}
+	// The keys whose next hash bit is 1 go to the second half.
+	bit := 63 - s.depth
+	ones := 0
+	for k := range s.slots {
+		if sl := &s.slots[k]; !sl.empty() {
+			ones += int(hashAddr(sl.addr()) >> bit & 1)
+		}
+	}
+	halves := [2]*liveShard{newShard(s.count-ones, s.depth+1), newShard(ones, s.depth+1)}
+	for k := range s.slots {
+		if sl := &s.slots[k]; !sl.empty() {
+			h := hashAddr(sl.addr())
+			halves[h>>bit&1].put(*sl, h)
+		}
+	}
+	// s filled a run of 2^(depth-s.depth) directory entries: the first
+	// half of the run is now halves[0], the second halves[1].
+	run := 1 << (t.depth - s.depth)
+	start := int(h>>(64-t.depth)) &^ (run - 1)
+	for i := range run {
+		t.dir[start+i] = halves[i*2/run]
+	}
+}
+
+// newShard returns a shard sized for n keys at a load of 8/15, so that
+// growth points (4/5 full, then 1.5x) stay on the same schedule.
+func newShard(n int, depth uint) *liveShard {
+	return &liveShard{slots: make([]liveSlot, max(liveMinCap, n*15/8+1)), depth: depth}
+}
+
+// home is the slot where the probe sequence of a key hashed to h starts:
+// the hash bits below the shard's prefix, scaled to the capacity.
+func (s *liveShard) home(h uint64) int {
+	hi, _ := bits.Mul64(h<<s.depth, uint64(len(s.slots)))
+	return int(hi)
+}
+
+// find returns the slot holding addr (hashed to h), or -1.
+func (s *liveShard) find(addr, h uint64) int {
+	lo, hi := uint32(addr), uint32(addr>>32)
+	for i := s.home(h); ; {
+		sl := &s.slots[i]
+		if sl.addrLo == lo && sl.addrHi == hi {
+			return i
+		}
+		if sl.empty() {
+			return -1
+		}
+		if i++; i == len(s.slots) {
+			i = 0
+		}
+	}
+}
+
+// put stores sl, whose key hashes to h and is not in s, without growing.
+func (s *liveShard) put(sl liveSlot, h uint64) {
+	i := s.home(h)
+	for !s.slots[i].empty() {
+		if i++; i == len(s.slots) {
+			i = 0
+		}
+	}
+	s.slots[i] = sl
+	s.count++
+}
+
+// removeAt empties slot i.
+func (s *liveShard) removeAt(i int) {
 	// Backward-shift deletion: pull later entries of the probe run into
 	// the hole unless that would move them before their home slot.
-	n := len(t.slots)
+	n := len(s.slots)
 	for j := i; ; {
 		if j++; j == n {
 			j = 0
 		}
-		s := &t.slots[j]
-		if s.addrLo == 0 && s.addrHi == 0 {
+		sl := &s.slots[j]
+		if sl.empty() {
 			break
 		}
-		h := t.home(s.addr())
-		// s may stay if its home lies cyclically in (i, j].
+		h := s.home(hashAddr(sl.addr()))
+		// sl stays if its home lies cyclically in (i, j].
 		if i <= j {
 			if i < h && h <= j {
 				continue
@@ -165,48 +275,45 @@ func (t *liveTable) remove(addr uint64) (liveBlock, bool) {
 		} else if i < h || h <= j {
 			continue
 		}
-		t.slots[i] = *s
+		s.slots[i] = *sl
 		i = j
 	}
-	t.slots[i] = liveSlot{}
-	// Give memory back after a large live set has mostly been freed; the
-	// gap between 1/8 and the 4/5 growth point keeps churn from resizing.
-	if n >= liveShrinkFrom && t.count*8 < n {
-		t.resize(max(liveMinCap, t.count*2))
+	s.slots[i] = liveSlot{}
+	s.count--
+	// Give memory back after most of a large live set was freed; the gap
+	// between 1/8 full and the 4/5 growth point keeps churn from resizing.
+	if n >= liveShrinkFrom && s.count*8 < n {
+		s.resize(s.count * 2)
 	}
-	return b, true
 }
 
-// resize rehashes into n slots (n must exceed count).
-func (t *liveTable) resize(n int) {
-	old := t.slots
-	t.slots = make([]liveSlot, n)
+// resize rehashes s into n slots (n must exceed its count).
+func (s *liveShard) resize(n int) {
+	old := s.slots
+	s.slots = make([]liveSlot, max(liveMinCap, n))
+	s.count = 0
 	for k := range old {
-		s := &old[k]
-		if s.addrLo == 0 && s.addrHi == 0 {
-			continue
+		if sl := &old[k]; !sl.empty() {
+			s.put(*sl, hashAddr(sl.addr()))
 		}
-		i := t.home(s.addr())
-		for t.slots[i].addrLo != 0 || t.slots[i].addrHi != 0 {
-			if i++; i == n {
-				i = 0
-			}
-		}
-		t.slots[i] = *s
 	}
 }
 
 // each calls fn for every live block until fn returns false. fn must not
 // change the table.
 func (t *liveTable) each(fn func(addr uint64, b liveBlock) bool) {
-	for k := range t.slots {
-		s := &t.slots[k]
-		if s.addrLo == 0 && s.addrHi == 0 {
-			continue
-		}
-		a := s.addr()
-		if !fn(a, t.block(a, s)) {
-			return
+	for i := 0; i < len(t.dir); {
+		s := t.dir[i]
+		i += 1 << (t.depth - s.depth) // the shard's run of directory entries
+		for k := range s.slots {
+			sl := &s.slots[k]
+			if sl.empty() {
+				continue
+			}
+			a := sl.addr()
+			if !fn(a, t.block(a, sl)) {
+				return
+			}
 		}
 	}
 }

@@ -59,15 +59,61 @@ func (t *Objects) programs(fn event.Func) (entry *ebpf.Program, ret bool) {
 	return nil, false
 }
 
+// Placement is where one function's probes go.
+type Placement struct {
+	allocator.Probe
+	// Skip is how many bytes past the function's start both probes sit.
+	Skip int
+	// Why explains Skip, for --verbose.
+	Why string
+}
+
+// Place decides each probe's offset with EntryOffset. Functions whose code
+// cannot be read are probed at +0.
+func Place(probes []allocator.Probe) []Placement {
+	out := make([]Placement, 0, len(probes))
+	for _, p := range probes {
+		pl := Placement{Probe: p}
+		code, err := readCode(p)
+		if err != nil {
+			pl.Why = err.Error()
+		} else {
+			pl.Skip, pl.Why = EntryOffset(code)
+		}
+		out = append(out, pl)
+	}
+	return out
+}
+
+// readCode reads a function's bytes (at most 4 KiB: enough for the
+// straight-line entry and the branches near it).
+func readCode(p allocator.Probe) ([]byte, error) {
+	f, err := os.Open(p.Path)
+	if err != nil {
+		return nil, fmt.Errorf("read code of %s: %w", p.Symbol, err)
+	}
+	defer f.Close()
+	n := p.Size
+	if n == 0 || n > 4096 {
+		n = 4096
+	}
+	b := make([]byte, n)
+	m, err := f.ReadAt(b, int64(p.Offset))
+	if m == 0 && err != nil {
+		return nil, fmt.Errorf("read code of %s: %w", p.Symbol, err)
+	}
+	return b[:m], nil
+}
+
 // Attach places the probes for pid (only that process pays the trap). Return
 // probes go in first: an entry seen without its return would leave the
 // thread's in-flight state behind. Calling it again for the same Attachment
 // adds only probes not yet placed (after an exec).
-func (t *Objects) Attach(a *Attachment, probes []allocator.Probe) error {
+func (t *Objects) Attach(a *Attachment, probes []Placement) error {
 	if a.placed == nil {
 		a.placed = map[string]bool{}
 	}
-	var todo []allocator.Probe
+	var todo []Placement
 	for _, p := range probes {
 		if key := fmt.Sprintf("%s@%#x", p.Path, p.Offset); !a.placed[key] {
 			todo = append(todo, p)
@@ -95,18 +141,18 @@ func (t *Objects) Attach(a *Attachment, probes []allocator.Probe) error {
 			if err != nil {
 				return err
 			}
-			opts := &link.UprobeOptions{PID: a.PID, Address: p.Offset}
+			opts := &link.UprobeOptions{PID: a.PID, Address: p.Offset + uint64(p.Skip)}
 			var l link.Link
 			switch {
 			case pass == 0 && ret:
 				l, err = ex.Uretprobe(p.Symbol, t.objs.AllocReturn, opts)
 				if err != nil {
-					return attachError("uretprobe", p, a.PID, err)
+					return attachError("uretprobe", p.Probe, a.PID, err)
 				}
 			case pass == 1:
 				l, err = ex.Uprobe(p.Symbol, entry, opts)
 				if err != nil {
-					return attachError("uprobe", p, a.PID, err)
+					return attachError("uprobe", p.Probe, a.PID, err)
 				}
 			default:
 				continue

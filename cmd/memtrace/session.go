@@ -237,10 +237,16 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 	if err != nil {
 		return fmt.Errorf("process %d: %w", t.pid, err)
 	}
-	for _, p := range probes {
-		s.log.Info("probe", "pid", t.pid, "function", p.Symbol, "module", p.Module, "offset", fmt.Sprintf("%#x", p.Offset))
+	placed := tracer.Place(probes)
+	for _, p := range placed {
+		s.log.Info("probe", "pid", t.pid, "function", p.Symbol, "module", p.Module,
+			"offset", fmt.Sprintf("%#x", p.Offset), "at", fmt.Sprintf("+%d", p.Skip), "why", p.Why)
 	}
-	return s.objs.Attach(t.att, probes)
+	if err := s.objs.Attach(t.att, placed); err != nil {
+		return err
+	}
+	s.log.Info("attached", "pid", t.pid, "probes", len(placed))
+	return nil
 }
 
 // markExited accounts every event the process wrote before it went.

@@ -1,0 +1,130 @@
+package tracer
+
+import (
+	"fmt"
+
+	"golang.org/x/arch/x86/x86asm"
+)
+
+// maxSkipped bounds how far into a function the entry probe may move.
+const maxSkipped = 4
+
+// EntryOffset returns where in a function to place its entry probe (and the
+// hook of its return probe), and why.
+//
+// A uprobe on an instruction the kernel emulates (push, jumps, calls, nop)
+// costs about a tenth of one on an instruction it must single-step (test,
+// mov, endbr64): glibc's free begins with `test %rdi,%rdi`, CET-built
+// libraries begin every function with endbr64. So the probe moves to the
+// first emulated instruction of the straight-line entry, provided every
+// instruction skipped leaves the argument registers and the stack pointer
+// as they were (the probe reads both, and [sp] is the return address) and no
+// branch in the function lands inside the skipped bytes. Otherwise: +0.
+//
+// code holds the function's bytes from its first instruction (its symbol
+// size, or less).
+func EntryOffset(code []byte) (int, string) {
+	off := 0
+	for n := 0; n <= maxSkipped && off < len(code); n++ {
+		if isEndbr64(code[off:]) {
+			off += 4
+			continue
+		}
+		inst, err := x86asm.Decode(code[off:], 64)
+		if err != nil {
+			return 0, fmt.Sprintf("+%d does not decode: %v", off, err)
+		}
+		if emulated(inst, code[off:]) {
+			if off == 0 {
+				return 0, fmt.Sprintf("%v is emulated", inst)
+			}
+			if t, ok := branchInto(code, off); ok {
+				return 0, fmt.Sprintf("a branch lands at +%d, inside the skipped prologue", t)
+			}
+			return off, fmt.Sprintf("%v at +%d is emulated; skipped instructions leave arguments and sp intact", inst, off)
+		}
+		if !skippable(inst) {
+			return 0, fmt.Sprintf("%v at +%d changes arguments, sp or control flow", inst, off)
+		}
+		off += inst.Len
+	}
+	return 0, "no emulated instruction in the straight-line entry"
+}
+
+func isEndbr64(b []byte) bool {
+	return len(b) >= 4 && b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && b[3] == 0xfa
+}
+
+// emulated reports whether the x86 uprobe code executes the instruction
+// itself instead of single-stepping a copy.
+func emulated(inst x86asm.Inst, b []byte) bool {
+	switch inst.Op {
+	case x86asm.CALL, x86asm.JMP,
+		x86asm.JA, x86asm.JAE, x86asm.JB, x86asm.JBE, x86asm.JE, x86asm.JNE,
+		x86asm.JG, x86asm.JGE, x86asm.JL, x86asm.JLE, x86asm.JO, x86asm.JNO,
+		x86asm.JP, x86asm.JNP, x86asm.JS, x86asm.JNS:
+		_, rel := inst.Args[0].(x86asm.Rel)
+		return rel
+	case x86asm.PUSH:
+		_, reg := inst.Args[0].(x86asm.Reg)
+		return reg
+	case x86asm.NOP:
+		return b[0] == 0x90
+	}
+	return false
+}
+
+// argRegs are the registers that carry arguments, and sp.
+var argRegs = map[x86asm.Reg]bool{}
+
+func init() {
+	for _, group := range [][]x86asm.Reg{
+		{x86asm.RDI, x86asm.EDI, x86asm.DI, x86asm.DIB},
+		{x86asm.RSI, x86asm.ESI, x86asm.SI, x86asm.SIB},
+		{x86asm.RDX, x86asm.EDX, x86asm.DX, x86asm.DL, x86asm.DH},
+		{x86asm.RCX, x86asm.ECX, x86asm.CX, x86asm.CL, x86asm.CH},
+		{x86asm.R8, x86asm.R8L, x86asm.R8W, x86asm.R8B},
+		{x86asm.R9, x86asm.R9L, x86asm.R9W, x86asm.R9B},
+		{x86asm.RSP, x86asm.ESP, x86asm.SP, x86asm.SPB},
+	} {
+		for _, r := range group {
+			argRegs[r] = true
+		}
+	}
+}
+
+// skippable reports whether running the instruction before the probe fires
+// changes nothing the probe reads: flags-only comparisons, and moves into a
+// register that carries no argument.
+func skippable(inst x86asm.Inst) bool {
+	switch inst.Op {
+	case x86asm.TEST, x86asm.CMP:
+		return true
+	case x86asm.MOV, x86asm.LEA, x86asm.MOVZX, x86asm.MOVSX, x86asm.MOVSXD:
+		dst, ok := inst.Args[0].(x86asm.Reg)
+		return ok && !argRegs[dst]
+	}
+	return false
+}
+
+// branchInto finds a branch in code whose target is in (0, off]: the probe
+// would then also fire (or be skipped) on a path that is not the entry.
+func branchInto(code []byte, off int) (int, bool) {
+	for pc := 0; pc < len(code); {
+		inst, err := x86asm.Decode(code[pc:], 64)
+		if err != nil {
+			pc++
+			continue
+		}
+		if len(inst.Args) > 0 {
+			if rel, ok := inst.Args[0].(x86asm.Rel); ok {
+				t := pc + inst.Len + int(rel)
+				if t > 0 && t <= off {
+					return t, true
+				}
+			}
+		}
+		pc += inst.Len
+	}
+	return 0, false
+}
