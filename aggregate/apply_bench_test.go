@@ -17,9 +17,9 @@ type workload struct {
 
 // newWorkload builds a realistic mix: four processes taking turns in runs
 // (as ring-buffer batches arrive), malloc/free pairs over a live set of
-// about slots/2 blocks with reused addresses, about one realloc in eight
-// calls, a Zipf-distributed choice among sites call sites, and a few
-// mmap/munmap pairs.
+// about slots/2 blocks with reused addresses, about one call in six a
+// realloc, call sites drawn from a Zipf distribution over the given
+// number, and a few mmap/munmap pairs.
 func newWorkload(events, slots, sites int) workload {
 	const procs = 4
 	rng := rand.New(rand.NewPCG(11, 12))

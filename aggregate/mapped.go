@@ -26,7 +26,9 @@ func (p *process) mmap(addr, size, callSite uint64) {
 
 // munmap removes [start, end) from the tracked regions, crediting the bytes
 // back to each region's site. Untracked parts are ignored: they are file
-// mappings or the allocator's own, which are not reported as mmaps.
+// mappings or the allocator's own, which are not reported as mmaps. The
+// process's Frees stay the sum over its sites, so a call that released
+// the regions of two sites adds 2 there.
 func (p *process) munmap(start, end uint64) {
 	p.unmapSeq++
 	seq := p.unmapSeq

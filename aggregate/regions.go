@@ -1,6 +1,9 @@
 package aggregate
 
-import "slices"
+import (
+	"slices"
+	"sort"
+)
 
 // pageSize is what mmap, munmap and mremap round lengths up to.
 const pageSize = 4096
@@ -27,24 +30,9 @@ type regionSet struct {
 // rs[i:j]; i == j when there are none.
 func (s *regionSet) overlapping(start, end uint64) (i, j int) {
 	// Regions do not overlap, so ends are sorted too.
-	i = search(len(s.rs), func(k int) bool { return s.rs[k].end > start })
-	j = i + search(len(s.rs)-i, func(k int) bool { return s.rs[i+k].start >= end })
+	i = sort.Search(len(s.rs), func(k int) bool { return s.rs[k].end > start })
+	j = i + sort.Search(len(s.rs)-i, func(k int) bool { return s.rs[i+k].start >= end })
 	return i, j
-}
-
-// search is sort.Search, kept here so the closure provably stays on the
-// stack (Apply must not allocate).
-func search(n int, f func(int) bool) int {
-	lo, hi := 0, n
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if !f(m) {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
 }
 
 // replace puts with in place of rs[i:j]; with must keep the order.

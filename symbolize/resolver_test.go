@@ -133,6 +133,9 @@ func TestResolveFixture(t *testing.T) {
 // A deleted executable still resolves: map_files reaches the mapped file.
 func TestResolveDeletedModule(t *testing.T) {
 	needTool(t, "gcc")
+	if os.Geteuid() != 0 {
+		t.Skip("reading /proc/PID/map_files needs root")
+	}
 	dir := tempDir(t)
 	bin := buildFixture(t, dir, "leak-deleted", "-O2", "-g")
 	fx := startFixture(t, bin)

@@ -78,11 +78,26 @@ func Place(probes []allocator.Probe) []Placement {
 		if err != nil {
 			pl.Why = err.Error()
 		} else {
-			pl.Skip, pl.Why = EntryOffset(code)
+			pl.Skip, pl.Why = EntryOffset(code, arity(p.Func))
 		}
 		out = append(out, pl)
 	}
 	return out
+}
+
+// arity is how many integer arguments of fn the BPF programs read.
+func arity(fn event.Func) int {
+	switch fn {
+	case event.FuncMalloc, event.FuncValloc, event.FuncPvalloc, event.FuncFree:
+		return 1
+	case event.FuncCalloc, event.FuncRealloc, event.FuncAlignedAlloc, event.FuncMemalign, event.FuncMunmap:
+		return 2
+	case event.FuncReallocarray, event.FuncPosixMemalign, event.FuncMremap:
+		return 3
+	case event.FuncMmap:
+		return 4
+	}
+	return 6
 }
 
 // readCode reads a function's bytes (at most 4 KiB: enough for the

@@ -22,8 +22,10 @@ const maxSkipped = 4
 // branch in the function lands inside the skipped bytes. Otherwise: +0.
 //
 // code holds the function's bytes from its first instruction (its symbol
-// size, or less).
-func EntryOffset(code []byte) (int, string) {
+// size, or less); args is how many integer arguments the function takes
+// (the registers the probe reads).
+func EntryOffset(code []byte, args int) (int, string) {
+	protected := protectedRegs(args)
 	off := 0
 	for n := 0; n <= maxSkipped && off < len(code); n++ {
 		if isEndbr64(code[off:]) {
@@ -43,7 +45,7 @@ func EntryOffset(code []byte) (int, string) {
 			}
 			return off, fmt.Sprintf("%v at +%d is emulated; skipped instructions leave arguments and sp intact", inst, off)
 		}
-		if !skippable(inst) {
+		if !skippable(inst, protected) {
 			return 0, fmt.Sprintf("%v at +%d changes arguments, sp or control flow", inst, off)
 		}
 		off += inst.Len
@@ -74,35 +76,39 @@ func emulated(inst x86asm.Inst, b []byte) bool {
 	return false
 }
 
-// argRegs are the registers that carry arguments, and sp.
-var argRegs = map[x86asm.Reg]bool{}
+// argGroups are the integer argument registers in order (System V x86-64),
+// each with its narrower names.
+var argGroups = [][]x86asm.Reg{
+	{x86asm.RDI, x86asm.EDI, x86asm.DI, x86asm.DIB},
+	{x86asm.RSI, x86asm.ESI, x86asm.SI, x86asm.SIB},
+	{x86asm.RDX, x86asm.EDX, x86asm.DX, x86asm.DL, x86asm.DH},
+	{x86asm.RCX, x86asm.ECX, x86asm.CX, x86asm.CL, x86asm.CH},
+	{x86asm.R8, x86asm.R8L, x86asm.R8W, x86asm.R8B},
+	{x86asm.R9, x86asm.R9L, x86asm.R9W, x86asm.R9B},
+}
 
-func init() {
-	for _, group := range [][]x86asm.Reg{
-		{x86asm.RDI, x86asm.EDI, x86asm.DI, x86asm.DIB},
-		{x86asm.RSI, x86asm.ESI, x86asm.SI, x86asm.SIB},
-		{x86asm.RDX, x86asm.EDX, x86asm.DX, x86asm.DL, x86asm.DH},
-		{x86asm.RCX, x86asm.ECX, x86asm.CX, x86asm.CL, x86asm.CH},
-		{x86asm.R8, x86asm.R8L, x86asm.R8W, x86asm.R8B},
-		{x86asm.R9, x86asm.R9L, x86asm.R9W, x86asm.R9B},
-		{x86asm.RSP, x86asm.ESP, x86asm.SP, x86asm.SPB},
-	} {
-		for _, r := range group {
-			argRegs[r] = true
+// protectedRegs is what a skipped instruction must not write: the first
+// args argument registers, and sp.
+func protectedRegs(args int) map[x86asm.Reg]bool {
+	m := map[x86asm.Reg]bool{x86asm.RSP: true, x86asm.ESP: true, x86asm.SP: true, x86asm.SPB: true}
+	for i := 0; i < args && i < len(argGroups); i++ {
+		for _, r := range argGroups[i] {
+			m[r] = true
 		}
 	}
+	return m
 }
 
 // skippable reports whether running the instruction before the probe fires
 // changes nothing the probe reads: flags-only comparisons, and moves into a
 // register that carries no argument.
-func skippable(inst x86asm.Inst) bool {
+func skippable(inst x86asm.Inst, protected map[x86asm.Reg]bool) bool {
 	switch inst.Op {
 	case x86asm.TEST, x86asm.CMP:
 		return true
 	case x86asm.MOV, x86asm.LEA, x86asm.MOVZX, x86asm.MOVSX, x86asm.MOVSXD:
 		dst, ok := inst.Args[0].(x86asm.Reg)
-		return ok && !argRegs[dst]
+		return ok && !protected[dst]
 	}
 	return false
 }

@@ -54,11 +54,9 @@ Flags:
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	c := &config{}
 	fs := flag.NewFlagSet("memtrace", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usageText)
-		fs.PrintDefaults()
-	}
+	// Errors are reported by the caller in one line; only -h prints usage.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	var sortKey string
 	fs.Var(pidList{&c.pids}, "p", "process ID(s) to trace; repeatable or comma-separated")
 	fs.Var(pidList{&c.pids}, "pid", "same as -p")
@@ -78,6 +76,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.verbose, "verbose", false, "same as -v")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
+			fmt.Fprint(stderr, usageText)
+			fs.SetOutput(stderr)
+			fs.PrintDefaults()
 			return nil, err
 		}
 		return nil, fmt.Errorf("%w: %w", errUsage, err)

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// These tests run the real memtrace binary, as root, with real BPF, against C
+// fixtures in ../../testdata compiled here with gcc. Without BPF they skip,
+// except under CI=true, where a skip would hide a broken pipeline.
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+	binDir    string
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "memtrace-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// needBPF skips (or, under CI, fails) when this machine cannot run the probes.
+func needBPF(t *testing.T) {
+	t.Helper()
+	why := ""
+	switch {
+	case runtime.GOOS != "linux" || runtime.GOARCH != "amd64":
+		why = "the probes are built for linux/amd64"
+	case os.Geteuid() != 0:
+		why = "tracing needs root"
+	default:
+		if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
+			why = "the kernel has no BTF"
+		}
+	}
+	if why == "" {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("CI=true but %s: the BPF tests must run in CI", why)
+	}
+	t.Skip(why)
+}
+
+// memtrace builds the binary once per test run.
+func memtrace(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		binPath = filepath.Join(binDir, "memtrace")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = &buildError{out: string(out), err: err}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+type buildError struct {
+	out string
+	err error
+}
+
+func (e *buildError) Error() string { return "build memtrace: " + e.err.Error() + "\n" + e.out }
+
+var (
+	fixtureMu sync.Mutex
+	fixtures  = map[string]string{}
+)
+
+// fixture compiles testdata/src with gcc and flags, once per distinct build.
+func fixture(t *testing.T, src string, flags ...string) string {
+	t.Helper()
+	key := src + " " + strings.Join(flags, " ")
+	fixtureMu.Lock()
+	defer fixtureMu.Unlock()
+	if p, ok := fixtures[key]; ok {
+		return p
+	}
+	out := filepath.Join(binDir, strings.TrimSuffix(src, ".c")+"-"+strings.NewReplacer(" ", "", "-", "", "=", "", "/", "").Replace(strings.Join(flags, "")))
+	args := append([]string{"-O2", "-g", "-Wall", "-o", out, filepath.Join("..", "..", "testdata", src)}, flags...)
+	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %v: %v\n%s", args, err, b)
+	}
+	fixtures[key] = out
+	return out
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// runMemtrace runs memtrace with args and returns what it printed and its exit code.
+func runMemtrace(t *testing.T, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(memtrace(t), args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run memtrace: %v", err)
+	}
+	return result{stdout.String(), stderr.String(), code}
+}
+
+// processRecord and siteRecord hold the NDJSON fields the tests check.
+type processRecord struct {
+	Type           string `json:"type"`
+	PID            int    `json:"pid"`
+	Comm           string `json:"comm"`
+	LiveBytes      uint64 `json:"live_bytes"`
+	LiveAllocs     uint64 `json:"live_allocs"`
+	Allocs         uint64 `json:"allocs"`
+	AllocBytes     uint64 `json:"alloc_bytes"`
+	Frees          uint64 `json:"frees"`
+	FreedBytes     uint64 `json:"freed_bytes"`
+	PeakLiveBytes  uint64 `json:"peak_live_bytes"`
+	UnmatchedFrees uint64 `json:"unmatched_frees"`
+	LostEvents     uint64 `json:"lost_events"`
+	Final          bool   `json:"final"`
+	Exited         bool   `json:"exited"`
+	Mmap           struct {
+		LiveBytes     uint64 `json:"live_bytes"`
+		LiveRegions   uint64 `json:"live_regions"`
+		Maps          uint64 `json:"maps"`
+		MappedBytes   uint64 `json:"mapped_bytes"`
+		Unmaps        uint64 `json:"unmaps"`
+		UnmappedBytes uint64 `json:"unmapped_bytes"`
+		PeakLiveBytes uint64 `json:"peak_live_bytes"`
+	} `json:"mmap"`
+}
+
+type siteRecord struct {
+	Type       string `json:"type"`
+	PID        int    `json:"pid"`
+	Category   string `json:"category"`
+	Function   string `json:"function"`
+	File       string `json:"file"`
+	Line       int    `json:"line"`
+	Module     string `json:"module"`
+	Address    string `json:"address"`
+	LiveBytes  uint64 `json:"live_bytes"`
+	LiveAllocs uint64 `json:"live_allocs"`
+	Allocs     uint64 `json:"allocs"`
+	AllocBytes uint64 `json:"alloc_bytes"`
+	Frees      uint64 `json:"frees"`
+	FreedBytes uint64 `json:"freed_bytes"`
+	Final      bool   `json:"final"`
+}
+
+// siteTotals sums a function's call sites of one category: a function may
+// call the allocator from several places (unrolled loops, several lines).
+type siteTotals struct {
+	Allocs, AllocBytes, Frees, FreedBytes, LiveAllocs, LiveBytes uint64
+}
+
+type ndjson struct {
+	procs []processRecord
+	sites []siteRecord
+}
+
+func parseNDJSON(t *testing.T, out string) ndjson {
+	t.Helper()
+	var r ndjson
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		var head struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(line, &head); err != nil {
+			t.Fatalf("stdout line is not JSON: %v: %q", err, line)
+		}
+		switch head.Type {
+		case "process":
+			var p processRecord
+			if err := json.Unmarshal(line, &p); err != nil {
+				t.Fatal(err)
+			}
+			r.procs = append(r.procs, p)
+		case "callsite":
+			var s siteRecord
+			if err := json.Unmarshal(line, &s); err != nil {
+				t.Fatal(err)
+			}
+			r.sites = append(r.sites, s)
+		case "":
+			t.Fatalf("record without type: %q", line)
+		}
+	}
+	return r
+}
+
+// byFunction sums the final call sites of pid per (category, function).
+func (r ndjson) byFunction(pid int) map[string]siteTotals {
+	m := map[string]siteTotals{}
+	for _, s := range r.sites {
+		if s.PID != pid || !s.Final {
+			continue
+		}
+		k := s.Category + ":" + s.Function
+		v := m[k]
+		v.Allocs += s.Allocs
+		v.AllocBytes += s.AllocBytes
+		v.Frees += s.Frees
+		v.FreedBytes += s.FreedBytes
+		v.LiveAllocs += s.LiveAllocs
+		v.LiveBytes += s.LiveBytes
+		m[k] = v
+	}
+	return m
+}
+
+// finalProcess returns the one final process record.
+func (r ndjson) finalProcess(t *testing.T) processRecord {
+	t.Helper()
+	var found []processRecord
+	for _, p := range r.procs {
+		if p.Final {
+			found = append(found, p)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("want 1 final process record, got %d: %+v", len(found), r.procs)
+	}
+	return found[0]
+}
