@@ -21,20 +21,15 @@ func (m *Module) debugSources() []*elf.File {
 
 // bestLineTable returns the line table of the first debug source that has
 // DWARF line information. A module without any gets an empty table and no
-// error: stripped code is normal, not a failure.
+// error: stripped code is normal, not a failure. Errors in some compile
+// units leave the others' lines usable.
 func (m *Module) bestLineTable() (*lineTable, error) {
 	var errs []error
 	for _, src := range m.debugSources() {
-		if !hasDWARF(src) {
-			continue
-		}
 		t, err := dwarfLineTable(src)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if len(t.rows) > 0 {
-			return t, nil
+		errs = append(errs, err)
+		if t != nil && len(t.rows) > 0 {
+			return t, errors.Join(errs...)
 		}
 	}
 	return nil, errors.Join(errs...)
@@ -45,23 +40,55 @@ func (m *Module) bestLineTable() (*lineTable, error) {
 // believing it would make us inflate or allocate that much.
 const maxDebugSection = 2 << 30
 
-func hasDWARF(f *elf.File) bool {
-	return f.Section(".debug_line") != nil || f.Section(".zdebug_line") != nil
-}
-
+// dwarfLineTable reads f's line programs, or returns nil if it has none.
+//
+// Each line program header is vetted (checkLineHeader) against the bytes
+// debug/dwarf will read, so those bytes must be exactly .debug_line's
+// contents: files where debug/dwarf would read other bytes are refused.
+// Those are object files (relocated debug sections; never mapped by a
+// process anyway), the legacy .zdebug_ compression, duplicate sections,
+// and relocations aimed at debug sections in a linked file.
 func dwarfLineTable(f *elf.File) (*lineTable, error) {
-	for _, s := range f.Sections {
-		if isDebugSection(s.Name) && s.Type != elf.SHT_NOBITS && s.Size > maxDebugSection {
-			return nil, fmt.Errorf("section %s: size %d too large", s.Name, s.Size)
+	if f.Type == elf.ET_REL {
+		return nil, nil
+	}
+	var line *elf.Section
+	for i, s := range f.Sections {
+		switch {
+		case strings.HasPrefix(s.Name, ".zdebug_"):
+			return nil, errors.New("dwarf: .zdebug_ sections not supported")
+		case (s.Type == elf.SHT_REL || s.Type == elf.SHT_RELA) && relocatesDebug(f, s):
+			return nil, fmt.Errorf("dwarf: section %d relocates debug information", i)
+		case !isDebugSection(s.Name):
+			continue
+		case s.Type != elf.SHT_NOBITS && s.Size > maxDebugSection:
+			return nil, fmt.Errorf("dwarf: section %s: size %d too large", s.Name, s.Size)
+		case s.Name == ".debug_line" && line != nil:
+			return nil, errors.New("dwarf: two .debug_line sections")
+		case s.Name == ".debug_line":
+			line = s
 		}
+	}
+	if line == nil || line.Type == elf.SHT_NOBITS {
+		return nil, nil
+	}
+	lineData, err := line.Data()
+	if err != nil {
+		return nil, fmt.Errorf("dwarf: .debug_line: %w", err)
 	}
 	d, err := f.DWARF()
 	if err != nil {
 		return nil, fmt.Errorf("dwarf: %w", err)
 	}
-	return readLineTable(d)
+	return readLineTable(d, func(off int64) error {
+		return checkLineHeader(lineData, off, f.ByteOrder)
+	})
+}
+
+func relocatesDebug(f *elf.File, rel *elf.Section) bool {
+	return int(rel.Info) < len(f.Sections) && isDebugSection(f.Sections[rel.Info].Name)
 }
 
 func isDebugSection(name string) bool {
-	return strings.HasPrefix(name, ".debug_") || strings.HasPrefix(name, ".zdebug_")
+	return strings.HasPrefix(name, ".debug_")
 }

@@ -31,8 +31,14 @@ const maxLineRows = 1 << 27
 
 var errTooManyRows = errors.New("too many line table rows")
 
-// readLineTable runs the line program of every compile unit in d.
-func readLineTable(d *dwarf.Data) (*lineTable, error) {
+// maxUnitErrors bounds the errors kept from broken compile units.
+const maxUnitErrors = 8
+
+// readLineTable runs the line program of every compile unit in d. vet
+// checks a unit's line program header (by its offset in .debug_line)
+// before debug/dwarf reads it. A broken unit is left out and reported;
+// the others still count.
+func readLineTable(d *dwarf.Data, vet func(stmtList int64) error) (*lineTable, error) {
 	t := &lineTable{}
 	fileIndex := map[*dwarf.LineFile]int32{}
 	nameIndex := map[string]int32{}
@@ -53,34 +59,52 @@ func readLineTable(d *dwarf.Data) (*lineTable, error) {
 		fileIndex[f] = i
 		return i
 	}
+	var errs []error
+	unitErr := func(err error) {
+		if len(errs) < maxUnitErrors {
+			errs = append(errs, err)
+		}
+	}
 
 	r := d.Reader()
 	for {
 		cu, err := r.Next()
 		if err != nil {
-			return nil, fmt.Errorf("read compile unit: %w", err)
+			unitErr(fmt.Errorf("read compile unit: %w", err))
+			break
 		}
 		if cu == nil {
 			break
 		}
+		r.SkipChildren()
 		if cu.Tag != dwarf.TagCompileUnit && cu.Tag != dwarf.TagPartialUnit {
-			r.SkipChildren()
 			continue
 		}
-		r.SkipChildren()
+		if off, ok := cu.Val(dwarf.AttrStmtList).(int64); ok {
+			if err := vet(off); err != nil {
+				unitErr(fmt.Errorf("line program at %#x: %w", off, err))
+				continue
+			}
+		}
 		lr, err := d.LineReader(cu)
 		if err != nil {
-			return nil, fmt.Errorf("line program at %#x: %w", cu.Offset, err)
+			unitErr(fmt.Errorf("line program of unit %#x: %w", cu.Offset, err))
+			continue
 		}
 		if lr == nil {
 			continue // a unit without line information
 		}
+		mark := len(t.rows)
 		if err := t.addUnit(lr, intern); err != nil {
-			return nil, fmt.Errorf("line program at %#x: %w", cu.Offset, err)
+			t.rows = t.rows[:mark] // a half-read unit could claim addresses it never ends
+			unitErr(fmt.Errorf("line program of unit %#x: %w", cu.Offset, err))
+			if errors.Is(err, errTooManyRows) {
+				break
+			}
 		}
 	}
 	t.sort()
-	return t, nil
+	return t, errors.Join(errs...)
 }
 
 // addUnit appends one unit's rows. Rows keep their program order (stable

@@ -263,34 +263,76 @@ func TestDemangleName(t *testing.T) {
 	}
 }
 
-// readLineTable on a real compile unit: rows are sorted and end markers
-// keep addresses past a function from borrowing its last line.
-func TestReadLineTableFixture(t *testing.T) {
+// The line table of a real binary: rows are sorted and end markers keep
+// addresses past a function from borrowing its last line.
+func TestDWARFLineTableFixture(t *testing.T) {
 	needTool(t, "gcc")
 	dir := tempDir(t)
-	bin := buildFixture(t, dir, "leak", "-O2", "-g")
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	d, err := f.DWARF()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tab, err := readLineTable(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(tab.rows) == 0 {
-		t.Fatal("no rows")
-	}
-	for i := 1; i < len(tab.rows); i++ {
-		if tab.rows[i].addr < tab.rows[i-1].addr {
-			t.Fatalf("rows not sorted at %d", i)
+	for _, dwarfVersion := range []string{"-gdwarf-4", "-gdwarf-5"} {
+		bin := buildFixture(t, dir, "leak"+dwarfVersion, "-O2", dwarfVersion)
+		f, err := elf.Open(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		tab, err := dwarfLineTable(f)
+		if err != nil {
+			t.Fatalf("%s: %v", dwarfVersion, err)
+		}
+		if tab == nil || len(tab.rows) == 0 {
+			t.Fatalf("%s: no rows", dwarfVersion)
+		}
+		for i := 1; i < len(tab.rows); i++ {
+			if tab.rows[i].addr < tab.rows[i-1].addr {
+				t.Fatalf("%s: rows not sorted at %d", dwarfVersion, i)
+			}
+		}
+		if last := tab.rows[len(tab.rows)-1]; last.file >= 0 {
+			t.Errorf("%s: last row %+v is no end of sequence", dwarfVersion, last)
 		}
 	}
-	if last := tab.rows[len(tab.rows)-1]; last.file >= 0 {
-		t.Errorf("last row %+v is no end of sequence", last)
+}
+
+func TestCheckLineHeader(t *testing.T) {
+	// A DWARF 5 header: version, address size, selector size, header
+	// length, five fields, opcode base 1 (no lengths), then the directory
+	// format (one path as a string), the count, the entries, and likewise
+	// for files.
+	header := func(dirCount byte, dirs string, fileCount byte, files string) []byte {
+		body := []byte{5, 0, 8, 0, 0, 0, 0, 0, 1, 1, 1, 0xfb, 14, 1}
+		body = append(body, 1, 1, 0x08, dirCount)
+		body = append(body, dirs...)
+		body = append(body, 1, 1, 0x08, fileCount)
+		body = append(body, files...)
+		return append(binary.LittleEndian.AppendUint32(nil, uint32(len(body))), body...)
+	}
+	huge := func(b []byte, at int) []byte { // replace a count by 2^40 (uleb)
+		out := append([]byte{}, b[:at]...)
+		out = append(out, 0x80, 0x80, 0x80, 0x80, 0x80, 0x20)
+		out = append(out, b[at+1:]...)
+		binary.LittleEndian.PutUint32(out, uint32(len(out)-4))
+		return out
+	}
+	good := header(1, "/src\x00", 2, "a.c\x00b.c\x00")
+	tests := []struct {
+		name string
+		in   []byte
+		off  int64
+		ok   bool
+	}{
+		{"dwarf 5", good, 0, true},
+		{"dwarf 4", append(binary.LittleEndian.AppendUint32(nil, 2), 4, 0), 0, true},
+		{"huge directory count", huge(good, 4+17), 0, false},
+		{"huge file count", huge(good, 4+17+1+5+3), 0, false},
+		{"truncated", good[:20], 0, false},
+		{"length past section", good[:len(good)-1], 0, false},
+		{"offset past section", good, int64(len(good) + 1), false},
+		{"reserved length", []byte{0xf0, 0xff, 0xff, 0xff, 5, 0}, 0, false},
+	}
+	for _, tc := range tests {
+		err := checkLineHeader(tc.in, tc.off, binary.LittleEndian)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: checkLineHeader = %v, want ok %v", tc.name, err, tc.ok)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -52,17 +53,32 @@ func TestLeaksExact(t *testing.T) {
 		// exactProcess: no allocator calls but the fixture's, so the process
 		// totals are the sums of the table above.
 		exactProcess bool
+		// preload runs the fixture through env(1) with the CET-built
+		// preload allocator: an exec to follow, and endbr64 to skip.
+		preload bool
 	}{
-		{"glibc", nil, 1000000, true, true},
-		{"glibc static", []string{"-static"}, 1000, true, false},
-		{"jemalloc", []string{"-DNO_GLIBC_ONLY", "-ljemalloc"}, 1000, false, false},
+		{"glibc", nil, 1000000, true, true, false},
+		{"glibc static", []string{"-static"}, 1000, true, false, false},
+		{"jemalloc", []string{"-DNO_GLIBC_ONLY", "-ljemalloc"}, 1000, false, false, false},
+		{"LD_PRELOAD endbr64 allocator after exec", nil, 1000, true, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			bin := fixture(t, "leaks.c", tt.flags...)
-			r := runMemtrace(t, "--json", "--top", "0", "--", bin, strconv.FormatUint(tt.churn, 10))
+			args := []string{"--json", "--top", "0", "-v", "--", bin, strconv.FormatUint(tt.churn, 10)}
+			if tt.preload {
+				lib := fixture(t, "preload_alloc.c", "-shared", "-fPIC", "-fcf-protection=full")
+				args = append(args[:5], append([]string{"/usr/bin/env", "LD_PRELOAD=" + lib}, args[5:]...)...)
+			}
+			r := runMemtrace(t, args...)
 			if r.code != 0 {
 				t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+			}
+			if tt.preload {
+				// free is `endbr64; jmp __libc_free`: the probe goes on the jmp.
+				if !regexp.MustCompile(`function=free module=\S*preload_alloc\S* offset=\S+ at=\+4 `).MatchString(r.stderr) {
+					t.Errorf("free of the preloaded allocator not probed at +4:\n%s", r.stderr)
+				}
 			}
 			rep := parseNDJSON(t, r.stdout)
 			p := rep.finalProcess(t)

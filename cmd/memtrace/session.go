@@ -31,6 +31,8 @@ type target struct {
 	exited bool
 	// reported: its final records were printed when it exited.
 	reported bool
+	// execs counts the programs it has run.
+	execs int
 }
 
 // session is one run: it owns the table and is driven by one goroutine.
@@ -196,6 +198,22 @@ func (s *session) onStop(st launch.Stop) error {
 			return fmt.Errorf("process %d: %w", st.PID, allocator.ErrNoProcess)
 		}
 		env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", st.PID))
+		if t.execs > 0 {
+			// exec replaced the whole address space: every block of the old
+			// program is gone, so its statistics restart with the new one.
+			if _, err := s.drain.Poll(0, s.table.Apply); err != nil {
+				return err
+			}
+			s.table.Forget(uint32(st.PID))
+			s.res.Forget(st.PID)
+			// The new program may bind elsewhere (a preload, another libc):
+			// probes left on the old allocator would count calls twice.
+			if err := t.att.Detach(); err != nil {
+				return fmt.Errorf("detach after exec: %w", err)
+			}
+			s.log.Info("exec: statistics restart", "pid", st.PID, "exe", exe)
+		}
+		t.execs++
 		mods, err := allocator.ForCommand(exe, strings.Split(string(env), "\x00"))
 		if err != nil {
 			return err

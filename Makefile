@@ -1,0 +1,35 @@
+# memtrace — see README.md. `make test` and `make demo` need root (BPF).
+GO      ?= go
+BIN     ?= bin
+CC      ?= gcc
+
+.PHONY: all build demo test bench generate check-generate clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/memtrace ./cmd/memtrace
+
+# Build memtrace and a small leaking C program, trace it, show the table.
+demo: build
+	$(CC) -O2 -g -o $(BIN)/leaky testdata/demo/leaky.c
+	$(BIN)/memtrace -- $(BIN)/leaky
+
+test:
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+bench: build
+	$(GO) run ./bench/cmd/membench
+
+# Regenerate the BPF object and its Go bindings (needs clang, llvm,
+# libbpf-dev, bpftool: apt-get install -y clang llvm libbpf-dev bpftool).
+generate:
+	$(GO) generate .
+
+# CI: the committed generated files must be what `make generate` produces.
+check-generate: generate
+	git diff --exit-code -- tracer/
+
+clean:
+	rm -rf $(BIN)
