@@ -316,3 +316,44 @@ func TestDuration(t *testing.T) {
 		t.Errorf("-d 500ms took %v", time.Since(start))
 	}
 }
+
+// TestIntervalAndSignal: -i prints periodic (non-final) reports; SIGINT ends
+// a -p trace with a final report and exit 0; several -p targets are kept apart.
+func TestIntervalAndSignal(t *testing.T) {
+	needBPF(t)
+	var pids []string
+	for i := 0; i < 2; i++ {
+		c := exec.Command("sleep", "30")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer c.Process.Kill()
+		pids = append(pids, strconv.Itoa(c.Process.Pid))
+	}
+	mt := exec.Command(memtrace(t), "--json", "-i", "100ms", "-p", pids[0], "--pid", pids[1])
+	var stdout, stderr strings.Builder
+	mt.Stdout, mt.Stderr = &stdout, &stderr
+	if err := mt.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	mt.Process.Signal(syscall.SIGINT)
+	if err := mt.Wait(); err != nil {
+		t.Fatalf("memtrace: %v\n%s", err, stderr.String())
+	}
+	rep := parseNDJSON(t, stdout.String())
+	periodic, final := map[int]int{}, map[int]int{}
+	for _, p := range rep.procs {
+		if p.Final {
+			final[p.PID]++
+		} else {
+			periodic[p.PID]++
+		}
+	}
+	for _, s := range pids {
+		pid, _ := strconv.Atoi(s)
+		if periodic[pid] < 2 || final[pid] != 1 {
+			t.Errorf("pid %d: %d periodic and %d final records, want >= 2 and 1", pid, periodic[pid], final[pid])
+		}
+	}
+}
