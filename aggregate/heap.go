@@ -3,7 +3,7 @@ package aggregate
 // alloc records a new live heap block. A block already live at addr means
 // its free was lost; it is released first as if freed, so the counts stay
 // consistent with what is live.
-func (p *process) alloc(addr, size, callSite uint64, ms uint32) {
+func (p *process) alloc(addr, size uint64, callSite siteID, ms uint32) {
 	if addr == 0 {
 		return // a failed allocation allocated nothing
 	}
@@ -53,7 +53,7 @@ func (p *process) release(b liveBlock) {
 }
 
 // realloc applies realloc(oldAddr, size) = addr.
-func (p *process) realloc(oldAddr, addr, size, callSite uint64, ms uint32) {
+func (p *process) realloc(oldAddr, addr, size uint64, callSite siteID, ms uint32) {
 	switch {
 	case addr != 0:
 		p.free(oldAddr)

@@ -1,7 +1,7 @@
 package aggregate
 
 // mmap records a new anonymous mapping [addr, addr+pageRound(size)).
-func (p *process) mmap(addr, size, callSite uint64) {
+func (p *process) mmap(addr, size uint64, callSite siteID) {
 	if addr == 0 || addr == mapFailed || size == 0 {
 		return // failed (a zero length is EINVAL)
 	}

@@ -18,8 +18,8 @@ type process struct {
 	// sites is indexed by the uint32 that live blocks and regions carry
 	// instead of the call site itself: 4 bytes per block instead of 9.
 	sites       []site
-	heapSites   map[uint64]uint32 // call site -> index in sites
-	mappedSites map[uint64]uint32
+	heapSites   map[siteID]uint32 // call site -> index in sites
+	mappedSites map[siteID]uint32
 
 	live    liveTable
 	regions regionSet
@@ -29,9 +29,17 @@ type process struct {
 	unmapSeq uint64
 }
 
+// siteID identifies a call site: the return address into the allocator's
+// caller and, in --detail mode, the id of the whole user stack (-1 without).
+type siteID struct {
+	addr  uint64
+	stack int32
+}
+
 // site is one (call site, category) pair's statistics.
 type site struct {
 	addr      uint64
+	stack     int32
 	cat       Category
 	stats     Stats
 	lastUnmap uint64 // unmapSeq of the last unmapping call counted in stats.Frees
@@ -40,22 +48,22 @@ type site struct {
 func newProcess(pid uint32) *process {
 	return &process{
 		pid:         pid,
-		heapSites:   make(map[uint64]uint32),
-		mappedSites: make(map[uint64]uint32),
+		heapSites:   make(map[siteID]uint32),
+		mappedSites: make(map[siteID]uint32),
 	}
 }
 
 // siteIndex returns the index of (addr, cat), creating the site if new.
-func (p *process) siteIndex(addr uint64, cat Category) uint32 {
+func (p *process) siteIndex(key siteID, cat Category) uint32 {
 	idx := p.heapSites
 	if cat == Mapped {
 		idx = p.mappedSites
 	}
-	if i, ok := idx[addr]; ok {
+	if i, ok := idx[key]; ok {
 		return i
 	}
 	i := uint32(len(p.sites))
-	p.sites = append(p.sites, site{addr: addr, cat: cat})
-	idx[addr] = i
+	p.sites = append(p.sites, site{addr: key.addr, stack: key.stack, cat: cat})
+	idx[key] = i
 	return i
 }

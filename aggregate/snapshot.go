@@ -37,7 +37,10 @@ type Stats struct {
 // SiteSnapshot is one call site's statistics at snapshot time.
 type SiteSnapshot struct {
 	// Address is the return address into the allocator's caller.
-	Address  uint64
+	Address uint64
+	// StackID names the whole user stack in --detail mode (see
+	// tracer.Objects.Stack); -1 when stacks are not taken or one failed.
+	StackID  int32
 	Category Category
 	Stats
 }

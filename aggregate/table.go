@@ -66,13 +66,13 @@ func (t *Table) Apply(e *event.Event) {
 	p := t.proc(e.PID)
 	switch e.Kind {
 	case event.Alloc:
-		p.alloc(e.Addr, e.Size, e.CallSite, t.ms(e.Time))
+		p.alloc(e.Addr, e.Size, siteID{e.CallSite, e.StackID}, t.ms(e.Time))
 	case event.Free:
 		p.free(e.Addr)
 	case event.Realloc:
-		p.realloc(e.OldAddr, e.Addr, e.Size, e.CallSite, t.ms(e.Time))
+		p.realloc(e.OldAddr, e.Addr, e.Size, siteID{e.CallSite, e.StackID}, t.ms(e.Time))
 	case event.Mmap:
-		p.mmap(e.Addr, e.Size, e.CallSite)
+		p.mmap(e.Addr, e.Size, siteID{e.CallSite, e.StackID})
 	case event.Munmap:
 		if e.Size != 0 {
 			p.munmap(e.Addr, rangeEnd(e.Addr, e.Size))

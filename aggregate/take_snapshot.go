@@ -39,7 +39,7 @@ func (p *process) snapshot() ProcessSnapshot {
 		Sites:               make([]SiteSnapshot, len(p.sites)),
 	}
 	for i, st := range p.sites {
-		ps.Sites[i] = SiteSnapshot{Address: st.addr, Category: st.cat, Stats: st.stats}
+		ps.Sites[i] = SiteSnapshot{Address: st.addr, StackID: st.stack, Category: st.cat, Stats: st.stats}
 	}
 	return ps
 }

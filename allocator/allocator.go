@@ -59,7 +59,7 @@ func Bind(modules []Module) ([]Probe, error) {
 	syms := make([]map[string]symbol, len(modules))
 	var errs []error
 	for i, m := range modules {
-		s, err := definedFunctions(m.Path, m.Exe)
+		s, err := definedFunctions(m.Path, m.Exe, allocatorNames)
 		if err != nil {
 			errs = append(errs, err)
 			continue

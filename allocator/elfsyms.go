@@ -11,8 +11,8 @@ type symbol struct {
 	size   uint64
 }
 
-// wanted is the set of names Bind looks for.
-var wanted = func() map[string]bool {
+// allocatorNames is the set of names Bind looks for.
+var allocatorNames = func() map[string]bool {
 	m := map[string]bool{}
 	for _, f := range Functions {
 		m[f.String()] = true
@@ -22,7 +22,7 @@ var wanted = func() map[string]bool {
 
 // definedFunctions returns the allocator functions path defines, with their
 // file offsets. debug/elf can panic on hostile input; a panic becomes an error.
-func definedFunctions(path string, exe bool) (out map[string]symbol, err error) {
+func definedFunctions(path string, exe bool, wanted map[string]bool) (out map[string]symbol, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			out, err = nil, fmt.Errorf("read symbols of %s: malformed ELF: %v", path, r)

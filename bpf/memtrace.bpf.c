@@ -24,6 +24,8 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 /* Set by the loader before load. */
 /* Wake the reader only when this many bytes wait: a wakeup per event costs more than the trap. */
 const volatile __u64 wakeup_bytes = 1 << 20;
+/* --detail: take a user stack at the outermost allocator or wrapper entry. */
+const volatile __u8 capture_stacks = 0;
 
 /* Keeps struct event in the BTF for bpf2go -type. */
 const struct event *unused_event __attribute__((unused));
@@ -32,6 +34,14 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 24);
 } events SEC(".maps");
+
+/* User stacks for --detail; the loader sets value_size from --stack-depth. */
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 16384);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, 127 * sizeof(__u64));
+} stacks SEC(".maps");
 
 /* In-flight calls, per thread; freed with the thread. */
 struct {
@@ -93,7 +103,7 @@ static __always_inline __u64 wake_flags(void)
 }
 
 static __always_inline void emit(__u8 kind, __u8 func, __u64 addr, __u64 size,
-				 __u64 old_addr, __u64 old_size, __u64 call_site)
+				 __u64 old_addr, __u64 old_size, __u64 call_site, __s32 stack_id)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct event *e;
@@ -114,6 +124,7 @@ static __always_inline void emit(__u8 kind, __u8 func, __u64 addr, __u64 size,
 	e->kind = kind;
 	e->func = func;
 	__builtin_memset(e->pad, 0, sizeof(e->pad));
+	e->stack_id = stack_id;
 	bpf_ringbuf_submit(e, wake_flags());
 }
 
@@ -123,7 +134,8 @@ static __always_inline void emit(__u8 kind, __u8 func, __u64 addr, __u64 size,
  * the outer call's entry sp: nested, or tail-called) belongs to the outer call
  * and is not recorded: glibc's realloc calls mremap, aligned_alloc calls
  * memalign, and so on. State whose frame is already gone (sp above) is stale
- * and replaced.
+ * and replaced. Inside a wrapper (operator new, strdup, …) the call is
+ * charged to the wrapper's caller.
  */
 static __always_inline void enter(struct pt_regs *ctx, __u8 func, __u64 size,
 				  __u64 old_addr, __u64 old_size)
@@ -137,9 +149,15 @@ static __always_inline void enter(struct pt_regs *ctx, __u8 func, __u64 size,
 		return;
 	if (s->sp && s->sp >= sp)
 		return;
-	bpf_probe_read_user(&ret, sizeof(ret), (void *)sp);
+	if (s->wsp && s->wsp >= sp) {
+		s->call_site = s->wsite;
+		s->stack_id = s->wstack;
+	} else {
+		bpf_probe_read_user(&ret, sizeof(ret), (void *)sp);
+		s->call_site = ret;
+		s->stack_id = capture_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
+	}
 	s->sp = sp;
-	s->call_site = ret;
 	s->size = size;
 	s->old_addr = old_addr;
 	s->old_size = old_size;
@@ -266,7 +284,7 @@ int BPF_KRETPROBE(alloc_return, __u64 ret)
 	case FUNC_REALLOCARRAY:
 		/* NULL is a failure (p stays live) unless it released p: realloc(p, 0). */
 		if (ret || (s->size == 0 && s->old_addr))
-			emit(KIND_REALLOC, s->func, ret, s->size, s->old_addr, 0, s->call_site);
+			emit(KIND_REALLOC, s->func, ret, s->size, s->old_addr, 0, s->call_site, s->stack_id);
 		return 0;
 	case FUNC_POSIX_MEMALIGN:
 		/* Returns 0 on success and stores the block through its first argument. */
@@ -275,20 +293,20 @@ int BPF_KRETPROBE(alloc_return, __u64 ret)
 		addr = 0;
 		bpf_probe_read_user(&addr, sizeof(addr), (void *)s->old_addr);
 		if (addr)
-			emit(KIND_ALLOC, s->func, addr, s->size, 0, 0, s->call_site);
+			emit(KIND_ALLOC, s->func, addr, s->size, 0, 0, s->call_site, s->stack_id);
 		return 0;
 	case FUNC_MMAP:
 		if (ret != MAP_FAILED)
-			emit(KIND_MMAP, s->func, ret, s->size, 0, 0, s->call_site);
+			emit(KIND_MMAP, s->func, ret, s->size, 0, 0, s->call_site, s->stack_id);
 		return 0;
 	case FUNC_MREMAP:
 		if (ret != MAP_FAILED)
 			emit(KIND_MREMAP, s->func, ret, s->size, s->old_addr, s->old_size,
-			     s->call_site);
+			     s->call_site, s->stack_id);
 		return 0;
 	default:
 		if (ret)
-			emit(KIND_ALLOC, s->func, ret, s->size, 0, 0, s->call_site);
+			emit(KIND_ALLOC, s->func, ret, s->size, 0, 0, s->call_site, s->stack_id);
 		return 0;
 	}
 }
@@ -298,7 +316,7 @@ int BPF_KPROBE(free_enter, __u64 ptr)
 {
 	/* free(NULL) does nothing; the caller is not needed to account a free. */
 	if (ptr && !nested(ctx))
-		emit(KIND_FREE, FUNC_FREE, ptr, 0, 0, 0, 0);
+		emit(KIND_FREE, FUNC_FREE, ptr, 0, 0, 0, 0, -1);
 	return 0;
 }
 
@@ -306,6 +324,40 @@ SEC("uprobe")
 int BPF_KPROBE(munmap_enter, __u64 addr, __u64 len)
 {
 	if (!nested(ctx))
-		emit(KIND_MUNMAP, FUNC_MUNMAP, addr, len, 0, 0, 0);
+		emit(KIND_MUNMAP, FUNC_MUNMAP, addr, len, 0, 0, 0, -1);
+	return 0;
+}
+
+/*
+ * Allocation wrappers: only their outermost entry is remembered, so that the
+ * allocator calls they make are charged to their caller. Where libstdc++ and
+ * libc have no frame pointers, this is what keeps `new` in a user function
+ * charged to that function.
+ */
+SEC("uprobe")
+int BPF_KPROBE(wrapper_enter)
+{
+	struct inflight *s;
+	__u64 sp = PT_REGS_SP(ctx), ret = 0;
+
+	s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0,
+				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s || (s->wsp && s->wsp >= sp) || (s->sp && s->sp >= sp))
+		return 0;
+	bpf_probe_read_user(&ret, sizeof(ret), (void *)sp);
+	s->wsp = sp;
+	s->wsite = ret;
+	s->wstack = capture_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(wrapper_return)
+{
+	struct inflight *s;
+
+	s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0, 0);
+	if (s && s->wsp && PT_REGS_SP(ctx) == s->wsp + 8)
+		s->wsp = 0;
 	return 0;
 }

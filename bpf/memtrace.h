@@ -27,6 +27,7 @@ enum func_id {
 	FUNC_MMAP,
 	FUNC_MUNMAP,
 	FUNC_MREMAP,
+	FUNC_WRAPPER,
 };
 
 /* One ring-buffer record. 64 bytes, no implicit padding. */
@@ -41,7 +42,8 @@ struct event {
 	__u32 tid;
 	__u8 kind;
 	__u8 func;
-	__u8 pad[6];
+	__u8 pad[2];
+	__s32 stack_id; /* user stack in the stacks map; < 0: none */
 };
 
 /*
@@ -54,8 +56,18 @@ struct inflight {
 	__u64 size;
 	__u64 old_addr;  /* realloc/mremap input; posix_memalign's out-pointer */
 	__u64 old_size;  /* mremap */
+	__s32 stack_id;
 	__u8 func;
-	__u8 pad[7];
+	__u8 pad[3];
+	/*
+	 * The outermost allocation wrapper in flight (operator new, strdup,
+	 * asprintf, …): allocations inside it are charged to its caller.
+	 * wsp == 0 means none.
+	 */
+	__u64 wsp;
+	__u64 wsite;
+	__s32 wstack;
+	__u8 wpad[4];
 };
 
 #endif

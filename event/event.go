@@ -62,6 +62,9 @@ const (
 	FuncMmap
 	FuncMunmap
 	FuncMremap
+	// FuncWrapper marks a probe on an allocation wrapper (operator new,
+	// strdup, …); it produces no events of its own.
+	FuncWrapper
 )
 
 var funcNames = [...]string{
@@ -78,6 +81,7 @@ var funcNames = [...]string{
 	FuncMmap:          "mmap",
 	FuncMunmap:        "munmap",
 	FuncMremap:        "mremap",
+	FuncWrapper:       "wrapper",
 }
 
 // String is the C name of the function.
@@ -105,4 +109,7 @@ type Event struct {
 	TID      uint32
 	Kind     Kind
 	Func     Func
+	// StackID is the user stack's id in the tracer's stack map (--detail);
+	// -1 when no stack was taken.
+	StackID int32
 }

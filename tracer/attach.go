@@ -25,10 +25,23 @@ type Attachment struct {
 	placed map[string]bool
 }
 
-// programs returns the entry program of fn and whether fn needs the return probe.
-func (t *Objects) programs(fn event.Func) (entry *ebpf.Program, ret bool) {
+// programs returns the entry and return programs of fn (ret nil: entry only).
+func (t *Objects) programs(fn event.Func) (entry, ret *ebpf.Program) {
+	e, needRet := t.entryProgram(fn)
+	switch {
+	case fn == event.FuncWrapper:
+		return e, t.objs.WrapperReturn
+	case needRet:
+		return e, t.objs.AllocReturn
+	}
+	return e, nil
+}
+
+func (t *Objects) entryProgram(fn event.Func) (*ebpf.Program, bool) {
 	p := &t.objs.memtracePrograms
 	switch fn {
+	case event.FuncWrapper:
+		return p.WrapperEnter, true
 	case event.FuncMalloc:
 		return p.MallocEnter, true
 	case event.FuncCalloc:
@@ -96,6 +109,9 @@ func arity(fn event.Func) int {
 		return 3
 	case event.FuncMmap:
 		return 4
+	case event.FuncWrapper:
+		// The wrapper probe reads only sp and [sp].
+		return 0
 	}
 	return 6
 }
@@ -159,8 +175,8 @@ func (t *Objects) Attach(a *Attachment, probes []Placement) error {
 			opts := &link.UprobeOptions{PID: a.PID, Address: p.Offset + uint64(p.Skip)}
 			var l link.Link
 			switch {
-			case pass == 0 && ret:
-				l, err = ex.Uretprobe(p.Symbol, t.objs.AllocReturn, opts)
+			case pass == 0 && ret != nil:
+				l, err = ex.Uretprobe(p.Symbol, ret, opts)
 				if err != nil {
 					return attachError("uretprobe", p.Probe, a.PID, err)
 				}

@@ -63,6 +63,7 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 			Time: raw.Time, Addr: raw.Addr, Size: raw.Size,
 			OldAddr: raw.OldAddr, OldSize: raw.OldSize, CallSite: raw.CallSite,
 			PID: raw.Pid, TID: raw.Tid, Kind: event.Kind(raw.Kind), Func: event.Func(raw.Func),
+			StackID: raw.StackId,
 		}
 		fn(&d.ev)
 		n++

@@ -4,6 +4,7 @@
 package tracer
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -29,7 +30,13 @@ type Options struct {
 	// WakeupBytes: the reader is woken only when this much data waits;
 	// otherwise it finds the data on its next poll.
 	WakeupBytes int
+	// StackDepth > 0 takes a user stack of at most that many frames at each
+	// outermost allocation (--detail).
+	StackDepth int
 }
+
+// MaxStackDepth is the kernel's limit for one stack (perf_event_max_stack).
+const MaxStackDepth = 127
 
 // DefaultOptions suit this machine's heaviest benchmark load.
 func DefaultOptions() Options {
@@ -59,6 +66,18 @@ func Load(o Options) (*Objects, error) {
 	spec.Maps["events"].MaxEntries = uint32(o.RingBytes)
 	if err := spec.Variables["wakeup_bytes"].Set(uint64(o.WakeupBytes)); err != nil {
 		return nil, fmt.Errorf("set wakeup_bytes: %w", err)
+	}
+	if o.StackDepth > MaxStackDepth {
+		return nil, fmt.Errorf("stack depth %d: at most %d", o.StackDepth, MaxStackDepth)
+	}
+	if o.StackDepth > 0 {
+		if err := spec.Variables["capture_stacks"].Set(uint8(1)); err != nil {
+			return nil, fmt.Errorf("set capture_stacks: %w", err)
+		}
+		// The kernel collects as many frames as a value holds.
+		spec.Maps["stacks"].ValueSize = uint32(o.StackDepth * 8)
+	} else {
+		spec.Maps["stacks"].MaxEntries = 1
 	}
 	var t Objects
 	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
@@ -100,6 +119,27 @@ func (t *Objects) Lost() (map[uint32]uint64, uint64, error) {
 		total += v
 	}
 	return per, total, nil
+}
+
+// Stack returns the frames of a user stack taken by the probes, innermost
+// first (the first is the probed function itself).
+func (t *Objects) Stack(id int32) ([]uint64, error) {
+	if id < 0 {
+		return nil, nil
+	}
+	b, err := t.objs.Stacks.LookupBytes(uint32(id))
+	if err != nil {
+		return nil, fmt.Errorf("read stack %d: %w", id, err)
+	}
+	var frames []uint64
+	for i := 0; i+8 <= len(b); i += 8 {
+		pc := binary.NativeEndian.Uint64(b[i:])
+		if pc == 0 {
+			break
+		}
+		frames = append(frames, pc)
+	}
+	return frames, nil
 }
 
 // isNotSupported reports whether err says the kernel lacks a feature.

@@ -25,7 +25,8 @@ type memtraceEvent struct {
 	Tid      uint32
 	Kind     uint8
 	Func     uint8
-	Pad      [6]uint8
+	Pad      [2]uint8
+	StackId  int32
 }
 
 type memtraceInflight struct {
@@ -35,8 +36,13 @@ type memtraceInflight struct {
 	Size     uint64
 	OldAddr  uint64
 	OldSize  uint64
+	StackId  int32
 	Func     uint8
-	Pad      [7]uint8
+	Pad      [3]uint8
+	Wsp      uint64
+	Wsite    uint64
+	Wstack   int32
+	Wpad     [4]uint8
 }
 
 // Names of all BPF objects in the ELF.
@@ -47,6 +53,7 @@ const (
 	memtraceMapInflight            = "inflight"
 	memtraceMapLostByPid           = "lost_by_pid"
 	memtraceMapLostTotal           = "lost_total"
+	memtraceMapStacks              = "stacks"
 	memtraceProgAlignedAllocEnter  = "aligned_alloc_enter"
 	memtraceProgAllocReturn        = "alloc_return"
 	memtraceProgCallocEnter        = "calloc_enter"
@@ -61,6 +68,9 @@ const (
 	memtraceProgReallocEnter       = "realloc_enter"
 	memtraceProgReallocarrayEnter  = "reallocarray_enter"
 	memtraceProgVallocEnter        = "valloc_enter"
+	memtraceProgWrapperEnter       = "wrapper_enter"
+	memtraceProgWrapperReturn      = "wrapper_return"
+	memtraceVarCaptureStacks       = "capture_stacks"
 	memtraceVarUnusedEvent         = "unused_event"
 	memtraceVarWakeupBytes         = "wakeup_bytes"
 )
@@ -121,6 +131,8 @@ type memtraceProgramSpecs struct {
 	ReallocEnter       *ebpf.ProgramSpec `ebpf:"realloc_enter"`
 	ReallocarrayEnter  *ebpf.ProgramSpec `ebpf:"reallocarray_enter"`
 	VallocEnter        *ebpf.ProgramSpec `ebpf:"valloc_enter"`
+	WrapperEnter       *ebpf.ProgramSpec `ebpf:"wrapper_enter"`
+	WrapperReturn      *ebpf.ProgramSpec `ebpf:"wrapper_return"`
 }
 
 // memtraceMapSpecs contains maps before they are loaded into the kernel.
@@ -131,14 +143,16 @@ type memtraceMapSpecs struct {
 	Inflight  *ebpf.MapSpec `ebpf:"inflight"`
 	LostByPid *ebpf.MapSpec `ebpf:"lost_by_pid"`
 	LostTotal *ebpf.MapSpec `ebpf:"lost_total"`
+	Stacks    *ebpf.MapSpec `ebpf:"stacks"`
 }
 
 // memtraceVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type memtraceVariableSpecs struct {
-	UnusedEvent *ebpf.VariableSpec `ebpf:"unused_event"`
-	WakeupBytes *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
+	CaptureStacks *ebpf.VariableSpec `ebpf:"capture_stacks"`
+	UnusedEvent   *ebpf.VariableSpec `ebpf:"unused_event"`
+	WakeupBytes   *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
 // memtraceObjects contains all objects after they have been loaded into the kernel.
@@ -165,6 +179,7 @@ type memtraceMaps struct {
 	Inflight  *ebpf.Map `ebpf:"inflight"`
 	LostByPid *ebpf.Map `ebpf:"lost_by_pid"`
 	LostTotal *ebpf.Map `ebpf:"lost_total"`
+	Stacks    *ebpf.Map `ebpf:"stacks"`
 }
 
 func (m *memtraceMaps) Close() error {
@@ -173,6 +188,7 @@ func (m *memtraceMaps) Close() error {
 		m.Inflight,
 		m.LostByPid,
 		m.LostTotal,
+		m.Stacks,
 	)
 }
 
@@ -180,8 +196,9 @@ func (m *memtraceMaps) Close() error {
 //
 // It can be passed to loadMemtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type memtraceVariables struct {
-	UnusedEvent *ebpf.Variable `ebpf:"unused_event"`
-	WakeupBytes *ebpf.Variable `ebpf:"wakeup_bytes"`
+	CaptureStacks *ebpf.Variable `ebpf:"capture_stacks"`
+	UnusedEvent   *ebpf.Variable `ebpf:"unused_event"`
+	WakeupBytes   *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 
 // memtracePrograms contains all programs after they have been loaded into the kernel.
@@ -202,6 +219,8 @@ type memtracePrograms struct {
 	ReallocEnter       *ebpf.Program `ebpf:"realloc_enter"`
 	ReallocarrayEnter  *ebpf.Program `ebpf:"reallocarray_enter"`
 	VallocEnter        *ebpf.Program `ebpf:"valloc_enter"`
+	WrapperEnter       *ebpf.Program `ebpf:"wrapper_enter"`
+	WrapperReturn      *ebpf.Program `ebpf:"wrapper_return"`
 }
 
 func (p *memtracePrograms) Close() error {
@@ -220,6 +239,8 @@ func (p *memtracePrograms) Close() error {
 		p.ReallocEnter,
 		p.ReallocarrayEnter,
 		p.VallocEnter,
+		p.WrapperEnter,
+		p.WrapperReturn,
 	)
 }
 

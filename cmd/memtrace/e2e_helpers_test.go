@@ -89,16 +89,28 @@ var (
 // fixture compiles testdata/src with gcc and flags, once per distinct build.
 func fixture(t *testing.T, src string, flags ...string) string {
 	t.Helper()
-	key := src + " " + strings.Join(flags, " ")
+	return compile(t, "gcc", src, flags...)
+}
+
+// fixtureCXX is fixture for C++ sources.
+func fixtureCXX(t *testing.T, src string, flags ...string) string {
+	t.Helper()
+	return compile(t, "g++", src, flags...)
+}
+
+func compile(t *testing.T, compiler, src string, flags ...string) string {
+	t.Helper()
+	key := compiler + " " + src + " " + strings.Join(flags, " ")
 	fixtureMu.Lock()
 	defer fixtureMu.Unlock()
 	if p, ok := fixtures[key]; ok {
 		return p
 	}
-	out := filepath.Join(binDir, strings.TrimSuffix(src, ".c")+"-"+strings.NewReplacer(" ", "", "-", "", "=", "", "/", "").Replace(strings.Join(flags, "")))
+	base := strings.NewReplacer("/", "_", ".c", "", ".cc", "").Replace(src)
+	out := filepath.Join(binDir, base+"-"+strings.NewReplacer(" ", "", "-", "", "=", "", "/", "").Replace(strings.Join(flags, "")))
 	args := append([]string{"-O2", "-g", "-Wall", "-o", out, filepath.Join("..", "..", "testdata", src)}, flags...)
-	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
-		t.Fatalf("gcc %v: %v\n%s", args, err, b)
+	if b, err := exec.Command(compiler, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %v: %v\n%s", compiler, args, err, b)
 	}
 	fixtures[key] = out
 	return out

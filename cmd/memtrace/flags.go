@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/report"
+	"github.com/memtrace/memtrace/tracer"
 )
 
 type config struct {
@@ -24,6 +26,22 @@ type config struct {
 	allocator string
 	ringBytes int
 	verbose   bool
+	// detail groups by whole call stack (stackDepth frames).
+	detail     bool
+	stackDepth int
+	wrappers   []string
+}
+
+// nameList collects repeated string flags.
+type nameList struct{ names *[]string }
+
+func (n nameList) String() string { return "" }
+func (n nameList) Set(s string) error {
+	if s == "" {
+		return fmt.Errorf("empty name")
+	}
+	*n.names = append(*n.names, s)
+	return nil
 }
 
 // pidList accepts -p PID, -p PID,PID and repeats.
@@ -74,6 +92,14 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.ringBytes, "ring-size", 32<<20, "ring buffer bytes (a power of two)")
 	fs.BoolVar(&c.verbose, "v", false, "log what is attached, and where")
 	fs.BoolVar(&c.verbose, "verbose", false, "same as -v")
+	fs.BoolVar(&c.detail, "detail", false, "group by whole call stack and print each stack under its row")
+	fs.IntVar(&c.stackDepth, "stack-depth", 16, "frames per stack with --detail (at most 126)")
+	var wrapperFile string
+	var extraWrappers []string
+	noWrappers := false
+	fs.Var(nameList{&extraWrappers}, "wrapper", "also treat function NAME as an allocation wrapper (repeatable)")
+	fs.StringVar(&wrapperFile, "wrappers", "", "file of allocation wrapper names, one per line")
+	fs.BoolVar(&noWrappers, "no-default-wrappers", false, "do not treat operator new, strdup, asprintf … as wrappers")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			fmt.Fprint(stderr, usageText)
@@ -84,6 +110,20 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	c.command = fs.Args()
+	if !noWrappers {
+		c.wrappers = append(c.wrappers, allocator.DefaultWrappers...)
+	}
+	c.wrappers = append(c.wrappers, extraWrappers...)
+	if wrapperFile != "" {
+		names, err := allocator.ReadWrapperFile(wrapperFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --wrappers: %w", errUsage, err)
+		}
+		c.wrappers = append(c.wrappers, names...)
+	}
+	if c.stackDepth < 1 || c.stackDepth >= tracer.MaxStackDepth {
+		return nil, fmt.Errorf("%w: --stack-depth must be between 1 and %d", errUsage, tracer.MaxStackDepth-1)
+	}
 	k, err := report.ParseSortKey(sortKey)
 	if err != nil {
 		return nil, fmt.Errorf("%w: --sort: %w", errUsage, err)

@@ -64,6 +64,10 @@ func (s *session) run() (int, error) {
 	}
 	opts := tracer.DefaultOptions()
 	opts.RingBytes = s.cfg.ringBytes
+	if s.cfg.detail {
+		// The first frame is the allocator itself; the caller comes from [sp].
+		opts.StackDepth = s.cfg.stackDepth + 1
+	}
 	if opts.WakeupBytes > opts.RingBytes/4 {
 		opts.WakeupBytes = opts.RingBytes / 4
 	}
@@ -255,6 +259,7 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 	if err != nil {
 		return fmt.Errorf("process %d: %w", t.pid, err)
 	}
+	probes = append(probes, allocator.BindWrappers(mods, s.cfg.wrappers)...)
 	placed := tracer.Place(probes)
 	for _, p := range placed {
 		s.log.Info("probe", "pid", t.pid, "function", p.Symbol, "module", p.Module,

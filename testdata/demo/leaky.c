@@ -26,7 +26,7 @@ __attribute__((noipa)) static char *parse_request(int i)
 __attribute__((noipa)) static void remember_session(int i)
 {
 	struct session *s = malloc(sizeof *s);
-	if (asprintf(&s->user, "user-%d", i % 1000) < 0)
+	if (asprintf(&s->user, "user-%d", i % 1000) < 0) /* @site remember_session */
 		abort();
 	s->next = cache;
 	cache = s;
@@ -34,7 +34,7 @@ __attribute__((noipa)) static void remember_session(int i)
 
 __attribute__((noipa)) static int check_headers(const char *req)
 {
-	char *copy = strdup(req);
+	char *copy = strdup(req); /* @site check_headers */
 	if (strstr(copy, "/item/7"))
 		return -1; /* the bug: copy is not freed on this path */
 	free(copy);

@@ -1,0 +1,17 @@
+// Package bench is memtrace's benchmark harness (run by `make bench` through
+// bench/cmd/membench). It measures what tracing costs the traced program and
+// what memtrace itself costs, always side by side in one run: the variants of
+// a comparison take turns, round after round, and the report gives medians
+// and ratios, never a single time. The machine is shared and noisy, so one
+// number means little; the round-by-round samples are kept in the JSON.
+//
+// Sections (each skipped with a note when its tools are missing):
+//   - micro: per malloc/free pair cost of testdata/bench/mallocfree.c,
+//     untraced, under empty BPF probes at the best placement (the floor) and
+//     at +0 (naive, as bcc's memleak and bpftrace place them), under memtrace,
+//     heaptrack and valgrind massif; with 1 thread and with several.
+//   - startup: from launching `memtrace -p PID -v` to its "msg=attached".
+//   - consumer: decode+aggregate events/s on one core (Go benchmarks).
+//   - livemem: Go heap per live block (aggregate's BenchmarkLiveMemory).
+//   - sqlite, redis: real programs, untraced against traced.
+package bench

@@ -1,0 +1,101 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// runner holds what the sections share: built binaries, a scratch directory
+// and the progress log.
+type runner struct {
+	cfg        Config
+	root       string
+	tmp        string
+	memtrace   string // "" when memtrace cannot run here
+	mallocfree string
+	// noBPF says why probes cannot be attached here ("" when they can).
+	noBPF    string
+	progress io.Writer
+	// empty is the empty BPF program of the floor rows, loaded once.
+	empty *emptyProbe
+	// testBins records the packages whose test binaries are built in tmp.
+	testBins map[string]bool
+}
+
+// Run measures every configured section and returns the results; progress
+// lines go to progress. A section that cannot run (tools missing, no root)
+// is reported as skipped with the reason; Run fails only when nothing can be
+// set up or ctx ends.
+func Run(ctx context.Context, cfg Config, progress io.Writer) (*Results, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	root, err := ModuleRoot()
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "membench-")
+	if err != nil {
+		return nil, fmt.Errorf("make scratch directory: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	r := &runner{cfg: cfg, root: root, tmp: tmp, noBPF: bpfUnavailable(), progress: progress}
+	defer func() {
+		if r.empty != nil {
+			r.empty.Close()
+		}
+	}()
+	res := &Results{Started: time.Now(), Host: hostInfo(), Config: cfg}
+
+	if tool("gcc") == "" {
+		return nil, fmt.Errorf("gcc is needed to build testdata/bench/mallocfree.c")
+	}
+	r.logf("building mallocfree and memtrace")
+	if r.mallocfree, err = compileC(ctx, root, tmp, "mallocfree", "-pthread"); err != nil {
+		return nil, err
+	}
+	switch {
+	case r.noBPF != "":
+	case cfg.Memtrace != "":
+		r.memtrace = cfg.Memtrace
+	default:
+		if r.memtrace, err = buildMemtrace(ctx, root, tmp); err != nil {
+			return nil, err
+		}
+	}
+
+	sections := map[string]func(context.Context) ([]*Comparison, error){
+		"micro":    r.micro,
+		"startup":  r.startup,
+		"consumer": r.consumer,
+		"livemem":  r.liveMemory,
+		"sqlite":   r.sqlite,
+		"redis":    r.redis,
+	}
+	for _, name := range Sections {
+		if !cfg.has(name) {
+			continue
+		}
+		cs, err := sections[name](ctx)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("interrupted during %s: %w", name, ctx.Err())
+		}
+		if err != nil {
+			cs = append(cs, &Comparison{ID: name, Title: name, Notes: []string{"failed: " + err.Error()}})
+		}
+		res.Comparisons = append(res.Comparisons, cs...)
+	}
+	noteConsumerHeadroom(res)
+	res.Host.LoadEnd = loadAvg()
+	res.Seconds = time.Since(res.Started).Seconds()
+	return res, nil
+}
+
+func (r *runner) logf(format string, args ...any) {
+	if r.progress != nil {
+		fmt.Fprintf(r.progress, "membench: "+format+"\n", args...)
+	}
+}
