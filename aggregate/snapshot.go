@@ -43,6 +43,10 @@ type SiteSnapshot struct {
 	StackID  int32
 	Category Category
 	Stats
+	// Rates are the decaying averages of this site's counters, one per
+	// half-life, shortest first, as of the last Tick (nil when the Table
+	// keeps no rates).
+	Rates []RateSnapshot
 }
 
 // ProcessSnapshot is one process's statistics at snapshot time.
@@ -70,6 +74,10 @@ type ProcessSnapshot struct {
 
 	// Sites holds every call site, in no particular order.
 	Sites []SiteSnapshot
+
+	// Rates are the decaying averages of the Heap counters, one per
+	// half-life, as of the last Tick (nil when the Table keeps no rates).
+	Rates []RateSnapshot
 }
 
 // Snapshot is a deep copy of a Table: reports are built from it, never from

@@ -23,6 +23,8 @@ type Table struct {
 	newest  uint64 // newest event Time seen
 
 	totalLost uint64
+
+	rates *rateTable // decaying rates (table_rates.go); nil until SetHalfLives
 }
 
 // NewTable returns an empty Table.

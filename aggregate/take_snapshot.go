@@ -18,6 +18,7 @@ func (t *Table) Snapshot() Snapshot {
 	for _, p := range t.procs {
 		s.Processes = append(s.Processes, p.snapshot())
 	}
+	t.fillRates(s.Processes)
 	slices.SortFunc(s.Processes, func(a, b ProcessSnapshot) int {
 		return cmp.Compare(a.PID, b.PID)
 	})

@@ -188,95 +188,99 @@ static __always_inline struct inflight *leave(struct pt_regs *ctx)
 	return s;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(malloc_enter, __u64 size)
+/*
+ * Allocation wrappers: only their outermost entry is remembered, so that the
+ * allocator calls they make are charged to their caller. Where libstdc++ and
+ * libc have no frame pointers, this is what keeps `new` in a user function
+ * charged to that function.
+ */
+static __always_inline void wrapper_enter(struct pt_regs *ctx)
 {
-	enter(ctx, FUNC_MALLOC, size, 0, 0);
+	struct inflight *s;
+	__u64 sp = PT_REGS_SP(ctx), ret = 0;
+
+	s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0,
+				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s || (s->wsp && s->wsp >= sp) || (s->sp && s->sp >= sp))
+		return;
+	bpf_probe_read_user(&ret, sizeof(ret), (void *)sp);
+	s->wsp = sp;
+	s->wsite = ret;
+	s->wstack = capture_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
+}
+
+/*
+ * One entry program for every probed function, and one return program: the
+ * attach cookie says which function. One program per role lets all of a
+ * file's probes share one uprobe_multi link, whose removal waits for one RCU
+ * grace period instead of one per probe (~0.1 s each here).
+ */
+SEC("uprobe.multi")
+int entry(struct pt_regs *ctx)
+{
+	__u64 fn = bpf_get_attach_cookie(ctx);
+	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx);
+
+	switch (fn) {
+	case FUNC_MALLOC:
+	case FUNC_VALLOC:
+	case FUNC_PVALLOC:
+		enter(ctx, fn, a1, 0, 0);
+		break;
+	case FUNC_CALLOC:
+		/* An overflowing product makes calloc fail, and failures are dropped. */
+		enter(ctx, fn, a1 * a2, 0, 0);
+		break;
+	case FUNC_REALLOC:
+		enter(ctx, fn, a2, a1, 0);
+		break;
+	case FUNC_REALLOCARRAY:
+		enter(ctx, fn, a2 * a3, a1, 0);
+		break;
+	case FUNC_POSIX_MEMALIGN:
+		enter(ctx, fn, a3, a1, 0);
+		break;
+	case FUNC_ALIGNED_ALLOC:
+	case FUNC_MEMALIGN:
+		enter(ctx, fn, a2, 0, 0);
+		break;
+	case FUNC_MMAP:
+		/* File mappings are not memory the program allocated. */
+		if (PT_REGS_PARM4(ctx) & MAP_ANONYMOUS)
+			enter(ctx, fn, a2, 0, 0);
+		break;
+	case FUNC_MREMAP:
+		enter(ctx, fn, a3, a1, a2);
+		break;
+	case FUNC_FREE:
+		/* free(NULL) does nothing; the caller is not needed to account a free. */
+		if (a1 && !nested(ctx))
+			emit(KIND_FREE, FUNC_FREE, a1, 0, 0, 0, 0, -1);
+		break;
+	case FUNC_MUNMAP:
+		if (!nested(ctx))
+			emit(KIND_MUNMAP, FUNC_MUNMAP, a1, a2, 0, 0, 0, -1);
+		break;
+	case FUNC_WRAPPER:
+		wrapper_enter(ctx);
+		break;
+	}
 	return 0;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(calloc_enter, __u64 nmemb, __u64 size)
+SEC("uretprobe.multi")
+int ret(struct pt_regs *ctx)
 {
-	/* An overflowing product makes calloc fail, and failures are dropped. */
-	enter(ctx, FUNC_CALLOC, nmemb * size, 0, 0);
-	return 0;
-}
+	__u64 ret = PT_REGS_RC(ctx), addr;
+	struct inflight *s;
 
-SEC("uprobe")
-int BPF_KPROBE(realloc_enter, __u64 ptr, __u64 size)
-{
-	enter(ctx, FUNC_REALLOC, size, ptr, 0);
-	return 0;
-}
-
-SEC("uprobe")
-int BPF_KPROBE(reallocarray_enter, __u64 ptr, __u64 nmemb, __u64 size)
-{
-	enter(ctx, FUNC_REALLOCARRAY, nmemb * size, ptr, 0);
-	return 0;
-}
-
-SEC("uprobe")
-int BPF_KPROBE(posix_memalign_enter, __u64 memptr, __u64 align, __u64 size)
-{
-	enter(ctx, FUNC_POSIX_MEMALIGN, size, memptr, 0);
-	return 0;
-}
-
-SEC("uprobe")
-int BPF_KPROBE(aligned_alloc_enter, __u64 align, __u64 size)
-{
-	enter(ctx, FUNC_ALIGNED_ALLOC, size, 0, 0);
-	return 0;
-}
-
-SEC("uprobe")
-int BPF_KPROBE(memalign_enter, __u64 align, __u64 size)
-{
-	enter(ctx, FUNC_MEMALIGN, size, 0, 0);
-	return 0;
-}
-
-SEC("uprobe")
-int BPF_KPROBE(valloc_enter, __u64 size)
-{
-	enter(ctx, FUNC_VALLOC, size, 0, 0);
-	return 0;
-}
-
-SEC("uprobe")
-int BPF_KPROBE(pvalloc_enter, __u64 size)
-{
-	enter(ctx, FUNC_PVALLOC, size, 0, 0);
-	return 0;
-}
-
-SEC("uprobe")
-int BPF_KPROBE(mmap_enter, __u64 addr, __u64 len, __u64 prot, __u64 flags)
-{
-	/* File mappings are not memory the program allocated. */
-	if (flags & MAP_ANONYMOUS)
-		enter(ctx, FUNC_MMAP, len, 0, 0);
-	return 0;
-}
-
-SEC("uprobe")
-int BPF_KPROBE(mremap_enter, __u64 old_addr, __u64 old_size, __u64 new_size)
-{
-	enter(ctx, FUNC_MREMAP, new_size, old_addr, old_size);
-	return 0;
-}
-
-/* BPF_KPROBE/BPF_KRETPROBE only unpack arguments from pt_regs; they serve uprobes as well. */
-
-/* One return probe for every allocating function: the entry recorded which. */
-SEC("uretprobe")
-int BPF_KRETPROBE(alloc_return, __u64 ret)
-{
-	struct inflight *s = leave(ctx);
-	__u64 addr;
-
+	if (bpf_get_attach_cookie(ctx) == FUNC_WRAPPER) {
+		s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0, 0);
+		if (s && s->wsp && PT_REGS_SP(ctx) == s->wsp + 8)
+			s->wsp = 0;
+		return 0;
+	}
+	s = leave(ctx);
 	if (!s)
 		return 0;
 	switch (s->func) {
@@ -309,55 +313,4 @@ int BPF_KRETPROBE(alloc_return, __u64 ret)
 			emit(KIND_ALLOC, s->func, ret, s->size, 0, 0, s->call_site, s->stack_id);
 		return 0;
 	}
-}
-
-SEC("uprobe")
-int BPF_KPROBE(free_enter, __u64 ptr)
-{
-	/* free(NULL) does nothing; the caller is not needed to account a free. */
-	if (ptr && !nested(ctx))
-		emit(KIND_FREE, FUNC_FREE, ptr, 0, 0, 0, 0, -1);
-	return 0;
-}
-
-SEC("uprobe")
-int BPF_KPROBE(munmap_enter, __u64 addr, __u64 len)
-{
-	if (!nested(ctx))
-		emit(KIND_MUNMAP, FUNC_MUNMAP, addr, len, 0, 0, 0, -1);
-	return 0;
-}
-
-/*
- * Allocation wrappers: only their outermost entry is remembered, so that the
- * allocator calls they make are charged to their caller. Where libstdc++ and
- * libc have no frame pointers, this is what keeps `new` in a user function
- * charged to that function.
- */
-SEC("uprobe")
-int BPF_KPROBE(wrapper_enter)
-{
-	struct inflight *s;
-	__u64 sp = PT_REGS_SP(ctx), ret = 0;
-
-	s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0,
-				 BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!s || (s->wsp && s->wsp >= sp) || (s->sp && s->sp >= sp))
-		return 0;
-	bpf_probe_read_user(&ret, sizeof(ret), (void *)sp);
-	s->wsp = sp;
-	s->wsite = ret;
-	s->wstack = capture_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
-	return 0;
-}
-
-SEC("uretprobe")
-int BPF_KRETPROBE(wrapper_return)
-{
-	struct inflight *s;
-
-	s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0, 0);
-	if (s && s->wsp && PT_REGS_SP(ctx) == s->wsp + 8)
-		s->wsp = 0;
-	return 0;
 }

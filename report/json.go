@@ -39,10 +39,10 @@ func WriteJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) err
 	for _, p := range procs {
 		records = append(records, newProcessRecord(p, s.Time, o.Final))
 		for _, site := range p.heap {
-			records = append(records, newCallsiteRecord(p.PID, site, sym, s.Time, o.Final))
+			records = append(records, newCallsiteRecord(p.PID, site, sym, s.Time, o))
 		}
 		for _, site := range p.mapped {
-			records = append(records, newCallsiteRecord(p.PID, site, sym, s.Time, o.Final))
+			records = append(records, newCallsiteRecord(p.PID, site, sym, s.Time, o))
 		}
 	}
 	for _, r := range records {
@@ -84,6 +84,7 @@ func newProcessRecord(p rankedProcess, t uint64, final bool) processRecord {
 			PeakLiveBytes: p.PeakMappedLiveBytes,
 		},
 		ExitTimeNS: exitTime(p),
+		Rates:      rateRecords(p.Rates),
 	}
 }
 
@@ -100,29 +101,38 @@ func exitTime(p rankedProcess) uint64 {
 // newCallsiteRecord resolves the site and fills its record. Unresolved
 // parts stay empty (line 0) rather than carrying the text report's
 // "[unknown]": a script should test for "", not for a display string.
-func newCallsiteRecord(pid uint32, s aggregate.SiteSnapshot, sym Symbolizer, t uint64, final bool) callsiteRecord {
+func newCallsiteRecord(pid uint32, s aggregate.SiteSnapshot, sym Symbolizer, t uint64, o Options) callsiteRecord {
+	final := o.Final
 	f := resolve(sym, pid, s.Address)
 	offset := ""
 	if f.Module != "" {
 		offset = hex(f.Offset)
 	}
+	var stack []stackFrame
+	var truncated *bool
+	if o.Stacks != nil {
+		stack, truncated = stackRecord(o.Stacks.Stack(pid, s))
+	}
 	return callsiteRecord{
-		Type:       typeCallsite,
-		PID:        pid,
-		Category:   s.Category.String(),
-		Function:   f.Function,
-		File:       f.File,
-		Line:       f.Line,
-		Module:     f.Module,
-		Address:    hex(s.Address),
-		LiveBytes:  s.LiveBytes,
-		LiveAllocs: s.LiveAllocs,
-		Allocs:     s.Allocs,
-		AllocBytes: s.AllocBytes,
-		Frees:      s.Frees,
-		FreedBytes: s.FreedBytes,
-		Final:      final,
-		Offset:     offset,
-		TimeNS:     t,
+		Stack:          stack,
+		StackTruncated: truncated,
+		Type:           typeCallsite,
+		PID:            pid,
+		Category:       s.Category.String(),
+		Function:       f.Function,
+		File:           f.File,
+		Line:           f.Line,
+		Module:         f.Module,
+		Address:        hex(s.Address),
+		LiveBytes:      s.LiveBytes,
+		LiveAllocs:     s.LiveAllocs,
+		Allocs:         s.Allocs,
+		AllocBytes:     s.AllocBytes,
+		Frees:          s.Frees,
+		FreedBytes:     s.FreedBytes,
+		Final:          final,
+		Offset:         offset,
+		TimeNS:         t,
+		Rates:          rateRecords(s.Rates),
 	}
 }

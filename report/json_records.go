@@ -44,6 +44,8 @@ type processRecord struct {
 	TimeNS         uint64     `json:"time_ns"`
 	Mmap           mmapTotals `json:"mmap"`
 	ExitTimeNS     uint64     `json:"exit_time_ns"`
+	// Rates: heap decaying averages, one per half-life (json_rates.go).
+	Rates []rateRecord `json:"rates"`
 }
 
 // mmapTotals are a process's anonymous-mapping totals.
@@ -77,4 +79,10 @@ type callsiteRecord struct {
 	Final      bool   `json:"final"`
 	Offset     string `json:"offset"`
 	TimeNS     uint64 `json:"time_ns"`
+	// Rates: decaying averages, one per half-life (json_rates.go).
+	Rates []rateRecord `json:"rates"`
+	// --detail only: the call stack, innermost first, and whether it stops
+	// short of the thread's first function.
+	Stack          []stackFrame `json:"stack,omitempty"`
+	StackTruncated *bool        `json:"stack_truncated,omitempty"`
 }

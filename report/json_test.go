@@ -21,11 +21,16 @@ var jsonFields = map[string][]string{
 	"report": {"type", "time_ns", "final", "lost_events", "processes", "sort", "top"},
 	"process": {"type", "pid", "comm", "live_bytes", "live_allocs", "allocs", "alloc_bytes",
 		"frees", "freed_bytes", "peak_live_bytes", "unmatched_frees", "lost_events", "final",
-		"exited", "time_ns", "mmap", "exit_time_ns"},
+		"exited", "time_ns", "mmap", "exit_time_ns", "rates"},
 	"callsite": {"type", "pid", "category", "function", "file", "line", "module", "address",
 		"live_bytes", "live_allocs", "allocs", "alloc_bytes", "frees", "freed_bytes", "final",
-		"offset", "time_ns"},
+		"offset", "time_ns", "rates"},
 }
+
+// detailFields end callsite records only with --detail.
+var detailFields = []string{"stack", "stack_truncated"}
+
+var stackFrameFields = []string{"function", "file", "line", "module", "address"}
 
 var mmapFields = []string{"live_bytes", "live_regions", "maps", "mapped_bytes", "unmaps",
 	"unmapped_bytes", "peak_live_bytes"}
@@ -143,14 +148,14 @@ func TestJSONValues(t *testing.T) {
 	lines := jsonLines(t, periodicSnapshot(), fixtureSymbols, Options{Top: DefaultTop})
 	want := []string{
 		`{"type":"report","time_ns":5123456789012,"final":false,"lost_events":5,"processes":2,"sort":"live","top":10}`,
-		`{"type":"process","pid":77,"comm":"worker","live_bytes":2097152,"live_allocs":12,"allocs":40,"alloc_bytes":3145728,"frees":28,"freed_bytes":1048576,"peak_live_bytes":2199552,"unmatched_frees":3,"lost_events":5,"final":false,"exited":true,"time_ns":5123456789012,"mmap":{"live_bytes":4194304,"live_regions":2,"maps":4,"mapped_bytes":8388608,"unmaps":2,"unmapped_bytes":4194304,"peak_live_bytes":6291456},"exit_time_ns":9000000000}`,
-		`{"type":"callsite","pid":77,"category":"heap","function":"","file":"","line":0,"module":"/usr/lib/x86_64-linux-gnu/libfoo.so.1","address":"0x7f3a00001234","live_bytes":1572864,"live_allocs":10,"allocs":30,"alloc_bytes":2097152,"frees":20,"freed_bytes":1048576,"final":false,"offset":"0x1234","time_ns":5123456789012}`,
-		`{"type":"callsite","pid":77,"category":"heap","function":"make_buffer(unsigned long)","file":"src/buf.c","line":42,"module":"/usr/bin/myserver","address":"0x401a2b","live_bytes":523265,"live_allocs":1,"allocs":9,"alloc_bytes":1047553,"frees":8,"freed_bytes":524288,"final":false,"offset":"0x1a2b","time_ns":5123456789012}`,
-		`{"type":"callsite","pid":77,"category":"heap","function":"","file":"","line":0,"module":"","address":"0xdeadbeef","live_bytes":1023,"live_allocs":1,"allocs":1,"alloc_bytes":1023,"frees":0,"freed_bytes":0,"final":false,"offset":"","time_ns":5123456789012}`,
-		`{"type":"callsite","pid":77,"category":"mmap","function":"arena_grow","file":"src/arena.c","line":88,"module":"/usr/bin/myserver","address":"0x402200","live_bytes":4194304,"live_allocs":2,"allocs":4,"alloc_bytes":8388608,"frees":2,"freed_bytes":4194304,"final":false,"offset":"0x2200","time_ns":5123456789012}`,
-		`{"type":"process","pid":4242,"comm":"myserver","live_bytes":1048576,"live_allocs":10,"allocs":1020,"alloc_bytes":2621440,"frees":1010,"freed_bytes":1572864,"peak_live_bytes":1310720,"unmatched_frees":0,"lost_events":0,"final":false,"exited":false,"time_ns":5123456789012,"mmap":{"live_bytes":0,"live_regions":0,"maps":0,"mapped_bytes":0,"unmaps":0,"unmapped_bytes":0,"peak_live_bytes":0},"exit_time_ns":0}`,
-		`{"type":"callsite","pid":4242,"category":"heap","function":"make_buffer(unsigned long)","file":"src/buf.c","line":42,"module":"/usr/bin/myserver","address":"0x401a2b","live_bytes":1048576,"live_allocs":10,"allocs":20,"alloc_bytes":2097152,"frees":10,"freed_bytes":1048576,"final":false,"offset":"0x1a2b","time_ns":5123456789012}`,
-		`{"type":"callsite","pid":4242,"category":"heap","function":"parse_request","file":"src/http.c","line":310,"module":"/usr/bin/myserver","address":"0x401f00","live_bytes":0,"live_allocs":0,"allocs":1000,"alloc_bytes":524288,"frees":1000,"freed_bytes":524288,"final":false,"offset":"0x1f00","time_ns":5123456789012}`,
+		`{"type":"process","pid":77,"comm":"worker","live_bytes":2097152,"live_allocs":12,"allocs":40,"alloc_bytes":3145728,"frees":28,"freed_bytes":1048576,"peak_live_bytes":2199552,"unmatched_frees":3,"lost_events":5,"final":false,"exited":true,"time_ns":5123456789012,"mmap":{"live_bytes":4194304,"live_regions":2,"maps":4,"mapped_bytes":8388608,"unmaps":2,"unmapped_bytes":4194304,"peak_live_bytes":6291456},"exit_time_ns":9000000000,"rates":[]}`,
+		`{"type":"callsite","pid":77,"category":"heap","function":"","file":"","line":0,"module":"/usr/lib/x86_64-linux-gnu/libfoo.so.1","address":"0x7f3a00001234","live_bytes":1572864,"live_allocs":10,"allocs":30,"alloc_bytes":2097152,"frees":20,"freed_bytes":1048576,"final":false,"offset":"0x1234","time_ns":5123456789012,"rates":[]}`,
+		`{"type":"callsite","pid":77,"category":"heap","function":"make_buffer(unsigned long)","file":"src/buf.c","line":42,"module":"/usr/bin/myserver","address":"0x401a2b","live_bytes":523265,"live_allocs":1,"allocs":9,"alloc_bytes":1047553,"frees":8,"freed_bytes":524288,"final":false,"offset":"0x1a2b","time_ns":5123456789012,"rates":[]}`,
+		`{"type":"callsite","pid":77,"category":"heap","function":"","file":"","line":0,"module":"","address":"0xdeadbeef","live_bytes":1023,"live_allocs":1,"allocs":1,"alloc_bytes":1023,"frees":0,"freed_bytes":0,"final":false,"offset":"","time_ns":5123456789012,"rates":[]}`,
+		`{"type":"callsite","pid":77,"category":"mmap","function":"arena_grow","file":"src/arena.c","line":88,"module":"/usr/bin/myserver","address":"0x402200","live_bytes":4194304,"live_allocs":2,"allocs":4,"alloc_bytes":8388608,"frees":2,"freed_bytes":4194304,"final":false,"offset":"0x2200","time_ns":5123456789012,"rates":[]}`,
+		`{"type":"process","pid":4242,"comm":"myserver","live_bytes":1048576,"live_allocs":10,"allocs":1020,"alloc_bytes":2621440,"frees":1010,"freed_bytes":1572864,"peak_live_bytes":1310720,"unmatched_frees":0,"lost_events":0,"final":false,"exited":false,"time_ns":5123456789012,"mmap":{"live_bytes":0,"live_regions":0,"maps":0,"mapped_bytes":0,"unmaps":0,"unmapped_bytes":0,"peak_live_bytes":0},"exit_time_ns":0,"rates":[]}`,
+		`{"type":"callsite","pid":4242,"category":"heap","function":"make_buffer(unsigned long)","file":"src/buf.c","line":42,"module":"/usr/bin/myserver","address":"0x401a2b","live_bytes":1048576,"live_allocs":10,"allocs":20,"alloc_bytes":2097152,"frees":10,"freed_bytes":1048576,"final":false,"offset":"0x1a2b","time_ns":5123456789012,"rates":[]}`,
+		`{"type":"callsite","pid":4242,"category":"heap","function":"parse_request","file":"src/http.c","line":310,"module":"/usr/bin/myserver","address":"0x401f00","live_bytes":0,"live_allocs":0,"allocs":1000,"alloc_bytes":524288,"frees":1000,"freed_bytes":524288,"final":false,"offset":"0x1f00","time_ns":5123456789012,"rates":[]}`,
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), strings.Join(lines, "\n"))
@@ -222,11 +227,23 @@ func TestJSONRecordsMatchDocs(t *testing.T) {
 			t.Errorf("docs/json.md does not document `mmap.%s`", f)
 		}
 	}
+	for _, f := range detailFields {
+		if !strings.Contains(doc, "`"+f+"`") {
+			t.Errorf("docs/json.md does not document callsite field `%s`", f)
+		}
+	}
 	// The record structs and the lists above must agree too.
 	for typ, v := range map[string]any{"report": reportRecord{}, "process": processRecord{}, "callsite": callsiteRecord{}} {
-		if got := jsonTags(v); !slices.Equal(got, jsonFields[typ]) {
-			t.Errorf("%s struct tags %v, want %v", typ, got, jsonFields[typ])
+		want := jsonFields[typ]
+		if typ == "callsite" {
+			want = append(slices.Clone(want), detailFields...)
 		}
+		if got := jsonTags(v); !slices.Equal(got, want) {
+			t.Errorf("%s struct tags %v, want %v", typ, got, want)
+		}
+	}
+	if got := jsonTags(stackFrame{}); !slices.Equal(got, stackFrameFields) {
+		t.Errorf("stack frame tags %v, want %v", got, stackFrameFields)
 	}
 }
 

@@ -26,7 +26,7 @@ const (
 )
 
 // sortKeys lists the valid keys in the order error messages show them.
-var sortKeys = []SortKey{SortLive, SortAllocated, SortAllocs}
+var sortKeys = []SortKey{SortLive, SortAllocated, SortAllocs, SortRate}
 
 // ParseSortKey accepts the name of a sort key as users type it on the
 // command line. The empty string means the default, SortLive.
@@ -39,8 +39,8 @@ func ParseSortKey(s string) (SortKey, error) {
 			return k, nil
 		}
 	}
-	return "", fmt.Errorf("unknown sort key %q: valid keys are %s, %s, %s",
-		s, sortKeys[0], sortKeys[1], sortKeys[2])
+	return "", fmt.Errorf("unknown sort key %q: valid keys are %s, %s, %s, %s",
+		s, sortKeys[0], sortKeys[1], sortKeys[2], sortKeys[3])
 }
 
 // value is the figure of st that k ranks by.
@@ -69,6 +69,8 @@ func (k SortKey) describe(c aggregate.Category) string {
 			return "mmap calls"
 		}
 		return "allocation calls"
+	case SortRate:
+		return "net bytes/s at the shortest half-life"
 	}
 	return "live bytes"
 }
@@ -86,6 +88,9 @@ type Options struct {
 	// Raw prints exact byte counts instead of human units (text only: JSON
 	// is always exact).
 	Raw bool
+	// Stacks, when set, is the --detail level: sites are whole call stacks
+	// and each is printed with its frames.
+	Stacks StackSource
 }
 
 // normalized checks o and fills in defaults, so renderers never see an

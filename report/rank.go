@@ -41,9 +41,7 @@ func rank(s aggregate.Snapshot, o Options) []rankedProcess {
 		out = append(out, rp)
 	}
 	slices.SortStableFunc(out, func(a, b rankedProcess) int {
-		av := o.Sort.value(a.Heap) + o.Sort.value(a.Mapped)
-		bv := o.Sort.value(b.Heap) + o.Sort.value(b.Mapped)
-		if c := cmp.Compare(bv, av); c != 0 {
+		if c := o.Sort.compareProcesses(a.ProcessSnapshot, b.ProcessSnapshot); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.PID, b.PID)
@@ -57,7 +55,7 @@ func rank(s aggregate.Snapshot, o Options) []rankedProcess {
 func topSites(sites []aggregate.SiteSnapshot, o Options) []aggregate.SiteSnapshot {
 	slices.SortFunc(sites, func(a, b aggregate.SiteSnapshot) int {
 		return cmp.Or(
-			cmp.Compare(o.Sort.value(b.Stats), o.Sort.value(a.Stats)),
+			o.Sort.compareSites(a, b),
 			cmp.Compare(b.LiveBytes, a.LiveBytes),
 			cmp.Compare(b.AllocBytes, a.AllocBytes),
 			cmp.Compare(b.Allocs, a.Allocs),

@@ -11,6 +11,7 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/callstack"
 )
 
 // Column headers per category. Mapped regions get their own words: "blocks"
@@ -57,17 +58,17 @@ func writeSiteTable(b *bytes.Buffer, p rankedProcess, c aggregate.Category,
 	var out bytes.Buffer
 	t := tablewriter.NewTable(&out,
 		tablewriter.WithRenderer(renderer.NewBlueprint(plainRendition)),
-		tablewriter.WithHeaderAlignmentConfig(columnAlignment),
-		tablewriter.WithRowAlignmentConfig(columnAlignment),
+		tablewriter.WithHeaderAlignmentConfig(siteAlignment(o)),
+		tablewriter.WithRowAlignmentConfig(siteAlignment(o)),
 	)
-	if c == aggregate.Mapped {
-		t.Header(mappedColumns...)
-	} else {
-		t.Header(heapColumns...)
-	}
+	t.Header(siteColumns(c, o)...)
+	var stacks [][]string
 	for _, s := range sites {
 		// Symbolize only what is shown: resolution can read ELF and DWARF.
 		f := resolve(sym, p.PID, s.Address)
+		if o.Stacks != nil {
+			stacks = append(stacks, stackLines(o.Stacks.Stack(p.PID, s)))
+		}
 		row := []string{
 			byteCell(s.LiveBytes, o.Raw),
 			strconv.FormatUint(s.LiveAllocs, 10),
@@ -78,6 +79,7 @@ func writeSiteTable(b *bytes.Buffer, p rankedProcess, c aggregate.Category,
 			locationLabel(f),
 			moduleLabel(f),
 		}
+		row = siteRow(row, s, o) // NET RATE with --sort rate
 		if err := t.Append(row); err != nil {
 			return fmt.Errorf("add %s call site %s: %w", c, hex(s.Address), err)
 		}
@@ -85,9 +87,48 @@ func writeSiteTable(b *bytes.Buffer, p rankedProcess, c aggregate.Category,
 	if err := t.Render(); err != nil {
 		return fmt.Errorf("render %s call sites: %w", c, err)
 	}
-	indentTable(b, out.String())
+	if stacks == nil {
+		indentTable(b, out.String())
+		return nil
+	}
+	// --detail: each row is followed by the rest of its stack.
+	row := -1
+	for l := range strings.Lines(out.String()) {
+		l = strings.TrimRight(l, " \n")
+		if l == "" {
+			continue
+		}
+		b.WriteString("  " + l + "\n")
+		if row >= 0 && row < len(stacks) {
+			for _, s := range stacks[row] {
+				b.WriteString(s + "\n")
+			}
+		}
+		row++
+	}
 	return nil
 }
+
+// stackLines prints the frames of a stack after its first (the row itself),
+// callers last, and says where it stops short.
+func stackLines(st callstack.Stack) []string {
+	var out []string
+	for i, f := range st.Frames {
+		if i == 0 {
+			continue
+		}
+		loc := locationLabel(f)
+		out = append(out, fmt.Sprintf("%s<- %s  %s  %s", stackIndent, functionLabel(f), loc, moduleLabel(f)))
+	}
+	if st.Truncated {
+		out = append(out, stackIndent+"<- ... (truncated: no frame pointer or depth limit)")
+	}
+	return out
+}
+
+// stackIndent puts a stack under its row's FUNCTION column well enough to
+// read, without tying it to column widths.
+const stackIndent = "        "
 
 // plainRendition draws no borders or rules: columns separated by spaces,
 // like ps or top, which reads well in a terminal and stays friendly to grep,

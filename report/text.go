@@ -107,6 +107,7 @@ func writeProcessHeader(b *bytes.Buffer, p rankedProcess, raw bool) {
 		lostLine += " (this process's figures are incomplete)"
 	}
 	line(b, "lost events:", "%s", lostLine)
+	writeRates(b, p.Rates, raw) // decaying averages per half-life (rates.go)
 }
 
 // hasMapped says whether the process used anonymous mmap at all; most C

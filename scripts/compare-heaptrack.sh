@@ -15,7 +15,8 @@ workload=$(readlink -f "${1:-$root/testdata/sqlite/workload.sql}")
 
 missing=
 for tool in sqlite3:sqlite3 heaptrack:heaptrack heaptrack_print:heaptrack ldd:libc-bin awk:mawk; do
-	command -v "${tool%%:*}" >/dev/null 2>&1 || missing="$missing ${tool#*:}"
+	command -v "${tool%%:*}" >/dev/null 2>&1 && continue
+	case "$missing " in *" ${tool#*:} "*) ;; *) missing="$missing ${tool#*:}" ;; esac
 done
 if [ -n "$missing" ]; then
 	echo "compare-heaptrack: missing Debian packages:$missing" >&2
@@ -64,22 +65,24 @@ done >"$tmp/foreign.txt"
 # "t IP PARENT" and "i IP MODULE ..." lead from a trace to the module of the
 # allocator's caller. A realloc is "- old" then "+ new". "x" figures leave out
 # the blocks allocated from a library in foreign.txt, peak recomputed.
-ht=$(awk -F '\t' '
+ht=$(awk -F '\t' -v usedfile="$tmp/used.txt" '
 function hex(s,   i, v) { v = 0; s = tolower(s); for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1; return v }
 BEGIN { infos = 0 }
 FILENAME == ARGV[1] { foreign[$1] = 1; next }
 { split($0, f, " ") }
 f[1] == "i" { ips++; ipmod[ips] = hex(f[3]); next }
 f[1] == "t" { traces++; traceip[traces] = hex(f[2]); next }
-f[1] == "a" { size[infos] = hex(f[2]); ext[infos] = (ipmod[traceip[hex(f[3])]] in foreign); infos++; next }
+f[1] == "a" { size[infos] = hex(f[2]); mod[infos] = ipmod[traceip[hex(f[3])]]; ext[infos] = (mod[infos] in foreign); infos++; next }
 f[1] == "+" { k = hex(f[2]); allocs++; bytes += size[k]; live += size[k]; lives++; if (live > peak) peak = live
-	if (ext[k]) { eallocs++; ebytes += size[k]; elive += size[k]; elives++ } else { xlive += size[k]; if (xlive > xpeak) xpeak = xlive }
+	if (ext[k]) { eallocs++; ebytes += size[k]; elive += size[k]; elives++; used[mod[k]] = 1 } else { xlive += size[k]; if (xlive > xpeak) xpeak = xlive }
 	next }
 f[1] == "-" { k = hex(f[2]); frees++; live -= size[k]; lives--
 	if (ext[k]) { efrees++; elive -= size[k]; elives-- } else xlive -= size[k]
 	next }
-END { printf "%.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f\n", allocs, bytes, frees, peak, live, lives, eallocs, ebytes, efrees, peak - xpeak, elive, elives }
+END { printf "%.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f\n", allocs, bytes, frees, peak, live, lives, eallocs, ebytes, efrees, peak - xpeak, elive, elives
+	for (m in used) print m >usedfile }
 ' "$tmp/foreign.txt" "$tmp/heaptrack.txt")
+[ -n "$ht" ] || { echo "compare-heaptrack: could not read $data" >&2; exit 1; }
 set -- $ht
 h_allocs=$1 h_bytes=$2 h_frees=$3 h_peak=$4 h_live=$5 h_lives=$6
 e_allocs=$7 e_bytes=$8 e_frees=$9 e_peak=${10} e_live=${11} e_lives=${12}
@@ -110,9 +113,10 @@ row "live blocks at exit" "$m_lives" "$h_lives" "$e_lives"
 echo
 echo "heaptrack_print says: calls to allocation functions: $p_calls, peak heap memory consumption: $p_peak,"
 echo "  total memory leaked: $p_leaked, suppressed leaks: ${p_supp:-0B} (units of 1000 bytes; leaked excludes suppressed)"
-if [ -s "$tmp/foreign.txt" ]; then
-	echo "heaptrack-only blocks: $e_allocs allocations, $e_bytes bytes, $e_live bytes live at exit, from libraries"
-	echo "  loaded only with heaptrack: $(cut -f2 "$tmp/foreign.txt" | tr '\n' ' ')"
+if [ "$e_allocs" != 0 ]; then
+	echo "heaptrack-only blocks: $e_allocs allocation(s), $e_bytes bytes, $e_live bytes live at exit, allocated from"
+	echo "  $(awk -F '\t' 'NR == FNR { used[$1] = 1; next } $1 in used { printf "%s%s", sep, $2; sep = " " }' "$tmp/used.txt" "$tmp/foreign.txt")"
+	echo "  which only heaptrack's LD_PRELOAD library loads"
 fi
 [ "$m_lost" = 0 ] || echo "WARNING: memtrace lost $m_lost events; its figures are incomplete"
 if ! grep -qF "$(cat "$tmp/memtrace.out")" "$tmp/heaptrack.out"; then

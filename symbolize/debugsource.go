@@ -53,6 +53,7 @@ func dwarfLineTable(f *elf.File) (*lineTable, error) {
 		return nil, nil
 	}
 	var line *elf.Section
+	var infoSize uint64
 	for i, s := range f.Sections {
 		switch {
 		case strings.HasPrefix(s.Name, ".zdebug_"):
@@ -67,6 +68,8 @@ func dwarfLineTable(f *elf.File) (*lineTable, error) {
 			return nil, errors.New("dwarf: two .debug_line sections")
 		case s.Name == ".debug_line":
 			line = s
+		case s.Name == ".debug_info":
+			infoSize = s.Size
 		}
 	}
 	if line == nil || line.Type == elf.SHT_NOBITS {
@@ -80,7 +83,7 @@ func dwarfLineTable(f *elf.File) (*lineTable, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dwarf: %w", err)
 	}
-	return readLineTable(d, func(off int64) error {
+	return readLineTable(d, infoSize, func(off int64) error {
 		return checkLineHeader(lineData, off, f.ByteOrder)
 	})
 }

@@ -11,8 +11,11 @@ import (
 )
 
 // Seeds live in testdata/fuzz/Fuzz*/: small ELF files made with gcc
-// (static and shared, DWARF 5 and zlib-compressed DWARF 4) and truncations
-// of them, and maps text.
+// (static and shared, DWARF 5 and zlib-compressed DWARF 4), truncations of
+// them, inputs the fuzzer found (a DWARF 5 line header with a huge
+// directory count, which made debug/dwarf allocate without bound; a number
+// cut short at the end of .debug_info, on which debug/dwarf's reader stops
+// advancing), and maps text.
 
 func FuzzParseMaps(f *testing.F) {
 	f.Add("")
@@ -37,7 +40,6 @@ func FuzzModule(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte("\x7fELF\x02\x01\x01"))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		defer hangWatch(in)()
 		m, err := NewModule(bytes.NewReader(in))
 		if err != nil {
 			return

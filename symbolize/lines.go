@@ -38,7 +38,12 @@ const maxUnitErrors = 8
 // checks a unit's line program header (by its offset in .debug_line)
 // before debug/dwarf reads it. A broken unit is left out and reported;
 // the others still count.
-func readLineTable(d *dwarf.Data, vet func(stmtList int64) error) (*lineTable, error) {
+//
+// infoSize is the size of .debug_info: each top-level entry takes at least
+// a byte of it, so more steps than that mean debug/dwarf is not advancing
+// (it returns empty entries forever on a truncated number at the end of a
+// unit) and the walk stops.
+func readLineTable(d *dwarf.Data, infoSize uint64, vet func(stmtList int64) error) (*lineTable, error) {
 	t := &lineTable{}
 	fileIndex := map[*dwarf.LineFile]int32{}
 	nameIndex := map[string]int32{}
@@ -67,7 +72,11 @@ func readLineTable(d *dwarf.Data, vet func(stmtList int64) error) (*lineTable, e
 	}
 
 	r := d.Reader()
-	for {
+	for steps := uint64(0); ; steps++ {
+		if steps > infoSize {
+			unitErr(errors.New("compile units: reader does not advance"))
+			break
+		}
 		cu, err := r.Next()
 		if err != nil {
 			unitErr(fmt.Errorf("read compile unit: %w", err))

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"syscall"
 
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
 	"github.com/memtrace/memtrace/allocator"
@@ -18,58 +18,19 @@ var ErrProcessGone = errors.New("process exited")
 
 // Attachment is the set of probes placed for one process.
 type Attachment struct {
-	PID   int
-	links []link.Link
+	PID int
+	// Return and entry probes are kept apart: they are placed and removed
+	// in opposite orders.
+	returns, entries []link.Link
 	// placed records which (file, offset) pairs are already probed, so that a
 	// second Attach after exec only adds what is new.
 	placed map[string]bool
 }
 
-// programs returns the entry and return programs of fn (ret nil: entry only).
-func (t *Objects) programs(fn event.Func) (entry, ret *ebpf.Program) {
-	e, needRet := t.entryProgram(fn)
-	switch {
-	case fn == event.FuncWrapper:
-		return e, t.objs.WrapperReturn
-	case needRet:
-		return e, t.objs.AllocReturn
-	}
-	return e, nil
-}
-
-func (t *Objects) entryProgram(fn event.Func) (*ebpf.Program, bool) {
-	p := &t.objs.memtracePrograms
-	switch fn {
-	case event.FuncWrapper:
-		return p.WrapperEnter, true
-	case event.FuncMalloc:
-		return p.MallocEnter, true
-	case event.FuncCalloc:
-		return p.CallocEnter, true
-	case event.FuncRealloc:
-		return p.ReallocEnter, true
-	case event.FuncReallocarray:
-		return p.ReallocarrayEnter, true
-	case event.FuncPosixMemalign:
-		return p.PosixMemalignEnter, true
-	case event.FuncAlignedAlloc:
-		return p.AlignedAllocEnter, true
-	case event.FuncMemalign:
-		return p.MemalignEnter, true
-	case event.FuncValloc:
-		return p.VallocEnter, true
-	case event.FuncPvalloc:
-		return p.PvallocEnter, true
-	case event.FuncFree:
-		return p.FreeEnter, false
-	case event.FuncMmap:
-		return p.MmapEnter, true
-	case event.FuncMunmap:
-		return p.MunmapEnter, false
-	case event.FuncMremap:
-		return p.MremapEnter, true
-	}
-	return nil, false
+// needsReturn reports whether fn's probes include a return probe: every
+// allocating function and wrapper does; free and munmap act at entry.
+func needsReturn(fn event.Func) bool {
+	return fn != event.FuncFree && fn != event.FuncMunmap
 }
 
 // Placement is where one function's probes go.
@@ -136,63 +97,60 @@ func readCode(p allocator.Probe) ([]byte, error) {
 	return b[:m], nil
 }
 
-// Attach places the probes for pid (only that process pays the trap). Return
-// probes go in first: an entry seen without its return would leave the
-// thread's in-flight state behind. Calling it again for the same Attachment
-// adds only probes not yet placed (after an exec).
+// Attach places the probes for pid (only that process pays the trap): per
+// file, one uprobe_multi link for the return probes and one for the entry
+// probes, the attach cookie naming each function. Return probes go in first:
+// an entry seen without its return would leave the thread's in-flight state
+// behind. Calling it again for the same Attachment adds only probes not yet
+// placed.
 func (t *Objects) Attach(a *Attachment, probes []Placement) error {
 	if a.placed == nil {
 		a.placed = map[string]bool{}
 	}
-	var todo []Placement
+	byPath := map[string][]Placement{}
+	var paths []string
 	for _, p := range probes {
-		if key := fmt.Sprintf("%s@%#x", p.Path, p.Offset); !a.placed[key] {
-			todo = append(todo, p)
+		key := fmt.Sprintf("%s@%#x", p.Path, p.Offset)
+		if a.placed[key] {
+			continue
 		}
+		if _, ok := byPath[p.Path]; !ok {
+			paths = append(paths, p.Path)
+		}
+		byPath[p.Path] = append(byPath[p.Path], p)
 	}
-	exes := map[string]*link.Executable{}
-	open := func(path string) (*link.Executable, error) {
-		if ex, ok := exes[path]; ok {
-			return ex, nil
-		}
+	for _, path := range paths {
 		ex, err := link.OpenExecutable(path)
 		if err != nil {
-			return nil, fmt.Errorf("open %s: %w", path, err)
+			return fmt.Errorf("open %s: %w", path, err)
 		}
-		exes[path] = ex
-		return ex, nil
-	}
-	for pass := 0; pass < 2; pass++ {
-		for _, p := range todo {
-			entry, ret := t.programs(p.Func)
-			if entry == nil {
-				return fmt.Errorf("no program for %s", p.Func)
+		var entry, ret link.UprobeMultiOptions
+		entry.PID, ret.PID = uint32(a.PID), uint32(a.PID)
+		for _, p := range byPath[path] {
+			addr := p.Offset + uint64(p.Skip)
+			entry.Addresses = append(entry.Addresses, addr)
+			entry.Cookies = append(entry.Cookies, uint64(p.Func))
+			if needsReturn(p.Func) {
+				ret.Addresses = append(ret.Addresses, addr)
+				ret.Cookies = append(ret.Cookies, uint64(p.Func))
 			}
-			ex, err := open(p.Path)
+		}
+		first := byPath[path][0].Probe
+		if len(ret.Addresses) > 0 {
+			l, err := ex.UretprobeMulti(nil, t.objs.Ret, &ret)
 			if err != nil {
-				return err
+				return attachError("return probes", first, a.PID, err)
 			}
-			opts := &link.UprobeOptions{PID: a.PID, Address: p.Offset + uint64(p.Skip)}
-			var l link.Link
-			switch {
-			case pass == 0 && ret != nil:
-				l, err = ex.Uretprobe(p.Symbol, ret, opts)
-				if err != nil {
-					return attachError("uretprobe", p.Probe, a.PID, err)
-				}
-			case pass == 1:
-				l, err = ex.Uprobe(p.Symbol, entry, opts)
-				if err != nil {
-					return attachError("uprobe", p.Probe, a.PID, err)
-				}
-			default:
-				continue
-			}
-			a.links = append(a.links, l)
+			a.returns = append(a.returns, l)
 		}
-	}
-	for _, p := range todo {
-		a.placed[fmt.Sprintf("%s@%#x", p.Path, p.Offset)] = true
+		l, err := ex.UprobeMulti(nil, t.objs.Entry, &entry)
+		if err != nil {
+			return attachError("entry probes", first, a.PID, err)
+		}
+		a.entries = append(a.entries, l)
+		for _, p := range byPath[path] {
+			a.placed[fmt.Sprintf("%s@%#x", p.Path, p.Offset)] = true
+		}
 	}
 	return nil
 }
@@ -200,25 +158,34 @@ func (t *Objects) Attach(a *Attachment, probes []Placement) error {
 func attachError(kind string, p allocator.Probe, pid int, err error) error {
 	switch {
 	case errors.Is(err, syscall.ESRCH):
-		return fmt.Errorf("attach %s %s to process %d: %w", kind, p.Symbol, pid, ErrProcessGone)
+		return fmt.Errorf("attach %s in %s to process %d: %w", kind, p.Module, pid, ErrProcessGone)
 	case errors.Is(err, os.ErrPermission):
-		return fmt.Errorf("attach %s %s in %s: %w", kind, p.Symbol, p.Module, ErrPermission)
+		return fmt.Errorf("attach %s in %s: %w", kind, p.Module, ErrPermission)
 	case isNotSupported(err):
-		return fmt.Errorf("attach %s %s in %s: %w (%w)", kind, p.Symbol, p.Module, ErrNoUprobes, err)
+		return fmt.Errorf("attach %s in %s: %w (%w)", kind, p.Module, ErrNoUprobes, err)
 	}
-	return fmt.Errorf("attach %s %s in %s: %w", kind, p.Symbol, p.Module, err)
+	return fmt.Errorf("attach %s in %s: %w", kind, p.Module, err)
 }
 
-// Detach removes pid's probes: entry probes first, for the reason Attach
-// places return probes first.
+// Detach removes pid's probes. Each removal waits for the kernel's RCU
+// grace period (about 0.1 s here), so they run concurrently: entry probes
+// first, for the reason Attach places return probes first, then the rest.
 func (a *Attachment) Detach() error {
-	var errs []error
-	for i := len(a.links) - 1; i >= 0; i-- {
-		if err := a.links[i].Close(); err != nil {
-			errs = append(errs, err)
-		}
+	err := errors.Join(closeAll(a.entries), closeAll(a.returns))
+	a.entries, a.returns, a.placed = nil, nil, nil
+	return err
+}
+
+func closeAll(links []link.Link) error {
+	errs := make([]error, len(links))
+	var wg sync.WaitGroup
+	for i, l := range links {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = l.Close()
+		}()
 	}
-	a.links = nil
-	a.placed = nil
+	wg.Wait()
 	return errors.Join(errs...)
 }

@@ -20,7 +20,7 @@ var (
 	// ErrNoBTF: the kernel exposes no BTF (/sys/kernel/btf/vmlinux).
 	ErrNoBTF = errors.New("kernel has no BTF (/sys/kernel/btf/vmlinux missing): CONFIG_DEBUG_INFO_BTF is required")
 	// ErrNoUprobes: the kernel cannot attach uprobes.
-	ErrNoUprobes = errors.New("kernel does not support uprobes (CONFIG_UPROBE_EVENTS)")
+	ErrNoUprobes = errors.New("kernel cannot attach uprobe_multi links: memtrace needs Linux 6.6 or later with CONFIG_UPROBES")
 )
 
 // Options tune the BPF side.
@@ -40,7 +40,7 @@ const MaxStackDepth = 127
 
 // DefaultOptions suit this machine's heaviest benchmark load.
 func DefaultOptions() Options {
-	return Options{RingBytes: 32 << 20, WakeupBytes: 4 << 20}
+	return Options{RingBytes: 64 << 20, WakeupBytes: 4 << 20}
 }
 
 // Objects are the loaded programs and maps.

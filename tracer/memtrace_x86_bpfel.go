@@ -49,30 +49,16 @@ type memtraceInflight struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	memtraceMapEvents              = "events"
-	memtraceMapInflight            = "inflight"
-	memtraceMapLostByPid           = "lost_by_pid"
-	memtraceMapLostTotal           = "lost_total"
-	memtraceMapStacks              = "stacks"
-	memtraceProgAlignedAllocEnter  = "aligned_alloc_enter"
-	memtraceProgAllocReturn        = "alloc_return"
-	memtraceProgCallocEnter        = "calloc_enter"
-	memtraceProgFreeEnter          = "free_enter"
-	memtraceProgMallocEnter        = "malloc_enter"
-	memtraceProgMemalignEnter      = "memalign_enter"
-	memtraceProgMmapEnter          = "mmap_enter"
-	memtraceProgMremapEnter        = "mremap_enter"
-	memtraceProgMunmapEnter        = "munmap_enter"
-	memtraceProgPosixMemalignEnter = "posix_memalign_enter"
-	memtraceProgPvallocEnter       = "pvalloc_enter"
-	memtraceProgReallocEnter       = "realloc_enter"
-	memtraceProgReallocarrayEnter  = "reallocarray_enter"
-	memtraceProgVallocEnter        = "valloc_enter"
-	memtraceProgWrapperEnter       = "wrapper_enter"
-	memtraceProgWrapperReturn      = "wrapper_return"
-	memtraceVarCaptureStacks       = "capture_stacks"
-	memtraceVarUnusedEvent         = "unused_event"
-	memtraceVarWakeupBytes         = "wakeup_bytes"
+	memtraceMapEvents        = "events"
+	memtraceMapInflight      = "inflight"
+	memtraceMapLostByPid     = "lost_by_pid"
+	memtraceMapLostTotal     = "lost_total"
+	memtraceMapStacks        = "stacks"
+	memtraceProgEntry        = "entry"
+	memtraceProgRet          = "ret"
+	memtraceVarCaptureStacks = "capture_stacks"
+	memtraceVarUnusedEvent   = "unused_event"
+	memtraceVarWakeupBytes   = "wakeup_bytes"
 )
 
 // loadMemtrace returns the embedded CollectionSpec for memtrace.
@@ -117,22 +103,8 @@ type memtraceSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type memtraceProgramSpecs struct {
-	AlignedAllocEnter  *ebpf.ProgramSpec `ebpf:"aligned_alloc_enter"`
-	AllocReturn        *ebpf.ProgramSpec `ebpf:"alloc_return"`
-	CallocEnter        *ebpf.ProgramSpec `ebpf:"calloc_enter"`
-	FreeEnter          *ebpf.ProgramSpec `ebpf:"free_enter"`
-	MallocEnter        *ebpf.ProgramSpec `ebpf:"malloc_enter"`
-	MemalignEnter      *ebpf.ProgramSpec `ebpf:"memalign_enter"`
-	MmapEnter          *ebpf.ProgramSpec `ebpf:"mmap_enter"`
-	MremapEnter        *ebpf.ProgramSpec `ebpf:"mremap_enter"`
-	MunmapEnter        *ebpf.ProgramSpec `ebpf:"munmap_enter"`
-	PosixMemalignEnter *ebpf.ProgramSpec `ebpf:"posix_memalign_enter"`
-	PvallocEnter       *ebpf.ProgramSpec `ebpf:"pvalloc_enter"`
-	ReallocEnter       *ebpf.ProgramSpec `ebpf:"realloc_enter"`
-	ReallocarrayEnter  *ebpf.ProgramSpec `ebpf:"reallocarray_enter"`
-	VallocEnter        *ebpf.ProgramSpec `ebpf:"valloc_enter"`
-	WrapperEnter       *ebpf.ProgramSpec `ebpf:"wrapper_enter"`
-	WrapperReturn      *ebpf.ProgramSpec `ebpf:"wrapper_return"`
+	Entry *ebpf.ProgramSpec `ebpf:"entry"`
+	Ret   *ebpf.ProgramSpec `ebpf:"ret"`
 }
 
 // memtraceMapSpecs contains maps before they are loaded into the kernel.
@@ -205,42 +177,14 @@ type memtraceVariables struct {
 //
 // It can be passed to loadMemtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type memtracePrograms struct {
-	AlignedAllocEnter  *ebpf.Program `ebpf:"aligned_alloc_enter"`
-	AllocReturn        *ebpf.Program `ebpf:"alloc_return"`
-	CallocEnter        *ebpf.Program `ebpf:"calloc_enter"`
-	FreeEnter          *ebpf.Program `ebpf:"free_enter"`
-	MallocEnter        *ebpf.Program `ebpf:"malloc_enter"`
-	MemalignEnter      *ebpf.Program `ebpf:"memalign_enter"`
-	MmapEnter          *ebpf.Program `ebpf:"mmap_enter"`
-	MremapEnter        *ebpf.Program `ebpf:"mremap_enter"`
-	MunmapEnter        *ebpf.Program `ebpf:"munmap_enter"`
-	PosixMemalignEnter *ebpf.Program `ebpf:"posix_memalign_enter"`
-	PvallocEnter       *ebpf.Program `ebpf:"pvalloc_enter"`
-	ReallocEnter       *ebpf.Program `ebpf:"realloc_enter"`
-	ReallocarrayEnter  *ebpf.Program `ebpf:"reallocarray_enter"`
-	VallocEnter        *ebpf.Program `ebpf:"valloc_enter"`
-	WrapperEnter       *ebpf.Program `ebpf:"wrapper_enter"`
-	WrapperReturn      *ebpf.Program `ebpf:"wrapper_return"`
+	Entry *ebpf.Program `ebpf:"entry"`
+	Ret   *ebpf.Program `ebpf:"ret"`
 }
 
 func (p *memtracePrograms) Close() error {
 	return _MemtraceClose(
-		p.AlignedAllocEnter,
-		p.AllocReturn,
-		p.CallocEnter,
-		p.FreeEnter,
-		p.MallocEnter,
-		p.MemalignEnter,
-		p.MmapEnter,
-		p.MremapEnter,
-		p.MunmapEnter,
-		p.PosixMemalignEnter,
-		p.PvallocEnter,
-		p.ReallocEnter,
-		p.ReallocarrayEnter,
-		p.VallocEnter,
-		p.WrapperEnter,
-		p.WrapperReturn,
+		p.Entry,
+		p.Ret,
 	)
 }
 

@@ -180,6 +180,14 @@ type siteRecord struct {
 	Frees      uint64 `json:"frees"`
 	FreedBytes uint64 `json:"freed_bytes"`
 	Final      bool   `json:"final"`
+	Stack      []struct {
+		Function string `json:"function"`
+		File     string `json:"file"`
+		Line     int    `json:"line"`
+		Module   string `json:"module"`
+		Address  string `json:"address"`
+	} `json:"stack"`
+	StackTruncated *bool `json:"stack_truncated"`
 }
 
 // siteTotals sums a function's call sites of one category: a function may

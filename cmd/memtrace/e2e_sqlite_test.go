@@ -128,7 +128,7 @@ func TestSqliteAgreesWithHeaptrack(t *testing.T) {
 	row("live bytes at exit", mt.LiveBytes, ht.all.LiveBytes, ht.extra.LiveBytes, ht.without.LiveBytes)
 	row("live blocks at exit", mt.LiveAllocs, ht.all.LiveAllocs, ht.extra.LiveAllocs, ht.without.LiveAllocs)
 	t.Logf("heaptrack-only libraries: %v", ht.extraModules)
-	t.Logf("heaptrack_print: %d calls, peak %s, leaked %s, suppressed %s", sum.calls, sum.peak, sum.leaked, sum.suppressed)
+	t.Logf("heaptrack_print %s: %d calls, peak %s, leaked %s, suppressed %s", filepath.Base(dataFile), sum.calls, sum.peak, sum.leaked, sum.suppressed)
 	t.Logf("difference = memtrace - (heaptrack - heaptrack-only); the peak is recomputed without those blocks")
 
 	// A handful of blocks at most: more would mean the exclusion is hiding

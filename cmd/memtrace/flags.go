@@ -30,6 +30,7 @@ type config struct {
 	detail     bool
 	stackDepth int
 	wrappers   []string
+	rateConfig // --half-life, --period, --watch (flags_rates.go)
 }
 
 // nameList collects repeated string flags.
@@ -89,7 +90,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.output, "o", "", "write reports to this file instead of stdout")
 	fs.StringVar(&c.output, "output", "", "same as -o")
 	fs.StringVar(&c.allocator, "allocator", "", "probe the allocator in this file instead of the one the target binds to")
-	fs.IntVar(&c.ringBytes, "ring-size", 32<<20, "ring buffer bytes (a power of two)")
+	fs.IntVar(&c.ringBytes, "ring-size", 64<<20, "ring buffer bytes (a power of two)")
 	fs.BoolVar(&c.verbose, "v", false, "log what is attached, and where")
 	fs.BoolVar(&c.verbose, "verbose", false, "same as -v")
 	fs.BoolVar(&c.detail, "detail", false, "group by whole call stack and print each stack under its row")
@@ -100,6 +101,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.Var(nameList{&extraWrappers}, "wrapper", "also treat function NAME as an allocation wrapper (repeatable)")
 	fs.StringVar(&wrapperFile, "wrappers", "", "file of allocation wrapper names, one per line")
 	fs.BoolVar(&noWrappers, "no-default-wrappers", false, "do not treat operator new, strdup, asprintf … as wrappers")
+	checkRates := addRateFlags(fs, &c.rateConfig)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			fmt.Fprint(stderr, usageText)
@@ -110,6 +112,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	c.command = fs.Args()
+	if err := checkRates(); err != nil {
+		return nil, err
+	}
 	if !noWrappers {
 		c.wrappers = append(c.wrappers, allocator.DefaultWrappers...)
 	}

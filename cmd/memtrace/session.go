@@ -48,6 +48,7 @@ type session struct {
 	res            *symbolize.Resolver
 	targets        map[int]*target
 	exitedPIDs     chan int
+	live           *liveRates // decaying rates and --watch (live.go)
 }
 
 func (s *session) run() (int, error) {
@@ -111,6 +112,10 @@ func (s *session) run() (int, error) {
 		}
 	}
 
+	s.live = s.startLive(sigs) // may set cfg.interval (--watch without a terminal)
+	defer s.live.stop()
+	raisePriority()
+
 	var tick <-chan time.Time
 	if s.cfg.interval > 0 {
 		t := time.NewTicker(s.cfg.interval)
@@ -151,6 +156,10 @@ func (s *session) run() (int, error) {
 		case pid := <-s.exitedPIDs:
 			s.markExited(pid)
 			s.log.Warn("target exited during the trace", "pid", pid)
+		case now := <-s.live.tick:
+			s.live.onTick(now)
+		case st := <-s.live.changes:
+			s.live.apply(st)
 		case <-tick:
 			if err := s.report(false, nil); err != nil {
 				return 0, err
@@ -265,10 +274,11 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 		s.log.Info("probe", "pid", t.pid, "function", p.Symbol, "module", p.Module,
 			"offset", fmt.Sprintf("%#x", p.Offset), "at", fmt.Sprintf("+%d", p.Skip), "why", p.Why)
 	}
+	start := time.Now()
 	if err := s.objs.Attach(t.att, placed); err != nil {
 		return err
 	}
-	s.log.Info("attached", "pid", t.pid, "probes", len(placed))
+	s.log.Info("attached", "pid", t.pid, "probes", len(placed), "took", time.Since(start))
 	return nil
 }
 
@@ -283,7 +293,9 @@ func (s *session) markExited(pid int) {
 	}
 	t.exited = true
 	s.table.MarkExited(uint32(pid), monotonicNow())
+	start := time.Now()
 	_ = t.att.Detach()
+	s.log.Info("detached", "pid", pid, "took", time.Since(start))
 	// With other targets still traced, its final records are due now.
 	if !s.allExited() {
 		t.reported = true
@@ -341,6 +353,7 @@ func (s *session) report(final bool, pids []int) error {
 		}
 		s.table.SetTotalLost(total)
 	}
+	s.table.Tick(monotonicNow()) // rates up to now (live.go)
 	snap := s.table.Snapshot()
 	if pids != nil {
 		keep := map[uint32]bool{}

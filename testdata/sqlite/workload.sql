@@ -1,6 +1,6 @@
 -- Deterministic workload for comparing memtrace with heaptrack on sqlite3
 -- (scripts/compare-heaptrack.sh, cmd/memtrace/e2e_sqlite_test.go).
--- Run: sqlite3 -batch :memory: ".read workload.sql"   (prints 9 short lines)
+-- Run: sqlite3 -batch :memory: ".read workload.sql"   (prints 11 short lines)
 -- Every value is derived from integers, so each run allocates the same way.
 PRAGMA cache_size = -16384;
 
@@ -47,6 +47,10 @@ SELECT count(*) FROM (SELECT customer, item, row_number() OVER (PARTITION BY cus
                       FROM orders) WHERE r = 1;
 SELECT sum(length(label)) FROM (SELECT label FROM wide ORDER BY upper(label) DESC, amount LIMIT 20000);
 SELECT count(*) FROM (SELECT DISTINCT substr(label, 1, 14) FROM wide);
+CREATE INDEX wide_label ON wide(label);
+SELECT count(*) FROM wide w1 WHERE EXISTS (SELECT 1 FROM wide w2 WHERE w2.label > w1.label AND w2.amount < w1.amount LIMIT 1);
+SELECT count(*) FROM orders o WHERE price > (SELECT avg(price) FROM orders WHERE customer = o.customer);
+SELECT group_concat(city, ',') FROM (SELECT city FROM customers GROUP BY city ORDER BY sum(score) DESC LIMIT 5);
 
 -- Updates and deletes, then rebuild the database.
 UPDATE orders SET note = printf('%.*c', 50 + id % 100, 'y'), qty = qty + 1 WHERE id % 3 = 0;

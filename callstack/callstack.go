@@ -1,0 +1,143 @@
+// Package callstack turns the raw user stack the probes took at an
+// allocation into the frames a person can trust. The kernel walks frame
+// pointers; through code built without them (Debian's libc and libstdc++) the
+// walk can skip callers or read garbage. So every frame is checked — its
+// return address must follow a call instruction, and a direct call must
+// target the function of the frame below it — and the stack is cut, and
+// marked truncated, at the first frame that fails. Frames are never invented.
+package callstack
+
+import (
+	"encoding/binary"
+
+	"github.com/memtrace/memtrace/symbolize"
+)
+
+// Code gives what the checks need to know about a process's code.
+type Code interface {
+	// Resolve symbolizes a return address (see symbolize.Resolver).
+	Resolve(pid int, ret uint64) symbolize.Frame
+	// FuncStart returns the address of the first instruction of the
+	// function containing addr.
+	FuncStart(pid int, addr uint64) (uint64, bool)
+	// Read returns n bytes of code ending just before addr (so the call
+	// instruction that addr returns from is at the end).
+	Read(pid int, addr uint64, n int) ([]byte, bool)
+	// PLT reports whether addr is in a procedure linkage table stub.
+	PLT(pid int, addr uint64) bool
+}
+
+// Stack is a checked call stack, innermost (the allocation's caller) first.
+type Stack struct {
+	Frames []symbolize.Frame
+	// Truncated: the stack does not reach a thread's first function, either
+	// because a frame could not be unwound (no frame pointers) or because
+	// the depth limit was hit.
+	Truncated bool
+}
+
+// bottoms are the functions every complete user stack ends in.
+var bottoms = map[string]bool{
+	"_start": true, "__libc_start_main": true, "__libc_start_call_main": true,
+	"start_thread": true, "clone": true, "clone3": true, "__clone": true, "__clone3": true,
+}
+
+// Build composes the stack of an allocation: the call site read from [sp]
+// at the allocator's entry (always right), then the kernel's frames after
+// the first (which is the allocator itself). The kernel adds [sp] itself at
+// some entries (when the probed instruction is push %rbp or endbr64); that
+// duplicate is dropped. depth bounds the frames kept.
+func Build(c Code, pid int, callSite uint64, raw []uint64, depth int) Stack {
+	rets := []uint64{callSite}
+	if len(raw) > 1 {
+		rest := raw[1:]
+		if rest[0] == callSite {
+			rest = rest[1:]
+		}
+		rets = append(rets, rest...)
+	}
+	var st Stack
+	for i, r := range rets {
+		if len(st.Frames) == depth {
+			st.Truncated = true
+			return st
+		}
+		f := c.Resolve(pid, r)
+		if f.Module == "" {
+			st.Truncated = true
+			return st
+		}
+		if i > 0 && !callsInto(c, pid, r, st.Frames[i-1].Address) {
+			st.Truncated = true
+			return st
+		}
+		st.Frames = append(st.Frames, f)
+		if bottoms[f.Function] {
+			return st
+		}
+	}
+	st.Truncated = true
+	return st
+}
+
+// callsInto reports whether the instruction before ret is a call that could
+// have entered the function holding callee (a return address in it).
+func callsInto(c Code, pid int, ret, callee uint64) bool {
+	code, ok := c.Read(pid, ret, 7)
+	if !ok || len(code) != 7 {
+		return false
+	}
+	// call rel32: the target is known, so it must be the callee's function
+	// (or a PLT stub, which jumps on to another module).
+	if code[2] == 0xe8 {
+		target := ret + uint64(int64(int32(binary.LittleEndian.Uint32(code[3:]))))
+		if c.PLT(pid, target) {
+			return true
+		}
+		start, ok := c.FuncStart(pid, callee)
+		return !ok || start == target
+	}
+	return indirectCall(code)
+}
+
+// indirectCall recognizes the encodings of call r/m64 (FF /2) that end
+// exactly at the return address: the target is not known statically.
+func indirectCall(b []byte) bool {
+	n := len(b)
+	isFF2 := func(i int) bool {
+		return b[i] == 0xff && (b[i+1]>>3)&7 == 2
+	}
+	modrmLen := func(modrm byte, sib byte) int {
+		mod, rm := modrm>>6, modrm&7
+		l := 1
+		if mod != 3 && rm == 4 {
+			l++ // SIB
+			if mod == 0 && sib&7 == 5 {
+				l += 4
+			}
+		}
+		switch {
+		case mod == 1:
+			l++
+		case mod == 2:
+			l += 4
+		case mod == 0 && rm == 5:
+			l += 4 // rip-relative
+		}
+		return l
+	}
+	// Try each possible start: FF, then ModRM (+SIB, +disp) reaching n.
+	for start := n - 2; start >= 0; start-- {
+		if !isFF2(start) {
+			continue
+		}
+		sib := byte(0)
+		if start+2 < n {
+			sib = b[start+2]
+		}
+		if start+1+modrmLen(b[start+1], sib) == n {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/memtrace/memtrace/watch"
+)
+
+// watchRefresh is how often --watch redraws (or prints a report when
+// stdout is not a terminal) unless -i says otherwise.
+const watchRefresh = time.Second
+
+// liveRates drives the decaying rates, a Table.Tick every period, and with
+// --watch on a terminal the live view. The session's goroutine calls all
+// its methods; the view runs in its own goroutine and only gets snapshots.
+type liveRates struct {
+	s        *session
+	ticker   *time.Ticker
+	tick     <-chan time.Time
+	settings watch.Settings
+
+	// With the view only:
+	view      *watch.View
+	changes   <-chan watch.Settings
+	refresh   time.Duration
+	lastFrame time.Time
+	held      []*heldWriter
+	stopQuit  chan struct{}
+}
+
+// startLive starts the rates' clock and ticker and, with --watch on a
+// terminal, the view: q in the view arrives on sigs as a SIGTERM would, so
+// it ends the run as that signal does (the final report is printed as
+// usual, once the terminal is restored). Without a terminal --watch means
+// periodic plain reports. Call it before the interval ticker is made.
+func (s *session) startLive(sigs chan<- os.Signal) *liveRates {
+	l := &liveRates{s: s, settings: watch.Settings{HalfLives: s.cfg.halfLives, Period: s.cfg.period}}
+	s.table.SetHalfLives(s.cfg.halfLives, monotonicNow())
+	l.ticker = time.NewTicker(s.cfg.period)
+	l.tick = l.ticker.C
+	if !s.cfg.watch {
+		return l
+	}
+	if !isTerminal(s.stdout) {
+		if s.cfg.interval == 0 {
+			s.cfg.interval = watchRefresh
+		}
+		return l
+	}
+	l.refresh = watchRefresh
+	if s.cfg.interval > 0 {
+		l.refresh = s.cfg.interval
+	}
+	// Output written while the view owns the screen (a -p target's final
+	// records, warnings) waits until the view is closed.
+	out := &heldWriter{w: s.out, held: true}
+	var stderr *heldWriter
+	if s.out == s.stdout {
+		s.out = out
+	}
+	if isTerminal(s.stderr) {
+		stderr = &heldWriter{w: s.stderr, held: true}
+		s.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel(s.log)}))
+	}
+	v, err := watch.Start(watch.Options{
+		Symbolizer: s.res,
+		Sort:       s.cfg.sort,
+		Configured: l.settings,
+	})
+	if err != nil {
+		out.release()
+		if stderr != nil {
+			stderr.release()
+		}
+		s.log.Warn("--watch: no live view, printing periodic reports instead", "err", err)
+		if s.cfg.interval == 0 {
+			s.cfg.interval = watchRefresh
+		}
+		return l
+	}
+	l.held = []*heldWriter{out, stderr}
+	s.cfg.interval = 0 // the view replaces periodic reports
+	l.view, l.changes = v, v.Changes()
+	l.stopQuit = make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-v.Quit():
+				select {
+				case sigs <- syscall.SIGTERM:
+				default:
+				}
+			case <-l.stopQuit:
+				return
+			}
+		}
+	}()
+	l.push()
+	return l
+}
+
+// onTick ends a sampling period: everything the probes wrote so far is
+// applied, then the rates move on; the view gets a frame every refresh.
+func (l *liveRates) onTick(time.Time) {
+	if _, err := l.s.drain.Poll(0, l.s.table.Apply); err != nil {
+		l.s.log.Warn("drain", "err", err)
+	}
+	l.s.table.Tick(monotonicNow())
+	if l.view != nil && time.Since(l.lastFrame) >= l.refresh {
+		l.push()
+	}
+}
+
+// push sends the view a snapshot.
+func (l *liveRates) push() {
+	if per, total, err := l.s.objs.Lost(); err == nil {
+		for pid, n := range per {
+			l.s.table.SetLost(pid, n)
+		}
+		l.s.table.SetTotalLost(total)
+	}
+	l.lastFrame = time.Now()
+	l.view.Show(watch.Frame{Snap: l.s.table.Snapshot(), Settings: l.settings})
+}
+
+// apply takes half-lives and a period the user chose in the view (already
+// checked by watch.Adjust): changed half-lives restart their averages.
+func (l *liveRates) apply(st watch.Settings) {
+	l.s.table.SetHalfLives(st.HalfLives, monotonicNow())
+	if st.Period != l.settings.Period {
+		l.ticker.Reset(st.Period)
+	}
+	l.settings = st
+	if l.view != nil {
+		l.push()
+	}
+}
+
+// stop closes the view, giving the terminal back, then writes what was
+// held meanwhile (the final report). Safe to call more than once.
+func (l *liveRates) stop() {
+	if l == nil {
+		return
+	}
+	l.ticker.Stop()
+	if l.view != nil {
+		close(l.stopQuit)
+		l.view.Close()
+		l.view = nil
+	}
+	for _, h := range l.held {
+		if h != nil {
+			h.release()
+		}
+	}
+	l.held = nil
+}
+
+// heldWriter keeps what is written while held, and writes it through on
+// release.
+type heldWriter struct {
+	mu   sync.Mutex
+	w    io.Writer
+	buf  bytes.Buffer
+	held bool
+}
+
+func (h *heldWriter) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.held {
+		return h.buf.Write(p)
+	}
+	return h.w.Write(p)
+}
+
+func (h *heldWriter) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.held {
+		h.held = false
+		h.w.Write(h.buf.Bytes())
+		h.buf.Reset()
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+func logLevel(l *slog.Logger) slog.Level {
+	if l.Enabled(context.Background(), slog.LevelInfo) {
+		return slog.LevelInfo
+	}
+	return slog.LevelWarn
+}

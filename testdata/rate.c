@@ -1,0 +1,46 @@
+/* rate.c: allocates a steady 10 MiB/s, never freed, for argv[1] seconds
+ * (default 6): 104858 bytes every 10 ms from steady_alloc(), paced on
+ * absolute CLOCK_MONOTONIC deadlines so the rate does not drift. With
+ * "churn" as argv[2] it also allocates and frees 64 KiB 100 times a second
+ * in churn() (net 0), so a view has something in every column. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void *volatile sink;
+
+#define STEP_NS 10000000L /* 10 ms */
+#define STEP_BYTES 104858 /* 10 MiB/s = 10485760 B/s, to 0.0004 % */
+
+__attribute__((noipa)) void steady_alloc(void)
+{
+	sink = malloc(STEP_BYTES);
+}
+
+__attribute__((noipa)) void churn(void)
+{
+	void *p = malloc(65536);
+	sink = p;
+	free(p);
+}
+
+int main(int argc, char **argv)
+{
+	double secs = argc > 1 ? atof(argv[1]) : 6;
+	int with_churn = argc > 2 && strcmp(argv[2], "churn") == 0;
+	long steps = (long)(secs * 1e9 / STEP_NS);
+	struct timespec next;
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	for (long i = 0; i < steps; i++) {
+		steady_alloc();
+		if (with_churn)
+			churn();
+		next.tv_nsec += STEP_NS;
+		if (next.tv_nsec >= 1000000000L) {
+			next.tv_nsec -= 1000000000L;
+			next.tv_sec++;
+		}
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+	}
+	return 0;
+}
