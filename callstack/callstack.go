@@ -36,9 +36,11 @@ type Stack struct {
 	Truncated bool
 }
 
-// bottoms are the functions every complete user stack ends in.
+// bottoms are the functions a complete user stack ends in. main counts: the
+// frames above it are the C runtime's start-up, which Debian's libc does not
+// even name (__libc_start_call_main is a local symbol there).
 var bottoms = map[string]bool{
-	"_start": true, "__libc_start_main": true, "__libc_start_call_main": true,
+	"main": true, "_start": true, "__libc_start_main": true, "__libc_start_call_main": true,
 	"start_thread": true, "clone": true, "clone3": true, "__clone": true, "__clone3": true,
 }
 

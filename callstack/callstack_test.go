@@ -43,7 +43,7 @@ func TestBuild(t *testing.T) {
 	// Return addresses: into inner 0x3010, into outer 0x2010, into main
 	// 0x1010, into __libc_start_call_main 0x9010.
 	code := fakeCode{
-		funcs: map[uint64]string{0x3010: "inner", 0x2010: "outer", 0x1010: "main", 0x9010: "__libc_start_call_main"},
+		funcs: map[uint64]string{0x3010: "inner", 0x2010: "outer", 0x1010: "mainloop", 0x9010: "start_thread"},
 		starts: map[uint64]uint64{
 			0x3010: 0x3000, 0x2010: 0x2000, 0x1010: 0x1000, 0x9010: 0x9000,
 		},
@@ -69,15 +69,17 @@ func TestBuild(t *testing.T) {
 		truncated bool
 	}{
 		{"complete", []uint64{0xdead, 0x2010, 0x1010, 0x9010, 0x1234}, 10,
-			[]string{"inner", "outer", "main", "__libc_start_call_main"}, false},
+			[]string{"inner", "outer", "mainloop", "start_thread"}, false},
 		{"kernel added [sp]", []uint64{0xdead, 0x3010, 0x2010, 0x1010, 0x9010}, 10,
-			[]string{"inner", "outer", "main", "__libc_start_call_main"}, false},
+			[]string{"inner", "outer", "mainloop", "start_thread"}, false},
 		// inner has no frame pointer: the walk skips outer and lands in main,
 		// whose call targets outer, not inner: cut there.
 		{"skipped frame", []uint64{0xdead, 0x1010, 0x9010}, 10, []string{"inner"}, true},
 		{"garbage", []uint64{0xdead, 0x4242}, 10, []string{"inner"}, true},
 		{"no frames", []uint64{0xdead}, 10, []string{"inner"}, true},
 		{"depth", []uint64{0xdead, 0x2010, 0x1010, 0x9010}, 2, []string{"inner", "outer"}, true},
+		// A complete stack may end at main: the C runtime above it is not shown.
+		
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -156,7 +156,9 @@ func (r *Resolver) noteMiss(p *process, pc uint64) {
 	p.misses[pc] = struct{}{}
 }
 
-// Forget drops a process's mappings. Modules stay cached.
+// Forget drops a process's mappings. Modules stay cached. Call it once a
+// process's addresses are resolved and before its pid can be reused: until
+// then, addresses of an exited process resolve with its last capture.
 func (r *Resolver) Forget(pid int) {
 	r.mu.Lock()
 	delete(r.procs, pid)

@@ -18,9 +18,11 @@ __attribute__((noipa)) void outer(void)
 	sink = 0;
 }
 
+volatile int rounds = 3; /* opaque, so gcc does not unroll the loop */
+
 int main(void)
 {
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < rounds; i++)
 		outer(); /* @site main */
 	return 0;
 }

@@ -77,7 +77,16 @@ func checkSteadyRates(t *testing.T, what string, rs []rateRecord) {
 func TestRatesSteady(t *testing.T) {
 	needBPF(t)
 	bin := fixture(t, "rate.c")
-	r := runMemtrace(t, "--json", "-i", "1s", "--", bin, "6")
+	var r result
+	for try := 1; ; try++ {
+		r = runMemtrace(t, "--json", "-i", "1s", "--", bin, "6")
+		// Status 2: the fixture fell behind its schedule (the machine
+		// starved it), so what it did was not a steady 10 MiB/s.
+		if r.code != 2 || try == 3 {
+			break
+		}
+		t.Logf("try %d: %s", try, strings.TrimSpace(r.stderr))
+	}
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -167,7 +176,7 @@ func TestWatchWithoutTerminal(t *testing.T) {
 	needBPF(t)
 	bin := fixture(t, "rate.c")
 	r := runMemtrace(t, "--watch", "--sort", "rate", "--", bin, "3.5", "churn")
-	if r.code != 0 {
+	if r.code != 0 && r.code != 2 { // 2: the fixture fell behind (a loaded machine); no matter here
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	if n := strings.Count(r.stdout, "=== memtrace report at"); n < 2 {

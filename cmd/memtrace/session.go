@@ -369,6 +369,9 @@ func (s *session) report(final bool, pids []int) error {
 		snap.Processes = ps
 	}
 	o := report.Options{Top: s.cfg.top, Sort: s.cfg.sort, Final: final, Raw: s.cfg.raw}
+	if s.cfg.detail {
+		o.Stacks = stackSource{objs: s.objs, code: codeView{s.res}, depth: s.cfg.stackDepth}
+	}
 	if s.cfg.json {
 		return report.WriteJSON(s.out, snap, s.res, o)
 	}
