@@ -37,7 +37,7 @@ var Functions = []event.Func{
 	event.FuncMalloc, event.FuncCalloc, event.FuncRealloc, event.FuncReallocarray,
 	event.FuncPosixMemalign, event.FuncAlignedAlloc, event.FuncMemalign,
 	event.FuncValloc, event.FuncPvalloc, event.FuncFree,
-	event.FuncMmap, event.FuncMunmap, event.FuncMremap,
+	event.FuncMmap, event.FuncMunmap, event.FuncMremap, event.FuncDlopen,
 }
 
 // Module is a candidate file in symbol-lookup order.

@@ -27,8 +27,9 @@ const volatile __u64 wakeup_bytes = 1 << 20;
 /* --detail: take a user stack at the outermost allocator or wrapper entry. */
 const volatile __u8 capture_stacks = 0;
 
-/* Keeps struct event in the BTF for bpf2go -type. */
+/* Keeps the record types in the BTF for bpf2go -type. */
 const struct event *unused_event __attribute__((unused));
+const struct code_event *unused_code_event __attribute__((unused));
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -103,7 +104,8 @@ static __always_inline __u64 wake_flags(void)
 }
 
 static __always_inline void emit(__u8 kind, __u8 func, __u64 addr, __u64 size,
-				 __u64 old_addr, __u64 old_size, __u64 call_site, __s32 stack_id)
+				 __u64 old_addr, __u64 old_size, __u64 call_site, __s32 stack_id,
+				 __u64 wake)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct event *e;
@@ -125,7 +127,7 @@ static __always_inline void emit(__u8 kind, __u8 func, __u64 addr, __u64 size,
 	e->func = func;
 	__builtin_memset(e->pad, 0, sizeof(e->pad));
 	e->stack_id = stack_id;
-	bpf_ringbuf_submit(e, wake_flags());
+	bpf_ringbuf_submit(e, wake ? BPF_RB_FORCE_WAKEUP : wake_flags());
 }
 
 /*
@@ -210,6 +212,37 @@ static __always_inline void wrapper_enter(struct pt_regs *ctx)
 }
 
 /*
+ * emit_code_map reports a library dlopen just loaded, from the struct
+ * link_map it returned (l_addr, the load bias, and l_name, its path: the
+ * public, stable head of glibc's link_map). With path and bias the library's
+ * call sites resolve even after dlclose, whenever the reader gets to them.
+ */
+static __always_inline void emit_code_map(__u64 map)
+{
+	__u64 id = bpf_get_current_pid_tgid(), head[2] = {};
+	struct code_event *e;
+
+	if (bpf_probe_read_user(head, sizeof(head), (void *)map))
+		return;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(id >> 32);
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(e->e));
+	e->e.time = bpf_ktime_get_ns();
+	e->e.addr = head[0];
+	e->e.pid = id >> 32;
+	e->e.tid = (__u32)id;
+	e->e.kind = KIND_CODE_MAP;
+	e->e.func = FUNC_DLOPEN;
+	e->e.stack_id = -1;
+	if (bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)head[1]) < 0)
+		e->path[0] = 0;
+	bpf_ringbuf_submit(e, wake_flags());
+}
+
+/*
  * One entry program for every probed function, and one return program: the
  * attach cookie says which function. One program per role lets all of a
  * file's probes share one uprobe_multi link, whose removal waits for one RCU
@@ -255,11 +288,11 @@ int entry(struct pt_regs *ctx)
 	case FUNC_FREE:
 		/* free(NULL) does nothing; the caller is not needed to account a free. */
 		if (a1 && !nested(ctx))
-			emit(KIND_FREE, FUNC_FREE, a1, 0, 0, 0, 0, -1);
+			emit(KIND_FREE, FUNC_FREE, a1, 0, 0, 0, 0, -1, 0);
 		break;
 	case FUNC_MUNMAP:
 		if (!nested(ctx))
-			emit(KIND_MUNMAP, FUNC_MUNMAP, a1, a2, 0, 0, 0, -1);
+			emit(KIND_MUNMAP, FUNC_MUNMAP, a1, a2, 0, 0, 0, -1, 0);
 		break;
 	case FUNC_WRAPPER:
 		wrapper_enter(ctx);
@@ -274,6 +307,11 @@ int ret(struct pt_regs *ctx)
 	__u64 ret = PT_REGS_RC(ctx), addr;
 	struct inflight *s;
 
+	if (bpf_get_attach_cookie(ctx) == FUNC_DLOPEN) {
+		if (ret)
+			emit_code_map(ret);
+		return 0;
+	}
 	if (bpf_get_attach_cookie(ctx) == FUNC_WRAPPER) {
 		s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0, 0);
 		if (s && s->wsp && PT_REGS_SP(ctx) == s->wsp + 8)
@@ -288,7 +326,7 @@ int ret(struct pt_regs *ctx)
 	case FUNC_REALLOCARRAY:
 		/* NULL is a failure (p stays live) unless it released p: realloc(p, 0). */
 		if (ret || (s->size == 0 && s->old_addr))
-			emit(KIND_REALLOC, s->func, ret, s->size, s->old_addr, 0, s->call_site, s->stack_id);
+			emit(KIND_REALLOC, s->func, ret, s->size, s->old_addr, 0, s->call_site, s->stack_id, 0);
 		return 0;
 	case FUNC_POSIX_MEMALIGN:
 		/* Returns 0 on success and stores the block through its first argument. */
@@ -297,20 +335,21 @@ int ret(struct pt_regs *ctx)
 		addr = 0;
 		bpf_probe_read_user(&addr, sizeof(addr), (void *)s->old_addr);
 		if (addr)
-			emit(KIND_ALLOC, s->func, addr, s->size, 0, 0, s->call_site, s->stack_id);
+			emit(KIND_ALLOC, s->func, addr, s->size, 0, 0, s->call_site, s->stack_id, 0);
 		return 0;
 	case FUNC_MMAP:
 		if (ret != MAP_FAILED)
-			emit(KIND_MMAP, s->func, ret, s->size, 0, 0, s->call_site, s->stack_id);
+			emit(KIND_MMAP, s->func, ret, s->size, 0, 0, s->call_site, s->stack_id, 0);
 		return 0;
 	case FUNC_MREMAP:
 		if (ret != MAP_FAILED)
 			emit(KIND_MREMAP, s->func, ret, s->size, s->old_addr, s->old_size,
-			     s->call_site, s->stack_id);
+			     s->call_site, s->stack_id, 0);
 		return 0;
 	default:
 		if (ret)
-			emit(KIND_ALLOC, s->func, ret, s->size, 0, 0, s->call_site, s->stack_id);
+			emit(KIND_ALLOC, s->func, ret, s->size, 0, 0, s->call_site, s->stack_id, 0);
 		return 0;
 	}
 }
+

@@ -10,6 +10,7 @@ enum event_kind {
 	KIND_MMAP = 4,
 	KIND_MUNMAP = 5,
 	KIND_MREMAP = 6,
+	KIND_CODE_MAP = 7, /* dlopen loaded a library: struct code_event */
 };
 
 /* Which allocator entry point; mirrors event.Func in Go. */
@@ -28,6 +29,7 @@ enum func_id {
 	FUNC_MUNMAP,
 	FUNC_MREMAP,
 	FUNC_WRAPPER,
+	FUNC_DLOPEN,
 };
 
 /* One ring-buffer record. 64 bytes, no implicit padding. */
@@ -68,6 +70,12 @@ struct inflight {
 	__u64 wsite;
 	__s32 wstack;
 	__u8 wpad[4];
+};
+
+/* A library dlopen loaded: addr is its load bias, path its name. */
+struct code_event {
+	struct event e;
+	char path[256];
 };
 
 #endif

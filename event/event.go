@@ -23,6 +23,10 @@ const (
 	Munmap Kind = 5
 	// Mremap: the mapping [OldAddr, OldAddr+OldSize) now is [Addr, Addr+Size).
 	Mremap Kind = 6
+	// CodeMap: dlopen loaded the library at Path with load bias Addr. It
+	// changes no statistics; it lets call sites in the library resolve
+	// after dlclose.
+	CodeMap Kind = 7
 )
 
 // String names the kind as docs and JSON do.
@@ -40,6 +44,8 @@ func (k Kind) String() string {
 		return "munmap"
 	case Mremap:
 		return "mremap"
+	case CodeMap:
+		return "code_map"
 	}
 	return "unknown"
 }
@@ -65,6 +71,8 @@ const (
 	// FuncWrapper marks a probe on an allocation wrapper (operator new,
 	// strdup, …); it produces no events of its own.
 	FuncWrapper
+	// FuncDlopen: the return probe on dlopen, producing CodeMap events.
+	FuncDlopen
 )
 
 var funcNames = [...]string{
@@ -82,6 +90,7 @@ var funcNames = [...]string{
 	FuncMunmap:        "munmap",
 	FuncMremap:        "mremap",
 	FuncWrapper:       "wrapper",
+	FuncDlopen:        "dlopen",
 }
 
 // String is the C name of the function.
@@ -112,4 +121,6 @@ type Event struct {
 	// StackID is the user stack's id in the tracer's stack map (--detail);
 	// -1 when no stack was taken.
 	StackID int32
+	// Path is the library of a CodeMap event.
+	Path string
 }

@@ -32,8 +32,9 @@ func NewResolver() *Resolver {
 
 // Capture reads /proc/PID/maps now and opens the module of every
 // file-backed executable mapping. Call it when a process is attached and
-// again before it exits; each call replaces the process's mapping list,
-// modules stay cached. The error matches os.ErrNotExist when the process
+// again before it exits; each call adds the mappings now present, keeping
+// earlier ones that nothing has been mapped over since (code unloaded in
+// between still resolves); modules stay cached. The error matches os.ErrNotExist when the process
 // is gone. A module that cannot be opened is not an error: its addresses
 // resolve to the mapping's path and offset only.
 func (r *Resolver) Capture(pid int) error {
@@ -42,6 +43,10 @@ func (r *Resolver) Capture(pid int) error {
 		return err
 	}
 	r.mu.Lock()
+	if old := r.procs[pid]; old != nil {
+		// Keep what is no longer mapped (unloaded libraries) resolvable.
+		p.maps = mergeMappings(old.maps, p.maps)
+	}
 	r.procs[pid] = p
 	r.mu.Unlock()
 	return nil

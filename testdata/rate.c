@@ -1,8 +1,9 @@
 /* rate.c: allocates a steady 10 MiB/s, never freed, for argv[1] seconds
  * (default 6): 104858 bytes every 10 ms from steady_alloc(), paced on
  * absolute CLOCK_MONOTONIC deadlines so the rate does not drift. With
- * "churn" as argv[2] it also allocates and frees 64 KiB 100 times a second
- * in churn() (net 0), so a view has something in every column.
+ * "churn" as argv[2] it also allocates and frees 256 KiB 100 times a second
+ * in churn() (25 MiB/s, net 0), so a view has something in every column and
+ * the order of call sites depends on the sort.
  * It asks for a real-time priority (when root) so that a busy machine does
  * not starve it; if it still falls more than 50 ms behind its schedule the
  * rate was not steady: it says so on stderr and exits with status 2. */
@@ -24,7 +25,7 @@ __attribute__((noipa)) void steady_alloc(void)
 
 __attribute__((noipa)) void churn(void)
 {
-	void *p = malloc(65536);
+	void *p = malloc(256 << 10);
 	sink = p;
 	free(p);
 }

@@ -70,8 +70,8 @@ func arity(fn event.Func) int {
 		return 3
 	case event.FuncMmap:
 		return 4
-	case event.FuncWrapper:
-		// The wrapper probe reads only sp and [sp].
+	case event.FuncWrapper, event.FuncDlopen:
+		// The wrapper probe reads only sp and [sp]; dlopen's entry nothing.
 		return 0
 	}
 	return 6

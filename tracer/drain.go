@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -64,6 +65,13 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 			OldAddr: raw.OldAddr, OldSize: raw.OldSize, CallSite: raw.CallSite,
 			PID: raw.Pid, TID: raw.Tid, Kind: event.Kind(raw.Kind), Func: event.Func(raw.Func),
 			StackID: raw.StackId,
+		}
+		if d.ev.Kind == event.CodeMap && len(d.rec.RawSample) >= int(unsafe.Sizeof(memtraceCodeEvent{})) {
+			path := d.rec.RawSample[unsafe.Sizeof(memtraceEvent{}):unsafe.Sizeof(memtraceCodeEvent{})]
+			if i := bytes.IndexByte(path, 0); i >= 0 {
+				path = path[:i]
+			}
+			d.ev.Path = string(path)
 		}
 		fn(&d.ev)
 		n++

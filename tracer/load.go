@@ -79,7 +79,7 @@ func Load(o Options) (*Objects, error) {
 	} else {
 		spec.Maps["stacks"].MaxEntries = 1
 	}
-	var t Objects
+	t := Objects{}
 	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
 		if errors.Is(err, os.ErrPermission) {
 			return nil, fmt.Errorf("%w: %w", ErrPermission, err)
@@ -93,7 +93,7 @@ func Load(o Options) (*Objects, error) {
 	return &t, nil
 }
 
-// Close releases the programs and maps. Links must be closed first.
+// Close releases the programs and maps. Attachments must be detached first.
 func (t *Objects) Close() error {
 	return t.objs.Close()
 }

@@ -13,6 +13,12 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type memtraceCodeEvent struct {
+	_    structs.HostLayout
+	E    memtraceEvent
+	Path [256]int8
+}
+
 type memtraceEvent struct {
 	_        structs.HostLayout
 	Time     uint64
@@ -49,16 +55,17 @@ type memtraceInflight struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	memtraceMapEvents        = "events"
-	memtraceMapInflight      = "inflight"
-	memtraceMapLostByPid     = "lost_by_pid"
-	memtraceMapLostTotal     = "lost_total"
-	memtraceMapStacks        = "stacks"
-	memtraceProgEntry        = "entry"
-	memtraceProgRet          = "ret"
-	memtraceVarCaptureStacks = "capture_stacks"
-	memtraceVarUnusedEvent   = "unused_event"
-	memtraceVarWakeupBytes   = "wakeup_bytes"
+	memtraceMapEvents          = "events"
+	memtraceMapInflight        = "inflight"
+	memtraceMapLostByPid       = "lost_by_pid"
+	memtraceMapLostTotal       = "lost_total"
+	memtraceMapStacks          = "stacks"
+	memtraceProgEntry          = "entry"
+	memtraceProgRet            = "ret"
+	memtraceVarCaptureStacks   = "capture_stacks"
+	memtraceVarUnusedCodeEvent = "unused_code_event"
+	memtraceVarUnusedEvent     = "unused_event"
+	memtraceVarWakeupBytes     = "wakeup_bytes"
 )
 
 // loadMemtrace returns the embedded CollectionSpec for memtrace.
@@ -122,9 +129,10 @@ type memtraceMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type memtraceVariableSpecs struct {
-	CaptureStacks *ebpf.VariableSpec `ebpf:"capture_stacks"`
-	UnusedEvent   *ebpf.VariableSpec `ebpf:"unused_event"`
-	WakeupBytes   *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
+	CaptureStacks   *ebpf.VariableSpec `ebpf:"capture_stacks"`
+	UnusedCodeEvent *ebpf.VariableSpec `ebpf:"unused_code_event"`
+	UnusedEvent     *ebpf.VariableSpec `ebpf:"unused_event"`
+	WakeupBytes     *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
 // memtraceObjects contains all objects after they have been loaded into the kernel.
@@ -168,9 +176,10 @@ func (m *memtraceMaps) Close() error {
 //
 // It can be passed to loadMemtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type memtraceVariables struct {
-	CaptureStacks *ebpf.Variable `ebpf:"capture_stacks"`
-	UnusedEvent   *ebpf.Variable `ebpf:"unused_event"`
-	WakeupBytes   *ebpf.Variable `ebpf:"wakeup_bytes"`
+	CaptureStacks   *ebpf.Variable `ebpf:"capture_stacks"`
+	UnusedCodeEvent *ebpf.Variable `ebpf:"unused_code_event"`
+	UnusedEvent     *ebpf.Variable `ebpf:"unused_event"`
+	WakeupBytes     *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 
 // memtracePrograms contains all programs after they have been loaded into the kernel.

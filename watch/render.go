@@ -191,8 +191,8 @@ func drawProcess(c canvas, y int, p aggregate.ProcessSnapshot, st *state, siteRo
 		head += " (exited)"
 	}
 	x := c.put(0, y, head, stProc)
-	c.put(x, y, fmt.Sprintf("   live %s in %d blocks, peak %s   allocated %s   freed %s   lost %d",
-		report.HumanBytes(p.Heap.LiveBytes), p.Heap.LiveAllocs, report.HumanBytes(p.PeakLiveBytes),
+	c.put(x, y, fmt.Sprintf("   live %s, peak %s   allocated %s   freed %s   lost events %d",
+		report.HumanBytes(p.Heap.LiveBytes), report.HumanBytes(p.PeakLiveBytes),
 		report.HumanBytes(p.Heap.AllocBytes), report.HumanBytes(p.Heap.FreedBytes), p.LostEvents), stPlain)
 	y++
 

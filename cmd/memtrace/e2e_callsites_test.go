@@ -93,3 +93,27 @@ func TestWrappers(t *testing.T) {
 		})
 	}
 }
+
+// TestDlopenUnloaded: a library loaded with dlopen, leaking, and unloaded
+// before the process exits still has its call site named, file and line.
+func TestDlopenUnloaded(t *testing.T) {
+	needBPF(t)
+	lib := fixture(t, "plugin.c", "-shared", "-fPIC")
+	bin := fixture(t, "dlopen.c")
+	r := runMemtrace(t, "--json", "--top", "0", "--", bin, lib)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	rep := parseNDJSON(t, r.stdout)
+	p := rep.finalProcess(t)
+	got := rep.byFunction(p.PID)["heap:plugin_leak"]
+	if got != (siteTotals{Allocs: 3, AllocBytes: 231, LiveAllocs: 3, LiveBytes: 231}) {
+		t.Errorf("plugin_leak: %+v; sites: %+v", got, rep.sites)
+	}
+	line := siteLines(t, "plugin.c")["plugin_leak"]
+	for _, s := range rep.sites {
+		if s.Function == "plugin_leak" && (s.Line != line || filepath.Base(s.File) != "plugin.c" || s.Module != lib) {
+			t.Errorf("plugin_leak at %s:%d in %s, want plugin.c:%d in %s", s.File, s.Line, s.Module, line, lib)
+		}
+	}
+}

@@ -291,16 +291,23 @@ func TestWatchInTerminal(t *testing.T) {
 		t.Errorf("by live, steady_alloc should lead churn:\n%s", view)
 	}
 
-	// s: allocated (churn moves 64 KiB per 10 ms, steady_alloc 100 KiB: still
-	// steady first), then allocs: the same number of calls, tie broken by
-	// live bytes. The title and the table heading follow.
+	// s: by bytes allocated churn (256 KiB per 10 ms) leads steady_alloc
+	// (100 KiB); then allocs (a tie: 100 calls/s each, broken by live
+	// bytes) and rate (steady_alloc grows, churn does not). The title and
+	// the table heading follow.
 	x.run("send-keys", "-t", "mt", "s")
-	x.waitFor(x.screen, 10*time.Second, "sort: allocated", "call sites by bytes allocated")
+	view = x.waitFor(x.screen, 10*time.Second, "sort: allocated", "call sites by bytes allocated")
+	if strings.Index(view, "churn") > strings.Index(view, "steady_alloc") {
+		t.Errorf("by bytes allocated, churn should lead steady_alloc:\n%s", view)
+	}
 	x.run("send-keys", "-t", "mt", "s")
 	x.waitFor(x.screen, 10*time.Second, "sort: allocs", "call sites by allocation calls")
 	x.run("send-keys", "-t", "mt", "s")
 	view = x.waitFor(x.screen, 10*time.Second, "sort: rate", "call sites by net bytes/s at the shortest half-life")
 	t.Logf("sorted by rate:\n%s", view)
+	if strings.Index(view, "steady_alloc") > strings.Index(view, "churn") {
+		t.Errorf("by net rate, steady_alloc should lead churn:\n%s", view)
+	}
 
 	// q: the view goes away, the final report is printed, memtrace exits 0.
 	x.run("send-keys", "-t", "mt", "q")

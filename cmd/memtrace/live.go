@@ -111,7 +111,7 @@ func (s *session) startLive(sigs chan<- os.Signal) *liveRates {
 // onTick ends a sampling period: everything the probes wrote so far is
 // applied, then the rates move on; the view gets a frame every refresh.
 func (l *liveRates) onTick(time.Time) {
-	if _, err := l.s.drain.Poll(0, l.s.table.Apply); err != nil {
+	if _, err := l.s.drain.Poll(0, l.s.apply); err != nil {
 		l.s.log.Warn("drain", "err", err)
 	}
 	l.s.table.Tick(monotonicNow())

@@ -15,6 +15,7 @@ import (
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/allocator"
+	"github.com/memtrace/memtrace/event"
 	"github.com/memtrace/memtrace/launch"
 	"github.com/memtrace/memtrace/report"
 	"github.com/memtrace/memtrace/symbolize"
@@ -134,7 +135,7 @@ func (s *session) run() (int, error) {
 	code := exitOK
 	signals := 0
 	for {
-		if _, err := s.drain.Poll(pollWait, s.table.Apply); err != nil {
+		if _, err := s.drain.Poll(pollWait, s.apply); err != nil {
 			return 0, err
 		}
 		select {
@@ -192,6 +193,18 @@ func (s *session) run() (int, error) {
 	}
 }
 
+// apply accounts one event; a new code mapping (dlopen) makes it read the
+// process's mappings at once, while the library is still there.
+func (s *session) apply(e *event.Event) {
+	if e.Kind == event.CodeMap {
+		if err := s.res.AddLibrary(int(e.PID), e.Path, e.Addr); err != nil {
+			s.log.Info("dlopen'ed library", "pid", e.PID, "path", e.Path, "err", err)
+		}
+		return
+	}
+	s.table.Apply(e)
+}
+
 func (s *session) allExited() bool {
 	for _, t := range s.targets {
 		if !t.exited {
@@ -214,7 +227,7 @@ func (s *session) onStop(st launch.Stop) error {
 		if t.execs > 0 {
 			// exec replaced the whole address space: every block of the old
 			// program is gone, so its statistics restart with the new one.
-			if _, err := s.drain.Poll(0, s.table.Apply); err != nil {
+			if _, err := s.drain.Poll(0, s.apply); err != nil {
 				return err
 			}
 			s.table.Forget(uint32(st.PID))
@@ -288,7 +301,7 @@ func (s *session) markExited(pid int) {
 	if t == nil || t.exited {
 		return
 	}
-	if _, err := s.drain.Poll(0, s.table.Apply); err != nil {
+	if _, err := s.drain.Poll(0, s.apply); err != nil {
 		s.log.Warn("drain at exit", "pid", pid, "err", err)
 	}
 	t.exited = true
@@ -331,7 +344,7 @@ func (s *session) watchExit(pid int) {
 
 // finish drains what is left and prints the final report.
 func (s *session) finish() error {
-	if _, err := s.drain.Poll(0, s.table.Apply); err != nil {
+	if _, err := s.drain.Poll(0, s.apply); err != nil {
 		return err
 	}
 	// Processes whose final records were printed at their exit are not repeated.
