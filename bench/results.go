@@ -34,9 +34,11 @@ type Comparison struct {
 	// Unit of Rounds and Median ("ns/pair", "s", "ms", "events/s", …).
 	Unit string `json:"unit"`
 	// Baseline names the row that Ratio and Overhead are relative to.
-	Baseline string   `json:"baseline,omitempty"`
-	Rows     []*Row   `json:"rows"`
-	Notes    []string `json:"notes,omitempty"`
+	Baseline string `json:"baseline,omitempty"`
+	// HigherIsBetter: a rate (requests/s), where Overhead means nothing.
+	HigherIsBetter bool     `json:"higher_is_better,omitempty"`
+	Rows           []*Row   `json:"rows"`
+	Notes          []string `json:"notes,omitempty"`
 }
 
 // Row status values.

@@ -63,7 +63,10 @@ func (c *Comparison) relate(floor string) {
 			continue
 		}
 		ratio, over := r.Median/base.Median, r.Median-base.Median
-		r.Ratio, r.Overhead = &ratio, &over
+		r.Ratio = &ratio
+		if !c.HigherIsBetter {
+			r.Overhead = &over
+		}
 		if floorOver > 0 {
 			x := over / floorOver
 			r.XFloor = &x

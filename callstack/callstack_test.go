@@ -79,7 +79,7 @@ func TestBuild(t *testing.T) {
 		{"no frames", []uint64{0xdead}, 10, []string{"inner"}, true},
 		{"depth", []uint64{0xdead, 0x2010, 0x1010, 0x9010}, 2, []string{"inner", "outer"}, true},
 		// A complete stack may end at main: the C runtime above it is not shown.
-		
+
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -74,4 +74,3 @@ func mergeMappings(keep, add []codeMapping) []codeMapping {
 	slices.SortFunc(out, func(a, b codeMapping) int { return cmp.Compare(a.start, b.start) })
 	return out
 }
-
