@@ -148,6 +148,10 @@ func (r *Resolver) recapture(pid int, old *process, pc uint64) *process {
 		// state stands; still answer from what we just read.
 		return p
 	}
+	if old != nil {
+		// As Capture does: unloaded code stays resolvable.
+		p.maps = mergeMappings(old.maps, p.maps)
+	}
 	r.procs[pid] = p
 	return p
 }
