@@ -29,7 +29,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if cfg.verbose {
 		level = slog.LevelInfo
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level,
+		// A timestamp adds nothing to a tool's diagnostics on a terminal.
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey && len(groups) == 0 {
+				return slog.Attr{}
+			}
+			return a
+		}}))
 
 	out := stdout
 	if cfg.output != "" {

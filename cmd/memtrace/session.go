@@ -155,8 +155,8 @@ func (s *session) run() (int, error) {
 			s.markExited(child.PID)
 			done = nil
 		case pid := <-s.exitedPIDs:
+			s.log.Warn("target exited during the trace", "pid", pid, "comm", comm(pid))
 			s.markExited(pid)
-			s.log.Warn("target exited during the trace", "pid", pid)
 		case now := <-s.live.tick:
 			s.live.onTick(now)
 		case st := <-s.live.changes:
