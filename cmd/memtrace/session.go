@@ -34,6 +34,7 @@ type target struct {
 	reported bool
 	// execs counts the programs it has run.
 	execs int
+	comm  string
 }
 
 // session is one run: it owns the table and is driven by one goroutine.
@@ -155,7 +156,9 @@ func (s *session) run() (int, error) {
 			s.markExited(child.PID)
 			done = nil
 		case pid := <-s.exitedPIDs:
-			s.log.Warn("target exited during the trace", "pid", pid, "comm", comm(pid))
+			if t := s.targets[pid]; t != nil {
+				s.log.Warn("target exited during the trace", "pid", pid, "comm", t.comm)
+			}
 			s.markExited(pid)
 		case now := <-s.live.tick:
 			s.live.onTick(now)
@@ -247,7 +250,8 @@ func (s *session) onStop(st launch.Stop) error {
 		if err := s.attach(t, mods); err != nil {
 			return err
 		}
-		s.table.AddProcess(uint32(st.PID), comm(st.PID))
+		t.comm = comm(st.PID)
+		s.table.AddProcess(uint32(st.PID), t.comm)
 	case launch.Exit:
 		// The last chance to read its mappings; then account everything it did.
 		if err := s.res.Capture(st.PID); err != nil {
@@ -269,7 +273,8 @@ func (s *session) attachRunning(t *target) error {
 	if err := s.res.Capture(t.pid); err != nil {
 		s.log.Warn("read mappings", "pid", t.pid, "err", err)
 	}
-	s.table.AddProcess(uint32(t.pid), comm(t.pid))
+	t.comm = comm(t.pid)
+	s.table.AddProcess(uint32(t.pid), t.comm)
 	return nil
 }
 
