@@ -22,8 +22,8 @@ type rankedProcess struct {
 // s: the snapshot may be shared with other reports.
 //
 // Processes are ordered by their heap plus mmap figure for the key, largest
-// first, so the biggest consumer of either kind leads; ties go by PID so the
-// output is deterministic.
+// first, so the biggest consumer of either kind leads (for SortRate: by
+// their heap net rate); ties go by PID so the output is deterministic.
 func rank(s aggregate.Snapshot, o Options) []rankedProcess {
 	out := make([]rankedProcess, 0, len(s.Processes))
 	for _, p := range s.Processes {

@@ -3,7 +3,9 @@
  * absolute CLOCK_MONOTONIC deadlines so the rate does not drift. With
  * "churn" as argv[2] it also allocates and frees 256 KiB 100 times a second
  * in churn() (25 MiB/s, net 0), so a view has something in every column and
- * the order of call sites depends on the sort.
+ * the order of call sites depends on the sort. With "stop" as well, the
+ * steady allocation stops half-way through (churn goes on): the averages
+ * then fall, each at the pace of its half-life.
  * It asks for a real-time priority (when root) so that a busy machine does
  * not starve it; if it still falls more than 50 ms behind its schedule the
  * rate was not steady: it says so on stderr and exits with status 2. */
@@ -33,7 +35,11 @@ __attribute__((noipa)) void churn(void)
 int main(int argc, char **argv)
 {
 	double secs = argc > 1 ? atof(argv[1]) : 6;
-	int with_churn = argc > 2 && strcmp(argv[2], "churn") == 0;
+	int with_churn = 0, stop = 0;
+	for (int a = 2; a < argc; a++) {
+		with_churn |= strcmp(argv[a], "churn") == 0;
+		stop |= strcmp(argv[a], "stop") == 0;
+	}
 	long steps = (long)(secs * 1e9 / STEP_NS);
 	struct sched_param sp = {.sched_priority = 10};
 	sched_setscheduler(0, SCHED_FIFO, &sp); /* best effort */
@@ -41,7 +47,8 @@ int main(int argc, char **argv)
 	long max_lag = 0;
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	for (long i = 0; i < steps; i++) {
-		steady_alloc();
+		if (!stop || i < steps / 2)
+			steady_alloc();
 		if (with_churn)
 			churn();
 		next.tv_nsec += STEP_NS;

@@ -191,7 +191,7 @@ func drawProcess(c canvas, y int, p aggregate.ProcessSnapshot, st *state, siteRo
 		head += " (exited)"
 	}
 	x := c.put(0, y, head, stProc)
-	c.put(x, y, fmt.Sprintf("   live %s, peak %s   allocated %s   freed %s   lost events %d",
+	c.put(x, y, fmt.Sprintf("   live %s, peak %s  allocated %s  freed %s  lost events %d",
 		report.HumanBytes(p.Heap.LiveBytes), report.HumanBytes(p.PeakLiveBytes),
 		report.HumanBytes(p.Heap.AllocBytes), report.HumanBytes(p.Heap.FreedBytes), p.LostEvents), stPlain)
 	y++

@@ -47,6 +47,8 @@ type View struct {
 	stop   chan struct{}
 	done   chan struct{}
 	once   sync.Once
+	// do runs functions on the view's goroutine (tests read the screen so).
+	do chan func()
 
 	// Owned by the view's goroutine.
 	st      state
@@ -89,6 +91,7 @@ func Start(o Options) (*View, error) {
 		done:   make(chan struct{}),
 		cur:    o.Configured.clone(),
 		labels: map[labelKey][2]string{},
+		do:     make(chan func()),
 	}
 	v.st = state{sort: o.Sort, labels: v.label}
 	go v.run()
@@ -151,6 +154,8 @@ func (v *View) run() {
 				return
 			}
 			v.handle(ev)
+		case f := <-v.do:
+			f()
 		case <-tick.C:
 			if v.st.msg != "" && time.Since(v.msgTime) > messageFor {
 				v.st.msg = ""

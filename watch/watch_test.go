@@ -119,12 +119,21 @@ func screenText(s tcell.SimulationScreen) []string {
 	return lines
 }
 
+// viewText reads the screen on the view's goroutine, which draws on it.
+func viewText(v *View, s tcell.SimulationScreen) []string {
+	var lines []string
+	done := make(chan struct{})
+	v.do <- func() { lines = screenText(s); close(done) }
+	<-done
+	return lines
+}
+
 // waitFor polls the screen until every want appears, or fails.
-func waitFor(t *testing.T, s tcell.SimulationScreen, want ...string) string {
+func waitFor(t *testing.T, v *View, s tcell.SimulationScreen, want ...string) string {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		text := strings.Join(screenText(s), "\n")
+		text := strings.Join(viewText(v, s), "\n")
 		ok := true
 		for _, w := range want {
 			if !strings.Contains(text, w) {
@@ -149,13 +158,13 @@ func TestViewDrawsAndHandlesKeys(t *testing.T) {
 	}
 	defer v.Close()
 	scr.SetSize(120, 30)
-	waitFor(t, scr, "waiting for the first sample")
+	waitFor(t, v, scr, "waiting for the first sample")
 	v.Show(frame())
-	text := waitFor(t, scr, "pid 42 rate", "allocated/s", "10.0 MiB", "steady_alloc", "x.c:7", "1M", "sort: live")
+	text := waitFor(t, v, scr, "pid 42 rate", "allocated/s", "10.0 MiB", "steady_alloc", "x.c:7", "1M", "sort: live")
 	if !strings.Contains(text, "████") {
 		t.Errorf("no bars:\n%s", text)
 	}
-	lines := screenText(scr)
+	lines := viewText(v, scr)
 	steady, drain := -1, -1
 	for i, l := range lines {
 		if strings.Contains(l, "steady_alloc") {
@@ -172,12 +181,12 @@ func TestViewDrawsAndHandlesKeys(t *testing.T) {
 	// s cycles the sort: live -> allocated -> allocs -> rate.
 	for _, want := range []string{"sort: allocated", "sort: allocs", "sort: rate"} {
 		scr.InjectKey(tcell.KeyRune, 's', tcell.ModNone)
-		waitFor(t, scr, want)
+		waitFor(t, v, scr, want)
 	}
 	// Resize: redrawn at the new size.
 	scr.SetSize(90, 20)
 	scr.PostEvent(tcell.NewEventResize(90, 20))
-	waitFor(t, scr, "pid 42 rate", "steady_alloc")
+	waitFor(t, v, scr, "pid 42 rate", "steady_alloc")
 
 	// + doubles the selected (first) half-life; the session gets it.
 	scr.InjectKey(tcell.KeyRune, '+', tcell.ModNone)
@@ -189,26 +198,26 @@ func TestViewDrawsAndHandlesKeys(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no change delivered")
 	}
-	waitFor(t, scr, "half-life #1: 1s -> 2s")
+	waitFor(t, v, scr, "half-life #1: 1s -> 2s")
 	// 3 picks 100s; + + + asks for 800s: the period is adjusted.
 	scr.InjectKey(tcell.KeyRune, '3', tcell.ModNone)
 	for i := 0; i < 3; i++ {
 		scr.InjectKey(tcell.KeyRune, '+', tcell.ModNone)
 		<-v.Changes()
 	}
-	waitFor(t, scr, "period 100ms -> 195.3125ms")
+	waitFor(t, v, scr, "period 100ms -> 195.3125ms")
 	// p pauses: a new frame is not shown until p again.
 	scr.InjectKey(tcell.KeyRune, 'p', tcell.ModNone)
-	waitFor(t, scr, "[PAUSED]")
+	waitFor(t, v, scr, "[PAUSED]")
 	f := frame()
 	f.Snap.Processes[0].Comm = "renamed"
 	v.Show(f)
 	time.Sleep(100 * time.Millisecond)
-	if strings.Contains(strings.Join(screenText(scr), "\n"), "renamed") {
+	if strings.Contains(strings.Join(viewText(v, scr), "\n"), "renamed") {
 		t.Error("a paused view took a new frame")
 	}
 	scr.InjectKey(tcell.KeyRune, 'p', tcell.ModNone)
-	waitFor(t, scr, "pid 42 renamed")
+	waitFor(t, v, scr, "pid 42 renamed")
 
 	// q asks the session to quit.
 	scr.InjectKey(tcell.KeyRune, 'q', tcell.ModNone)
@@ -217,5 +226,5 @@ func TestViewDrawsAndHandlesKeys(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("q did not ask to quit")
 	}
-	waitFor(t, scr, "[quitting]")
+	waitFor(t, v, scr, "[quitting]")
 }

@@ -34,6 +34,7 @@ type liveRates struct {
 	refresh   time.Duration
 	lastFrame time.Time
 	held      []*heldWriter
+	heldLog   *heldLogs
 	stopQuit  chan struct{}
 }
 
@@ -63,13 +64,13 @@ func (s *session) startLive(sigs chan<- os.Signal) *liveRates {
 	// Output written while the view owns the screen (a -p target's final
 	// records, warnings) waits until the view is closed.
 	out := &heldWriter{w: s.out, held: true}
-	var stderr *heldWriter
 	if s.out == s.stdout {
 		s.out = out
 	}
+	logs := &heldLogs{held: true}
+	origLog := s.log
 	if isTerminal(s.stderr) {
-		stderr = &heldWriter{w: s.stderr, held: true}
-		s.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel(s.log)}))
+		s.log = slog.New(heldHandler{inner: s.log.Handler(), logs: logs})
 	}
 	v, err := watch.Start(watch.Options{
 		Symbolizer: s.res,
@@ -78,16 +79,15 @@ func (s *session) startLive(sigs chan<- os.Signal) *liveRates {
 	})
 	if err != nil {
 		out.release()
-		if stderr != nil {
-			stderr.release()
-		}
+		s.log = origLog
+		logs.release()
 		s.log.Warn("--watch: no live view, printing periodic reports instead", "err", err)
 		if s.cfg.interval == 0 {
 			s.cfg.interval = watchRefresh
 		}
 		return l
 	}
-	l.held = []*heldWriter{out, stderr}
+	l.held, l.heldLog = []*heldWriter{out}, logs
 	s.cfg.interval = 0 // the view replaces periodic reports
 	l.view, l.changes = v, v.Changes()
 	l.stopQuit = make(chan struct{})
@@ -157,12 +157,66 @@ func (l *liveRates) stop() {
 		l.view.Close()
 		l.view = nil
 	}
+	if l.heldLog != nil {
+		l.heldLog.release()
+		l.heldLog = nil
+	}
 	for _, h := range l.held {
-		if h != nil {
-			h.release()
-		}
+		h.release()
 	}
 	l.held = nil
+}
+
+// heldLogs keeps log records made while the view owns the terminal, and
+// hands them to their handlers (the session's own format) on release.
+type heldLogs struct {
+	mu   sync.Mutex
+	held bool
+	recs []heldRecord
+}
+
+type heldRecord struct {
+	h slog.Handler
+	r slog.Record
+}
+
+func (l *heldLogs) release() {
+	l.mu.Lock()
+	recs := l.recs
+	l.recs, l.held = nil, false
+	l.mu.Unlock()
+	for _, hr := range recs {
+		hr.h.Handle(context.Background(), hr.r)
+	}
+}
+
+// heldHandler is a slog.Handler that holds records in logs until release.
+type heldHandler struct {
+	inner slog.Handler
+	logs  *heldLogs
+}
+
+func (h heldHandler) Enabled(ctx context.Context, lv slog.Level) bool {
+	return h.inner.Enabled(ctx, lv)
+}
+
+func (h heldHandler) Handle(ctx context.Context, r slog.Record) error {
+	h.logs.mu.Lock()
+	if h.logs.held {
+		h.logs.recs = append(h.logs.recs, heldRecord{h.inner, r.Clone()})
+		h.logs.mu.Unlock()
+		return nil
+	}
+	h.logs.mu.Unlock()
+	return h.inner.Handle(ctx, r)
+}
+
+func (h heldHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return heldHandler{h.inner.WithAttrs(as), h.logs}
+}
+
+func (h heldHandler) WithGroup(name string) slog.Handler {
+	return heldHandler{h.inner.WithGroup(name), h.logs}
 }
 
 // heldWriter keeps what is written while held, and writes it through on
@@ -200,11 +254,4 @@ func isTerminal(w io.Writer) bool {
 	}
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
-}
-
-func logLevel(l *slog.Logger) slog.Level {
-	if l.Enabled(context.Background(), slog.LevelInfo) {
-		return slog.LevelInfo
-	}
-	return slog.LevelWarn
 }

@@ -1,7 +1,7 @@
 -- sqlite_workload.sql: membench's fallback real workload (used only when
 -- testdata/sqlite/workload.sql does not exist). Deterministic: no random(),
 -- so every run does the same allocator calls. Run as
---   sqlite3 :memory: < sqlite_workload.sql
+--   sqlite3 -batch :memory: ".read sqlite_workload.sql"
 -- Under a second untraced on a 2-core machine; about 1.5 million allocations.
 PRAGMA cache_size = -8000;
 
