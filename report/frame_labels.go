@@ -26,13 +26,30 @@ const unknownLabel = "[unknown]"
 // the user can still resolve it by hand; without a module, to the raw
 // address.
 func functionLabel(f symbolize.Frame) string {
-	if f.Function != "" {
-		return elideMiddle(f.Function, maxFunctionWidth)
+	if f.Function != "" || len(f.Inlined) > 0 {
+		return elideMiddle(functionName(f), maxFunctionWidth)
 	}
 	if f.Module != "" {
 		return unknownLabel + " " + path.Base(f.Module) + "+" + hex(f.Offset)
 	}
 	return unknownLabel + " " + hex(f.Address)
+}
+
+// functionName is the frame's function, or "INNER (inlined in OUTER)"
+// when the call is in inlined code, shortened as much as needed to fit
+// (template arguments, then parameter lists elided; symbolize.ShortName).
+func functionName(f symbolize.Frame) string {
+	var s string
+	for _, d := range []symbolize.NameDetail{symbolize.FullName, symbolize.NoTemplateArgs, symbolize.NoTemplateArgsOrParams} {
+		s = symbolize.ShortName(f.Function, d)
+		if n := len(f.Inlined); n > 1 {
+			s = symbolize.ShortName(f.Inlined[0].Function, d) + " (inlined in " + symbolize.ShortName(f.Inlined[n-1].Function, d) + ")"
+		}
+		if utf8.RuneCountInString(s) <= maxFunctionWidth {
+			break
+		}
+	}
+	return s
 }
 
 // locationLabel is "file:line", shortened from the left, or "-" when the

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/symbolize"
 )
 
 // WriteJSON writes the report of s to w as NDJSON: a "report" line, then
@@ -19,6 +20,9 @@ func WriteJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) err
 	o, err := o.normalized()
 	if err != nil {
 		return fmt.Errorf("json report: %w", err)
+	}
+	if o.Host {
+		return writeHostJSON(w, s, sym, o) // host.go
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
@@ -35,14 +39,25 @@ func WriteJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) err
 		Processes:  len(procs),
 		Sort:       o.Sort,
 		Top:        o.Top,
+		// Sampled mode (estimate.go).
+		Sampled:     s.SampleBytes > 0,
+		SampleBytes: s.SampleBytes,
 	}}
 	for _, p := range procs {
-		records = append(records, newProcessRecord(p, s.Time, o.Final))
+		pr := newProcessRecord(p, s.Time, o.Final)
+		fillProcessSampling(&pr, p, s.SampleBytes) // estimate.go
+		fillProcessLeaks(&pr, o.Leaks, p.PID)      // json_leaks.go
+		records = append(records, pr)
 		for _, site := range p.heap {
-			records = append(records, newCallsiteRecord(p.PID, site, sym, s.Time, o))
+			cr := newCallsiteRecord(p.PID, site, sym, s.Time, o)
+			fillSiteSampling(&cr, p.Comm, site, s.SampleBytes)
+			fillSiteLeaks(&cr, o.Leaks, p.PID, site)
+			records = append(records, cr)
 		}
 		for _, site := range p.mapped {
-			records = append(records, newCallsiteRecord(p.PID, site, sym, s.Time, o))
+			cr := newCallsiteRecord(p.PID, site, sym, s.Time, o)
+			fillSiteSampling(&cr, p.Comm, site, s.SampleBytes)
+			records = append(records, cr)
 		}
 	}
 	for _, r := range records {
@@ -134,5 +149,15 @@ func newCallsiteRecord(pid uint32, s aggregate.SiteSnapshot, sym Symbolizer, t u
 		Offset:         offset,
 		TimeNS:         t,
 		Rates:          rateRecords(s.Rates),
+		Inlined:        inlineRecord(f.Inlined),
 	}
+}
+
+// inlineRecord is a frame's inline chain for JSON, [] when there is none.
+func inlineRecord(in []symbolize.InlineFrame) []inlineFrame {
+	out := make([]inlineFrame, 0, len(in))
+	for _, f := range in {
+		out = append(out, inlineFrame{Function: f.Function, File: f.File, Line: f.Line})
+	}
+	return out
 }

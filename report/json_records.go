@@ -22,6 +22,12 @@ type reportRecord struct {
 	Processes  int     `json:"processes"`
 	Sort       SortKey `json:"sort"`
 	Top        int     `json:"top"`
+	// Host: a whole-host report (process lines, then call sites of all
+	// processes ranked together). Sampled: heap figures are estimates
+	// from one sample per SampleBytes bytes on average (estimate.go).
+	Host        bool   `json:"host"`
+	Sampled     bool   `json:"sampled"`
+	SampleBytes uint64 `json:"sample_bytes"`
 }
 
 // processRecord holds one process's totals; the top-level live_*, alloc*
@@ -46,6 +52,23 @@ type processRecord struct {
 	ExitTimeNS     uint64     `json:"exit_time_ns"`
 	// Rates: heap decaying averages, one per half-life (json_rates.go).
 	Rates []rateRecord `json:"rates"`
+	// Sampled mode (estimate.go): the heap figures but allocs and
+	// alloc_bytes are estimates; live_bytes' standard error.
+	Sampled         bool   `json:"sampled"`
+	SampleBytes     uint64 `json:"sample_bytes"`
+	LiveBytesStderr uint64 `json:"live_bytes_stderr"`
+	// The leak check (json_leaks.go): present only in runs that check.
+	LeakChecked          *bool   `json:"leak_checked,omitempty"`
+	DefinitelyLostBytes  *uint64 `json:"definitely_lost_bytes,omitempty"`
+	DefinitelyLostBlocks *uint64 `json:"definitely_lost_blocks,omitempty"`
+	IndirectlyLostBytes  *uint64 `json:"indirectly_lost_bytes,omitempty"`
+	IndirectlyLostBlocks *uint64 `json:"indirectly_lost_blocks,omitempty"`
+	PossiblyLostBytes    *uint64 `json:"possibly_lost_bytes,omitempty"`
+	PossiblyLostBlocks   *uint64 `json:"possibly_lost_blocks,omitempty"`
+	ReachableBytes       *uint64 `json:"reachable_bytes,omitempty"`
+	ReachableBlocks      *uint64 `json:"reachable_blocks,omitempty"`
+	SuppressedBytes      *uint64 `json:"suppressed_bytes,omitempty"`
+	SuppressedBlocks     *uint64 `json:"suppressed_blocks,omitempty"`
 }
 
 // mmapTotals are a process's anonymous-mapping totals.
@@ -81,8 +104,37 @@ type callsiteRecord struct {
 	TimeNS     uint64 `json:"time_ns"`
 	// Rates: decaying averages, one per half-life (json_rates.go).
 	Rates []rateRecord `json:"rates"`
+	// Inlined: the inline chain of the call, innermost first; [] when the
+	// call is not in inlined code (symbolize.Frame.Inlined).
+	Inlined []inlineFrame `json:"inlined"`
+	// Comm is the process's, so that whole-host records stand alone.
+	Comm string `json:"comm"`
+	// Sampled mode (estimate.go): the figures are estimates; live_bytes'
+	// standard error.
+	Sampled         bool   `json:"sampled"`
+	SampleBytes     uint64 `json:"sample_bytes"`
+	LiveBytesStderr uint64 `json:"live_bytes_stderr"`
+	// The leak check's figures for the site's blocks (json_leaks.go):
+	// present only in runs that check.
+	DefinitelyLostBytes  *uint64 `json:"definitely_lost_bytes,omitempty"`
+	DefinitelyLostBlocks *uint64 `json:"definitely_lost_blocks,omitempty"`
+	IndirectlyLostBytes  *uint64 `json:"indirectly_lost_bytes,omitempty"`
+	IndirectlyLostBlocks *uint64 `json:"indirectly_lost_blocks,omitempty"`
+	PossiblyLostBytes    *uint64 `json:"possibly_lost_bytes,omitempty"`
+	PossiblyLostBlocks   *uint64 `json:"possibly_lost_blocks,omitempty"`
+	ReachableBytes       *uint64 `json:"reachable_bytes,omitempty"`
+	ReachableBlocks      *uint64 `json:"reachable_blocks,omitempty"`
+	SuppressedBytes      *uint64 `json:"suppressed_bytes,omitempty"`
+	SuppressedBlocks     *uint64 `json:"suppressed_blocks,omitempty"`
 	// --detail only: the call stack, innermost first, and whether it stops
 	// short of the thread's first function.
 	Stack          []stackFrame `json:"stack,omitempty"`
 	StackTruncated *bool        `json:"stack_truncated,omitempty"`
+}
+
+// inlineFrame is one source-level frame of an inline chain.
+type inlineFrame struct {
+	Function string `json:"function"`
+	File     string `json:"file"`
+	Line     int    `json:"line"`
 }

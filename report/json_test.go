@@ -18,19 +18,27 @@ import (
 // The field names and order of each record type: the contract in
 // docs/json.md. Changing these lists means breaking users' scripts.
 var jsonFields = map[string][]string{
-	"report": {"type", "time_ns", "final", "lost_events", "processes", "sort", "top"},
+	"report": {"type", "time_ns", "final", "lost_events", "processes", "sort", "top", "host", "sampled", "sample_bytes"},
 	"process": {"type", "pid", "comm", "live_bytes", "live_allocs", "allocs", "alloc_bytes",
 		"frees", "freed_bytes", "peak_live_bytes", "unmatched_frees", "lost_events", "final",
-		"exited", "time_ns", "mmap", "exit_time_ns", "rates"},
+		"exited", "time_ns", "mmap", "exit_time_ns", "rates", "sampled", "sample_bytes", "live_bytes_stderr"},
 	"callsite": {"type", "pid", "category", "function", "file", "line", "module", "address",
 		"live_bytes", "live_allocs", "allocs", "alloc_bytes", "frees", "freed_bytes", "final",
-		"offset", "time_ns", "rates"},
+		"offset", "time_ns", "rates", "inlined", "comm", "sampled", "sample_bytes", "live_bytes_stderr"},
 }
 
 // detailFields end callsite records only with --detail.
 var detailFields = []string{"stack", "stack_truncated"}
 
-var stackFrameFields = []string{"function", "file", "line", "module", "address"}
+// leakFields end process and callsite records (before detailFields) only
+// in runs with a leak check (Options.Leaks).
+var leakFields = []string{"definitely_lost_bytes", "definitely_lost_blocks",
+	"indirectly_lost_bytes", "indirectly_lost_blocks", "possibly_lost_bytes", "possibly_lost_blocks",
+	"reachable_bytes", "reachable_blocks", "suppressed_bytes", "suppressed_blocks"}
+
+var leakProcessFields = append([]string{"leak_checked"}, leakFields...)
+
+var stackFrameFields = []string{"function", "file", "line", "module", "address", "inlined"}
 
 var mmapFields = []string{"live_bytes", "live_regions", "maps", "mapped_bytes", "unmaps",
 	"unmapped_bytes", "peak_live_bytes"}
@@ -147,15 +155,15 @@ func mmapObject(t *testing.T, line string) []byte {
 func TestJSONValues(t *testing.T) {
 	lines := jsonLines(t, periodicSnapshot(), fixtureSymbols, Options{Top: DefaultTop})
 	want := []string{
-		`{"type":"report","time_ns":5123456789012,"final":false,"lost_events":5,"processes":2,"sort":"live","top":10}`,
-		`{"type":"process","pid":77,"comm":"worker","live_bytes":2097152,"live_allocs":12,"allocs":40,"alloc_bytes":3145728,"frees":28,"freed_bytes":1048576,"peak_live_bytes":2199552,"unmatched_frees":3,"lost_events":5,"final":false,"exited":true,"time_ns":5123456789012,"mmap":{"live_bytes":4194304,"live_regions":2,"maps":4,"mapped_bytes":8388608,"unmaps":2,"unmapped_bytes":4194304,"peak_live_bytes":6291456},"exit_time_ns":9000000000,"rates":[]}`,
-		`{"type":"callsite","pid":77,"category":"heap","function":"","file":"","line":0,"module":"/usr/lib/x86_64-linux-gnu/libfoo.so.1","address":"0x7f3a00001234","live_bytes":1572864,"live_allocs":10,"allocs":30,"alloc_bytes":2097152,"frees":20,"freed_bytes":1048576,"final":false,"offset":"0x1234","time_ns":5123456789012,"rates":[]}`,
-		`{"type":"callsite","pid":77,"category":"heap","function":"make_buffer(unsigned long)","file":"src/buf.c","line":42,"module":"/usr/bin/myserver","address":"0x401a2b","live_bytes":523265,"live_allocs":1,"allocs":9,"alloc_bytes":1047553,"frees":8,"freed_bytes":524288,"final":false,"offset":"0x1a2b","time_ns":5123456789012,"rates":[]}`,
-		`{"type":"callsite","pid":77,"category":"heap","function":"","file":"","line":0,"module":"","address":"0xdeadbeef","live_bytes":1023,"live_allocs":1,"allocs":1,"alloc_bytes":1023,"frees":0,"freed_bytes":0,"final":false,"offset":"","time_ns":5123456789012,"rates":[]}`,
-		`{"type":"callsite","pid":77,"category":"mmap","function":"arena_grow","file":"src/arena.c","line":88,"module":"/usr/bin/myserver","address":"0x402200","live_bytes":4194304,"live_allocs":2,"allocs":4,"alloc_bytes":8388608,"frees":2,"freed_bytes":4194304,"final":false,"offset":"0x2200","time_ns":5123456789012,"rates":[]}`,
-		`{"type":"process","pid":4242,"comm":"myserver","live_bytes":1048576,"live_allocs":10,"allocs":1020,"alloc_bytes":2621440,"frees":1010,"freed_bytes":1572864,"peak_live_bytes":1310720,"unmatched_frees":0,"lost_events":0,"final":false,"exited":false,"time_ns":5123456789012,"mmap":{"live_bytes":0,"live_regions":0,"maps":0,"mapped_bytes":0,"unmaps":0,"unmapped_bytes":0,"peak_live_bytes":0},"exit_time_ns":0,"rates":[]}`,
-		`{"type":"callsite","pid":4242,"category":"heap","function":"make_buffer(unsigned long)","file":"src/buf.c","line":42,"module":"/usr/bin/myserver","address":"0x401a2b","live_bytes":1048576,"live_allocs":10,"allocs":20,"alloc_bytes":2097152,"frees":10,"freed_bytes":1048576,"final":false,"offset":"0x1a2b","time_ns":5123456789012,"rates":[]}`,
-		`{"type":"callsite","pid":4242,"category":"heap","function":"parse_request","file":"src/http.c","line":310,"module":"/usr/bin/myserver","address":"0x401f00","live_bytes":0,"live_allocs":0,"allocs":1000,"alloc_bytes":524288,"frees":1000,"freed_bytes":524288,"final":false,"offset":"0x1f00","time_ns":5123456789012,"rates":[]}`,
+		`{"type":"report","time_ns":5123456789012,"final":false,"lost_events":5,"processes":2,"sort":"live","top":10,"host":false,"sampled":false,"sample_bytes":0}`,
+		`{"type":"process","pid":77,"comm":"worker","live_bytes":2097152,"live_allocs":12,"allocs":40,"alloc_bytes":3145728,"frees":28,"freed_bytes":1048576,"peak_live_bytes":2199552,"unmatched_frees":3,"lost_events":5,"final":false,"exited":true,"time_ns":5123456789012,"mmap":{"live_bytes":4194304,"live_regions":2,"maps":4,"mapped_bytes":8388608,"unmaps":2,"unmapped_bytes":4194304,"peak_live_bytes":6291456},"exit_time_ns":9000000000,"rates":[],"sampled":false,"sample_bytes":0,"live_bytes_stderr":0}`,
+		`{"type":"callsite","pid":77,"category":"heap","function":"","file":"","line":0,"module":"/usr/lib/x86_64-linux-gnu/libfoo.so.1","address":"0x7f3a00001234","live_bytes":1572864,"live_allocs":10,"allocs":30,"alloc_bytes":2097152,"frees":20,"freed_bytes":1048576,"final":false,"offset":"0x1234","time_ns":5123456789012,"rates":[],"inlined":[],"comm":"worker","sampled":false,"sample_bytes":0,"live_bytes_stderr":0}`,
+		`{"type":"callsite","pid":77,"category":"heap","function":"make_buffer(unsigned long)","file":"src/buf.c","line":42,"module":"/usr/bin/myserver","address":"0x401a2b","live_bytes":523265,"live_allocs":1,"allocs":9,"alloc_bytes":1047553,"frees":8,"freed_bytes":524288,"final":false,"offset":"0x1a2b","time_ns":5123456789012,"rates":[],"inlined":[],"comm":"worker","sampled":false,"sample_bytes":0,"live_bytes_stderr":0}`,
+		`{"type":"callsite","pid":77,"category":"heap","function":"","file":"","line":0,"module":"","address":"0xdeadbeef","live_bytes":1023,"live_allocs":1,"allocs":1,"alloc_bytes":1023,"frees":0,"freed_bytes":0,"final":false,"offset":"","time_ns":5123456789012,"rates":[],"inlined":[],"comm":"worker","sampled":false,"sample_bytes":0,"live_bytes_stderr":0}`,
+		`{"type":"callsite","pid":77,"category":"mmap","function":"arena_grow","file":"src/arena.c","line":88,"module":"/usr/bin/myserver","address":"0x402200","live_bytes":4194304,"live_allocs":2,"allocs":4,"alloc_bytes":8388608,"frees":2,"freed_bytes":4194304,"final":false,"offset":"0x2200","time_ns":5123456789012,"rates":[],"inlined":[],"comm":"worker","sampled":false,"sample_bytes":0,"live_bytes_stderr":0}`,
+		`{"type":"process","pid":4242,"comm":"myserver","live_bytes":1048576,"live_allocs":10,"allocs":1020,"alloc_bytes":2621440,"frees":1010,"freed_bytes":1572864,"peak_live_bytes":1310720,"unmatched_frees":0,"lost_events":0,"final":false,"exited":false,"time_ns":5123456789012,"mmap":{"live_bytes":0,"live_regions":0,"maps":0,"mapped_bytes":0,"unmaps":0,"unmapped_bytes":0,"peak_live_bytes":0},"exit_time_ns":0,"rates":[],"sampled":false,"sample_bytes":0,"live_bytes_stderr":0}`,
+		`{"type":"callsite","pid":4242,"category":"heap","function":"make_buffer(unsigned long)","file":"src/buf.c","line":42,"module":"/usr/bin/myserver","address":"0x401a2b","live_bytes":1048576,"live_allocs":10,"allocs":20,"alloc_bytes":2097152,"frees":10,"freed_bytes":1048576,"final":false,"offset":"0x1a2b","time_ns":5123456789012,"rates":[],"inlined":[],"comm":"myserver","sampled":false,"sample_bytes":0,"live_bytes_stderr":0}`,
+		`{"type":"callsite","pid":4242,"category":"heap","function":"parse_request","file":"src/http.c","line":310,"module":"/usr/bin/myserver","address":"0x401f00","live_bytes":0,"live_allocs":0,"allocs":1000,"alloc_bytes":524288,"frees":1000,"freed_bytes":524288,"final":false,"offset":"0x1f00","time_ns":5123456789012,"rates":[],"inlined":[],"comm":"myserver","sampled":false,"sample_bytes":0,"live_bytes_stderr":0}`,
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), strings.Join(lines, "\n"))
@@ -202,7 +210,7 @@ func TestJSONExactLargeNumbersAndUnescapedNames(t *testing.T) {
 
 func TestJSONEmptySnapshot(t *testing.T) {
 	lines := jsonLines(t, aggregate.Snapshot{Time: 7}, nil, Options{Final: true})
-	want := `{"type":"report","time_ns":7,"final":true,"lost_events":0,"processes":0,"sort":"live","top":0}`
+	want := `{"type":"report","time_ns":7,"final":true,"lost_events":0,"processes":0,"sort":"live","top":0,"host":false,"sampled":false,"sample_bytes":0}`
 	if len(lines) != 1 || lines[0] != want {
 		t.Errorf("got %q, want one line %s", lines, want)
 	}
@@ -227,16 +235,19 @@ func TestJSONRecordsMatchDocs(t *testing.T) {
 			t.Errorf("docs/json.md does not document `mmap.%s`", f)
 		}
 	}
-	for _, f := range detailFields {
+	for _, f := range append(slices.Clone(detailFields), leakProcessFields...) {
 		if !strings.Contains(doc, "`"+f+"`") {
-			t.Errorf("docs/json.md does not document callsite field `%s`", f)
+			t.Errorf("docs/json.md does not document field `%s`", f)
 		}
 	}
 	// The record structs and the lists above must agree too.
 	for typ, v := range map[string]any{"report": reportRecord{}, "process": processRecord{}, "callsite": callsiteRecord{}} {
 		want := jsonFields[typ]
-		if typ == "callsite" {
-			want = append(slices.Clone(want), detailFields...)
+		switch typ {
+		case "process":
+			want = append(slices.Clone(want), leakProcessFields...)
+		case "callsite":
+			want = append(append(slices.Clone(want), leakFields...), detailFields...)
 		}
 		if got := jsonTags(v); !slices.Equal(got, want) {
 			t.Errorf("%s struct tags %v, want %v", typ, got, want)

@@ -91,6 +91,20 @@ type Options struct {
 	// Stacks, when set, is the --detail level: sites are whole call stacks
 	// and each is printed with its frames.
 	Stacks StackSource
+	// Leaks, when set, gives the leak check's figures, which JSON records
+	// then carry (json_leaks.go).
+	Leaks LeakSource
+	// Host selects the whole-host layout (host.go): the top processes,
+	// then the top call sites of all of them ranked together, each with
+	// its process's pid and comm.
+	Host bool
+	// Exited says the report holds the final records of processes that
+	// exited (whole host): all of them are listed, not the top ones.
+	Exited bool
+
+	// sampleBytes is the snapshot's sampling mean (0: exact), set by the
+	// renderers so that tables can mark estimates (estimate.go).
+	sampleBytes uint64
 }
 
 // normalized checks o and fills in defaults, so renderers never see an

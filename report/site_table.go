@@ -12,6 +12,7 @@ import (
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/callstack"
+	"github.com/memtrace/memtrace/symbolize"
 )
 
 // Column headers per category. Mapped regions get their own words: "blocks"
@@ -58,10 +59,11 @@ func writeSiteTable(b *bytes.Buffer, p rankedProcess, c aggregate.Category,
 	var out bytes.Buffer
 	t := tablewriter.NewTable(&out,
 		tablewriter.WithRenderer(renderer.NewBlueprint(plainRendition)),
-		tablewriter.WithHeaderAlignmentConfig(siteAlignment(o)),
-		tablewriter.WithRowAlignmentConfig(siteAlignment(o)),
+		tablewriter.WithHeaderAlignmentConfig(estimateAlignment(siteAlignment(o), c, o)),
+		tablewriter.WithRowAlignmentConfig(estimateAlignment(siteAlignment(o), c, o)),
+		tablewriter.WithHeaderAutoFormat(tw.Off), // headers are written as shown ("~LIVE" stays whole)
 	)
-	t.Header(siteColumns(c, o)...)
+	t.Header(estimateHeader(siteColumns(c, o), c, o)...) // sampled: marks, ± LIVE (estimate.go)
 	var stacks [][]string
 	for _, s := range sites {
 		// Symbolize only what is shown: resolution can read ELF and DWARF.
@@ -80,6 +82,7 @@ func writeSiteTable(b *bytes.Buffer, p rankedProcess, c aggregate.Category,
 			moduleLabel(f),
 		}
 		row = siteRow(row, s, o) // NET RATE with --sort rate
+		row = estimateRow(row, s, c, o)
 		if err := t.Append(row); err != nil {
 			return fmt.Errorf("add %s call site %s: %w", c, hex(s.Address), err)
 		}
@@ -114,14 +117,34 @@ func writeSiteTable(b *bytes.Buffer, p rankedProcess, c aggregate.Category,
 func stackLines(st callstack.Stack) []string {
 	var out []string
 	for i, f := range st.Frames {
-		if i == 0 {
-			continue
+		if i > 0 {
+			loc := locationLabel(f)
+			out = append(out, fmt.Sprintf("%s<- %s  %s  %s", stackIndent, functionLabel(f), loc, moduleLabel(f)))
 		}
-		loc := locationLabel(f)
-		out = append(out, fmt.Sprintf("%s<- %s  %s  %s", stackIndent, functionLabel(f), loc, moduleLabel(f)))
+		out = append(out, inlineLines(f)...)
 	}
 	if st.Truncated {
 		out = append(out, stackIndent+"<- ... (truncated: no frame pointer or depth limit)")
+	}
+	return out
+}
+
+// inlineLines prints the rest of a frame's inline chain, after the
+// inlined function its own line names: the functions it was inlined into,
+// each at the line of the inlined call, the last being the frame's
+// function.
+func inlineLines(f symbolize.Frame) []string {
+	var out []string
+	for i, in := range f.Inlined {
+		if i == 0 {
+			continue
+		}
+		name := functionLabel(symbolize.Frame{Function: in.Function, Module: f.Module, Offset: f.Offset})
+		if i < len(f.Inlined)-1 {
+			name += " (inlined)"
+		}
+		loc := locationLabel(symbolize.Frame{File: in.File, Line: in.Line})
+		out = append(out, fmt.Sprintf("%s<- %s  %s  %s", stackIndent, name, loc, moduleLabel(f)))
 	}
 	return out
 }

@@ -17,13 +17,15 @@ type stackFrame struct {
 	Line     int    `json:"line"`
 	Module   string `json:"module"`
 	Address  string `json:"address"`
+	// Inlined: as a callsite's "inlined", for this frame's call.
+	Inlined []inlineFrame `json:"inlined"`
 }
 
 func stackRecord(st callstack.Stack) ([]stackFrame, *bool) {
 	frames := make([]stackFrame, 0, len(st.Frames))
 	for _, f := range st.Frames {
 		frames = append(frames, stackFrame{Function: f.Function, File: f.File, Line: f.Line,
-			Module: f.Module, Address: hex(f.Address)})
+			Module: f.Module, Address: hex(f.Address), Inlined: inlineRecord(f.Inlined)})
 	}
 	truncated := st.Truncated
 	return frames, &truncated

@@ -24,11 +24,18 @@ func WriteText(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) err
 	if err != nil {
 		return fmt.Errorf("text report: %w", err)
 	}
+	o.sampleBytes = s.SampleBytes
+	if o.Host {
+		return writeHostText(w, s, sym, o) // host.go
+	}
 	var b bytes.Buffer
 	procs := rank(s, o)
 	lost := runLostEvents(s)
 
 	writeBanner(&b, s.Time, lost, o.Final)
+	if s.SampleBytes > 0 {
+		b.WriteString(samplingLine(s.SampleBytes, o.Raw) + "\n")
+	}
 	if len(procs) == 0 {
 		b.WriteString("no allocations traced\n")
 	}
@@ -83,15 +90,19 @@ func writeProcessHeader(b *bytes.Buffer, p rankedProcess, raw bool) {
 	b.WriteByte('\n')
 
 	h := p.Heap
-	line(b, "live:", "%s in %s, peak live %s", byteText(h.LiveBytes, raw),
-		count(h.LiveAllocs, "block"), byteText(p.PeakLiveBytes, raw))
-	line(b, "allocated:", "%s in %s", byteText(h.AllocBytes, raw), count(h.Allocs, "call"))
-	unmatched := strconv.FormatUint(p.UnmatchedFrees, 10)
-	if p.UnmatchedFrees > 0 {
-		unmatched += " (blocks allocated before tracing began, or whose event was lost)"
+	if p.SampleBytes > 0 {
+		writeSampledHeap(b, p, raw) // estimates, marked (estimate.go)
+	} else {
+		line(b, "live:", "%s in %s, peak live %s", byteText(h.LiveBytes, raw),
+			count(h.LiveAllocs, "block"), byteText(p.PeakLiveBytes, raw))
+		line(b, "allocated:", "%s in %s", byteText(h.AllocBytes, raw), count(h.Allocs, "call"))
+		unmatched := strconv.FormatUint(p.UnmatchedFrees, 10)
+		if p.UnmatchedFrees > 0 {
+			unmatched += " (blocks allocated before tracing began, or whose event was lost)"
+		}
+		line(b, "freed:", "%s in %s, unmatched frees: %s", byteText(h.FreedBytes, raw),
+			count(h.Frees, "block"), unmatched)
 	}
-	line(b, "freed:", "%s in %s, unmatched frees: %s", byteText(h.FreedBytes, raw),
-		count(h.Frees, "block"), unmatched)
 
 	if hasMapped(p) {
 		m := p.Mapped

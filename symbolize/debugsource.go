@@ -8,28 +8,61 @@ import (
 )
 
 // debugSources lists the ELF images that may describe the module, best
-// first. Symbols are merged from all of them; line information comes from
-// the first that has any.
-//
-// Today that is only the module's own file. This is where a separate debug
-// file (found by build-id under /usr/lib/debug/.build-id, or through
-// .gnu_debuglink) goes in front, and the MiniDebugInfo image unpacked from
-// .gnu_debugdata goes after.
+// first: the separate debug file (found by build-id under a debug
+// directory's .build-id/, or through .gnu_debuglink; see debugfile.go), the
+// module's own file, then the MiniDebugInfo image unpacked from its
+// .gnu_debugdata. Symbols are merged from all of them; line information
+// and inline chains come from the first that has DWARF lines.
 func (m *Module) debugSources() []*elf.File {
-	return []*elf.File{m.f}
+	m.srcOnce.Do(m.loadSources)
+	return m.srcs
 }
 
-// bestLineTable returns the line table of the first debug source that has
-// DWARF line information. A module without any gets an empty table and no
-// error: stripped code is normal, not a failure. Errors in some compile
-// units leave the others' lines usable.
-func (m *Module) bestLineTable() (*lineTable, error) {
+// loadSources checks the debug files found at open time, keeps the first
+// that passes and closes the others, and unpacks MiniDebugInfo.
+func (m *Module) loadSources() {
+	var errs []error
+	var srcs []*elf.File
+	for _, c := range m.debugCands {
+		if m.debugFile == nil {
+			f, err := openDebugFile(c, m.buildID)
+			if err == nil {
+				srcs = append(srcs, f)
+				m.debugFile, m.debugPath = c.file, c.path
+				continue
+			}
+			errs = append(errs, err)
+		}
+		c.file.Close()
+	}
+	m.debugCands = nil
+	srcs = append(srcs, m.f)
+	var mini *elf.File
+	err := guard("read minidebuginfo", func() error {
+		var err error
+		mini, err = miniDebugInfo(m.f)
+		return err
+	})
+	errs = append(errs, err)
+	if mini != nil {
+		srcs = append(srcs, mini)
+	}
+	m.srcs = srcs
+	m.srcErr = errors.Join(errs...)
+}
+
+// bestDWARF reads the line table of the first debug source that has DWARF
+// line information, and indexes its compile units for inline chains. A
+// module without any gets an empty table and no error: stripped code is
+// normal, not a failure. Errors in some compile units leave the others'
+// lines usable.
+func (m *Module) bestDWARF() (*dwarfInfo, error) {
 	var errs []error
 	for _, src := range m.debugSources() {
-		t, err := dwarfLineTable(src)
+		dw, err := readDWARF(src)
 		errs = append(errs, err)
-		if t != nil && len(t.rows) > 0 {
-			return t, errors.Join(errs...)
+		if dw != nil && len(dw.lineTab.rows) > 0 {
+			return dw, errors.Join(errs...)
 		}
 	}
 	return nil, errors.Join(errs...)
@@ -49,6 +82,13 @@ const maxDebugSection = 2 << 30
 // process anyway), the legacy .zdebug_ compression, duplicate sections,
 // and relocations aimed at debug sections in a linked file.
 func dwarfLineTable(f *elf.File) (*lineTable, error) {
+	dw, err := readDWARF(f)
+	return dw.lines(), err
+}
+
+// readDWARF reads f's line programs (see dwarfLineTable) and the address
+// ranges of its compile units, or returns nil if it has no line programs.
+func readDWARF(f *elf.File) (*dwarfInfo, error) {
 	if f.Type == elf.ET_REL {
 		return nil, nil
 	}
@@ -83,9 +123,10 @@ func dwarfLineTable(f *elf.File) (*lineTable, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dwarf: %w", err)
 	}
-	return readLineTable(d, infoSize, func(off int64) error {
+	vet := func(off int64) error {
 		return checkLineHeader(lineData, off, f.ByteOrder)
-	})
+	}
+	return readUnits(d, infoSize, vet)
 }
 
 func relocatesDebug(f *elf.File, rel *elf.Section) bool {

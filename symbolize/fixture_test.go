@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -188,5 +189,17 @@ func stripCopy(t testing.TB, bin, name string) string {
 }
 
 func showFrame(f Frame) string {
-	return fmt.Sprintf("{%#x %q %q:%d %q off=%#x}", f.Address, f.Function, f.File, f.Line, f.Module, f.Offset)
+	s := fmt.Sprintf("{%#x call=%#x %q %q:%d %q off=%#x", f.Address, f.CallAddress, f.Function, f.File, f.Line, f.Module, f.Offset)
+	for _, in := range f.Inlined {
+		s += fmt.Sprintf(" [%s %s:%d]", in.Function, in.File, in.Line)
+	}
+	return s + "}"
+}
+
+// sameFrame compares frames field by field, inline chains included.
+func sameFrame(a, b Frame) bool {
+	if len(a.Inlined) == 0 && len(b.Inlined) == 0 {
+		a.Inlined, b.Inlined = nil, nil
+	}
+	return reflect.DeepEqual(a, b)
 }

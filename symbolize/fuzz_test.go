@@ -3,6 +3,7 @@ package symbolize
 import (
 	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,7 +16,26 @@ import (
 // them, inputs the fuzzer found (a DWARF 5 line header with a huge
 // directory count, which made debug/dwarf allocate without bound; a number
 // cut short at the end of .debug_info, on which debug/dwarf's reader stops
-// advancing), and maps text.
+// advancing), and maps text. inline-dwarf5 is tinyinl.c below, with an
+// inlined call; minidebuginfo a stripped library whose .gnu_debugdata
+// names its local function; FuzzMiniDebugInfo's seeds are that xz stream,
+// cut short, and with a 4 GiB dictionary. Both libraries are built with
+//
+//	gcc -O2 [-g] -shared -fPIC -nostdlib -Wl,--build-id=none \
+//	    -fno-asynchronous-unwind-tables -Wl,-z,noseparate-code \
+//	    -Wl,-z,max-page-size=16 -Wl,-z,common-page-size=16 -Wl,-z,norelro
+//
+// tinyinl.c:
+//
+//	__attribute__((noinline)) int leaf(int x) { return x + 1; }
+//	static inline __attribute__((always_inline)) int mid(int x) { return leaf(x) * 3; }
+//	int top(int x) { return mid(x) + 1; }
+//
+// tinymini.c (without -g; MiniDebugInfo by objcopy --only-keep-debug, xz,
+// strip --strip-all, objcopy --add-section .gnu_debugdata=):
+//
+//	static __attribute__((noinline)) int hidden(int x) { return x * 7; }
+//	int api(int x) { return hidden(x) + 1; }
 
 func FuzzParseMaps(f *testing.F) {
 	f.Add("")
@@ -53,12 +73,94 @@ func FuzzModule(f *testing.F) {
 		}
 		for _, off := range offs {
 			va, _ := m.VAddr(off)
-			for _, a := range []uint64{off, va} {
+			for _, a := range []uint64{off, va, va + 1} {
 				m.Function(a)
 				m.Line(a)
+				m.siteAt(a) // call decoding, inline chains
+			}
+		}
+		m.DebugFile()
+	})
+}
+
+// FuzzMiniDebugInfo: an xz stream from .gnu_debugdata, unpacked and read
+// as an ELF file's symbols.
+func FuzzMiniDebugInfo(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte("\xfd7zXZ\x00"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		ef, err := unpackMiniDebugInfo(in)
+		if err != nil {
+			return
+		}
+		syms, _ := functionSymbols(ef)
+		newSymbolTable(syms).lookup(0x1000)
+	})
+}
+
+// FuzzDebugLink: the .gnu_debuglink section's contents.
+func FuzzDebugLink(f *testing.F) {
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		l, ok := parseDebugLink(in, binary.LittleEndian)
+		if ok && (!plainFileName(l.name) || l.name == "") {
+			t.Errorf("accepted name %q", l.name)
+		}
+		for _, c := range debugCandidatePaths("", l, "/usr/bin/prog", []string{"/usr/lib/debug"}) {
+			if !strings.HasPrefix(c.path, "/usr/") {
+				t.Errorf("candidate %q outside the directories searched", c.path)
 			}
 		}
 	})
+}
+
+// The inline seed's call from top, in mid's inlined code, has mid's chain;
+// the MiniDebugInfo seed names its local function.
+func TestNewParserSeeds(t *testing.T) {
+	inl, err := NewModule(bytes.NewReader(readSeed(t, "testdata/fuzz/FuzzModule/inline-dwarf5")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inl.Load(); err != nil {
+		t.Fatal(err)
+	}
+	var top symbol
+	for _, s := range inl.syms.syms {
+		if s.name == "top" {
+			top = s
+		}
+	}
+	var chain []InlineFrame
+	for a := top.addr; a < top.addr+top.size && chain == nil; a++ {
+		if s := inl.siteAt(a); s.call != a-1 && len(s.inlined) > 0 {
+			chain = s.inlined
+		}
+	}
+	var got []string
+	for _, c := range chain {
+		got = append(got, c.Function+" "+filepath.Base(c.File)+":"+strconv.Itoa(c.Line))
+	}
+	if want := []string{"mid tinyinl.c:2", "top tinyinl.c:3"}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("inline chain %q, want %q", got, want)
+	}
+
+	mini, err := NewModule(bytes.NewReader(readSeed(t, "testdata/fuzz/FuzzModule/minidebuginfo")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mini.Load(); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, s := range mini.syms.syms {
+		found = found || s.name == "hidden" && mini.Function(s.addr) == "hidden"
+	}
+	if !found {
+		t.Errorf("MiniDebugInfo does not name hidden: %+v", mini.syms.syms)
+	}
+	if _, err := unpackMiniDebugInfo(readSeed(t, "testdata/fuzz/FuzzMiniDebugInfo/huge-dictionary")); err == nil || !strings.Contains(err.Error(), "dictionary") {
+		t.Errorf("huge dictionary: %v", err)
+	}
 }
 
 // readSeed decodes a []byte seed of the Go fuzz corpus format.

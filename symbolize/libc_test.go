@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"golang.org/x/arch/x86/x86asm"
 )
 
 // The test binary is a static Go program without libc, so libc is looked
@@ -94,6 +96,12 @@ func libcTargets(t testing.TB, pid int, names ...string) []libcTarget {
 	for _, n := range names {
 		want[n] = true
 	}
+	var text *elf.Prog
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 {
+			text = p
+		}
+	}
 	var out []libcTarget
 	for _, s := range syms {
 		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Size < 2 || s.Section == elf.SHN_UNDEF {
@@ -102,8 +110,14 @@ func libcTargets(t testing.TB, pid int, names ...string) []libcTarget {
 		if len(names) > 0 && !want[s.Name] {
 			continue
 		}
-		ret := base + s.Value + 2
-		out = append(out, libcTarget{ret: ret, want: Frame{Address: ret, Function: s.Name, Module: path, Offset: s.Value + 1}})
+		// The return address of the function's first call instruction.
+		call, end, ok := firstCall(text, s.Value, s.Size)
+		if !ok {
+			continue
+		}
+		ret := base + end
+		out = append(out, libcTarget{ret: ret, want: Frame{Address: ret, CallAddress: base + call,
+			Function: s.Name, Module: path, Offset: call}})
 	}
 	if len(out) == 0 || (len(names) > 0 && len(out) != len(names)) {
 		t.Fatalf("%s: found %d of the functions %v", path, len(out), names)
@@ -116,13 +130,13 @@ func libcTargets(t testing.TB, pid int, names ...string) []libcTarget {
 func TestResolveLibc(t *testing.T) {
 	pid := startCat(t)
 	targets := libcTargets(t, pid, "malloc", "free", "calloc", "realloc")
-	r := NewResolver()
+	r := NewResolver(WithDebugDirs())
 	defer r.Close()
 	if err := r.Capture(pid); err != nil {
 		t.Fatal(err)
 	}
 	for _, tg := range targets {
-		if got := r.Resolve(pid, tg.ret); got != tg.want {
+		if got := r.Resolve(pid, tg.ret); !sameFrame(got, tg.want) {
 			t.Errorf("Resolve(%#x) = %s, want %s", tg.ret, showFrame(got), showFrame(tg.want))
 		}
 	}
@@ -132,7 +146,7 @@ func TestResolveLibc(t *testing.T) {
 func TestResolveConcurrent(t *testing.T) {
 	pid := startCat(t)
 	targets := libcTargets(t, pid, "malloc", "free", "calloc", "realloc")
-	r := NewResolver()
+	r := NewResolver(WithDebugDirs())
 	defer r.Close()
 	var wg sync.WaitGroup
 	for g := range 4 {
@@ -141,7 +155,7 @@ func TestResolveConcurrent(t *testing.T) {
 			defer wg.Done()
 			for i := range 2000 {
 				tg := targets[(g+i)%len(targets)]
-				if got := r.Resolve(pid, tg.ret); got != tg.want {
+				if got := r.Resolve(pid, tg.ret); !sameFrame(got, tg.want) {
 					t.Errorf("Resolve(%#x) = %s, want %s", tg.ret, showFrame(got), showFrame(tg.want))
 					return
 				}
@@ -168,7 +182,7 @@ func TestResolveConcurrent(t *testing.T) {
 func BenchmarkResolveWarm(b *testing.B) {
 	pid := startCat(b)
 	targets := libcTargets(b, pid)
-	r := NewResolver()
+	r := NewResolver(WithDebugDirs())
 	defer r.Close()
 	if err := r.Capture(pid); err != nil {
 		b.Fatal(err)
@@ -191,13 +205,36 @@ func BenchmarkResolveCold(b *testing.B) {
 	pid := startCat(b)
 	tg := libcTargets(b, pid, "malloc")[0]
 	for b.Loop() {
-		r := NewResolver()
+		r := NewResolver(WithDebugDirs())
 		if err := r.Capture(pid); err != nil {
 			b.Fatal(err)
 		}
-		if f := r.Resolve(pid, tg.ret); f != tg.want {
+		if f := r.Resolve(pid, tg.ret); !sameFrame(f, tg.want) {
 			b.Fatalf("Resolve(%#x) = %s", tg.ret, showFrame(f))
 		}
 		r.Close()
 	}
+}
+
+// firstCall decodes the function [start, start+size) of the text segment
+// and returns the address and end of its first call instruction.
+func firstCall(text *elf.Prog, start, size uint64) (call, end uint64, ok bool) {
+	if text == nil || start < text.Vaddr || start+size > text.Vaddr+text.Filesz {
+		return 0, 0, false
+	}
+	code := make([]byte, min(size, 4096))
+	if _, err := text.ReadAt(code, int64(start-text.Vaddr)); err != nil {
+		return 0, 0, false
+	}
+	for off := 0; off < len(code); {
+		inst, err := x86asm.Decode(code[off:], 64)
+		if err != nil {
+			return 0, 0, false
+		}
+		if inst.Op == x86asm.CALL {
+			return start + uint64(off), start + uint64(off+inst.Len), true
+		}
+		off += inst.Len
+	}
+	return 0, 0, false
 }

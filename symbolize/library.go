@@ -18,8 +18,9 @@ func (r *Resolver) AddLibrary(pid int, path string, bias uint64) error {
 	}
 	var mod *Module
 	var err error
+	from := origin{modPath: path, roots: processRoots(pid)}
 	for _, p := range []string{"/proc/" + strconv.Itoa(pid) + "/root" + path, path} {
-		if mod, err = r.mods.module(p, 0); err == nil {
+		if mod, err = r.mods.module(p, 0, from); err == nil {
 			break
 		}
 	}

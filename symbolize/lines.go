@@ -34,17 +34,19 @@ var errTooManyRows = errors.New("too many line table rows")
 // maxUnitErrors bounds the errors kept from broken compile units.
 const maxUnitErrors = 8
 
-// readLineTable runs the line program of every compile unit in d. vet
-// checks a unit's line program header (by its offset in .debug_line)
-// before debug/dwarf reads it. A broken unit is left out and reported;
-// the others still count.
+// readUnits runs the line program of every compile unit in d, and notes
+// each unit's address ranges for inline chains (inline.go). vet checks a
+// unit's line program header (by its offset in .debug_line) before
+// debug/dwarf reads it. A broken unit is left out and reported; the others
+// still count.
 //
 // infoSize is the size of .debug_info: each top-level entry takes at least
 // a byte of it, so more steps than that mean debug/dwarf is not advancing
 // (it returns empty entries forever on a truncated number at the end of a
 // unit) and the walk stops.
-func readLineTable(d *dwarf.Data, infoSize uint64, vet func(stmtList int64) error) (*lineTable, error) {
+func readUnits(d *dwarf.Data, infoSize uint64, vet func(stmtList int64) error) (*dwarfInfo, error) {
 	t := &lineTable{}
+	dw := &dwarfInfo{data: d, lineTab: t, infoSize: infoSize}
 	fileIndex := map[*dwarf.LineFile]int32{}
 	nameIndex := map[string]int32{}
 	intern := func(f *dwarf.LineFile) int32 {
@@ -89,11 +91,16 @@ func readLineTable(d *dwarf.Data, infoSize uint64, vet func(stmtList int64) erro
 		if cu.Tag != dwarf.TagCompileUnit && cu.Tag != dwarf.TagPartialUnit {
 			continue
 		}
+		linesOK := true
 		if off, ok := cu.Val(dwarf.AttrStmtList).(int64); ok {
 			if err := vet(off); err != nil {
 				unitErr(fmt.Errorf("line program at %#x: %w", off, err))
-				continue
+				linesOK = false
 			}
+		}
+		dw.addUnit(cu, linesOK)
+		if !linesOK {
+			continue
 		}
 		lr, err := d.LineReader(cu)
 		if err != nil {
@@ -113,7 +120,8 @@ func readLineTable(d *dwarf.Data, infoSize uint64, vet func(stmtList int64) erro
 		}
 	}
 	t.sort()
-	return t, errors.Join(errs...)
+	dw.sortUnits()
+	return dw, errors.Join(errs...)
 }
 
 // addUnit appends one unit's rows. Rows keep their program order (stable

@@ -43,20 +43,32 @@ type cacheEntry struct {
 // names the code, wherever the file lives (another container's copy, a
 // reinstalled package).
 type moduleCache struct {
+	debugDirs []string // global debug directories (WithDebugDirs)
+
 	mu        sync.Mutex
 	byFile    map[fileKey]cacheEntry
 	byBuildID map[string]*Module
 	all       []*Module // every module opened, for close
 }
 
-func newModuleCache() *moduleCache {
-	return &moduleCache{byFile: map[fileKey]cacheEntry{}, byBuildID: map[string]*Module{}}
+func newModuleCache(debugDirs ...string) *moduleCache {
+	return &moduleCache{debugDirs: debugDirs, byFile: map[fileKey]cacheEntry{}, byBuildID: map[string]*Module{}}
+}
+
+// origin says where a module's file lives as its process names it, so that
+// its separate debug file can be looked for: modPath is the mapped path,
+// roots the prefixes to try ("/proc/PID/root", then "" for our own root).
+type origin struct {
+	modPath string
+	roots   []string
 }
 
 // module returns the module for the file at path, opening it if it is not
 // cached. wantIno, when not 0, must match the file's inode: a path reached
-// by name may by now hold a different file than the one mapped.
-func (c *moduleCache) module(path string, wantIno uint64) (*Module, error) {
+// by name may by now hold a different file than the one mapped. A newly
+// opened module gets the separate debug files that exist for it (checked
+// on first use).
+func (c *moduleCache) module(path string, wantIno uint64, from origin) (*Module, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("stat module: %w", err)
@@ -90,6 +102,9 @@ func (c *moduleCache) module(path string, wantIno uint64) (*Module, error) {
 	if err != nil {
 		f.Close()
 		err = fmt.Errorf("module %s: %w", path, err)
+	}
+	if mod != nil {
+		mod.debugCands = findDebugFiles(mod, from.modPath, from.roots, c.debugDirs)
 	}
 
 	c.mu.Lock()

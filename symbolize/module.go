@@ -22,13 +22,29 @@ type Module struct {
 	segs    []segment
 	buildID string
 
+	// Separate debug files found when the module was opened (debugfile.go),
+	// checked on first use; the ELF images describing the module, best
+	// first, and the debug file chosen.
+	debugCands []debugCandidate
+	srcOnce    sync.Once
+	srcs       []*elf.File
+	srcErr     error
+	debugFile  *os.File
+	debugPath  string
+
 	symOnce sync.Once
 	syms    *symbolTable
 	symErr  error
 
-	lineOnce sync.Once
-	lines    *lineTable
-	lineErr  error
+	// DWARF: the line table and the index of inlined code (inline.go).
+	dwarfOnce sync.Once
+	dw        *dwarfInfo
+	dwarfErr  error
+
+	// execSegs are the executable PT_LOAD segments, for checking call
+	// targets; sites remembers resolved call sites (callsite.go).
+	execSegs []segment
+	sites    siteCache
 }
 
 // NewModule reads the ELF headers from r. The module reads from r on later
@@ -57,7 +73,7 @@ func newModule(r io.ReaderAt, closer io.Closer) (m *Module, err error) {
 		if err != nil {
 			return err
 		}
-		m = &Module{f: f, closer: closer, segs: loadSegments(f), buildID: buildID(f)}
+		m = &Module{f: f, closer: closer, segs: loadSegments(f), buildID: buildID(f), execSegs: execSegments(f)}
 		return nil
 	})
 	if err != nil {
@@ -80,12 +96,30 @@ func guard(what string, parse func() error) (err error) {
 	return nil
 }
 
-// Close releases the file the module was opened from, if it owns one.
+// Close releases the file the module was opened from, if it owns one, and
+// its separate debug file.
 func (m *Module) Close() error {
-	if m.closer == nil {
-		return nil
+	m.srcOnce.Do(func() {}) // no loading after this
+	var errs []error
+	for _, c := range m.debugCands {
+		errs = append(errs, c.file.Close())
 	}
-	return m.closer.Close()
+	m.debugCands = nil
+	if m.debugFile != nil {
+		errs = append(errs, m.debugFile.Close())
+	}
+	if m.closer != nil {
+		errs = append(errs, m.closer.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// DebugFile is the path of the separate debug file that describes the
+// module (found by build-id or .gnu_debuglink), or "" when there is none.
+// It looks for it on first call if symbols or lines have not yet.
+func (m *Module) DebugFile() string {
+	m.srcOnce.Do(m.loadSources)
+	return m.debugPath
 }
 
 // BuildID is the GNU build-id in lowercase hex, or "" if the file has none.
@@ -106,16 +140,17 @@ func (m *Module) Function(vaddr uint64) string {
 // Line gives the source file and line of the instruction at vaddr, or
 // ("", 0) when no debug information covers it.
 func (m *Module) Line(vaddr uint64) (file string, line int) {
-	m.lineOnce.Do(m.loadLines)
-	return m.lines.lookup(vaddr)
+	m.dwarfOnce.Do(m.loadDWARF)
+	return m.dw.lines().lookup(vaddr)
 }
 
 // Load builds the symbol and line tables now rather than on first use, and
 // reports what went wrong building them. Lookups work either way.
 func (m *Module) Load() error {
+	m.srcOnce.Do(m.loadSources)
 	m.symOnce.Do(m.loadSymbols)
-	m.lineOnce.Do(m.loadLines)
-	return errors.Join(m.symErr, m.lineErr)
+	m.dwarfOnce.Do(m.loadDWARF)
+	return errors.Join(m.srcErr, m.symErr, m.dwarfErr)
 }
 
 func (m *Module) loadSymbols() {
@@ -151,10 +186,10 @@ func functionSymbols(f *elf.File) ([]rankedSymbol, error) {
 	return cands, errors.Join(errs...)
 }
 
-func (m *Module) loadLines() {
-	m.lineErr = guard("read line table", func() error {
-		t, err := m.bestLineTable()
-		m.lines = t
+func (m *Module) loadDWARF() {
+	m.dwarfErr = guard("read line table", func() error {
+		dw, err := m.bestDWARF()
+		m.dw = dw
 		return err
 	})
 }

@@ -218,7 +218,7 @@ func TestModuleCache(t *testing.T) {
 	defer c.close()
 	get := func(path string) *Module {
 		t.Helper()
-		m, err := c.module(path, 0)
+		m, err := c.module(path, 0, origin{})
 		if err != nil {
 			t.Fatalf("module(%s): %v", path, err)
 		}
@@ -233,7 +233,7 @@ func TestModuleCache(t *testing.T) {
 	if get(withoutID) == get(withoutIDCopy) {
 		t.Error("copies without build-id shared")
 	}
-	if _, err := c.module(notELF, 0); err == nil {
+	if _, err := c.module(notELF, 0, origin{}); err == nil {
 		t.Error("module(not ELF) succeeded")
 	}
 	fi, err := os.Stat(withID)
@@ -241,7 +241,7 @@ func TestModuleCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	key, _ := keyOf(fi)
-	if _, err := c.module(withID, key.ino+1); err == nil {
+	if _, err := c.module(withID, key.ino+1, origin{}); err == nil {
 		t.Error("module with the wrong inode succeeded")
 	}
 }

@@ -29,9 +29,10 @@ func (p *process) find(pc uint64) (*codeMapping, bool) {
 	return &p.maps[i], true
 }
 
-// frame resolves pc, which lies in m, reporting it as return address ret.
+// frame resolves the return address ret, whose call lies in m (pc = ret-1
+// does).
 func (m *codeMapping) frame(ret, pc uint64) Frame {
-	fr := Frame{Address: ret, Module: m.path, Offset: pc - m.start + m.offset}
+	fr := Frame{Address: ret, CallAddress: pc, Module: m.path, Offset: pc - m.start + m.offset}
 	if m.mod == nil {
 		return fr
 	}
@@ -39,8 +40,9 @@ func (m *codeMapping) frame(ret, pc uint64) Frame {
 	if !ok {
 		return fr
 	}
-	fr.Offset = vaddr
-	fr.Function = m.mod.Function(vaddr)
-	fr.File, fr.Line = m.mod.Line(vaddr)
+	s := m.mod.siteAt(vaddr + 1)
+	fr.CallAddress = ret - (vaddr + 1 - s.call)
+	fr.Offset = s.call
+	fr.Function, fr.File, fr.Line, fr.Inlined = s.function, s.file, s.line, s.inlined
 	return fr
 }

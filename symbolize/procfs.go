@@ -54,3 +54,18 @@ type candidate struct {
 	path    string
 	wantIno uint64
 }
+
+// processRoots lists the prefixes under which paths of process pid are
+// looked up, best first: its root directory (/proc/PID/root, which differs
+// from ours in another mount namespace or a chroot), then ours.
+func processRoots(pid int) []string {
+	root := "/proc/" + strconv.Itoa(pid) + "/root"
+	theirs, err := os.Stat(root)
+	if err != nil {
+		return []string{""}
+	}
+	if ours, err := os.Stat("/"); err == nil && os.SameFile(theirs, ours) {
+		return []string{""}
+	}
+	return []string{root, ""}
+}

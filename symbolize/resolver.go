@@ -25,9 +25,14 @@ type Resolver struct {
 // maxMisses bounds the remembered misses per capture.
 const maxMisses = 1024
 
-// NewResolver returns an empty resolver.
-func NewResolver() *Resolver {
-	return &Resolver{mods: newModuleCache(), procs: map[int]*process{}}
+// NewResolver returns an empty resolver. By default separate debug files
+// are looked for under /usr/lib/debug (see WithDebugDirs).
+func NewResolver(opts ...Option) *Resolver {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return &Resolver{mods: newModuleCache(o.debugDirs...), procs: map[int]*process{}}
 }
 
 // Capture reads /proc/PID/maps now and opens the module of every
@@ -58,13 +63,14 @@ func (r *Resolver) capture(pid int) (*process, error) {
 		return nil, fmt.Errorf("capture process %d: %w", pid, err)
 	}
 	p := &process{}
+	roots := processRoots(pid)
 	for _, m := range maps {
 		if !m.Executable() {
 			continue // return addresses point into code only
 		}
 		p.maps = append(p.maps, codeMapping{
 			start: m.Start, end: m.End, offset: m.Offset,
-			path: m.Path, mod: r.moduleFor(pid, m),
+			path: m.Path, mod: r.moduleFor(pid, m, roots),
 		})
 	}
 	slices.SortFunc(p.maps, func(a, b codeMapping) int { return cmp.Compare(a.start, b.start) })
@@ -73,7 +79,7 @@ func (r *Resolver) capture(pid int) (*process, error) {
 
 // moduleFor opens the module of a mapping through the first location that
 // works, or returns nil.
-func (r *Resolver) moduleFor(pid int, m Mapping) *Module {
+func (r *Resolver) moduleFor(pid int, m Mapping, roots []string) *Module {
 	if !m.FileBacked() {
 		return nil
 	}
@@ -83,20 +89,20 @@ func (r *Resolver) moduleFor(pid int, m Mapping) *Module {
 		}
 		// A file that is there but no readable ELF fails again, cheaply,
 		// through the other names: its failure is cached by identity.
-		if mod, err := r.mods.module(c.path, c.wantIno); err == nil {
+		if mod, err := r.mods.module(c.path, c.wantIno, origin{modPath: m.Path, roots: roots}); err == nil {
 			return mod
 		}
 	}
 	return nil
 }
 
-// Resolve returns the frame for a return address ret in process pid. It
-// looks up ret-1, inside the call instruction, so that file:line is the
-// call's. An address in no captured mapping makes it capture the process
-// once more (if it still lives) and retry.
+// Resolve returns the frame for a return address ret in process pid: the
+// call instruction before ret (decoded; ret-1 when it cannot be), its
+// function, file:line and inline chain. An address in no captured mapping
+// makes it capture the process once more (if it still lives) and retry.
 //
-// Frame.Address is ret; Offset is the ELF virtual address of ret-1 (the
-// file offset when the module could not be read).
+// Frame.Address is ret; Offset is the ELF virtual address of the call
+// instruction (the file offset of ret-1 when the module could not be read).
 func (r *Resolver) Resolve(pid int, ret uint64) Frame {
 	if ret == 0 {
 		return Frame{}

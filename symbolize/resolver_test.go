@@ -81,7 +81,8 @@ func TestResolveFixture(t *testing.T) {
 
 			want := func(tag, fn, file string, line int) Frame {
 				a := fx.addr(tag)
-				f := Frame{Address: a, Function: fn, File: file, Line: line, Module: runBin, Offset: a - 1 - bias}
+				// record is called with call rel32: 5 bytes before the return.
+				f := Frame{Address: a, CallAddress: a - 5, Function: fn, File: file, Line: line, Module: runBin, Offset: a - 5 - bias}
 				if tc.stripped {
 					f.Function, f.File, f.Line = "", "", 0
 				}
@@ -100,7 +101,7 @@ func TestResolveFixture(t *testing.T) {
 			check := func(when string) {
 				t.Helper()
 				for _, w := range wants {
-					if got := baseFrame(r.Resolve(fx.pid(), w.Address)); got != w {
+					if got := baseFrame(r.Resolve(fx.pid(), w.Address)); !sameFrame(got, w) {
 						t.Errorf("%s: Resolve(%#x) = %s, want %s", when, w.Address, showFrame(got), showFrame(w))
 					}
 				}
@@ -108,8 +109,8 @@ func TestResolveFixture(t *testing.T) {
 				if got.Offset < libLeakVaddr || got.Offset >= libLeakVaddr+libLeakSize {
 					t.Errorf("%s: library offset %#x outside lib_leak [%#x, +%#x)", when, got.Offset, libLeakVaddr, libLeakSize)
 				}
-				got.Offset = 0
-				if got != libWant {
+				got.Offset, got.CallAddress = 0, 0
+				if !sameFrame(got, libWant) {
 					t.Errorf("%s: Resolve(%#x) = %s, want %s", when, libWant.Address, showFrame(got), showFrame(libWant))
 				}
 			}
@@ -123,7 +124,7 @@ func TestResolveFixture(t *testing.T) {
 
 			r.Forget(fx.pid())
 			a := wants[0].Address
-			if got := r.Resolve(fx.pid(), a); got != (Frame{Address: a}) {
+			if got := r.Resolve(fx.pid(), a); !sameFrame(got, Frame{Address: a}) {
 				t.Errorf("after Forget: Resolve(%#x) = %s, want empty", a, showFrame(got))
 			}
 		})
@@ -149,9 +150,9 @@ func TestResolveDeletedModule(t *testing.T) {
 	}
 	a := fx.addr("LEAK_A")
 	got := baseFrame(r.Resolve(fx.pid(), a))
-	got.Offset = 0
+	got.Offset, got.CallAddress = 0, 0
 	want := Frame{Address: a, Function: "leak_a", File: "leak.c", Line: tagLine(t, filepath.Join(fixtureDir, "leak.c"), "LEAK_A"), Module: bin}
-	if got != want {
+	if !sameFrame(got, want) {
 		t.Errorf("Resolve(%#x) = %s, want %s", a, showFrame(got), showFrame(want))
 	}
 }
@@ -179,7 +180,7 @@ func TestResolveNoMapping(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// Twice: the second lookup takes the remembered-miss path.
 			for range 2 {
-				if got := r.Resolve(tc.pid, tc.ret); got != tc.want {
+				if got := r.Resolve(tc.pid, tc.ret); !sameFrame(got, tc.want) {
 					t.Errorf("Resolve(%d, %#x) = %s, want %s", tc.pid, tc.ret, showFrame(got), showFrame(tc.want))
 				}
 			}
@@ -204,5 +205,49 @@ func TestCaptureGone(t *testing.T) {
 	err := r.Capture(pid)
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("Capture(%d) = %v, want os.ErrNotExist", pid, err)
+	}
+}
+
+// An executable replaced on disk (a package upgrade renames a new file over
+// it) still resolves from the file that is mapped, not the new one at its
+// path.
+func TestResolveReplacedModule(t *testing.T) {
+	needTool(t, "gcc")
+	if os.Geteuid() != 0 {
+		t.Skip("reading /proc/PID/map_files needs root")
+	}
+	dir := tempDir(t)
+	bin := buildFixture(t, dir, "leak", "-O2", "-g")
+	mainVaddr, _ := elfSymbol(t, bin, "main")
+	leakA, leakASize := elfSymbol(t, bin, "leak_a")
+	fx := startFixture(t, bin)
+	// The new version: built differently, renamed over the old path.
+	next := buildFixture(t, tempDir(t), "leak-next", "-O0", "-g", "-fno-inline")
+	if nextA, _ := elfSymbol(t, next, "leak_a"); nextA == leakA {
+		t.Fatal("the new build has leak_a where the old one has it")
+	}
+	b, err := os.ReadFile(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := bin + ".new"
+	if err := os.WriteFile(tmp, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, bin); err != nil {
+		t.Fatal(err)
+	}
+	r := NewResolver()
+	defer r.Close()
+	if err := r.Capture(fx.pid()); err != nil {
+		t.Fatal(err)
+	}
+	a := fx.addr("LEAK_A")
+	bias := fx.addr("MAIN") - mainVaddr
+	got := baseFrame(r.Resolve(fx.pid(), a))
+	want := Frame{Address: a, CallAddress: a - 5, Function: "leak_a", File: "leak.c",
+		Line: tagLine(t, filepath.Join(fixtureDir, "leak.c"), "LEAK_A"), Module: bin, Offset: a - 5 - bias}
+	if !sameFrame(got, want) || got.Offset < leakA || got.Offset >= leakA+leakASize {
+		t.Errorf("Resolve(%#x) = %s, want %s", a, showFrame(got), showFrame(want))
 	}
 }

@@ -25,10 +25,10 @@ import (
 // liblzma) into the C program; libstdc++'s initialiser allocates its
 // exception-handling emergency pool (72704 bytes on Debian 12), which
 // heaptrack records and frees again in its atexit handler
-// (__gnu_cxx::__freeres). That block does not exist in an untraced run, so
-// allocations whose caller lies in a library sqlite3 does not load itself are
-// taken out of heaptrack's event stream (and the peak recomputed) before
-// comparing. Everything else must match to the byte.
+// (__gnu_cxx::__freeres). That block does not exist in an untraced run. So
+// memtrace traces sqlite3 twice: as it is, and with libstdc++ preloaded as
+// heaptrack does. The second run must equal heaptrack's figures to the byte,
+// and the first must differ from it by exactly that one block.
 func TestSqliteAgreesWithHeaptrack(t *testing.T) {
 	needBPF(t)
 	tools := map[string]string{}
@@ -56,22 +56,32 @@ func TestSqliteAgreesWithHeaptrack(t *testing.T) {
 	}
 
 	// memtrace. Its reports go to a file: sqlite3 shares its stdout.
-	ndjsonPath := filepath.Join(dir, "memtrace.ndjson")
-	r := runMemtrace(t, append([]string{"--json", "--top", "0", "-o", ndjsonPath, "--", tools["sqlite3"]}, sqliteArgs...)...)
-	if r.code != 0 {
-		t.Fatalf("memtrace exit %d, stderr:\n%s", r.code, r.stderr)
+	traced := func(name string, prefix ...string) processRecord {
+		ndjsonPath := filepath.Join(dir, name+".ndjson")
+		args := append([]string{"--json", "--top", "0", "-o", ndjsonPath, "--"}, prefix...)
+		r := runMemtrace(t, append(append(args, tools["sqlite3"]), sqliteArgs...)...)
+		if r.code != 0 {
+			t.Fatalf("memtrace exit %d, stderr:\n%s", r.code, r.stderr)
+		}
+		if r.stdout != string(plain) {
+			t.Fatalf("sqlite3 under memtrace printed %q, untraced %q", r.stdout, plain)
+		}
+		ndjsonOut, err := os.ReadFile(ndjsonPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mt := parseNDJSON(t, string(ndjsonOut)).finalProcess(t)
+		if !mt.Exited || mt.LostEvents != 0 || mt.UnmatchedFrees != 0 {
+			t.Fatalf("memtrace: exited=%v lost=%d unmatched=%d, want true 0 0", mt.Exited, mt.LostEvents, mt.UnmatchedFrees)
+		}
+		return mt
 	}
-	if r.stdout != string(plain) {
-		t.Fatalf("sqlite3 under memtrace printed %q, untraced %q", r.stdout, plain)
-	}
-	ndjsonOut, err := os.ReadFile(ndjsonPath)
+	libstdcxx, err := exec.Command("g++", "-print-file-name=libstdc++.so.6").Output()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("find libstdc++: %v", err)
 	}
-	mt := parseNDJSON(t, string(ndjsonOut)).finalProcess(t)
-	if !mt.Exited || mt.LostEvents != 0 || mt.UnmatchedFrees != 0 {
-		t.Fatalf("memtrace: exited=%v lost=%d unmatched=%d, want true 0 0", mt.Exited, mt.LostEvents, mt.UnmatchedFrees)
-	}
+	mt := traced("plain")
+	mtPre := traced("preload", "/usr/bin/env", "LD_PRELOAD="+strings.TrimSpace(string(libstdcxx)))
 
 	// heaptrack: -o X writes X.zst (X.gz when zstd is not installed).
 	htCmd := exec.Command(tools["heaptrack"], append([]string{"-o", filepath.Join(dir, "heaptrack"), tools["sqlite3"]}, sqliteArgs...)...)
@@ -89,11 +99,7 @@ func TestSqliteAgreesWithHeaptrack(t *testing.T) {
 	}
 	dataFile := files[0]
 
-	own, err := sqliteModules(tools["ldd"], tools["sqlite3"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	ht, err := readHeaptrack(dataFile, func(module string) bool { return !own(module) })
+	ht, err := readHeaptrack(dataFile, func(string) bool { return false })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,28 +123,40 @@ func TestSqliteAgreesWithHeaptrack(t *testing.T) {
 		t.Errorf("heaptrack_print's leaked %s + suppressed %s does not round %d", sum.leaked, sum.suppressed, ht.all.LiveBytes)
 	}
 
-	t.Logf("%-28s %12s %12s %12s %12s", "", "memtrace", "heaptrack", "htrack-only", "difference")
-	row := func(name string, m, all, extra, without uint64) {
-		t.Logf("%-28s %12d %12d %12d %12d", name, m, all, extra, int64(m)-int64(without))
+	figures := func(p processRecord) heaptrackFigures {
+		return heaptrackFigures{p.Allocs, p.AllocBytes, p.Frees, p.LiveAllocs, p.LiveBytes, p.PeakLiveBytes}
 	}
-	row("allocation calls", mt.Allocs, ht.all.Allocs, ht.extra.Allocs, ht.without.Allocs)
-	row("bytes allocated", mt.AllocBytes, ht.all.AllocBytes, ht.extra.AllocBytes, ht.without.AllocBytes)
-	row("frees", mt.Frees, ht.all.Frees, ht.extra.Frees, ht.without.Frees)
-	row("peak live bytes", mt.PeakLiveBytes, ht.all.Peak, ht.all.Peak-ht.without.Peak, ht.without.Peak)
-	row("live bytes at exit", mt.LiveBytes, ht.all.LiveBytes, ht.extra.LiveBytes, ht.without.LiveBytes)
-	row("live blocks at exit", mt.LiveAllocs, ht.all.LiveAllocs, ht.extra.LiveAllocs, ht.without.LiveAllocs)
-	t.Logf("heaptrack-only libraries: %v", ht.extraModules)
+	got, gotPre := figures(mt), figures(mtPre)
+	t.Logf("%-22s %12s %12s %12s", "", "memtrace", "memtrace+pre", "heaptrack")
+	for _, r := range []struct {
+		name      string
+		m, mp, ht uint64
+	}{
+		{"allocation calls", got.Allocs, gotPre.Allocs, ht.all.Allocs},
+		{"bytes allocated", got.AllocBytes, gotPre.AllocBytes, ht.all.AllocBytes},
+		{"frees", got.Frees, gotPre.Frees, ht.all.Frees},
+		{"peak live bytes", got.Peak, gotPre.Peak, ht.all.Peak},
+		{"live bytes at exit", got.LiveBytes, gotPre.LiveBytes, ht.all.LiveBytes},
+		{"live blocks at exit", got.LiveAllocs, gotPre.LiveAllocs, ht.all.LiveAllocs},
+	} {
+		t.Logf("%-22s %12d %12d %12d", r.name, r.m, r.mp, r.ht)
+	}
 	t.Logf("heaptrack_print %s: %d calls, peak %s, leaked %s, suppressed %s", filepath.Base(dataFile), sum.calls, sum.peak, sum.leaked, sum.suppressed)
-	t.Logf("difference = memtrace - (heaptrack - heaptrack-only); the peak is recomputed without those blocks")
+	t.Logf("memtrace+pre: sqlite3 with libstdc++ preloaded, as heaptrack's own library loads it")
 
-	// A handful of blocks at most: more would mean the exclusion is hiding
-	// a real disagreement.
-	if ht.extra.Allocs > 8 {
-		t.Errorf("%d allocations from heaptrack-only libraries %v, expected the libstdc++ pool and little else", ht.extra.Allocs, ht.extraModules)
+	// With libstdc++ preloaded, sqlite3 makes exactly the calls it makes
+	// under heaptrack: one more block than untraced, libstdc++'s pool.
+	pool := gotPre.AllocBytes - got.AllocBytes
+	if want := (heaptrackFigures{got.Allocs + 1, got.AllocBytes + pool, got.Frees,
+		got.LiveAllocs + 1, got.LiveBytes + pool, got.Peak + pool}); gotPre != want || pool != 72704 {
+		t.Errorf("preloaded run %+v, want the plain run plus one live block of 72704 bytes: %+v", gotPre, want)
 	}
-	got := heaptrackFigures{mt.Allocs, mt.AllocBytes, mt.Frees, mt.LiveAllocs, mt.LiveBytes, mt.PeakLiveBytes}
-	if got != ht.without {
-		t.Errorf("memtrace %+v\nheaptrack without heaptrack-only libraries %+v", got, ht.without)
+	// heaptrack: the same calls, bytes and peak as the preloaded run; its
+	// atexit handler then frees the pool (__gnu_cxx::__freeres), so it ends
+	// with one more free and the plain run's live blocks.
+	if want := (heaptrackFigures{gotPre.Allocs, gotPre.AllocBytes, gotPre.Frees + 1,
+		got.LiveAllocs, got.LiveBytes, gotPre.Peak}); ht.all != want {
+		t.Errorf("heaptrack %+v, want %+v", ht.all, want)
 	}
 }
 
@@ -316,34 +334,6 @@ func readHeaptrack(path string, foreign func(module string) bool) (*heaptrackDat
 	return &d, nil
 }
 
-// sqliteModules returns whether a module path heaptrack recorded is sqlite3
-// itself or a library it loads without heaptrack (ldd's list). Paths are
-// compared after resolving symlinks: heaptrack says /lib/x86_64-linux-gnu/
-// libc.so.6, which may be /usr/lib/... on a merged-/usr system. Names that are
-// not paths (linux-vdso.so.1) belong to every process.
-func sqliteModules(ldd, sqlite3 string) (func(string) bool, error) {
-	out, err := exec.Command(ldd, sqlite3).Output()
-	if err != nil {
-		return nil, fmt.Errorf("ldd %s: %v", sqlite3, err)
-	}
-	resolve := func(p string) string {
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return r
-		}
-		return p
-	}
-	set := map[string]bool{resolve(sqlite3): true}
-	for _, l := range strings.Split(string(out), "\n") {
-		for _, f := range strings.Fields(l) {
-			if strings.HasPrefix(f, "/") {
-				set[resolve(f)] = true
-			}
-		}
-	}
-	return func(module string) bool {
-		return !strings.HasPrefix(module, "/") || set[resolve(module)]
-	}, nil
-}
 
 // heaptrackSummary holds heaptrack_print's closing lines.
 type heaptrackSummary struct {

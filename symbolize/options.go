@@ -1,0 +1,26 @@
+package symbolize
+
+// DefaultDebugDir is where Debian, Ubuntu, Fedora and most distributions
+// install separate debug files (libc6-dbg, the -dbgsym and -debuginfo
+// packages).
+const DefaultDebugDir = "/usr/lib/debug"
+
+// Option configures a Resolver.
+type Option func(*options)
+
+type options struct {
+	debugDirs []string
+}
+
+func defaultOptions() options {
+	return options{debugDirs: []string{DefaultDebugDir}}
+}
+
+// WithDebugDirs sets the global debug directories searched for separate
+// debug files, in order, replacing the default (/usr/lib/debug): under each
+// D, D/.build-id/xx/rest.debug by GNU build-id, and D/DIR/NAME for a
+// .gnu_debuglink NAME of a module in directory DIR. No directory at all
+// still finds debug links next to the module and in its .debug/ subdir.
+func WithDebugDirs(dirs ...string) Option {
+	return func(o *options) { o.debugDirs = append([]string(nil), dirs...) }
+}
