@@ -6,8 +6,13 @@ import (
 	"golang.org/x/arch/x86/x86asm"
 )
 
-// maxSkipped bounds how far into a function the entry probe may move.
-const maxSkipped = 4
+// maxSkipped bounds how many instructions, and maxSkippedBytes how many
+// bytes, the entry probe may move past. jemalloc's free computes ten
+// register-only instructions before its first branch.
+const (
+	maxSkipped      = 16
+	maxSkippedBytes = 64
+)
 
 // EntryOffset returns where in a function to place its entry probe (and the
 // hook of its return probe), and why.
@@ -27,7 +32,7 @@ const maxSkipped = 4
 func EntryOffset(code []byte, args int) (int, string) {
 	protected := protectedRegs(args)
 	off := 0
-	for n := 0; n <= maxSkipped && off < len(code); n++ {
+	for n := 0; n <= maxSkipped && off < len(code) && off <= maxSkippedBytes; n++ {
 		if isEndbr64(code[off:]) {
 			off += 4
 			continue
@@ -100,17 +105,34 @@ func protectedRegs(args int) map[x86asm.Reg]bool {
 }
 
 // skippable reports whether running the instruction before the probe fires
-// changes nothing the probe reads: flags-only comparisons, and moves into a
-// register that carries no argument.
+// changes nothing the probe reads: flags-only comparisons, and moves and
+// arithmetic into a register that carries no argument. Such instructions
+// still run, natively, before the probe; only the probe point moves. Memory
+// operands may be read, never written.
 func skippable(inst x86asm.Inst, protected map[x86asm.Reg]bool) bool {
 	switch inst.Op {
 	case x86asm.TEST, x86asm.CMP:
 		return true
-	case x86asm.MOV, x86asm.LEA, x86asm.MOVZX, x86asm.MOVSX, x86asm.MOVSXD:
+	case x86asm.MOV, x86asm.LEA, x86asm.MOVZX, x86asm.MOVSX, x86asm.MOVSXD,
+		x86asm.ADD, x86asm.SUB, x86asm.AND, x86asm.OR, x86asm.XOR,
+		x86asm.SHL, x86asm.SHR, x86asm.SAR, x86asm.NEG, x86asm.NOT,
+		x86asm.INC, x86asm.DEC, x86asm.IMUL:
+		if inst.Op == x86asm.IMUL && inst.Args[1] == nil {
+			return false // one-operand imul writes rdx:rax
+		}
 		dst, ok := inst.Args[0].(x86asm.Reg)
-		return ok && !protected[dst]
+		return ok && !protected[dst] && !protected[fullReg(dst)]
 	}
 	return false
+}
+
+// fullReg maps a 32-bit register to its 64-bit register: writing eax
+// writes rax.
+func fullReg(r x86asm.Reg) x86asm.Reg {
+	if r >= x86asm.EAX && r <= x86asm.R15L {
+		return r - x86asm.EAX + x86asm.RAX
+	}
+	return r
 }
 
 // branchInto finds a branch in code whose target is in (0, off]: the probe
