@@ -11,6 +11,10 @@ func (p *process) alloc(addr, size uint64, callSite siteID, ms uint32) {
 	if old, replaced := p.live.insert(addr, liveBlock{size: size, site: si, ms: ms}); replaced {
 		p.release(old)
 	}
+	if p.est != nil {
+		p.est.alloc(p, si, size) // sampled: weighted estimates (estimate.go)
+		return
+	}
 	s := &p.sites[si].stats
 	s.Allocs++
 	s.AllocBytes += size
@@ -41,6 +45,10 @@ func (p *process) free(addr uint64) {
 
 // release accounts for b leaving the live set.
 func (p *process) release(b liveBlock) {
+	if p.est != nil {
+		p.est.release(p, b)
+		return
+	}
 	s := &p.sites[b.site].stats
 	s.Frees++
 	s.FreedBytes += b.size

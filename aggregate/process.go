@@ -27,6 +27,9 @@ type process struct {
 	// unmapSeq numbers the unmapping calls, so that a call releasing
 	// several regions of one site counts as one Free for it.
 	unmapSeq uint64
+
+	// est holds the weighted sums of sampled mode (estimate.go); nil when exact.
+	est *procEstimate
 }
 
 // siteID identifies a call site: the return address into the allocator's

@@ -47,6 +47,9 @@ type SiteSnapshot struct {
 	// half-life, shortest first, as of the last Tick (nil when the Table
 	// keeps no rates).
 	Rates []RateSnapshot
+	// LiveBytesStderr is the standard error of LiveBytes when the heap
+	// figures are estimates (Snapshot.SampleBytes > 0); 0 otherwise.
+	LiveBytesStderr float64
 }
 
 // ProcessSnapshot is one process's statistics at snapshot time.
@@ -78,6 +81,14 @@ type ProcessSnapshot struct {
 	// Rates are the decaying averages of the Heap counters, one per
 	// half-life, as of the last Tick (nil when the Table keeps no rates).
 	Rates []RateSnapshot
+
+	// Sampled mode (SampleBytes > 0, the Table's): the Heap figures, the
+	// peak and the sites' figures are estimates; LiveBytesStderr is the
+	// standard error of Heap.LiveBytes. CountsExact says Heap.Allocs and
+	// Heap.AllocBytes are exact counts from the probes instead.
+	SampleBytes     uint64
+	LiveBytesStderr float64
+	CountsExact     bool
 }
 
 // Snapshot is a deep copy of a Table: reports are built from it, never from
@@ -88,4 +99,7 @@ type Snapshot struct {
 	Processes []ProcessSnapshot
 	// LostEvents is the run's total of lost events, all processes included.
 	LostEvents uint64
+	// SampleBytes is the sampling mean in bytes when the heap figures are
+	// estimates from samples (see SampleWeight); 0 when they are exact.
+	SampleBytes uint64
 }

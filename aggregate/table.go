@@ -25,6 +25,8 @@ type Table struct {
 	totalLost uint64
 
 	rates *rateTable // decaying rates (table_rates.go); nil until SetHalfLives
+
+	sampleBytes uint64 // sampled mode's mean (estimate.go); 0 = exact
 }
 
 // NewTable returns an empty Table.
@@ -40,6 +42,7 @@ func (t *Table) proc(pid uint32) *process {
 	p := t.procs[pid]
 	if p == nil {
 		p = newProcess(pid)
+		t.initEstimate(p)
 		t.procs[pid] = p
 	}
 	t.last = p

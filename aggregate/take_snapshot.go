@@ -11,9 +11,10 @@ import (
 // order.
 func (t *Table) Snapshot() Snapshot {
 	s := Snapshot{
-		Time:       t.newest,
-		LostEvents: t.totalLost,
-		Processes:  make([]ProcessSnapshot, 0, len(t.procs)),
+		Time:        t.newest,
+		LostEvents:  t.totalLost,
+		Processes:   make([]ProcessSnapshot, 0, len(t.procs)),
+		SampleBytes: t.sampleBytes,
 	}
 	for _, p := range t.procs {
 		s.Processes = append(s.Processes, p.snapshot())
@@ -42,5 +43,6 @@ func (p *process) snapshot() ProcessSnapshot {
 	for i, st := range p.sites {
 		ps.Sites[i] = SiteSnapshot{Address: st.addr, StackID: st.stack, Category: st.cat, Stats: st.stats}
 	}
+	p.est.fill(&ps) // sampled mode: standard errors, exact counts (estimate.go)
 	return ps
 }

@@ -59,7 +59,7 @@ func Bind(modules []Module) ([]Probe, error) {
 	syms := make([]map[string]symbol, len(modules))
 	var errs []error
 	for i, m := range modules {
-		s, err := definedFunctions(m.Path, m.Exe, allocatorNames)
+		s, err := cachedFunctions(m.Path, m.Exe, allocatorNames, allocatorKey)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -20,6 +20,8 @@ var allocatorNames = func() map[string]bool {
 	return m
 }()
 
+var allocatorKey = nameKey(allocatorNames)
+
 // definedFunctions returns the allocator functions path defines, with their
 // file offsets. debug/elf can panic on hostile input; a panic becomes an error.
 func definedFunctions(path string, exe bool, wanted map[string]bool) (out map[string]symbol, err error) {

@@ -129,11 +129,8 @@ func ForProcess(pid int) ([]Module, error) {
 		if _, ok := opener[m.Path]; ok {
 			continue
 		}
-		p := proc + "/root" + m.Path
-		if m.Deleted {
-			p = fmt.Sprintf("%s/map_files/%x-%x", proc, m.Start, m.End)
-		}
-		opener[m.Path] = p
+		opener[m.Path] = openPath(proc, m)
+		p := opener[m.Path]
 		mapped = append(mapped, Module{Path: p, Module: m.Path, Exe: m.Path == exe})
 	}
 	if len(mapped) == 0 {
@@ -182,6 +179,25 @@ func ForProcess(pid int) ([]Module, error) {
 	return order, nil
 }
 
+// openPath returns a path that opens the file of mapping m from here: its
+// path under the process's root (what a container sees) when that is the
+// mapped inode, else its path here (a chroot in our mount namespace, whose
+// maps show our paths), else the mapping itself under map_files (deleted
+// files, or paths that resolve nowhere, as in a chroot in another mount
+// namespace).
+func openPath(proc string, m symbolize.Mapping) string {
+	mapFile := fmt.Sprintf("%s/map_files/%x-%x", proc, m.Start, m.End)
+	if m.Deleted {
+		return mapFile
+	}
+	for _, p := range []string{proc + "/root" + m.Path, m.Path} {
+		if id, err := Identify(p); err == nil && (m.Inode == 0 || id.Ino == m.Inode) {
+			return p
+		}
+	}
+	return mapFile
+}
+
 // preloads reads LD_PRELOAD from the process's initial environment.
 func preloads(proc string) []string {
 	b, err := os.ReadFile(proc + "/environ")
@@ -196,27 +212,40 @@ func preloads(proc string) []string {
 	return nil
 }
 
-func needed(path string) []string {
-	f, err := openELF(path)
-	if err != nil {
+func needed(path string) []string { return dynamic(path).needed }
+
+func soname(path string) string { return dynamic(path).soname }
+
+const elfSoname = elf.DT_SONAME
+
+// Missing lists the libraries that the executable among mods (ForProcess's
+// result) needs, or that its LD_PRELOAD names, and that are not mapped
+// yet: right after an exec only the program and its dynamic linker are
+// mapped, and the libraries follow as the linker loads them. A static
+// executable needs none.
+func Missing(pid int, mods []Module) []string {
+	have := map[string]bool{}
+	var exe *Module
+	for i, m := range mods {
+		have[filepath.Base(m.Module)] = true
+		if so := soname(m.Path); so != "" {
+			have[so] = true
+		}
+		if m.Exe && exe == nil {
+			exe = &mods[i]
+		}
+	}
+	if exe == nil {
 		return nil
 	}
-	defer f.Close()
-	libs, _ := f.ImportedLibraries()
-	return libs
-}
-
-func soname(path string) string {
-	f, err := openELF(path)
-	if err != nil {
-		return ""
+	var missing []string
+	want := append(needed(exe.Path), preloads("/proc/"+strconv.Itoa(pid))...)
+	for _, n := range want {
+		if !have[filepath.Base(n)] {
+			missing = append(missing, n)
+		}
 	}
-	defer f.Close()
-	s, _ := f.DynString(elf.DT_SONAME)
-	if len(s) == 0 {
-		return ""
-	}
-	return s[0]
+	return missing
 }
 
 func openELF(path string) (f *elf.File, err error) {

@@ -57,8 +57,9 @@ func BindWrappers(modules []Module, names []string) []Probe {
 		want[n] = true
 	}
 	syms := make([]map[string]symbol, len(modules))
+	key := nameKey(want)
 	for i, m := range modules {
-		syms[i], _ = definedFunctions(m.Path, m.Exe, want)
+		syms[i], _ = cachedFunctions(m.Path, m.Exe, want, key)
 	}
 	var probes []Probe
 	seen := map[string]bool{}

@@ -69,6 +69,15 @@ func compileC(ctx context.Context, root, dir, name string, flags ...string) (str
 	return out, nil
 }
 
+// notInstalled says that name is missing and how to get it, or "" when
+// it is installed.
+func notInstalled(name string) string {
+	if tool(name) == "" {
+		return name + " not installed (membench --install)"
+	}
+	return ""
+}
+
 // tool returns the path of an installed program, or "" when it is missing.
 func tool(name string) string {
 	p, err := exec.LookPath(name)

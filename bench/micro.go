@@ -9,11 +9,11 @@ import (
 
 // Row names of the micro tables; relate() and the targets refer to them.
 const (
-	rowUntraced = "untraced"
-	rowFloor    = "floor"
-	rowNaive    = "naive (+0)"
-	rowHeaptr   = "heaptrack"
-	rowMassif   = "valgrind massif"
+	rowUntraced  = "untraced"
+	rowFloor     = "floor"
+	rowNaive     = "naive (+0)"
+	rowHeaptrack = "heaptrack"
+	rowMassif    = "valgrind massif"
 )
 
 // memtraceMode is one way of running memtrace in the micro tables.
@@ -38,8 +38,11 @@ var memtraceModes = []memtraceMode{
 type microSample struct {
 	pairReport
 	trace *traceSummary // memtrace rows only
-	// consumerNs is memtrace's own CPU time per event (memtrace rows only).
+	// consumerNs is memtrace's own CPU time per event, its fixed cost
+	// left out (memtrace rows only).
 	consumerNs float64
+	// own is memtrace's CPU time in the run (memtrace rows only).
+	own time.Duration
 	// where the probes went (floor and naive rows).
 	where string
 }
@@ -48,8 +51,18 @@ type microVariant struct {
 	name string
 	// skip says why the variant cannot run here ("" when it can).
 	skip string
-	run  func(ctx context.Context, threads int) (microSample, error)
+	run  func(ctx context.Context, j microJob) (microSample, error)
 	mode *memtraceMode
+	// fraction of the configured pairs it runs: the +0 probes cost 20x
+	// the floor, and a long run would spread each round over minutes of
+	// the machine's changing load.
+	fraction int64
+}
+
+// microJob is one run's shape.
+type microJob struct {
+	threads int
+	pairs   int64
 }
 
 // micro runs the single-threaded table, then one per extra thread count.
@@ -65,25 +78,20 @@ func (r *runner) micro(ctx context.Context) ([]*Comparison, error) {
 }
 
 func (r *runner) microVariants() []microVariant {
-	noTool := func(name string) string {
-		if tool(name) == "" {
-			return name + " not installed (membench --install)"
-		}
-		return ""
-	}
 	vs := []microVariant{
 		{name: rowUntraced, run: r.untraced},
-		{name: rowFloor, skip: r.noBPF, run: func(ctx context.Context, t int) (microSample, error) { return r.emptyProbes(ctx, t, true) }},
-		{name: rowNaive, skip: r.noBPF, run: func(ctx context.Context, t int) (microSample, error) { return r.emptyProbes(ctx, t, false) }},
+		{name: rowFloor, skip: r.noBPF, run: func(ctx context.Context, j microJob) (microSample, error) { return r.emptyProbes(ctx, j, true) }},
+		{name: rowNaive, skip: r.noBPF, fraction: 10, run: func(ctx context.Context, j microJob) (microSample, error) { return r.emptyProbes(ctx, j, false) }},
 	}
 	for i := range memtraceModes {
 		m := &memtraceModes[i]
 		vs = append(vs, microVariant{name: m.name, skip: r.noBPF, mode: m,
-			run: func(ctx context.Context, t int) (microSample, error) { return r.underMemtrace(ctx, t, m.args) }})
+			run: func(ctx context.Context, j microJob) (microSample, error) { return r.underMemtrace(ctx, j, m.args) }})
 	}
+	vs = append(vs, microVariant{name: rowPaused, skip: r.noBPF, run: r.underMemtracePaused})
 	vs = append(vs,
-		microVariant{name: rowHeaptr, skip: noTool("heaptrack"), run: r.underHeaptrack},
-		microVariant{name: rowMassif, skip: noTool("valgrind"), run: r.underMassif},
+		microVariant{name: rowHeaptrack, skip: notInstalled("heaptrack"), run: r.underHeaptrack},
+		microVariant{name: rowMassif, skip: notInstalled("valgrind"), run: r.underMassif},
 	)
 	return vs
 }
@@ -95,8 +103,11 @@ func (r *runner) microTable(ctx context.Context, threads int) *Comparison {
 		Unit:     "ns/pair",
 		Baseline: rowUntraced,
 		Notes: []string{
-			"floor: empty BPF programs on malloc entry+return and free entry at tracer.Place's offsets; naive: the same at +0",
-			"overhead = median - untraced median; x floor = overhead / floor's overhead",
+			"floor: empty BPF programs on malloc entry+return and free entry at tracer.Place's offsets; naive: the same at +0 (a tenth of the pairs)",
+			"overhead = median - untraced median; x floor = median over rounds of (variant - untraced) / (floor - untraced), same-round runs",
+			"memtrace CPU ns/event: memtrace's own CPU time per event, from a full and a 1000-pair run (start-up and report cancel out)",
+			"reader stopped: memtrace -p, SIGSTOPped during the loop (ring sized to hold it all): its overhead over the floor is the BPF programs' work; " +
+				"the rest of memtrace exact's is the reader competing for the CPUs",
 		},
 	}
 	if threads > 1 {
@@ -121,14 +132,26 @@ func (r *runner) microTable(ctx context.Context, threads int) *Comparison {
 		for i := range todo {
 			a := todo[(i+round)%len(todo)]
 			r.logf("micro %d thread(s): round %d/%d: %s", threads, round+1, r.cfg.Rounds, a.v.name)
-			s, err := a.v.run(ctx, threads)
+			var s microSample
+			tainted, err := r.guard(ctx, func() (err error) {
+				s, err = a.v.run(ctx, r.job(threads, a.v.fraction))
+				return err
+			})
 			if ctx.Err() != nil {
 				return c
 			}
-			a.row.record(s.nsPerPair, err)
+			if err != nil && tainted != "" {
+				err = fmt.Errorf("%w (another tracer had uprobes in %s)", err, tainted)
+			}
 			if err != nil {
+				a.row.record(0, err)
 				continue
 			}
+			if tainted != "" {
+				a.row.recordTainted(s.nsPerPair, tainted)
+				continue
+			}
+			a.row.recordRound(round, s.nsPerPair)
 			if s.where != "" && a.row.Note == "" {
 				a.row.Note = "probes at " + s.where
 			}
@@ -162,12 +185,22 @@ func (r *runner) microTimeout() time.Duration {
 	return 60*time.Second + time.Duration(r.cfg.Pairs)*40*time.Microsecond
 }
 
-func (r *runner) pairArgs(threads int) []string {
-	return []string{strconv.FormatInt(r.cfg.Pairs, 10), strconv.Itoa(threads)}
+// job is a run of threads threads over the configured pairs, or a
+// fraction of them (at least a thousand per thread).
+func (r *runner) job(threads int, fraction int64) microJob {
+	pairs := r.cfg.Pairs
+	if fraction > 1 {
+		pairs = max(pairs/fraction, min(pairs, 1000*int64(threads)))
+	}
+	return microJob{threads: threads, pairs: pairs}
 }
 
-func (r *runner) untraced(ctx context.Context, threads int) (microSample, error) {
-	o, err := run(ctx, r.microTimeout(), r.mallocfree, r.pairArgs(threads)...)
+func (j microJob) args() []string {
+	return []string{strconv.FormatInt(j.pairs, 10), strconv.Itoa(j.threads)}
+}
+
+func (r *runner) untraced(ctx context.Context, j microJob) (microSample, error) {
+	o, err := run(ctx, r.microTimeout(), r.mallocfree, j.args()...)
 	if err != nil {
 		return microSample{}, err
 	}

@@ -8,14 +8,14 @@ import (
 
 // emptyProbes runs mallocfree under the empty BPF programs, attached by PID
 // while it waits, at the best placement or at +0.
-func (r *runner) emptyProbes(ctx context.Context, threads int, best bool) (microSample, error) {
+func (r *runner) emptyProbes(ctx context.Context, j microJob, best bool) (microSample, error) {
 	e, err := r.emptyProgram()
 	if err != nil {
 		return microSample{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.microTimeout())
 	defer cancel()
-	w, err := startWaiting(ctx, r.mallocfree, append(r.pairArgs(threads), "wait")...)
+	w, err := startWaiting(ctx, r.mallocfree, append(j.args(), "wait")...)
 	if err != nil {
 		return microSample{}, err
 	}
@@ -48,12 +48,30 @@ func (r *runner) emptyProgram() (*emptyProbe, error) {
 // underMemtrace runs `memtrace --json -o FILE [mode args] -- mallocfree`.
 // memtrace starts the program stopped at exec and attaches before it runs;
 // mallocfree times only its loop, so start-up and the final report are not
-// in the figure.
-func (r *runner) underMemtrace(ctx context.Context, threads int, modeArgs []string) (microSample, error) {
+// in the figure. A second, tiny run measures memtrace's fixed CPU cost
+// (loading, attaching, reporting), so that the difference gives its CPU
+// time per event.
+func (r *runner) underMemtrace(ctx context.Context, j microJob, modeArgs []string) (microSample, error) {
+	tiny, err := r.memtraceOnce(ctx, microJob{threads: j.threads, pairs: 1000 * int64(j.threads)}, modeArgs)
+	if err != nil {
+		return microSample{}, err
+	}
+	s, err := r.memtraceOnce(ctx, j, modeArgs)
+	if err != nil {
+		return microSample{}, err
+	}
+	if dn := s.trace.events - tiny.trace.events; dn > 0 && s.own > tiny.own {
+		s.consumerNs = float64((s.own - tiny.own).Nanoseconds()) / float64(dn)
+	}
+	return s, nil
+}
+
+// memtraceOnce is one memtrace run of mallocfree.
+func (r *runner) memtraceOnce(ctx context.Context, j microJob, modeArgs []string) (microSample, error) {
 	trace := filepath.Join(r.tmp, "micro.ndjson")
 	defer os.Remove(trace)
 	args := append([]string{"--json", "-o", trace}, modeArgs...)
-	args = append(append(args, "--", r.mallocfree), r.pairArgs(threads)...)
+	args = append(append(args, "--", r.mallocfree), j.args()...)
 	o, err := run(ctx, r.microTimeout(), r.memtrace, args...)
 	if err != nil {
 		return microSample{}, err
@@ -66,20 +84,15 @@ func (r *runner) underMemtrace(ctx context.Context, threads int, modeArgs []stri
 	if err != nil {
 		return microSample{}, err
 	}
-	s := microSample{pairReport: rep, trace: &sum}
-	// wait4 reports memtrace's CPU time plus that of the program it reaped:
-	// the difference is the consumer's (loading, draining, aggregating).
-	if own := o.cpu - rep.cpu; sum.events > 0 && own > 0 {
-		s.consumerNs = float64(own.Nanoseconds()) / float64(sum.events)
-	}
-	return s, nil
+	// wait4 reports memtrace's CPU time plus that of the program it reaped.
+	return microSample{pairReport: rep, trace: &sum, own: o.cpu - rep.cpu}, nil
 }
 
 // underHeaptrack runs mallocfree under heaptrack (LD_PRELOAD, no trap).
-func (r *runner) underHeaptrack(ctx context.Context, threads int) (microSample, error) {
+func (r *runner) underHeaptrack(ctx context.Context, j microJob) (microSample, error) {
 	data := filepath.Join(r.tmp, "heaptrack")
 	defer removeGlob(data + "*")
-	args := append([]string{"-o", data, r.mallocfree}, r.pairArgs(threads)...)
+	args := append([]string{"-o", data, r.mallocfree}, j.args()...)
 	o, err := run(ctx, r.microTimeout(), "heaptrack", args...)
 	if err != nil {
 		return microSample{}, err
@@ -90,8 +103,8 @@ func (r *runner) underHeaptrack(ctx context.Context, threads int) (microSample, 
 
 // underMassif runs mallocfree under valgrind's massif (a JIT: every
 // instruction pays, not only the allocator's).
-func (r *runner) underMassif(ctx context.Context, threads int) (microSample, error) {
-	args := append([]string{"--tool=massif", "--massif-out-file=/dev/null", r.mallocfree}, r.pairArgs(threads)...)
+func (r *runner) underMassif(ctx context.Context, j microJob) (microSample, error) {
+	args := append([]string{"--tool=massif", "--massif-out-file=/dev/null", r.mallocfree}, j.args()...)
 	o, err := run(ctx, r.microTimeout(), "valgrind", args...)
 	if err != nil {
 		return microSample{}, err

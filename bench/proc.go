@@ -43,19 +43,11 @@ type output struct {
 
 // run runs cmd to its end within timeout and returns what it printed.
 func run(ctx context.Context, timeout time.Duration, name string, args ...string) (output, error) {
-	return runStdin(ctx, timeout, nil, name, args...)
-}
-
-// runStdin is run with stdin from the given bytes (nil: /dev/null).
-func runStdin(ctx context.Context, timeout time.Duration, stdin []byte, name string, args ...string) (output, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := command(ctx, name, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
 	start := time.Now()
 	err := cmd.Run()
 	o := output{stdout: stdout.String(), stderr: stderr.String(), wall: time.Since(start)}

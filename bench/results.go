@@ -61,18 +61,33 @@ type Row struct {
 	Ratio *float64 `json:"ratio,omitempty"`
 	// Overhead is Median minus the baseline's median (micro: ns per pair).
 	Overhead *float64 `json:"overhead,omitempty"`
-	// XFloor is Overhead over the floor row's Overhead.
-	XFloor *float64 `json:"x_floor,omitempty"`
+	// XFloor is the overhead as a multiple of the floor row's: the median
+	// over rounds of (this − baseline) / (floor − baseline), each from
+	// runs of the same round, so slow drifts in the machine's load cancel.
+	// XFloorRounds are those per-round ratios.
+	XFloor       *float64  `json:"x_floor,omitempty"`
+	XFloorRounds []float64 `json:"x_floor_rounds,omitempty"`
+	// Tainted are rounds left out of the median: another tracer's uprobes
+	// were in malloc or free (host-wide tracing) before or after them.
+	Tainted []float64 `json:"tainted_rounds,omitempty"`
+	// Contaminated: every round was tainted, so the figures include
+	// another tracer's probes.
+	Contaminated bool `json:"contaminated,omitempty"`
 	// Lost is memtrace's lost_events per round.
 	Lost []uint64 `json:"lost_events,omitempty"`
 	// ConsumerNsPerEvent is memtrace's own CPU time per event (its
-	// process time minus the traced program's), median over rounds.
+	// process time minus the traced program's, less the same for a
+	// 1000-pair run: start-up and report cancel out), median over rounds.
 	ConsumerNsPerEvent *float64 `json:"consumer_cpu_ns_per_event,omitempty"`
 	// Target and Met: the goal this row is held to, and whether it was met.
 	Target string `json:"target,omitempty"`
 	Met    *bool  `json:"met,omitempty"`
 	// errs collects failed rounds; the row fails if no round succeeded.
 	errs []string
+	// taintedAt is where foreign probes were seen.
+	taintedAt []string
+	// byRound holds the clean rounds' values by round number, for pairing.
+	byRound map[int]float64
 }
 
 // row finds a row by name.

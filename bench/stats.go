@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -29,11 +31,28 @@ func (r *Row) record(v float64, err error) {
 	r.Rounds = append(r.Rounds, v)
 }
 
+// recordTainted keeps a round measured while foreign probes were in place
+// (at where) apart from the clean ones.
+func (r *Row) recordTainted(v float64, where string) {
+	r.Tainted = append(r.Tainted, v)
+	r.taintedAt = append(r.taintedAt, where)
+}
+
 // summarize turns rounds into the median and spread, and a row with no
-// successful round into a failed one.
+// successful round into a failed one. Tainted rounds count only when no
+// round was clean, and the note says so.
 func (r *Row) summarize() {
 	if r.Status != StatusOK {
 		return
+	}
+	if len(r.Tainted) > 0 {
+		where := strings.Join(uniq(r.taintedAt), ", ")
+		if len(r.Rounds) == 0 {
+			r.Rounds, r.Tainted, r.Contaminated = r.Tainted, nil, true
+			r.Note = joinNotes(r.Note, "CONTAMINATED: every round ran while another tracer had uprobes in "+where)
+		} else {
+			r.Note = joinNotes(r.Note, fmt.Sprintf("%d round(s) dropped: another tracer had uprobes in %s", len(r.Tainted), where))
+		}
 	}
 	if len(r.Rounds) == 0 {
 		r.Status = StatusFailed
@@ -47,6 +66,16 @@ func (r *Row) summarize() {
 	}
 }
 
+// recordRound is record for a clean value of a numbered round, which
+// relate can pair with the other rows' values of the same round.
+func (r *Row) recordRound(round int, v float64) {
+	r.record(v, nil)
+	if r.byRound == nil {
+		r.byRound = map[int]float64{}
+	}
+	r.byRound[round] = v
+}
+
 // relate fills every measured row's Ratio and Overhead against the
 // baseline row, and XFloor against the floor row when floor is given.
 func (c *Comparison) relate(floor string) {
@@ -54,9 +83,9 @@ func (c *Comparison) relate(floor string) {
 	if base == nil || base.Status != StatusOK || base.Median == 0 {
 		return
 	}
-	var floorOver float64
-	if f := c.row(floor); floor != "" && f != nil && f.Status == StatusOK {
-		floorOver = f.Median - base.Median
+	f := c.row(floor)
+	if floor == "" || f == nil || f.Status != StatusOK {
+		f = nil
 	}
 	for _, r := range c.Rows {
 		if r == base || r.Status != StatusOK {
@@ -67,11 +96,28 @@ func (c *Comparison) relate(floor string) {
 		if !c.HigherIsBetter {
 			r.Overhead = &over
 		}
-		if floorOver > 0 {
-			x := over / floorOver
-			r.XFloor = &x
+		if f != nil {
+			r.XFloorRounds = pairedRatios(r, base, f)
+			if len(r.XFloorRounds) > 0 {
+				r.XFloor = ptr(median(r.XFloorRounds))
+			}
 		}
 	}
+}
+
+// pairedRatios is (r − base) / (floor − base) for every round all three
+// measured cleanly, in round order.
+func pairedRatios(r, base, floor *Row) []float64 {
+	var out []float64
+	for _, round := range slices.Sorted(maps.Keys(r.byRound)) {
+		v := r.byRound[round]
+		b, ok1 := base.byRound[round]
+		fl, ok2 := floor.byRound[round]
+		if ok1 && ok2 && fl > b {
+			out = append(out, (v-b)/(fl-b))
+		}
+	}
+	return out
 }
 
 func uniq(xs []string) []string {

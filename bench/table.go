@@ -64,7 +64,7 @@ func (c *Comparison) writeText(w io.Writer) error {
 			}
 			return fmt.Sprint(r.Lost)
 		}},
-		{"consumer CPU ns/event", func(r *Row) string { return optNum(r.ConsumerNsPerEvent, "%.0f") }},
+		{"memtrace CPU ns/event", func(r *Row) string { return optNum(r.ConsumerNsPerEvent, "%.0f") }},
 	}
 	var shown []column
 	for _, col := range cols {
@@ -96,6 +96,7 @@ func (c *Comparison) writeText(w io.Writer) error {
 		if r.Status != StatusOK {
 			note = r.Status + ": " + note
 		}
+		note = oneLine(note, 200)
 		fmt.Fprintln(tw, strings.Join(append(cells, note), "\t"))
 	}
 	if err := tw.Flush(); err != nil {
@@ -136,4 +137,14 @@ func abs(v float64) float64 {
 		return -v
 	}
 	return v
+}
+
+// oneLine keeps a note on its row: whitespace runs become one space, and a
+// long note (a tool's stderr) is cut; the JSON has it whole.
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return s
 }

@@ -10,6 +10,7 @@
 #include <asm/ptrace.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 
 #include "memtrace.h"
 
@@ -20,16 +21,50 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define MAP_FAILED ((__u64)-1)
 /* Records (with their 8-byte header) within which a crossing still wakes. */
 #define WAKEUP_WINDOW (32 * (sizeof(struct event) + 8))
+/* The exponential draw's table: 2^EXP_BITS buckets of the uniform. */
+#define EXP_BITS 12
+#define EXP_TABLE_SIZE (1 << EXP_BITS)
+#define EXP_FRAC_BITS (32 - EXP_BITS)
+/* Redraws past the bottom bucket; each is taken with probability 2^-12. */
+#define EXP_MAX_REDRAWS 4
+/* Sizes above this are clamped in the countdown (no allocation is that big). */
+#define SAMPLE_MAX_SIZE (1ULL << 62)
+
+/* The fields of task_struct read for --comm (CO-RE: offsets from the kernel's BTF). */
+struct task_struct {
+	struct task_struct *group_leader;
+	char comm[16];
+} __attribute__((preserve_access_index));
 
 /* Set by the loader before load. */
 /* Wake the reader only when this many bytes wait: a wakeup per event costs more than the trap. */
 const volatile __u64 wakeup_bytes = 1 << 20;
 /* --detail: take a user stack at the outermost allocator or wrapper entry. */
 const volatile __u8 capture_stacks = 0;
+/*
+ * Sampled mode (--sample-bytes): the mean number of bytes between samples;
+ * 0 = exact (every call is an event).
+ */
+const volatile __u64 sample_bytes = 0;
+/*
+ * -ln(i/4096) in 16.16 fixed point, i = 0..4096 (entry 0 unused): the
+ * inverse CDF of Exp(1) at 4096 points. Set by the loader (tracer/draw.go).
+ */
+const volatile __u32 exp_table[EXP_TABLE_SIZE + 1] = {};
+/* Whole host: memtrace's own PID, whose calls are never traced. */
+const volatile __u32 self_pid = 0;
+/* --comm: only processes whose thread group leader has this comm. */
+const volatile __u8 filter_comm = 0;
+const volatile __u64 comm_filter[2] = {};
+/* --cgroup: only tasks in the cgroup (v2) in cgroup_filter[0], or below it. */
+const volatile __u8 filter_cgroup = 0;
 
 /* Keeps the record types in the BTF for bpf2go -type. */
 const struct event *unused_event __attribute__((unused));
 const struct code_event *unused_code_event __attribute__((unused));
+const struct proc_event *unused_proc_event __attribute__((unused));
+const struct alloc_counts *unused_alloc_counts __attribute__((unused));
+const struct sample_key *unused_sample_key __attribute__((unused));
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -67,6 +102,44 @@ struct {
 	__type(value, __u64);
 } lost_total SEC(".maps");
 
+/*
+ * Sampled mode: the sampled blocks still live, so that a free reaches user
+ * space only when its block was sampled. The loader sizes it; entries of
+ * exited processes are deleted by user space.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1 << 20);
+	__type(key, struct sample_key);
+	__type(value, __u8);
+} sampled SEC(".maps");
+
+/* Sampled mode: exact allocation counts per process (user space deletes them at exit). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1 << 16);
+	__type(key, __u32);
+	__type(value, struct alloc_counts);
+} proc_counts SEC(".maps");
+
+/* --cgroup: the cgroup whose tasks (and its descendants') are traced. */
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} cgroup_filter SEC(".maps");
+
+/* The draw test (tracer/draw_test.go): one draw, or one sampling decision, per slot. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << 16);
+	__type(key, __u32);
+	__type(value, __u64);
+} draws SEC(".maps");
+
 static __always_inline void count_lost(__u32 pid)
 {
 	__u32 zero = 0;
@@ -86,6 +159,135 @@ static __always_inline void count_lost(__u32 pid)
 		if (n)
 			__sync_fetch_and_add(n, 1);
 	}
+}
+
+/*
+ * exp_draw returns a draw from Exp(1) in 16.16 fixed point, without
+ * floating point: the top EXP_BITS bits of a random u32 pick a bucket i of
+ * the uniform U, the other bits place U in it, and -ln U is interpolated
+ * linearly between the table's -ln(i/4096) and -ln((i+1)/4096). U in the
+ * bottom bucket (i = 0, where -ln has no bound) uses memorylessness: given
+ * U < 1/4096, -ln U = ln 4096 + X' with X' ~ Exp(1) again, so it adds ln
+ * 4096 and draws once more (bounded: 4 redraws in a row happen once in
+ * 2^48 draws, and then the sum so far is kept).
+ */
+static __always_inline __u64 exp_draw(void)
+{
+	__u64 base = 0, hi, lo;
+	__u32 r, i, f;
+
+	for (int k = 0; k < EXP_MAX_REDRAWS; k++) {
+		r = bpf_get_prandom_u32();
+		i = r >> EXP_FRAC_BITS;
+		f = r & ((1U << EXP_FRAC_BITS) - 1);
+		if (i == 0) {
+			base += exp_table[1]; /* ln 4096 */
+			continue;
+		}
+		hi = exp_table[i];
+		lo = exp_table[i + 1];
+		return base + hi - (((hi - lo) * f) >> EXP_FRAC_BITS);
+	}
+	return base;
+}
+
+/* draw_bytes returns a draw from Exp(mean sample_bytes), in bytes. */
+static __always_inline __s64 draw_bytes(void)
+{
+	return (__s64)((exp_draw() * sample_bytes) >> 16);
+}
+
+/*
+ * sample decides whether an allocation of size bytes is sampled: the
+ * thread's countdown of bytes to the next sample point drops by size, and
+ * the allocation is sampled when a point falls inside it, which happens
+ * with probability 1 - e^(-size/sample_bytes) independently of every other
+ * allocation. Then the distance from its end to the next point is a fresh
+ * draw (the exponential has no memory). Size 0 counts as 1 byte, so that
+ * zero-size blocks are sampled (and weighed) too; user space weighs with
+ * the same rule.
+ */
+static __always_inline int sample(struct inflight *s, __u64 size)
+{
+	__s64 n = size == 0 ? 1 : size > SAMPLE_MAX_SIZE ? SAMPLE_MAX_SIZE : size;
+
+	if (!s->drawn) {
+		s->countdown = draw_bytes();
+		s->drawn = 1;
+	}
+	s->countdown -= n;
+	if (s->countdown > 0)
+		return 0;
+	s->countdown = draw_bytes();
+	return 1;
+}
+
+/*
+ * sampled_block decides an allocation at addr and, when sampled, remembers
+ * it so that its free is reported. A block that cannot be remembered (the
+ * map is full) is still reported, and its future free counts as lost.
+ */
+static __always_inline int sampled_block(struct inflight *s, __u64 addr, __u64 size)
+{
+	struct sample_key k = {.addr = addr, .pid = bpf_get_current_pid_tgid() >> 32};
+	__u8 one = 1;
+
+	if (!sample(s, size))
+		return 0;
+	if (bpf_map_update_elem(&sampled, &k, &one, BPF_ANY))
+		count_lost(k.pid);
+	return 1;
+}
+
+/* take_sampled reports whether addr was a sampled block, and forgets it. */
+static __always_inline int take_sampled(__u64 addr)
+{
+	struct sample_key k = {.addr = addr, .pid = bpf_get_current_pid_tgid() >> 32};
+
+	return bpf_map_delete_elem(&sampled, &k) == 0;
+}
+
+/* count_alloc adds a successful allocation to its process's exact counts. */
+static __always_inline void count_alloc(__u64 size)
+{
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+	struct alloc_counts *c, zero = {};
+
+	c = bpf_map_lookup_elem(&proc_counts, &pid);
+	if (!c) {
+		bpf_map_update_elem(&proc_counts, &pid, &zero, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&proc_counts, &pid);
+		if (!c) {
+			count_lost(pid); /* the map is full: this process's counts are short */
+			return;
+		}
+	}
+	__sync_fetch_and_add(&c->allocs, 1);
+	__sync_fetch_and_add(&c->alloc_bytes, size);
+}
+
+/*
+ * wanted reports whether the current task's calls are traced: never
+ * memtrace's own, and with --comm or --cgroup only those of the processes
+ * they select. Without them (-p and --, whose probes carry a PID filter)
+ * the loader leaves the checks out of the programs.
+ */
+static __always_inline int wanted(void)
+{
+	if (self_pid && (bpf_get_current_pid_tgid() >> 32) == self_pid)
+		return 0;
+	if (filter_cgroup && bpf_current_task_under_cgroup(&cgroup_filter, 0) != 1)
+		return 0;
+	if (filter_comm) {
+		struct task_struct *t = bpf_get_current_task_btf();
+		struct task_struct *leader = BPF_CORE_READ(t, group_leader);
+		__u64 c[2] = {};
+
+		bpf_core_read(c, sizeof(c), &leader->comm);
+		if (c[0] != comm_filter[0] || c[1] != comm_filter[1])
+			return 0;
+	}
+	return 1;
 }
 
 /*
@@ -243,6 +445,68 @@ static __always_inline void emit_code_map(__u64 map)
 }
 
 /*
+ * alloc_done reports a successful allocation of s->size bytes at addr:
+ * always when exact; sampled, it counts it exactly and reports it only
+ * when it is sampled.
+ */
+static __always_inline void alloc_done(struct inflight *s, __u64 addr)
+{
+	if (sample_bytes) {
+		count_alloc(s->size);
+		if (!sampled_block(s, addr, s->size))
+			return;
+	}
+	emit(KIND_ALLOC, s->func, addr, s->size, 0, 0, s->call_site, s->stack_id, 0);
+}
+
+/*
+ * realloc_sampled: a realloc that succeeded (ret != 0) or released its
+ * block (realloc(p, 0) = NULL) is, sampled, a free of the old block (seen
+ * only if it was sampled) and an allocation of the new one (counted, and
+ * seen if sampled). What is seen goes out as one realloc record, whose
+ * old_addr is 0 when the old block was not sampled; a release alone is a
+ * free record.
+ */
+static __always_inline void realloc_sampled(struct inflight *s, __u64 ret)
+{
+	__u64 old = s->old_addr && take_sampled(s->old_addr) ? s->old_addr : 0;
+	int seen = 0;
+
+	if (ret) {
+		count_alloc(s->size);
+		seen = sampled_block(s, ret, s->size);
+	}
+	if (seen)
+		emit(KIND_REALLOC, s->func, ret, s->size, old, 0, s->call_site, s->stack_id, 0);
+	else if (old)
+		emit(KIND_FREE, s->func, old, 0, 0, 0, 0, -1, 0);
+}
+
+/* emit_proc writes a whole-host process event with the process's comm. */
+static __always_inline void emit_proc(__u8 kind, __u64 wanted, __u64 flags)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct task_struct *leader = BPF_CORE_READ(t, group_leader);
+	struct proc_event *e;
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(id >> 32);
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->e.time = bpf_ktime_get_ns();
+	e->e.size = wanted;
+	e->e.pid = id >> 32;
+	e->e.tid = (__u32)id;
+	e->e.kind = kind;
+	e->e.stack_id = -1;
+	bpf_core_read(e->comm, sizeof(e->comm), &leader->comm);
+	bpf_ringbuf_submit(e, flags);
+}
+
+/*
  * One entry program for every probed function, and one return program: the
  * attach cookie says which function. One program per role lets all of a
  * file's probes share one uprobe_multi link, whose removal waits for one RCU
@@ -254,6 +518,8 @@ int entry(struct pt_regs *ctx)
 	__u64 fn = bpf_get_attach_cookie(ctx);
 	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx);
 
+	if (!wanted())
+		return 0;
 	switch (fn) {
 	case FUNC_MALLOC:
 	case FUNC_VALLOC:
@@ -286,8 +552,11 @@ int entry(struct pt_regs *ctx)
 		enter(ctx, fn, a3, a1, a2);
 		break;
 	case FUNC_FREE:
-		/* free(NULL) does nothing; the caller is not needed to account a free. */
-		if (a1 && !nested(ctx))
+		/*
+		 * free(NULL) does nothing; the caller is not needed to account a
+		 * free. Sampled: only the free of a sampled block is reported.
+		 */
+		if (a1 && !nested(ctx) && (!sample_bytes || take_sampled(a1)))
 			emit(KIND_FREE, FUNC_FREE, a1, 0, 0, 0, 0, -1, 0);
 		break;
 	case FUNC_MUNMAP:
@@ -308,7 +577,7 @@ int ret(struct pt_regs *ctx)
 	struct inflight *s;
 
 	if (bpf_get_attach_cookie(ctx) == FUNC_DLOPEN) {
-		if (ret)
+		if (ret && wanted())
 			emit_code_map(ret);
 		return 0;
 	}
@@ -325,8 +594,13 @@ int ret(struct pt_regs *ctx)
 	case FUNC_REALLOC:
 	case FUNC_REALLOCARRAY:
 		/* NULL is a failure (p stays live) unless it released p: realloc(p, 0). */
-		if (ret || (s->size == 0 && s->old_addr))
-			emit(KIND_REALLOC, s->func, ret, s->size, s->old_addr, 0, s->call_site, s->stack_id, 0);
+		if (!ret && !(s->size == 0 && s->old_addr))
+			return 0;
+		if (sample_bytes) {
+			realloc_sampled(s, ret);
+			return 0;
+		}
+		emit(KIND_REALLOC, s->func, ret, s->size, s->old_addr, 0, s->call_site, s->stack_id, 0);
 		return 0;
 	case FUNC_POSIX_MEMALIGN:
 		/* Returns 0 on success and stores the block through its first argument. */
@@ -335,7 +609,7 @@ int ret(struct pt_regs *ctx)
 		addr = 0;
 		bpf_probe_read_user(&addr, sizeof(addr), (void *)s->old_addr);
 		if (addr)
-			emit(KIND_ALLOC, s->func, addr, s->size, 0, 0, s->call_site, s->stack_id, 0);
+			alloc_done(s, addr);
 		return 0;
 	case FUNC_MMAP:
 		if (ret != MAP_FAILED)
@@ -348,8 +622,88 @@ int ret(struct pt_regs *ctx)
 		return 0;
 	default:
 		if (ret)
-			emit(KIND_ALLOC, s->func, ret, s->size, 0, 0, s->call_site, s->stack_id, 0);
+			alloc_done(s, ret);
 		return 0;
 	}
+}
+
+/*
+ * Whole host: a process executed a new program. Its old statistics are
+ * void (the address space is new); user space finds the new program's
+ * allocator and probes it if it is a file not probed yet. For a process
+ * that passes the filters the reader is woken at once: until then, calls
+ * into a file not probed yet go unseen.
+ */
+SEC("raw_tp/sched_process_exec")
+int on_exec(void *ctx)
+{
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+	int w;
+
+	if (self_pid && pid == self_pid)
+		return 0;
+	if (sample_bytes)
+		bpf_map_delete_elem(&proc_counts, &pid);
+	w = wanted();
+	emit_proc(KIND_EXEC, w, w ? BPF_RB_FORCE_WAKEUP : wake_flags());
+	return 0;
+}
+
+/*
+ * Whole host: a process's last thread is exiting (group_dead, the
+ * tracepoint's second argument). Every event of the process is in the ring
+ * before this one, so user space reports its final records when it reads
+ * it, then drops it.
+ */
+SEC("raw_tp/sched_process_exit")
+int on_exit(struct bpf_raw_tracepoint_args *ctx)
+{
+	if (!ctx->args[1])
+		return 0;
+	if (self_pid && (bpf_get_current_pid_tgid() >> 32) == self_pid)
+		return 0;
+	emit_proc(KIND_EXIT, 0, wake_flags());
+	return 0;
+}
+
+/* The draw test: one exp_draw() per slot of draws. */
+static long draw_one(__u64 i, void *ctx)
+{
+	__u32 k = i;
+	__u64 *v = bpf_map_lookup_elem(&draws, &k);
+
+	if (v)
+		*v = exp_draw();
+	return 0;
+}
+
+SEC("syscall")
+int draw_test(void *ctx)
+{
+	bpf_loop(1 << 16, draw_one, 0, 0);
+	return 0;
+}
+
+/*
+ * The sampling test: each slot of draws holds an allocation size on input
+ * and, on output, 1 if one thread's countdown sampled that allocation.
+ */
+static long sample_one(__u64 i, void *ctx)
+{
+	__u32 k = i;
+	__u64 *v = bpf_map_lookup_elem(&draws, &k);
+
+	if (v)
+		*v = sample(ctx, *v);
+	return 0;
+}
+
+SEC("syscall")
+int sample_test(void *ctx)
+{
+	struct inflight s = {};
+
+	bpf_loop(1 << 16, sample_one, &s, 0);
+	return 0;
 }
 

@@ -11,6 +11,8 @@ enum event_kind {
 	KIND_MUNMAP = 5,
 	KIND_MREMAP = 6,
 	KIND_CODE_MAP = 7, /* dlopen loaded a library: struct code_event */
+	KIND_EXEC = 8,     /* whole host: a process executed a program: struct proc_event */
+	KIND_EXIT = 9,     /* whole host: a process (its last thread) exited: struct proc_event */
 };
 
 /* Which allocator entry point; mirrors event.Func in Go. */
@@ -60,7 +62,8 @@ struct inflight {
 	__u64 old_size;  /* mremap */
 	__s32 stack_id;
 	__u8 func;
-	__u8 pad[3];
+	__u8 drawn;      /* sampled mode: countdown holds a draw */
+	__u8 pad[2];
 	/*
 	 * The outermost allocation wrapper in flight (operator new, strdup,
 	 * asprintf, …): allocations inside it are charged to its caller.
@@ -70,12 +73,41 @@ struct inflight {
 	__u64 wsite;
 	__s32 wstack;
 	__u8 wpad[4];
+	/*
+	 * Sampled mode: bytes this thread may still allocate before its next
+	 * sample, a draw from an exponential distribution (a Poisson process
+	 * over the thread's allocated bytes).
+	 */
+	__s64 countdown;
 };
 
 /* A library dlopen loaded: addr is its load bias, path its name. */
 struct code_event {
 	struct event e;
 	char path[256];
+};
+
+/*
+ * A process event of the whole-host mode. For KIND_EXEC e.size is 1 when
+ * the process passes the --comm/--cgroup filters (its allocator must be
+ * found), 0 otherwise (its statistics restart all the same).
+ */
+struct proc_event {
+	struct event e;
+	char comm[16]; /* the thread group leader's comm */
+};
+
+/* Exact per-process counts of sampled mode, summed in BPF. */
+struct alloc_counts {
+	__u64 allocs;      /* successful allocation calls, realloc included */
+	__u64 alloc_bytes; /* bytes they requested */
+};
+
+/* A sampled live block: its process and address. */
+struct sample_key {
+	__u64 addr;
+	__u32 pid;
+	__u32 pad;
 };
 
 #endif

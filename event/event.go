@@ -27,6 +27,13 @@ const (
 	// changes no statistics; it lets call sites in the library resolve
 	// after dlclose.
 	CodeMap Kind = 7
+	// Exec (whole host): the process executed a new program; its old
+	// statistics are void. Size is 1 when it passes the --comm/--cgroup
+	// filters. Comm is the new program's.
+	Exec Kind = 8
+	// Exit (whole host): the process's last thread exited; every event of
+	// the process came before this one. Comm is the process's.
+	Exit Kind = 9
 )
 
 // String names the kind as docs and JSON do.
@@ -46,6 +53,10 @@ func (k Kind) String() string {
 		return "mremap"
 	case CodeMap:
 		return "code_map"
+	case Exec:
+		return "exec"
+	case Exit:
+		return "exit"
 	}
 	return "unknown"
 }
@@ -123,4 +134,6 @@ type Event struct {
 	StackID int32
 	// Path is the library of a CodeMap event.
 	Path string
+	// Comm is the process's command name in Exec and Exit events.
+	Comm string
 }

@@ -30,26 +30,65 @@ type StopKind int
 const (
 	// Exec: it has just executed a new program, none of whose code has run.
 	Exec StopKind = iota
-	// Exit: it is exiting; its memory is still mapped.
+	// Exit: it is exiting; its memory is still mapped. Regs holds the
+	// registers of the exiting thread.
 	Exit
+	// Fork (Spec.Follow only): a process the command (or one of its
+	// traced descendants) forked, vforked or cloned as a new process; it
+	// is stopped before running any instruction, with the memory of its
+	// parent (Parent). Threads are not followed.
+	Fork
+	// Ended (Spec.Follow only): a followed process ended (Status); it no
+	// longer exists, so Resume does nothing. The command's own end is
+	// delivered on Child.Done instead.
+	Ended
 )
 
-// Stop is a moment the command waits in; it resumes when Resume is called.
+func (k StopKind) String() string {
+	switch k {
+	case Exec:
+		return "exec"
+	case Exit:
+		return "exit"
+	case Fork:
+		return "fork"
+	case Ended:
+		return "ended"
+	}
+	return fmt.Sprintf("StopKind(%d)", int(k))
+}
+
+// Stop is a moment a traced process waits in; it resumes when Resume is
+// called.
 type Stop struct {
-	Kind   StopKind
-	PID    int
+	Kind StopKind
+	PID  int
+	// Regs (Exit only) are the exiting thread's registers: its stack
+	// pointer, and values a leak check counts as roots.
+	Regs *unix.PtraceRegs
+	// Parent (Fork only) is the process that forked PID.
+	Parent int
+	// Status (Ended only) is how the process ended.
+	Status syscall.WaitStatus
 	resume chan struct{}
 }
 
-// Resume lets the command go on.
-func (s Stop) Resume() { close(s.resume) }
+// Resume lets the process go on.
+func (s Stop) Resume() {
+	if s.resume != nil {
+		close(s.resume)
+	}
+}
 
 // Child is a started command.
 type Child struct {
 	PID int
-	// Stops delivers every Exec and Exit stop; each must be resumed.
+	// Stops delivers every stop of the command and, with Spec.Follow, of
+	// the processes it starts; each must be resumed. It is closed once
+	// every traced process has ended.
 	Stops <-chan Stop
-	// Done delivers the wait status once the command has ended.
+	// Done delivers the command's wait status once it has ended (followed
+	// processes may still run).
 	Done <-chan syscall.WaitStatus
 }
 
@@ -59,6 +98,10 @@ type Spec struct {
 	Env            []string
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+	// Follow traces the processes the command forks (fork, vfork,
+	// posix_spawn, clone of a new process), and theirs: each gets Fork,
+	// Exec, Exit and Ended stops of its own.
+	Follow bool
 }
 
 // Start starts the command and returns once it is stopped at its first Exec
@@ -85,7 +128,7 @@ func Start(s Spec) (*Child, error) {
 		}
 		child.PID = cmd.Process.Pid
 		started <- nil
-		done <- trace(child.PID, stops)
+		trace(child.PID, s.Follow, stops, done)
 		close(stops)
 		_ = cmd.Process.Release()
 	}()
@@ -105,25 +148,54 @@ func startError(name string, err error) error {
 	return fmt.Errorf("start %s: %w", name, err)
 }
 
-// trace runs the ptrace loop until the command ends and returns its status.
-func trace(pid int, stops chan<- Stop) syscall.WaitStatus {
-	stop := func(k StopKind) {
-		s := Stop{Kind: k, PID: pid, resume: make(chan struct{})}
+// trace runs the ptrace loop until every traced process has ended; it
+// sends the command's status on done when the command ends.
+func trace(pid int, follow bool, stops chan<- Stop, done chan<- syscall.WaitStatus) {
+	stop := func(s Stop) {
+		s.resume = make(chan struct{})
 		stops <- s
 		<-s.resume
 	}
+	options := unix.PTRACE_O_TRACEEXIT | unix.PTRACE_O_TRACEEXEC
+	if follow {
+		// A new thread is not followed (no TRACECLONE): clone(2) of a
+		// process reports as a fork (SIGCHLD exit signal) or a vfork
+		// (CLONE_VFORK, as posix_spawn does).
+		options |= unix.PTRACE_O_TRACEFORK | unix.PTRACE_O_TRACEVFORK
+	}
+	traced := map[int]bool{pid: true}
+	// A new process's first stop and its parent's fork event come in
+	// either order: born holds children announced by their parent, early
+	// those that stopped first.
+	born := map[int]int{}
+	early := map[int]bool{}
+	first, commandDone := true, false
 	var ws syscall.WaitStatus
-	first := true
 	for {
-		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil {
+		// __WNOTHREAD: only this thread's children and tracees, never a
+		// child another goroutine started (and will wait for).
+		wpid, err := syscall.Wait4(-1, &ws, unix.WALL|unix.WNOTHREAD, nil)
+		if err != nil {
 			if errors.Is(err, syscall.EINTR) {
 				continue
 			}
-			// ECHILD: nothing left to wait for; report what we have.
-			return ws
+			// ECHILD: nothing left to wait for.
+			if !commandDone {
+				done <- ws
+			}
+			return
 		}
 		if ws.Exited() || ws.Signaled() {
-			return ws
+			was := traced[wpid]
+			delete(traced, wpid)
+			switch {
+			case wpid == pid:
+				commandDone = true
+				done <- ws
+			case was:
+				stop(Stop{Kind: Ended, PID: wpid, Status: ws})
+			}
+			continue
 		}
 		if !ws.Stopped() {
 			continue
@@ -131,22 +203,50 @@ func trace(pid int, stops chan<- Stop) syscall.WaitStatus {
 		sig := ws.StopSignal()
 		deliver := 0
 		switch {
-		case first && sig == syscall.SIGTRAP:
+		case !traced[wpid]:
+			// A new process's first stop (its SIGSTOP).
+			if parent, ok := born[wpid]; ok {
+				delete(born, wpid)
+				traced[wpid] = true
+				stop(Stop{Kind: Fork, PID: wpid, Parent: parent})
+			} else {
+				early[wpid] = true
+				continue // stays stopped until its parent's event
+			}
+		case wpid == pid && first && sig == syscall.SIGTRAP:
 			// The stop after the initial execve (PTRACE_TRACEME).
 			first = false
-			_ = syscall.PtraceSetOptions(pid, unix.PTRACE_O_TRACEEXIT|unix.PTRACE_O_TRACEEXEC)
-			stop(Exec)
+			_ = syscall.PtraceSetOptions(pid, options)
+			stop(Stop{Kind: Exec, PID: wpid})
+		case sig == syscall.SIGTRAP && (ws.TrapCause() == unix.PTRACE_EVENT_FORK ||
+			ws.TrapCause() == unix.PTRACE_EVENT_VFORK || ws.TrapCause() == unix.PTRACE_EVENT_CLONE):
+			if msg, err := unix.PtraceGetEventMsg(wpid); err == nil {
+				kid := int(msg)
+				if early[kid] {
+					delete(early, kid)
+					traced[kid] = true
+					stop(Stop{Kind: Fork, PID: kid, Parent: wpid})
+					_ = syscall.PtraceCont(kid, 0)
+				} else {
+					born[kid] = wpid
+				}
+			}
 		case sig == syscall.SIGTRAP && ws.TrapCause() == unix.PTRACE_EVENT_EXEC:
-			stop(Exec)
+			stop(Stop{Kind: Exec, PID: wpid})
 		case sig == syscall.SIGTRAP && ws.TrapCause() == unix.PTRACE_EVENT_EXIT:
-			stop(Exit)
-		case groupStop(pid):
+			st := Stop{Kind: Exit, PID: wpid}
+			var regs unix.PtraceRegs
+			if err := unix.PtraceGetRegs(wpid, &regs); err == nil {
+				st.Regs = &regs
+			}
+			stop(st)
+		case groupStop(wpid):
 			// A stop signal already delivered: resuming is all a
 			// PTRACE_TRACEME tracer can do (documented limitation).
 		default:
 			deliver = int(sig)
 		}
-		_ = syscall.PtraceCont(pid, deliver)
+		_ = syscall.PtraceCont(wpid, deliver)
 	}
 }
 

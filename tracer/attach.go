@@ -189,3 +189,6 @@ func closeAll(links []link.Link) error {
 	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// Probes is how many functions carry the Attachment's probes.
+func (a *Attachment) Probes() int { return len(a.placed) }

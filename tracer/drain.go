@@ -23,6 +23,8 @@ type Drainer struct {
 	ev  event.Event
 	// Short counts records too small to decode (never expected).
 	Short uint64
+	// Events counts the events handed over.
+	Events uint64
 }
 
 // NewDrainer opens a reader on the objects' ring buffer.
@@ -73,8 +75,16 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 			}
 			d.ev.Path = string(path)
 		}
+		if (d.ev.Kind == event.Exec || d.ev.Kind == event.Exit) && len(d.rec.RawSample) >= int(unsafe.Sizeof(memtraceProcEvent{})) {
+			comm := d.rec.RawSample[unsafe.Sizeof(memtraceEvent{}):unsafe.Sizeof(memtraceProcEvent{})]
+			if i := bytes.IndexByte(comm, 0); i >= 0 {
+				comm = comm[:i]
+			}
+			d.ev.Comm = string(comm)
+		}
 		fn(&d.ev)
 		n++
+		d.Events++
 		// A full drain stops once it has caught up, or a busy ring would keep it forever.
 		if wait <= 0 && d.rd.AvailableBytes() == 0 {
 			return n, nil

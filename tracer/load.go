@@ -11,6 +11,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 )
 
 // Sentinel errors callers branch on (exit codes, messages).
@@ -33,7 +34,29 @@ type Options struct {
 	// StackDepth > 0 takes a user stack of at most that many frames at each
 	// outermost allocation (--detail).
 	StackDepth int
+	// SampleBytes > 0 samples allocations: on average one sample per
+	// SampleBytes bytes allocated, decided in BPF (see sample() in
+	// bpf/memtrace.bpf.c); 0 traces every call.
+	SampleBytes uint64
+	// SampledBlocks bounds the sampled live blocks remembered in BPF (so
+	// that their frees are seen); 0 sizes it from the machine's memory.
+	SampledBlocks uint32
+	// Host is the whole-host mode: memtrace's own calls are never traced,
+	// and Comm and CgroupPath may narrow the processes traced.
+	Host bool
+	// Comm: only processes whose main thread has this comm (at most 15
+	// bytes; longer names are cut, as the kernel cuts them).
+	Comm string
+	// CgroupPath: only tasks in this cgroup v2 directory or below it.
+	CgroupPath string
 }
+
+// MaxSampleBytes bounds SampleBytes: the BPF countdown's fixed-point
+// arithmetic has room for 2^40.
+const MaxSampleBytes = 1 << 40
+
+// CommLen is the kernel's comm length, terminating NUL included.
+const CommLen = 16
 
 // MaxStackDepth is the kernel's limit for one stack (perf_event_max_stack).
 const MaxStackDepth = 127
@@ -45,7 +68,33 @@ func DefaultOptions() Options {
 
 // Objects are the loaded programs and maps.
 type Objects struct {
-	objs memtraceObjects
+	objs objects
+	// sampleBytes is Options.SampleBytes.
+	sampleBytes uint64
+	// host holds the raw tracepoint links of the whole-host mode.
+	host []link.Link
+}
+
+// objects is what a run loads: the tracing programs and their maps, not
+// the test programs (draw_test, sample_test) nor their map.
+type objects struct {
+	Entry        *ebpf.Program `ebpf:"entry"`
+	Ret          *ebpf.Program `ebpf:"ret"`
+	OnExec       *ebpf.Program `ebpf:"on_exec"`
+	OnExit       *ebpf.Program `ebpf:"on_exit"`
+	Events       *ebpf.Map     `ebpf:"events"`
+	Inflight     *ebpf.Map     `ebpf:"inflight"`
+	LostByPid    *ebpf.Map     `ebpf:"lost_by_pid"`
+	LostTotal    *ebpf.Map     `ebpf:"lost_total"`
+	Stacks       *ebpf.Map     `ebpf:"stacks"`
+	Sampled      *ebpf.Map     `ebpf:"sampled"`
+	ProcCounts   *ebpf.Map     `ebpf:"proc_counts"`
+	CgroupFilter *ebpf.Map     `ebpf:"cgroup_filter"`
+}
+
+func (o *objects) Close() error {
+	return _MemtraceClose(o.Entry, o.Ret, o.OnExec, o.OnExit, o.Events, o.Inflight,
+		o.LostByPid, o.LostTotal, o.Stacks, o.Sampled, o.ProcCounts, o.CgroupFilter)
 }
 
 // Load checks the kernel's prerequisites and loads the BPF objects.
@@ -59,27 +108,18 @@ func Load(o Options) (*Objects, error) {
 	if o.RingBytes <= 0 || o.RingBytes&(o.RingBytes-1) != 0 || o.RingBytes < os.Getpagesize() {
 		return nil, fmt.Errorf("ring buffer size %d: must be a power of two of at least %d", o.RingBytes, os.Getpagesize())
 	}
-	spec, err := loadMemtrace()
+	spec, err := loadSpec(o)
 	if err != nil {
-		return nil, fmt.Errorf("load BPF object: %w", err)
+		return nil, err
 	}
-	spec.Maps["events"].MaxEntries = uint32(o.RingBytes)
-	if err := spec.Variables["wakeup_bytes"].Set(uint64(o.WakeupBytes)); err != nil {
-		return nil, fmt.Errorf("set wakeup_bytes: %w", err)
-	}
-	if o.StackDepth > MaxStackDepth {
-		return nil, fmt.Errorf("stack depth %d: at most %d", o.StackDepth, MaxStackDepth)
-	}
-	if o.StackDepth > 0 {
-		if err := spec.Variables["capture_stacks"].Set(uint8(1)); err != nil {
-			return nil, fmt.Errorf("set capture_stacks: %w", err)
+	cgroup := -1
+	if o.CgroupPath != "" {
+		if cgroup, err = unix.Open(o.CgroupPath, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+			return nil, fmt.Errorf("open cgroup %s: %w", o.CgroupPath, err)
 		}
-		// The kernel collects as many frames as a value holds.
-		spec.Maps["stacks"].ValueSize = uint32(o.StackDepth * 8)
-	} else {
-		spec.Maps["stacks"].MaxEntries = 1
+		defer unix.Close(cgroup)
 	}
-	t := Objects{}
+	t := Objects{sampleBytes: o.SampleBytes}
 	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
 		if errors.Is(err, os.ErrPermission) {
 			return nil, fmt.Errorf("%w: %w", ErrPermission, err)
@@ -90,12 +130,105 @@ func Load(o Options) (*Objects, error) {
 		}
 		return nil, fmt.Errorf("load BPF programs: %w", err)
 	}
+	if cgroup >= 0 {
+		if err := t.objs.CgroupFilter.Put(uint32(0), uint32(cgroup)); err != nil {
+			t.objs.Close()
+			return nil, fmt.Errorf("cgroup %s: %w (is it a cgroup v2 directory?)", o.CgroupPath, err)
+		}
+	}
 	return &t, nil
+}
+
+// loadSpec reads the embedded object and sets what Options decide before
+// the programs are loaded.
+func loadSpec(o Options) (*ebpf.CollectionSpec, error) {
+	spec, err := loadMemtrace()
+	if err != nil {
+		return nil, fmt.Errorf("load BPF object: %w", err)
+	}
+	spec.Maps["events"].MaxEntries = uint32(o.RingBytes)
+	set := func(name string, v any) error {
+		if err := spec.Variables[name].Set(v); err != nil {
+			return fmt.Errorf("set %s: %w", name, err)
+		}
+		return nil
+	}
+	if err := set("wakeup_bytes", uint64(o.WakeupBytes)); err != nil {
+		return nil, err
+	}
+	if o.StackDepth > MaxStackDepth {
+		return nil, fmt.Errorf("stack depth %d: at most %d", o.StackDepth, MaxStackDepth)
+	}
+	if o.StackDepth > 0 {
+		if err := set("capture_stacks", uint8(1)); err != nil {
+			return nil, err
+		}
+		// The kernel collects as many frames as a value holds.
+		spec.Maps["stacks"].ValueSize = uint32(o.StackDepth * 8)
+	} else {
+		spec.Maps["stacks"].MaxEntries = 1
+	}
+	if o.SampleBytes > MaxSampleBytes {
+		return nil, fmt.Errorf("sample bytes %d: at most %d", o.SampleBytes, uint64(MaxSampleBytes))
+	}
+	if err := set("sample_bytes", o.SampleBytes); err != nil {
+		return nil, err
+	}
+	if err := set("exp_table", ExpTable()); err != nil {
+		return nil, err
+	}
+	if o.SampleBytes > 0 {
+		spec.Maps["sampled"].MaxEntries = sampledBlocks(o)
+	} else {
+		spec.Maps["sampled"].MaxEntries = 1
+		spec.Maps["proc_counts"].MaxEntries = 1
+	}
+	if o.Host {
+		if err := set("self_pid", uint32(os.Getpid())); err != nil {
+			return nil, err
+		}
+	}
+	if o.Comm != "" {
+		var c [2]uint64
+		b := make([]byte, CommLen)
+		copy(b[:CommLen-1], o.Comm)
+		c[0], c[1] = binary.NativeEndian.Uint64(b), binary.NativeEndian.Uint64(b[8:])
+		if err := set("filter_comm", uint8(1)); err != nil {
+			return nil, err
+		}
+		if err := set("comm_filter", c); err != nil {
+			return nil, err
+		}
+	}
+	if o.CgroupPath != "" {
+		if err := set("filter_cgroup", uint8(1)); err != nil {
+			return nil, err
+		}
+	}
+	return spec, nil
+}
+
+// sampledBlocks sizes the map of sampled live blocks. The blocks sampled
+// among B live bytes number B/SampleBytes on average (fewer when blocks
+// are big), so twice the machine's memory over SampleBytes leaves room for
+// all of them, within [2^14, 2^22] entries. The map allocates entries as
+// they are used; its bucket array costs 16 bytes per entry up front.
+func sampledBlocks(o Options) uint32 {
+	if o.SampledBlocks > 0 {
+		return o.SampledBlocks
+	}
+	var si unix.Sysinfo_t
+	mem := uint64(16 << 30)
+	if unix.Sysinfo(&si) == nil {
+		mem = uint64(si.Totalram) * uint64(si.Unit)
+	}
+	n := 2 * mem / o.SampleBytes
+	return uint32(min(max(n, 1<<14), 1<<22))
 }
 
 // Close releases the programs and maps. Attachments must be detached first.
 func (t *Objects) Close() error {
-	return t.objs.Close()
+	return errors.Join(t.DetachHost(), t.objs.Close())
 }
 
 // Lost returns the events the kernel could not hand over, per process and in total.

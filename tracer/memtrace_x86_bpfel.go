@@ -13,6 +13,12 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type memtraceAllocCounts struct {
+	_          structs.HostLayout
+	Allocs     uint64
+	AllocBytes uint64
+}
+
 type memtraceCodeEvent struct {
 	_    structs.HostLayout
 	E    memtraceEvent
@@ -36,36 +42,68 @@ type memtraceEvent struct {
 }
 
 type memtraceInflight struct {
-	_        structs.HostLayout
-	Sp       uint64
-	CallSite uint64
-	Size     uint64
-	OldAddr  uint64
-	OldSize  uint64
-	StackId  int32
-	Func     uint8
-	Pad      [3]uint8
-	Wsp      uint64
-	Wsite    uint64
-	Wstack   int32
-	Wpad     [4]uint8
+	_         structs.HostLayout
+	Sp        uint64
+	CallSite  uint64
+	Size      uint64
+	OldAddr   uint64
+	OldSize   uint64
+	StackId   int32
+	Func      uint8
+	Drawn     uint8
+	Pad       [2]uint8
+	Wsp       uint64
+	Wsite     uint64
+	Wstack    int32
+	Wpad      [4]uint8
+	Countdown int64
+}
+
+type memtraceProcEvent struct {
+	_    structs.HostLayout
+	E    memtraceEvent
+	Comm [16]int8
+}
+
+type memtraceSampleKey struct {
+	_    structs.HostLayout
+	Addr uint64
+	Pid  uint32
+	Pad  uint32
 }
 
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	memtraceMapEvents          = "events"
-	memtraceMapInflight        = "inflight"
-	memtraceMapLostByPid       = "lost_by_pid"
-	memtraceMapLostTotal       = "lost_total"
-	memtraceMapStacks          = "stacks"
-	memtraceProgEntry          = "entry"
-	memtraceProgRet            = "ret"
-	memtraceVarCaptureStacks   = "capture_stacks"
-	memtraceVarUnusedCodeEvent = "unused_code_event"
-	memtraceVarUnusedEvent     = "unused_event"
-	memtraceVarWakeupBytes     = "wakeup_bytes"
+	memtraceMapCgroupFilter      = "cgroup_filter"
+	memtraceMapDraws             = "draws"
+	memtraceMapEvents            = "events"
+	memtraceMapInflight          = "inflight"
+	memtraceMapLostByPid         = "lost_by_pid"
+	memtraceMapLostTotal         = "lost_total"
+	memtraceMapProcCounts        = "proc_counts"
+	memtraceMapSampled           = "sampled"
+	memtraceMapStacks            = "stacks"
+	memtraceProgDrawTest         = "draw_test"
+	memtraceProgEntry            = "entry"
+	memtraceProgOnExec           = "on_exec"
+	memtraceProgOnExit           = "on_exit"
+	memtraceProgRet              = "ret"
+	memtraceProgSampleTest       = "sample_test"
+	memtraceVarCaptureStacks     = "capture_stacks"
+	memtraceVarCommFilter        = "comm_filter"
+	memtraceVarExpTable          = "exp_table"
+	memtraceVarFilterCgroup      = "filter_cgroup"
+	memtraceVarFilterComm        = "filter_comm"
+	memtraceVarSampleBytes       = "sample_bytes"
+	memtraceVarSelfPid           = "self_pid"
+	memtraceVarUnusedAllocCounts = "unused_alloc_counts"
+	memtraceVarUnusedCodeEvent   = "unused_code_event"
+	memtraceVarUnusedEvent       = "unused_event"
+	memtraceVarUnusedProcEvent   = "unused_proc_event"
+	memtraceVarUnusedSampleKey   = "unused_sample_key"
+	memtraceVarWakeupBytes       = "wakeup_bytes"
 )
 
 // loadMemtrace returns the embedded CollectionSpec for memtrace.
@@ -110,29 +148,46 @@ type memtraceSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type memtraceProgramSpecs struct {
-	Entry *ebpf.ProgramSpec `ebpf:"entry"`
-	Ret   *ebpf.ProgramSpec `ebpf:"ret"`
+	DrawTest   *ebpf.ProgramSpec `ebpf:"draw_test"`
+	Entry      *ebpf.ProgramSpec `ebpf:"entry"`
+	OnExec     *ebpf.ProgramSpec `ebpf:"on_exec"`
+	OnExit     *ebpf.ProgramSpec `ebpf:"on_exit"`
+	Ret        *ebpf.ProgramSpec `ebpf:"ret"`
+	SampleTest *ebpf.ProgramSpec `ebpf:"sample_test"`
 }
 
 // memtraceMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type memtraceMapSpecs struct {
-	Events    *ebpf.MapSpec `ebpf:"events"`
-	Inflight  *ebpf.MapSpec `ebpf:"inflight"`
-	LostByPid *ebpf.MapSpec `ebpf:"lost_by_pid"`
-	LostTotal *ebpf.MapSpec `ebpf:"lost_total"`
-	Stacks    *ebpf.MapSpec `ebpf:"stacks"`
+	CgroupFilter *ebpf.MapSpec `ebpf:"cgroup_filter"`
+	Draws        *ebpf.MapSpec `ebpf:"draws"`
+	Events       *ebpf.MapSpec `ebpf:"events"`
+	Inflight     *ebpf.MapSpec `ebpf:"inflight"`
+	LostByPid    *ebpf.MapSpec `ebpf:"lost_by_pid"`
+	LostTotal    *ebpf.MapSpec `ebpf:"lost_total"`
+	ProcCounts   *ebpf.MapSpec `ebpf:"proc_counts"`
+	Sampled      *ebpf.MapSpec `ebpf:"sampled"`
+	Stacks       *ebpf.MapSpec `ebpf:"stacks"`
 }
 
 // memtraceVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type memtraceVariableSpecs struct {
-	CaptureStacks   *ebpf.VariableSpec `ebpf:"capture_stacks"`
-	UnusedCodeEvent *ebpf.VariableSpec `ebpf:"unused_code_event"`
-	UnusedEvent     *ebpf.VariableSpec `ebpf:"unused_event"`
-	WakeupBytes     *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
+	CaptureStacks     *ebpf.VariableSpec `ebpf:"capture_stacks"`
+	CommFilter        *ebpf.VariableSpec `ebpf:"comm_filter"`
+	ExpTable          *ebpf.VariableSpec `ebpf:"exp_table"`
+	FilterCgroup      *ebpf.VariableSpec `ebpf:"filter_cgroup"`
+	FilterComm        *ebpf.VariableSpec `ebpf:"filter_comm"`
+	SampleBytes       *ebpf.VariableSpec `ebpf:"sample_bytes"`
+	SelfPid           *ebpf.VariableSpec `ebpf:"self_pid"`
+	UnusedAllocCounts *ebpf.VariableSpec `ebpf:"unused_alloc_counts"`
+	UnusedCodeEvent   *ebpf.VariableSpec `ebpf:"unused_code_event"`
+	UnusedEvent       *ebpf.VariableSpec `ebpf:"unused_event"`
+	UnusedProcEvent   *ebpf.VariableSpec `ebpf:"unused_proc_event"`
+	UnusedSampleKey   *ebpf.VariableSpec `ebpf:"unused_sample_key"`
+	WakeupBytes       *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
 // memtraceObjects contains all objects after they have been loaded into the kernel.
@@ -155,19 +210,27 @@ func (o *memtraceObjects) Close() error {
 //
 // It can be passed to loadMemtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type memtraceMaps struct {
-	Events    *ebpf.Map `ebpf:"events"`
-	Inflight  *ebpf.Map `ebpf:"inflight"`
-	LostByPid *ebpf.Map `ebpf:"lost_by_pid"`
-	LostTotal *ebpf.Map `ebpf:"lost_total"`
-	Stacks    *ebpf.Map `ebpf:"stacks"`
+	CgroupFilter *ebpf.Map `ebpf:"cgroup_filter"`
+	Draws        *ebpf.Map `ebpf:"draws"`
+	Events       *ebpf.Map `ebpf:"events"`
+	Inflight     *ebpf.Map `ebpf:"inflight"`
+	LostByPid    *ebpf.Map `ebpf:"lost_by_pid"`
+	LostTotal    *ebpf.Map `ebpf:"lost_total"`
+	ProcCounts   *ebpf.Map `ebpf:"proc_counts"`
+	Sampled      *ebpf.Map `ebpf:"sampled"`
+	Stacks       *ebpf.Map `ebpf:"stacks"`
 }
 
 func (m *memtraceMaps) Close() error {
 	return _MemtraceClose(
+		m.CgroupFilter,
+		m.Draws,
 		m.Events,
 		m.Inflight,
 		m.LostByPid,
 		m.LostTotal,
+		m.ProcCounts,
+		m.Sampled,
 		m.Stacks,
 	)
 }
@@ -176,24 +239,41 @@ func (m *memtraceMaps) Close() error {
 //
 // It can be passed to loadMemtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type memtraceVariables struct {
-	CaptureStacks   *ebpf.Variable `ebpf:"capture_stacks"`
-	UnusedCodeEvent *ebpf.Variable `ebpf:"unused_code_event"`
-	UnusedEvent     *ebpf.Variable `ebpf:"unused_event"`
-	WakeupBytes     *ebpf.Variable `ebpf:"wakeup_bytes"`
+	CaptureStacks     *ebpf.Variable `ebpf:"capture_stacks"`
+	CommFilter        *ebpf.Variable `ebpf:"comm_filter"`
+	ExpTable          *ebpf.Variable `ebpf:"exp_table"`
+	FilterCgroup      *ebpf.Variable `ebpf:"filter_cgroup"`
+	FilterComm        *ebpf.Variable `ebpf:"filter_comm"`
+	SampleBytes       *ebpf.Variable `ebpf:"sample_bytes"`
+	SelfPid           *ebpf.Variable `ebpf:"self_pid"`
+	UnusedAllocCounts *ebpf.Variable `ebpf:"unused_alloc_counts"`
+	UnusedCodeEvent   *ebpf.Variable `ebpf:"unused_code_event"`
+	UnusedEvent       *ebpf.Variable `ebpf:"unused_event"`
+	UnusedProcEvent   *ebpf.Variable `ebpf:"unused_proc_event"`
+	UnusedSampleKey   *ebpf.Variable `ebpf:"unused_sample_key"`
+	WakeupBytes       *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 
 // memtracePrograms contains all programs after they have been loaded into the kernel.
 //
 // It can be passed to loadMemtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type memtracePrograms struct {
-	Entry *ebpf.Program `ebpf:"entry"`
-	Ret   *ebpf.Program `ebpf:"ret"`
+	DrawTest   *ebpf.Program `ebpf:"draw_test"`
+	Entry      *ebpf.Program `ebpf:"entry"`
+	OnExec     *ebpf.Program `ebpf:"on_exec"`
+	OnExit     *ebpf.Program `ebpf:"on_exit"`
+	Ret        *ebpf.Program `ebpf:"ret"`
+	SampleTest *ebpf.Program `ebpf:"sample_test"`
 }
 
 func (p *memtracePrograms) Close() error {
 	return _MemtraceClose(
+		p.DrawTest,
 		p.Entry,
+		p.OnExec,
+		p.OnExit,
 		p.Ret,
+		p.SampleTest,
 	)
 }
 

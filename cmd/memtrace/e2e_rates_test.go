@@ -160,10 +160,10 @@ func TestRateFlagErrors(t *testing.T) {
 		})
 	}
 	// Good settings pass the rate checks: what stops these runs is the
-	// missing target.
+	// target given twice (no target at all is the whole-host mode).
 	for _, args := range [][]string{nil, {"--half-life", "500ms,1m", "--period", "250ms"}, {"--half-life", "0.2,409.6"}} {
-		r := runMemtrace(t, args...)
-		if r.code != exitUsage || !strings.Contains(r.stderr, "give -p PID or -- COMMAND") {
+		r := runMemtrace(t, append(args, "-p", "1", "--", "true")...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "give -p or a command, not both") {
 			t.Errorf("%v: exit %d: %s", args, r.code, r.stderr)
 		}
 	}

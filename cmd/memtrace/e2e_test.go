@@ -230,7 +230,8 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"no such pid", []string{"-p", "999999999"}, exitNoProcess, "process 999999999: no such process"},
 		{"bad pid", []string{"-p", "abc"}, exitUsage, "not a process ID"},
-		{"no target", nil, exitUsage, "give -p PID or -- COMMAND"},
+		{"filter with a target", []string{"--comm", "x", "--", "true"}, exitUsage, "--comm and --cgroup narrow the whole-host mode"},
+		{"bad sample bytes", []string{"--sample-bytes", "lots", "--", "true"}, exitUsage, "not a byte count"},
 		{"both", []string{"-p", "1", "--", "true"}, exitUsage, "not both"},
 		{"bad sort", []string{"--sort", "size", "--", "true"}, exitUsage, "unknown sort key"},
 		{"command not found", []string{"--", "/no/such/command"}, exitNotFound, "command not found"},

@@ -31,6 +31,10 @@ type config struct {
 	stackDepth int
 	wrappers   []string
 	rateConfig // --half-life, --period, --watch (flags_rates.go)
+	hostConfig // --sample-bytes, --comm, --cgroup (flags_host.go)
+
+	symbolizeConfig // --debug-dir (flags_symbolize.go)
+	leakConfig      // --leak-check, --fail-on-leak, -f, --suppressions, --json-file (leaks_flags.go)
 }
 
 // nameList collects repeated string flags.
@@ -66,6 +70,7 @@ call site, what is live, allocated and freed.
 Usage:
   memtrace [flags] -p PID[,PID...]     attach to running processes
   memtrace [flags] -- COMMAND [ARGS...] start COMMAND and trace it from its first instruction
+  memtrace [flags]                      trace every process on the host (sampled)
 
 Flags:
 `
@@ -90,7 +95,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.output, "o", "", "write reports to this file instead of stdout")
 	fs.StringVar(&c.output, "output", "", "same as -o")
 	fs.StringVar(&c.allocator, "allocator", "", "probe the allocator in this file instead of the one the target binds to")
-	fs.IntVar(&c.ringBytes, "ring-size", 64<<20, "ring buffer bytes (a power of two)")
+	fs.IntVar(&c.ringBytes, "ring-size", 64<<20, "ring buffer bytes (a power of two; default 64 MiB, 4 MiB when sampling)")
 	fs.BoolVar(&c.verbose, "v", false, "log what is attached, and where")
 	fs.BoolVar(&c.verbose, "verbose", false, "same as -v")
 	fs.BoolVar(&c.detail, "detail", false, "group by whole call stack and print each stack under its row")
@@ -102,6 +107,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&wrapperFile, "wrappers", "", "file of allocation wrapper names, one per line")
 	fs.BoolVar(&noWrappers, "no-default-wrappers", false, "do not treat operator new, strdup, asprintf … as wrappers")
 	checkRates := addRateFlags(fs, &c.rateConfig)
+	addSymbolizeFlags(fs, &c.symbolizeConfig)
+	checkHost := addHostFlags(fs, c)
+	checkLeaks := addLeakFlags(fs, c)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			fmt.Fprint(stderr, usageText)
@@ -137,12 +145,16 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	switch {
 	case len(c.pids) > 0 && len(c.command) > 0:
 		return nil, fmt.Errorf("%w: give -p or a command, not both", errUsage)
-	case len(c.pids) == 0 && len(c.command) == 0:
-		return nil, fmt.Errorf("%w: tracing every process on the host is not implemented yet: give -p PID or -- COMMAND", errUsage)
 	case c.top < 0:
 		return nil, fmt.Errorf("%w: --top must be >= 0", errUsage)
 	case c.duration < 0 || c.interval < 0:
 		return nil, fmt.Errorf("%w: durations must be positive", errUsage)
+	}
+	if err := checkHost(); err != nil {
+		return nil, err
+	}
+	if err := checkLeaks(); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

@@ -54,5 +54,5 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "memtrace: %v\n", err)
 		return exitCodeFor(err)
 	}
-	return code
+	return s.leakExitCode(code) // --fail-on-leak (leaks.go)
 }

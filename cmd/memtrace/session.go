@@ -51,11 +51,17 @@ type session struct {
 	targets        map[int]*target
 	exitedPIDs     chan int
 	live           *liveRates // decaying rates and --watch (live.go)
+	leak           *leakState // the leak check, -f (leaks.go)
+	host           *hostState // whole-host mode (host.go); nil with -p and --
 }
 
 func (s *session) run() (int, error) {
+	if s.cfg.host() {
+		return s.runHost() // no target: every process (host.go)
+	}
 	s.table = aggregate.NewTable()
-	s.res = symbolize.NewResolver()
+	s.table.SetSampleBytes(s.cfg.sampleBytes) // --sample-bytes (0 = exact)
+	s.res = symbolize.NewResolver(s.cfg.resolverOptions()...)
 	s.targets = map[int]*target{}
 	s.exitedPIDs = make(chan int, 16)
 
@@ -67,6 +73,7 @@ func (s *session) run() (int, error) {
 	}
 	opts := tracer.DefaultOptions()
 	opts.RingBytes = s.cfg.ringBytes
+	opts.SampleBytes = s.cfg.sampleBytes
 	if s.cfg.detail {
 		// The first frame is the allocator itself; the caller comes from [sp].
 		opts.StackDepth = s.cfg.stackDepth + 1
@@ -86,6 +93,7 @@ func (s *session) run() (int, error) {
 	}
 	s.drain = d
 	defer d.Close()
+	defer s.logEvents(time.Now()) // -v: events read, per second (host.go)
 	defer s.detachAll()
 
 	sigs := make(chan os.Signal, 2)
@@ -95,7 +103,7 @@ func (s *session) run() (int, error) {
 	var child *launch.Child
 	if len(s.cfg.command) > 0 {
 		child, err = launch.Start(launch.Spec{Args: s.cfg.command, Env: os.Environ(),
-			Stdin: s.stdin, Stdout: s.stdout, Stderr: s.stderr})
+			Stdin: s.stdin, Stdout: s.stdout, Stderr: s.stderr, Follow: s.cfg.follow})
 		if err != nil {
 			return 0, err
 		}
@@ -199,12 +207,17 @@ func (s *session) run() (int, error) {
 // apply accounts one event; a new code mapping (dlopen) makes it read the
 // process's mappings at once, while the library is still there.
 func (s *session) apply(e *event.Event) {
+	if s.host != nil {
+		s.hostApply(e) // exec, exit, processes seen for the first time (host.go)
+		return
+	}
 	if e.Kind == event.CodeMap {
 		if err := s.res.AddLibrary(int(e.PID), e.Path, e.Addr); err != nil {
 			s.log.Info("dlopen'ed library", "pid", e.PID, "path", e.Path, "err", err)
 		}
 		return
 	}
+	s.noteInherited(e) // -f: a forked child's inherited blocks (leaks.go)
 	s.table.Apply(e)
 }
 
@@ -219,6 +232,9 @@ func (s *session) allExited() bool {
 
 // onStop handles the command's exec and exit stops while it waits.
 func (s *session) onStop(st launch.Stop) error {
+	if handled, err := s.leakStop(st); handled { // -f: new and ended processes (leaks.go)
+		return err
+	}
 	t := s.targets[st.PID]
 	switch st.Kind {
 	case launch.Exec:
@@ -233,6 +249,7 @@ func (s *session) onStop(st launch.Stop) error {
 			if _, err := s.drain.Poll(0, s.apply); err != nil {
 				return err
 			}
+			s.objs.Forget(uint32(st.PID), s.table.LiveAddrs(uint32(st.PID))) // sampled blocks, counts
 			s.table.Forget(uint32(st.PID))
 			s.res.Forget(st.PID)
 			// The new program may bind elsewhere (a preload, another libc):
@@ -257,6 +274,7 @@ func (s *session) onStop(st launch.Stop) error {
 		if err := s.res.Capture(st.PID); err != nil {
 			s.log.Warn("read mappings at exit", "pid", st.PID, "err", err)
 		}
+		s.leakCheckAtExit(st) // while its memory is still there (leaks.go)
 		s.markExited(st.PID)
 	}
 	return nil
@@ -267,13 +285,15 @@ func (s *session) attachRunning(t *target) error {
 	if err != nil {
 		return err
 	}
-	if err := s.attach(t, mods); err != nil {
-		return err
-	}
+	// Mappings and name first: once attach logs "attached", a script may
+	// let the target run on, and exit.
 	if err := s.res.Capture(t.pid); err != nil {
 		s.log.Warn("read mappings", "pid", t.pid, "err", err)
 	}
 	t.comm = comm(t.pid)
+	if err := s.attach(t, mods); err != nil {
+		return err
+	}
 	s.table.AddProcess(uint32(t.pid), t.comm)
 	return nil
 }
@@ -352,6 +372,7 @@ func (s *session) finish() error {
 	if _, err := s.drain.Poll(0, s.apply); err != nil {
 		return err
 	}
+	s.leakCheckRunning() // -p targets, frozen for the check (leaks.go)
 	// Processes whose final records were printed at their exit are not repeated.
 	final := []int{}
 	for pid, t := range s.targets {
@@ -371,6 +392,7 @@ func (s *session) report(final bool, pids []int) error {
 		}
 		s.table.SetTotalLost(total)
 	}
+	s.setExactCounts()           // sampled mode: the probes' exact counts (host.go)
 	s.table.Tick(monotonicNow()) // rates up to now (live.go)
 	snap := s.table.Snapshot()
 	if pids != nil {
@@ -387,13 +409,11 @@ func (s *session) report(final bool, pids []int) error {
 		snap.Processes = ps
 	}
 	o := report.Options{Top: s.cfg.top, Sort: s.cfg.sort, Final: final, Raw: s.cfg.raw}
+	o.Host = s.cfg.host() // whole-host layout
 	if s.cfg.detail {
 		o.Stacks = stackSource{objs: s.objs, code: codeView{s.res}, depth: s.cfg.stackDepth}
 	}
-	if s.cfg.json {
-		return report.WriteJSON(s.out, snap, s.res, o)
-	}
-	return report.WriteText(s.out, snap, s.res, o)
+	return s.writeReport(snap, o) // text or JSON, and the leak check's output (leaks_output.go)
 }
 
 func comm(pid int) string {

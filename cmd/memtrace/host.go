@@ -1,0 +1,429 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/allocator"
+	"github.com/memtrace/memtrace/event"
+	"github.com/memtrace/memtrace/host"
+	"github.com/memtrace/memtrace/report"
+	"github.com/memtrace/memtrace/symbolize"
+	"github.com/memtrace/memtrace/tracer"
+)
+
+// The whole-host mode (no target): probes without a PID filter on every
+// distinct allocator file in use, found process by process; raw
+// tracepoints on exec (a new program may bring a new allocator file) and
+// exit (a process's final records are reported, then it is dropped, so
+// that memory stays bounded however long the run). Sampled by default.
+
+// scanDelays are the waits before each scan of a process that has just
+// executed a program: its dynamic linker maps its libraries within
+// microseconds to milliseconds of the exec, and the scan waits until they
+// are all there. Calls into a file first probed this way are missed until
+// its probes are in (README, "Whole-host mode").
+var scanDelays = []time.Duration{
+	0, time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond,
+	20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond,
+	500 * time.Millisecond, time.Second,
+}
+
+const (
+	// exitFlush: the final records of processes that exited are written
+	// in batches, at most this long after the first of a batch exited.
+	exitFlush = time.Second
+	// maxHeldExits bounds a batch (and the memory it holds).
+	maxHeldExits = 1024
+	// sweepEvery: how often the per-process BPF maps and the table are
+	// checked for processes gone without an exit event (one lost in a
+	// full ring).
+	sweepEvery = time.Minute
+)
+
+// hostState is the whole-host mode's part of a session.
+type hostState struct {
+	finder *host.Finder
+	filter host.Filter
+	// att holds every system-wide probe (PID 0: no filter).
+	att *tracer.Attachment
+	// scans are the processes to scan for new allocator files, by PID.
+	scans map[int]*pendingScan
+	// exits are the snapshots of processes that exited, not yet written.
+	exits      []aggregate.ProcessSnapshot
+	exitPIDs   []int
+	exitsSince time.Time
+	// lastPID is the PID of the previous event, whose process is known.
+	lastPID uint32
+}
+
+type pendingScan struct {
+	due   time.Time
+	tries int
+}
+
+func (s *session) runHost() (int, error) {
+	s.table = aggregate.NewTable()
+	s.table.SetSampleBytes(s.cfg.sampleBytes)
+	s.res = symbolize.NewResolver(s.cfg.resolverOptions()...)
+	s.targets = map[int]*target{}
+	s.exitedPIDs = make(chan int, 16)
+	h := &hostState{
+		finder: &host.Finder{Allocator: s.cfg.allocator, Wrappers: s.cfg.wrappers, Self: os.Getpid()},
+		filter: host.Filter{Comm: s.cfg.comm, Cgroup: s.cfg.cgroupPath},
+		att:    &tracer.Attachment{PID: 0},
+		scans:  map[int]*pendingScan{},
+	}
+
+	opts := tracer.DefaultOptions()
+	opts.RingBytes = s.cfg.ringBytes
+	if s.cfg.detail {
+		opts.StackDepth = s.cfg.stackDepth + 1
+	}
+	if opts.WakeupBytes > opts.RingBytes/4 {
+		opts.WakeupBytes = opts.RingBytes / 4
+	}
+	opts.SampleBytes = s.cfg.sampleBytes
+	opts.Host, opts.Comm, opts.CgroupPath = true, s.cfg.comm, s.cfg.cgroupDir
+	objs, err := tracer.Load(opts)
+	if err != nil {
+		return 0, err
+	}
+	s.objs = objs
+	defer objs.Close()
+	d, err := objs.NewDrainer()
+	if err != nil {
+		return 0, err
+	}
+	s.drain = d
+	defer d.Close()
+	defer s.logEvents(time.Now())
+	defer func() { _ = h.att.Detach() }()
+	s.host = h
+
+	// Exec and exit first, so that no process started during the scan
+	// is missed.
+	if err := objs.AttachHost(); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	pids, err := host.PIDs()
+	if err != nil {
+		return 0, err
+	}
+	scanned := 0
+	for _, pid := range pids {
+		if pid == h.finder.Self || !h.filter.Match(pid) {
+			continue
+		}
+		scanned++
+		if _, err := s.scanProcess(pid); err != nil {
+			return 0, err
+		}
+	}
+	files := h.finder.Files()
+	s.log.Info("attached", "processes", scanned, "files", len(files), "probes", h.att.Probes(), "took", time.Since(start))
+	for _, f := range files {
+		s.log.Info("allocator file", "module", f)
+	}
+	if len(files) == 0 {
+		s.log.Warn("no allocator in use yet: waiting for processes to start")
+	}
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	s.live = s.startLive(sigs)
+	defer s.live.stop()
+	raisePriority()
+
+	var tick <-chan time.Time
+	if s.cfg.interval > 0 {
+		t := time.NewTicker(s.cfg.interval)
+		defer t.Stop()
+		tick = t.C
+	}
+	var deadline <-chan time.Time
+	if s.cfg.duration > 0 {
+		deadline = time.After(s.cfg.duration)
+	}
+	sweep := time.NewTicker(sweepEvery)
+	defer sweep.Stop()
+	for {
+		if _, err := s.drain.Poll(s.hostWait(), s.apply); err != nil {
+			return 0, err
+		}
+		s.runScans()
+		if len(h.exits) > 0 && (time.Since(h.exitsSince) >= exitFlush || len(h.exits) >= maxHeldExits) {
+			if err := s.flushExits(); err != nil {
+				return 0, err
+			}
+		}
+		select {
+		case now := <-s.live.tick:
+			s.live.onTick(now)
+		case st := <-s.live.changes:
+			s.live.apply(st)
+		case <-tick:
+			if err := s.report(false, nil); err != nil {
+				return 0, err
+			}
+		case <-sweep.C:
+			s.sweepHost()
+		case <-deadline:
+			return exitOK, s.finishHost()
+		case <-sigs:
+			return exitOK, s.finishHost()
+		default:
+		}
+	}
+}
+
+// hostWait is how long the next poll may wait: less than pollWait when a
+// scan falls due sooner.
+func (s *session) hostWait() time.Duration {
+	wait := pollWait
+	now := time.Now()
+	for _, p := range s.host.scans {
+		wait = min(wait, max(p.due.Sub(now), 0))
+	}
+	return wait
+}
+
+// scanProcess looks for allocator files of pid not probed yet and probes
+// them. retry says its libraries are not all mapped yet. The error is
+// fatal (the kernel refuses uprobes); anything else is logged.
+func (s *session) scanProcess(pid int) (retry bool, err error) {
+	h := s.host
+	found, err := h.finder.Scan(pid)
+	if err != nil {
+		if !errors.Is(err, allocator.ErrNotFound) && !errors.Is(err, allocator.ErrNoProcess) {
+			s.log.Info("scan", "pid", pid, "err", err)
+		}
+		return false, nil
+	}
+	if len(found.Missing) > 0 {
+		return true, nil
+	}
+	for _, g := range found.ByPath() {
+		for _, p := range g.New {
+			s.log.Info("probe", "pid", pid, "function", p.Symbol, "module", p.Module,
+				"offset", fmt.Sprintf("%#x", p.Offset), "at", fmt.Sprintf("+%d", p.Skip), "why", p.Why)
+		}
+		if err := s.objs.Attach(h.att, g.New); err != nil {
+			if errors.Is(err, tracer.ErrNoUprobes) || errors.Is(err, tracer.ErrPermission) {
+				return false, err
+			}
+			s.log.Warn("attach", "pid", pid, "module", g.New[0].Module, "err", err)
+			continue
+		}
+		h.finder.Placed(g)
+		s.log.Info("probed", "pid", pid, "module", g.New[0].Module, "path", g.New[0].Path, "probes", len(g.New))
+	}
+	return false, nil
+}
+
+// scheduleScan queues a scan of pid, unless one is queued.
+func (s *session) scheduleScan(pid int) {
+	if _, ok := s.host.scans[pid]; !ok && pid != s.host.finder.Self {
+		s.host.scans[pid] = &pendingScan{due: time.Now()}
+	}
+}
+
+// runScans runs the scans that are due.
+func (s *session) runScans() {
+	now := time.Now()
+	for pid, p := range s.host.scans {
+		if now.Before(p.due) {
+			continue
+		}
+		retry, err := s.scanProcess(pid)
+		if err != nil {
+			s.log.Warn("scan", "pid", pid, "err", err)
+		}
+		p.tries++
+		if !retry || p.tries >= len(scanDelays) {
+			delete(s.host.scans, pid)
+			if !retry {
+				// Its libraries are all there: read its mappings for symbols.
+				_ = s.res.Capture(pid)
+			}
+			continue
+		}
+		p.due = now.Add(scanDelays[p.tries])
+	}
+}
+
+// hostApply accounts one event of the whole-host mode.
+func (s *session) hostApply(e *event.Event) {
+	h := s.host
+	switch e.Kind {
+	case event.Exec:
+		s.hostExec(e)
+		return
+	case event.Exit:
+		s.hostExit(e.PID, e.Comm, e.Time)
+		return
+	case event.CodeMap:
+		if err := s.res.AddLibrary(int(e.PID), e.Path, e.Addr); err != nil {
+			s.log.Info("dlopen'ed library", "pid", e.PID, "path", e.Path, "err", err)
+		}
+		// The library may bring an allocator.
+		s.scheduleScan(int(e.PID))
+		return
+	}
+	if e.PID != h.lastPID {
+		h.lastPID = e.PID
+		if !s.table.Known(e.PID) {
+			// First seen (a process running since before, or a fork):
+			// its name and mappings now, while it lives.
+			s.table.AddProcess(e.PID, host.Comm(int(e.PID)))
+			_ = s.res.Capture(int(e.PID))
+		}
+	}
+	s.table.Apply(e)
+}
+
+// hostExec: a process executed a new program. The old program's
+// statistics are void, as with --; the new one may bind to an allocator
+// file not probed yet.
+func (s *session) hostExec(e *event.Event) {
+	h := s.host
+	pid := e.PID
+	if s.table.Known(pid) {
+		// The probes reset its counts at the exec itself; only the old
+		// program's sampled blocks are left to forget.
+		s.objs.ForgetBlocks(pid, s.table.LiveAddrs(pid))
+		s.table.Forget(pid)
+		s.res.Forget(int(pid))
+	}
+	if h.lastPID == pid {
+		h.lastPID = 0
+	}
+	if e.Size != 0 { // it passes --comm and --cgroup
+		// Its program is mapped now, its libraries soon: read what is
+		// there at once, in case it exits before the scan (a short-lived
+		// process's call sites are mostly in its program).
+		_ = s.res.Capture(int(pid))
+		s.scheduleScan(int(pid))
+	}
+}
+
+// hostExit: a process's last thread exited, after all its events. Its
+// final records are held for the next batch, and it is dropped.
+func (s *session) hostExit(pid uint32, comm string, when uint64) {
+	h := s.host
+	delete(h.scans, int(pid))
+	if h.lastPID == pid {
+		h.lastPID = 0
+	}
+	c, counted := s.objs.CountsOf(pid)
+	if !s.table.Known(pid) && !counted {
+		s.objs.Forget(pid, nil)
+		return // it made no allocation while traced
+	}
+	if counted {
+		s.table.SetExactCounts(pid, c.Allocs, c.AllocBytes)
+	}
+	s.table.AddProcess(pid, comm)
+	if n, ok := s.objs.LostOf(pid); ok {
+		s.table.SetLost(pid, n)
+	}
+	s.table.MarkExited(pid, when)
+	snap := s.table.SnapshotOf(pid)
+	if len(h.exits) == 0 {
+		h.exitsSince = time.Now()
+	}
+	h.exits = append(h.exits, snap.Processes...)
+	h.exitPIDs = append(h.exitPIDs, int(pid))
+	s.objs.Forget(pid, s.table.LiveAddrs(pid))
+	s.table.Forget(pid)
+}
+
+// flushExits writes the final records of the processes that exited since
+// the last batch, then forgets their mappings.
+func (s *session) flushExits() error {
+	h := s.host
+	if len(h.exits) == 0 {
+		return nil
+	}
+	snap := aggregate.Snapshot{Time: monotonicNow(), Processes: h.exits, SampleBytes: s.cfg.sampleBytes}
+	if _, total, err := s.objs.Lost(); err == nil {
+		snap.LostEvents = total
+	}
+	o := report.Options{Top: s.cfg.top, Sort: s.cfg.sort, Final: true, Raw: s.cfg.raw, Host: true, Exited: true}
+	if s.cfg.detail {
+		o.Stacks = stackSource{objs: s.objs, code: codeView{s.res}, depth: s.cfg.stackDepth}
+	}
+	var err error
+	if s.cfg.json {
+		err = report.WriteJSON(s.out, snap, s.res, o)
+	} else {
+		err = report.WriteText(s.out, snap, s.res, o)
+	}
+	for _, pid := range h.exitPIDs {
+		if !s.table.Known(uint32(pid)) { // not a new process with the same PID
+			s.res.Forget(pid)
+		}
+	}
+	h.exits, h.exitPIDs = nil, nil
+	return err
+}
+
+// setExactCounts gives the table the probes' exact allocation counts
+// (sampled mode). With -p and -- only the targets have counts.
+func (s *session) setExactCounts() {
+	counts, err := s.objs.Counts()
+	if err != nil {
+		s.log.Warn("read exact counts", "err", err)
+		return
+	}
+	for pid, c := range counts {
+		if s.host != nil || s.targets[int(pid)] != nil {
+			s.table.SetExactCounts(pid, c.Allocs, c.AllocBytes)
+		}
+	}
+}
+
+// sweepHost drops what exits missed: processes gone from /proc whose exit
+// event never came (lost in a full ring), and their BPF map entries.
+func (s *session) sweepHost() {
+	// Everything committed to the ring first: a process that exited just
+	// now has its exit event there.
+	if _, err := s.drain.Poll(0, s.apply); err != nil {
+		s.log.Warn("drain", "err", err)
+	}
+	gone := 0
+	for _, pid := range s.table.Processes() {
+		if !host.Alive(int(pid)) {
+			s.hostExit(pid, "", monotonicNow())
+			gone++
+		}
+	}
+	n := s.objs.Sweep(func(pid uint32) bool { return host.Alive(int(pid)) })
+	s.log.Info("sweep", "processes", len(s.table.Processes()), "gone without exit", gone, "map entries deleted", n)
+}
+
+// finishHost drains what is left and writes the last exits and the final
+// report.
+func (s *session) finishHost() error {
+	if _, err := s.drain.Poll(0, s.apply); err != nil {
+		return err
+	}
+	if err := s.flushExits(); err != nil {
+		return err
+	}
+	return s.report(true, nil)
+}
+
+// logEvents logs (-v) how many events reached user space since start.
+func (s *session) logEvents(start time.Time) {
+	d := time.Since(start)
+	s.log.Info("events read", "events", s.drain.Events, "seconds", d.Seconds(),
+		"per_second", float64(s.drain.Events)/d.Seconds())
+}

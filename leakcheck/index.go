@@ -1,0 +1,125 @@
+package leakcheck
+
+// pointerIndex finds the block a word points into. Blocks are grouped into
+// runs of nearby blocks (the main heap, each arena, each mmapped chunk);
+// a run spanning few pages per block gets a page table, so that a lookup is
+// a run search, a table load and a search among the blocks of one page.
+type pointerIndex struct {
+	addr, size []uint64
+	// lo and hi bound every block: a quick filter for the many words
+	// (small integers, code addresses) that point nowhere near the heap.
+	lo, hi uint64
+	runs   []run
+}
+
+type run struct {
+	lo, hi      uint64 // [lo, hi) covers the run's blocks
+	first, last int32  // its blocks, sorted indices [first, last)
+	// pages[p] is the index of the first block of the run that starts at
+	// or after the run's page p; nil when the run is too sparse.
+	pages []int32
+}
+
+// runGap splits runs: blocks further apart than this start a new run.
+const runGap = 1 << 20
+
+// extent is where a block's pointers land: a block of size 0 counts as 1
+// byte, as memcheck counts it, so that a pointer to it is seen.
+func extent(addr, size uint64) uint64 {
+	if size == 0 {
+		return addr + 1
+	}
+	return addr + size
+}
+
+func newPointerIndex(addr, size []uint64) pointerIndex {
+	x := pointerIndex{addr: addr, size: size}
+	if len(addr) == 0 {
+		return x
+	}
+	x.lo = addr[0]
+	start := 0
+	hi := extent(addr[0], size[0])
+	for i := 1; i <= len(addr); i++ {
+		if i < len(addr) && addr[i] < hi+runGap {
+			hi = max(hi, extent(addr[i], size[i]))
+			continue
+		}
+		x.runs = append(x.runs, x.newRun(start, i, hi))
+		x.hi = max(x.hi, hi)
+		if i < len(addr) {
+			start, hi = i, extent(addr[i], size[i])
+		}
+	}
+	return x
+}
+
+func (x *pointerIndex) newRun(first, last int, hi uint64) run {
+	r := run{lo: x.addr[first], hi: hi, first: int32(first), last: int32(last)}
+	base := r.lo &^ (pageSize - 1)
+	npages := (hi-base+pageSize-1)/pageSize + 1
+	if n := uint64(last - first); npages > 8*n+64 {
+		return r // sparse: search the blocks instead
+	}
+	r.pages = make([]int32, npages)
+	b := first
+	for p := range r.pages {
+		pstart := base + uint64(p)*pageSize
+		for b < last && x.addr[b] < pstart {
+			b++
+		}
+		r.pages[p] = int32(b)
+	}
+	return r
+}
+
+// find returns the sorted index of the block ptr points into, or -1.
+func (x *pointerIndex) find(ptr uint64) int {
+	if ptr < x.lo || ptr >= x.hi {
+		return -1
+	}
+	// The last run starting at or before ptr.
+	rs := x.runs
+	l, h := 0, len(rs)
+	for l < h {
+		m := int(uint(l+h) >> 1)
+		if rs[m].lo <= ptr {
+			l = m + 1
+		} else {
+			h = m
+		}
+	}
+	if l == 0 {
+		return -1
+	}
+	r := &rs[l-1]
+	if ptr >= r.hi {
+		return -1
+	}
+	// The last block of the run starting at or before ptr, searched among
+	// [lo, hi).
+	lo, hi := int(r.first), int(r.last)
+	if r.pages != nil {
+		p := (ptr - r.lo&^(pageSize-1)) / pageSize
+		// Blocks starting in page p are [pages[p], pages[p+1]); the one
+		// before pages[p] may span into the page.
+		lo = max(int(r.pages[p])-1, int(r.first))
+		hi = int(r.pages[p+1])
+	}
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if x.addr[m] <= ptr {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	i := lo - 1
+	if i < int(r.first) {
+		return -1
+	}
+	if ptr < extent(x.addr[i], x.size[i]) {
+		return i
+	}
+	return -1
+}

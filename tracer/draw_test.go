@@ -1,0 +1,199 @@
+package tracer
+
+import (
+	"math"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/cilium/ebpf"
+)
+
+// These tests run the BPF programs' own draw and sampling decision through
+// BPF_PROG_TEST_RUN (syscall programs): the code under test is what the
+// probes run, not a Go copy of it.
+
+const testDraws = 1 << 16
+
+// needBPF skips without root (fails under CI=true, where a skip would
+// hide a broken pipeline).
+func needBPF(t *testing.T) {
+	t.Helper()
+	why := ""
+	switch {
+	case os.Geteuid() != 0:
+		why = "needs root"
+	default:
+		if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
+			why = "the kernel has no BTF"
+		}
+	}
+	if why == "" {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("CI=true but %s: the BPF tests must run in CI", why)
+	}
+	t.Skip(why)
+}
+
+type testObjects struct {
+	DrawTest   *ebpf.Program `ebpf:"draw_test"`
+	SampleTest *ebpf.Program `ebpf:"sample_test"`
+	Draws      *ebpf.Map     `ebpf:"draws"`
+}
+
+func loadTest(t *testing.T, sampleBytes uint64) *testObjects {
+	t.Helper()
+	needBPF(t)
+	o := DefaultOptions()
+	o.RingBytes = os.Getpagesize()
+	o.SampleBytes = sampleBytes
+	spec, err := loadSpec(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs testObjects
+	if err := spec.LoadAndAssign(&objs, nil); err != nil {
+		t.Fatalf("load test programs: %v", err)
+	}
+	t.Cleanup(func() { objs.DrawTest.Close(); objs.SampleTest.Close(); objs.Draws.Close() })
+	return &objs
+}
+
+func readDraws(t *testing.T, m *ebpf.Map) []uint64 {
+	t.Helper()
+	out := make([]uint64, testDraws)
+	keys := make([]uint32, testDraws)
+	for i := range keys {
+		keys[i] = uint32(i)
+	}
+	var cursor ebpf.MapBatchCursor
+	n, err := m.BatchLookup(&cursor, keys, out, nil)
+	if n != testDraws {
+		t.Fatalf("read draws: got %d of %d: %v", n, testDraws, err)
+	}
+	return out
+}
+
+// TestExpDraw checks the BPF exponential draw: its mean, its whole shape
+// (Kolmogorov–Smirnov against Exp(1)), its tail past the table (the
+// memoryless redraw) and its buckets (chi-square). Thresholds hold with
+// probability above 1 - 10^-6 each for a correct Exp(1) draw.
+func TestExpDraw(t *testing.T) {
+	objs := loadTest(t, 1)
+	if _, err := objs.DrawTest.Run(&ebpf.RunOptions{}); err != nil {
+		t.Fatalf("run draw_test: %v", err)
+	}
+	raw := readDraws(t, objs.Draws)
+	xs := make([]float64, len(raw))
+	for i, r := range raw {
+		xs[i] = float64(r) / ExpOne
+	}
+	n := float64(len(xs))
+
+	// Mean 1, standard error 1/sqrt(n) = 0.0039: allow 5 standard errors.
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	mean := sum / n
+	if math.Abs(mean-1) > 5/math.Sqrt(n) {
+		t.Errorf("mean %.5f, want 1 ± %.4f", mean, 5/math.Sqrt(n))
+	}
+
+	// Kolmogorov–Smirnov: sqrt(n)·D > 2.0 has probability 0.0007 for
+	// a correct distribution (2.5: 10^-5).
+	slices.Sort(xs)
+	d := 0.0
+	for i, x := range xs {
+		f := 1 - math.Exp(-x)
+		d = max(d, math.Abs(f-float64(i)/n), math.Abs(f-float64(i+1)/n))
+	}
+	if ks := math.Sqrt(n) * d; ks > 2.5 {
+		t.Errorf("Kolmogorov–Smirnov statistic sqrt(n)·D = %.3f > 2.5: not Exp(1)", ks)
+	}
+
+	// The tail past ln 4096 (the redraw path): P = 1/4096, 16 expected.
+	tail := 0
+	for _, x := range xs {
+		if x > math.Log(4096) {
+			tail++
+		}
+	}
+	if tail < 2 || tail > 40 {
+		t.Errorf("%d draws above ln 4096, want about 16 (2..40)", tail)
+	}
+
+	// Chi-square over 64 equiprobable bins: 63 degrees of freedom, the
+	// 10^-6 quantile is about 130.
+	const bins = 64
+	var count [bins]float64
+	for _, x := range xs {
+		b := int((1 - math.Exp(-x)) * bins)
+		count[min(b, bins-1)]++
+	}
+	chi := 0.0
+	for _, c := range count {
+		e := n / bins
+		chi += (c - e) * (c - e) / e
+	}
+	if chi > 130 {
+		t.Errorf("chi-square %.1f over %d bins > 130: not Exp(1)", chi, bins)
+	}
+	t.Logf("n=%d mean=%.5f KS=%.3f tail=%d chi2=%.1f", len(xs), mean, math.Sqrt(n)*d, tail, chi)
+}
+
+// TestSampleDecision runs the probes' sampling decision (one thread's
+// countdown) over allocations of mixed sizes and checks that each size is
+// sampled with probability 1 - e^(-size/N), within 5 standard errors.
+func TestSampleDecision(t *testing.T) {
+	const N = 4096
+	objs := loadTest(t, N)
+	sizes := []uint64{0, 64, 512, 4096, 16384, 1 << 20}
+	in := make([]uint64, testDraws)
+	for i := range in {
+		in[i] = sizes[i%len(sizes)]
+	}
+	keys := make([]uint32, testDraws)
+	for i := range keys {
+		keys[i] = uint32(i)
+	}
+	if _, err := objs.Draws.BatchUpdate(keys, in, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := objs.SampleTest.Run(&ebpf.RunOptions{}); err != nil {
+		t.Fatalf("run sample_test: %v", err)
+	}
+	out := readDraws(t, objs.Draws)
+	for j, s := range sizes {
+		hits, total := 0.0, 0.0
+		for i := j; i < len(out); i += len(sizes) {
+			hits += float64(out[i])
+			total++
+		}
+		eff := float64(max(s, 1))
+		p := -math.Expm1(-eff / N)
+		se := math.Sqrt(p * (1 - p) / total)
+		got := hits / total
+		if math.Abs(got-p) > 5*se+1e-9 {
+			t.Errorf("size %d: sampled %.5f of calls, want %.5f ± %.5f", s, got, p, 5*se)
+		}
+		t.Logf("size %7d: sampled %.5f, want %.5f (se %.5f)", s, got, p, se)
+	}
+}
+
+func TestExpTable(t *testing.T) {
+	tab := ExpTable()
+	if tab[1<<ExpBits] != 0 {
+		t.Errorf("-ln 1 = %d, want 0", tab[1<<ExpBits])
+	}
+	if got, want := float64(tab[1])/ExpOne, math.Log(4096); math.Abs(got-want) > 1e-4 {
+		t.Errorf("-ln(1/4096) = %f, want %f", got, want)
+	}
+	for i := 2; i <= 1<<ExpBits; i++ {
+		if tab[i] >= tab[i-1] {
+			t.Fatalf("table not decreasing at %d", i)
+		}
+	}
+}

@@ -1,0 +1,187 @@
+package tracer
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+)
+
+// AttachHost attaches the whole-host mode's raw tracepoints: process exec
+// (to find new programs' allocators) and exit (to report and drop exited
+// processes). Raw tracepoints need neither tracefs nor kprobes.
+func (t *Objects) AttachHost() error {
+	for _, tp := range []struct {
+		name string
+		prog *ebpf.Program
+	}{{"sched_process_exec", t.objs.OnExec}, {"sched_process_exit", t.objs.OnExit}} {
+		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: tp.name, Program: tp.prog})
+		if err != nil {
+			err = fmt.Errorf("attach raw tracepoint %s: %w", tp.name, err)
+			return errors.Join(err, t.DetachHost())
+		}
+		t.host = append(t.host, l)
+	}
+	return nil
+}
+
+// DetachHost removes the raw tracepoints, if attached.
+func (t *Objects) DetachHost() error {
+	err := closeAll(t.host)
+	t.host = nil
+	return err
+}
+
+// Counts are a process's exact allocation counts in sampled mode.
+type Counts struct {
+	Allocs     uint64
+	AllocBytes uint64
+}
+
+// Counts returns the exact per-process allocation counts that the BPF
+// programs keep in sampled mode (nil when exact: then every call is an
+// event and user space counts them).
+func (t *Objects) Counts() (map[uint32]Counts, error) {
+	if t.sampleBytes == 0 {
+		return nil, nil
+	}
+	out := map[uint32]Counts{}
+	var pid uint32
+	var c memtraceAllocCounts
+	it := t.objs.ProcCounts.Iterate()
+	for it.Next(&pid, &c) {
+		out[pid] = Counts{Allocs: c.Allocs, AllocBytes: c.AllocBytes}
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("read allocation counts: %w", err)
+	}
+	return out, nil
+}
+
+// CountsOf returns pid's exact counts in sampled mode (false if none).
+func (t *Objects) CountsOf(pid uint32) (Counts, bool) {
+	if t.sampleBytes == 0 {
+		return Counts{}, false
+	}
+	var c memtraceAllocCounts
+	if err := t.objs.ProcCounts.Lookup(pid, &c); err != nil {
+		return Counts{}, false
+	}
+	return Counts{Allocs: c.Allocs, AllocBytes: c.AllocBytes}, true
+}
+
+// ResetCounts zeroes pid's exact counts (after an exec the statistics
+// restart).
+func (t *Objects) ResetCounts(pid uint32) {
+	if t.sampleBytes > 0 {
+		_ = t.objs.ProcCounts.Delete(pid)
+	}
+}
+
+// Forget deletes what the BPF maps hold about pid once it is gone: its
+// counts, lost events and the sampled blocks at live (the addresses
+// user space still holds live for it; nil when exact).
+func (t *Objects) Forget(pid uint32, live []uint64) {
+	_ = t.objs.LostByPid.Delete(pid)
+	if t.sampleBytes == 0 {
+		return
+	}
+	_ = t.objs.ProcCounts.Delete(pid)
+	t.forgetSampled(pid, live)
+}
+
+// forgetSampled deletes pid's sampled blocks at addrs, in batches.
+func (t *Objects) forgetSampled(pid uint32, addrs []uint64) {
+	const batch = 4096
+	for len(addrs) > 0 {
+		n := min(len(addrs), batch)
+		keys := make([]memtraceSampleKey, n)
+		for i, a := range addrs[:n] {
+			keys[i] = memtraceSampleKey{Addr: a, Pid: pid}
+		}
+		if _, err := t.objs.Sampled.BatchDelete(keys, nil); err != nil {
+			// Some were not there (their free raced the exit): one by one.
+			for i := range keys {
+				_ = t.objs.Sampled.Delete(&keys[i])
+			}
+		}
+		addrs = addrs[n:]
+	}
+}
+
+// Sweep deletes the entries of processes that are gone (alive reports
+// false) from the per-process maps: what exits missed (an exit event lost
+// in a full ring, a process that exited between two scans). It returns
+// how many entries it deleted.
+func (t *Objects) Sweep(alive func(pid uint32) bool) int {
+	n := 0
+	sweep := func(m *ebpf.Map, valueSize int) {
+		var dead []uint32
+		var pid uint32
+		v := make([]byte, valueSize)
+		it := m.Iterate()
+		for it.Next(&pid, &v) {
+			if !alive(pid) {
+				dead = append(dead, pid)
+			}
+		}
+		for _, p := range dead {
+			if m.Delete(p) == nil {
+				n++
+			}
+		}
+	}
+	sweep(t.objs.LostByPid, 8)
+	if t.sampleBytes == 0 {
+		return n
+	}
+	sweep(t.objs.ProcCounts, 16)
+	var dead []memtraceSampleKey
+	var k memtraceSampleKey
+	var v uint8
+	it := t.objs.Sampled.Iterate()
+	for it.Next(&k, &v) {
+		if !alive(k.Pid) {
+			dead = append(dead, k)
+		}
+	}
+	for i := range dead {
+		if t.objs.Sampled.Delete(&dead[i]) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// SampledBlocks is how many sampled live blocks the BPF map holds now.
+func (t *Objects) SampledBlocks() int {
+	if t.sampleBytes == 0 {
+		return 0
+	}
+	n := 0
+	var k memtraceSampleKey
+	var v uint8
+	it := t.objs.Sampled.Iterate()
+	for it.Next(&k, &v) {
+		n++
+	}
+	return n
+}
+
+// ForgetBlocks deletes pid's sampled blocks at addrs (after an exec,
+// whose new program starts with none), keeping its counts.
+func (t *Objects) ForgetBlocks(pid uint32, addrs []uint64) {
+	if t.sampleBytes > 0 {
+		t.forgetSampled(pid, addrs)
+	}
+}
+
+// LostOf returns how many of pid's events were lost.
+func (t *Objects) LostOf(pid uint32) (uint64, bool) {
+	var n uint64
+	if err := t.objs.LostByPid.Lookup(pid, &n); err != nil {
+		return 0, false
+	}
+	return n, true
+}
