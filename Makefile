@@ -20,7 +20,7 @@ test:
 	$(GO) test -count=1 ./...
 
 bench: build
-	$(GO) run ./bench/cmd/membench
+	$(GO) run ./bench/cmd/membench -memtrace $(BIN)/memtrace
 
 # Regenerate the BPF object and its Go bindings (needs clang, llvm,
 # libbpf-dev, bpftool: apt-get install -y clang llvm libbpf-dev bpftool).

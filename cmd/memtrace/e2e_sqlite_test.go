@@ -334,7 +334,6 @@ func readHeaptrack(path string, foreign func(module string) bool) (*heaptrackDat
 	return &d, nil
 }
 
-
 // heaptrackSummary holds heaptrack_print's closing lines.
 type heaptrackSummary struct {
 	calls                    uint64
