@@ -68,6 +68,9 @@ type Stop struct {
 	Regs *unix.PtraceRegs
 	// Parent (Fork only) is the process that forked PID.
 	Parent int
+	// SharedVM (Fork only): PID was made by vfork (posix_spawn does it)
+	// and runs in its parent's memory until it execs or exits.
+	SharedVM bool
 	// Status (Ended only) is how the process ended.
 	Status syscall.WaitStatus
 	resume chan struct{}
@@ -165,9 +168,7 @@ func trace(pid int, follow bool, stops chan<- Stop, done chan<- syscall.WaitStat
 	}
 	traced := map[int]bool{pid: true}
 	// A new process's first stop and its parent's fork event come in
-	// either order: born holds children announced by their parent, early
-	// those that stopped first.
-	born := map[int]int{}
+	// either order: early holds those that stopped first.
 	early := map[int]bool{}
 	first, commandDone := true, false
 	var ws syscall.WaitStatus
@@ -204,15 +205,10 @@ func trace(pid int, follow bool, stops chan<- Stop, done chan<- syscall.WaitStat
 		deliver := 0
 		switch {
 		case !traced[wpid]:
-			// A new process's first stop (its SIGSTOP).
-			if parent, ok := born[wpid]; ok {
-				delete(born, wpid)
-				traced[wpid] = true
-				stop(Stop{Kind: Fork, PID: wpid, Parent: parent})
-			} else {
-				early[wpid] = true
-				continue // stays stopped until its parent's event
-			}
+			// A new process's first stop (its SIGSTOP), before its
+			// parent's fork event: it stays stopped until that event.
+			early[wpid] = true
+			continue
 		case wpid == pid && first && sig == syscall.SIGTRAP:
 			// The stop after the initial execve (PTRACE_TRACEME).
 			first = false
@@ -222,13 +218,14 @@ func trace(pid int, follow bool, stops chan<- Stop, done chan<- syscall.WaitStat
 			ws.TrapCause() == unix.PTRACE_EVENT_VFORK || ws.TrapCause() == unix.PTRACE_EVENT_CLONE):
 			if msg, err := unix.PtraceGetEventMsg(wpid); err == nil {
 				kid := int(msg)
-				if early[kid] {
+				// The child is delivered before its parent goes on, so
+				// that no parent can exit with a child still unannounced:
+				// wait for its first stop if it has not come yet.
+				if early[kid] || waitFirstStop(kid) {
 					delete(early, kid)
 					traced[kid] = true
-					stop(Stop{Kind: Fork, PID: kid, Parent: wpid})
+					stop(Stop{Kind: Fork, PID: kid, Parent: wpid, SharedVM: ws.TrapCause() == unix.PTRACE_EVENT_VFORK})
 					_ = syscall.PtraceCont(kid, 0)
-				} else {
-					born[kid] = wpid
 				}
 			}
 		case sig == syscall.SIGTRAP && ws.TrapCause() == unix.PTRACE_EVENT_EXEC:
@@ -247,6 +244,24 @@ func trace(pid int, follow bool, stops chan<- Stop, done chan<- syscall.WaitStat
 			deliver = int(sig)
 		}
 		_ = syscall.PtraceCont(wpid, deliver)
+	}
+}
+
+// waitFirstStop waits for a new tracee's first stop; false if it ended
+// first.
+func waitFirstStop(kid int) bool {
+	for {
+		var ws syscall.WaitStatus
+		_, err := syscall.Wait4(kid, &ws, unix.WALL, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil || ws.Exited() || ws.Signaled() {
+			return false
+		}
+		if ws.Stopped() {
+			return true
+		}
 	}
 }
 

@@ -328,6 +328,9 @@ func (c *checker) push(i int32) {
 	}
 }
 
+// maxPop bounds the blocks taken off the mark stack at a time.
+const maxPop = 1 << 18
+
 // process scans the blocks on the mark stack until it is empty: clique -1
 // is the mark phase, otherwise the clique of that leader. Blocks are taken
 // off the stack in batches and read sorted by address.
@@ -336,7 +339,8 @@ func (c *checker) process(clique int32) {
 	for len(c.stack) > 0 {
 		batch = batch[:0]
 		bytes := 0
-		for len(c.stack) > 0 && (len(batch) == 0 || bytes < c.in.BatchBytes) && len(batch) < maxIOV {
+		// Many blocks at a time: sorted, close ones are read together.
+		for len(c.stack) > 0 && (len(batch) == 0 || bytes < 16*c.in.BatchBytes) && len(batch) < maxPop {
 			i := c.stack[len(c.stack)-1]
 			c.stack = c.stack[:len(c.stack)-1]
 			c.pending[i] = false
@@ -357,9 +361,9 @@ func (c *checker) process(clique int32) {
 	c.rd.scanned, c.rd.skipped = 0, 0
 }
 
-// scanWords looks at each aligned word of buf, which holds the memory at
-// base (base is 8-aligned).
-func (c *checker) scanWords(buf []byte, base uint64, clique int32, definite bool) {
+// scanWords looks at each aligned word of buf (memory at an 8-aligned
+// address).
+func (c *checker) scanWords(buf []byte, _ uint64, clique int32, definite bool) {
 	lo, hi := c.index.lo, c.index.hi
 	for off := 0; off+8 <= len(buf); off += 8 {
 		v := binary.LittleEndian.Uint64(buf[off:])
@@ -372,7 +376,6 @@ func (c *checker) scanWords(buf []byte, base uint64, clique int32, definite bool
 			c.gather(v, clique)
 		}
 	}
-	_ = base
 }
 
 // reach is memcheck's lc_push_without_clique_if_a_chunk_ptr: ptr was found

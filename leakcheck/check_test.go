@@ -555,7 +555,7 @@ func TestScatteredCliqueReads(t *testing.T) {
 	if tot := r.Totals(h.blocks); tot.Blocks[Definite] != 1 || tot.Blocks[Indirect] != n-1 {
 		t.Fatalf("totals %+v", tot)
 	}
-	if bm.bytes > 3*64*n {
+	if bm.bytes > 16*64*n { // gaps between close blocks are read too
 		t.Errorf("read %d bytes for a lost tree of %d bytes", bm.bytes, 64*n)
 	}
 }

@@ -15,9 +15,12 @@ type pointerIndex struct {
 type run struct {
 	lo, hi      uint64 // [lo, hi) covers the run's blocks
 	first, last int32  // its blocks, sorted indices [first, last)
-	// pages[p] is the index of the first block of the run that starts at
-	// or after the run's page p; nil when the run is too sparse.
+	// pages[g] is the index of the first block of the run that starts at
+	// or after granule g (granules of 1<<shift bytes from base, sized to
+	// hold a block or two); nil when the run is too sparse.
 	pages []int32
+	base  uint64
+	shift uint
 }
 
 // runGap splits runs: blocks further apart than this start a new run.
@@ -56,19 +59,27 @@ func newPointerIndex(addr, size []uint64) pointerIndex {
 
 func (x *pointerIndex) newRun(first, last int, hi uint64) run {
 	r := run{lo: x.addr[first], hi: hi, first: int32(first), last: int32(last)}
-	base := r.lo &^ (pageSize - 1)
-	npages := (hi-base+pageSize-1)/pageSize + 1
-	if n := uint64(last - first); npages > 8*n+64 {
+	n := uint64(last - first)
+	// A granule about the size of the average block: a lookup then
+	// looks at one or two blocks.
+	span := hi - r.lo
+	r.shift = 4
+	for r.shift < 12 && (uint64(1)<<(r.shift+1))*n <= span {
+		r.shift++
+	}
+	r.base = r.lo &^ (1<<r.shift - 1)
+	ngran := (hi-r.base)>>r.shift + 2
+	if ngran > 4*n+64 {
 		return r // sparse: search the blocks instead
 	}
-	r.pages = make([]int32, npages)
+	r.pages = make([]int32, ngran)
 	b := first
-	for p := range r.pages {
-		pstart := base + uint64(p)*pageSize
-		for b < last && x.addr[b] < pstart {
+	for g := range r.pages {
+		gstart := r.base + uint64(g)<<r.shift
+		for b < last && x.addr[b] < gstart {
 			b++
 		}
-		r.pages[p] = int32(b)
+		r.pages[g] = int32(b)
 	}
 	return r
 }
@@ -100,11 +111,11 @@ func (x *pointerIndex) find(ptr uint64) int {
 	// [lo, hi).
 	lo, hi := int(r.first), int(r.last)
 	if r.pages != nil {
-		p := (ptr - r.lo&^(pageSize-1)) / pageSize
-		// Blocks starting in page p are [pages[p], pages[p+1]); the one
-		// before pages[p] may span into the page.
-		lo = max(int(r.pages[p])-1, int(r.first))
-		hi = int(r.pages[p+1])
+		g := (ptr - r.base) >> r.shift
+		// Blocks starting in granule g are [pages[g], pages[g+1]); the one
+		// before pages[g] may span into it.
+		lo = max(int(r.pages[g])-1, int(r.first))
+		hi = int(r.pages[g+1])
 	}
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)

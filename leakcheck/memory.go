@@ -53,6 +53,7 @@ type reader struct {
 	addrs []uint64
 	ns    []int
 	idx   []int32
+	pend  []pendBlock
 
 	scanned, skipped uint64
 }
@@ -149,17 +150,32 @@ func (rd *reader) readBlocks(c *checker, batch []int32, fn func(i int32, buf []b
 	if cap(rd.buf) < rd.batch {
 		rd.buf = make([]byte, rd.batch)
 	}
-	rd.bufs, rd.addrs, rd.ns, rd.idx = rd.bufs[:0], rd.addrs[:0], rd.ns[:0], rd.idx[:0]
+	rd.bufs, rd.addrs, rd.ns, rd.pend = rd.bufs[:0], rd.addrs[:0], rd.ns[:0], rd.pend[:0]
 	used := 0
 	flush := func() {
-		if len(rd.idx) == 0 {
+		if len(rd.pend) == 0 {
 			return
 		}
 		rd.readMany()
-		for k, i := range rd.idx {
-			rd.deliver(c, i, rd.bufs[k], rd.addrs[k], rd.ns[k], fn)
+		for _, p := range rd.pend {
+			seg := rd.bufs[p.seg]
+			if rd.ns[p.seg] >= p.off+p.n {
+				b := seg[p.off : p.off+p.n]
+				rd.scanned += uint64(len(b))
+				fn(p.i, b, rd.addrs[p.seg]+uint64(p.off))
+				continue
+			}
+			// Not read whole (an unreadable page in it, or in a gap
+			// before it): read it alone, skipping what cannot be read.
+			// rd.buf holds the rest of the batch, so with a reader of
+			// its own.
+			tail := reader{mem: rd.mem, batch: rd.batch}
+			start, end := wordSpan(c.addr[p.i], c.size[p.i])
+			_ = tail.scanRange(Range{start, end}, func(b []byte, base uint64) { fn(p.i, b, base) })
+			rd.scanned += tail.scanned
+			rd.skipped += tail.skipped
 		}
-		rd.bufs, rd.addrs, rd.ns, rd.idx = rd.bufs[:0], rd.addrs[:0], rd.ns[:0], rd.idx[:0]
+		rd.bufs, rd.addrs, rd.ns, rd.pend = rd.bufs[:0], rd.addrs[:0], rd.ns[:0], rd.pend[:0]
 		used = 0
 	}
 	for _, i := range batch {
@@ -173,44 +189,38 @@ func (rd *reader) readBlocks(c *checker, batch []int32, fn func(i int32, buf []b
 			rd.readOne(c, i, fn)
 			continue
 		}
-		if used+n > rd.batch || len(rd.idx) == maxIOV {
+		// A block close after the previous one extends its range: an
+		// extra range costs the kernel more than copying a small gap.
+		if k := len(rd.bufs) - 1; k >= 0 {
+			segEnd := rd.addrs[k] + uint64(len(rd.bufs[k]))
+			if start >= segEnd && start-segEnd <= coalesceGap && used+int(end-segEnd) <= rd.batch {
+				from := used - len(rd.bufs[k])
+				used += int(end - segEnd)
+				rd.bufs[k] = rd.buf[from:used]
+				rd.pend = append(rd.pend, pendBlock{i: i, seg: k, off: int(start - rd.addrs[k]), n: n})
+				continue
+			}
+		}
+		if used+n > rd.batch || len(rd.bufs) == maxIOV {
 			flush()
 		}
 		rd.bufs = append(rd.bufs, rd.buf[used:used+n])
 		rd.addrs = append(rd.addrs, start)
 		rd.ns = append(rd.ns, 0)
-		rd.idx = append(rd.idx, i)
+		rd.pend = append(rd.pend, pendBlock{i: i, seg: len(rd.bufs) - 1, n: n})
 		used += n
 	}
 	flush()
 }
 
-// deliver passes the readable prefix of a block to fn and skips the rest
-// page by page (a block is normally readable whole).
-func (rd *reader) deliver(c *checker, i int32, buf []byte, addr uint64, got int, fn func(int32, []byte, uint64)) {
-	got &^= 7
-	if got > 0 {
-		rd.scanned += uint64(got)
-		fn(i, buf[:got], addr)
-	}
-	if got < len(buf) {
-		// Read what follows the unreadable page, if anything.
-		bad := addr + uint64(got)
-		next := (bad + pageSize) &^ (pageSize - 1)
-		end := addr + uint64(len(buf))
-		if next >= end {
-			rd.skipped += end - bad
-			return
-		}
-		rd.skipped += next - bad
-		// rd.buf holds the rest of the batch: read the tail with a
-		// reader of its own.
-		tail := reader{mem: rd.mem, batch: rd.batch}
-		_ = tail.scanRange(Range{next, end}, func(b []byte, base uint64) { fn(i, b, base) })
-		rd.scanned += tail.scanned
-		rd.skipped += tail.skipped
-	}
+// pendBlock is a block waiting in a batch: n bytes at off in range seg.
+type pendBlock struct {
+	i           int32
+	seg, off, n int
 }
+
+// coalesceGap: blocks at most this far apart are read as one range.
+const coalesceGap = 1024
 
 // readOne streams a block bigger than a batch.
 func (rd *reader) readOne(c *checker, i int32, fn func(int32, []byte, uint64)) {

@@ -70,11 +70,11 @@ FIXTURE void leak_small(long scale, void **keep, long *kept)
 	}
 }
 
-/* Leaks about 24 MB in 4 KiB .. 1 MiB blocks. */
+/* Leaks about 35 MB in 4 KiB .. 256 KiB blocks. */
 FIXTURE void leak_large(long scale, void **keep, long *kept)
 {
-	for (long i = 0; i < 120 * scale; i++) {
-		size_t n = size_between(4096, 1 << 20);
+	for (long i = 0; i < 600 * scale; i++) {
+		size_t n = size_between(4096, 256 << 10);
 		keep[(*kept)++] = counted(malloc(n), n);
 		large_live += n;
 		large_blocks++;
@@ -103,9 +103,9 @@ int main(int argc, char **argv)
 		scale = 1;
 	/* Not counted: it is not the program's workload, but it is an
 	 * allocation call all the same. */
-	keep = malloc(sizeof(void *) * (30000 + 120) * scale);
+	keep = malloc(sizeof(void *) * (30000 + 600) * scale);
 	allocs++;
-	alloc_bytes += sizeof(void *) * (30000 + 120) * scale;
+	alloc_bytes += sizeof(void *) * (30000 + 600) * scale;
 	for (int round = 0; round < 4; round++) {
 		churn(scale);
 		leak_small(scale / 4 + (round < scale % 4), keep, &kept);

@@ -103,7 +103,7 @@ func truth(t *testing.T, stderr string) map[string]uint64 {
 
 // TestSampledEstimates is the statistical test of sampled mode: at
 // --sample-bytes 65536 the live bytes that testdata/sampling.c leaks from
-// each of two functions (tens of MB, in sizes from 16 B to 1 MiB, some
+// each of two functions (tens of MB, in sizes from 16 B to 256 KiB, some
 // grown by realloc) are estimated within 4 standard errors of the truth
 // the fixture prints; the process's allocation calls and bytes, counted
 // in BPF, are exact; what a third function frees entirely is estimated

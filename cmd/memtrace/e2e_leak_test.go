@@ -267,6 +267,9 @@ func TestLeakCheckMatchesValgrind(t *testing.T) {
 			"keep_array()":    {ReachableBytes: 72, ReachableBlocks: 1},
 			"keep_derived()":  {ReachableBytes: 40, ReachableBlocks: 1},
 		}, true},
+		// The README's demo: a realistic mix (11 111 live blocks, strdup
+		// and asprintf through libc), process totals only.
+		{"demo", "demo/leaky.c", func(t *testing.T) string { return fixture(t, "demo/leaky.c") }, siteWant{}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -35,6 +35,9 @@ type leakState struct {
 	inherited map[int]map[uint64]heldBlock
 	// printed: processes whose leak section was written.
 	printed map[int]bool
+	// vforked: children running in their parent's memory (vfork) until
+	// they exec; one that exits first has no heap of its own to check.
+	vforked map[int]bool
 	// over: processes whose lost bytes exceeded --fail-on-leak's limit.
 	over []*leakResult
 }
@@ -90,6 +93,7 @@ func (s *session) leaks() *leakState {
 			results:   map[int]*leakResult{},
 			inherited: map[int]map[uint64]heldBlock{},
 			printed:   map[int]bool{},
+			vforked:   map[int]bool{},
 		}
 	}
 	return s.leak
@@ -99,6 +103,11 @@ func (s *session) leaks() *leakState {
 // space is torn down.
 func (s *session) leakCheckAtExit(st launch.Stop) {
 	if !s.cfg.leakCheck {
+		return
+	}
+	if s.leaks().vforked[st.PID] {
+		// Its parent's memory, not its own: the parent is checked.
+		s.log.Info("leak check: a vfork child exits before exec, not checked", "pid", st.PID)
 		return
 	}
 	var threads []leakcheck.Thread
@@ -403,6 +412,7 @@ func (s *session) leakStop(st launch.Stop) (bool, error) {
 		// A new program: the inherited blocks went with the old one.
 		if s.leak != nil {
 			delete(s.leak.inherited, st.PID)
+			delete(s.leak.vforked, st.PID)
 		}
 	}
 	return false, nil
@@ -432,6 +442,11 @@ func (s *session) onFork(st launch.Stop) error {
 	}
 	s.table.AddProcess(uint32(st.PID), comm(st.PID))
 	s.log.Info("follow: new process", "pid", st.PID, "parent", st.Parent)
+	if st.SharedVM {
+		// vfork: the parent's memory until exec; nothing of its own.
+		s.leaks().vforked[st.PID] = true
+		return nil
+	}
 	if s.cfg.leakCheck {
 		h := map[uint64]heldBlock{}
 		s.table.ForEachLiveSite(uint32(st.Parent), func(addr, size uint64, site aggregate.SiteKey) bool {
@@ -450,13 +465,33 @@ func (s *session) onFork(st launch.Stop) error {
 
 // leakExitCode is memtrace's status: exitLeak when a checked process lost
 // more than --fail-on-leak allows, with a line on stderr for each.
+// A check that could not run fails the run too (exitError): --fail-on-leak
+// must not pass a build it could not check.
 func (s *session) leakExitCode(code int) int {
-	if s.leak == nil || len(s.leak.over) == 0 {
+	if s.leak == nil || !s.cfg.failOnLeak {
 		return code
+	}
+	failed := false
+	pids := make([]int, 0, len(s.leak.results))
+	for pid := range s.leak.results {
+		pids = append(pids, pid)
+	}
+	slices.Sort(pids)
+	for _, pid := range pids {
+		if r := s.leak.results[pid]; r.err != nil {
+			fmt.Fprintf(s.stderr, "memtrace: pid %d %s: leak check failed: %v\n", r.pid, r.comm, r.err)
+			failed = true
+		}
 	}
 	for _, r := range s.leak.over {
 		fmt.Fprintf(s.stderr, "memtrace: pid %d %s: %d bytes lost (%s) %s, more than --fail-on-leak=%d\n",
 			r.pid, r.comm, r.counted, s.cfg.leakKinds, r.when, s.cfg.failBytes)
 	}
-	return exitLeak
+	switch {
+	case len(s.leak.over) > 0:
+		return exitLeak
+	case failed:
+		return exitError
+	}
+	return code
 }

@@ -49,13 +49,17 @@ func (s *session) writeReport(snap aggregate.Snapshot, o report.Options) error {
 	if len(done) == 0 {
 		return nil
 	}
-	// With --json, stdout is NDJSON only: the listing goes to stderr.
-	w := s.out
+	// With --json, stdout is NDJSON only: the records carry the figures,
+	// and the listing goes to stderr when --fail-on-leak may fail the run.
+	w, listed := s.out, done
 	if s.cfg.json {
 		w = s.stderr
+		if !s.cfg.failOnLeak {
+			listed = nil
+		}
 	}
 	var b bytes.Buffer
-	for _, r := range done {
+	for _, r := range listed {
 		s.writeLeakText(&b, r)
 	}
 	if _, err := w.Write(b.Bytes()); err != nil {

@@ -5,14 +5,15 @@
 // object). Compared with valgrind --leak-check=full by
 // cmd/memtrace/e2e_leak_test.go.
 //
-//   leak_object      new Widget (40 B):              definitely lost
-//   leak_tree        a 3-node tree (3 x 24 B):        root definitely lost, 2 indirectly lost
-//   leak_array       new Counted[3] (8 + 3 x 16 B):   definitely lost
-//   leak_interior    new char[64], held at +16:       possibly lost
-//   keep_object      new Widget in a global:          still reachable
-//   keep_list        new std::list<long> in a global, 3 nodes: still reachable (16 + 3 x 24 B)
-//   keep_array       new Counted[4] in a global:      still reachable (newarray heuristic)
-//   keep_derived     new Derived held as Right*:      still reachable (multipleinheritance heuristic)
+//   leak_object    new Widget (40 B):                 definitely lost
+//   leak_tree      a 3-node tree (3 x 24 B):          root definitely lost, 2 indirectly lost
+//   leak_array     new Counted[3] (8 + 3 x 16 B):     definitely lost
+//   leak_interior  new char[64], held at +16:         possibly lost
+//   keep_object    new Widget in a global:            still reachable
+//   keep_list      new std::list<long> in a global,
+//                  and its 3 nodes (16 + 3 x 24 B):   still reachable
+//   keep_array     new Counted[4] in a global:        still reachable (newarray heuristic)
+//   keep_derived   new Derived held as Right*:        still reachable (multipleinheritance heuristic)
 //
 // No iostreams: the C++ runtime's own allocations (the exception emergency
 // pool) are what valgrind frees at exit and memtrace suppresses by default.
