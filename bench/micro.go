@@ -24,14 +24,15 @@ type memtraceMode struct {
 	xFloor float64
 }
 
-// memtraceModes are memtrace's rows. --detail and sampled mode get theirs
-// here when the flags exist, for example
-//
-//	{name: "memtrace --detail", args: []string{"--detail"}},
-//	{name: "memtrace sampled", args: []string{"--sample", "64"}},
+// memtraceModes are memtrace's rows.
 var memtraceModes = []memtraceMode{
 	// The target: exact tracing within 10% of the empty probes.
 	{name: "memtrace exact", xFloor: 1.10},
+	// Whole stacks: a stack walk per allocation; target 1.5x the floor.
+	{name: "memtrace --detail", args: []string{"--detail"}, xFloor: 1.5},
+	// Sampled: the traps remain, the events mostly do not.
+	{name: "memtrace sampled 512K", args: []string{"--sample-bytes", "512K"}},
+	{name: "memtrace sampled 64K", args: []string{"--sample-bytes", "64K"}},
 }
 
 // microSample is one run of mallocfree under one variant.
