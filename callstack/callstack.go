@@ -105,41 +105,5 @@ func callsInto(c Code, pid int, ret, callee uint64) bool {
 // indirectCall recognizes the encodings of call r/m64 (FF /2) that end
 // exactly at the return address: the target is not known statically.
 func indirectCall(b []byte) bool {
-	n := len(b)
-	isFF2 := func(i int) bool {
-		return b[i] == 0xff && (b[i+1]>>3)&7 == 2
-	}
-	modrmLen := func(modrm byte, sib byte) int {
-		mod, rm := modrm>>6, modrm&7
-		l := 1
-		if mod != 3 && rm == 4 {
-			l++ // SIB
-			if mod == 0 && sib&7 == 5 {
-				l += 4
-			}
-		}
-		switch {
-		case mod == 1:
-			l++
-		case mod == 2:
-			l += 4
-		case mod == 0 && rm == 5:
-			l += 4 // rip-relative
-		}
-		return l
-	}
-	// Try each possible start: FF, then ModRM (+SIB, +disp) reaching n.
-	for start := n - 2; start >= 0; start-- {
-		if !isFF2(start) {
-			continue
-		}
-		sib := byte(0)
-		if start+2 < n {
-			sib = b[start+2]
-		}
-		if start+1+modrmLen(b[start+1], sib) == n {
-			return true
-		}
-	}
-	return false
+	return len(symbolize.IndirectCallStarts(b)) > 0
 }

@@ -190,6 +190,15 @@ func (m *Module) callsEndingAt(code []byte, ret uint64) []int {
 			starts = append(starts, n-5)
 		}
 	}
+	return append(starts, IndirectCallStarts(code)...)
+}
+
+// IndirectCallStarts lists where in code an indirect call (call r/m64,
+// FF /2, with a REX or notrack prefix when present) can start that ends
+// exactly at the end of code, longest first.
+func IndirectCallStarts(code []byte) []int {
+	var starts []int
+	n := len(code)
 	for start := 0; start <= n-2; start++ {
 		if code[start] != 0xff || (code[start+1]>>3)&7 != 2 {
 			continue
