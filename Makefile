@@ -17,7 +17,9 @@ demo: build
 
 test:
 	$(GO) vet ./...
-	$(GO) test -count=1 ./...
+	# -p 1: the whole-host tests probe every process's libc for a moment;
+	# packages in parallel would measure, or run valgrind, under those probes.
+	$(GO) test -count=1 -p 1 ./...
 
 bench: build
 	$(GO) run ./bench/cmd/membench -memtrace $(BIN)/memtrace
