@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -259,9 +258,6 @@ func writeHostSites(b *bytes.Buffer, c aggregate.Category, sites []hostSite, tot
 // process lines, then the heap and mmap callsite lines of all processes
 // ranked together.
 func writeHostJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) error {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
 	v := newHostView(s, o)
 	records := []any{reportRecord{
 		Type:        typeReport,
@@ -292,13 +288,5 @@ func writeHostJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options)
 			records = append(records, cr)
 		}
 	}
-	for _, r := range records {
-		if err := enc.Encode(r); err != nil {
-			return fmt.Errorf("encode json report: %w", err)
-		}
-	}
-	if _, err := w.Write(b.Bytes()); err != nil {
-		return fmt.Errorf("write json report: %w", err)
-	}
-	return nil
+	return writeRecords(w, records)
 }

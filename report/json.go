@@ -24,12 +24,6 @@ func WriteJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) err
 	if o.Host {
 		return writeHostJSON(w, s, sym, o) // host.go
 	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	// C++ names are full of '<', '>' and '&'; HTML escaping would turn them
-	// into \u003c and friends for no benefit outside a browser.
-	enc.SetEscapeHTML(false)
-
 	procs := rank(s, o)
 	records := []any{reportRecord{
 		Type:       typeReport,
@@ -60,12 +54,22 @@ func WriteJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) err
 			records = append(records, cr)
 		}
 	}
+	return writeRecords(w, records)
+}
+
+// writeRecords encodes records one per line and writes them in one call, so
+// that periodic reports never interleave and a failure writes nothing.
+func writeRecords(w io.Writer, records []any) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	// C++ names are full of '<', '>' and '&'; HTML escaping would turn them
+	// into \u003c and friends for no benefit outside a browser.
+	enc.SetEscapeHTML(false)
 	for _, r := range records {
 		if err := enc.Encode(r); err != nil {
 			return fmt.Errorf("encode json report: %w", err)
 		}
 	}
-
 	if _, err := w.Write(b.Bytes()); err != nil {
 		return fmt.Errorf("write json report: %w", err)
 	}
