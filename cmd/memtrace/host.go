@@ -13,7 +13,6 @@ import (
 	"github.com/memtrace/memtrace/event"
 	"github.com/memtrace/memtrace/host"
 	"github.com/memtrace/memtrace/report"
-	"github.com/memtrace/memtrace/symbolize"
 	"github.com/memtrace/memtrace/tracer"
 )
 
@@ -68,11 +67,7 @@ type pendingScan struct {
 }
 
 func (s *session) runHost() (int, error) {
-	s.table = aggregate.NewTable()
-	s.table.SetSampleBytes(s.cfg.sampleBytes)
-	s.res = symbolize.NewResolver(s.cfg.resolverOptions()...)
-	s.targets = map[int]*target{}
-	s.exitedPIDs = make(chan int, 16)
+	s.newState()
 	h := &hostState{
 		finder: &host.Finder{Allocator: s.cfg.allocator, Wrappers: s.cfg.wrappers, Self: os.Getpid()},
 		filter: host.Filter{Comm: s.cfg.comm, Cgroup: s.cfg.cgroupPath},
@@ -80,35 +75,20 @@ func (s *session) runHost() (int, error) {
 		scans:  map[int]*pendingScan{},
 	}
 
-	opts := tracer.DefaultOptions()
-	opts.RingBytes = s.cfg.ringBytes
-	if s.cfg.detail {
-		opts.StackDepth = s.cfg.stackDepth + 1
-	}
-	if opts.WakeupBytes > opts.RingBytes/4 {
-		opts.WakeupBytes = opts.RingBytes / 4
-	}
-	opts.SampleBytes = s.cfg.sampleBytes
-	opts.Host, opts.Comm, opts.CgroupPath = true, s.cfg.comm, s.cfg.cgroupDir
-	objs, err := tracer.Load(opts)
+	release, err := s.load(func(o *tracer.Options) {
+		o.Host, o.Comm, o.CgroupPath = true, s.cfg.comm, s.cfg.cgroupDir
+	})
 	if err != nil {
 		return 0, err
 	}
-	s.objs = objs
-	defer objs.Close()
-	d, err := objs.NewDrainer()
-	if err != nil {
-		return 0, err
-	}
-	s.drain = d
-	defer d.Close()
+	defer release()
 	defer s.logEvents(time.Now())
 	defer func() { _ = h.att.Detach() }()
 	s.host = h
 
 	// Exec and exit first, so that no process started during the scan
 	// is missed.
-	if err := objs.AttachHost(); err != nil {
+	if err := s.objs.AttachHost(); err != nil {
 		return 0, err
 	}
 	start := time.Now()

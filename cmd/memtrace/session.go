@@ -59,11 +59,7 @@ func (s *session) run() (int, error) {
 	if s.cfg.host() {
 		return s.runHost() // no target: every process (host.go)
 	}
-	s.table = aggregate.NewTable()
-	s.table.SetSampleBytes(s.cfg.sampleBytes) // --sample-bytes (0 = exact)
-	s.res = symbolize.NewResolver(s.cfg.resolverOptions()...)
-	s.targets = map[int]*target{}
-	s.exitedPIDs = make(chan int, 16)
+	s.newState()
 
 	// Check the targets before loading anything, so a typo fails fast.
 	for _, pid := range s.cfg.pids {
@@ -71,28 +67,11 @@ func (s *session) run() (int, error) {
 			return 0, fmt.Errorf("process %d: %w", pid, allocator.ErrNoProcess)
 		}
 	}
-	opts := tracer.DefaultOptions()
-	opts.RingBytes = s.cfg.ringBytes
-	opts.SampleBytes = s.cfg.sampleBytes
-	if s.cfg.detail {
-		// The first frame is the allocator itself; the caller comes from [sp].
-		opts.StackDepth = s.cfg.stackDepth + 1
-	}
-	if opts.WakeupBytes > opts.RingBytes/4 {
-		opts.WakeupBytes = opts.RingBytes / 4
-	}
-	objs, err := tracer.Load(opts)
+	release, err := s.load(nil)
 	if err != nil {
 		return 0, err
 	}
-	s.objs = objs
-	defer objs.Close()
-	d, err := objs.NewDrainer()
-	if err != nil {
-		return 0, err
-	}
-	s.drain = d
-	defer d.Close()
+	defer release()
 	defer s.logEvents(time.Now()) // -v: events read, per second (host.go)
 	defer s.detachAll()
 
@@ -202,6 +181,48 @@ func (s *session) run() (int, error) {
 			return code, s.finish()
 		}
 	}
+}
+
+// newState makes the table and symbolizer every run starts with.
+func (s *session) newState() {
+	s.table = aggregate.NewTable()
+	s.table.SetSampleBytes(s.cfg.sampleBytes) // --sample-bytes (0 = exact)
+	s.res = symbolize.NewResolver(s.cfg.resolverOptions()...)
+	s.targets = map[int]*target{}
+	s.exitedPIDs = make(chan int, 16)
+}
+
+// load loads the BPF objects with the run's options (adjust, if set, adds
+// a mode's own) and opens the ring reader; release closes both.
+func (s *session) load(adjust func(*tracer.Options)) (release func(), err error) {
+	opts := tracer.DefaultOptions()
+	opts.RingBytes = s.cfg.ringBytes
+	opts.SampleBytes = s.cfg.sampleBytes
+	if s.cfg.detail {
+		// The first frame is the allocator itself; the call site is added
+		// from the return probe.
+		opts.StackDepth = s.cfg.stackDepth + 1
+	}
+	if opts.WakeupBytes > opts.RingBytes/4 {
+		opts.WakeupBytes = opts.RingBytes / 4
+	}
+	if adjust != nil {
+		adjust(&opts)
+	}
+	objs, err := tracer.Load(opts)
+	if err != nil {
+		return nil, err
+	}
+	d, err := objs.NewDrainer()
+	if err != nil {
+		objs.Close()
+		return nil, err
+	}
+	s.objs, s.drain = objs, d
+	return func() {
+		d.Close()
+		objs.Close()
+	}, nil
 }
 
 // apply accounts one event; a new code mapping (dlopen) makes it read the
