@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -267,4 +268,37 @@ func (r ndjson) finalProcess(t *testing.T) processRecord {
 		t.Fatalf("want 1 final process record, got %d: %+v", len(found), r.procs)
 	}
 	return found[0]
+}
+
+// startReady starts a fixture that prints "ready" once it has allocated
+// what it allocates before memtrace attaches, and waits for that line.
+func startReady(t *testing.T, bin string) (*exec.Cmd, io.Writer, *bufio.Reader) {
+	t.Helper()
+	target := exec.Command(bin)
+	stdin, _ := target.StdinPipe()
+	stdout, _ := target.StdoutPipe()
+	if err := target.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewReader(stdout)
+	expectLine(t, lines, "ready")
+	return target, stdin, lines
+}
+
+// waitAttached reads a `memtrace -v` stderr until its probes are attached,
+// copying it to log, then keeps copying the rest in the background.
+func waitAttached(t *testing.T, stderr io.Reader, log io.Writer) {
+	t.Helper()
+	errLines := bufio.NewReader(stderr)
+	for {
+		l, err := errLines.ReadString('\n')
+		if err != nil {
+			t.Fatalf("memtrace ended before attaching: %v\n%s", err, log)
+		}
+		io.WriteString(log, l)
+		if strings.Contains(l, "msg=attached") {
+			break
+		}
+	}
+	go io.Copy(log, errLines)
 }

@@ -522,15 +522,8 @@ func TestFollowForks(t *testing.T) {
 func TestLeakCheckAttached(t *testing.T) {
 	needBPF(t)
 	bin := fixture(t, "leak/attach.c")
-	target := exec.Command(bin)
-	stdin, _ := target.StdinPipe()
-	stdout, _ := target.StdoutPipe()
-	if err := target.Start(); err != nil {
-		t.Fatal(err)
-	}
+	target, stdin, lines := startReady(t, bin)
 	defer target.Process.Kill()
-	lines := bufio.NewReader(stdout)
-	expectLine(t, lines, "ready")
 
 	mt := exec.Command(memtrace(t), "--json", "--top", "0", "--leak-check", "-v", "-p", strconv.Itoa(target.Process.Pid))
 	var mtOut strings.Builder
@@ -539,19 +532,8 @@ func TestLeakCheckAttached(t *testing.T) {
 	if err := mt.Start(); err != nil {
 		t.Fatal(err)
 	}
-	errLines := bufio.NewReader(mtErr)
 	var log strings.Builder
-	for {
-		l, err := errLines.ReadString('\n')
-		if err != nil {
-			t.Fatalf("memtrace ended before attaching: %v\n%s", err, log.String())
-		}
-		log.WriteString(l)
-		if strings.Contains(l, "msg=attached") {
-			break
-		}
-	}
-	go io.Copy(&log, errLines)
+	waitAttached(t, mtErr, &log)
 	fmt.Fprintln(stdin, "go")
 	expectLine(t, lines, "done")
 	mt.Process.Signal(os.Interrupt)

@@ -155,15 +155,8 @@ func TestThreads(t *testing.T) {
 func TestAttachRunning(t *testing.T) {
 	needBPF(t)
 	bin := fixture(t, "running.c")
-	target := exec.Command(bin)
-	stdin, _ := target.StdinPipe()
-	stdout, _ := target.StdoutPipe()
-	if err := target.Start(); err != nil {
-		t.Fatal(err)
-	}
+	target, stdin, lines := startReady(t, bin)
 	defer target.Process.Kill()
-	lines := bufio.NewReader(stdout)
-	expectLine(t, lines, "ready")
 
 	mt := exec.Command(memtrace(t), "--json", "--top", "0", "-v", "-p", strconv.Itoa(target.Process.Pid))
 	mtOut, _ := mt.StdoutPipe()
@@ -171,17 +164,7 @@ func TestAttachRunning(t *testing.T) {
 	if err := mt.Start(); err != nil {
 		t.Fatal(err)
 	}
-	errLines := bufio.NewReader(mtErr)
-	for {
-		l, err := errLines.ReadString('\n')
-		if err != nil {
-			t.Fatalf("memtrace ended before attaching: %v", err)
-		}
-		if strings.Contains(l, "msg=attached") {
-			break
-		}
-	}
-	go io.Copy(io.Discard, errLines)
+	waitAttached(t, mtErr, io.Discard)
 	fmt.Fprintln(stdin, "go")
 	expectLine(t, lines, "done")
 	fmt.Fprintln(stdin, "exit")
