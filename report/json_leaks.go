@@ -24,12 +24,23 @@ type LeakSource interface {
 
 func u64(v uint64) *uint64 { return &v }
 
-func fillProcessLeaks(r *processRecord, src LeakSource, pid uint32) {
-	if src == nil {
-		return
-	}
-	f, checked := src.ProcessLeaks(pid)
-	r.LeakChecked = &checked
+// leakRecord is the leak check's part of process and callsite records
+// (embedded: encoding/json writes its fields in place). Its fields are
+// present only in runs that check.
+type leakRecord struct {
+	DefinitelyLostBytes  *uint64 `json:"definitely_lost_bytes,omitempty"`
+	DefinitelyLostBlocks *uint64 `json:"definitely_lost_blocks,omitempty"`
+	IndirectlyLostBytes  *uint64 `json:"indirectly_lost_bytes,omitempty"`
+	IndirectlyLostBlocks *uint64 `json:"indirectly_lost_blocks,omitempty"`
+	PossiblyLostBytes    *uint64 `json:"possibly_lost_bytes,omitempty"`
+	PossiblyLostBlocks   *uint64 `json:"possibly_lost_blocks,omitempty"`
+	ReachableBytes       *uint64 `json:"reachable_bytes,omitempty"`
+	ReachableBlocks      *uint64 `json:"reachable_blocks,omitempty"`
+	SuppressedBytes      *uint64 `json:"suppressed_bytes,omitempty"`
+	SuppressedBlocks     *uint64 `json:"suppressed_blocks,omitempty"`
+}
+
+func (r *leakRecord) set(f LeakFigures) {
 	r.DefinitelyLostBytes, r.DefinitelyLostBlocks = u64(f.DefinitelyLostBytes), u64(f.DefinitelyLostBlocks)
 	r.IndirectlyLostBytes, r.IndirectlyLostBlocks = u64(f.IndirectlyLostBytes), u64(f.IndirectlyLostBlocks)
 	r.PossiblyLostBytes, r.PossiblyLostBlocks = u64(f.PossiblyLostBytes), u64(f.PossiblyLostBlocks)
@@ -37,14 +48,18 @@ func fillProcessLeaks(r *processRecord, src LeakSource, pid uint32) {
 	r.SuppressedBytes, r.SuppressedBlocks = u64(f.SuppressedBytes), u64(f.SuppressedBlocks)
 }
 
+func fillProcessLeaks(r *processRecord, src LeakSource, pid uint32) {
+	if src == nil {
+		return
+	}
+	f, checked := src.ProcessLeaks(pid)
+	r.LeakChecked = &checked
+	r.set(f)
+}
+
 func fillSiteLeaks(r *callsiteRecord, src LeakSource, pid uint32, s aggregate.SiteSnapshot) {
 	if src == nil {
 		return
 	}
-	f := src.SiteLeaks(pid, s.Key())
-	r.DefinitelyLostBytes, r.DefinitelyLostBlocks = u64(f.DefinitelyLostBytes), u64(f.DefinitelyLostBlocks)
-	r.IndirectlyLostBytes, r.IndirectlyLostBlocks = u64(f.IndirectlyLostBytes), u64(f.IndirectlyLostBlocks)
-	r.PossiblyLostBytes, r.PossiblyLostBlocks = u64(f.PossiblyLostBytes), u64(f.PossiblyLostBlocks)
-	r.ReachableBytes, r.ReachableBlocks = u64(f.ReachableBytes), u64(f.ReachableBlocks)
-	r.SuppressedBytes, r.SuppressedBlocks = u64(f.SuppressedBytes), u64(f.SuppressedBlocks)
+	r.set(src.SiteLeaks(pid, s.Key()))
 }

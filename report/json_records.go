@@ -58,17 +58,8 @@ type processRecord struct {
 	SampleBytes     uint64 `json:"sample_bytes"`
 	LiveBytesStderr uint64 `json:"live_bytes_stderr"`
 	// The leak check (json_leaks.go): present only in runs that check.
-	LeakChecked          *bool   `json:"leak_checked,omitempty"`
-	DefinitelyLostBytes  *uint64 `json:"definitely_lost_bytes,omitempty"`
-	DefinitelyLostBlocks *uint64 `json:"definitely_lost_blocks,omitempty"`
-	IndirectlyLostBytes  *uint64 `json:"indirectly_lost_bytes,omitempty"`
-	IndirectlyLostBlocks *uint64 `json:"indirectly_lost_blocks,omitempty"`
-	PossiblyLostBytes    *uint64 `json:"possibly_lost_bytes,omitempty"`
-	PossiblyLostBlocks   *uint64 `json:"possibly_lost_blocks,omitempty"`
-	ReachableBytes       *uint64 `json:"reachable_bytes,omitempty"`
-	ReachableBlocks      *uint64 `json:"reachable_blocks,omitempty"`
-	SuppressedBytes      *uint64 `json:"suppressed_bytes,omitempty"`
-	SuppressedBlocks     *uint64 `json:"suppressed_blocks,omitempty"`
+	LeakChecked *bool `json:"leak_checked,omitempty"`
+	leakRecord
 }
 
 // mmapTotals are a process's anonymous-mapping totals.
@@ -116,16 +107,7 @@ type callsiteRecord struct {
 	LiveBytesStderr uint64 `json:"live_bytes_stderr"`
 	// The leak check's figures for the site's blocks (json_leaks.go):
 	// present only in runs that check.
-	DefinitelyLostBytes  *uint64 `json:"definitely_lost_bytes,omitempty"`
-	DefinitelyLostBlocks *uint64 `json:"definitely_lost_blocks,omitempty"`
-	IndirectlyLostBytes  *uint64 `json:"indirectly_lost_bytes,omitempty"`
-	IndirectlyLostBlocks *uint64 `json:"indirectly_lost_blocks,omitempty"`
-	PossiblyLostBytes    *uint64 `json:"possibly_lost_bytes,omitempty"`
-	PossiblyLostBlocks   *uint64 `json:"possibly_lost_blocks,omitempty"`
-	ReachableBytes       *uint64 `json:"reachable_bytes,omitempty"`
-	ReachableBlocks      *uint64 `json:"reachable_blocks,omitempty"`
-	SuppressedBytes      *uint64 `json:"suppressed_bytes,omitempty"`
-	SuppressedBlocks     *uint64 `json:"suppressed_blocks,omitempty"`
+	leakRecord
 	// --detail only: the call stack, innermost first, and whether it stops
 	// short of the thread's first function.
 	Stack          []stackFrame `json:"stack,omitempty"`

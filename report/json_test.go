@@ -258,11 +258,21 @@ func TestJSONRecordsMatchDocs(t *testing.T) {
 	}
 }
 
+// jsonTags lists a record's JSON names in order; embedded structs are
+// flattened, as encoding/json writes them.
 func jsonTags(v any) []string {
+	return typeTags(reflect.TypeOf(v))
+}
+
+func typeTags(rt reflect.Type) []string {
 	var tags []string
-	rt := reflect.TypeOf(v)
 	for i := range rt.NumField() {
-		tags = append(tags, strings.Split(rt.Field(i).Tag.Get("json"), ",")[0])
+		f := rt.Field(i)
+		if f.Anonymous && f.Tag.Get("json") == "" {
+			tags = append(tags, typeTags(f.Type)...)
+			continue
+		}
+		tags = append(tags, strings.Split(f.Tag.Get("json"), ",")[0])
 	}
 	return tags
 }
