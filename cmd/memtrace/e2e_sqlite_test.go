@@ -99,7 +99,7 @@ func TestSqliteAgreesWithHeaptrack(t *testing.T) {
 	}
 	dataFile := files[0]
 
-	ht, err := readHeaptrack(dataFile, func(string) bool { return false })
+	ht, err := readHeaptrack(dataFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,14 +113,14 @@ func TestSqliteAgreesWithHeaptrack(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v; heaptrack_print said:\n%s", err, printOut)
 	}
-	if sum.calls != ht.all.Allocs {
-		t.Errorf("heaptrack_print counts %d calls, the data file %d", sum.calls, ht.all.Allocs)
+	if sum.calls != ht.Allocs {
+		t.Errorf("heaptrack_print counts %d calls, the data file %d", sum.calls, ht.Allocs)
 	}
-	if !sum.peak.covers(ht.all.Peak) {
-		t.Errorf("heaptrack_print's peak %s does not round %d", sum.peak, ht.all.Peak)
+	if !sum.peak.covers(ht.Peak) {
+		t.Errorf("heaptrack_print's peak %s does not round %d", sum.peak, ht.Peak)
 	}
-	if !sum.leaked.plus(sum.suppressed).covers(ht.all.LiveBytes) {
-		t.Errorf("heaptrack_print's leaked %s + suppressed %s does not round %d", sum.leaked, sum.suppressed, ht.all.LiveBytes)
+	if !sum.leaked.plus(sum.suppressed).covers(ht.LiveBytes) {
+		t.Errorf("heaptrack_print's leaked %s + suppressed %s does not round %d", sum.leaked, sum.suppressed, ht.LiveBytes)
 	}
 
 	figures := func(p processRecord) heaptrackFigures {
@@ -132,12 +132,12 @@ func TestSqliteAgreesWithHeaptrack(t *testing.T) {
 		name      string
 		m, mp, ht uint64
 	}{
-		{"allocation calls", got.Allocs, gotPre.Allocs, ht.all.Allocs},
-		{"bytes allocated", got.AllocBytes, gotPre.AllocBytes, ht.all.AllocBytes},
-		{"frees", got.Frees, gotPre.Frees, ht.all.Frees},
-		{"peak live bytes", got.Peak, gotPre.Peak, ht.all.Peak},
-		{"live bytes at exit", got.LiveBytes, gotPre.LiveBytes, ht.all.LiveBytes},
-		{"live blocks at exit", got.LiveAllocs, gotPre.LiveAllocs, ht.all.LiveAllocs},
+		{"allocation calls", got.Allocs, gotPre.Allocs, ht.Allocs},
+		{"bytes allocated", got.AllocBytes, gotPre.AllocBytes, ht.AllocBytes},
+		{"frees", got.Frees, gotPre.Frees, ht.Frees},
+		{"peak live bytes", got.Peak, gotPre.Peak, ht.Peak},
+		{"live bytes at exit", got.LiveBytes, gotPre.LiveBytes, ht.LiveBytes},
+		{"live blocks at exit", got.LiveAllocs, gotPre.LiveAllocs, ht.LiveAllocs},
 	} {
 		t.Logf("%-22s %12d %12d %12d", r.name, r.m, r.mp, r.ht)
 	}
@@ -155,8 +155,8 @@ func TestSqliteAgreesWithHeaptrack(t *testing.T) {
 	// atexit handler then frees the pool (__gnu_cxx::__freeres), so it ends
 	// with one more free and the plain run's live blocks.
 	if want := (heaptrackFigures{gotPre.Allocs, gotPre.AllocBytes, gotPre.Frees + 1,
-		got.LiveAllocs, got.LiveBytes, gotPre.Peak}); ht.all != want {
-		t.Errorf("heaptrack %+v, want %+v", ht.all, want)
+		got.LiveAllocs, got.LiveBytes, gotPre.Peak}); *ht != want {
+		t.Errorf("heaptrack %+v, want %+v", *ht, want)
 	}
 }
 
@@ -164,14 +164,6 @@ func TestSqliteAgreesWithHeaptrack(t *testing.T) {
 // memtrace uses.
 type heaptrackFigures struct {
 	Allocs, AllocBytes, Frees, LiveAllocs, LiveBytes, Peak uint64
-}
-
-type heaptrackData struct {
-	all     heaptrackFigures // the whole file: what heaptrack_print summarises
-	extra   heaptrackFigures // blocks allocated from heaptrack-only libraries alone
-	without heaptrackFigures // the file without those blocks, peak recomputed
-	// extraModules are the libraries those blocks were allocated from.
-	extraModules []string
 }
 
 // readHeaptrack reads an interpreted heaptrack data file (heaptrack 1.x,
@@ -186,10 +178,8 @@ type heaptrackData struct {
 //
 // A realloc appears as "-" of the old block then "+" of the new one; frees
 // of blocks heaptrack never saw allocated are dropped by heaptrack_interpret.
-// foreign reports whether a module (a path) is one the untraced program
-// would not have loaded; allocations whose innermost frame lies in one are
-// counted in extra and left out of without.
-func readHeaptrack(path string, foreign func(module string) bool) (*heaptrackData, error) {
+// The totals are those heaptrack_print summarises.
+func readHeaptrack(path string) (*heaptrackFigures, error) {
 	var in io.Reader
 	var wait func() error
 	switch {
@@ -221,14 +211,12 @@ func readHeaptrack(path string, foreign func(module string) bool) (*heaptrackDat
 	}
 
 	var (
-		d          heaptrackData
-		format     uint64
-		strs       = []string{""}
-		ipModule   = []uint64{0}
-		traceIP    = []uint64{0}
-		infoSize   []uint64
-		infoExtra  []bool
-		moduleSeen = map[string]bool{}
+		d        heaptrackFigures
+		format   uint64
+		strs     = []string{""}
+		ipModule = []uint64{0}
+		traceIP  = []uint64{0}
+		infoSize []uint64
 	)
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
@@ -278,16 +266,7 @@ func readHeaptrack(path string, foreign func(module string) bool) (*heaptrackDat
 			if trace >= uint64(len(traceIP)) || traceIP[trace] >= uint64(len(ipModule)) || ipModule[traceIP[trace]] >= uint64(len(strs)) {
 				return nil, bad(fmt.Errorf("dangling backtrace %d", trace))
 			}
-			// The innermost frame is the allocator's caller: heaptrack
-			// leaves its own frames out of the backtrace.
-			module := strs[ipModule[traceIP[trace]]]
-			ext := foreign(module)
-			if ext && !moduleSeen[module] {
-				moduleSeen[module] = true
-				d.extraModules = append(d.extraModules, module)
-			}
 			infoSize = append(infoSize, size)
-			infoExtra = append(infoExtra, ext)
 		case '+', '-':
 			i := num(1)
 			if err != nil {
@@ -296,22 +275,17 @@ func readHeaptrack(path string, foreign func(module string) bool) (*heaptrackDat
 			if i >= uint64(len(infoSize)) {
 				return nil, bad(fmt.Errorf("unknown allocation info %d", i))
 			}
-			size, part := infoSize[i], &d.without
-			if infoExtra[i] {
-				part = &d.extra
-			}
-			for _, x := range []*heaptrackFigures{&d.all, part} {
-				if line[0] == '+' {
-					x.Allocs++
-					x.AllocBytes += size
-					x.LiveAllocs++
-					x.LiveBytes += size
-					x.Peak = max(x.Peak, x.LiveBytes)
-				} else {
-					x.Frees++
-					x.LiveAllocs--
-					x.LiveBytes -= size
-				}
+			size := infoSize[i]
+			if line[0] == '+' {
+				d.Allocs++
+				d.AllocBytes += size
+				d.LiveAllocs++
+				d.LiveBytes += size
+				d.Peak = max(d.Peak, d.LiveBytes)
+			} else {
+				d.Frees++
+				d.LiveAllocs--
+				d.LiveBytes -= size
 			}
 		case 'A':
 			return nil, bad(fmt.Errorf("heaptrack attached to a running process"))
@@ -328,7 +302,7 @@ func readHeaptrack(path string, foreign func(module string) bool) (*heaptrackDat
 			return nil, fmt.Errorf("zstd -dc %s: %w", path, err)
 		}
 	}
-	if format == 0 || d.all.Allocs == 0 {
+	if format == 0 || d.Allocs == 0 {
 		return nil, fmt.Errorf("%s: no version line or no allocations", path)
 	}
 	return &d, nil
