@@ -39,20 +39,27 @@ func TestGolden(t *testing.T) {
 			if err := write(&b, s, fixtureSymbols, tt.o); err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("testdata", tt.file)
-			if *update {
-				if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(b.Bytes(), want) {
-				t.Errorf("output differs from %s (run with -update if intended):\n--- got\n%s\n--- want\n%s", path, b.Bytes(), want)
-			}
+			checkGolden(t, tt.file, b.Bytes())
 		})
+	}
+}
+
+// checkGolden compares got with testdata/file, or rewrites the file with
+// -update.
+func checkGolden(t *testing.T, file string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", file)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s (run with -update if intended):\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }

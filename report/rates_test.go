@@ -3,8 +3,6 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -71,20 +69,7 @@ func TestRatesGolden(t *testing.T) {
 			if err := write(&b, snapshotOf(0, rateProcess()), fixtureSymbols, tt.o); err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("testdata", tt.file)
-			if *update {
-				if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(b.Bytes(), want) {
-				t.Errorf("output differs from %s (run with -update if intended):\n--- got\n%s\n--- want\n%s", path, b.Bytes(), want)
-			}
+			checkGolden(t, tt.file, b.Bytes())
 		})
 	}
 }
