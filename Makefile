@@ -22,7 +22,7 @@ test:
 	$(GO) test -count=1 -p 1 ./...
 
 bench: build
-	$(GO) run ./bench/cmd/membench -memtrace $(BIN)/memtrace
+	$(GO) run ./bench/cmd/membench -memtrace $(BIN)/memtrace $(BENCHFLAGS)
 
 # Regenerate the BPF object and its Go bindings (needs clang, llvm,
 # libbpf-dev, bpftool: apt-get install -y clang llvm libbpf-dev bpftool).
