@@ -1,0 +1,405 @@
+package unwind
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"math"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The oracle: binutils' own CFI interpreter. `readelf --debug-dump=frames-interp`
+// prints, per FDE, the CFA rule and the register rules at every location
+// where they change; `--debug-dump=frames` prints the raw instructions, from
+// which the tests take the text of CFA expressions (shown as "exp" in the
+// interpreted dump) and the CIE augmentations.
+
+// oracleFDE is one FDE as readelf interprets it.
+type oracleFDE struct {
+	section    string
+	off        string // entry offset, as readelf prints it
+	cie        string
+	start, end uint64
+	rows       []oracleRow
+	cfaExprs   []string // distinct DW_CFA_def_cfa_expression texts in the FDE and its CIE
+	rbpExprs   []string // distinct DW_CFA_expression r6 texts
+}
+
+// oracleRow is one line of the interpreted table.
+type oracleRow struct {
+	loc uint64
+	cfa string            // "rsp+8", "rbp+16", "r10+0", "exp"
+	reg map[string]string // column name -> "u", "c-16", "exp", ...
+}
+
+type oracleCIE struct {
+	aug      string
+	rows     []oracleRow
+	cfaExprs []string
+	rbpExprs []string
+}
+
+type oracle struct {
+	fdes []oracleFDE
+	cies map[string]*oracleCIE // by section + offset
+}
+
+var (
+	reCIE     = regexp.MustCompile(`^([0-9a-f]+) [0-9a-f]+ [0-9a-f]+ CIE "([^"]*)"`)
+	reRawCIE  = regexp.MustCompile(`^([0-9a-f]+) [0-9a-f]+ [0-9a-f]+ CIE$`)
+	reFDE     = regexp.MustCompile(`^([0-9a-f]+) [0-9a-f]+ [0-9a-f]+ FDE cie=([0-9a-f]+) pc=([0-9a-f]+)\.\.([0-9a-f]+)`)
+	reSect    = regexp.MustCompile(`^Contents of the (\S+) section`)
+	reAug     = regexp.MustCompile(`^\s+Augmentation:\s+"([^"]*)"`)
+	reCFAExpr = regexp.MustCompile(`DW_CFA_def_cfa_expression \((.*)\)$`)
+	reRBPExpr = regexp.MustCompile(`DW_CFA_expression: r6 \(rbp\) \((.*)\)$`)
+)
+
+func readelfOut(t testing.TB, mode, file string) string {
+	t.Helper()
+	out, err := exec.Command("readelf", "--debug-dump=no-follow-links", "--debug-dump="+mode, file).Output()
+	if err != nil {
+		t.Fatalf("readelf --debug-dump=%s %s: %v", mode, file, err)
+	}
+	return string(out)
+}
+
+func hex(t testing.TB, s string) uint64 {
+	t.Helper()
+	v, err := strconv.ParseUint(s, 16, 64)
+	if err != nil {
+		t.Fatalf("parse %q: %v", s, err)
+	}
+	return v
+}
+
+func addUnique(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// loadOracle runs readelf on file twice and joins the two dumps.
+func loadOracle(t testing.TB, file string) *oracle {
+	t.Helper()
+	o := &oracle{cies: map[string]*oracleCIE{}}
+	type exprs struct{ cfa, rbp []string }
+	raw := map[string]*exprs{} // section+offset -> expressions
+	augs := map[string]string{}
+	sect, curKey := "", ""
+	var cur *exprs
+	sc := bufio.NewScanner(strings.NewReader(readelfOut(t, "frames", file)))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if m := reSect.FindStringSubmatch(line); m != nil {
+			sect = m[1]
+			continue
+		}
+		m := reRawCIE.FindStringSubmatch(line)
+		if m == nil {
+			m = reFDE.FindStringSubmatch(line)
+		}
+		if m != nil {
+			cur, curKey = &exprs{}, sect+m[1]
+			raw[curKey] = cur
+			continue
+		}
+		if m := reAug.FindStringSubmatch(line); m != nil {
+			augs[curKey] = m[1]
+			continue
+		}
+		if cur == nil {
+			continue
+		}
+		if m := reCFAExpr.FindStringSubmatch(line); m != nil {
+			cur.cfa = addUnique(cur.cfa, m[1])
+		}
+		if m := reRBPExpr.FindStringSubmatch(line); m != nil {
+			cur.rbp = addUnique(cur.rbp, m[1])
+		}
+	}
+
+	sect = ""
+	var cols []string
+	var rows *[]oracleRow
+	sc = bufio.NewScanner(strings.NewReader(readelfOut(t, "frames-interp", file)))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if m := reSect.FindStringSubmatch(line); m != nil {
+			sect = m[1]
+			rows = nil
+			continue
+		}
+		if m := reCIE.FindStringSubmatch(line); m != nil {
+			c := &oracleCIE{aug: m[2]}
+			if e := raw[sect+m[1]]; e != nil {
+				c.cfaExprs, c.rbpExprs = e.cfa, e.rbp
+			}
+			if a, ok := augs[sect+m[1]]; ok && a != c.aug {
+				t.Fatalf("CIE %s: augmentation %q in one dump, %q in the other", m[1], a, c.aug)
+			}
+			o.cies[sect+m[1]] = c
+			rows = &c.rows
+			continue
+		}
+		if m := reFDE.FindStringSubmatch(line); m != nil {
+			f := oracleFDE{section: sect, off: m[1], cie: m[2], start: hex(t, m[3]), end: hex(t, m[4])}
+			if e := raw[sect+m[1]]; e != nil {
+				f.cfaExprs, f.rbpExprs = e.cfa, e.rbp
+			}
+			o.fdes = append(o.fdes, f)
+			rows = &o.fdes[len(o.fdes)-1].rows
+			continue
+		}
+		// A register rule "in another register" reads "r9 (r9)": one field.
+		fields := strings.Fields(strings.ReplaceAll(line, " (", "("))
+		if len(fields) == 0 {
+			// A blank line ends an entry's table.
+			rows = nil
+			continue
+		}
+		if len(fields) >= 2 && fields[0] == "LOC" && fields[1] == "CFA" {
+			cols = fields[2:]
+			continue
+		}
+		if rows == nil || len(fields) != len(cols)+2 {
+			continue
+		}
+		loc, err := strconv.ParseUint(fields[0], 16, 64)
+		if err != nil {
+			continue
+		}
+		r := oracleRow{loc: loc, cfa: fields[1], reg: map[string]string{}}
+		for i, c := range cols {
+			r.reg[c] = fields[2+i]
+		}
+		if n := len(*rows); n > 0 && (*rows)[n-1].loc == loc {
+			(*rows)[n-1] = r
+		} else {
+			*rows = append(*rows, r)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(o.fdes) == 0 {
+		t.Fatalf("readelf shows no FDE in %s", file)
+	}
+	return o
+}
+
+var reCFAReg = regexp.MustCompile(`^([a-z0-9]+)([+-]\d+)$`)
+var reDerefRBP = regexp.MustCompile(`^DW_OP_breg6 \(rbp\): (-?\d+); DW_OP_deref$`)
+var rePLT = regexp.MustCompile(`^DW_OP_breg7 \(rsp\): 8; DW_OP_breg16 \(rip\): 0; DW_OP_lit15; DW_OP_and; DW_OP_lit(\d+); DW_OP_ge; DW_OP_lit3; DW_OP_shl; DW_OP_plus$`)
+
+// want is the row this package must produce for one readelf row. It
+// returns ok=false where readelf's text does not determine the answer (an
+// FDE with several different CFA expressions).
+func (o *oracle) want(t testing.TB, f *oracleFDE, c *oracleCIE, r oracleRow) (Row, bool) {
+	t.Helper()
+	undefined := Row{PC: r.loc}
+	if strings.Contains(c.aug, "S") {
+		return Row{PC: r.loc, Kind: KindSignal}, true
+	}
+	ra, ok := r.reg["ra"]
+	if !ok {
+		// The return-address column is named after its register; for
+		// x86-64 CIEs readelf calls column 16 "ra".
+		return undefined, true
+	}
+	if ra == "u" {
+		return Row{PC: r.loc, Kind: KindEnd}, true
+	}
+	if ra != "c-8" {
+		return undefined, true
+	}
+	rbp := r.reg["rbp"]
+	exprs := func(own, cie []string) ([]string, bool) {
+		all := append(append([]string(nil), own...), cie...)
+		uniq := []string{}
+		for _, e := range all {
+			uniq = addUnique(uniq, e)
+		}
+		return uniq, len(uniq) == 1
+	}
+	row := Row{PC: r.loc}
+	if r.cfa == "exp" {
+		list, one := exprs(f.cfaExprs, c.cfaExprs)
+		if !one {
+			return Row{}, false
+		}
+		if m := rePLT.FindStringSubmatch(list[0]); m != nil {
+			if rbp != "" && rbp != "u" && rbp != "s" {
+				return undefined, true
+			}
+			n, _ := strconv.Atoi(m[1])
+			return Row{PC: r.loc, Kind: KindPLT, CFAOffset: int32(n)}, true
+		}
+		if m := reDerefRBP.FindStringSubmatch(list[0]); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			rl, one := exprs(f.rbpExprs, c.rbpExprs)
+			if rbp != "exp" || !one || rl[0] != "DW_OP_breg6 (rbp): 0" || n < math.MinInt16 || n > math.MaxInt16 {
+				return undefined, true
+			}
+			return Row{PC: r.loc, Kind: KindDerefRBP, CFAOffset: int32(n)}, true
+		}
+		return undefined, true
+	}
+	m := reCFAReg.FindStringSubmatch(r.cfa)
+	if m == nil {
+		t.Fatalf("FDE %s: unexpected CFA %q", f.off, r.cfa)
+	}
+	off, _ := strconv.Atoi(m[2])
+	switch m[1] {
+	case "rsp":
+		row.Kind = KindRSP
+	case "rbp":
+		row.Kind = KindRBP
+	default:
+		return undefined, true
+	}
+	if off < math.MinInt16 || off > math.MaxInt16 {
+		return undefined, true
+	}
+	row.CFAOffset = int32(off)
+	switch {
+	case rbp == "" || rbp == "u" || rbp == "s":
+	case strings.HasPrefix(rbp, "c"):
+		n, err := strconv.Atoi(rbp[1:])
+		if err != nil {
+			t.Fatalf("FDE %s: rbp rule %q", f.off, rbp)
+		}
+		if n%8 != 0 || n/8 < math.MinInt8 || n/8 > math.MaxInt8 {
+			return undefined, true
+		}
+		row.RBPSaved, row.RBPOffset = true, int32(n)
+	default:
+		return undefined, true
+	}
+	return row, true
+}
+
+// table is the table readelf's rows imply: every FDE's rows within its
+// range (its CIE's rows where the FDE has no instructions), a
+// KindUndefined row where an FDE ends and none starts, identical neighbours
+// merged. unknown holds the PCs whose row readelf's text does not decide.
+func (o *oracle) table(t testing.TB, section string) (rows []Row, unknown map[uint64]bool) {
+	t.Helper()
+	unknown = map[uint64]bool{}
+	var fdes []*oracleFDE
+	for i := range o.fdes {
+		if o.fdes[i].section == section && o.fdes[i].end > o.fdes[i].start {
+			fdes = append(fdes, &o.fdes[i])
+		}
+	}
+	sort.SliceStable(fdes, func(i, j int) bool { return fdes[i].start < fdes[j].start })
+	for i, f := range fdes {
+		if i > 0 && fdes[i-1].end > f.start {
+			t.Fatalf("FDEs %s and %s overlap: the oracle does not model overlaps", fdes[i-1].off, f.off)
+		}
+		c := o.cies[section+f.cie]
+		if c == nil {
+			t.Fatalf("FDE %s: no CIE %s", f.off, f.cie)
+		}
+		src := f.rows
+		if len(src) == 0 {
+			if len(c.rows) == 0 {
+				t.Fatalf("FDE %s: neither FDE nor CIE %s has rows", f.off, f.cie)
+			}
+			last := c.rows[len(c.rows)-1]
+			last.loc = f.start
+			src = []oracleRow{last}
+		}
+		if src[0].loc != f.start {
+			t.Fatalf("FDE %s: first row at %#x, FDE starts at %#x", f.off, src[0].loc, f.start)
+		}
+		for _, r := range src {
+			if r.loc >= f.end {
+				break
+			}
+			w, ok := o.want(t, f, c, r)
+			if !ok {
+				unknown[r.loc] = true
+				w = Row{PC: r.loc, Kind: Kind(255)}
+			}
+			rows = append(rows, w)
+		}
+		if i+1 == len(fdes) || fdes[i+1].start != f.end {
+			rows = append(rows, Row{PC: f.end})
+		}
+	}
+	merged := rows[:0]
+	for _, r := range rows {
+		if n := len(merged); n > 0 && sameRule(merged[n-1], r) {
+			continue
+		}
+		merged = append(merged, r)
+	}
+	return merged, unknown
+}
+
+// checkAgainstReadelf compares tab with readelf's interpretation of file's
+// section (.eh_frame or .debug_frame) row by row, and returns how many
+// rows of each kind the file has.
+func checkAgainstReadelf(t *testing.T, file, section string, tab *Table) map[Kind]int {
+	t.Helper()
+	o := loadOracle(t, file)
+	want, unknown := o.table(t, section)
+	if len(unknown) > 0 {
+		t.Errorf("%s: %d rows with several CFA expressions in one FDE: not checked", file, len(unknown))
+	}
+	got := tab.Rows
+	kinds := map[Kind]int{}
+	for _, r := range got {
+		kinds[r.Kind]++
+	}
+	// Per location readelf prints: Lookup must give readelf's rule.
+	bad := 0
+	for _, w := range want {
+		g, ok := tab.Lookup(w.PC)
+		if unknown[w.PC] {
+			continue
+		}
+		if !ok || !sameRule(g, w) {
+			if bad++; bad <= 10 {
+				t.Errorf("%s: at %#x got %v (ok=%v), readelf says %v", file, w.PC, g, ok, w)
+			}
+		}
+	}
+	// And the whole table, row for row.
+	if len(got) != len(want) {
+		t.Errorf("%s: %d rows, readelf implies %d", file, len(got), len(want))
+	}
+	for i := 0; i < len(got) && i < len(want); i++ {
+		if unknown[want[i].PC] {
+			continue
+		}
+		if got[i] != want[i] {
+			if bad++; bad <= 10 {
+				t.Errorf("%s: row %d is %v, readelf implies %v", file, i, got[i], want[i])
+			}
+			break
+		}
+	}
+	if bad > 10 {
+		t.Errorf("%s: %d mismatches in all", file, bad)
+	}
+	return kinds
+}
+
+func kindsString(k map[Kind]int) string {
+	var b bytes.Buffer
+	for kind := KindUndefined; kind <= KindEnd; kind++ {
+		fmt.Fprintf(&b, " %s=%d", kind, k[kind])
+	}
+	return b.String()
+}

@@ -1,0 +1,281 @@
+// Package unwind builds compact unwind tables for x86-64 ELF files from
+// their call frame information (.eh_frame, .debug_frame): for every PC, how
+// to find the canonical frame address (CFA), and with it the return address
+// (at CFA-8) and the caller's rbp. The rows are what a BPF stack walker
+// looks up per frame; this package has no eBPF imports and is tested
+// against binutils' own CFI interpreter (readelf --debug-dump=frames-interp).
+package unwind
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Kind is how the CFA is computed at a PC.
+type Kind uint8
+
+const (
+	// KindUndefined: no usable unwind information here; a stack walk stops
+	// (truncated) at such a PC.
+	KindUndefined Kind = 0
+	// KindRSP: CFA = rsp + CFAOffset.
+	KindRSP Kind = 1
+	// KindRBP: CFA = rbp + CFAOffset.
+	KindRBP Kind = 2
+	// KindPLT: the PLT's expression, CFA = rsp + 8 + ((rip & 15) >= N ? 8 : 0)
+	// with N in CFAOffset: 11 for GNU ld's lazy PLT, 10 in some IBT/BND
+	// variants. The rip is the PC looked up.
+	KindPLT Kind = 3
+	// KindDerefRBP: CFA = *(rbp + CFAOffset), and the caller's rbp is at
+	// *(rbp). GCC's stack realignment through a DRAP register:
+	// CFA expression DW_OP_breg6 N; DW_OP_deref, rbp rule DW_OP_breg6 0.
+	KindDerefRBP Kind = 4
+	// KindSignal: a signal trampoline (an FDE whose CIE has augmentation 'S',
+	// e.g. glibc's __restore_rt): the interrupted registers are in the
+	// ucontext at rsp. The interrupted PC is exact, not a return address.
+	KindSignal Kind = 5
+	// KindEnd: the return address is undefined (DW_CFA_undefined rip): the
+	// outermost frame (_start, a thread's first function); the stack is
+	// complete here.
+	KindEnd Kind = 6
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindUndefined:
+		return "undefined"
+	case KindRSP:
+		return "rsp"
+	case KindRBP:
+		return "rbp"
+	case KindPLT:
+		return "plt"
+	case KindDerefRBP:
+		return "deref-rbp"
+	case KindSignal:
+		return "signal"
+	case KindEnd:
+		return "end"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Flags on a row, set by Mark.
+const (
+	FlagWrapper uint8 = 1 << 7 // PC range belongs to an allocation wrapper function
+	FlagAnon    uint8 = 1 << 6 // PC range not covered by any named function symbol
+)
+
+// Row is the rule from PC (a file-relative ELF virtual address, in the
+// p_vaddr space) up to the next row's PC.
+type Row struct {
+	PC        uint64
+	Kind      Kind
+	CFAOffset int32
+	RBPSaved  bool // rbp saved at CFA + RBPOffset (DW_CFA_offset r6); else unchanged in this frame
+	RBPOffset int32
+	Flags     uint8
+}
+
+func (r Row) String() string {
+	s := fmt.Sprintf("%#x %s", r.PC, r.Kind)
+	switch r.Kind {
+	case KindRSP, KindRBP, KindDerefRBP, KindPLT:
+		s += fmt.Sprintf("%+d", r.CFAOffset)
+	}
+	if r.RBPSaved {
+		s += fmt.Sprintf(" rbp=c%+d", r.RBPOffset)
+	}
+	if r.Flags != 0 {
+		s += fmt.Sprintf(" flags=%#x", r.Flags)
+	}
+	return s
+}
+
+// sameRule reports whether two rows say the same thing (all but the PC).
+func sameRule(a, b Row) bool {
+	a.PC = b.PC
+	return a == b
+}
+
+// Table is a file's unwind rows, sorted by PC, strictly increasing, with
+// adjacent identical rules merged. A table with no rows means the file has
+// no call frame information.
+type Table struct {
+	Rows []Row
+}
+
+// Lookup returns the row whose range contains pc; ok is false before the
+// first row.
+func (t *Table) Lookup(pc uint64) (Row, bool) {
+	i := sort.Search(len(t.Rows), func(i int) bool { return t.Rows[i].PC > pc })
+	if i == 0 {
+		return Row{}, false
+	}
+	return t.Rows[i-1], true
+}
+
+// Clone returns a deep copy, for callers that Mark a cached table.
+func (t *Table) Clone() *Table {
+	return &Table{Rows: append([]Row(nil), t.Rows...)}
+}
+
+// Mark sets flag on [start, end), splitting rows at start and end as
+// needed. Addresses before the first row get a KindUndefined row carrying
+// the flag.
+func (t *Table) Mark(start, end uint64, flag uint8) {
+	if start >= end || flag == 0 {
+		return
+	}
+	i := t.split(start)
+	j := t.split(end)
+	for k := i; k < j; k++ {
+		t.Rows[k].Flags |= flag
+	}
+	// Merge at the two boundaries only: flagged neighbours may now agree.
+	t.mergeAt(j)
+	t.mergeAt(i)
+}
+
+// split makes a row start at pc and returns its index.
+func (t *Table) split(pc uint64) int {
+	i := sort.Search(len(t.Rows), func(i int) bool { return t.Rows[i].PC >= pc })
+	if i < len(t.Rows) && t.Rows[i].PC == pc {
+		return i
+	}
+	row := Row{PC: pc}
+	if i > 0 {
+		row = t.Rows[i-1]
+		row.PC = pc
+	}
+	t.Rows = append(t.Rows, Row{})
+	copy(t.Rows[i+1:], t.Rows[i:])
+	t.Rows[i] = row
+	return i
+}
+
+// mergeAt removes row i if it repeats row i-1's rule.
+func (t *Table) mergeAt(i int) {
+	if i <= 0 || i >= len(t.Rows) || !sameRule(t.Rows[i-1], t.Rows[i]) {
+		return
+	}
+	t.Rows = append(t.Rows[:i], t.Rows[i+1:]...)
+}
+
+// RowSize is the size of one encoded row.
+const RowSize = 8
+
+// Encode returns the rows in the BPF layout, RowSize bytes per row, little
+// endian:
+//
+//	struct unwind_row { __u32 pc; __s16 cfa_off; __u8 kind; __s8 rbp_off8; };
+//
+// kind byte: bits 0-2 Kind, bit 3 RBPSaved, bit 6 FlagAnon, bit 7
+// FlagWrapper; rbp_off8 = RBPOffset / 8. Build only produces encodable
+// rows; a row that does not fit (a PC above 4 GiB, an offset out of range)
+// is an error.
+func (t *Table) Encode() ([]byte, error) {
+	out := make([]byte, len(t.Rows)*RowSize)
+	for i, r := range t.Rows {
+		if err := encodable(r); err != nil {
+			return nil, fmt.Errorf("encode row %v: %w", r, err)
+		}
+		b := out[i*RowSize:]
+		binary.LittleEndian.PutUint32(b, uint32(r.PC))
+		binary.LittleEndian.PutUint16(b[4:], uint16(int16(r.CFAOffset)))
+		kind := uint8(r.Kind) | r.Flags&(FlagAnon|FlagWrapper)
+		if r.RBPSaved {
+			kind |= 1 << 3
+		}
+		b[6] = kind
+		b[7] = uint8(int8(r.RBPOffset / 8))
+	}
+	return out, nil
+}
+
+// encodable reports why r does not fit the BPF layout, or nil.
+func encodable(r Row) error {
+	switch {
+	case r.PC > math.MaxUint32:
+		return fmt.Errorf("pc %#x above 32 bits", r.PC)
+	case r.Kind > KindEnd:
+		return fmt.Errorf("kind %d", r.Kind)
+	case r.CFAOffset < math.MinInt16 || r.CFAOffset > math.MaxInt16:
+		return fmt.Errorf("CFA offset %d beyond 16 bits", r.CFAOffset)
+	case r.RBPSaved && (r.RBPOffset%8 != 0 || r.RBPOffset/8 < math.MinInt8 || r.RBPOffset/8 > math.MaxInt8):
+		return fmt.Errorf("rbp offset %d not a multiple of 8 within ±1 KiB", r.RBPOffset)
+	case r.Flags&^(FlagAnon|FlagWrapper) != 0:
+		return fmt.Errorf("flags %#x", r.Flags)
+	}
+	return nil
+}
+
+// ruleRow turns an interpreted CFI state into a row, or KindUndefined where
+// the state cannot be represented: a wrong rule would send the walker to a
+// wrong frame, a missing one only truncates the stack.
+func ruleRow(c *cie, st regState) Row {
+	undefined := Row{Kind: KindUndefined}
+	if st.broken {
+		return undefined
+	}
+	if c.signal {
+		return Row{Kind: KindSignal}
+	}
+	if c.raReg != regRIP {
+		return undefined
+	}
+	switch {
+	case st.ra.kind == ruleUndefined:
+		return Row{Kind: KindEnd}
+	case st.ra.kind != ruleOffset || st.ra.off != -8:
+		return undefined
+	}
+	var row Row
+	switch st.cfa.kind {
+	case cfaReg:
+		switch st.cfa.reg {
+		case regRSP:
+			row.Kind = KindRSP
+		case regRBP:
+			row.Kind = KindRBP
+		default:
+			return undefined
+		}
+		if st.cfa.off < math.MinInt16 || st.cfa.off > math.MaxInt16 {
+			return undefined
+		}
+		row.CFAOffset = int32(st.cfa.off)
+	case cfaExpr:
+		if n, ok := pltExpr(st.cfa.expr); ok {
+			// PLT code neither saves nor changes rbp.
+			if st.rbp.kind != ruleUnset && st.rbp.kind != ruleSame {
+				return undefined
+			}
+			return Row{Kind: KindPLT, CFAOffset: int32(n)}
+		}
+		off, ok := derefRBPExpr(st.cfa.expr)
+		if !ok || off < math.MinInt16 || off > math.MaxInt16 {
+			return undefined
+		}
+		if st.rbp.kind != ruleExprRBP || st.rbp.off != 0 {
+			return undefined
+		}
+		return Row{Kind: KindDerefRBP, CFAOffset: int32(off)}
+	default:
+		return undefined
+	}
+	switch st.rbp.kind {
+	case ruleUnset, ruleSame:
+	case ruleOffset:
+		if st.rbp.off%8 != 0 || st.rbp.off/8 < math.MinInt8 || st.rbp.off/8 > math.MaxInt8 {
+			return undefined
+		}
+		row.RBPSaved = true
+		row.RBPOffset = int32(st.rbp.off)
+	default:
+		return undefined
+	}
+	return row
+}

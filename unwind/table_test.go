@@ -1,0 +1,134 @@
+package unwind
+
+import (
+	"bytes"
+	"reflect"
+	"testing"
+)
+
+func rows(rs ...Row) *Table { return &Table{Rows: rs} }
+
+func TestLookup(t *testing.T) {
+	tab := rows(
+		Row{PC: 0x100, Kind: KindRSP, CFAOffset: 8},
+		Row{PC: 0x101, Kind: KindRSP, CFAOffset: 16},
+		Row{PC: 0x110},
+	)
+	for _, tt := range []struct {
+		pc   uint64
+		want Row
+		ok   bool
+	}{
+		{0xff, Row{}, false},
+		{0x100, tab.Rows[0], true},
+		{0x101, tab.Rows[1], true},
+		{0x10f, tab.Rows[1], true},
+		{0x110, tab.Rows[2], true},
+		{1 << 40, tab.Rows[2], true},
+	} {
+		got, ok := tab.Lookup(tt.pc)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("Lookup(%#x) = %v, %v; want %v, %v", tt.pc, got, ok, tt.want, tt.ok)
+		}
+	}
+	if _, ok := (&Table{}).Lookup(0); ok {
+		t.Error("empty table: ok")
+	}
+}
+
+func TestMark(t *testing.T) {
+	rsp8 := Row{Kind: KindRSP, CFAOffset: 8}
+	rsp16 := Row{Kind: KindRSP, CFAOffset: 16}
+	at := func(pc uint64, r Row, flags uint8) Row { r.PC, r.Flags = pc, flags; return r }
+	base := func() *Table {
+		return rows(at(0x100, rsp8, 0), at(0x110, rsp16, 0), at(0x120, Row{}, 0))
+	}
+	W, A := FlagWrapper, FlagAnon
+	tests := []struct {
+		name  string
+		marks [][3]uint64 // start, end, flag
+		want  []Row
+	}{
+		{"exact rows", [][3]uint64{{0x100, 0x120, uint64(W)}},
+			[]Row{at(0x100, rsp8, W), at(0x110, rsp16, W), at(0x120, Row{}, 0)}},
+		{"split inside", [][3]uint64{{0x104, 0x114, uint64(W)}},
+			[]Row{at(0x100, rsp8, 0), at(0x104, rsp8, W), at(0x110, rsp16, W), at(0x114, rsp16, 0), at(0x120, Row{}, 0)}},
+		{"before the table", [][3]uint64{{0x80, 0x108, uint64(A)}},
+			[]Row{at(0x80, Row{}, A), at(0x100, rsp8, A), at(0x108, rsp8, 0), at(0x110, rsp16, 0), at(0x120, Row{}, 0)}},
+		{"past the end", [][3]uint64{{0x118, 0x200, uint64(A)}},
+			[]Row{at(0x100, rsp8, 0), at(0x110, rsp16, 0), at(0x118, rsp16, A), at(0x120, Row{}, A), at(0x200, Row{}, 0)}},
+		{"adjacent marks merge", [][3]uint64{{0x104, 0x108, uint64(W)}, {0x108, 0x10c, uint64(W)}},
+			[]Row{at(0x100, rsp8, 0), at(0x104, rsp8, W), at(0x10c, rsp8, 0), at(0x110, rsp16, 0), at(0x120, Row{}, 0)}},
+		{"two flags", [][3]uint64{{0x100, 0x110, uint64(W)}, {0x108, 0x118, uint64(A)}},
+			[]Row{at(0x100, rsp8, W), at(0x108, rsp8, W|A), at(0x110, rsp16, A), at(0x118, rsp16, 0), at(0x120, Row{}, 0)}},
+		{"empty range", [][3]uint64{{0x108, 0x108, uint64(W)}, {0x10c, 0x104, uint64(W)}}, base().Rows},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tab := base()
+			orig := tab.Clone()
+			c := tab.Clone()
+			for _, m := range tt.marks {
+				c.Mark(m[0], m[1], uint8(m[2]))
+			}
+			if !reflect.DeepEqual(c.Rows, tt.want) {
+				t.Errorf("got  %v\nwant %v", c.Rows, tt.want)
+			}
+			if !reflect.DeepEqual(tab.Rows, orig.Rows) {
+				t.Errorf("Mark on a clone changed the original: %v", tab.Rows)
+			}
+		})
+	}
+}
+
+func TestEncode(t *testing.T) {
+	tab := rows(
+		Row{PC: 0x1000, Kind: KindRSP, CFAOffset: 8},
+		Row{PC: 0x1001, Kind: KindRBP, CFAOffset: 16, RBPSaved: true, RBPOffset: -16, Flags: FlagWrapper},
+		Row{PC: 0x1010, Kind: KindPLT, CFAOffset: 11, Flags: FlagAnon},
+		Row{PC: 0x1020, Kind: KindDerefRBP, CFAOffset: -16},
+		Row{PC: 0xffffffff, Kind: KindEnd},
+	)
+	got, err := tab.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []byte{
+		0x00, 0x10, 0, 0, 8, 0, 1, 0,
+		0x01, 0x10, 0, 0, 16, 0, 2 | 8 | 0x80, 0xfe,
+		0x10, 0x10, 0, 0, 11, 0, 3 | 0x40, 0,
+		0x20, 0x10, 0, 0, 0xf0, 0xff, 4, 0,
+		0xff, 0xff, 0xff, 0xff, 0, 0, 6, 0,
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("got  % x\nwant % x", got, want)
+	}
+	for _, bad := range []Row{
+		{PC: 1 << 32, Kind: KindRSP, CFAOffset: 8},
+		{Kind: KindRSP, CFAOffset: 40000},
+		{Kind: KindRSP, CFAOffset: -40000},
+		{Kind: KindRSP, CFAOffset: 8, RBPSaved: true, RBPOffset: -12},
+		{Kind: KindRSP, CFAOffset: 8, RBPSaved: true, RBPOffset: -1032},
+		{Kind: 7},
+		{Kind: KindRSP, Flags: 1},
+	} {
+		if _, err := rows(bad).Encode(); err == nil {
+			t.Errorf("Encode(%v): no error", bad)
+		}
+	}
+}
+
+// TestEncodeReal: Build's tables of real files always encode.
+func TestEncodeReal(t *testing.T) {
+	for _, file := range []string{libc, libstdcxx, libsqlite} {
+		needFile(t, file)
+		tab := buildFile(t, file)
+		b, err := tab.Encode()
+		if err != nil {
+			t.Errorf("%s: %v", file, err)
+		}
+		if len(b) != RowSize*len(tab.Rows) {
+			t.Errorf("%s: %d bytes for %d rows", file, len(b), len(tab.Rows))
+		}
+	}
+}
