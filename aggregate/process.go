@@ -30,6 +30,9 @@ type process struct {
 
 	// est holds the weighted sums of sampled mode (estimate.go); nil when exact.
 	est *procEstimate
+
+	// leaf is the current event's leaf call site, kept by a site it creates.
+	leaf uint64
 }
 
 // siteID identifies a call site: the return address into the allocator's
@@ -42,6 +45,7 @@ type siteID struct {
 // site is one (call site, category) pair's statistics.
 type site struct {
 	addr      uint64
+	leaf      uint64 // the allocator's immediate caller, as first seen
 	stack     int32
 	cat       Category
 	stats     Stats
@@ -66,7 +70,7 @@ func (p *process) siteIndex(key siteID, cat Category) uint32 {
 		return i
 	}
 	i := uint32(len(p.sites))
-	p.sites = append(p.sites, site{addr: key.addr, stack: key.stack, cat: cat})
+	p.sites = append(p.sites, site{addr: key.addr, leaf: p.leaf, stack: key.stack, cat: cat})
 	idx[key] = i
 	return i
 }

@@ -36,8 +36,12 @@ type Stats struct {
 
 // SiteSnapshot is one call site's statistics at snapshot time.
 type SiteSnapshot struct {
-	// Address is the return address into the allocator's caller.
+	// Address is the charged call site: the return address into the first
+	// frame outside the allocator and its wrappers.
 	Address uint64
+	// Leaf is the return address into the allocator's immediate caller
+	// (the innermost wrapper's call, or Address itself), as first seen.
+	Leaf uint64
 	// StackID names the whole user stack in --detail mode (see
 	// tracer.Objects.Stack); -1 when stacks are not taken or one failed.
 	StackID  int32

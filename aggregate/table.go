@@ -69,6 +69,7 @@ func (t *Table) Apply(e *event.Event) {
 		t.newest = e.Time
 	}
 	p := t.proc(e.PID)
+	p.leaf = e.Leaf
 	switch e.Kind {
 	case event.Alloc:
 		p.alloc(e.Addr, e.Size, siteID{e.CallSite, e.StackID}, t.ms(e.Time))

@@ -41,7 +41,7 @@ func (p *process) snapshot() ProcessSnapshot {
 		Sites:               make([]SiteSnapshot, len(p.sites)),
 	}
 	for i, st := range p.sites {
-		ps.Sites[i] = SiteSnapshot{Address: st.addr, StackID: st.stack, Category: st.cat, Stats: st.stats}
+		ps.Sites[i] = SiteSnapshot{Address: st.addr, Leaf: st.leaf, StackID: st.stack, Category: st.cat, Stats: st.stats}
 	}
 	p.est.fill(&ps) // sampled mode: standard errors, exact counts (estimate.go)
 	return ps

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"os"
 	"strings"
-
-	"github.com/memtrace/memtrace/event"
 )
 
 // DefaultWrappers are functions that allocate on their caller's behalf:
 // what they allocate is charged to the code that called them. The C++
 // operator new family (every variant: nothrow, aligned, arrays) and libc's
-// string and line helpers.
+// string and line helpers. No probe is placed on them: the return probe's
+// stack walk recognizes their code (see WrapperRule).
 var DefaultWrappers = []string{
 	"_Znwm", "_Znam", // operator new(size_t), new[]
 	"_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
@@ -47,36 +46,69 @@ func ReadWrapperFile(path string) ([]string, error) {
 	return names, nil
 }
 
-// BindWrappers finds each named wrapper in the first module, in lookup
-// order, that defines it (a shared library's exported symbols, or the
-// executable's own), dropping aliases of one function after the first.
-// Names found nowhere are skipped: most programs use few of them.
-func BindWrappers(modules []Module, names []string) []Probe {
-	want := map[string]bool{}
+// WrapperRule decides which functions are allocation wrappers: the named
+// ones (DefaultWrappers, --wrapper, --wrappers), plus, with Auto, those
+// whose name follows an allocation family's pattern (AutoWrapper), minus
+// the excluded ones (--not-wrapper).
+type WrapperRule struct {
+	Names map[string]bool
+	Auto  bool
+	Not   map[string]bool
+}
+
+// NewWrapperRule builds a rule from names to include and to exclude.
+func NewWrapperRule(names []string, auto bool, not []string) WrapperRule {
+	r := WrapperRule{Names: map[string]bool{}, Auto: auto, Not: map[string]bool{}}
 	for _, n := range names {
-		want[n] = true
+		r.Names[n] = true
 	}
-	syms := make([]map[string]symbol, len(modules))
-	key := nameKey(want)
-	for i, m := range modules {
-		syms[i], _ = cachedFunctions(m.Path, m.Exe, want, key)
+	for _, n := range not {
+		r.Not[n] = true
 	}
-	var probes []Probe
-	seen := map[string]bool{}
-	for _, n := range names {
-		for i, m := range modules {
-			sym, ok := syms[i][n]
-			if !ok {
-				continue
+	return r
+}
+
+// Wraps reports whether the function named name is an allocation wrapper.
+func (r WrapperRule) Wraps(name string) bool {
+	if r.Not[name] {
+		return false
+	}
+	return r.Names[name] || (r.Auto && AutoWrapper(name))
+}
+
+// wrapperFamilies are the prefixes of allocation families (lower case,
+// leading underscores dropped): redis's zmalloc, GNU's xmalloc, GLib's
+// g_malloc, nginx's ngx_alloc/ngx_palloc, FFmpeg's av_malloc, CPython's
+// PyMem_/PyObject_, SQLite's sqlite3Malloc/sqlite3DbMallocRaw/sqlite3_malloc.
+var wrapperFamilies = []string{
+	"z", "x", "g_", "ngx_", "ngx_p", "ngx_pn", "ngx_pc", "av_", "pymem_", "pymem_raw", "pyobject_",
+	"sqlite3", "sqlite3_", "sqlite3db", "sqlite3mem",
+}
+
+// wrapperVerbs are what follows a family prefix (after an optional "try").
+var wrapperVerbs = []string{
+	"malloc", "calloc", "realloc", "alloc", "zalloc", "mallocz", "strdup", "strndup", "memdup",
+}
+
+// AutoWrapper is the automatic rule: a name is a wrapper when, lower-cased
+// and without leading underscores, it is a family prefix, then optionally
+// "try", then an allocation verb, then anything (zmalloc_usable,
+// ztrymalloc, xstrdup, g_malloc0, ngx_pnalloc, av_mallocz, PyMem_RawMalloc,
+// _PyObject_Malloc, sqlite3DbMallocRaw, sqlite3_malloc64). The allocator's
+// own entry points (malloc, calloc, …) have no family prefix and never match.
+func AutoWrapper(name string) bool {
+	n := strings.ToLower(strings.TrimLeft(name, "_"))
+	for _, fam := range wrapperFamilies {
+		rest, ok := strings.CutPrefix(n, fam)
+		if !ok {
+			continue
+		}
+		rest = strings.TrimPrefix(rest, "try")
+		for _, v := range wrapperVerbs {
+			if strings.HasPrefix(rest, v) {
+				return true
 			}
-			key := fmt.Sprintf("%s@%#x", m.Path, sym.offset)
-			if !seen[key] {
-				seen[key] = true
-				probes = append(probes, Probe{Func: event.FuncWrapper, Symbol: n, Path: m.Path,
-					Module: m.Module, Offset: sym.offset, Size: sym.size})
-			}
-			break
 		}
 	}
-	return probes
+	return false
 }

@@ -36,11 +36,45 @@ struct task_struct {
 	char comm[16];
 } __attribute__((preserve_access_index));
 
+/* The fields that name the file a code address is mapped from. */
+struct super_block {
+	__u32 s_dev;
+} __attribute__((preserve_access_index));
+
+struct inode {
+	unsigned long i_ino;
+	struct super_block *i_sb;
+} __attribute__((preserve_access_index));
+
+struct file {
+	struct inode *f_inode;
+} __attribute__((preserve_access_index));
+
+struct vm_area_struct {
+	unsigned long vm_start;
+	unsigned long vm_end;
+	unsigned long vm_pgoff;
+	struct file *vm_file;
+} __attribute__((preserve_access_index));
+
+/* The deepest stack kept, and the frames walked looking for the charged call site. */
+#define MAX_STACK 127
+#define MAX_WRAPPER_FRAMES 8
+/* Binary search steps over a file's rows: tables of up to 2^24 rows. */
+#define SEARCH_STEPS 24
+/* Offsets in a signal frame's ucontext (uc_mcontext.gregs[REG_RBP], [REG_RSP], [REG_RIP]). */
+#define UC_RBP 120
+#define UC_RSP 160
+#define UC_RIP 168
+
 /* Set by the loader before load. */
 /* Wake the reader only when this many bytes wait: a wakeup per event costs more than the trap. */
 const volatile __u64 wakeup_bytes = 1 << 20;
-/* --detail: take a user stack at the outermost allocator or wrapper entry. */
-const volatile __u8 capture_stacks = 0;
+/*
+ * --detail (and sampled mode): unwind the stack of each reported allocation,
+ * keeping at most stack_depth frames from the charged call site on.
+ */
+const volatile __u32 stack_depth = 0;
 /*
  * Sampled mode (--sample-bytes): the mean number of bytes between samples;
  * 0 = exact (every call is an event).
@@ -65,19 +99,35 @@ const struct code_event *unused_code_event __attribute__((unused));
 const struct proc_event *unused_proc_event __attribute__((unused));
 const struct alloc_counts *unused_alloc_counts __attribute__((unused));
 const struct sample_key *unused_sample_key __attribute__((unused));
+const struct unwind_row *unused_unwind_row __attribute__((unused));
+const struct file_key *unused_file_key __attribute__((unused));
+const struct unwind_file *unused_unwind_file __attribute__((unused));
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 24);
 } events SEC(".maps");
 
-/* User stacks for --detail; the loader sets value_size from --stack-depth. */
+/*
+ * Unwind tables: the rows of every file user space has built, each file's
+ * rows contiguous and sorted (the loader sizes the array), and where each
+ * file's rows are.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, 16384);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, 127 * sizeof(__u64));
-} stacks SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << 20);
+	__type(key, __u32);
+	__type(value, struct unwind_row);
+} unwind_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1 << 14);
+	__type(key, struct file_key);
+	__type(value, struct unwind_file);
+} unwind_files SEC(".maps");
+
+
 
 /* In-flight calls, per thread; freed with the thread. */
 struct {
@@ -305,8 +355,9 @@ static __always_inline __u64 wake_flags(void)
 	return BPF_RB_NO_WAKEUP;
 }
 
+/* emit writes a record without a stack: frees, unmappings, and allocations when no stack is kept. */
 static __always_inline void emit(__u8 kind, __u8 func, __u64 addr, __u64 size,
-				 __u64 old_addr, __u64 old_size, __u64 call_site, __s32 stack_id,
+				 __u64 old_addr, __u64 old_size, __u64 call_site, __u64 leaf,
 				 __u64 wake)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -324,13 +375,27 @@ static __always_inline void emit(__u8 kind, __u8 func, __u64 addr, __u64 size,
 	e->old_addr = old_addr;
 	e->old_size = old_size;
 	e->call_site = call_site;
+	e->leaf = leaf;
 	e->pid = id >> 32;
 	e->tid = (__u32)id;
 	e->kind = kind;
 	e->func = func;
-	__builtin_memset(e->pad, 0, sizeof(e->pad));
-	e->stack_id = stack_id;
+	e->flags = 0;
+	e->pad = 0;
+	e->stack_id = -1;
 	bpf_ringbuf_submit(e, wake ? BPF_RB_FORCE_WAKEUP : wake_flags());
+}
+
+#include "unwind.h"
+
+/* report_site reports an allocation with its charged call site (emit_site). */
+static __always_inline void report_site(struct pt_regs *ctx, __u8 kind, __u8 func, __u64 addr,
+					__u64 size, __u64 old_addr, __u64 old_size)
+{
+	struct site_args a = {.addr = addr, .size = size, .old_addr = old_addr, .old_size = old_size,
+			      .kind = kind, .func = func};
+
+	emit_site(ctx, &a);
 }
 
 /*
@@ -339,8 +404,7 @@ static __always_inline void emit(__u8 kind, __u8 func, __u64 addr, __u64 size,
  * the outer call's entry sp: nested, or tail-called) belongs to the outer call
  * and is not recorded: glibc's realloc calls mremap, aligned_alloc calls
  * memalign, and so on. State whose frame is already gone (sp above) is stale
- * and replaced. Inside a wrapper (operator new, strdup, …) the call is
- * charged to the wrapper's caller.
+ * and replaced. Who is charged is decided at the return (unwind.h's walk).
  */
 static __always_inline void enter(struct pt_regs *ctx, __u8 func, __u64 size,
 				  __u64 old_addr, __u64 old_size)
@@ -354,14 +418,6 @@ static __always_inline void enter(struct pt_regs *ctx, __u8 func, __u64 size,
 		return;
 	if (s->sp && s->sp >= sp)
 		return;
-	if (s->wsp && s->wsp >= sp) {
-		s->call_site = s->wsite;
-		s->stack_id = s->wstack;
-	} else {
-		/* 0: the return probe takes it from ip, the original return address. */
-		s->call_site = 0;
-		s->stack_id = capture_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
-	}
 	s->sp = sp;
 	s->size = size;
 	s->old_addr = old_addr;
@@ -391,27 +447,6 @@ static __always_inline struct inflight *leave(struct pt_regs *ctx)
 		return 0;
 	s->sp = 0;
 	return s;
-}
-
-/*
- * Allocation wrappers: only their outermost entry is remembered, so that the
- * allocator calls they make are charged to their caller. Where libstdc++ and
- * libc have no frame pointers, this is what keeps `new` in a user function
- * charged to that function.
- */
-static __always_inline void wrapper_enter(struct pt_regs *ctx)
-{
-	struct inflight *s;
-	__u64 sp = PT_REGS_SP(ctx), ret = 0;
-
-	s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0,
-				 BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!s || (s->wsp && s->wsp >= sp) || (s->sp && s->sp >= sp))
-		return;
-	bpf_probe_read_user(&ret, sizeof(ret), (void *)sp);
-	s->wsp = sp;
-	s->wsite = ret;
-	s->wstack = capture_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
 }
 
 /*
@@ -450,14 +485,14 @@ static __always_inline void emit_code_map(__u64 map)
  * always when exact; sampled, it counts it exactly and reports it only
  * when it is sampled.
  */
-static __always_inline void alloc_done(struct inflight *s, __u64 addr)
+static __always_inline void alloc_done(struct pt_regs *ctx, struct inflight *s, __u64 addr)
 {
 	if (sample_bytes) {
 		count_alloc(s->size);
 		if (!sampled_block(s, addr, s->size))
 			return;
 	}
-	emit(KIND_ALLOC, s->func, addr, s->size, 0, 0, s->call_site, s->stack_id, 0);
+	report_site(ctx, KIND_ALLOC, s->func, addr, s->size, 0, 0);
 }
 
 /*
@@ -468,7 +503,7 @@ static __always_inline void alloc_done(struct inflight *s, __u64 addr)
  * old_addr is 0 when the old block was not sampled; a release alone is a
  * free record.
  */
-static __always_inline void realloc_sampled(struct inflight *s, __u64 ret)
+static __always_inline void realloc_sampled(struct pt_regs *ctx, struct inflight *s, __u64 ret)
 {
 	__u64 old = s->old_addr && take_sampled(s->old_addr) ? s->old_addr : 0;
 	int seen = 0;
@@ -478,9 +513,9 @@ static __always_inline void realloc_sampled(struct inflight *s, __u64 ret)
 		seen = sampled_block(s, ret, s->size);
 	}
 	if (seen)
-		emit(KIND_REALLOC, s->func, ret, s->size, old, 0, s->call_site, s->stack_id, 0);
+		report_site(ctx, KIND_REALLOC, s->func, ret, s->size, old, 0);
 	else if (old)
-		emit(KIND_FREE, s->func, old, 0, 0, 0, 0, -1, 0);
+		emit(KIND_FREE, s->func, old, 0, 0, 0, 0, 0, 0);
 }
 
 /* emit_proc writes a whole-host process event with the process's comm. */
@@ -558,14 +593,11 @@ int entry(struct pt_regs *ctx)
 		 * free. Sampled: only the free of a sampled block is reported.
 		 */
 		if (a1 && !nested(ctx) && (!sample_bytes || take_sampled(a1)))
-			emit(KIND_FREE, FUNC_FREE, a1, 0, 0, 0, 0, -1, 0);
+			emit(KIND_FREE, FUNC_FREE, a1, 0, 0, 0, 0, 0, 0);
 		break;
 	case FUNC_MUNMAP:
 		if (!nested(ctx))
-			emit(KIND_MUNMAP, FUNC_MUNMAP, a1, a2, 0, 0, 0, -1, 0);
-		break;
-	case FUNC_WRAPPER:
-		wrapper_enter(ctx);
+			emit(KIND_MUNMAP, FUNC_MUNMAP, a1, a2, 0, 0, 0, 0, 0);
 		break;
 	}
 	return 0;
@@ -582,21 +614,14 @@ int ret(struct pt_regs *ctx)
 			emit_code_map(ret);
 		return 0;
 	}
-	if (bpf_get_attach_cookie(ctx) == FUNC_WRAPPER) {
-		s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0, 0);
-		if (s && s->wsp && PT_REGS_SP(ctx) == s->wsp + 8)
-			s->wsp = 0;
-		return 0;
-	}
 	s = leave(ctx);
 	if (!s)
 		return 0;
 	/*
 	 * The kernel restores ip to the hijacked return address before calling
-	 * return probes: the call site, without reading [sp] at entry (~23 ns).
+	 * return probes, and sp and rbp are the caller's: the walk that finds
+	 * the charged call site (and the stack) starts from there.
 	 */
-	if (!s->call_site)
-		s->call_site = PT_REGS_IP(ctx);
 	switch (s->func) {
 	case FUNC_REALLOC:
 	case FUNC_REALLOCARRAY:
@@ -604,10 +629,10 @@ int ret(struct pt_regs *ctx)
 		if (!ret && !(s->size == 0 && s->old_addr))
 			return 0;
 		if (sample_bytes) {
-			realloc_sampled(s, ret);
+			realloc_sampled(ctx, s, ret);
 			return 0;
 		}
-		emit(KIND_REALLOC, s->func, ret, s->size, s->old_addr, 0, s->call_site, s->stack_id, 0);
+		report_site(ctx, KIND_REALLOC, s->func, ret, s->size, s->old_addr, 0);
 		return 0;
 	case FUNC_POSIX_MEMALIGN:
 		/* Returns 0 on success and stores the block through its first argument. */
@@ -616,20 +641,19 @@ int ret(struct pt_regs *ctx)
 		addr = 0;
 		bpf_probe_read_user(&addr, sizeof(addr), (void *)s->old_addr);
 		if (addr)
-			alloc_done(s, addr);
+			alloc_done(ctx, s, addr);
 		return 0;
 	case FUNC_MMAP:
 		if (ret != MAP_FAILED)
-			emit(KIND_MMAP, s->func, ret, s->size, 0, 0, s->call_site, s->stack_id, 0);
+			report_site(ctx, KIND_MMAP, s->func, ret, s->size, 0, 0);
 		return 0;
 	case FUNC_MREMAP:
 		if (ret != MAP_FAILED)
-			emit(KIND_MREMAP, s->func, ret, s->size, s->old_addr, s->old_size,
-			     s->call_site, s->stack_id, 0);
+			report_site(ctx, KIND_MREMAP, s->func, ret, s->size, s->old_addr, s->old_size);
 		return 0;
 	default:
 		if (ret)
-			alloc_done(s, ret);
+			alloc_done(ctx, s, ret);
 		return 0;
 	}
 }

@@ -13,6 +13,7 @@ enum event_kind {
 	KIND_CODE_MAP = 7, /* dlopen loaded a library: struct code_event */
 	KIND_EXEC = 8,     /* whole host: a process executed a program: struct proc_event */
 	KIND_EXIT = 9,     /* whole host: a process (its last thread) exited: struct proc_event */
+	KIND_UNWIND_MISS = 10, /* a file has no unwind table yet: addr = pc, size = dev, old_addr = inode */
 };
 
 /* Which allocator entry point; mirrors event.Func in Go. */
@@ -34,21 +35,77 @@ enum func_id {
 	FUNC_DLOPEN,
 };
 
-/* One ring-buffer record. 64 bytes, no implicit padding. */
+/* event.flags */
+#define EVENT_STACK_COMPLETE 1 /* the unwind reached the thread's outermost frame */
+
+/*
+ * One ring-buffer record. 72 bytes, no implicit padding. With a stack
+ * (--detail, sampled mode) the record is followed by the stack's return
+ * addresses, charged call site first; the record's length gives their count.
+ */
 struct event {
 	__u64 time;
 	__u64 addr;
 	__u64 size;
 	__u64 old_addr;
 	__u64 old_size;
-	__u64 call_site;
+	__u64 call_site; /* the charged call site: the first frame outside the allocation wrappers */
+	__u64 leaf;      /* the allocator's immediate caller (the return address into it) */
 	__u32 pid;
 	__u32 tid;
 	__u8 kind;
 	__u8 func;
-	__u8 pad[2];
-	__s32 stack_id; /* user stack in the stacks map; < 0: none */
+	__u8 flags;      /* EVENT_* */
+	__u8 pad;
+	__s32 stack_id;  /* unused by the probes (-1); user space numbers stacks */
 };
+
+/* A frame's pc whose bit 63 is set is exact (interrupted by a signal), not a return address. */
+#define FRAME_EXACT (1ULL << 63)
+
+/*
+ * One row of a file's unwind table (built by unwind/ in Go): from pc, a
+ * file offset, up to the next row's pc the rule is this one.
+ */
+struct unwind_row {
+	__u32 pc;
+	__s16 cfa_off;
+	__u8 kind;    /* bits 0-2: enum unwind_kind; ROW_* flags */
+	__s8 rbp_off8; /* with ROW_RBP_SAVED: rbp was saved at CFA + 8 * rbp_off8 */
+};
+
+enum unwind_kind {
+	UNWIND_UNDEFINED = 0, /* cannot unwind here: the stack is truncated */
+	UNWIND_RSP = 1,       /* CFA = rsp + cfa_off */
+	UNWIND_RBP = 2,       /* CFA = rbp + cfa_off */
+	UNWIND_PLT = 3,       /* CFA = rsp + 8 + ((rip & 15) >= 11 ? 8 : 0) */
+	UNWIND_DEREF_RBP = 4, /* CFA = *(rbp + cfa_off) */
+	UNWIND_SIGNAL = 5,    /* a signal trampoline: registers in the ucontext at rsp */
+	UNWIND_END = 6,       /* the outermost frame: the stack is complete */
+};
+
+#define ROW_KIND_MASK 0x07
+#define ROW_RBP_SAVED 0x08
+#define ROW_ANON 0x40    /* no named function covers this code */
+#define ROW_WRAPPER 0x80 /* an allocation wrapper: charge its caller */
+
+/* A mapped file, as the kernel names it: its superblock's dev_t and inode. */
+struct file_key {
+	__u64 dev;
+	__u64 ino;
+};
+
+/* Where a file's rows sit in unwind_rows. */
+struct unwind_file {
+	__u32 first;
+	__u32 count;
+	__u32 flags; /* FILE_* */
+	__u32 pad;
+};
+
+#define FILE_PENDING 1  /* user space was asked for the table and has not answered */
+#define FILE_NO_CFI 2   /* no unwind information: follow frame pointers */
+#define FILE_UNMARKED 4 /* no row is a wrapper or anonymous: charging needs no lookup */
 
 /*
  * The outermost allocator call a thread is inside, from its entry probe to
@@ -56,23 +113,12 @@ struct event {
  */
 struct inflight {
 	__u64 sp;        /* stack pointer at entry: [sp] is the return address */
-	__u64 call_site; /* that return address */
 	__u64 size;
 	__u64 old_addr;  /* realloc/mremap input; posix_memalign's out-pointer */
 	__u64 old_size;  /* mremap */
-	__s32 stack_id;
 	__u8 func;
 	__u8 drawn;      /* sampled mode: countdown holds a draw */
-	__u8 pad[2];
-	/*
-	 * The outermost allocation wrapper in flight (operator new, strdup,
-	 * asprintf, …): allocations inside it are charged to its caller.
-	 * wsp == 0 means none.
-	 */
-	__u64 wsp;
-	__u64 wsite;
-	__s32 wstack;
-	__u8 wpad[4];
+	__u8 pad[6];
 	/*
 	 * Sampled mode: bytes this thread may still allocate before its next
 	 * sample, a draw from an exponential distribution (a Poisson process

@@ -10,6 +10,7 @@ package callstack
 import (
 	"encoding/binary"
 
+	"github.com/memtrace/memtrace/event"
 	"github.com/memtrace/memtrace/symbolize"
 )
 
@@ -44,32 +45,34 @@ var bottoms = map[string]bool{
 	"start_thread": true, "clone": true, "clone3": true, "__clone": true, "__clone3": true,
 }
 
-// Build composes the stack of an allocation: the call site read from [sp]
-// at the allocator's entry (always right), then the kernel's frames after
-// the first (which is the allocator itself). The kernel adds [sp] itself at
-// some entries (when the probed instruction is push %rbp or endbr64); that
-// duplicate is dropped. depth bounds the frames kept.
-func Build(c Code, pid int, callSite uint64, raw []uint64, depth int) Stack {
-	rets := []uint64{callSite}
-	if len(raw) > 1 {
-		rest := raw[1:]
-		if rest[0] == callSite {
-			rest = rest[1:]
-		}
-		rets = append(rets, rest...)
-	}
+// Build checks the stack the probes unwound for an allocation: frames holds
+// the charged call site, then its callers' return addresses (event.Stack),
+// and complete says the unwind reached the thread's outermost frame. Each
+// frame after the first must follow a call into the function of the frame
+// before it; the stack is cut, and marked truncated, at the first that does
+// not. Frames marked event.FrameExact (a signal trampoline and the code the
+// signal interrupted) are not return addresses and are not checked. depth
+// bounds the frames kept.
+func Build(c Code, pid int, frames []uint64, complete bool, depth int) Stack {
 	var st Stack
-	for i, r := range rets {
+	for i, raw := range frames {
 		if len(st.Frames) == depth {
 			st.Truncated = true
 			return st
+		}
+		exact := raw&event.FrameExact != 0
+		r := raw &^ event.FrameExact
+		if exact {
+			// Resolve treats its argument as a return address (one past
+			// the call): one past the interrupted instruction is that.
+			r++
 		}
 		f := c.Resolve(pid, r)
 		if f.Module == "" {
 			st.Truncated = true
 			return st
 		}
-		if i > 0 && !callsInto(c, pid, r, st.Frames[i-1].Address) {
+		if i > 0 && !exact && !callsInto(c, pid, r, st.Frames[i-1].Address) {
 			st.Truncated = true
 			return st
 		}
@@ -78,7 +81,7 @@ func Build(c Code, pid int, callSite uint64, raw []uint64, depth int) Stack {
 			return st
 		}
 	}
-	st.Truncated = true
+	st.Truncated = !complete
 	return st
 }
 

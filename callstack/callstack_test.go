@@ -3,6 +3,7 @@ package callstack
 import (
 	"testing"
 
+	"github.com/memtrace/memtrace/event"
 	"github.com/memtrace/memtrace/symbolize"
 )
 
@@ -61,29 +62,32 @@ func TestBuild(t *testing.T) {
 		}
 		return n
 	}
+	exact := event.FrameExact
 	tests := []struct {
 		name      string
-		raw       []uint64
+		frames    []uint64
+		complete  bool
 		depth     int
 		want      []string
 		truncated bool
 	}{
-		{"complete", []uint64{0xdead, 0x2010, 0x1010, 0x9010, 0x1234}, 10,
+		{"complete", []uint64{0x3010, 0x2010, 0x1010, 0x9010, 0x1234}, false, 10,
 			[]string{"inner", "outer", "mainloop", "start_thread"}, false},
-		{"kernel added [sp]", []uint64{0xdead, 0x3010, 0x2010, 0x1010, 0x9010}, 10,
+		// A frame that does not follow a call into the one below: cut there.
+		{"skipped frame", []uint64{0x3010, 0x1010, 0x9010}, false, 10, []string{"inner"}, true},
+		{"garbage", []uint64{0x3010, 0x4242}, false, 10, []string{"inner"}, true},
+		{"no callers", []uint64{0x3010}, false, 10, []string{"inner"}, true},
+		// The unwind reached the outermost frame: complete without a known bottom.
+		{"unwind complete", []uint64{0x3010, 0x2010}, true, 10, []string{"inner", "outer"}, false},
+		{"depth", []uint64{0x3010, 0x2010, 0x1010, 0x9010}, false, 2, []string{"inner", "outer"}, true},
+		// Signal frames (exact pcs) are not checked as return addresses:
+		// an exact pc is resolved as itself (one before a return address).
+		{"signal frame", []uint64{0x3010, 0x200f | exact, 0x100f | exact, 0x9010}, false, 10,
 			[]string{"inner", "outer", "mainloop", "start_thread"}, false},
-		// inner has no frame pointer: the walk skips outer and lands in main,
-		// whose call targets outer, not inner: cut there.
-		{"skipped frame", []uint64{0xdead, 0x1010, 0x9010}, 10, []string{"inner"}, true},
-		{"garbage", []uint64{0xdead, 0x4242}, 10, []string{"inner"}, true},
-		{"no frames", []uint64{0xdead}, 10, []string{"inner"}, true},
-		{"depth", []uint64{0xdead, 0x2010, 0x1010, 0x9010}, 2, []string{"inner", "outer"}, true},
-		// A complete stack may end at main: the C runtime above it is not shown.
-
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := Build(code, 1, 0x3010, tt.raw, tt.depth)
+			s := Build(code, 1, tt.frames, tt.complete, tt.depth)
 			got := names(s)
 			if len(got) != len(tt.want) || s.Truncated != tt.truncated {
 				t.Fatalf("got %v truncated=%v, want %v truncated=%v", got, s.Truncated, tt.want, tt.truncated)

@@ -112,6 +112,9 @@ func (f Func) String() string {
 	return "unknown"
 }
 
+// FrameExact marks a stack frame whose pc was interrupted by a signal.
+const FrameExact = uint64(1) << 63
+
 // Event is one allocator call as seen by the probes.
 type Event struct {
 	// Time is the kernel's monotonic clock at the call's return, in ns.
@@ -123,14 +126,25 @@ type Event struct {
 	// OldAddr and OldSize describe the input block of realloc and mremap.
 	OldAddr uint64
 	OldSize uint64
-	// CallSite is the return address into the allocator's caller.
+	// CallSite is the charged call site: the return address into the first
+	// frame outside the allocator and the allocation wrappers.
 	CallSite uint64
-	PID      uint32
+	// Leaf is the return address into the allocator's immediate caller
+	// (CallSite itself when no wrapper was skipped; 0 when unknown).
+	Leaf uint64
+	// Stack, when the probes unwound one (--detail, sampled mode), holds
+	// the return addresses from CallSite outwards. A frame with bit 63 set
+	// (FrameExact) is an exact pc interrupted by a signal, not a return
+	// address. It is only valid during the callback that receives the event.
+	Stack []uint64
+	// StackComplete: the unwind reached the thread's outermost frame.
+	StackComplete bool
+	PID           uint32
 	TID      uint32
 	Kind     Kind
 	Func     Func
-	// StackID is the user stack's id in the tracer's stack map (--detail);
-	// -1 when no stack was taken.
+	// StackID numbers the user stack (--detail) among those the tracer
+	// has seen (see tracer.Stacks); -1 when no stack is kept.
 	StackID int32
 	// Path is the library of a CodeMap event.
 	Path string

@@ -15,8 +15,6 @@ import (
 type Finder struct {
 	// Allocator (--allocator) is probed in every process first.
 	Allocator string
-	// Wrappers are the allocation wrappers to probe (allocator.BindWrappers).
-	Wrappers []string
 	// Self is memtrace's PID, never scanned.
 	Self int
 
@@ -73,7 +71,6 @@ func (f *Finder) Scan(pid int) (Found, error) {
 	if err != nil {
 		return found, fmt.Errorf("process %d: %w", pid, err)
 	}
-	probes = append(probes, allocator.BindWrappers(mods, f.Wrappers)...)
 	var fresh []allocator.Probe
 	files := map[fileKey]bool{}
 	for _, p := range probes {

@@ -132,7 +132,17 @@ func newCallsiteRecord(pid uint32, s aggregate.SiteSnapshot, sym Symbolizer, t u
 	if o.Stacks != nil {
 		stack, truncated = stackRecord(o.Stacks.Stack(pid, s))
 	}
+	var leaf symbolize.Frame
+	leafAddr := ""
+	if s.Leaf != 0 && s.Leaf != s.Address {
+		leaf, leafAddr = resolve(sym, pid, s.Leaf), hex(s.Leaf)
+	}
 	return callsiteRecord{
+		LeafFunction:   leaf.Function,
+		LeafFile:       leaf.File,
+		LeafLine:       leaf.Line,
+		LeafModule:     leaf.Module,
+		LeafAddress:    leafAddr,
 		Stack:          stack,
 		StackTruncated: truncated,
 		Type:           typeCallsite,

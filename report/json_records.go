@@ -108,6 +108,14 @@ type callsiteRecord struct {
 	// The leak check's figures for the site's blocks (json_leaks.go):
 	// present only in runs that check.
 	leakRecord
+	// The allocator's immediate caller when a wrapper was skipped (the
+	// charged site's figures are above): its function, file, line, module
+	// and address; empty (and leaf_address "") when the caller was charged.
+	LeafFunction string `json:"leaf_function"`
+	LeafFile     string `json:"leaf_file"`
+	LeafLine     int    `json:"leaf_line"`
+	LeafModule   string `json:"leaf_module"`
+	LeafAddress  string `json:"leaf_address"`
 	// --detail only: the call stack, innermost first, and whether it stops
 	// short of the thread's first function.
 	Stack          []stackFrame `json:"stack,omitempty"`

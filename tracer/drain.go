@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"golang.org/x/sys/unix"
@@ -19,9 +20,12 @@ var ErrShortRecord = errors.New("short ring buffer record")
 
 // Drainer reads the ring buffer. One goroutine uses it.
 type Drainer struct {
-	rd  *ringbuf.Reader
+	objs *Objects
+	rd   *ringbuf.Reader
 	rec ringbuf.Record
 	ev  event.Event
+	// frames is the reused buffer of the current event's stack.
+	frames []uint64
 	// Short counts records too small to decode (never expected).
 	Short uint64
 	// Events counts the events handed over.
@@ -34,7 +38,7 @@ func (t *Objects) NewDrainer() (*Drainer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open ring buffer reader: %w", err)
 	}
-	return &Drainer{rd: rd}, nil
+	return &Drainer{objs: t, rd: rd}, nil
 }
 
 // Close unblocks a Poll in progress and releases the reader.
@@ -71,11 +75,20 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 		if t == 0 {
 			t = stamp
 		}
+		if raw.Kind == kindUnwindMiss {
+			// A file the walk met has no table yet: build it aside, so
+			// that draining goes on meanwhile.
+			d.objs.tables.request(raw.Pid, raw.Addr, fileKey{Dev: raw.Size, Ino: raw.OldAddr})
+			continue
+		}
 		d.ev = event.Event{
 			Time: t, Addr: raw.Addr, Size: raw.Size,
-			OldAddr: raw.OldAddr, OldSize: raw.OldSize, CallSite: raw.CallSite,
+			OldAddr: raw.OldAddr, OldSize: raw.OldSize, CallSite: raw.CallSite, Leaf: raw.Leaf,
 			PID: raw.Pid, TID: raw.Tid, Kind: event.Kind(raw.Kind), Func: event.Func(raw.Func),
-			StackID: raw.StackId,
+			StackID: -1,
+		}
+		if rest := d.rec.RawSample[unsafe.Sizeof(memtraceEvent{}):]; d.objs.stackDepth > 0 && len(rest) >= 8 && isSiteKind(d.ev.Kind) {
+			d.decodeStack(raw, rest)
 		}
 		if d.ev.Kind == event.CodeMap && len(d.rec.RawSample) >= int(unsafe.Sizeof(memtraceCodeEvent{})) {
 			path := d.rec.RawSample[unsafe.Sizeof(memtraceEvent{}):unsafe.Sizeof(memtraceCodeEvent{})]
@@ -100,6 +113,39 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 		}
 	}
 }
+
+// kindUnwindMiss: the walk met a file without a table (KIND_UNWIND_MISS).
+const kindUnwindMiss = 10
+
+// isSiteKind reports whether records of kind carry a call site (and a stack).
+func isSiteKind(k event.Kind) bool {
+	switch k {
+	case event.Alloc, event.Realloc, event.Mmap, event.Mremap:
+		return true
+	}
+	return false
+}
+
+// decodeStack reads the frames after an allocation record: the leaf first,
+// then its callers; the record's pad byte is the charged frame's index.
+func (d *Drainer) decodeStack(raw *memtraceEvent, rest []byte) {
+	n := len(rest) / 8
+	d.frames = d.frames[:0]
+	for i := 0; i < n; i++ {
+		d.frames = append(d.frames, binary.NativeEndian.Uint64(rest[i*8:]))
+	}
+	charged := int(raw.Pad)
+	if charged >= len(d.frames) {
+		// The walk found the charged frame but could not keep it (never expected).
+		return
+	}
+	d.ev.Stack = d.frames[charged:]
+	d.ev.StackComplete = raw.Flags&eventStackComplete != 0
+	d.ev.StackID = d.objs.stacks.intern(d.ev.Stack, d.ev.StackComplete)
+}
+
+// eventStackComplete is EVENT_STACK_COMPLETE.
+const eventStackComplete = 1
 
 func monotonicNS() uint64 {
 	var ts unix.Timespec

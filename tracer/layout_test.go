@@ -21,6 +21,9 @@ func TestRecordLayout(t *testing.T) {
 	}{
 		{"event", unsafe.Sizeof(memtraceEvent{})},
 		{"code_event", unsafe.Sizeof(memtraceCodeEvent{})},
+		{"unwind_row", unsafe.Sizeof(memtraceUnwindRow{})},
+		{"file_key", unsafe.Sizeof(memtraceFileKey{})},
+		{"unwind_file", unsafe.Sizeof(memtraceUnwindFile{})},
 	}
 	for _, tt := range tests {
 		var st *btf.Struct
@@ -32,7 +35,7 @@ func TestRecordLayout(t *testing.T) {
 		}
 	}
 	// The ring record must stay small: every byte is copied per event.
-	if s := unsafe.Sizeof(memtraceEvent{}); s != 64 {
-		t.Errorf("struct event is %d bytes, want 64", s)
+	if s := unsafe.Sizeof(memtraceEvent{}); s != 72 {
+		t.Errorf("struct event is %d bytes, want 72", s)
 	}
 }

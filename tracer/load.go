@@ -31,9 +31,16 @@ type Options struct {
 	// WakeupBytes: the reader is woken only when this much data waits;
 	// otherwise it finds the data on its next poll.
 	WakeupBytes int
-	// StackDepth > 0 takes a user stack of at most that many frames at each
-	// outermost allocation (--detail).
+	// StackDepth > 0 unwinds a user stack of at most that many frames,
+	// from the charged call site on, at each reported allocation (--detail).
 	StackDepth int
+	// Wraps decides which functions are allocation wrappers, whose callers
+	// are charged (allocator.WrapperRule.Wraps); nil: none.
+	Wraps func(name string) bool
+	// UnwindRows bounds the unwind table rows loaded (8 bytes each); 0: the default.
+	UnwindRows uint32
+	// UnwindCacheDir keeps built unwind tables across runs; "": memory only.
+	UnwindCacheDir string
 	// SampleBytes > 0 samples allocations: on average one sample per
 	// SampleBytes bytes allocated, decided in BPF (see sample() in
 	// bpf/memtrace.bpf.c); 0 traces every call.
@@ -58,8 +65,12 @@ const MaxSampleBytes = 1 << 40
 // CommLen is the kernel's comm length, terminating NUL included.
 const CommLen = 16
 
-// MaxStackDepth is the kernel's limit for one stack (perf_event_max_stack).
+// MaxStackDepth bounds --stack-depth (MAX_STACK in bpf/memtrace.bpf.c).
 const MaxStackDepth = 127
+
+// DefaultUnwindRows is room for the unwind tables of a few hundred
+// libraries (libc has about 30 000 rows): 8 MiB.
+const DefaultUnwindRows = 1 << 20
 
 // DefaultOptions suit this machine's heaviest benchmark load.
 func DefaultOptions() Options {
@@ -73,6 +84,11 @@ type Objects struct {
 	sampleBytes uint64
 	// host holds the raw tracepoint links of the whole-host mode.
 	host []link.Link
+	// tables loads unwind tables into the maps; stacks numbers the stacks
+	// the probes unwound.
+	tables     *tables
+	stacks     stackStore
+	stackDepth int
 }
 
 // objects is what a run loads: the tracing programs and their maps, not
@@ -86,7 +102,9 @@ type objects struct {
 	Inflight     *ebpf.Map     `ebpf:"inflight"`
 	LostByPid    *ebpf.Map     `ebpf:"lost_by_pid"`
 	LostTotal    *ebpf.Map     `ebpf:"lost_total"`
-	Stacks       *ebpf.Map     `ebpf:"stacks"`
+	UnwindRows   *ebpf.Map     `ebpf:"unwind_rows"`
+	UnwindFiles  *ebpf.Map     `ebpf:"unwind_files"`
+	Scratch      *ebpf.Map     `ebpf:"scratch"`
 	Sampled      *ebpf.Map     `ebpf:"sampled"`
 	ProcCounts   *ebpf.Map     `ebpf:"proc_counts"`
 	CgroupFilter *ebpf.Map     `ebpf:"cgroup_filter"`
@@ -94,7 +112,7 @@ type objects struct {
 
 func (o *objects) Close() error {
 	return _MemtraceClose(o.Entry, o.Ret, o.OnExec, o.OnExit, o.Events, o.Inflight,
-		o.LostByPid, o.LostTotal, o.Stacks, o.Sampled, o.ProcCounts, o.CgroupFilter)
+		o.LostByPid, o.LostTotal, o.UnwindRows, o.UnwindFiles, o.Scratch, o.Sampled, o.ProcCounts, o.CgroupFilter)
 }
 
 // Load checks the kernel's prerequisites and loads the BPF objects.
@@ -119,7 +137,7 @@ func Load(o Options) (*Objects, error) {
 		}
 		defer unix.Close(cgroup)
 	}
-	t := Objects{sampleBytes: o.SampleBytes}
+	t := Objects{sampleBytes: o.SampleBytes, stackDepth: o.StackDepth}
 	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
 		if errors.Is(err, os.ErrPermission) {
 			return nil, fmt.Errorf("%w: %w", ErrPermission, err)
@@ -136,6 +154,7 @@ func Load(o Options) (*Objects, error) {
 			return nil, fmt.Errorf("cgroup %s: %w (is it a cgroup v2 directory?)", o.CgroupPath, err)
 		}
 	}
+	t.tables = newTables(t.objs.UnwindRows, t.objs.UnwindFiles, spec.Maps["unwind_rows"].MaxEntries, o.Wraps, o.UnwindCacheDir)
 	return &t, nil
 }
 
@@ -159,14 +178,12 @@ func loadSpec(o Options) (*ebpf.CollectionSpec, error) {
 	if o.StackDepth > MaxStackDepth {
 		return nil, fmt.Errorf("stack depth %d: at most %d", o.StackDepth, MaxStackDepth)
 	}
-	if o.StackDepth > 0 {
-		if err := set("capture_stacks", uint8(1)); err != nil {
-			return nil, err
-		}
-		// The kernel collects as many frames as a value holds.
-		spec.Maps["stacks"].ValueSize = uint32(o.StackDepth * 8)
-	} else {
-		spec.Maps["stacks"].MaxEntries = 1
+	if err := set("stack_depth", uint32(o.StackDepth)); err != nil {
+		return nil, err
+	}
+	spec.Maps["unwind_rows"].MaxEntries = DefaultUnwindRows
+	if o.UnwindRows > 0 {
+		spec.Maps["unwind_rows"].MaxEntries = o.UnwindRows
 	}
 	if o.SampleBytes > MaxSampleBytes {
 		return nil, fmt.Errorf("sample bytes %d: at most %d", o.SampleBytes, uint64(MaxSampleBytes))
@@ -228,6 +245,7 @@ func sampledBlocks(o Options) uint32 {
 
 // Close releases the programs and maps. Attachments must be detached first.
 func (t *Objects) Close() error {
+	t.tables.close()
 	return errors.Join(t.DetachHost(), t.objs.Close())
 }
 
@@ -252,27 +270,6 @@ func (t *Objects) Lost() (map[uint32]uint64, uint64, error) {
 		total += v
 	}
 	return per, total, nil
-}
-
-// Stack returns the frames of a user stack taken by the probes, innermost
-// first (the first is the probed function itself).
-func (t *Objects) Stack(id int32) ([]uint64, error) {
-	if id < 0 {
-		return nil, nil
-	}
-	b, err := t.objs.Stacks.LookupBytes(uint32(id))
-	if err != nil {
-		return nil, fmt.Errorf("read stack %d: %w", id, err)
-	}
-	var frames []uint64
-	for i := 0; i+8 <= len(b); i += 8 {
-		pc := binary.NativeEndian.Uint64(b[i:])
-		if pc == 0 {
-			break
-		}
-		frames = append(frames, pc)
-	}
-	return frames, nil
 }
 
 // isNotSupported reports whether err says the kernel lacks a feature.

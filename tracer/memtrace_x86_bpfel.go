@@ -33,29 +33,31 @@ type memtraceEvent struct {
 	OldAddr  uint64
 	OldSize  uint64
 	CallSite uint64
+	Leaf     uint64
 	Pid      uint32
 	Tid      uint32
 	Kind     uint8
 	Func     uint8
-	Pad      [2]uint8
+	Flags    uint8
+	Pad      uint8
 	StackId  int32
+}
+
+type memtraceFileKey struct {
+	_   structs.HostLayout
+	Dev uint64
+	Ino uint64
 }
 
 type memtraceInflight struct {
 	_         structs.HostLayout
 	Sp        uint64
-	CallSite  uint64
 	Size      uint64
 	OldAddr   uint64
 	OldSize   uint64
-	StackId   int32
 	Func      uint8
 	Drawn     uint8
-	Pad       [2]uint8
-	Wsp       uint64
-	Wsite     uint64
-	Wstack    int32
-	Wpad      [4]uint8
+	Pad       [6]uint8
 	Countdown int64
 }
 
@@ -72,6 +74,42 @@ type memtraceSampleKey struct {
 	Pad  uint32
 }
 
+type memtraceStackRecord struct {
+	_      structs.HostLayout
+	E      memtraceEvent
+	Frames [135]uint64
+	W      struct {
+		_         structs.HostLayout
+		Pc        uint64
+		Sp        uint64
+		Bp        uint64
+		ChargedPc uint64
+		N         uint32
+		Charged   uint32
+		Limit     uint32
+		Chain     uint8
+		Exact     uint8
+		End       uint8
+		_         [1]byte
+	}
+}
+
+type memtraceUnwindFile struct {
+	_     structs.HostLayout
+	First uint32
+	Count uint32
+	Flags uint32
+	Pad   uint32
+}
+
+type memtraceUnwindRow struct {
+	_       structs.HostLayout
+	Pc      uint32
+	CfaOff  int16
+	Kind    uint8
+	RbpOff8 int8
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -84,25 +122,30 @@ const (
 	memtraceMapLostTotal         = "lost_total"
 	memtraceMapProcCounts        = "proc_counts"
 	memtraceMapSampled           = "sampled"
-	memtraceMapStacks            = "stacks"
+	memtraceMapScratch           = "scratch"
+	memtraceMapUnwindFiles       = "unwind_files"
+	memtraceMapUnwindRows        = "unwind_rows"
 	memtraceProgDrawTest         = "draw_test"
 	memtraceProgEntry            = "entry"
 	memtraceProgOnExec           = "on_exec"
 	memtraceProgOnExit           = "on_exit"
 	memtraceProgRet              = "ret"
 	memtraceProgSampleTest       = "sample_test"
-	memtraceVarCaptureStacks     = "capture_stacks"
 	memtraceVarCommFilter        = "comm_filter"
 	memtraceVarExpTable          = "exp_table"
 	memtraceVarFilterCgroup      = "filter_cgroup"
 	memtraceVarFilterComm        = "filter_comm"
 	memtraceVarSampleBytes       = "sample_bytes"
 	memtraceVarSelfPid           = "self_pid"
+	memtraceVarStackDepth        = "stack_depth"
 	memtraceVarUnusedAllocCounts = "unused_alloc_counts"
 	memtraceVarUnusedCodeEvent   = "unused_code_event"
 	memtraceVarUnusedEvent       = "unused_event"
+	memtraceVarUnusedFileKey     = "unused_file_key"
 	memtraceVarUnusedProcEvent   = "unused_proc_event"
 	memtraceVarUnusedSampleKey   = "unused_sample_key"
+	memtraceVarUnusedUnwindFile  = "unused_unwind_file"
+	memtraceVarUnusedUnwindRow   = "unused_unwind_row"
 	memtraceVarWakeupBytes       = "wakeup_bytes"
 )
 
@@ -168,25 +211,30 @@ type memtraceMapSpecs struct {
 	LostTotal    *ebpf.MapSpec `ebpf:"lost_total"`
 	ProcCounts   *ebpf.MapSpec `ebpf:"proc_counts"`
 	Sampled      *ebpf.MapSpec `ebpf:"sampled"`
-	Stacks       *ebpf.MapSpec `ebpf:"stacks"`
+	Scratch      *ebpf.MapSpec `ebpf:"scratch"`
+	UnwindFiles  *ebpf.MapSpec `ebpf:"unwind_files"`
+	UnwindRows   *ebpf.MapSpec `ebpf:"unwind_rows"`
 }
 
 // memtraceVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type memtraceVariableSpecs struct {
-	CaptureStacks     *ebpf.VariableSpec `ebpf:"capture_stacks"`
 	CommFilter        *ebpf.VariableSpec `ebpf:"comm_filter"`
 	ExpTable          *ebpf.VariableSpec `ebpf:"exp_table"`
 	FilterCgroup      *ebpf.VariableSpec `ebpf:"filter_cgroup"`
 	FilterComm        *ebpf.VariableSpec `ebpf:"filter_comm"`
 	SampleBytes       *ebpf.VariableSpec `ebpf:"sample_bytes"`
 	SelfPid           *ebpf.VariableSpec `ebpf:"self_pid"`
+	StackDepth        *ebpf.VariableSpec `ebpf:"stack_depth"`
 	UnusedAllocCounts *ebpf.VariableSpec `ebpf:"unused_alloc_counts"`
 	UnusedCodeEvent   *ebpf.VariableSpec `ebpf:"unused_code_event"`
 	UnusedEvent       *ebpf.VariableSpec `ebpf:"unused_event"`
+	UnusedFileKey     *ebpf.VariableSpec `ebpf:"unused_file_key"`
 	UnusedProcEvent   *ebpf.VariableSpec `ebpf:"unused_proc_event"`
 	UnusedSampleKey   *ebpf.VariableSpec `ebpf:"unused_sample_key"`
+	UnusedUnwindFile  *ebpf.VariableSpec `ebpf:"unused_unwind_file"`
+	UnusedUnwindRow   *ebpf.VariableSpec `ebpf:"unused_unwind_row"`
 	WakeupBytes       *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
@@ -218,7 +266,9 @@ type memtraceMaps struct {
 	LostTotal    *ebpf.Map `ebpf:"lost_total"`
 	ProcCounts   *ebpf.Map `ebpf:"proc_counts"`
 	Sampled      *ebpf.Map `ebpf:"sampled"`
-	Stacks       *ebpf.Map `ebpf:"stacks"`
+	Scratch      *ebpf.Map `ebpf:"scratch"`
+	UnwindFiles  *ebpf.Map `ebpf:"unwind_files"`
+	UnwindRows   *ebpf.Map `ebpf:"unwind_rows"`
 }
 
 func (m *memtraceMaps) Close() error {
@@ -231,7 +281,9 @@ func (m *memtraceMaps) Close() error {
 		m.LostTotal,
 		m.ProcCounts,
 		m.Sampled,
-		m.Stacks,
+		m.Scratch,
+		m.UnwindFiles,
+		m.UnwindRows,
 	)
 }
 
@@ -239,18 +291,21 @@ func (m *memtraceMaps) Close() error {
 //
 // It can be passed to loadMemtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type memtraceVariables struct {
-	CaptureStacks     *ebpf.Variable `ebpf:"capture_stacks"`
 	CommFilter        *ebpf.Variable `ebpf:"comm_filter"`
 	ExpTable          *ebpf.Variable `ebpf:"exp_table"`
 	FilterCgroup      *ebpf.Variable `ebpf:"filter_cgroup"`
 	FilterComm        *ebpf.Variable `ebpf:"filter_comm"`
 	SampleBytes       *ebpf.Variable `ebpf:"sample_bytes"`
 	SelfPid           *ebpf.Variable `ebpf:"self_pid"`
+	StackDepth        *ebpf.Variable `ebpf:"stack_depth"`
 	UnusedAllocCounts *ebpf.Variable `ebpf:"unused_alloc_counts"`
 	UnusedCodeEvent   *ebpf.Variable `ebpf:"unused_code_event"`
 	UnusedEvent       *ebpf.Variable `ebpf:"unused_event"`
+	UnusedFileKey     *ebpf.Variable `ebpf:"unused_file_key"`
 	UnusedProcEvent   *ebpf.Variable `ebpf:"unused_proc_event"`
 	UnusedSampleKey   *ebpf.Variable `ebpf:"unused_sample_key"`
+	UnusedUnwindFile  *ebpf.Variable `ebpf:"unused_unwind_file"`
+	UnusedUnwindRow   *ebpf.Variable `ebpf:"unused_unwind_row"`
 	WakeupBytes       *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 

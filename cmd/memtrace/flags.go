@@ -29,7 +29,8 @@ type config struct {
 	// detail groups by whole call stack (stackDepth frames).
 	detail     bool
 	stackDepth int
-	wrappers   []string
+	wrappers    []string
+	wrapperRule allocator.WrapperRule
 	rateConfig // --half-life, --period, --watch (flags_rates.go)
 	hostConfig // --sample-bytes, --comm, --cgroup (flags_host.go)
 
@@ -106,6 +107,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.Var(nameList{&extraWrappers}, "wrapper", "also treat function NAME as an allocation wrapper (repeatable)")
 	fs.StringVar(&wrapperFile, "wrappers", "", "file of allocation wrapper names, one per line")
 	fs.BoolVar(&noWrappers, "no-default-wrappers", false, "do not treat operator new, strdup, asprintf … as wrappers")
+	noAuto := false
+	var notWrappers []string
+	fs.BoolVar(&noAuto, "no-auto-wrappers", false, "do not recognize wrappers by name (zmalloc, xmalloc, g_malloc, sqlite3Malloc, …)")
+	fs.Var(nameList{&notWrappers}, "not-wrapper", "never treat function NAME as an allocation wrapper (repeatable)")
 	checkRates := addRateFlags(fs, &c.rateConfig)
 	addSymbolizeFlags(fs, &c.symbolizeConfig)
 	checkHost := addHostFlags(fs, c)
@@ -134,6 +139,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		}
 		c.wrappers = append(c.wrappers, names...)
 	}
+	c.wrapperRule = allocator.NewWrapperRule(c.wrappers, !noAuto, notWrappers)
 	if c.stackDepth < 1 || c.stackDepth >= tracer.MaxStackDepth {
 		return nil, fmt.Errorf("%w: --stack-depth must be between 1 and %d", errUsage, tracer.MaxStackDepth-1)
 	}

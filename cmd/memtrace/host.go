@@ -69,7 +69,7 @@ type pendingScan struct {
 func (s *session) runHost() (int, error) {
 	s.newState()
 	h := &hostState{
-		finder: &host.Finder{Allocator: s.cfg.allocator, Wrappers: s.cfg.wrappers, Self: os.Getpid()},
+		finder: &host.Finder{Allocator: s.cfg.allocator, Self: os.Getpid()},
 		filter: host.Filter{Comm: s.cfg.comm, Cgroup: s.cfg.cgroupPath},
 		att:    &tracer.Attachment{PID: 0},
 		scans:  map[int]*pendingScan{},

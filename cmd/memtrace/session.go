@@ -199,10 +199,10 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 	opts.RingBytes = s.cfg.ringBytes
 	opts.SampleBytes = s.cfg.sampleBytes
 	if s.cfg.detail {
-		// The first frame is the allocator itself; the call site is added
-		// from the return probe.
-		opts.StackDepth = s.cfg.stackDepth + 1
+		opts.StackDepth = s.cfg.stackDepth
 	}
+	opts.Wraps = s.cfg.wrapperRule.Wraps
+	opts.UnwindCacheDir = unwindCacheDir()
 	if opts.WakeupBytes > opts.RingBytes/4 {
 		opts.WakeupBytes = opts.RingBytes / 4
 	}
@@ -236,6 +236,7 @@ func (s *session) apply(e *event.Event) {
 		if err := s.res.AddLibrary(int(e.PID), e.Path, e.Addr); err != nil {
 			s.log.Info("dlopen'ed library", "pid", e.PID, "path", e.Path, "err", err)
 		}
+		s.objs.PreloadTableFiles([]string{e.Path})
 		return
 	}
 	s.noteInherited(e) // -f: a forked child's inherited blocks (leaks.go)
@@ -327,7 +328,6 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 	if err != nil {
 		return fmt.Errorf("process %d: %w", t.pid, err)
 	}
-	probes = append(probes, allocator.BindWrappers(mods, s.cfg.wrappers)...)
 	placed := tracer.Place(probes)
 	for _, p := range placed {
 		s.log.Info("probe", "pid", t.pid, "function", p.Symbol, "module", p.Module,
@@ -338,6 +338,18 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 		return err
 	}
 	s.log.Info("attached", "pid", t.pid, "probes", len(placed), "took", time.Since(start))
+	// The unwind tables of its code (and of the libraries a command stopped
+	// at exec will map), so that its first allocations are charged right.
+	start = time.Now()
+	if err := s.objs.PreloadTables(t.pid); err != nil {
+		s.log.Warn("unwind tables", "pid", t.pid, "err", err)
+	}
+	paths := make([]string, 0, len(mods))
+	for _, m := range mods {
+		paths = append(paths, m.Path)
+	}
+	s.objs.PreloadTableFiles(paths)
+	s.log.Info("unwind tables loaded", "pid", t.pid, "took", time.Since(start))
 	return nil
 }
 

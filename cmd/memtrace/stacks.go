@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/callstack"
 	"github.com/memtrace/memtrace/symbolize"
@@ -16,11 +19,19 @@ type stackSource struct {
 }
 
 func (s stackSource) Stack(pid uint32, site aggregate.SiteSnapshot) callstack.Stack {
-	raw, err := s.objs.Stack(site.StackID)
-	if err != nil {
-		raw = nil
+	frames, complete := s.objs.Stack(site.StackID)
+	if len(frames) == 0 {
+		frames = []uint64{site.Address}
 	}
-	return callstack.Build(s.code, int(pid), site.Address, raw, s.depth)
+	return callstack.Build(s.code, int(pid), frames, complete, s.depth)
+}
+
+// unwindCacheDir keeps unwind tables across runs, where the system allows.
+func unwindCacheDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "memtrace", "unwind")
+	}
+	return ""
 }
 
 // codeView adapts symbolize.Resolver to callstack.Code.

@@ -1,0 +1,370 @@
+/*
+ * The user-stack walk of memtrace's return probe, included by memtrace.bpf.c.
+ *
+ * At the allocator's return the registers are its caller's (ip is the return
+ * address, sp and rbp are the caller's), so the walk starts there. Each step
+ * finds the file the pc is mapped from (bpf_find_vma: no table of processes'
+ * mappings to keep, so it works host-wide, after dlopen and after exec),
+ * then that file's unwind rows (built by unwind/ in Go from .eh_frame and
+ * .debug_frame, keyed by the file's dev and inode), binary-searches the row
+ * of the pc and applies it: CFA from rsp or rbp, the return address at
+ * CFA - 8, rbp reloaded where the row says it was saved. A file with no
+ * unwind information is walked by frame pointers. Anything else ends the
+ * walk, and the stack is marked truncated: frames are never guessed.
+ *
+ * The same walk decides who is charged: while the frames are in allocation
+ * wrappers (operator new, strdup, zmalloc, …, and unnamed code between
+ * them), the allocation belongs to the frame above. No probe is placed on
+ * the wrappers, so nothing can stand in the way of an exception unwinding
+ * through them.
+ */
+#ifndef MEMTRACE_UNWIND_H
+#define MEMTRACE_UNWIND_H
+
+/* How a step ended. */
+enum {
+	STEP_OK = 0,
+	STEP_END = 1,  /* the outermost frame: the stack is complete */
+	STEP_STOP = 2, /* cannot go on: the stack is truncated */
+};
+
+/* The walk's state, on the return probe's stack; frames go to scratch. */
+struct walk {
+	__u64 pc;         /* the current frame's pc */
+	__u64 sp;         /* its CFA's base: the sp after the return into it */
+	__u64 bp;
+	__u64 charged_pc; /* the charged frame's pc */
+	__u32 n;          /* frames kept in scratch (frames[0] is the leaf) */
+	__u32 charged;    /* index of the charged frame */
+	__u32 limit;      /* keep frames up to index limit - 1; 0: keep none */
+	__u8 chain;       /* every frame so far is a wrapper or unnamed */
+	__u8 exact;       /* pc is exact (interrupted by a signal), not a return address */
+	__u8 end;         /* STEP_END or STEP_STOP once the walk is over */
+};
+
+/*
+ * An event with its stack, assembled in a per-CPU map before it is copied
+ * to the ring, and the walk's state.
+ */
+struct stack_record {
+	struct event e;
+	__u64 frames[MAX_STACK + MAX_WRAPPER_FRAMES];
+	struct walk w;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct stack_record);
+} scratch SEC(".maps");
+
+/* What bpf_find_vma found for an address. */
+struct vma_found {
+	__u64 addr;
+	__u64 off; /* addr's offset in the file */
+	struct file_key key;
+	__u8 found;
+};
+
+static long vma_file(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
+{
+	struct vma_found *v = ctx;
+	struct file *f = BPF_CORE_READ(vma, vm_file);
+
+	if (!f)
+		return 0; /* anonymous code (JIT), the vdso, the uprobe trampoline */
+	v->key.dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+	v->key.ino = BPF_CORE_READ(f, f_inode, i_ino);
+	v->off = v->addr - BPF_CORE_READ(vma, vm_start) + (BPF_CORE_READ(vma, vm_pgoff) << 12);
+	v->found = 1;
+	return 0;
+}
+
+/*
+ * ask_table tells user space that the file has no table yet, once: the
+ * entry marked pending is replaced when user space has built the table.
+ */
+static __always_inline void ask_table(struct vma_found *v)
+{
+	struct unwind_file pending = {.flags = FILE_PENDING};
+
+	if (bpf_map_update_elem(&unwind_files, &v->key, &pending, BPF_NOEXIST) == 0)
+		emit(KIND_UNWIND_MISS, 0, v->addr, v->key.dev, v->key.ino, 0, 0, 0, 1);
+}
+
+/* The binary search's state: the row sought is in [lo, hi). */
+struct search {
+	__u32 lo, hi;
+	__u32 off;
+};
+
+/* search_step halves [lo, hi) (a bpf_loop callback: a loop of branches here would make the verifier walk every path). */
+static long search_step(__u64 i, void *ctx)
+{
+	struct search *q = ctx;
+	__u32 mid = q->lo + (q->hi - q->lo) / 2;
+	struct unwind_row *r;
+
+	if (q->hi - q->lo <= 1)
+		return 1;
+	r = bpf_map_lookup_elem(&unwind_rows, &mid);
+	if (!r)
+		return 1;
+	if (r->pc <= q->off)
+		q->lo = mid;
+	else
+		q->hi = mid;
+	return 0;
+}
+
+/* find_row returns the row covering off among a file's rows, or NULL. */
+static __always_inline struct unwind_row *find_row(struct unwind_file *f, __u64 off)
+{
+	struct search q = {.lo = f->first, .hi = f->first + f->count, .off = off};
+	struct unwind_row *r;
+
+	if (f->count == 0 || off > 0xffffffffULL)
+		return 0;
+	/* The row sought is the last one whose pc <= off. */
+	bpf_loop(SEARCH_STEPS, search_step, &q, 0);
+	if (q.hi - q.lo > 1)
+		return 0;
+	r = bpf_map_lookup_elem(&unwind_rows, &q.lo);
+	if (!r || r->pc > off)
+		return 0;
+	return r;
+}
+
+static __always_inline int read_u64(__u64 *dst, __u64 addr)
+{
+	return bpf_probe_read_user(dst, sizeof(*dst), (void *)addr);
+}
+
+/* frame_pointer_step unwinds a frame of code without unwind information by rbp. */
+static __always_inline int frame_pointer_step(struct walk *w)
+{
+	__u64 ret, bp;
+
+	if (w->bp <= w->sp || read_u64(&ret, w->bp + 8) || read_u64(&bp, w->bp))
+		return STEP_STOP;
+	w->sp = w->bp + 16;
+	w->bp = bp;
+	w->pc = ret;
+	w->exact = 0;
+	return ret ? STEP_OK : STEP_STOP;
+}
+
+/* apply_row moves the walk to the caller of the current frame by its row. */
+static __always_inline int apply_row(struct walk *w, struct unwind_row *r)
+{
+	__u64 cfa, ret, v;
+	__s64 off = r->cfa_off;
+
+	switch (r->kind & ROW_KIND_MASK) {
+	case UNWIND_RSP:
+		cfa = w->sp + off;
+		break;
+	case UNWIND_RBP:
+		cfa = w->bp + off;
+		break;
+	case UNWIND_PLT:
+		cfa = w->sp + 8 + ((w->pc & 15) >= 11 ? 8 : 0);
+		break;
+	case UNWIND_DEREF_RBP:
+		if (read_u64(&cfa, w->bp + off))
+			return STEP_STOP;
+		break;
+	case UNWIND_SIGNAL:
+		/* A handler returned into the trampoline: the ucontext is at sp. */
+		if (read_u64(&v, w->sp + UC_RIP) || read_u64(&ret, w->sp + UC_RSP) ||
+		    read_u64(&w->bp, w->sp + UC_RBP))
+			return STEP_STOP;
+		w->pc = v;
+		w->sp = ret;
+		w->exact = 1;
+		return v ? STEP_OK : STEP_STOP;
+	case UNWIND_END:
+		return STEP_END;
+	default:
+		return STEP_STOP;
+	}
+	/* Callers' frames lie above: a CFA at or below sp is a wrong rule. */
+	if (cfa <= w->sp || read_u64(&ret, cfa - 8) || !ret)
+		return STEP_STOP;
+	if (r->kind & ROW_RBP_SAVED) {
+		if (read_u64(&v, cfa + (__s64)r->rbp_off8 * 8))
+			return STEP_STOP;
+		w->bp = v;
+	}
+	w->pc = ret;
+	w->sp = cfa;
+	w->exact = 0;
+	return STEP_OK;
+}
+
+/*
+ * walk_frame looks at the current frame: whether it is part of the wrapper
+ * chain, then (when the walk must go on) unwinds to its caller. One call of
+ * bpf_loop's callback per frame.
+ */
+static long walk_frame(__u64 i, void *ctx)
+{
+	struct stack_record *rec;
+	struct walk *w;
+	struct vma_found v = {};
+	struct unwind_file *f;
+	struct unwind_row *r = 0;
+	__u32 zero = 0;
+	__u8 flags = 0, charge_next = 0;
+	int step;
+
+	/*
+	 * The state lives in a map value, not on the stack: the verifier then
+	 * knows none of its numbers, and checks one iteration for all of them.
+	 */
+	rec = bpf_map_lookup_elem(&scratch, &zero);
+	if (!rec)
+		return 1;
+	w = &rec->w;
+	v.addr = w->pc - (w->exact ? 0 : 1);
+
+	if (bpf_find_vma(bpf_get_current_task_btf(), v.addr, vma_file, &v, 0) || !v.found) {
+		w->end = STEP_STOP;
+		return 1;
+	}
+	f = bpf_map_lookup_elem(&unwind_files, &v.key);
+	if (!f) {
+		ask_table(&v);
+		w->end = STEP_STOP;
+		return 1;
+	}
+	if (f->flags & FILE_PENDING) {
+		w->end = STEP_STOP;
+		return 1;
+	}
+	if (!(f->flags & (FILE_NO_CFI | FILE_UNMARKED)) || w->limit) {
+		r = find_row(f, v.off);
+		if (r)
+			flags = r->kind & (ROW_WRAPPER | ROW_ANON);
+	}
+	if (w->chain) {
+		if (!flags)
+			w->chain = 0;
+		else if (flags & ROW_WRAPPER)
+			charge_next = 1; /* the frame above, unless it is a wrapper too */
+	}
+	/* Done: the charged frame is known and no (more) stack is wanted. */
+	if (!w->chain && w->n >= w->limit) {
+		w->end = STEP_STOP;
+		return 1;
+	}
+	if (i >= MAX_WRAPPER_FRAMES && !w->limit) {
+		w->end = STEP_STOP;
+		return 1;
+	}
+	if (r && (r->kind & ROW_KIND_MASK) == UNWIND_SIGNAL && i < w->n) {
+		/* The trampoline is no return address: user space must not check it as one. */
+		if (i < MAX_STACK + MAX_WRAPPER_FRAMES)
+			rec->frames[i] |= FRAME_EXACT;
+	}
+	if (f->flags & FILE_NO_CFI)
+		step = frame_pointer_step(w);
+	else if (r)
+		step = apply_row(w, r);
+	else
+		step = STEP_STOP;
+	if (step != STEP_OK) {
+		w->end = step;
+		return 1;
+	}
+	if (charge_next) {
+		w->charged = i + 1;
+		w->charged_pc = w->pc;
+		if (stack_depth)
+			w->limit = i + 1 + stack_depth;
+	}
+	if (w->n < w->limit) {
+		__u32 n = w->n;
+
+		if (n < MAX_STACK + MAX_WRAPPER_FRAMES)
+			rec->frames[n] = w->pc | (w->exact ? FRAME_EXACT : 0);
+		w->n = n + 1;
+	}
+	return 0;
+}
+
+/*
+ * emit_site reports an allocation with its charged call site and, when
+ * stacks are kept, its stack: the probe's caller is the leaf; the walk
+ * skips the wrapper chain above it and, with stack_depth, records
+ * stack_depth frames from the charged one on.
+ */
+/* What emit_site reports, besides the call site and stack it finds. */
+struct site_args {
+	__u64 addr, size, old_addr, old_size;
+	__u8 kind, func;
+};
+
+/*
+ * A global function: the verifier checks it once, not at each of its
+ * callers (each would walk the whole unwinder again).
+ */
+__noinline int emit_site(struct pt_regs *ctx, struct site_args *a)
+{
+	struct stack_record *rec;
+	struct walk *w;
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 zero = 0, n, size_out;
+
+	if (!a)
+		return 0;
+	rec = bpf_map_lookup_elem(&scratch, &zero);
+	if (!rec)
+		return 0;
+	w = &rec->w;
+	w->pc = PT_REGS_IP(ctx);
+	w->sp = PT_REGS_SP(ctx);
+	w->bp = PT_REGS_FP(ctx);
+	w->charged_pc = w->pc;
+	w->charged = 0;
+	w->chain = 1;
+	w->exact = 0;
+	w->end = 0;
+	w->n = 0;
+	w->limit = 0;
+	if (stack_depth) {
+		rec->frames[0] = w->pc;
+		w->n = 1;
+		w->limit = stack_depth; /* grows with the charged index */
+	}
+	bpf_loop(MAX_STACK + MAX_WRAPPER_FRAMES, walk_frame, 0, 0);
+	if (!stack_depth) {
+		emit(a->kind, a->func, a->addr, a->size, a->old_addr, a->old_size,
+		     w->charged_pc & ~FRAME_EXACT, PT_REGS_IP(ctx), 0);
+		return 0;
+	}
+	rec->e.time = 0;
+	rec->e.addr = a->addr;
+	rec->e.size = a->size;
+	rec->e.old_addr = a->old_addr;
+	rec->e.old_size = a->old_size;
+	rec->e.call_site = w->charged_pc & ~FRAME_EXACT;
+	rec->e.leaf = PT_REGS_IP(ctx);
+	rec->e.pid = id >> 32;
+	rec->e.tid = (__u32)id;
+	rec->e.kind = a->kind;
+	rec->e.func = a->func;
+	rec->e.flags = w->end == STEP_END ? EVENT_STACK_COMPLETE : 0;
+	rec->e.pad = w->charged;
+	rec->e.stack_id = -1;
+	n = w->n;
+	if (n > MAX_STACK + MAX_WRAPPER_FRAMES)
+		n = MAX_STACK + MAX_WRAPPER_FRAMES;
+	size_out = sizeof(struct event) + n * sizeof(__u64);
+	if (bpf_ringbuf_output(&events, rec, size_out, wake_flags()))
+		count_lost(id >> 32);
+	return 0;
+}
+
+#endif

@@ -1,0 +1,388 @@
+package tracer
+
+import (
+	"bufio"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/memtrace/memtrace/unwind"
+)
+
+// fileKey names a mapped file as the probes do (struct file_key): the
+// kernel's dev_t of its superblock (major << 20 | minor) and its inode.
+type fileKey struct{ Dev, Ino uint64 }
+
+// The flags of struct unwind_file.
+const (
+	filePending  = 1
+	fileNoCFI    = 2
+	fileUnmarked = 4
+)
+
+// kernelDev turns a user-space st_dev into the kernel's dev_t encoding.
+func kernelDev(dev uint64) uint64 {
+	return uint64(unix.Major(dev))<<20 | uint64(unix.Minor(dev))
+}
+
+// tables loads files' unwind tables into the probes' maps: up front for the
+// modules of a traced process, and when the walk asks for a file it has no
+// table for (a KIND_UNWIND_MISS record). Rows are appended to one array;
+// a file's rows are loaded once and serve every process that maps it.
+type tables struct {
+	rows, files *ebpf.Map
+	cache       tableSource
+	wraps       func(name string) bool
+	log         *slog.Logger
+
+	mu     sync.Mutex
+	next   uint32 // the first free row
+	cap    uint32
+	loaded map[fileKey]bool
+	full   bool
+
+	reqs chan missRequest
+	done chan struct{}
+}
+
+type missRequest struct {
+	pid uint32
+	pc  uint64
+	key fileKey
+}
+
+func newTables(rows, files *ebpf.Map, capacity uint32, wraps func(string) bool, cacheDir string) *tables {
+	if wraps == nil {
+		wraps = func(string) bool { return false }
+	}
+	t := &tables{
+		rows: rows, files: files, cap: capacity, wraps: wraps,
+		cache: newTableSource(cacheDir), log: slog.Default(),
+		loaded: map[fileKey]bool{}, reqs: make(chan missRequest, 1024), done: make(chan struct{}),
+	}
+	go t.serve()
+	return t
+}
+
+// tableSource gives a file's unwind table (unwind.Cache).
+type tableSource interface {
+	Table(path string) (*unwind.Table, error)
+}
+
+// request queues a table the walk asked for; never blocks the drain. A
+// request that does not fit is forgotten in the map too, so the walk asks
+// again later.
+func (t *tables) request(pid uint32, pc uint64, key fileKey) {
+	if t == nil {
+		return
+	}
+	select {
+	case t.reqs <- missRequest{pid, pc, key}:
+	default:
+		_ = t.files.Delete(key)
+	}
+}
+
+func (t *tables) serve() {
+	defer close(t.done)
+	for r := range t.reqs {
+		path, err := mappedFile(int(r.pid), r.pc)
+		if err != nil {
+			// The process is gone, or the pc is not in a file: no table.
+			t.set(r.key, 0, 0, fileNoCFI|fileUnmarked)
+			continue
+		}
+		if err := t.load(r.key, path); err != nil {
+			t.log.Debug("unwind table", "file", path, "err", err)
+		}
+	}
+}
+
+func (t *tables) close() {
+	if t == nil {
+		return
+	}
+	close(t.reqs)
+	<-t.done
+}
+
+// PreloadTables loads the tables of every executable file mapping of pid
+// (as /proc/PID/maps names them), so that its first allocations are
+// already charged and unwound right.
+func (t *Objects) PreloadTables(pid int) error {
+	if t.tables == nil {
+		return nil
+	}
+	maps, err := readCodeMappings(pid)
+	if err != nil {
+		return err
+	}
+	for _, m := range maps {
+		if err := t.tables.load(m.key, fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.start, m.end)); err != nil {
+			t.tables.log.Debug("unwind table", "file", m.path, "err", err)
+		}
+	}
+	return nil
+}
+
+// PreloadTableFiles loads the tables of files about to be mapped (the
+// libraries of a command stopped at its exec), keyed by their stat.
+func (t *Objects) PreloadTableFiles(paths []string) {
+	if t.tables == nil {
+		return
+	}
+	for _, p := range paths {
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err != nil {
+			continue
+		}
+		if err := t.tables.load(fileKey{kernelDev(st.Dev), st.Ino}, p); err != nil {
+			t.tables.log.Debug("unwind table", "file", p, "err", err)
+		}
+	}
+}
+
+// load builds, marks and uploads one file's table, once per key.
+func (t *tables) load(key fileKey, path string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.loaded[key] {
+		return nil
+	}
+	t.loaded[key] = true
+	rows, flags, err := t.build(path)
+	if err != nil || len(rows) == 0 {
+		// No unwind information: the walk follows frame pointers there.
+		t.putFile(key, 0, 0, fileNoCFI|flags|fileUnmarked)
+		return err
+	}
+	n := uint32(len(rows) / 8)
+	if t.next+n > t.cap {
+		if !t.full {
+			t.full = true
+			t.log.Warn("unwind tables full: stacks through further files follow frame pointers", "rows", t.cap)
+		}
+		t.putFile(key, 0, 0, fileNoCFI|fileUnmarked)
+		return nil
+	}
+	keys := make([]uint32, n)
+	vals := make([]uint64, n)
+	for i := range keys {
+		keys[i] = t.next + uint32(i)
+		vals[i] = binary.NativeEndian.Uint64(rows[i*8:])
+	}
+	if _, err := t.rows.BatchUpdate(keys, vals, nil); err != nil {
+		for i := range keys {
+			if err := t.rows.Update(keys[i], vals[i], ebpf.UpdateAny); err != nil {
+				t.putFile(key, 0, 0, fileNoCFI|fileUnmarked)
+				return fmt.Errorf("load unwind rows of %s: %w", path, err)
+			}
+		}
+	}
+	t.putFile(key, t.next, n, flags)
+	t.next += n
+	return nil
+}
+
+func (t *tables) set(key fileKey, first, count, flags uint32) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.loaded[key] = true
+	t.putFile(key, first, count, flags)
+}
+
+func (t *tables) putFile(key fileKey, first, count, flags uint32) {
+	v := memtraceUnwindFile{First: first, Count: count, Flags: flags}
+	if err := t.files.Update(memtraceFileKey{Dev: key.Dev, Ino: key.Ino}, v, ebpf.UpdateAny); err != nil {
+		t.log.Debug("unwind file entry", "err", err)
+	}
+}
+
+// build returns the encoded rows of path, keyed by file offset (the walk
+// knows a pc's offset in its file, not the ELF's addresses), with the
+// wrapper and unnamed ranges marked, and the file's flags.
+func (t *tables) build(path string) ([]byte, uint32, error) {
+	tab, err := t.cache.Table(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	tab = tab.Clone()
+	marked := markFunctions(f, tab, t.wraps)
+	rows, err := toFileOffsets(f, tab)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", path, err)
+	}
+	b, err := rows.Encode()
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", path, err)
+	}
+	var flags uint32
+	if !marked {
+		flags |= fileUnmarked
+	}
+	return b, flags, nil
+}
+
+// markFunctions flags the code of allocation wrappers, and code no named
+// function covers, in tab; it reports whether it flagged anything.
+func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) bool {
+	type fn struct {
+		start, end uint64
+		name       string
+	}
+	var fns []fn
+	marked := false
+	for _, read := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
+		syms, _ := read()
+		for _, s := range syms {
+			if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 || s.Size == 0 {
+				continue
+			}
+			fns = append(fns, fn{s.Value, s.Value + s.Size, s.Name})
+			if wraps(s.Name) {
+				tab.Mark(s.Value, s.Value+s.Size, unwind.FlagWrapper)
+				marked = true
+			}
+		}
+	}
+	// Unnamed code: the gaps between named functions in .text.
+	text := f.Section(".text")
+	if text == nil {
+		return marked
+	}
+	sort.Slice(fns, func(i, j int) bool { return fns[i].start < fns[j].start })
+	at, end := text.Addr, text.Addr+text.Size
+	for _, x := range fns {
+		if x.end <= at || x.start >= end {
+			continue
+		}
+		if x.start > at {
+			tab.Mark(at, x.start, unwind.FlagAnon)
+			marked = true
+		}
+		at = max(at, x.end)
+	}
+	if at < end {
+		tab.Mark(at, end, unwind.FlagAnon)
+		marked = true
+	}
+	return marked
+}
+
+// toFileOffsets re-keys the rows of executable segments by file offset;
+// rows elsewhere are dropped.
+func toFileOffsets(f *elf.File, tab *unwind.Table) (*unwind.Table, error) {
+	var segs []*elf.Prog
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 {
+			segs = append(segs, p)
+		}
+	}
+	out := &unwind.Table{}
+	for _, r := range tab.Rows {
+		for _, p := range segs {
+			if r.PC >= p.Vaddr && r.PC < p.Vaddr+p.Memsz {
+				r.PC = r.PC - p.Vaddr + p.Off
+				out.Rows = append(out.Rows, r)
+				break
+			}
+		}
+	}
+	if !sort.SliceIsSorted(out.Rows, func(i, j int) bool { return out.Rows[i].PC < out.Rows[j].PC }) {
+		return nil, errors.New("executable segments out of order")
+	}
+	return out, nil
+}
+
+// codeMapping is an executable file mapping of /proc/PID/maps.
+type codeMapping struct {
+	start, end uint64
+	key        fileKey
+	path       string
+}
+
+func readCodeMappings(pid int) ([]codeMapping, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return nil, fmt.Errorf("read mappings of %d: %w", pid, err)
+	}
+	defer f.Close()
+	var out []codeMapping
+	seen := map[fileKey]bool{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		m, ok := parseCodeMapping(sc.Text())
+		if !ok || seen[m.key] {
+			continue
+		}
+		seen[m.key] = true
+		out = append(out, m)
+	}
+	return out, sc.Err()
+}
+
+// parseCodeMapping parses a maps line of an executable file mapping.
+func parseCodeMapping(line string) (codeMapping, bool) {
+	fields := strings.Fields(line)
+	if len(fields) < 6 || !strings.Contains(fields[1], "x") || !strings.HasPrefix(fields[5], "/") {
+		return codeMapping{}, false
+	}
+	lo, hi, ok := strings.Cut(fields[0], "-")
+	maj, min, ok2 := strings.Cut(fields[3], ":")
+	if !ok || !ok2 {
+		return codeMapping{}, false
+	}
+	start, e1 := strconv.ParseUint(lo, 16, 64)
+	end, e2 := strconv.ParseUint(hi, 16, 64)
+	ma, e3 := strconv.ParseUint(maj, 16, 32)
+	mi, e4 := strconv.ParseUint(min, 16, 32)
+	ino, e5 := strconv.ParseUint(fields[4], 10, 64)
+	if err := errors.Join(e1, e2, e3, e4, e5); err != nil || ino == 0 {
+		return codeMapping{}, false
+	}
+	return codeMapping{start: start, end: end, key: fileKey{ma<<20 | mi, ino}, path: strings.Join(fields[5:], " ")}, true
+}
+
+// mappedFile returns a path that opens the file mapped at pc in pid.
+func mappedFile(pid int, pc uint64) (string, error) {
+	maps, err := readCodeMappingsAll(pid)
+	if err != nil {
+		return "", err
+	}
+	for _, m := range maps {
+		if pc >= m.start && pc < m.end {
+			return fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.start, m.end), nil
+		}
+	}
+	return "", fmt.Errorf("no file mapped at %#x in process %d", pc, pid)
+}
+
+// readCodeMappingsAll is readCodeMappings without merging a file's mappings.
+func readCodeMappingsAll(pid int) ([]codeMapping, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return nil, fmt.Errorf("read mappings of %d: %w", pid, err)
+	}
+	var out []codeMapping
+	for _, l := range strings.Split(string(b), "\n") {
+		if m, ok := parseCodeMapping(l); ok {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
