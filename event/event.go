@@ -140,9 +140,9 @@ type Event struct {
 	// StackComplete: the unwind reached the thread's outermost frame.
 	StackComplete bool
 	PID           uint32
-	TID      uint32
-	Kind     Kind
-	Func     Func
+	TID           uint32
+	Kind          Kind
+	Func          Func
 	// StackID numbers the user stack (--detail) among those the tracer
 	// has seen (see tracer.Stacks); -1 when no stack is kept.
 	StackID int32

@@ -22,8 +22,8 @@ var ErrShortRecord = errors.New("short ring buffer record")
 type Drainer struct {
 	objs *Objects
 	rd   *ringbuf.Reader
-	rec ringbuf.Record
-	ev  event.Event
+	rec  ringbuf.Record
+	ev   event.Event
 	// frames is the reused buffer of the current event's stack.
 	frames []uint64
 	// Short counts records too small to decode (never expected).

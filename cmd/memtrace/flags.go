@@ -27,12 +27,12 @@ type config struct {
 	ringBytes int
 	verbose   bool
 	// detail groups by whole call stack (stackDepth frames).
-	detail     bool
-	stackDepth int
+	detail      bool
+	stackDepth  int
 	wrappers    []string
 	wrapperRule allocator.WrapperRule
-	rateConfig // --half-life, --period, --watch (flags_rates.go)
-	hostConfig // --sample-bytes, --comm, --cgroup (flags_host.go)
+	rateConfig  // --half-life, --period, --watch (flags_rates.go)
+	hostConfig  // --sample-bytes, --comm, --cgroup (flags_host.go)
 
 	symbolizeConfig // --debug-dir (flags_symbolize.go)
 	leakConfig      // --leak-check, --fail-on-leak, -f, --suppressions, --json-file (leaks_flags.go)
