@@ -1,15 +1,13 @@
-// Package callstack turns the raw user stack the probes took at an
-// allocation into the frames a person can trust. The kernel walks frame
-// pointers; through code built without them (Debian's libc and libstdc++) the
-// walk can skip callers or read garbage. So every frame is checked — its
-// return address must follow a call instruction, and a direct call must
-// target the function of the frame below it — and the stack is cut, and
-// marked truncated, at the first frame that fails. Frames are never invented.
+// Package callstack turns the user stack the probes unwound at an
+// allocation into the frames a person can trust. The probes follow each
+// file's unwind tables (or frame pointers where a file has none); a wrong
+// table or garbage in a frame-pointer walk would give a wrong caller. So
+// every frame is checked — its return address must follow a call
+// instruction — and the stack is cut, and marked truncated, at the first
+// frame that fails. Frames are never invented.
 package callstack
 
 import (
-	"encoding/binary"
-
 	"github.com/memtrace/memtrace/event"
 	"github.com/memtrace/memtrace/symbolize"
 )
@@ -18,14 +16,9 @@ import (
 type Code interface {
 	// Resolve symbolizes a return address (see symbolize.Resolver).
 	Resolve(pid int, ret uint64) symbolize.Frame
-	// FuncStart returns the address of the first instruction of the
-	// function containing addr.
-	FuncStart(pid int, addr uint64) (uint64, bool)
 	// Read returns n bytes of code ending just before addr (so the call
 	// instruction that addr returns from is at the end).
 	Read(pid int, addr uint64, n int) ([]byte, bool)
-	// PLT reports whether addr is in a procedure linkage table stub.
-	PLT(pid int, addr uint64) bool
 }
 
 // Stack is a checked call stack, innermost (the allocation's caller) first.
@@ -72,7 +65,7 @@ func Build(c Code, pid int, frames []uint64, complete bool, depth int) Stack {
 			st.Truncated = true
 			return st
 		}
-		if i > 0 && !exact && !callsInto(c, pid, r, st.Frames[i-1].Address) {
+		if i > 0 && !exact && !followsCall(c, pid, r) {
 			st.Truncated = true
 			return st
 		}
@@ -85,24 +78,15 @@ func Build(c Code, pid int, frames []uint64, complete bool, depth int) Stack {
 	return st
 }
 
-// callsInto reports whether the instruction before ret is a call that could
-// have entered the function holding callee (a return address in it).
-func callsInto(c Code, pid int, ret, callee uint64) bool {
+// followsCall reports whether the instruction before ret is a call: a
+// direct one (E8 rel32; its target need not be the frame below's function,
+// which may have been reached by a tail call) or an indirect one.
+func followsCall(c Code, pid int, ret uint64) bool {
 	code, ok := c.Read(pid, ret, 7)
 	if !ok || len(code) != 7 {
 		return false
 	}
-	// call rel32: the target is known, so it must be the callee's function
-	// (or a PLT stub, which jumps on to another module).
-	if code[2] == 0xe8 {
-		target := ret + uint64(int64(int32(binary.LittleEndian.Uint32(code[3:]))))
-		if c.PLT(pid, target) {
-			return true
-		}
-		start, ok := c.FuncStart(pid, callee)
-		return !ok || start == target
-	}
-	return indirectCall(code)
+	return code[2] == 0xe8 || indirectCall(code)
 }
 
 // indirectCall recognizes the encodings of call r/m64 (FF /2) that end

@@ -44,7 +44,7 @@ func TestBuild(t *testing.T) {
 	// Return addresses: into inner 0x3010, into outer 0x2010, into main
 	// 0x1010, into __libc_start_call_main 0x9010.
 	code := fakeCode{
-		funcs: map[uint64]string{0x3010: "inner", 0x2010: "outer", 0x1010: "mainloop", 0x9010: "start_thread"},
+		funcs: map[uint64]string{0x3010: "inner", 0x2010: "outer", 0x1010: "mainloop", 0x9010: "start_thread", 0x7010: "other"},
 		starts: map[uint64]uint64{
 			0x3010: 0x3000, 0x2010: 0x2000, 0x1010: 0x1000, 0x9010: 0x9000,
 		},
@@ -53,6 +53,7 @@ func TestBuild(t *testing.T) {
 			0x2010: callRel32(0x2010, 0x3000),                  // outer calls inner
 			0x1010: callRel32(0x1010, 0x2000),                  // main calls outer
 			0x9010: {0x90, 0x90, 0x90, 0x90, 0x41, 0xff, 0xd4}, // call *%r12
+			0x7010: {0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90}, // no call
 		},
 	}
 	names := func(s Stack) []string {
@@ -73,8 +74,8 @@ func TestBuild(t *testing.T) {
 	}{
 		{"complete", []uint64{0x3010, 0x2010, 0x1010, 0x9010, 0x1234}, false, 10,
 			[]string{"inner", "outer", "mainloop", "start_thread"}, false},
-		// A frame that does not follow a call into the one below: cut there.
-		{"skipped frame", []uint64{0x3010, 0x1010, 0x9010}, false, 10, []string{"inner"}, true},
+		// A frame that does not follow a call: cut there.
+		{"not after a call", []uint64{0x3010, 0x2010, 0x7010, 0x9010}, false, 10, []string{"inner", "outer"}, true},
 		{"garbage", []uint64{0x3010, 0x4242}, false, 10, []string{"inner"}, true},
 		{"no callers", []uint64{0x3010}, false, 10, []string{"inner"}, true},
 		// The unwind reached the outermost frame: complete without a known bottom.

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"os/exec"
+	"slices"
 	"testing"
 )
 
 // TestDetailStacks: --detail prints main -> outer -> inner for a fixture
-// built with frame pointers, and marks the stack truncated (never guessing
-// frames) when it is built without.
+// built with frame pointers and for one built without (unwound from its
+// .eh_frame), and marks the stack truncated (never guessing frames) when
+// the code has neither frame pointers nor unwind tables.
 func TestDetailStacks(t *testing.T) {
 	needBPF(t)
 	lines := siteLines(t, "stacks.c")
@@ -17,11 +20,21 @@ func TestDetailStacks(t *testing.T) {
 		truncated bool
 	}{
 		{"frame pointers", []string{"-fno-omit-frame-pointer"}, []string{"inner", "outer", "main"}, false},
-		{"no frame pointers", []string{"-fomit-frame-pointer"}, []string{"inner"}, true},
+		{"no frame pointers", []string{"-fomit-frame-pointer"}, []string{"inner", "outer", "main"}, false},
+		// (and without .debug_frame: see below)
+		{"no frame pointers, no unwind tables", []string{"-fomit-frame-pointer", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables"}, []string{"inner"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			bin := fixture(t, "stacks.c", tt.flags...)
+			if slices.Contains(tt.flags, "-fno-unwind-tables") {
+				// -g still writes .debug_frame, which memtrace reads too.
+				stripped := bin + "-nodebugframe"
+				if out, err := exec.Command("objcopy", "--remove-section=.debug_frame", bin, stripped).CombinedOutput(); err != nil {
+					t.Fatalf("objcopy: %v: %s", err, out)
+				}
+				bin = stripped
+			}
 			r := runMemtrace(t, "--json", "--detail", "--top", "0", "--", bin)
 			if r.code != 0 {
 				t.Fatalf("exit %d: %s", r.code, r.stderr)

@@ -41,4 +41,3 @@ func (c codeView) Read(pid int, addr uint64, n int) ([]byte, bool) {
 	return c.CodeBefore(pid, addr, n)
 }
 
-func (c codeView) PLT(pid int, addr uint64) bool { return c.InPLT(pid, addr) }

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+// TestUnwindChains: with --detail, stacks through code without frame
+// pointers (-O2 -fomit-frame-pointer) are unwound from .eh_frame, frame by
+// frame: through a call into a shared library's PLT, out of a signal
+// handler (through glibc's sigreturn trampoline and the interrupted raise),
+// and out of a dlopen'ed library called through a pointer.
+func TestUnwindChains(t *testing.T) {
+	needBPF(t)
+	const nofp = "-fomit-frame-pointer"
+	lib := fixture(t, "unwinding/chainlib.c", "-shared", "-fPIC", nofp)
+	plugin := fixture(t, "plugin.c", "-shared", "-fPIC", nofp)
+	bin := fixture(t, "unwinding/chains.c", nofp, lib, "-Wl,-rpath,"+filepath.Dir(lib))
+	lines := siteLines(t, "unwinding/chains.c")
+	libLines := siteLines(t, "unwinding/chainlib.c")
+	r := runMemtrace(t, "--json", "--detail", "--top", "0", "--", bin, plugin)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	rep := parseNDJSON(t, r.stdout)
+	type frame struct {
+		fn   string
+		line int // 0: not checked (libc's own lines)
+	}
+	tests := []struct {
+		site  string
+		bytes uint64
+		want  []frame
+	}{
+		{"lib_alloc", 40, []frame{{"lib_alloc", libLines["lib_alloc"]}, {"via_plt", lines["via_plt"]}, {"main", lines["main_plt"]}}},
+		{"on_signal", 56, []frame{{"on_signal", lines["on_signal"]}, {"__restore_rt", 0},
+			{"__pthread_kill_implementation", 0}, {"raise", 0}, {"raise_it", lines["raise_it"]}, {"main", lines["main_raise"]}}},
+		{"plugin_leak", 231, []frame{{"plugin_leak", 0}, {"via_dlopen", lines["via_dlopen"]}, {"main", lines["main_dlopen"]}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.site, func(t *testing.T) {
+			var site *siteRecord
+			for i, s := range rep.sites {
+				if s.Function == tt.site {
+					if site != nil {
+						t.Fatalf("two stacks for %s: %+v and %+v", tt.site, *site, s)
+					}
+					site = &rep.sites[i]
+				}
+			}
+			if site == nil {
+				t.Fatalf("no call site in %s: %+v", tt.site, rep.sites)
+			}
+			if site.LiveBytes != tt.bytes {
+				t.Errorf("%s: %d live bytes, want %d", tt.site, site.LiveBytes, tt.bytes)
+			}
+			if site.StackTruncated == nil || *site.StackTruncated {
+				t.Errorf("stack_truncated = %v, want false", site.StackTruncated)
+			}
+			if len(site.Stack) != len(tt.want) {
+				t.Fatalf("stack %+v, want %v", site.Stack, tt.want)
+			}
+			for i, w := range tt.want {
+				f := site.Stack[i]
+				if f.Function != w.fn || (w.line != 0 && f.Line != w.line) {
+					t.Errorf("frame %d: %s:%d, want %s:%d (stack %+v)", i, f.Function, f.Line, w.fn, w.line, site.Stack)
+				}
+			}
+		})
+	}
+}
