@@ -190,6 +190,11 @@ func (s *session) scanProcess(pid int) (retry bool, err error) {
 	if len(found.Missing) > 0 {
 		return true, nil
 	}
+	// Its code's unwind tables first (each file's once, host-wide), so
+	// that its first allocations through wrappers are charged right.
+	if err := s.objs.PreloadTables(pid); err != nil {
+		s.log.Debug("unwind tables", "pid", pid, "err", err)
+	}
 	for _, g := range found.ByPath() {
 		for _, p := range g.New {
 			s.log.Info("probe", "pid", pid, "function", p.Symbol, "module", p.Module,

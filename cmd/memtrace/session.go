@@ -328,19 +328,10 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 	if err != nil {
 		return fmt.Errorf("process %d: %w", t.pid, err)
 	}
-	placed := tracer.Place(probes)
-	for _, p := range placed {
-		s.log.Info("probe", "pid", t.pid, "function", p.Symbol, "module", p.Module,
-			"offset", fmt.Sprintf("%#x", p.Offset), "at", fmt.Sprintf("+%d", p.Skip), "why", p.Why)
-	}
-	start := time.Now()
-	if err := s.objs.Attach(t.att, placed); err != nil {
-		return err
-	}
-	s.log.Info("attached", "pid", t.pid, "probes", len(placed), "took", time.Since(start))
 	// The unwind tables of its code (and of the libraries a command stopped
-	// at exec will map), so that its first allocations are charged right.
-	start = time.Now()
+	// at exec will map) before its probes, so that its first allocations
+	// are charged and unwound right.
+	start := time.Now()
 	if err := s.objs.PreloadTables(t.pid); err != nil {
 		s.log.Warn("unwind tables", "pid", t.pid, "err", err)
 	}
@@ -350,6 +341,16 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 	}
 	s.objs.PreloadTableFiles(paths)
 	s.log.Info("unwind tables loaded", "pid", t.pid, "took", time.Since(start))
+	placed := tracer.Place(probes)
+	for _, p := range placed {
+		s.log.Info("probe", "pid", t.pid, "function", p.Symbol, "module", p.Module,
+			"offset", fmt.Sprintf("%#x", p.Offset), "at", fmt.Sprintf("+%d", p.Skip), "why", p.Why)
+	}
+	start = time.Now()
+	if err := s.objs.Attach(t.att, placed); err != nil {
+		return err
+	}
+	s.log.Info("attached", "pid", t.pid, "probes", len(placed), "took", time.Since(start))
 	return nil
 }
 
