@@ -40,4 +40,3 @@ type codeView struct{ *symbolize.Resolver }
 func (c codeView) Read(pid int, addr uint64, n int) ([]byte, bool) {
 	return c.CodeBefore(pid, addr, n)
 }
-
