@@ -68,7 +68,7 @@ func readelfOut(t testing.TB, mode, file string) string {
 	return string(out)
 }
 
-func hex(t testing.TB, s string) uint64 {
+func parseHex(t testing.TB, s string) uint64 {
 	t.Helper()
 	v, err := strconv.ParseUint(s, 16, 64)
 	if err != nil {
@@ -152,7 +152,7 @@ func loadOracle(t testing.TB, file string) *oracle {
 			continue
 		}
 		if m := reFDE.FindStringSubmatch(line); m != nil {
-			f := oracleFDE{section: sect, off: m[1], cie: m[2], start: hex(t, m[3]), end: hex(t, m[4])}
+			f := oracleFDE{section: sect, off: m[1], cie: m[2], start: parseHex(t, m[3]), end: parseHex(t, m[4])}
 			if e := raw[sect+m[1]]; e != nil {
 				f.cfaExprs, f.rbpExprs = e.cfa, e.rbp
 			}
