@@ -172,11 +172,11 @@ func (f *frames) section() frameSection {
 
 // tableOf builds the table of one section as Build would.
 func tableOf(sec frameSection) (*Table, error) {
-	spans, err := sectionSpans(sec)
-	if err != nil {
+	var b builder
+	if err := b.addSection(sec); err != nil {
 		return nil, err
 	}
-	return assemble(spans), nil
+	return b.table(), nil
 }
 
 var zR = []byte{pePcrel | peSdata4}

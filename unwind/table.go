@@ -70,12 +70,14 @@ const (
 
 // Row is the rule from PC (a file-relative ELF virtual address, in the
 // p_vaddr space) up to the next row's PC.
+//
+// The fields are ordered for size (24 bytes): large files have a million rows.
 type Row struct {
 	PC        uint64
-	Kind      Kind
 	CFAOffset int32
-	RBPSaved  bool // rbp saved at CFA + RBPOffset (DW_CFA_offset r6); else unchanged in this frame
 	RBPOffset int32
+	Kind      Kind
+	RBPSaved  bool // rbp saved at CFA + RBPOffset (DW_CFA_offset r6); else unchanged in this frame
 	Flags     uint8
 }
 
