@@ -1,19 +1,28 @@
 package unwind
 
 import (
+	"cmp"
 	"debug/elf"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 )
 
 // ErrUnsupportedMachine is returned for ELF files that are not x86-64.
 var ErrUnsupportedMachine = errors.New("unwind tables are built for x86-64 only")
 
-// span is one FDE's rows, before the FDEs are merged into a table.
+// span is one FDE's rows, before the FDEs are merged into a table: rows
+// lo to hi of the builder's rows, PCs within [start, end), the first at start.
 type span struct {
 	start, end uint64
-	rows       []Row // PCs within [start, end), the first at start
+	lo, hi     int
+}
+
+// builder collects the rows of all FDEs of a file in one slice.
+type builder struct {
+	rows  []Row
+	spans []span
 }
 
 // Build reads the call frame information of an ELF file (.eh_frame, and
@@ -28,7 +37,7 @@ func Build(f *elf.File) (*Table, error) {
 	if f.Machine != elf.EM_X86_64 || f.Class != elf.ELFCLASS64 {
 		return nil, fmt.Errorf("%v %v: %w", f.Class, f.Machine, ErrUnsupportedMachine)
 	}
-	var spans []span
+	var b builder
 	for _, name := range []string{".eh_frame", ".debug_frame"} {
 		s := f.Section(name)
 		if s == nil || s.Type == elf.SHT_NOBITS {
@@ -45,39 +54,36 @@ func Build(f *elf.File) (*Table, error) {
 		if got := f.Section(".got"); got != nil {
 			sec.dataAddr, sec.hasData = got.Addr, true
 		}
-		more, err := sectionSpans(sec)
-		if err != nil {
+		n := len(b.spans)
+		if err := b.addSection(sec); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		if name == ".debug_frame" {
-			more = uncovered(spans, more)
+			b.spans = append(b.spans[:n], uncovered(b.spans[:n], b.spans[n:])...)
 		}
-		spans = append(spans, more...)
 	}
-	return assemble(spans), nil
+	return b.table(), nil
 }
 
-// sectionSpans parses one frame section and interprets every FDE.
-func sectionSpans(sec frameSection) ([]span, error) {
-	fdes, err := parseFrames(sec)
-	if err != nil {
-		return nil, err
-	}
-	spans := make([]span, 0, len(fdes))
-	for _, f := range fdes {
-		lrows := fdeRows(sec, f)
-		rows := make([]Row, 0, len(lrows))
-		for _, lr := range lrows {
+// addSection parses one frame section and interprets every FDE.
+func (b *builder) addSection(sec frameSection) error {
+	// Most rows take two to six bytes of CFI (an advance and a CFA
+	// offset): reserve for the common case instead of growing a slice of
+	// a million rows step by step.
+	b.rows = slices.Grow(b.rows, len(sec.data)/4)
+	p := &program{sec: sec}
+	return parseFrames(sec, func(f fde) {
+		lo := len(b.rows)
+		for _, lr := range p.fdeRows(f) {
 			row := ruleRow(f.cie, lr.state)
 			row.PC = lr.loc
-			if n := len(rows); n > 0 && sameRule(rows[n-1], row) {
+			if n := len(b.rows); n > lo && sameRule(b.rows[n-1], row) {
 				continue
 			}
-			rows = append(rows, row)
+			b.rows = append(b.rows, row)
 		}
-		spans = append(spans, span{start: f.start, end: f.end, rows: rows})
-	}
-	return spans, nil
+		b.spans = append(b.spans, span{start: f.start, end: f.end, lo: lo, hi: len(b.rows)})
+	})
 }
 
 // uncovered returns the spans of extra whose start no span of base covers.
@@ -107,25 +113,26 @@ func uncovered(base, extra []span) []span {
 	return out
 }
 
-// assemble merges the spans into one table. Where spans overlap, the one
+// table merges the spans into one table. Where spans overlap, the one
 // starting later takes over from its start; each span ends with a
 // KindUndefined row unless the next one starts right there.
-func assemble(spans []span) *Table {
-	sort.SliceStable(spans, func(i, j int) bool { return spans[i].start < spans[j].start })
-	var rows []Row
+func (b *builder) table() *Table {
+	spans := b.spans
+	slices.SortStableFunc(spans, func(x, y span) int { return cmp.Compare(x.start, y.start) })
+	rows := make([]Row, 0, len(b.rows)+len(spans))
 	for _, s := range spans {
 		for len(rows) > 0 && rows[len(rows)-1].PC >= s.start {
 			rows = rows[:len(rows)-1]
 		}
-		rows = append(rows, s.rows...)
-		rows = append(rows, Row{PC: s.end, Kind: KindUndefined})
-	}
-	merged := rows[:0]
-	for _, r := range rows {
-		if n := len(merged); n > 0 && sameRule(merged[n-1], r) {
-			continue
+		for _, r := range b.rows[s.lo:s.hi] {
+			if n := len(rows); n > 0 && sameRule(rows[n-1], r) {
+				continue
+			}
+			rows = append(rows, r)
 		}
-		merged = append(merged, r)
+		if n := len(rows); n == 0 || !sameRule(rows[n-1], Row{}) {
+			rows = append(rows, Row{PC: s.end, Kind: KindUndefined})
+		}
 	}
-	return &Table{Rows: merged}
+	return &Table{Rows: slices.Clip(rows)}
 }

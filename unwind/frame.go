@@ -69,15 +69,17 @@ const (
 // CIE is well-formed but unsupported (unknown version or augmentation) is
 // skipped: its range then gets no rows, and the gap rows around it keep it
 // from inheriting a neighbour's rule.
-func parseFrames(sec frameSection) ([]fde, error) {
+//
+// Each FDE goes to visit as it is parsed, so that a large section needs no
+// slice of all its FDEs.
+func parseFrames(sec frameSection, visit func(fde)) error {
 	cies := map[int]*cie{}
 	cieErrs := map[int]error{}
-	var fdes []fde
 	off := 0
 	for off < len(sec.data) {
 		ent, next, err := splitEntry(sec, off)
 		if err != nil {
-			return nil, fmt.Errorf("%w: entry at %#x: %v", ErrMalformed, off, err)
+			return fmt.Errorf("%w: entry at %#x: %v", ErrMalformed, off, err)
 		}
 		if ent.terminator {
 			break
@@ -99,7 +101,7 @@ func parseFrames(sec frameSection) ([]fde, error) {
 					off = next
 					continue
 				}
-				return nil, fmt.Errorf("%w: FDE at %#x: CIE at %#x: %v", ErrMalformed, off, ent.cieOff, err)
+				return fmt.Errorf("%w: FDE at %#x: CIE at %#x: %v", ErrMalformed, off, ent.cieOff, err)
 			}
 			cies[ent.cieOff] = c
 		}
@@ -109,14 +111,14 @@ func parseFrames(sec frameSection) ([]fde, error) {
 				off = next
 				continue
 			}
-			return nil, fmt.Errorf("%w: FDE at %#x: %v", ErrMalformed, off, err)
+			return fmt.Errorf("%w: FDE at %#x: %v", ErrMalformed, off, err)
 		}
 		if f.end > f.start {
-			fdes = append(fdes, f)
+			visit(f)
 		}
 		off = next
 	}
-	return fdes, nil
+	return nil
 }
 
 // errUnsupported marks well-formed input this package cannot interpret.

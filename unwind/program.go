@@ -84,9 +84,11 @@ var errBadInstruction = errors.New("bad CFA instruction")
 // fdeRows returns the rows of one FDE: the state at the FDE's start and at
 // every location where it changes, all within [start, end). An instruction
 // that cannot be interpreted ends the program with a broken row at its
-// location: earlier rows are right, later ones unknown.
-func fdeRows(sec frameSection, f fde) []locRow {
-	p := &program{cie: f.cie, sec: sec, loc: f.start, end: f.end}
+// location: earlier rows are right, later ones unknown. The result is valid
+// until the next call: one program serves all FDEs of a section, so that
+// its buffers are allocated once.
+func (p *program) fdeRows(f fde) []locRow {
+	*p = program{sec: p.sec, cie: f.cie, loc: f.start, end: f.end, stack: p.stack[:0], rows: p.rows[:0]}
 	if err := p.run(f.cie.initial, true); err != nil {
 		p.state = regState{broken: true}
 	}

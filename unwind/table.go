@@ -70,12 +70,14 @@ const (
 
 // Row is the rule from PC (a file-relative ELF virtual address, in the
 // p_vaddr space) up to the next row's PC.
+//
+// The fields are ordered for size (24 bytes): large files have a million rows.
 type Row struct {
 	PC        uint64
-	Kind      Kind
 	CFAOffset int32
-	RBPSaved  bool // rbp saved at CFA + RBPOffset (DW_CFA_offset r6); else unchanged in this frame
 	RBPOffset int32
+	Kind      Kind
+	RBPSaved  bool // rbp saved at CFA + RBPOffset (DW_CFA_offset r6); else unchanged in this frame
 	Flags     uint8
 }
 
@@ -134,9 +136,9 @@ func (t *Table) Mark(start, end uint64, flag uint8) {
 	for k := i; k < j; k++ {
 		t.Rows[k].Flags |= flag
 	}
-	// Merge at the two boundaries only: flagged neighbours may now agree.
-	t.mergeAt(j)
-	t.mergeAt(i)
+	// Neighbours may now agree: rows that differed only by this flag, and
+	// a row split off before the table with the first row.
+	t.merge(i-1, j+1)
 }
 
 // split makes a row start at pc and returns its index.
@@ -156,12 +158,21 @@ func (t *Table) split(pc uint64) int {
 	return i
 }
 
-// mergeAt removes row i if it repeats row i-1's rule.
-func (t *Table) mergeAt(i int) {
-	if i <= 0 || i >= len(t.Rows) || !sameRule(t.Rows[i-1], t.Rows[i]) {
-		return
+// merge removes the rows in (lo, hi] that repeat their predecessor's rule.
+func (t *Table) merge(lo, hi int) {
+	lo = max(lo, 0)
+	hi = min(hi, len(t.Rows)-1)
+	w := lo + 1
+	for k := lo + 1; k <= hi; k++ {
+		if sameRule(t.Rows[w-1], t.Rows[k]) {
+			continue
+		}
+		t.Rows[w] = t.Rows[k]
+		w++
 	}
-	t.Rows = append(t.Rows[:i], t.Rows[i+1:]...)
+	if w <= hi {
+		t.Rows = append(t.Rows[:w], t.Rows[hi+1:]...)
+	}
 }
 
 // RowSize is the size of one encoded row.

@@ -61,6 +61,10 @@ func TestMark(t *testing.T) {
 			[]Row{at(0x100, rsp8, 0), at(0x104, rsp8, W), at(0x10c, rsp8, 0), at(0x110, rsp16, 0), at(0x120, Row{}, 0)}},
 		{"two flags", [][3]uint64{{0x100, 0x110, uint64(W)}, {0x108, 0x118, uint64(A)}},
 			[]Row{at(0x100, rsp8, W), at(0x108, rsp8, W|A), at(0x110, rsp16, A), at(0x118, rsp16, 0), at(0x120, Row{}, 0)}},
+		{"ending before the table", [][3]uint64{{0x80, 0x90, uint64(A)}},
+			[]Row{at(0x80, Row{}, A), at(0x90, Row{}, 0), at(0x100, rsp8, 0), at(0x110, rsp16, 0), at(0x120, Row{}, 0)}},
+		{"rows that differed by the flag merge", [][3]uint64{{0x104, 0x108, uint64(W)}, {0x100, 0x110, uint64(W)}},
+			[]Row{at(0x100, rsp8, W), at(0x110, rsp16, 0), at(0x120, Row{}, 0)}},
 		{"empty range", [][3]uint64{{0x108, 0x108, uint64(W)}, {0x10c, 0x104, uint64(W)}}, base().Rows},
 	}
 	for _, tt := range tests {

@@ -13,9 +13,16 @@ const (
 	libc      = "/lib/x86_64-linux-gnu/libc.so.6"
 	libstdcxx = "/usr/lib/x86_64-linux-gnu/libstdc++.so.6"
 	libsqlite = "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0"
+	// Large files from Debian packages, where installed (libllvm14, which
+	// clang pulls in; chromium): tests and benchmarks skip them otherwise.
+	libLLVM  = "/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1"
+	chromium = "/usr/lib/chromium/chromium"
 )
 
 var fixtureDir = filepath.Join("..", "testdata", "unwind")
+
+// debugFrameFlags make gcc write .debug_frame instead of .eh_frame.
+var debugFrameFlags = []string{"-O2", "-g", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables"}
 
 func needTool(t testing.TB, name string) {
 	t.Helper()
@@ -72,34 +79,45 @@ func buildFile(t testing.TB, path string) *Table {
 func TestReadelf(t *testing.T) {
 	needTool(t, "readelf")
 	tests := []struct {
-		name    string
-		file    func(t *testing.T) string
-		section string
+		name string
+		file func(t *testing.T) string
 	}{
-		{"libc", func(t *testing.T) string { needFile(t, libc); return libc }, ".eh_frame"},
-		{"libstdc++", func(t *testing.T) string { needFile(t, libstdcxx); return libstdcxx }, ".eh_frame"},
-		{"libsqlite3", func(t *testing.T) string { needFile(t, libsqlite); return libsqlite }, ".eh_frame"},
+		{"libc", func(t *testing.T) string { needFile(t, libc); return libc }},
+		{"libstdc++", func(t *testing.T) string { needFile(t, libstdcxx); return libstdcxx }},
+		{"libsqlite3", func(t *testing.T) string { needFile(t, libsqlite); return libsqlite }},
+		{"libLLVM-14", func(t *testing.T) string { needFile(t, libLLVM); return libLLVM }},
+		{"chromium", func(t *testing.T) string { needFile(t, chromium); return chromium }},
 		{"omit-frame-pointer", func(t *testing.T) string {
 			return compile(t, "frames.c", "frames", "-O2", "-fomit-frame-pointer")
-		}, ".eh_frame"},
+		}},
 		{"frame-pointer", func(t *testing.T) string {
 			return compile(t, "frames.c", "frames", "-O2", "-fno-omit-frame-pointer")
-		}, ".eh_frame"},
+		}},
 		{"ibt-plt", func(t *testing.T) string {
 			return compile(t, "frames.c", "frames", "-O2", "-fcf-protection=full", "-Wl,-z,ibtplt")
-		}, ".eh_frame"},
+		}},
 		{"O0", func(t *testing.T) string {
 			return compile(t, "frames.c", "frames", "-O0")
-		}, ".eh_frame"},
-		{"debug_frame", func(t *testing.T) string {
-			return compile(t, "frames.c", "frames", "-O2", "-g", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-nostartfiles", "-e", "main")
-		}, ".debug_frame"},
+		}},
+		{"debug_frame only", func(t *testing.T) string {
+			return compile(t, "frames.c", "frames", append(debugFrameFlags, "-nostartfiles", "-e", "main")...)
+		}},
+		// The C runtime's objects bring .eh_frame, frames.c .debug_frame.
+		{"eh_frame and debug_frame", func(t *testing.T) string {
+			return compile(t, "frames.c", "frames", debugFrameFlags...)
+		}},
+		{"separate debug file", func(t *testing.T) string {
+			needTool(t, "objcopy")
+			bin := compile(t, "frames.c", "frames", debugFrameFlags...)
+			run(t, "objcopy", "--only-keep-debug", bin, bin+".debug")
+			return bin + ".debug"
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			file := tt.file(t)
 			tab := buildFile(t, file)
-			kinds := checkAgainstReadelf(t, file, tt.section, tab)
+			kinds := checkAgainstReadelf(t, file, tab)
 			t.Logf("%s: %d rows:%s", file, len(tab.Rows), kindsString(kinds))
 		})
 	}

@@ -1,0 +1,335 @@
+package unwind
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+)
+
+// Cache memoizes tables per file, in memory and, when it has a directory,
+// on disk, so that a second attach or a second run does not rebuild them.
+// Files are keyed by their GNU build-id when they have one (with the sizes
+// of their frame sections, since a separate debug file shares its
+// program's build-id but not its CFI), else by device, inode, size and
+// modification time. Mark flags are not part of the CFI and are never
+// cached: callers Clone a table before marking it.
+type Cache struct {
+	dir string
+
+	mu      sync.Mutex
+	entries map[string]*cacheEntry // by file identity and by content key
+	builds  atomic.Int64           // tables built, not found: for tests
+}
+
+// cacheEntry is one table, built once; ready closes when tab/err are set.
+type cacheEntry struct {
+	ready chan struct{}
+	tab   *Table
+	err   error
+}
+
+// NewCache returns a cache that stores tables under dir, or only in
+// memory when dir is "".
+func NewCache(dir string) *Cache {
+	return &Cache{dir: dir, entries: map[string]*cacheEntry{}}
+}
+
+// DefaultCacheDir is where tables are stored between runs:
+// /var/cache/memtrace/unwind for root, else the user's cache directory.
+func DefaultCacheDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/cache/memtrace/unwind"
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(d, "memtrace", "unwind")
+}
+
+// Table returns the table of the ELF file at path. The table is shared by
+// all callers: do not modify it (Clone it first). Safe for concurrent use;
+// concurrent calls for one file build its table once.
+func (c *Cache) Table(path string) (*Table, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("unwind table for %s: %w", path, err)
+	}
+	idKey := fileIdentity(st)
+	if e, ok := c.lookup(idKey); ok {
+		return e.wait()
+	}
+	e, owner := c.claim(idKey)
+	if !owner {
+		return e.wait()
+	}
+	e.tab, e.err = c.load(path, idKey)
+	c.settle(idKey, e)
+	return e.tab, e.err
+}
+
+// settle publishes a filled entry. Errors about the file's contents are
+// kept (the same file fails the same way); others, such as a failed open,
+// are forgotten so that a later call tries again.
+func (c *Cache) settle(key string, e *cacheEntry) {
+	if e.err != nil && !errors.Is(e.err, ErrMalformed) && !errors.Is(e.err, ErrUnsupportedMachine) {
+		c.mu.Lock()
+		delete(c.entries, key)
+		c.mu.Unlock()
+	}
+	close(e.ready)
+}
+
+func (e *cacheEntry) wait() (*Table, error) {
+	<-e.ready
+	return e.tab, e.err
+}
+
+func (c *Cache) lookup(key string) (*cacheEntry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	return e, ok
+}
+
+// claim returns the entry for key, creating it if needed; owner says that
+// this caller created it and must fill it.
+func (c *Cache) claim(key string) (e *cacheEntry, owner bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[key]; ok {
+		return e, false
+	}
+	e = &cacheEntry{ready: make(chan struct{})}
+	c.entries[key] = e
+	return e, true
+}
+
+// load finds the table of path by content key (memory, then disk) or
+// builds it.
+func (c *Cache) load(path, idKey string) (*Table, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("unwind table for %s: %w", path, err)
+	}
+	defer f.Close()
+	key := idKey
+	if id := buildID(f); id != "" {
+		key = id + "-" + frameSizes(f)
+		e, owner := c.claim(key)
+		if !owner {
+			return e.wait()
+		}
+		e.tab, e.err = c.loadKey(f, path, key)
+		c.settle(key, e)
+		return e.tab, e.err
+	}
+	return c.loadKey(f, path, key)
+}
+
+// loadKey reads the table stored under key, or builds and stores it.
+func (c *Cache) loadKey(f *elf.File, path, key string) (*Table, error) {
+	file := ""
+	if c.dir != "" {
+		file = filepath.Join(c.dir, key+".unw")
+		if tab, err := readTableFile(file); err == nil {
+			return tab, nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			slog.Debug("unwind cache: rebuilding", "file", file, "err", err)
+		}
+	}
+	c.builds.Add(1)
+	tab, err := Build(f)
+	if err != nil {
+		return nil, fmt.Errorf("unwind table for %s: %w", path, err)
+	}
+	if file != "" {
+		if err := writeTableFile(file, tab); err != nil {
+			slog.Debug("unwind cache: not stored", "file", file, "err", err)
+		}
+	}
+	return tab, nil
+}
+
+// fileIdentity names a file's current contents without reading them.
+func fileIdentity(st os.FileInfo) string {
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		return fmt.Sprintf("f-%x-%x-%x-%x", s.Dev, s.Ino, st.Size(), st.ModTime().UnixNano())
+	}
+	return fmt.Sprintf("f-%x-%x", st.Size(), st.ModTime().UnixNano())
+}
+
+// buildID returns the hex GNU build-id of f, or "".
+func buildID(f *elf.File) string {
+	var notes [][]byte
+	if s := f.Section(".note.gnu.build-id"); s != nil {
+		if d, err := s.Data(); err == nil {
+			notes = append(notes, d)
+		}
+	}
+	if len(notes) == 0 {
+		for _, p := range f.Progs {
+			if p.Type != elf.PT_NOTE {
+				continue
+			}
+			d := make([]byte, p.Filesz)
+			if _, err := p.ReadAt(d, 0); err == nil {
+				notes = append(notes, d)
+			}
+		}
+	}
+	for _, d := range notes {
+		if id := findBuildID(d); id != nil {
+			return hex.EncodeToString(id)
+		}
+	}
+	return ""
+}
+
+// ntGNUBuildID is NT_GNU_BUILD_ID (elf.h), which debug/elf does not name.
+const ntGNUBuildID = 3
+
+// findBuildID walks ELF notes for NT_GNU_BUILD_ID.
+func findBuildID(d []byte) []byte {
+	for len(d) >= 12 {
+		nameSz := binary.LittleEndian.Uint32(d)
+		descSz := binary.LittleEndian.Uint32(d[4:])
+		typ := binary.LittleEndian.Uint32(d[8:])
+		nameEnd := 12 + (uint64(nameSz)+3)&^3
+		descEnd := nameEnd + (uint64(descSz)+3)&^3
+		if descEnd > uint64(len(d)) {
+			return nil
+		}
+		name := d[12 : 12+nameSz]
+		if typ == ntGNUBuildID && bytes.Equal(name, []byte("GNU\x00")) && descSz > 0 {
+			return d[nameEnd : nameEnd+uint64(descSz)]
+		}
+		d = d[descEnd:]
+	}
+	return nil
+}
+
+// frameSizes distinguishes files that share a build-id but not their CFI
+// (a program and its separate debug file).
+func frameSizes(f *elf.File) string {
+	size := func(name string) uint64 {
+		if s := f.Section(name); s != nil && s.Type != elf.SHT_NOBITS {
+			return s.Size
+		}
+		return 0
+	}
+	return fmt.Sprintf("%x-%x", size(".eh_frame"), size(".debug_frame"))
+}
+
+// The cache file: a header, the rows, a CRC-32C of both. cacheVersion
+// changes whenever Build's output for the same input may change, so that
+// tables from an older memtrace are rebuilt, not trusted.
+const (
+	cacheMagic   = "MTUNWIND"
+	cacheVersion = 1
+	cacheHeader  = len(cacheMagic) + 4 + 4
+	cacheRow     = 8 + 4 + 4 + 4
+)
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+func marshalTable(t *Table) []byte {
+	b := make([]byte, 0, cacheHeader+len(t.Rows)*cacheRow+4)
+	b = append(b, cacheMagic...)
+	b = binary.LittleEndian.AppendUint32(b, cacheVersion)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(t.Rows)))
+	for _, r := range t.Rows {
+		b = binary.LittleEndian.AppendUint64(b, r.PC)
+		var saved uint8
+		if r.RBPSaved {
+			saved = 1
+		}
+		b = append(b, uint8(r.Kind), saved, r.Flags, 0)
+		b = binary.LittleEndian.AppendUint32(b, uint32(r.CFAOffset))
+		b = binary.LittleEndian.AppendUint32(b, uint32(r.RBPOffset))
+	}
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
+}
+
+var errCorrupt = errors.New("corrupt unwind cache file")
+
+func unmarshalTable(b []byte) (*Table, error) {
+	if len(b) < cacheHeader+4 || string(b[:len(cacheMagic)]) != cacheMagic {
+		return nil, errCorrupt
+	}
+	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
+	if crc32.Checksum(body, crcTable) != sum {
+		return nil, fmt.Errorf("%w: checksum", errCorrupt)
+	}
+	if v := binary.LittleEndian.Uint32(b[len(cacheMagic):]); v != cacheVersion {
+		return nil, fmt.Errorf("%w: version %d", errCorrupt, v)
+	}
+	n := uint64(binary.LittleEndian.Uint32(b[len(cacheMagic)+4:]))
+	if uint64(len(body)-cacheHeader) != n*cacheRow {
+		return nil, fmt.Errorf("%w: %d rows in %d bytes", errCorrupt, n, len(body))
+	}
+	t := &Table{Rows: make([]Row, n)}
+	for i := range t.Rows {
+		p := body[cacheHeader+i*cacheRow:]
+		r := Row{
+			PC:        binary.LittleEndian.Uint64(p),
+			Kind:      Kind(p[8]),
+			RBPSaved:  p[9] == 1,
+			Flags:     p[10],
+			CFAOffset: int32(binary.LittleEndian.Uint32(p[12:])),
+			RBPOffset: int32(binary.LittleEndian.Uint32(p[16:])),
+		}
+		if r.Kind > KindEnd || p[9] > 1 || p[11] != 0 || (i > 0 && r.PC <= t.Rows[i-1].PC) {
+			return nil, fmt.Errorf("%w: row %d", errCorrupt, i)
+		}
+		t.Rows[i] = r
+	}
+	return t, nil
+}
+
+func readTableFile(name string) (*Table, error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	return unmarshalTable(b)
+}
+
+// writeTableFile stores t atomically: readers see the old file or the
+// whole new one, never a partial write.
+func writeTableFile(name string, t *Table) error {
+	dir := filepath.Dir(name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, filepath.Base(name)+".tmp*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(marshalTable(t))
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), name); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
+}
