@@ -67,7 +67,7 @@ func newTables(rows, files *ebpf.Map, capacity uint32, wraps func(string) bool, 
 	}
 	t := &tables{
 		rows: rows, files: files, cap: capacity, wraps: wraps,
-		cache: newTableSource(cacheDir), log: slog.Default(),
+		cache: unwind.NewCache(cacheDir), log: slog.Default(),
 		loaded: map[fileKey]bool{}, reqs: make(chan missRequest, 1024), done: make(chan struct{}),
 	}
 	go t.serve()
