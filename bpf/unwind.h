@@ -12,11 +12,13 @@
  * unwind information is walked by frame pointers. Anything else ends the
  * walk, and the stack is marked truncated: frames are never guessed.
  *
- * The same walk decides who is charged: while the frames are in allocation
- * wrappers (operator new, strdup, zmalloc, …, and unnamed code between
- * them), the allocation belongs to the frame above. No probe is placed on
- * the wrappers, so nothing can stand in the way of an exception unwinding
- * through them.
+ * The same walk decides who is charged: the first frame, within
+ * MAX_WRAPPER_FRAMES, that is neither an allocation wrapper (operator new,
+ * strdup, zmalloc, …) nor unnamed code (no symbol of its file covers it: a
+ * stripped library's internal allocation helper). When the walk cannot get
+ * that far, the frame above the last wrapper seen is charged, or the
+ * allocator's caller. No probe is placed on the wrappers, so nothing can
+ * stand in the way of an exception unwinding through them.
  */
 #ifndef MEMTRACE_UNWIND_H
 #define MEMTRACE_UNWIND_H
@@ -249,10 +251,18 @@ static long walk_frame(__u64 i, void *ctx)
 			flags = r->kind & (ROW_WRAPPER | ROW_ANON);
 	}
 	if (w->chain) {
-		if (!flags)
+		if (!flags) {
+			/* The first named function that is no wrapper is charged. */
 			w->chain = 0;
-		else if (flags & ROW_WRAPPER)
+			if (i > 0) {
+				w->charged = i;
+				w->charged_pc = w->pc;
+				if (stack_depth)
+					w->limit = i + stack_depth;
+			}
+		} else if (flags & ROW_WRAPPER) {
 			charge_next = 1; /* the frame above, unless it is a wrapper too */
+		}
 	}
 	/* Done: the charged frame is known and no (more) stack is wanted. */
 	if (!w->chain && w->n >= w->limit) {
