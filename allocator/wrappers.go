@@ -92,7 +92,7 @@ var wrapperVerbs = []string{
 
 // AutoWrapper is the automatic rule: a name is a wrapper when, lower-cased
 // and without leading underscores, it is a family prefix, then optionally
-// "try", then an allocation verb, then anything (zmalloc_usable,
+// "try" (or "try_"), then an allocation verb, then anything (zmalloc_usable,
 // ztrymalloc, xstrdup, g_malloc0, ngx_pnalloc, av_mallocz, PyMem_RawMalloc,
 // _PyObject_Malloc, sqlite3DbMallocRaw, sqlite3_malloc64). The allocator's
 // own entry points (malloc, calloc, …) have no family prefix and never match.
@@ -103,7 +103,9 @@ func AutoWrapper(name string) bool {
 		if !ok {
 			continue
 		}
-		rest = strings.TrimPrefix(rest, "try")
+		if r, ok := strings.CutPrefix(rest, "try"); ok {
+			rest = strings.TrimPrefix(r, "_")
+		}
 		for _, v := range wrapperVerbs {
 			if strings.HasPrefix(rest, v) {
 				return true

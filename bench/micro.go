@@ -22,6 +22,8 @@ type memtraceMode struct {
 	args []string
 	// xFloor is the target: overhead at most this multiple of the floor's (0: none).
 	xFloor float64
+	// env selects mallocfree's variant (MALLOCFREE_DEPTH, MALLOCFREE_NEW).
+	env []string
 }
 
 // memtraceModes are memtrace's rows.
@@ -33,6 +35,13 @@ var memtraceModes = []memtraceMode{
 	// Sampled: the traps remain, the events mostly do not.
 	{name: "memtrace sampled 512K", args: []string{"--sample-bytes", "512K"}},
 	{name: "memtrace sampled 64K", args: []string{"--sample-bytes", "64K"}},
+	// Unwinding through 12 frames without frame pointers, every allocation
+	// (target 2.5x the floor) or sampled ones only (target 1.1x).
+	{name: "memtrace --detail, 12 frames", args: []string{"--detail"}, xFloor: 2.5, env: []string{"MALLOCFREE_DEPTH=12"}},
+	{name: "memtrace sampled 64K --detail, 12 frames", args: []string{"--sample-bytes", "64K", "--detail"}, xFloor: 1.1, env: []string{"MALLOCFREE_DEPTH=12"}},
+	// operator new/delete: charged to new's caller by the walk, no wrapper
+	// probe; target 1.15x memtrace exact's malloc/free overhead.
+	{name: "memtrace exact, new/delete", env: []string{"MALLOCFREE_NEW=1"}},
 }
 
 // microSample is one run of mallocfree under one variant.
@@ -87,7 +96,9 @@ func (r *runner) microVariants() []microVariant {
 	for i := range memtraceModes {
 		m := &memtraceModes[i]
 		vs = append(vs, microVariant{name: m.name, skip: r.noBPF, mode: m,
-			run: func(ctx context.Context, j microJob) (microSample, error) { return r.underMemtrace(ctx, j, m.args) }})
+			run: func(ctx context.Context, j microJob) (microSample, error) {
+				return r.underMemtrace(ctx, j, m.args, m.env)
+			}})
 	}
 	vs = append(vs, microVariant{name: rowPaused, skip: r.noBPF, run: r.underMemtracePaused})
 	vs = append(vs,

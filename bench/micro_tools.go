@@ -51,12 +51,12 @@ func (r *runner) emptyProgram() (*emptyProbe, error) {
 // in the figure. A second, tiny run measures memtrace's fixed CPU cost
 // (loading, attaching, reporting), so that the difference gives its CPU
 // time per event.
-func (r *runner) underMemtrace(ctx context.Context, j microJob, modeArgs []string) (microSample, error) {
-	tiny, err := r.memtraceOnce(ctx, microJob{threads: j.threads, pairs: 1000 * int64(j.threads)}, modeArgs)
+func (r *runner) underMemtrace(ctx context.Context, j microJob, modeArgs, env []string) (microSample, error) {
+	tiny, err := r.memtraceOnce(ctx, microJob{threads: j.threads, pairs: 1000 * int64(j.threads)}, modeArgs, env)
 	if err != nil {
 		return microSample{}, err
 	}
-	s, err := r.memtraceOnce(ctx, j, modeArgs)
+	s, err := r.memtraceOnce(ctx, j, modeArgs, env)
 	if err != nil {
 		return microSample{}, err
 	}
@@ -67,12 +67,12 @@ func (r *runner) underMemtrace(ctx context.Context, j microJob, modeArgs []strin
 }
 
 // memtraceOnce is one memtrace run of mallocfree.
-func (r *runner) memtraceOnce(ctx context.Context, j microJob, modeArgs []string) (microSample, error) {
+func (r *runner) memtraceOnce(ctx context.Context, j microJob, modeArgs, env []string) (microSample, error) {
 	trace := filepath.Join(r.tmp, "micro.ndjson")
 	defer os.Remove(trace)
 	args := append([]string{"--json", "-o", trace}, modeArgs...)
 	args = append(append(args, "--", r.mallocfree), j.args()...)
-	o, err := run(ctx, r.microTimeout(), r.memtrace, args...)
+	o, err := runEnv(ctx, r.microTimeout(), env, r.memtrace, args...)
 	if err != nil {
 		return microSample{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -43,9 +44,17 @@ type output struct {
 
 // run runs cmd to its end within timeout and returns what it printed.
 func run(ctx context.Context, timeout time.Duration, name string, args ...string) (output, error) {
+	return runEnv(ctx, timeout, nil, name, args...)
+}
+
+// runEnv is run with env added to the child's environment.
+func runEnv(ctx context.Context, timeout time.Duration, env []string, name string, args ...string) (output, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := command(ctx, name, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()

@@ -54,7 +54,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Results, error) 
 		return nil, fmt.Errorf("gcc is needed to build testdata/bench/mallocfree.c")
 	}
 	r.logf("building mallocfree and memtrace")
-	if r.mallocfree, err = compileC(ctx, root, tmp, "mallocfree", "-pthread"); err != nil {
+	if r.mallocfree, err = compileC(ctx, root, tmp, "mallocfree", "-pthread", "-lstdc++"); err != nil {
 		return nil, err
 	}
 	switch {

@@ -78,8 +78,8 @@ enum unwind_kind {
 	UNWIND_UNDEFINED = 0, /* cannot unwind here: the stack is truncated */
 	UNWIND_RSP = 1,       /* CFA = rsp + cfa_off */
 	UNWIND_RBP = 2,       /* CFA = rbp + cfa_off */
-	UNWIND_PLT = 3,       /* CFA = rsp + 8 + ((rip & 15) >= 11 ? 8 : 0) */
-	UNWIND_DEREF_RBP = 4, /* CFA = *(rbp + cfa_off) */
+	UNWIND_PLT = 3,       /* CFA = rsp + 8 + ((rip & 15) >= cfa_off ? 8 : 0) */
+	UNWIND_DEREF_RBP = 4, /* CFA = *(rbp + cfa_off), caller's rbp = *rbp */
 	UNWIND_SIGNAL = 5,    /* a signal trampoline: registers in the ucontext at rsp */
 	UNWIND_END = 6,       /* the outermost frame: the stack is complete */
 };

@@ -160,7 +160,7 @@ static __always_inline int frame_pointer_step(struct walk *w)
 /* apply_row moves the walk to the caller of the current frame by its row. */
 static __always_inline int apply_row(struct walk *w, struct unwind_row *r)
 {
-	__u64 cfa, ret, v;
+	__u64 cfa, ret, v, saved_bp = w->bp;
 	__s64 off = r->cfa_off;
 
 	switch (r->kind & ROW_KIND_MASK) {
@@ -171,11 +171,14 @@ static __always_inline int apply_row(struct walk *w, struct unwind_row *r)
 		cfa = w->bp + off;
 		break;
 	case UNWIND_PLT:
-		cfa = w->sp + 8 + ((w->pc & 15) >= 11 ? 8 : 0);
+		/* cfa_off holds the threshold: 11 for GNU ld's lazy PLT, 9 for its IBT PLT. */
+		cfa = w->sp + 8 + ((__s64)(w->pc & 15) >= off ? 8 : 0);
 		break;
 	case UNWIND_DEREF_RBP:
-		if (read_u64(&cfa, w->bp + off))
+		/* GCC's stack realignment (DRAP): the caller's rbp is at *rbp. */
+		if (read_u64(&cfa, w->bp + off) || read_u64(&v, w->bp))
 			return STEP_STOP;
+		saved_bp = v;
 		break;
 	case UNWIND_SIGNAL:
 		/* A handler returned into the trampoline: the ucontext is at sp. */
@@ -197,8 +200,9 @@ static __always_inline int apply_row(struct walk *w, struct unwind_row *r)
 	if (r->kind & ROW_RBP_SAVED) {
 		if (read_u64(&v, cfa + (__s64)r->rbp_off8 * 8))
 			return STEP_STOP;
-		w->bp = v;
+		saved_bp = v;
 	}
+	w->bp = saved_bp;
 	w->pc = ret;
 	w->sp = cfa;
 	w->exact = 0;

@@ -9,6 +9,11 @@
  * With "wait" it writes "ready" and waits for one byte on stdin before
  * starting, so that a tracer can attach to it by PID first.
  *
+ * Two variants, chosen by the environment (for memtrace's unwinding and
+ * wrapper rows): MALLOCFREE_DEPTH=N makes each pair at the bottom of N
+ * nested calls (built -O2: no frame pointers), and MALLOCFREE_NEW=1 uses
+ * operator new(64) and operator delete instead of malloc and free.
+ *
  * Prints one line:  ns_per_pair=F pairs=N threads=T cpu_ns=C
  * ns_per_pair is wall time over all pairs (with T threads on fewer cores it
  * measures throughput, not latency); cpu_ns is the process's own user+system
@@ -24,6 +29,38 @@
 #define MAX_THREADS 256
 
 void *volatile sink;
+int volatile depth_sink;
+
+/* libstdc++'s operator new(size_t) and sized operator delete, by their names. */
+extern void *_Znwm(unsigned long);
+extern void _ZdlPvm(void *, unsigned long);
+
+static int use_new, depth;
+
+__attribute__((noipa)) static void one_pair(void)
+{
+	void *p;
+
+	if (use_new) {
+		p = _Znwm(64);
+		sink = p;
+		_ZdlPvm(p, 64);
+		return;
+	}
+	p = malloc(64);
+	sink = p;
+	free(p);
+}
+
+/* nest calls one_pair d calls deep (not tail calls: every frame stays). */
+__attribute__((noipa)) static void nest(int d)
+{
+	if (d > 0)
+		nest(d - 1);
+	else
+		one_pair();
+	depth_sink = d;
+}
 
 static long per_thread;
 static pthread_barrier_t start_line;
@@ -45,6 +82,12 @@ __attribute__((noipa)) static void *work(void *arg)
 
 	pthread_barrier_wait(&start_line);
 	clock_gettime(CLOCK_MONOTONIC, &s->start);
+	if (use_new || depth) {
+		for (long i = 0; i < per_thread; i++)
+			nest(depth);
+		clock_gettime(CLOCK_MONOTONIC, &s->end);
+		return NULL;
+	}
 	for (long i = 0; i < per_thread; i++) {
 		void *p = malloc(64);
 		sink = p;
@@ -73,6 +116,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	per_thread = pairs / threads;
+	if (getenv("MALLOCFREE_DEPTH"))
+		depth = atoi(getenv("MALLOCFREE_DEPTH"));
+	use_new = getenv("MALLOCFREE_NEW") != NULL;
 	if (per_thread == 0)
 		per_thread = 1;
 

@@ -1,0 +1,98 @@
+package tracer
+
+import (
+	"debug/elf"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/memtrace/memtrace/unwind"
+)
+
+func TestParseCodeMapping(t *testing.T) {
+	tests := []struct {
+		line string
+		want codeMapping
+		ok   bool
+	}{
+		{"7f1c2a428000-7f1c2a5bd000 r-xp 00028000 fe:01 1312 /usr/lib/x86_64-linux-gnu/libc.so.6",
+			codeMapping{0x7f1c2a428000, 0x7f1c2a5bd000, fileKey{0xfe<<20 | 1, 1312}, "/usr/lib/x86_64-linux-gnu/libc.so.6"}, true},
+		{"55d0c1a00000-55d0c1a01000 r-xp 00001000 103:02 99 /tmp/a b (deleted)",
+			codeMapping{0x55d0c1a00000, 0x55d0c1a01000, fileKey{0x103<<20 | 2, 99}, "/tmp/a b (deleted)"}, true},
+		{"7f1c2a400000-7f1c2a428000 r--p 00000000 fe:01 1312 /usr/lib/x86_64-linux-gnu/libc.so.6", codeMapping{}, false}, // not code
+		{"7ffd5e9f5000-7ffd5e9f7000 r-xp 00000000 00:00 0 [vdso]", codeMapping{}, false},                                 // no file
+		{"7f0000000000-7f0000001000 r-xp 00000000 00:00 0", codeMapping{}, false},                                        // anonymous (JIT)
+		{"garbage", codeMapping{}, false},
+	}
+	for _, tt := range tests {
+		got, ok := parseCodeMapping(tt.line)
+		if ok != tt.ok || got != tt.want {
+			t.Errorf("parseCodeMapping(%q) = %+v, %v; want %+v, %v", tt.line, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestStackStore(t *testing.T) {
+	var s stackStore
+	a := s.intern([]uint64{1, 2, 3}, true)
+	b := s.intern([]uint64{1, 2, 3}, false) // same frames, not complete: another stack
+	c := s.intern([]uint64{1, 2}, true)
+	if a == b || a == c || b == c {
+		t.Fatalf("ids %d %d %d, want three different", a, b, c)
+	}
+	buf := []uint64{1, 2, 3}
+	if got := s.intern(buf, true); got != a {
+		t.Errorf("same stack again: id %d, want %d", got, a)
+	}
+	buf[0] = 9 // the store keeps its own copy
+	if st := s.stacks[a]; st.frames[0] != 1 || !st.complete {
+		t.Errorf("stored stack %+v changed with the caller's buffer", st)
+	}
+	if got := s.intern(nil, true); got != -1 {
+		t.Errorf("empty stack: id %d, want -1", got)
+	}
+}
+
+// TestMarkFunctions: on a real executable, the wrapper's code is flagged
+// wrapper, the named functions are not flagged, and no code is flagged
+// unnamed while every function has a symbol.
+func TestMarkFunctions(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "stacks")
+	if out, err := exec.Command("gcc", "-O2", "-o", bin, "../testdata/stacks.c").CombinedOutput(); err != nil {
+		t.Skipf("gcc: %v: %s", err, out)
+	}
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tab, err := unwind.Build(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, _ := f.Symbols()
+	addr := map[string]elf.Symbol{}
+	for _, s := range syms {
+		addr[s.Name] = s
+	}
+	marked := markFunctions(f, tab, func(name string) bool { return name == "inner" })
+	if !marked {
+		t.Fatal("nothing marked")
+	}
+	tests := []struct {
+		fn   string
+		want uint8
+	}{{"inner", unwind.FlagWrapper}, {"outer", 0}, {"main", 0}}
+	for _, tt := range tests {
+		s, ok := addr[tt.fn]
+		if !ok {
+			t.Fatalf("no symbol %s", tt.fn)
+		}
+		for _, pc := range []uint64{s.Value, s.Value + s.Size - 1} {
+			r, ok := tab.Lookup(pc)
+			if !ok || r.Flags != tt.want {
+				t.Errorf("%s at %#x: row %+v (found %v), want flags %#x", tt.fn, pc, r, ok, tt.want)
+			}
+		}
+	}
+}
