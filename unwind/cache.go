@@ -232,34 +232,29 @@ func frameSizes(f *elf.File) string {
 	return fmt.Sprintf("%x-%x", size(".eh_frame"), size(".debug_frame"))
 }
 
-// The cache file: a header, the rows, a CRC-32C of both. cacheVersion
-// changes whenever Build's output for the same input may change, so that
-// tables from an older memtrace are rebuilt, not trusted.
+// The cache file: a header, the rows as Encode writes them, a CRC-32C of
+// both. cacheVersion changes whenever Build's output for the same input
+// may change, so that tables from an older memtrace are rebuilt, not
+// trusted.
 const (
 	cacheMagic   = "MTUNWIND"
-	cacheVersion = 1
+	cacheVersion = 2
 	cacheHeader  = len(cacheMagic) + 4 + 4
-	cacheRow     = 8 + 4 + 4 + 4
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-func marshalTable(t *Table) []byte {
-	b := make([]byte, 0, cacheHeader+len(t.Rows)*cacheRow+4)
+func marshalTable(t *Table) ([]byte, error) {
+	rows, err := t.Encode()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, cacheHeader+len(rows)+4)
 	b = append(b, cacheMagic...)
 	b = binary.LittleEndian.AppendUint32(b, cacheVersion)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(t.Rows)))
-	for _, r := range t.Rows {
-		b = binary.LittleEndian.AppendUint64(b, r.PC)
-		var saved uint8
-		if r.RBPSaved {
-			saved = 1
-		}
-		b = append(b, uint8(r.Kind), saved, r.Flags, 0)
-		b = binary.LittleEndian.AppendUint32(b, uint32(r.CFAOffset))
-		b = binary.LittleEndian.AppendUint32(b, uint32(r.RBPOffset))
-	}
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
+	b = append(b, rows...)
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable)), nil
 }
 
 var errCorrupt = errors.New("corrupt unwind cache file")
@@ -276,24 +271,12 @@ func unmarshalTable(b []byte) (*Table, error) {
 		return nil, fmt.Errorf("%w: version %d", errCorrupt, v)
 	}
 	n := uint64(binary.LittleEndian.Uint32(b[len(cacheMagic)+4:]))
-	if uint64(len(body)-cacheHeader) != n*cacheRow {
+	if uint64(len(body)-cacheHeader) != n*RowSize {
 		return nil, fmt.Errorf("%w: %d rows in %d bytes", errCorrupt, n, len(body))
 	}
-	t := &Table{Rows: make([]Row, n)}
-	for i := range t.Rows {
-		p := body[cacheHeader+i*cacheRow:]
-		r := Row{
-			PC:        binary.LittleEndian.Uint64(p),
-			Kind:      Kind(p[8]),
-			RBPSaved:  p[9] == 1,
-			Flags:     p[10],
-			CFAOffset: int32(binary.LittleEndian.Uint32(p[12:])),
-			RBPOffset: int32(binary.LittleEndian.Uint32(p[16:])),
-		}
-		if r.Kind > KindEnd || p[9] > 1 || p[11] != 0 || (i > 0 && r.PC <= t.Rows[i-1].PC) {
-			return nil, fmt.Errorf("%w: row %d", errCorrupt, i)
-		}
-		t.Rows[i] = r
+	t, err := Decode(body[cacheHeader:])
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errCorrupt, err)
 	}
 	return t, nil
 }
@@ -313,11 +296,15 @@ func writeTableFile(name string, t *Table) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	data, err := marshalTable(t)
+	if err != nil {
+		return err
+	}
 	tmp, err := os.CreateTemp(dir, filepath.Base(name)+".tmp*")
 	if err != nil {
 		return err
 	}
-	_, werr := tmp.Write(marshalTable(t))
+	_, werr := tmp.Write(data)
 	cerr := tmp.Close()
 	if err := errors.Join(werr, cerr); err != nil {
 		os.Remove(tmp.Name())
