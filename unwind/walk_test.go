@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -52,7 +53,14 @@ func readSnapshot(t *testing.T, file string) *snapshot {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
+	s.maps = parseMaps(f)
+	return s
+}
+
+// parseMaps reads /proc/PID/maps, keeping the file mappings.
+func parseMaps(r io.Reader) []mapping {
+	var maps []mapping
+	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		// 7f..-7f.. r-xp 00026000 fe:01 1234   /usr/lib/x86_64-linux-gnu/libc.so.6
 		fields := strings.Fields(sc.Text())
@@ -64,9 +72,9 @@ func readSnapshot(t *testing.T, file string) *snapshot {
 		m.start, _ = strconv.ParseUint(lo, 16, 64)
 		m.end, _ = strconv.ParseUint(hi, 16, 64)
 		m.offset, _ = strconv.ParseUint(fields[2], 16, 64)
-		s.maps = append(s.maps, m)
+		maps = append(maps, m)
 	}
-	return s
+	return maps
 }
 
 // read8 reads the stack; ok is false outside the captured range.
@@ -92,6 +100,7 @@ type frame struct {
 	vaddr  uint64 // file-relative
 	fn     string
 	kind   Kind
+	rowPC  uint64 // start of the row used
 }
 
 func (f frame) String() string {
@@ -172,7 +181,8 @@ func (w *walker) walk() (frames []frame, complete bool) {
 	for len(frames) < 64 {
 		m, vaddr, ok := w.locate(pc)
 		if !ok {
-			return frames, false
+			// Not in a file: the vDSO, JIT code, a uretprobe trampoline.
+			return append(frames, frame{pc: pc, fn: "?"}), false
 		}
 		// A return address points after the call: look up the call itself.
 		lookup := vaddr
@@ -180,7 +190,7 @@ func (w *walker) walk() (frames []frame, complete bool) {
 			lookup--
 		}
 		row, ok := m.table.Lookup(lookup)
-		fr := frame{pc: pc, module: m.path, vaddr: vaddr, fn: m.function(lookup), kind: row.Kind}
+		fr := frame{pc: pc, module: m.path, vaddr: vaddr, fn: m.function(lookup), kind: row.Kind, rowPC: row.PC}
 		frames = append(frames, fr)
 		if !ok {
 			return frames, false
