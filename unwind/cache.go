@@ -62,25 +62,35 @@ func DefaultCacheDir() string {
 // all callers: do not modify it (Clone it first). Safe for concurrent use;
 // concurrent calls for one file build its table once.
 func (c *Cache) Table(path string) (*Table, error) {
+	// Fast path: a stat names the file's current contents.
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("unwind table for %s: %w", path, err)
 	}
-	idKey := fileIdentity(st)
-	if e, ok := c.lookup(idKey); ok {
+	if e, ok := c.lookup(fileIdentity(st)); ok {
 		return e.wait()
 	}
+	// Key and contents from one open file, in case path is being replaced.
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("unwind table for %s: %w", path, err)
+	}
+	defer file.Close()
+	if st, err = file.Stat(); err != nil {
+		return nil, fmt.Errorf("unwind table for %s: %w", path, err)
+	}
+	idKey := fileIdentity(st)
 	e, owner := c.claim(idKey)
 	if !owner {
 		return e.wait()
 	}
-	e.tab, e.err = c.load(path, idKey)
+	e.tab, e.err = c.load(file, path, idKey)
 	c.settle(idKey, e)
 	return e.tab, e.err
 }
 
 // settle publishes a filled entry. Errors about the file's contents are
-// kept (the same file fails the same way); others, such as a failed open,
+// kept (the same file fails the same way); others, such as a failed read,
 // are forgotten so that a later call tries again.
 func (c *Cache) settle(key string, e *cacheEntry) {
 	if e.err != nil && !errors.Is(e.err, ErrMalformed) && !errors.Is(e.err, ErrUnsupportedMachine) {
@@ -118,12 +128,11 @@ func (c *Cache) claim(key string) (e *cacheEntry, owner bool) {
 
 // load finds the table of path by content key (memory, then disk) or
 // builds it.
-func (c *Cache) load(path, idKey string) (*Table, error) {
-	f, err := elf.Open(path)
+func (c *Cache) load(file *os.File, path, idKey string) (*Table, error) {
+	f, err := elf.NewFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("unwind table for %s: %w", path, err)
 	}
-	defer f.Close()
 	key := idKey
 	if id := buildID(f); id != "" {
 		key = id + "-" + frameSizes(f)

@@ -1,6 +1,7 @@
 package unwind
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -159,5 +160,34 @@ func TestCacheConcurrent(t *testing.T) {
 	}
 	if n := c.builds.Load(); n != 1 {
 		t.Errorf("%d builds, want 1", n)
+	}
+}
+
+// TestCacheErrors: a file whose CFI is malformed fails the same way from
+// memory; a file that is not ELF is tried again.
+func TestCacheErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad")
+	if err := os.WriteFile(bad, minimalELF(".eh_frame", 0x4000, u32(0xfffffff5)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notELF := filepath.Join(dir, "text")
+	if err := os.WriteFile(notELF, []byte("not an ELF file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := NewCache(dir)
+	for range 2 {
+		if _, err := c.Table(bad); !errors.Is(err, ErrMalformed) {
+			t.Errorf("malformed: err %v", err)
+		}
+		if _, err := c.Table(notELF); err == nil {
+			t.Error("not ELF: no error")
+		}
+	}
+	if n := c.builds.Load(); n != 1 {
+		t.Errorf("%d builds, want 1 (the malformed file, once)", n)
+	}
+	if files := cacheFiles(t, dir); len(files) != 2 {
+		t.Errorf("files %v: an error was stored on disk", files)
 	}
 }

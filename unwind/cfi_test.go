@@ -517,4 +517,14 @@ func TestBuildMinimalELF(t *testing.T) {
 			t.Errorf("got %v, want %v", tab.Rows, want)
 		}
 	}
+	// The same bytes in an AArch64 file: rules of another machine.
+	arm := minimalELF(".eh_frame", f.addr, f.buf)
+	binary.LittleEndian.PutUint16(arm[18:], uint16(elf.EM_AARCH64))
+	ef, err := elf.NewFile(bytes.NewReader(arm))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Build(ef); !errors.Is(err, ErrUnsupportedMachine) {
+		t.Errorf("AArch64: err %v, want ErrUnsupportedMachine", err)
+	}
 }
