@@ -25,7 +25,8 @@ import (
 // modification time. Mark flags are not part of the CFI and are never
 // cached: callers Clone a table before marking it.
 type Cache struct {
-	dir string
+	dir       string
+	debugRoot string // where separate debug files live, by build-id
 
 	mu      sync.Mutex
 	entries map[string]*cacheEntry // by file identity and by content key
@@ -42,7 +43,7 @@ type cacheEntry struct {
 // NewCache returns a cache that stores tables under dir, or only in
 // memory when dir is "".
 func NewCache(dir string) *Cache {
-	return &Cache{dir: dir, entries: map[string]*cacheEntry{}}
+	return &Cache{dir: dir, debugRoot: "/usr/lib/debug", entries: map[string]*cacheEntry{}}
 }
 
 // DefaultCacheDir is where tables are stored between runs:
@@ -140,15 +141,17 @@ func (c *Cache) load(file *os.File, path, idKey string) (*Table, error) {
 		if !owner {
 			return e.wait()
 		}
-		e.tab, e.err = c.loadKey(f, path, key)
+		e.tab, e.err = c.loadKey(f, path, key, id)
 		c.settle(key, e)
 		return e.tab, e.err
 	}
-	return c.loadKey(f, path, key)
+	return c.loadKey(f, path, key, "")
 }
 
 // loadKey reads the table stored under key, or builds and stores it.
-func (c *Cache) loadKey(f *elf.File, path, key string) (*Table, error) {
+// A file without CFI of its own takes its separate debug file's
+// (.debug_frame), found by build-id id.
+func (c *Cache) loadKey(f *elf.File, path, key, id string) (*Table, error) {
 	file := ""
 	if c.dir != "" {
 		file = filepath.Join(c.dir, key+".unw")
@@ -163,12 +166,40 @@ func (c *Cache) loadKey(f *elf.File, path, key string) (*Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("unwind table for %s: %w", path, err)
 	}
+	if len(tab.Rows) == 0 && id != "" {
+		if dt := c.debugTable(id); dt != nil {
+			tab = dt
+		}
+	}
 	if file != "" {
 		if err := writeTableFile(file, tab); err != nil {
 			slog.Debug("unwind cache: not stored", "file", file, "err", err)
 		}
 	}
 	return tab, nil
+}
+
+// debugTable builds the table of the separate debug file with build-id
+// id (/usr/lib/debug/.build-id/ab/cdef….debug), or returns nil.
+func (c *Cache) debugTable(id string) *Table {
+	if len(id) < 3 {
+		return nil
+	}
+	name := filepath.Join(c.debugRoot, ".build-id", id[:2], id[2:]+".debug")
+	f, err := elf.Open(name)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if buildID(f) != id {
+		return nil
+	}
+	tab, err := Build(f)
+	if err != nil {
+		slog.Debug("unwind: separate debug file", "file", name, "err", err)
+		return nil
+	}
+	return tab
 }
 
 // fileIdentity names a file's current contents without reading them.

@@ -191,3 +191,34 @@ func TestCacheErrors(t *testing.T) {
 		t.Errorf("files %v: an error was stored on disk", files)
 	}
 }
+
+// TestCacheDebugFile: a file stripped of all CFI takes the .debug_frame of
+// its separate debug file, found by build-id.
+func TestCacheDebugFile(t *testing.T) {
+	needTool(t, "objcopy")
+	full := compile(t, "frames.c", "frames", append(debugFrameFlags, "-nostartfiles", "-e", "main", "-Wl,--build-id")...)
+	id := buildID(openELF(t, full))
+	root := t.TempDir()
+	debugDir := filepath.Join(root, ".build-id", id[:2])
+	if err := os.MkdirAll(debugDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run(t, "objcopy", "--only-keep-debug", full, filepath.Join(debugDir, id[2:]+".debug"))
+	stripped := full + ".stripped"
+	run(t, "objcopy", "--strip-debug", full, stripped)
+	if tab := buildFile(t, stripped); len(tab.Rows) != 0 {
+		t.Fatalf("stripped file still has %d rows", len(tab.Rows))
+	}
+
+	c := NewCache("")
+	c.debugRoot = root
+	got := cachedTable(t, c, stripped)
+	if want := buildFile(t, full); len(want.Rows) == 0 || !reflect.DeepEqual(got, want) {
+		t.Errorf("table from the debug file:\n got %v\nwant %v", got.Rows, want.Rows)
+	}
+	c = NewCache("")
+	c.debugRoot = t.TempDir()
+	if got := cachedTable(t, c, stripped); len(got.Rows) != 0 {
+		t.Errorf("no debug file: %d rows", len(got.Rows))
+	}
+}
