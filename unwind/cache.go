@@ -25,7 +25,8 @@ import (
 // modification time. Mark flags are not part of the CFI and are never
 // cached: callers Clone a table before marking it.
 type Cache struct {
-	dir string
+	dir       string
+	debugRoot string // where separate debug files live, by build-id
 
 	mu      sync.Mutex
 	entries map[string]*cacheEntry // by file identity and by content key
@@ -42,7 +43,7 @@ type cacheEntry struct {
 // NewCache returns a cache that stores tables under dir, or only in
 // memory when dir is "".
 func NewCache(dir string) *Cache {
-	return &Cache{dir: dir, entries: map[string]*cacheEntry{}}
+	return &Cache{dir: dir, debugRoot: "/usr/lib/debug", entries: map[string]*cacheEntry{}}
 }
 
 // DefaultCacheDir is where tables are stored between runs:
@@ -62,25 +63,35 @@ func DefaultCacheDir() string {
 // all callers: do not modify it (Clone it first). Safe for concurrent use;
 // concurrent calls for one file build its table once.
 func (c *Cache) Table(path string) (*Table, error) {
+	// Fast path: a stat names the file's current contents.
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("unwind table for %s: %w", path, err)
 	}
-	idKey := fileIdentity(st)
-	if e, ok := c.lookup(idKey); ok {
+	if e, ok := c.lookup(fileIdentity(st)); ok {
 		return e.wait()
 	}
+	// Key and contents from one open file, in case path is being replaced.
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("unwind table for %s: %w", path, err)
+	}
+	defer file.Close()
+	if st, err = file.Stat(); err != nil {
+		return nil, fmt.Errorf("unwind table for %s: %w", path, err)
+	}
+	idKey := fileIdentity(st)
 	e, owner := c.claim(idKey)
 	if !owner {
 		return e.wait()
 	}
-	e.tab, e.err = c.load(path, idKey)
+	e.tab, e.err = c.load(file, path, idKey)
 	c.settle(idKey, e)
 	return e.tab, e.err
 }
 
 // settle publishes a filled entry. Errors about the file's contents are
-// kept (the same file fails the same way); others, such as a failed open,
+// kept (the same file fails the same way); others, such as a failed read,
 // are forgotten so that a later call tries again.
 func (c *Cache) settle(key string, e *cacheEntry) {
 	if e.err != nil && !errors.Is(e.err, ErrMalformed) && !errors.Is(e.err, ErrUnsupportedMachine) {
@@ -118,12 +129,11 @@ func (c *Cache) claim(key string) (e *cacheEntry, owner bool) {
 
 // load finds the table of path by content key (memory, then disk) or
 // builds it.
-func (c *Cache) load(path, idKey string) (*Table, error) {
-	f, err := elf.Open(path)
+func (c *Cache) load(file *os.File, path, idKey string) (*Table, error) {
+	f, err := elf.NewFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("unwind table for %s: %w", path, err)
 	}
-	defer f.Close()
 	key := idKey
 	if id := buildID(f); id != "" {
 		key = id + "-" + frameSizes(f)
@@ -131,15 +141,17 @@ func (c *Cache) load(path, idKey string) (*Table, error) {
 		if !owner {
 			return e.wait()
 		}
-		e.tab, e.err = c.loadKey(f, path, key)
+		e.tab, e.err = c.loadKey(f, path, key, id)
 		c.settle(key, e)
 		return e.tab, e.err
 	}
-	return c.loadKey(f, path, key)
+	return c.loadKey(f, path, key, "")
 }
 
 // loadKey reads the table stored under key, or builds and stores it.
-func (c *Cache) loadKey(f *elf.File, path, key string) (*Table, error) {
+// A file without CFI of its own takes its separate debug file's
+// (.debug_frame), found by build-id id.
+func (c *Cache) loadKey(f *elf.File, path, key, id string) (*Table, error) {
 	file := ""
 	if c.dir != "" {
 		file = filepath.Join(c.dir, key+".unw")
@@ -154,12 +166,40 @@ func (c *Cache) loadKey(f *elf.File, path, key string) (*Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("unwind table for %s: %w", path, err)
 	}
+	if len(tab.Rows) == 0 && id != "" {
+		if dt := c.debugTable(id); dt != nil {
+			tab = dt
+		}
+	}
 	if file != "" {
 		if err := writeTableFile(file, tab); err != nil {
 			slog.Debug("unwind cache: not stored", "file", file, "err", err)
 		}
 	}
 	return tab, nil
+}
+
+// debugTable builds the table of the separate debug file with build-id
+// id (/usr/lib/debug/.build-id/ab/cdef….debug), or returns nil.
+func (c *Cache) debugTable(id string) *Table {
+	if len(id) < 3 {
+		return nil
+	}
+	name := filepath.Join(c.debugRoot, ".build-id", id[:2], id[2:]+".debug")
+	f, err := elf.Open(name)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if buildID(f) != id {
+		return nil
+	}
+	tab, err := Build(f)
+	if err != nil {
+		slog.Debug("unwind: separate debug file", "file", name, "err", err)
+		return nil
+	}
+	return tab
 }
 
 // fileIdentity names a file's current contents without reading them.
@@ -232,34 +272,29 @@ func frameSizes(f *elf.File) string {
 	return fmt.Sprintf("%x-%x", size(".eh_frame"), size(".debug_frame"))
 }
 
-// The cache file: a header, the rows, a CRC-32C of both. cacheVersion
-// changes whenever Build's output for the same input may change, so that
-// tables from an older memtrace are rebuilt, not trusted.
+// The cache file: a header, the rows as Encode writes them, a CRC-32C of
+// both. cacheVersion changes whenever Build's output for the same input
+// may change, so that tables from an older memtrace are rebuilt, not
+// trusted.
 const (
 	cacheMagic   = "MTUNWIND"
-	cacheVersion = 1
+	cacheVersion = 2
 	cacheHeader  = len(cacheMagic) + 4 + 4
-	cacheRow     = 8 + 4 + 4 + 4
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-func marshalTable(t *Table) []byte {
-	b := make([]byte, 0, cacheHeader+len(t.Rows)*cacheRow+4)
+func marshalTable(t *Table) ([]byte, error) {
+	rows, err := t.Encode()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, cacheHeader+len(rows)+4)
 	b = append(b, cacheMagic...)
 	b = binary.LittleEndian.AppendUint32(b, cacheVersion)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(t.Rows)))
-	for _, r := range t.Rows {
-		b = binary.LittleEndian.AppendUint64(b, r.PC)
-		var saved uint8
-		if r.RBPSaved {
-			saved = 1
-		}
-		b = append(b, uint8(r.Kind), saved, r.Flags, 0)
-		b = binary.LittleEndian.AppendUint32(b, uint32(r.CFAOffset))
-		b = binary.LittleEndian.AppendUint32(b, uint32(r.RBPOffset))
-	}
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
+	b = append(b, rows...)
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable)), nil
 }
 
 var errCorrupt = errors.New("corrupt unwind cache file")
@@ -276,24 +311,12 @@ func unmarshalTable(b []byte) (*Table, error) {
 		return nil, fmt.Errorf("%w: version %d", errCorrupt, v)
 	}
 	n := uint64(binary.LittleEndian.Uint32(b[len(cacheMagic)+4:]))
-	if uint64(len(body)-cacheHeader) != n*cacheRow {
+	if uint64(len(body)-cacheHeader) != n*RowSize {
 		return nil, fmt.Errorf("%w: %d rows in %d bytes", errCorrupt, n, len(body))
 	}
-	t := &Table{Rows: make([]Row, n)}
-	for i := range t.Rows {
-		p := body[cacheHeader+i*cacheRow:]
-		r := Row{
-			PC:        binary.LittleEndian.Uint64(p),
-			Kind:      Kind(p[8]),
-			RBPSaved:  p[9] == 1,
-			Flags:     p[10],
-			CFAOffset: int32(binary.LittleEndian.Uint32(p[12:])),
-			RBPOffset: int32(binary.LittleEndian.Uint32(p[16:])),
-		}
-		if r.Kind > KindEnd || p[9] > 1 || p[11] != 0 || (i > 0 && r.PC <= t.Rows[i-1].PC) {
-			return nil, fmt.Errorf("%w: row %d", errCorrupt, i)
-		}
-		t.Rows[i] = r
+	t, err := Decode(body[cacheHeader:])
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errCorrupt, err)
 	}
 	return t, nil
 }
@@ -313,11 +336,15 @@ func writeTableFile(name string, t *Table) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	data, err := marshalTable(t)
+	if err != nil {
+		return err
+	}
 	tmp, err := os.CreateTemp(dir, filepath.Base(name)+".tmp*")
 	if err != nil {
 		return err
 	}
-	_, werr := tmp.Write(marshalTable(t))
+	_, werr := tmp.Write(data)
 	cerr := tmp.Close()
 	if err := errors.Join(werr, cerr); err != nil {
 		os.Remove(tmp.Name())

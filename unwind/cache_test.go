@@ -1,6 +1,7 @@
 package unwind
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -159,5 +160,65 @@ func TestCacheConcurrent(t *testing.T) {
 	}
 	if n := c.builds.Load(); n != 1 {
 		t.Errorf("%d builds, want 1", n)
+	}
+}
+
+// TestCacheErrors: a file whose CFI is malformed fails the same way from
+// memory; a file that is not ELF is tried again.
+func TestCacheErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad")
+	if err := os.WriteFile(bad, minimalELF(".eh_frame", 0x4000, u32(0xfffffff5)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notELF := filepath.Join(dir, "text")
+	if err := os.WriteFile(notELF, []byte("not an ELF file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := NewCache(dir)
+	for range 2 {
+		if _, err := c.Table(bad); !errors.Is(err, ErrMalformed) {
+			t.Errorf("malformed: err %v", err)
+		}
+		if _, err := c.Table(notELF); err == nil {
+			t.Error("not ELF: no error")
+		}
+	}
+	if n := c.builds.Load(); n != 1 {
+		t.Errorf("%d builds, want 1 (the malformed file, once)", n)
+	}
+	if files := cacheFiles(t, dir); len(files) != 2 {
+		t.Errorf("files %v: an error was stored on disk", files)
+	}
+}
+
+// TestCacheDebugFile: a file stripped of all CFI takes the .debug_frame of
+// its separate debug file, found by build-id.
+func TestCacheDebugFile(t *testing.T) {
+	needTool(t, "objcopy")
+	full := compile(t, "frames.c", "frames", append(debugFrameFlags, "-nostartfiles", "-e", "main", "-Wl,--build-id")...)
+	id := buildID(openELF(t, full))
+	root := t.TempDir()
+	debugDir := filepath.Join(root, ".build-id", id[:2])
+	if err := os.MkdirAll(debugDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run(t, "objcopy", "--only-keep-debug", full, filepath.Join(debugDir, id[2:]+".debug"))
+	stripped := full + ".stripped"
+	run(t, "objcopy", "--strip-debug", full, stripped)
+	if tab := buildFile(t, stripped); len(tab.Rows) != 0 {
+		t.Fatalf("stripped file still has %d rows", len(tab.Rows))
+	}
+
+	c := NewCache("")
+	c.debugRoot = root
+	got := cachedTable(t, c, stripped)
+	if want := buildFile(t, full); len(want.Rows) == 0 || !reflect.DeepEqual(got, want) {
+		t.Errorf("table from the debug file:\n got %v\nwant %v", got.Rows, want.Rows)
+	}
+	c = NewCache("")
+	c.debugRoot = t.TempDir()
+	if got := cachedTable(t, c, stripped); len(got.Rows) != 0 {
+		t.Errorf("no debug file: %d rows", len(got.Rows))
 	}
 }

@@ -181,6 +181,21 @@ func tableOf(sec frameSection) (*Table, error) {
 
 var zR = []byte{pePcrel | peSdata4}
 
+// sigreturnCFI is glibc's CFI for __restore_rt, with the interrupted rsp
+// at rsp+rspOff.
+func sigreturnCFI(rspOff int64) []byte {
+	breg7 := func(off int64) []byte { return cat([]byte{opBreg0 + regRSP}, sleb(off)) }
+	block := func(e []byte) []byte { return cat(uleb(uint64(len(e))), e) }
+	expr := func(reg uint8, off int64) []byte {
+		return cat([]byte{cfaExpression}, uleb(uint64(reg)), block(breg7(off)))
+	}
+	return cat(
+		[]byte{cfaDefCFAExpression}, block(cat(breg7(rspOff), []byte{opDeref})),
+		expr(regRBP, SignalRBPOffset),
+		expr(3, 128),
+		expr(regRIP, SignalRIPOffset))
+}
+
 // frameCase is one hand-assembled section and the table it must give.
 type frameCase struct {
 	name  string
@@ -243,8 +258,13 @@ var frameCases = []frameCase{
 		// Personality: indirect pc-relative sdata4; LSDA: pcrel sdata4.
 		aug := cat([]byte{peIndirect | pePcrel | peSdata4}, u32(0x1234), []byte{pePcrel | peSdata4}, zR)
 		c := f.cie("zPLRS", aug)
-		f.fde(c, 0x1000, 0x10, pePcrel|peSdata4, u32(0x99), adv(2), defCFA(regRSP, 16))
+		// glibc's __restore_rt: registers in the ucontext at rsp.
+		f.fde(c, 0x1000, 0x10, pePcrel|peSdata4, u32(0x99), sigreturnCFI(SignalRSPOffset))
 	}, false, []Row{{PC: 0x1000, Kind: KindSignal}, undef(0x1010)}, nil},
+	{"signal frame with other offsets", func(f *frames) {
+		c := f.cie("zRS", zR)
+		f.ehFDE(c, 0x1000, 0x10, sigreturnCFI(SignalRSPOffset+8))
+	}, false, []Row{undef(0x1000)}, nil},
 	{"unknown augmentation skips its FDEs", func(f *frames) {
 		c := f.cie("zX", []byte{7}, x86Initial)
 		f.ehFDE(c, 0x1000, 0x10)
@@ -496,5 +516,15 @@ func TestBuildMinimalELF(t *testing.T) {
 		if !reflect.DeepEqual(tab.Rows, want) {
 			t.Errorf("got %v, want %v", tab.Rows, want)
 		}
+	}
+	// The same bytes in an AArch64 file: rules of another machine.
+	arm := minimalELF(".eh_frame", f.addr, f.buf)
+	binary.LittleEndian.PutUint16(arm[18:], uint16(elf.EM_AARCH64))
+	ef, err := elf.NewFile(bytes.NewReader(arm))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Build(ef); !errors.Is(err, ErrUnsupportedMachine) {
+		t.Errorf("AArch64: err %v, want ErrUnsupportedMachine", err)
 	}
 }

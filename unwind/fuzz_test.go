@@ -65,6 +65,9 @@ func FuzzBuild(f *testing.F) {
 			return
 		}
 		checkInvariants(t, tab)
+		if _, err := tab.Encode(); err != nil && tab.Rows[len(tab.Rows)-1].PC <= 0xffffffff {
+			t.Fatalf("encode: %v", err)
+		}
 		c := tab.Clone()
 		c.Mark(0x1000, 0x2000, FlagWrapper)
 		checkInvariants(t, c)

@@ -23,12 +23,13 @@ const (
 	ruleSame                      // DW_CFA_same_value
 	ruleOffset                    // saved at CFA+off
 	ruleOther                     // val_offset, register, expressions: not representable
-	ruleExprRBP                   // DW_CFA_expression DW_OP_breg6 off: saved at rbp+off
+	ruleExprBreg                  // DW_CFA_expression DW_OP_breg<reg> off: saved at reg+off
 )
 
 type regRule struct {
 	kind ruleKind
 	off  int64
+	reg  uint8 // ruleExprBreg's base register
 }
 
 // cfaKind is how the CFA is computed.
@@ -359,8 +360,10 @@ func (p *program) extended(op uint8, r *reader, inCIE bool) error {
 		n := r.uleb()
 		expr := r.take(int(min(n, uint64(len(r.buf)+1))))
 		rule := regRule{kind: ruleOther}
-		if off, ok := bregOnly(expr, regRBP); ok {
-			rule = regRule{kind: ruleExprRBP, off: off}
+		for _, base := range []uint8{regRBP, regRSP} {
+			if off, ok := bregOnly(expr, base); ok {
+				rule = regRule{kind: ruleExprBreg, off: off, reg: base}
+			}
 		}
 		p.setRule(reg, rule)
 	case cfaValExpression:
@@ -424,12 +427,13 @@ func pltExpr(expr []byte) (int, bool) {
 	return int(lit - opLit0), true
 }
 
-// derefRBPExpr returns off if expr is DW_OP_breg6 (rbp) off; DW_OP_deref,
-// the CFA rule GCC emits for functions that realign the stack through a
-// DRAP register saved below rbp.
-func derefRBPExpr(expr []byte) (int64, bool) {
+// derefExpr returns off if expr is DW_OP_breg<reg> off; DW_OP_deref. With
+// rbp it is the CFA rule GCC emits for functions that realign the stack
+// through a DRAP register saved below rbp; with rsp, glibc's signal
+// trampoline's (the interrupted rsp, saved in the ucontext).
+func derefExpr(expr []byte, reg uint8) (int64, bool) {
 	if len(expr) < 3 || expr[len(expr)-1] != opDeref {
 		return 0, false
 	}
-	return bregOnly(expr[:len(expr)-1], regRBP)
+	return bregOnly(expr[:len(expr)-1], reg)
 }

@@ -28,6 +28,7 @@ type oracleFDE struct {
 	rows       []oracleRow
 	cfaExprs   []string // distinct DW_CFA_def_cfa_expression texts in the FDE and its CIE
 	rbpExprs   []string // distinct DW_CFA_expression r6 texts
+	ripExprs   []string // distinct DW_CFA_expression r16 texts
 }
 
 // oracleRow is one line of the interpreted table.
@@ -44,6 +45,7 @@ type oracleCIE struct {
 	rows     []oracleRow
 	cfaExprs []string
 	rbpExprs []string
+	ripExprs []string
 }
 
 type oracle struct {
@@ -59,6 +61,7 @@ var (
 	reAug     = regexp.MustCompile(`^\s+Augmentation:\s+"([^"]*)"`)
 	reCFAExpr = regexp.MustCompile(`DW_CFA_def_cfa_expression \((.*)\)$`)
 	reRBPExpr = regexp.MustCompile(`DW_CFA_expression: r6 \(rbp\) \((.*)\)$`)
+	reRIPExpr = regexp.MustCompile(`DW_CFA_expression: r16 \(rip\) \((.*)\)$`)
 )
 
 func readelfOut(t testing.TB, mode, file string) string {
@@ -98,7 +101,7 @@ func addUnique(list []string, s string) []string {
 func loadOracle(t testing.TB, file string) *oracle {
 	t.Helper()
 	o := &oracle{cies: map[string]*oracleCIE{}}
-	type exprs struct{ cfa, rbp []string }
+	type exprs struct{ cfa, rbp, rip []string }
 	raw := map[string]*exprs{} // section+offset -> expressions
 	augs := map[string]string{}
 	sect, curKey := "", ""
@@ -135,6 +138,9 @@ func loadOracle(t testing.TB, file string) *oracle {
 		}
 		if m := reRBPExpr.FindStringSubmatch(line); m != nil {
 			cur.rbp = addUnique(cur.rbp, m[1])
+		}
+		if m := reRIPExpr.FindStringSubmatch(line); m != nil {
+			cur.rip = addUnique(cur.rip, m[1])
 		}
 	}
 
@@ -178,7 +184,7 @@ func loadOracle(t testing.TB, file string) *oracle {
 		if m := reCIE.FindStringSubmatch(line); m != nil {
 			c := &oracleCIE{aug: m[2]}
 			if e := raw[sect+m[1]]; e != nil {
-				c.cfaExprs, c.rbpExprs = e.cfa, e.rbp
+				c.cfaExprs, c.rbpExprs, c.ripExprs = e.cfa, e.rbp, e.rip
 			}
 			if a, ok := augs[sect+m[1]]; ok && a != c.aug {
 				t.Fatalf("CIE %s: augmentation %q in one dump, %q in the other", m[1], a, c.aug)
@@ -190,7 +196,7 @@ func loadOracle(t testing.TB, file string) *oracle {
 		if m := reFDE.FindStringSubmatch(line); m != nil {
 			f := oracleFDE{section: sect, off: m[1], cie: m[2], start: parseHex(t, m[3]), end: parseHex(t, m[4])}
 			if e := raw[sect+m[1]]; e != nil {
-				f.cfaExprs, f.rbpExprs = e.cfa, e.rbp
+				f.cfaExprs, f.rbpExprs, f.ripExprs = e.cfa, e.rbp, e.rip
 			}
 			o.fdes = append(o.fdes, f)
 			rows = &o.fdes[len(o.fdes)-1].rows
@@ -233,8 +239,24 @@ var rePLT = regexp.MustCompile(`^DW_OP_breg7 \(rsp\): 8; DW_OP_breg16 \(rip\): 0
 func (o *oracle) want(t testing.TB, f *oracleFDE, c *oracleCIE, r oracleRow) (Row, bool) {
 	t.Helper()
 	undefined := Row{PC: r.loc}
+	exprs := func(own, cie []string) ([]string, bool) {
+		all := append(append([]string(nil), own...), cie...)
+		uniq := []string{}
+		for _, e := range all {
+			uniq = addUnique(uniq, e)
+		}
+		return uniq, len(uniq) == 1
+	}
 	if strings.Contains(c.aug, "S") {
-		return Row{PC: r.loc, Kind: KindSignal}, true
+		// Signal trampolines: only glibc's layout of the ucontext.
+		cfa, one1 := exprs(f.cfaExprs, c.cfaExprs)
+		rbp, one2 := exprs(f.rbpExprs, c.rbpExprs)
+		rip, one3 := exprs(f.ripExprs, c.ripExprs)
+		if r.cfa == "exp" && r.rbp == "exp" && r.ra == "exp" && one1 && one2 && one3 &&
+			cfa[0] == "DW_OP_breg7 (rsp): 160; DW_OP_deref" && rbp[0] == "DW_OP_breg7 (rsp): 120" && rip[0] == "DW_OP_breg7 (rsp): 168" {
+			return Row{PC: r.loc, Kind: KindSignal}, true
+		}
+		return undefined, true
 	}
 	ra := r.ra
 	if !r.hasRA {
@@ -249,14 +271,6 @@ func (o *oracle) want(t testing.TB, f *oracleFDE, c *oracleCIE, r oracleRow) (Ro
 		return undefined, true
 	}
 	rbp := r.rbp
-	exprs := func(own, cie []string) ([]string, bool) {
-		all := append(append([]string(nil), own...), cie...)
-		uniq := []string{}
-		for _, e := range all {
-			uniq = addUnique(uniq, e)
-		}
-		return uniq, len(uniq) == 1
-	}
 	row := Row{PC: r.loc}
 	if r.cfa == "exp" {
 		list, one := exprs(f.cfaExprs, c.cfaExprs)

@@ -62,6 +62,17 @@ func (k Kind) String() string {
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
 
+// Where a KindSignal frame's interrupted registers are, relative to rsp at
+// the trampoline: the kernel's rt_sigframe on x86-64, after the return
+// into __restore_rt has popped pretcode, starts with the struct ucontext,
+// whose uc_mcontext (struct sigcontext) is at offset 40. Build only gives
+// KindSignal where the trampoline's CFI says exactly this.
+const (
+	SignalRBPOffset = 120 // uc_mcontext.rbp
+	SignalRSPOffset = 160 // uc_mcontext.rsp
+	SignalRIPOffset = 168 // uc_mcontext.rip
+)
+
 // Flags on a row, set by Mark.
 const (
 	FlagWrapper uint8 = 1 << 7 // PC range belongs to an allocation wrapper function
@@ -206,6 +217,36 @@ func (t *Table) Encode() ([]byte, error) {
 	return out, nil
 }
 
+// Decode is the inverse of Encode.
+func Decode(b []byte) (*Table, error) {
+	if len(b)%RowSize != 0 {
+		return nil, fmt.Errorf("decode %d bytes: not a multiple of %d", len(b), RowSize)
+	}
+	t := &Table{Rows: make([]Row, len(b)/RowSize)}
+	for i := range t.Rows {
+		p := b[i*RowSize:]
+		kind := p[6]
+		r := Row{
+			PC:        uint64(binary.LittleEndian.Uint32(p)),
+			CFAOffset: int32(int16(binary.LittleEndian.Uint16(p[4:]))),
+			Kind:      Kind(kind & 7),
+			RBPSaved:  kind&(1<<3) != 0,
+			Flags:     kind & (FlagAnon | FlagWrapper),
+		}
+		if r.RBPSaved {
+			r.RBPOffset = int32(int8(p[7])) * 8
+		}
+		if r.Kind > KindEnd || kind&0x30 != 0 || (!r.RBPSaved && p[7] != 0) {
+			return nil, fmt.Errorf("decode row %d: bad kind byte %#x or rbp offset", i, kind)
+		}
+		if i > 0 && r.PC <= t.Rows[i-1].PC {
+			return nil, fmt.Errorf("decode row %d: pc %#x not above %#x", i, r.PC, t.Rows[i-1].PC)
+		}
+		t.Rows[i] = r
+	}
+	return t, nil
+}
+
 // encodable reports why r does not fit the BPF layout, or nil.
 func encodable(r Row) error {
 	switch {
@@ -232,6 +273,14 @@ func ruleRow(c *cie, st regState) Row {
 		return undefined
 	}
 	if c.signal {
+		// The BPF walker reads the interrupted registers at fixed offsets
+		// from rsp; take the trampoline only if its CFI says the same.
+		cfa, ok := derefExpr(st.cfa.expr, regRSP)
+		if st.cfa.kind != cfaExpr || !ok || cfa != SignalRSPOffset ||
+			st.ra != (regRule{kind: ruleExprBreg, reg: regRSP, off: SignalRIPOffset}) ||
+			st.rbp != (regRule{kind: ruleExprBreg, reg: regRSP, off: SignalRBPOffset}) {
+			return undefined
+		}
 		return Row{Kind: KindSignal}
 	}
 	if c.raReg != regRIP {
@@ -266,11 +315,11 @@ func ruleRow(c *cie, st regState) Row {
 			}
 			return Row{Kind: KindPLT, CFAOffset: int32(n)}
 		}
-		off, ok := derefRBPExpr(st.cfa.expr)
+		off, ok := derefExpr(st.cfa.expr, regRBP)
 		if !ok || off < math.MinInt16 || off > math.MaxInt16 {
 			return undefined
 		}
-		if st.rbp.kind != ruleExprRBP || st.rbp.off != 0 {
+		if st.rbp != (regRule{kind: ruleExprBreg, reg: regRBP}) {
 			return undefined
 		}
 		return Row{Kind: KindDerefRBP, CFAOffset: int32(off)}

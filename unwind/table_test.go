@@ -107,6 +107,10 @@ func TestEncode(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("got  % x\nwant % x", got, want)
 	}
+	back, err := Decode(got)
+	if err != nil || !reflect.DeepEqual(back, tab) {
+		t.Errorf("Decode(Encode) = %v, %v; want %v", back, err, tab.Rows)
+	}
 	for _, bad := range []Row{
 		{PC: 1 << 32, Kind: KindRSP, CFAOffset: 8},
 		{Kind: KindRSP, CFAOffset: 40000},
@@ -122,6 +126,20 @@ func TestEncode(t *testing.T) {
 	}
 }
 
+func TestDecodeErrors(t *testing.T) {
+	for _, b := range [][]byte{
+		{1, 2, 3},
+		{0, 0, 0, 0, 0, 0, 7, 0},                         // kind 7
+		{0, 0, 0, 0, 0, 0, 0x11, 0},                      // bit 4
+		{0, 0, 0, 0, 0, 0, 1, 3},                         // rbp offset without RBPSaved
+		{8, 0, 0, 0, 0, 0, 1, 0, 8, 0, 0, 0, 0, 0, 2, 0}, // PCs not increasing
+	} {
+		if _, err := Decode(b); err == nil {
+			t.Errorf("Decode(% x): no error", b)
+		}
+	}
+}
+
 // TestEncodeReal: Build's tables of real files always encode.
 func TestEncodeReal(t *testing.T) {
 	for _, file := range []string{libc, libstdcxx, libsqlite} {
@@ -131,8 +149,8 @@ func TestEncodeReal(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s: %v", file, err)
 		}
-		if len(b) != RowSize*len(tab.Rows) {
-			t.Errorf("%s: %d bytes for %d rows", file, len(b), len(tab.Rows))
+		if back, err := Decode(b); err != nil || !reflect.DeepEqual(back, tab) {
+			t.Errorf("%s: Decode(Encode) differs: %v", file, err)
 		}
 	}
 }

@@ -106,6 +106,15 @@ func TestReadelf(t *testing.T) {
 		{"eh_frame and debug_frame", func(t *testing.T) string {
 			return compile(t, "frames.c", "frames", debugFrameFlags...)
 		}},
+		{"compressed debug_frame (zlib)", func(t *testing.T) string {
+			return compile(t, "frames.c", "frames", append(debugFrameFlags, "-gz=zlib")...)
+		}},
+		{"compressed debug_frame (zstd)", func(t *testing.T) string {
+			needTool(t, "objcopy")
+			bin := compile(t, "frames.c", "frames", debugFrameFlags...)
+			run(t, "objcopy", "--compress-debug-sections=zstd", bin, bin+".zst")
+			return bin + ".zst"
+		}},
 		{"separate debug file", func(t *testing.T) string {
 			needTool(t, "objcopy")
 			bin := compile(t, "frames.c", "frames", debugFrameFlags...)
