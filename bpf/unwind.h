@@ -42,6 +42,13 @@ struct walk {
 	__u8 chain;       /* every frame so far is a wrapper or unnamed */
 	__u8 exact;       /* pc is exact (interrupted by a signal), not a return address */
 	__u8 end;         /* STEP_END or STEP_STOP once the walk is over */
+	__u8 cached;      /* map_* and file describe the last file mapping met */
+	/*
+	 * The last mapping met and its file's rows: consecutive frames are
+	 * mostly in one file, and bpf_find_vma is the walk's dearest step.
+	 */
+	__u64 map_start, map_end, map_delta; /* offset in file = pc + map_delta */
+	struct unwind_file file;
 };
 
 /*
@@ -65,6 +72,7 @@ struct {
 struct vma_found {
 	__u64 addr;
 	__u64 off; /* addr's offset in the file */
+	__u64 start, end;
 	struct file_key key;
 	__u8 found;
 };
@@ -78,7 +86,9 @@ static long vma_file(struct task_struct *task, struct vm_area_struct *vma, void 
 		return 0; /* anonymous code (JIT), the vdso, the uprobe trampoline */
 	v->key.dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
 	v->key.ino = BPF_CORE_READ(f, f_inode, i_ino);
-	v->off = v->addr - BPF_CORE_READ(vma, vm_start) + (BPF_CORE_READ(vma, vm_pgoff) << 12);
+	v->start = BPF_CORE_READ(vma, vm_start);
+	v->end = BPF_CORE_READ(vma, vm_end);
+	v->off = v->addr - v->start + (BPF_CORE_READ(vma, vm_pgoff) << 12);
 	v->found = 1;
 	return 0;
 }
@@ -95,44 +105,35 @@ static __always_inline void ask_table(struct vma_found *v)
 		emit(KIND_UNWIND_MISS, 0, v->addr, v->key.dev, v->key.ino, 0, 0, 0, 1);
 }
 
-/* The binary search's state: the row sought is in [lo, hi). */
-struct search {
-	__u32 lo, hi;
-	__u32 off;
-};
-
-/* search_step halves [lo, hi) (a bpf_loop callback: a loop of branches here would make the verifier walk every path). */
-static long search_step(__u64 i, void *ctx)
-{
-	struct search *q = ctx;
-	__u32 mid = q->lo + (q->hi - q->lo) / 2;
-	struct unwind_row *r;
-
-	if (q->hi - q->lo <= 1)
-		return 1;
-	r = bpf_map_lookup_elem(&unwind_rows, &mid);
-	if (!r)
-		return 1;
-	if (r->pc <= q->off)
-		q->lo = mid;
-	else
-		q->hi = mid;
-	return 0;
-}
-
-/* find_row returns the row covering off among a file's rows, or NULL. */
+/*
+ * find_row returns the row covering off among a file's rows, or NULL. The
+ * search halves [lo, lo + n) without branching on the comparison (it is
+ * arithmetic: the verifier then has one path per step to check, not two).
+ */
 static __always_inline struct unwind_row *find_row(struct unwind_file *f, __u64 off)
 {
-	struct search q = {.lo = f->first, .hi = f->first + f->count, .off = off};
+	__u32 lo = f->first, n = f->count, half, mid;
 	struct unwind_row *r;
+	__u64 ge;
 
-	if (f->count == 0 || off > 0xffffffffULL)
+	if (n == 0 || off > 0xffffffffULL)
 		return 0;
-	/* The row sought is the last one whose pc <= off. */
-	bpf_loop(SEARCH_STEPS, search_step, &q, 0);
-	if (q.hi - q.lo > 1)
+	for (int k = 0; k < SEARCH_STEPS; k++) {
+		if (n <= 1)
+			break;
+		half = n / 2;
+		mid = lo + half;
+		r = bpf_map_lookup_elem(&unwind_rows, &mid);
+		if (!r)
+			return 0;
+		/* 1 when r->pc <= off (both below 2^32): the sign of their difference. */
+		ge = 1 - (((__u64)((__s64)off - (__s64)r->pc)) >> 63);
+		lo += half * ge;
+		n -= half;
+	}
+	if (n > 1)
 		return 0;
-	r = bpf_map_lookup_elem(&unwind_rows, &q.lo);
+	r = bpf_map_lookup_elem(&unwind_rows, &lo);
 	if (!r || r->pc > off)
 		return 0;
 	return r;
@@ -235,20 +236,30 @@ static long walk_frame(__u64 i, void *ctx)
 	w = &rec->w;
 	v.addr = w->pc - (w->exact ? 0 : 1);
 
-	if (bpf_find_vma(bpf_get_current_task_btf(), v.addr, vma_file, &v, 0) || !v.found) {
-		w->end = STEP_STOP;
-		return 1;
+	if (w->cached && v.addr >= w->map_start && v.addr < w->map_end) {
+		v.off = v.addr + w->map_delta;
+	} else {
+		if (bpf_find_vma(bpf_get_current_task_btf(), v.addr, vma_file, &v, 0) || !v.found) {
+			w->end = STEP_STOP;
+			return 1;
+		}
+		f = bpf_map_lookup_elem(&unwind_files, &v.key);
+		if (!f) {
+			ask_table(&v);
+			w->end = STEP_STOP;
+			return 1;
+		}
+		if (f->flags & FILE_PENDING) {
+			w->end = STEP_STOP;
+			return 1;
+		}
+		w->file = *f;
+		w->map_start = v.start;
+		w->map_end = v.end;
+		w->map_delta = v.off - v.addr;
+		w->cached = 1;
 	}
-	f = bpf_map_lookup_elem(&unwind_files, &v.key);
-	if (!f) {
-		ask_table(&v);
-		w->end = STEP_STOP;
-		return 1;
-	}
-	if (f->flags & FILE_PENDING) {
-		w->end = STEP_STOP;
-		return 1;
-	}
+	f = &w->file;
 	if (!(f->flags & (FILE_NO_CFI | FILE_UNMARKED)) || w->limit) {
 		r = find_row(f, v.off);
 		if (r)
@@ -345,6 +356,7 @@ __noinline int emit_site(struct pt_regs *ctx, struct site_args *a)
 	w->chain = 1;
 	w->exact = 0;
 	w->end = 0;
+	w->cached = 0;
 	w->n = 0;
 	w->limit = 0;
 	if (stack_depth) {

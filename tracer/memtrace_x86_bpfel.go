@@ -90,7 +90,11 @@ type memtraceStackRecord struct {
 		Chain     uint8
 		Exact     uint8
 		End       uint8
-		_         [1]byte
+		Cached    uint8
+		MapStart  uint64
+		MapEnd    uint64
+		MapDelta  uint64
+		File      memtraceUnwindFile
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -64,6 +65,58 @@ func TestUnwindChains(t *testing.T) {
 				f := site.Stack[i]
 				if f.Function != w.fn || (w.line != 0 && f.Line != w.line) {
 					t.Errorf("frame %d: %s:%d, want %s:%d (stack %+v)", i, f.Function, f.Line, w.fn, w.line, site.Stack)
+				}
+			}
+		})
+	}
+}
+
+// TestWrapperRules: who is charged for allocations made through a stripped
+// library's wrappers, under each way of setting the rule. xmalloc follows
+// the automatic naming rule, my_alloc does not; both reach malloc through a
+// static helper that stripping left unnamed, which is always skipped.
+func TestWrapperRules(t *testing.T) {
+	needBPF(t)
+	built := fixture(t, "unwinding/wraplib.c", "-shared", "-fPIC")
+	lib := filepath.Join(t.TempDir(), "libwrap-stripped.so")
+	if out, err := exec.Command("strip", "--strip-unneeded", "-o", lib, built).CombinedOutput(); err != nil {
+		t.Fatalf("strip: %v: %s", err, out)
+	}
+	bin := fixture(t, "unwinding/wrapped.c", lib)
+	type site struct {
+		allocs, bytes uint64
+	}
+	tests := []struct {
+		name  string
+		flags []string
+		want  map[string]site // heap sites by charged function
+	}{
+		{"automatic rule", nil, map[string]site{"use_x": {1, 24}, "my_alloc": {1, 32}}},
+		{"--wrapper", []string{"--wrapper", "my_alloc"}, map[string]site{"use_x": {1, 24}, "use_my": {1, 32}}},
+		{"--no-auto-wrappers", []string{"--no-auto-wrappers"}, map[string]site{"xmalloc": {2, 56}}},
+		{"--not-wrapper", []string{"--not-wrapper", "xmalloc"}, map[string]site{"xmalloc": {2, 56}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runMemtrace(t, append(append([]string{"--json", "--top", "0"}, tt.flags...), "--", bin)...)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			rep := parseNDJSON(t, r.stdout)
+			p := rep.finalProcess(t)
+			got := map[string]site{}
+			for _, s := range rep.sites {
+				if s.PID == p.PID && s.Category == "heap" && (s.Module == bin || s.Module == lib) {
+					g := got[s.Function]
+					got[s.Function] = site{g.allocs + s.Allocs, g.bytes + s.AllocBytes}
+				}
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("sites %v, want %v", got, tt.want)
+			}
+			for fn, w := range tt.want {
+				if got[fn] != w {
+					t.Errorf("%s: %+v, want %+v (all: %v)", fn, got[fn], w, got)
 				}
 			}
 		})

@@ -1,0 +1,24 @@
+/* wrapped.c: calls wraplib.c's wrappers; who is charged depends on the rule. */
+void *xmalloc(unsigned long n);
+void *my_alloc(unsigned long n);
+
+void *volatile sink;
+
+__attribute__((noipa)) void use_x(void)
+{
+	sink = xmalloc(24); /* @site use_x */
+	sink = 0;
+}
+
+__attribute__((noipa)) void use_my(void)
+{
+	sink = my_alloc(32); /* @site use_my */
+	sink = 0;
+}
+
+int main(void)
+{
+	use_x();
+	use_my();
+	return 0;
+}
