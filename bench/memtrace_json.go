@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sort"
 )
 
 // traceSummary is what the harness reads from memtrace's final NDJSON
@@ -12,6 +13,20 @@ import (
 type traceSummary struct {
 	lost   uint64 // lost_events, summed over processes
 	events uint64 // allocs + frees (heap) and maps + unmaps, summed
+	// Final heap call sites: live bytes, those whose --detail stack is
+	// complete, and the functions holding the most.
+	liveBytes, completeLiveBytes uint64
+	liveByFunction               map[string]uint64
+}
+
+// topFunctions are the n functions holding the most live bytes.
+func (s traceSummary) topFunctions(n int) []string {
+	var fns []string
+	for fn := range s.liveByFunction {
+		fns = append(fns, fn)
+	}
+	sort.Slice(fns, func(i, j int) bool { return s.liveByFunction[fns[i]] > s.liveByFunction[fns[j]] })
+	return fns[:min(n, len(fns))]
 }
 
 // readTraceSummary reads memtrace's --json output file.
@@ -32,6 +47,10 @@ func readTraceSummary(path string) (traceSummary, error) {
 			LostEvents uint64 `json:"lost_events"`
 			Allocs     uint64 `json:"allocs"`
 			Frees      uint64 `json:"frees"`
+			Category   string `json:"category"`
+			Function   string `json:"function"`
+			LiveBytes  uint64 `json:"live_bytes"`
+			Truncated  *bool  `json:"stack_truncated"`
 			Mmap       struct {
 				Maps   uint64 `json:"maps"`
 				Unmaps uint64 `json:"unmaps"`
@@ -39,6 +58,16 @@ func readTraceSummary(path string) (traceSummary, error) {
 		}
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
 			return s, fmt.Errorf("read memtrace's JSON: %w", err)
+		}
+		if rec.Type == "callsite" && rec.Final && rec.Category == "heap" {
+			if s.liveByFunction == nil {
+				s.liveByFunction = map[string]uint64{}
+			}
+			s.liveByFunction[rec.Function] += rec.LiveBytes
+			s.liveBytes += rec.LiveBytes
+			if rec.Truncated != nil && !*rec.Truncated {
+				s.completeLiveBytes += rec.LiveBytes
+			}
 		}
 		if rec.Type != "process" || !rec.Final {
 			continue

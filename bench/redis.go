@@ -43,6 +43,7 @@ func (r *runner) redis(ctx context.Context) ([]*Comparison, error) {
 	if missing != "" {
 		traced = missing
 	}
+	var detail traceSummary // the last --detail run's
 	vs := []workloadVariant{
 		{name: rowUntraced, skip: missing, run: func(ctx context.Context) ([]float64, *traceSummary, error) {
 			return r.redisOnce(ctx, false)
@@ -50,14 +51,26 @@ func (r *runner) redis(ctx context.Context) ([]*Comparison, error) {
 		{name: "memtrace -p (exact)", skip: traced, run: func(ctx context.Context) ([]float64, *traceSummary, error) {
 			return r.redisOnce(ctx, true)
 		}},
+		{name: "memtrace -p --detail", skip: traced, run: func(ctx context.Context) ([]float64, *traceSummary, error) {
+			vals, sum, err := r.redisOnce(ctx, true, "--detail", "--stack-depth", "64")
+			if sum != nil {
+				detail = *sum
+			}
+			return vals, sum, err
+		}},
 	}
 	r.alternate(ctx, cs, vs)
+	if detail.liveBytes > 0 {
+		cs[0].Notes = append(cs[0].Notes, fmt.Sprintf(
+			"--detail: %.1f%% of the live bytes at the end have a stack reaching the thread's first function (target >= 95%%); top call sites by live bytes: %s",
+			100*float64(detail.completeLiveBytes)/float64(detail.liveBytes), strings.Join(detail.topFunctions(5), ", ")))
+	}
 	return cs, nil
 }
 
 // redisOnce starts a server, optionally attaches memtrace to it, runs the
 // benchmark and returns SET's and GET's requests per second.
-func (r *runner) redisOnce(ctx context.Context, traced bool) ([]float64, *traceSummary, error) {
+func (r *runner) redisOnce(ctx context.Context, traced bool, modeArgs ...string) ([]float64, *traceSummary, error) {
 	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
 	port, err := freePort()
@@ -83,7 +96,8 @@ func (r *runner) redisOnce(ctx context.Context, traced bool) ([]float64, *traceS
 	trace := filepath.Join(r.tmp, "redis.ndjson")
 	if traced {
 		defer os.Remove(trace)
-		t, _, err = startTracing(ctx, r.memtrace, "--json", "-o", trace, "-v", "-p", strconv.Itoa(srv.Process.Pid))
+		args := append([]string{"--json", "--top", "0", "-o", trace, "-v", "-p", strconv.Itoa(srv.Process.Pid)}, modeArgs...)
+		t, _, err = startTracing(ctx, r.memtrace, args...)
 		if err != nil {
 			return nil, nil, err
 		}
