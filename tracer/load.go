@@ -73,6 +73,8 @@ type Objects struct {
 	sampleBytes uint64
 	// host holds the raw tracepoint links of the whole-host mode.
 	host []link.Link
+	// kernel is what the running kernel offers (features.go).
+	kernel Kernel
 }
 
 // objects is what a run loads: the tracing programs and their maps, not
@@ -108,8 +110,17 @@ func Load(o Options) (*Objects, error) {
 	if o.RingBytes <= 0 || o.RingBytes&(o.RingBytes-1) != 0 || o.RingBytes < os.Getpagesize() {
 		return nil, fmt.Errorf("ring buffer size %d: must be a power of two of at least %d", o.RingBytes, os.Getpagesize())
 	}
+	// Before anything is attached or started: a kernel memtrace cannot
+	// use is refused in one line, with nothing touched.
+	k, err := ProbeKernel()
+	if err != nil {
+		return nil, err
+	}
 	spec, err := loadSpec(o)
 	if err != nil {
+		return nil, err
+	}
+	if err := k.adapt(spec); err != nil {
 		return nil, err
 	}
 	cgroup := -1
@@ -119,7 +130,7 @@ func Load(o Options) (*Objects, error) {
 		}
 		defer unix.Close(cgroup)
 	}
-	t := Objects{sampleBytes: o.SampleBytes}
+	t := Objects{sampleBytes: o.SampleBytes, kernel: k}
 	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
 		if errors.Is(err, os.ErrPermission) {
 			return nil, fmt.Errorf("%w: %w", ErrPermission, err)

@@ -93,6 +93,7 @@ const (
 	memtraceProgSampleTest       = "sample_test"
 	memtraceVarCaptureStacks     = "capture_stacks"
 	memtraceVarCommFilter        = "comm_filter"
+	memtraceVarExitHasGroupDead  = "exit_has_group_dead"
 	memtraceVarExpTable          = "exp_table"
 	memtraceVarFilterCgroup      = "filter_cgroup"
 	memtraceVarFilterComm        = "filter_comm"
@@ -177,6 +178,7 @@ type memtraceMapSpecs struct {
 type memtraceVariableSpecs struct {
 	CaptureStacks     *ebpf.VariableSpec `ebpf:"capture_stacks"`
 	CommFilter        *ebpf.VariableSpec `ebpf:"comm_filter"`
+	ExitHasGroupDead  *ebpf.VariableSpec `ebpf:"exit_has_group_dead"`
 	ExpTable          *ebpf.VariableSpec `ebpf:"exp_table"`
 	FilterCgroup      *ebpf.VariableSpec `ebpf:"filter_cgroup"`
 	FilterComm        *ebpf.VariableSpec `ebpf:"filter_comm"`
@@ -241,6 +243,7 @@ func (m *memtraceMaps) Close() error {
 type memtraceVariables struct {
 	CaptureStacks     *ebpf.Variable `ebpf:"capture_stacks"`
 	CommFilter        *ebpf.Variable `ebpf:"comm_filter"`
+	ExitHasGroupDead  *ebpf.Variable `ebpf:"exit_has_group_dead"`
 	ExpTable          *ebpf.Variable `ebpf:"exp_table"`
 	FilterCgroup      *ebpf.Variable `ebpf:"filter_cgroup"`
 	FilterComm        *ebpf.Variable `ebpf:"filter_comm"`

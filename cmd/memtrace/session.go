@@ -213,6 +213,8 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 	if err != nil {
 		return nil, err
 	}
+	k := objs.Kernel()
+	s.log.Info("kernel", "release", k.Release, "attach", k.Attach, "lacks", k.Lacks())
 	d, err := objs.NewDrainer()
 	if err != nil {
 		objs.Close()
