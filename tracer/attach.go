@@ -258,15 +258,14 @@ func attachError(kind string, p allocator.Probe, pid int, err error) error {
 	return fmt.Errorf("attach %s in %s: %w", kind, p.Module, err)
 }
 
-// Detach removes pid's probes: entry probes first, for the reason Attach
-// places return probes first, then the rest. Each removal of a probe
-// waits for the kernel's RCU grace period (about 0.1 s here), so they run
-// concurrently. Per-probe links (reap.go) would still wait for one grace
-// period each, serially: their programs are detached here at once, and
-// the probes themselves are handed to a reaper process.
+// Detach removes pid's probes before it returns: entry probes first, for
+// the reason Attach places return probes first, then the rest. Each
+// removal waits for the kernel's RCU grace period (about 0.1 s here), so
+// they run concurrently; per-probe links still take one grace period
+// each, serially (reap.go). Release is quicker where the process is gone
+// or memtrace is done.
 func (a *Attachment) Detach() error {
-	held := holdPerfEvents(a.entries, a.returns)
-	err := errors.Join(closeAll(a.entries), closeAll(a.returns), reap(held))
+	err := errors.Join(closeAll(a.entries), closeAll(a.returns))
 	a.entries, a.returns, a.placed = nil, nil, nil
 	return err
 }

@@ -355,7 +355,7 @@ func (s *session) markExited(pid int) {
 	t.exited = true
 	s.table.MarkExited(uint32(pid), monotonicNow())
 	start := time.Now()
-	_ = t.att.Detach()
+	_ = t.att.Release()
 	s.log.Info("detached", "pid", pid, "took", time.Since(start))
 	// With other targets still traced, its final records are due now.
 	if !s.allExited() {
@@ -368,7 +368,7 @@ func (s *session) markExited(pid int) {
 
 func (s *session) detachAll() {
 	for _, t := range s.targets {
-		_ = t.att.Detach()
+		_ = t.att.Release()
 	}
 }
 

@@ -21,7 +21,7 @@ limit=${MEMTRACE_KERNELS_TIMEOUT:-600}
 # figures (leaks, threads, wrappers, dlopen, exit status), -p, the leak
 # check (and -f), --detail, whole host (new processes, cgroup filter),
 # sampling, the refusal of bad input.
-E2E_TESTS=${E2E_TESTS:-'^(TestLeaksExact|TestThreads|TestAttachRunning|TestCommandStatus|TestWrappers|TestDlopenUnloaded|TestDetailStacks|TestFailOnLeak|TestFollowForks|TestLeakCheckAttached|TestSampledEstimates|TestHostPicksUpNewProcesses|TestHostCgroup|TestBadInput)$'}
+E2E_TESTS=${E2E_TESTS:-'^(TestLeaksExact|TestThreads|TestAttachRunning|TestCommandStatus|TestWrappers|TestDlopenUnloaded|TestDetailStacks|TestFailOnLeak|TestFollowForks|TestLeakCheckAttached|TestSampledEstimates|TestHostPicksUpNewProcesses|TestHostCgroup|TestBadInput|TestKernelRefused|TestPerProbeSameFigures)$'}
 TRACER_TESTS=${TRACER_TESTS:-'^(TestFeatures|TestLoadPerProbe|TestLoadModes|TestRecordLayout|TestExpDraw|TestSampleDecision)$'}
 
 if [ "$(id -u)" != 0 ]; then
