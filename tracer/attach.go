@@ -176,10 +176,11 @@ func (t *Objects) attachMulti(made *Attachment, ex *link.Executable, pid int, pr
 	return nil
 }
 
-// attachWorkers bounds how many links attachPerProbe creates at once.
-// Each creation opens a perf event and registers a uprobe; concurrently
-// they overlap their waits (see AttachPerProbe's figures in README.md).
-const attachWorkers = 8
+// attachWorkers bounds how many links attachPerProbe creates at once (a
+// variable for BenchmarkAttach). Each creation opens a perf event and
+// registers a uprobe; concurrently they overlap their waits (README.md,
+// "Supported kernels", has the figures).
+var attachWorkers = 8
 
 // attachPerProbe places one file's probes with one classic link per
 // function and role: the return probes, then the entry probes.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 
 	"github.com/cilium/ebpf/link"
@@ -83,6 +84,14 @@ func reap(held []*os.File) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	go cmd.Wait()
+	reapers.Add(1)
+	go func() {
+		defer reapers.Done()
+		cmd.Wait()
+	}()
 	return nil
 }
+
+// reapers counts the reapers not yet done (BenchmarkAttach waits for
+// them: their teardown would slow the next attach).
+var reapers sync.WaitGroup

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // lacksEnv makes memtrace treat kernel features as missing
@@ -86,4 +88,25 @@ func TestPerProbeSameFigures(t *testing.T) {
 			t.Errorf("%s: got %+v (default) and %+v (per-probe), want %+v", fn, got[""][fn], got["uprobe_multi"][fn], w)
 		}
 	}
+}
+
+// waitReapers waits until no earlier run's reaper (tracer/reap.go) is
+// still tearing per-probe links down: while one is, the kernel makes new
+// attaches wait, and the whole-host tests would miss calls they count.
+func waitReapers(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		envs, _ := filepath.Glob("/proc/[0-9]*/environ")
+		busy := false
+		for _, f := range envs {
+			if b, err := os.ReadFile(f); err == nil && bytes.Equal(b, []byte("MEMTRACE_REAP_LINKS=1\x00")) {
+				busy = true
+				break
+			}
+		}
+		if !busy {
+			return
+		}
+	}
+	t.Fatal("a reaper of per-probe links still runs after a minute")
 }

@@ -22,6 +22,8 @@ limit=${MEMTRACE_KERNELS_TIMEOUT:-600}
 # check (and -f), --detail, whole host (new processes, cgroup filter),
 # sampling, the refusal of bad input.
 E2E_TESTS=${E2E_TESTS:-'^(TestLeaksExact|TestThreads|TestAttachRunning|TestCommandStatus|TestWrappers|TestDlopenUnloaded|TestDetailStacks|TestFailOnLeak|TestFollowForks|TestLeakCheckAttached|TestSampledEstimates|TestHostPicksUpNewProcesses|TestHostCgroup|TestBadInput|TestKernelRefused|TestPerProbeSameFigures)$'}
+# Runs of BenchmarkAttach per attach path.
+BENCH_RUNS=${BENCH_RUNS:-3}
 TRACER_TESTS=${TRACER_TESTS:-'^(TestFeatures|TestLoadPerProbe|TestLoadModes|TestRecordLayout|TestExpDraw|TestSampleDecision)$'}
 
 if [ "$(id -u)" != 0 ]; then
@@ -97,10 +99,11 @@ guest_script() {
 export CI=true HOME=/root PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export MEMTRACE_BIN=$out/bin/memtrace
 uname -r >$res/kernel
-# Attach and detach times of libc's full probe set, from -v.
 \$MEMTRACE_BIN -v -o /dev/null -- /bin/true 2>$res/verbose.log
 cd $repo/tracer && $out/bin/tracer.test -test.v -test.count=1 -test.run '$TRACER_TESTS' >$res/tracer.log 2>&1
 echo \$? >$res/tracer.rc
+# Attach and detach times of libc's full probe set, per attach path.
+$out/bin/tracer.test -test.run X -test.bench Attach -test.benchtime ${BENCH_RUNS}x >$res/bench.log 2>&1
 cd $repo/cmd/memtrace && $out/bin/e2e.test -test.v -test.count=1 -test.timeout 30m -test.run '$E2E_TESTS' >$res/e2e.log 2>&1
 echo \$? >$res/e2e.rc
 EOF
@@ -135,7 +138,8 @@ summarize() {
 		grep -E '^--- (PASS|FAIL|SKIP)' "$res/$log.log" | sed 's/^--- /   /' || true
 		[ "$(cat "$res/$log.rc")" = 0 ] || bad=1
 	done
-	grep -E 'msg=(attached|detached)' "$res/verbose.log" 2>/dev/null | sed 's/^/   -v: /' || true
+	grep -E 'msg=(kernel|attached|detached)' "$res/verbose.log" 2>/dev/null | sed 's/^/   -v: /' || true
+	grep -E '^BenchmarkAttach' "$res/bench.log" 2>/dev/null | sed 's/^/   /' || true
 	[ "$fail" = 0 ] || bad=1
 	return $bad
 }
@@ -146,20 +150,36 @@ echo "test-kernels: building the test binaries"
 	go test -c -o "$out/bin/e2e.test" ./cmd/memtrace &&
 	go test -c -o "$out/bin/tracer.test" ./tracer)
 
-status=0
-summary=()
+# Fetch every kernel first, then boot them all at once: a guest spends
+# much of its time waiting (RCU grace periods, sleeps in the tests), so
+# two guests side by side take little longer than one.
+declare -A image_of
 for meta in "${packages[@]}"; do
 	pkg=$(image "$meta")
-	echo "test-kernels: $pkg: fetching and building its initramfs"
+	image_of[$meta]=$pkg
+	echo "test-kernels: $pkg: fetching, building its initramfs"
 	prepare "$pkg"
 	res=$out/$pkg
 	rm -rf "$res" && mkdir -p "$res"
 	guest_script "$res"
+done
+start=$(date +%s)
+for meta in "${packages[@]}"; do
+	pkg=${image_of[$meta]}
 	echo "test-kernels: $pkg: booting (TCG) and running the tests"
-	start=$(date +%s)
-	boot "$cache/$pkg" "$res" || echo "test-kernels: $pkg: qemu exited with $?"
-	took=$(($(date +%s) - start))
-	if summarize "$pkg" "$res" "$took" >"$res/summary"; then
+	(
+		boot "$cache/$pkg" "$out/$pkg" || echo "test-kernels: $pkg: qemu exited with $?"
+		echo $(($(date +%s) - start)) >"$out/$pkg/took"
+	) &
+done
+wait
+
+status=0
+summary=()
+for meta in "${packages[@]}"; do
+	pkg=${image_of[$meta]}
+	res=$out/$pkg
+	if summarize "$pkg" "$res" "$(cat "$res/took")" >"$res/summary"; then
 		summary+=("$(head -1 "$res/summary")")
 	else
 		status=1
@@ -167,6 +187,6 @@ for meta in "${packages[@]}"; do
 	fi
 	cat "$res/summary"
 done
-echo "== kernel matrix"
+echo "== kernel matrix (all kernels booted side by side: $(($(date +%s) - start))s)"
 printf '%s\n' "${summary[@]}"
 exit $status
