@@ -57,15 +57,8 @@ func BenchmarkAttach(b *testing.B) {
 			attachWorkers = p.workers
 			o := DefaultOptions()
 			o.RingBytes = 1 << 20
-			spec, err := loadSpec(o)
+			objs, err := load(o, k)
 			if err != nil {
-				b.Fatal(err)
-			}
-			if err := k.adapt(spec); err != nil {
-				b.Fatal(err)
-			}
-			objs := Objects{kernel: k}
-			if err := spec.LoadAndAssign(&objs.objs, nil); err != nil {
 				b.Fatal(err)
 			}
 			defer objs.Close()

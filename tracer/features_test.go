@@ -57,15 +57,8 @@ func TestLoadPerProbe(t *testing.T) {
 		}
 		o := DefaultOptions()
 		o.RingBytes, o.Host = 1<<16, true
-		spec, err := loadSpec(o)
+		objs, err := load(o, k)
 		if err != nil {
-			t.Fatal(err)
-		}
-		if err := k.adapt(spec); err != nil {
-			t.Fatal(err)
-		}
-		objs := Objects{kernel: k}
-		if err := spec.LoadAndAssign(&objs.objs, nil); err != nil {
 			t.Fatalf("%s: %v", lacks, err)
 		}
 		err = objs.AttachHost()

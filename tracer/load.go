@@ -116,6 +116,11 @@ func Load(o Options) (*Objects, error) {
 	if err != nil {
 		return nil, err
 	}
+	return load(o, k)
+}
+
+// load loads the BPF objects for the attach path and features of k.
+func load(o Options, k Kernel) (*Objects, error) {
 	spec, err := loadSpec(o)
 	if err != nil {
 		return nil, err
