@@ -30,7 +30,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 /* Sizes above this are clamped in the countdown (no allocation is that big). */
 #define SAMPLE_MAX_SIZE (1ULL << 62)
 
-/* The fields of task_struct read for --comm (CO-RE: offsets from the kernel's BTF). */
+/* The fields read for --comm and by the exit probe (CO-RE: offsets from the kernel's BTF). */
 struct signal_struct {
 	struct {
 		int counter;

@@ -21,7 +21,7 @@ var (
 	// ErrNoBTF: the kernel exposes no BTF (/sys/kernel/btf/vmlinux).
 	ErrNoBTF = errors.New("kernel has no BTF (/sys/kernel/btf/vmlinux missing): CONFIG_DEBUG_INFO_BTF is required")
 	// ErrNoUprobes: the kernel cannot attach uprobes.
-	ErrNoUprobes = errors.New("kernel cannot attach uprobe_multi links: memtrace needs Linux 6.6 or later with CONFIG_UPROBES")
+	ErrNoUprobes = errors.New("kernel cannot attach uprobes: memtrace needs CONFIG_UPROBES")
 )
 
 // Options tune the BPF side.
