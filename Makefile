@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin
 CC      ?= gcc
 
-.PHONY: all build demo test bench generate check-generate clean
+.PHONY: all build demo test test-kernels bench generate check-generate clean
 
 all: build
 
@@ -20,6 +20,11 @@ test:
 	# -p 1: the whole-host tests probe every process's libc for a moment;
 	# packages in parallel would measure, or run valgrind, under those probes.
 	$(GO) test -count=1 -p 1 ./...
+
+# Boot Debian 12's kernels (scripts/kernels/kernels) in qemu and run a
+# subset of the real-BPF tests inside each (README: "Supported kernels").
+test-kernels:
+	scripts/kernels/run.sh
 
 bench: build
 	$(GO) run ./bench/cmd/membench -memtrace $(BIN)/memtrace $(BENCHFLAGS)

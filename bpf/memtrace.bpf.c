@@ -30,9 +30,16 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 /* Sizes above this are clamped in the countdown (no allocation is that big). */
 #define SAMPLE_MAX_SIZE (1ULL << 62)
 
-/* The fields of task_struct read for --comm (CO-RE: offsets from the kernel's BTF). */
+/* The fields read for --comm and by the exit probe (CO-RE: offsets from the kernel's BTF). */
+struct signal_struct {
+	struct {
+		int counter;
+	} live;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	struct task_struct *group_leader;
+	struct signal_struct *signal;
 	char comm[16];
 } __attribute__((preserve_access_index));
 
@@ -92,6 +99,12 @@ const volatile __u8 filter_comm = 0;
 const volatile __u64 comm_filter[2] = {};
 /* --cgroup: only tasks in the cgroup (v2) in cgroup_filter[0], or below it. */
 const volatile __u8 filter_cgroup = 0;
+/*
+ * Whether sched_process_exit passes group_dead (recent kernels; not 6.12).
+ * The loader clears it where the kernel's BTF says not (tracer/features.go):
+ * there a raw tracepoint that reads a second argument is refused.
+ */
+const volatile __u8 exit_has_group_dead = 1;
 
 /* Keeps the record types in the BTF for bpf2go -type. */
 const struct event *unused_event __attribute__((unused));
@@ -689,8 +702,17 @@ int on_exec(void *ctx)
 SEC("raw_tp/sched_process_exit")
 int on_exit(struct bpf_raw_tracepoint_args *ctx)
 {
-	if (!ctx->args[1])
+	if (exit_has_group_dead) {
+		if (!ctx->args[1])
+			return 0;
+	} else if (BPF_CORE_READ((struct task_struct *)ctx->args[0], signal, live.counter)) {
+		/*
+		 * Threads left (the counter drops before the tracepoint). Two
+		 * threads exiting at once may both see 0: user space ignores a
+		 * second exit.
+		 */
 		return 0;
+	}
 	if (self_pid && (bpf_get_current_pid_tgid() >> 32) == self_pid)
 		return 0;
 	emit_proc(KIND_EXIT, 0, wake_flags());

@@ -270,6 +270,8 @@ func writeHostJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options)
 		Host:        true,
 		Sampled:     s.SampleBytes > 0,
 		SampleBytes: s.SampleBytes,
+		Kernel:      o.Kernel,
+		Attach:      o.Attach,
 	}}
 	for _, p := range v.procs {
 		rp := rankedProcess{ProcessSnapshot: p}

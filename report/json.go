@@ -36,6 +36,8 @@ func WriteJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) err
 		// Sampled mode (estimate.go).
 		Sampled:     s.SampleBytes > 0,
 		SampleBytes: s.SampleBytes,
+		Kernel:      o.Kernel,
+		Attach:      o.Attach,
 	}}
 	for _, p := range procs {
 		pr := newProcessRecord(p, s.Time, o.Final)

@@ -28,6 +28,9 @@ type reportRecord struct {
 	Host        bool   `json:"host"`
 	Sampled     bool   `json:"sampled"`
 	SampleBytes uint64 `json:"sample_bytes"`
+	// Kernel and Attach: Options.Kernel and Options.Attach.
+	Kernel string `json:"kernel"`
+	Attach string `json:"attach"`
 }
 
 // processRecord holds one process's totals; the top-level live_*, alloc*

@@ -101,6 +101,10 @@ type Options struct {
 	// Exited says the report holds the final records of processes that
 	// exited (whole host): all of them are listed, not the top ones.
 	Exited bool
+	// Kernel and Attach say where the figures come from, so that a bug
+	// report carries them (JSON only): the kernel's release and the
+	// attach path taken ("multi" or "per-probe").
+	Kernel, Attach string
 
 	// sampleBytes is the snapshot's sampling mean (0: exact), set by the
 	// renderers so that tables can mark estimates (estimate.go).

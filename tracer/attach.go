@@ -7,6 +7,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
 	"github.com/memtrace/memtrace/allocator"
@@ -97,12 +98,15 @@ func readCode(p allocator.Probe) ([]byte, error) {
 	return b[:m], nil
 }
 
-// Attach places the probes for pid (only that process pays the trap): per
-// file, one uprobe_multi link for the return probes and one for the entry
-// probes, the attach cookie naming each function. Return probes go in first:
-// an entry seen without its return would leave the thread's in-flight state
-// behind. Calling it again for the same Attachment adds only probes not yet
-// placed.
+// Attach places the probes for pid (only that process pays the trap; 0:
+// every process). With uprobe_multi links (AttachMulti), per file one link
+// holds the return probes and one the entry probes; otherwise
+// (AttachPerProbe) each function gets its own uprobe and uretprobe links.
+// Either way the attach cookie names each function. Return probes go in
+// first: an entry seen without its return would leave the thread's
+// in-flight state behind. Calling it again for the same Attachment adds
+// only probes not yet placed. On error nothing of this call stays
+// attached: no half-attached process.
 func (t *Objects) Attach(a *Attachment, probes []Placement) error {
 	if a.placed == nil {
 		a.placed = map[string]bool{}
@@ -110,8 +114,7 @@ func (t *Objects) Attach(a *Attachment, probes []Placement) error {
 	byPath := map[string][]Placement{}
 	var paths []string
 	for _, p := range probes {
-		key := fmt.Sprintf("%s@%#x", p.Path, p.Offset)
-		if a.placed[key] {
+		if a.placed[placedKey(p)] {
 			continue
 		}
 		if _, ok := byPath[p.Path]; !ok {
@@ -119,40 +122,129 @@ func (t *Objects) Attach(a *Attachment, probes []Placement) error {
 		}
 		byPath[p.Path] = append(byPath[p.Path], p)
 	}
+	var made Attachment // the links this call creates
 	for _, path := range paths {
 		ex, err := link.OpenExecutable(path)
 		if err != nil {
-			return fmt.Errorf("open %s: %w", path, err)
+			return errors.Join(fmt.Errorf("open %s: %w", path, err), made.Detach())
 		}
-		var entry, ret link.UprobeMultiOptions
-		entry.PID, ret.PID = uint32(a.PID), uint32(a.PID)
-		for _, p := range byPath[path] {
-			addr := p.Offset + uint64(p.Skip)
-			entry.Addresses = append(entry.Addresses, addr)
-			entry.Cookies = append(entry.Cookies, uint64(p.Func))
-			if needsReturn(p.Func) {
-				ret.Addresses = append(ret.Addresses, addr)
-				ret.Cookies = append(ret.Cookies, uint64(p.Func))
-			}
+		if t.kernel.Attach == AttachPerProbe {
+			err = t.attachPerProbe(&made, ex, a.PID, byPath[path])
+		} else {
+			err = t.attachMulti(&made, ex, a.PID, byPath[path])
 		}
-		first := byPath[path][0].Probe
-		if len(ret.Addresses) > 0 {
-			l, err := ex.UretprobeMulti(nil, t.objs.Ret, &ret)
-			if err != nil {
-				return attachError("return probes", first, a.PID, err)
-			}
-			a.returns = append(a.returns, l)
-		}
-		l, err := ex.UprobeMulti(nil, t.objs.Entry, &entry)
 		if err != nil {
-			return attachError("entry probes", first, a.PID, err)
+			return errors.Join(err, made.Detach())
 		}
-		a.entries = append(a.entries, l)
-		for _, p := range byPath[path] {
-			a.placed[fmt.Sprintf("%s@%#x", p.Path, p.Offset)] = true
+	}
+	a.returns = append(a.returns, made.returns...)
+	a.entries = append(a.entries, made.entries...)
+	for _, p := range probes {
+		a.placed[placedKey(p)] = true
+	}
+	return nil
+}
+
+func placedKey(p Placement) string { return fmt.Sprintf("%s@%#x", p.Path, p.Offset) }
+
+// attachMulti places one file's probes with two uprobe_multi links.
+func (t *Objects) attachMulti(made *Attachment, ex *link.Executable, pid int, probes []Placement) error {
+	var entry, ret link.UprobeMultiOptions
+	entry.PID, ret.PID = uint32(pid), uint32(pid)
+	for _, p := range probes {
+		addr := p.Offset + uint64(p.Skip)
+		entry.Addresses = append(entry.Addresses, addr)
+		entry.Cookies = append(entry.Cookies, uint64(p.Func))
+		if needsReturn(p.Func) {
+			ret.Addresses = append(ret.Addresses, addr)
+			ret.Cookies = append(ret.Cookies, uint64(p.Func))
+		}
+	}
+	first := probes[0].Probe
+	if len(ret.Addresses) > 0 {
+		l, err := ex.UretprobeMulti(nil, t.objs.Ret, &ret)
+		if err != nil {
+			return attachError("return probes", first, pid, err)
+		}
+		made.returns = append(made.returns, l)
+	}
+	l, err := ex.UprobeMulti(nil, t.objs.Entry, &entry)
+	if err != nil {
+		return attachError("entry probes", first, pid, err)
+	}
+	made.entries = append(made.entries, l)
+	return nil
+}
+
+// attachWorkers bounds how many links attachPerProbe creates at once (a
+// variable for BenchmarkAttach). Each creation opens a perf event and
+// registers a uprobe; concurrently they overlap their waits (README.md,
+// "Supported kernels", has the figures).
+var attachWorkers = 8
+
+// attachPerProbe places one file's probes with one classic link per
+// function and role: the return probes, then the entry probes.
+func (t *Objects) attachPerProbe(made *Attachment, ex *link.Executable, pid int, probes []Placement) error {
+	var rets []Placement
+	for _, p := range probes {
+		if needsReturn(p.Func) {
+			rets = append(rets, p)
+		}
+	}
+	for _, role := range []struct {
+		kind   string
+		probes []Placement
+		links  *[]link.Link
+		attach func(string, *ebpf.Program, *link.UprobeOptions) (link.Link, error)
+		prog   *ebpf.Program
+	}{
+		{"return probe", rets, &made.returns, ex.Uretprobe, t.objs.Ret},
+		{"entry probe", probes, &made.entries, ex.Uprobe, t.objs.Entry},
+	} {
+		links := make([]link.Link, len(role.probes))
+		errs := parallel(len(role.probes), attachWorkers, func(i int) error {
+			p := role.probes[i]
+			l, err := role.attach("", role.prog, &link.UprobeOptions{
+				Address: p.Offset + uint64(p.Skip), PID: pid, Cookie: uint64(p.Func)})
+			if err != nil {
+				return attachError(role.kind+" on "+p.Symbol, p.Probe, pid, err)
+			}
+			links[i] = l
+			return nil
+		})
+		for _, l := range links {
+			if l != nil {
+				*role.links = append(*role.links, l)
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// parallel runs fn(0..n-1) on at most workers goroutines and returns the
+// errors, in order.
+func parallel(n, workers int, fn func(i int) error) []error {
+	errs := make([]error, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < min(workers, n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				errs[i] = fn(i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return errs
 }
 
 func attachError(kind string, p allocator.Probe, pid int, err error) error {
@@ -167,9 +259,12 @@ func attachError(kind string, p allocator.Probe, pid int, err error) error {
 	return fmt.Errorf("attach %s in %s: %w", kind, p.Module, err)
 }
 
-// Detach removes pid's probes. Each removal waits for the kernel's RCU
-// grace period (about 0.1 s here), so they run concurrently: entry probes
-// first, for the reason Attach places return probes first, then the rest.
+// Detach removes pid's probes before it returns: entry probes first, for
+// the reason Attach places return probes first, then the rest. Each
+// removal waits for the kernel's RCU grace period (about 0.1 s here), so
+// they run concurrently; per-probe links still take one grace period
+// each, serially (reap.go). Release is quicker where the process is gone
+// or memtrace is done.
 func (a *Attachment) Detach() error {
 	err := errors.Join(closeAll(a.entries), closeAll(a.returns))
 	a.entries, a.returns, a.placed = nil, nil, nil

@@ -17,7 +17,7 @@ const testDraws = 1 << 16
 
 // needBPF skips without root (fails under CI=true, where a skip would
 // hide a broken pipeline).
-func needBPF(t *testing.T) {
+func needBPF(t testing.TB) {
 	t.Helper()
 	why := ""
 	switch {

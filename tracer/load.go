@@ -21,7 +21,7 @@ var (
 	// ErrNoBTF: the kernel exposes no BTF (/sys/kernel/btf/vmlinux).
 	ErrNoBTF = errors.New("kernel has no BTF (/sys/kernel/btf/vmlinux missing): CONFIG_DEBUG_INFO_BTF is required")
 	// ErrNoUprobes: the kernel cannot attach uprobes.
-	ErrNoUprobes = errors.New("kernel cannot attach uprobe_multi links: memtrace needs Linux 6.6 or later with CONFIG_UPROBES")
+	ErrNoUprobes = errors.New("kernel cannot attach uprobes: memtrace needs CONFIG_UPROBES")
 )
 
 // Options tune the BPF side.
@@ -89,6 +89,8 @@ type Objects struct {
 	tables     *tables
 	stacks     stackStore
 	stackDepth int
+	// kernel is what the running kernel offers (features.go).
+	kernel Kernel
 }
 
 // objects is what a run loads: the tracing programs and their maps, not
@@ -126,8 +128,22 @@ func Load(o Options) (*Objects, error) {
 	if o.RingBytes <= 0 || o.RingBytes&(o.RingBytes-1) != 0 || o.RingBytes < os.Getpagesize() {
 		return nil, fmt.Errorf("ring buffer size %d: must be a power of two of at least %d", o.RingBytes, os.Getpagesize())
 	}
+	// Before anything is attached or started: a kernel memtrace cannot
+	// use is refused in one line, with nothing touched.
+	k, err := ProbeKernel()
+	if err != nil {
+		return nil, err
+	}
+	return load(o, k)
+}
+
+// load loads the BPF objects for the attach path and features of k.
+func load(o Options, k Kernel) (*Objects, error) {
 	spec, err := loadSpec(o)
 	if err != nil {
+		return nil, err
+	}
+	if err := k.adapt(spec); err != nil {
 		return nil, err
 	}
 	cgroup := -1
@@ -137,7 +153,7 @@ func Load(o Options) (*Objects, error) {
 		}
 		defer unix.Close(cgroup)
 	}
-	t := Objects{sampleBytes: o.SampleBytes, stackDepth: o.StackDepth}
+	t := Objects{sampleBytes: o.SampleBytes, stackDepth: o.StackDepth, kernel: k}
 	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
 		if errors.Is(err, os.ErrPermission) {
 			return nil, fmt.Errorf("%w: %w", ErrPermission, err)

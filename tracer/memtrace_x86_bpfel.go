@@ -136,6 +136,7 @@ const (
 	memtraceProgRet              = "ret"
 	memtraceProgSampleTest       = "sample_test"
 	memtraceVarCommFilter        = "comm_filter"
+	memtraceVarExitHasGroupDead  = "exit_has_group_dead"
 	memtraceVarExpTable          = "exp_table"
 	memtraceVarFilterCgroup      = "filter_cgroup"
 	memtraceVarFilterComm        = "filter_comm"
@@ -225,6 +226,7 @@ type memtraceMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type memtraceVariableSpecs struct {
 	CommFilter        *ebpf.VariableSpec `ebpf:"comm_filter"`
+	ExitHasGroupDead  *ebpf.VariableSpec `ebpf:"exit_has_group_dead"`
 	ExpTable          *ebpf.VariableSpec `ebpf:"exp_table"`
 	FilterCgroup      *ebpf.VariableSpec `ebpf:"filter_cgroup"`
 	FilterComm        *ebpf.VariableSpec `ebpf:"filter_comm"`
@@ -296,6 +298,7 @@ func (m *memtraceMaps) Close() error {
 // It can be passed to loadMemtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type memtraceVariables struct {
 	CommFilter        *ebpf.Variable `ebpf:"comm_filter"`
+	ExitHasGroupDead  *ebpf.Variable `ebpf:"exit_has_group_dead"`
 	ExpTable          *ebpf.Variable `ebpf:"exp_table"`
 	FilterCgroup      *ebpf.Variable `ebpf:"filter_cgroup"`
 	FilterComm        *ebpf.Variable `ebpf:"filter_comm"`

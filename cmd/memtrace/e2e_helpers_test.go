@@ -59,10 +59,14 @@ func needBPF(t *testing.T) {
 	t.Skip(why)
 }
 
-// memtrace builds the binary once per test run.
+// memtrace builds the binary once per test run; MEMTRACE_BIN names a
+// prebuilt one instead (the kernel matrix's guests have no Go build cache).
 func memtrace(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
+		if binPath = os.Getenv("MEMTRACE_BIN"); binPath != "" {
+			return
+		}
 		binPath = filepath.Join(binDir, "memtrace")
 		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
 		if err != nil {

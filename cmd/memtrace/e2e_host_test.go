@@ -203,6 +203,7 @@ type hostRun struct {
 // startHost starts memtrace -v with args and waits until it has attached.
 func startHost(t *testing.T, args ...string) *hostRun {
 	t.Helper()
+	waitReapers(t) // e2e_kernel_test.go
 	h := &hostRun{cmd: exec.Command(memtrace(t), append([]string{"-v", "--json"}, args...)...), lines: make(chan string, 1<<16)}
 	h.cmd.Stdout = &h.stdout
 	pipe, err := h.cmd.StderrPipe()

@@ -33,7 +33,7 @@ func exitCodeFor(err error) int {
 		return exitUsage
 	case errors.Is(err, tracer.ErrPermission):
 		return exitPermission
-	case errors.Is(err, tracer.ErrNoBTF), errors.Is(err, tracer.ErrNoUprobes):
+	case errors.Is(err, tracer.ErrNoBTF), errors.Is(err, tracer.ErrNoUprobes), errors.Is(err, tracer.ErrOldKernel):
 		return exitKernel
 	case errors.Is(err, allocator.ErrNoProcess), errors.Is(err, tracer.ErrProcessGone):
 		return exitNoProcess

@@ -83,7 +83,7 @@ func (s *session) runHost() (int, error) {
 	}
 	defer release()
 	defer s.logEvents(time.Now())
-	defer func() { _ = h.att.Detach() }()
+	defer func() { _ = h.att.Release() }()
 	s.host = h
 
 	// Exec and exit first, so that no process started during the scan

@@ -18,6 +18,8 @@ import (
 // check adds: its section (text), the NDJSON copy (--json-file) and the CI
 // annotations.
 func (s *session) writeReport(snap aggregate.Snapshot, o report.Options) error {
+	k := s.objs.Kernel()
+	o.Kernel, o.Attach = k.Release, string(k.Attach)
 	if s.cfg.leakCheck {
 		o.Leaks = s.leaks()
 	}

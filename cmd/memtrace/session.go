@@ -213,6 +213,8 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 	if err != nil {
 		return nil, err
 	}
+	k := objs.Kernel()
+	s.log.Info("kernel", "release", k.Release, "attach", k.Attach, "lacks", k.Lacks())
 	d, err := objs.NewDrainer()
 	if err != nil {
 		objs.Close()
@@ -366,7 +368,7 @@ func (s *session) markExited(pid int) {
 	t.exited = true
 	s.table.MarkExited(uint32(pid), monotonicNow())
 	start := time.Now()
-	_ = t.att.Detach()
+	_ = t.att.Release()
 	s.log.Info("detached", "pid", pid, "took", time.Since(start))
 	// With other targets still traced, its final records are due now.
 	if !s.allExited() {
@@ -379,7 +381,7 @@ func (s *session) markExited(pid int) {
 
 func (s *session) detachAll() {
 	for _, t := range s.targets {
-		_ = t.att.Detach()
+		_ = t.att.Release()
 	}
 }
 

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// lacksEnv makes memtrace treat kernel features as missing
+// (tracer/features.go), as an older kernel would.
+const lacksEnv = "MEMTRACE_KERNEL_LACKS"
+
+// TestKernelRefused: a kernel without an essential feature gets one line
+// naming it and the release that brings it, exit 4, and the target is
+// left alone: a -p target runs on untouched, a command never starts.
+func TestKernelRefused(t *testing.T) {
+	needBPF(t)
+	t.Setenv(lacksEnv, "attach_cookie")
+	want := func(stderr string) {
+		t.Helper()
+		re := regexp.MustCompile(`^memtrace: unsupported kernel: \S+ lacks bpf_get_attach_cookie \(Linux 5\.15\); memtrace needs Linux 5\.15 or later\n$`)
+		if !re.MatchString(stderr) {
+			t.Errorf("stderr %q, want one line matching %s", stderr, re)
+		}
+	}
+
+	bin := fixture(t, "running.c")
+	target, stdin, lines := startReady(t, bin)
+	defer target.Process.Kill()
+	r := runMemtrace(t, "-p", strconv.Itoa(target.Process.Pid))
+	if r.code != exitKernel || r.stdout != "" {
+		t.Errorf("-p: exit %d, stdout %q; want %d and nothing", r.code, r.stdout, exitKernel)
+	}
+	want(r.stderr)
+	fmt.Fprintln(stdin, "go")
+	expectLine(t, lines, "done")
+	fmt.Fprintln(stdin, "exit")
+	if err := target.Wait(); err != nil {
+		t.Errorf("target after the refusal: %v", err)
+	}
+
+	ran := filepath.Join(t.TempDir(), "ran")
+	r = runMemtrace(t, "--", "/bin/sh", "-c", "echo > "+ran)
+	if r.code != exitKernel || r.stdout != "" {
+		t.Errorf("--: exit %d, stdout %q; want %d and nothing", r.code, r.stdout, exitKernel)
+	}
+	want(r.stderr)
+	if _, err := os.Stat(ran); err == nil {
+		t.Error("--: the command ran although memtrace refused the kernel")
+	}
+}
+
+// TestPerProbeSameFigures: the per-probe links older kernels get give the
+// figures uprobe_multi links give, exactly, and say so in -v and JSON.
+func TestPerProbeSameFigures(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "leaks.c")
+	got := map[string]map[string]siteTotals{}
+	for _, lacks := range []string{"", "uprobe_multi"} {
+		t.Setenv(lacksEnv, lacks)
+		r := runMemtrace(t, "--json", "--top", "0", "-v", "--", bin, "1000")
+		if r.code != 0 {
+			t.Fatalf("lacking %q: exit %d, stderr:\n%s", lacks, r.code, r.stderr)
+		}
+		attach := regexp.MustCompile(`msg=kernel release=(\S+) attach=(\S+)`).FindStringSubmatch(r.stderr)
+		if attach == nil {
+			t.Fatalf("lacking %q: no kernel line in -v:\n%s", lacks, r.stderr)
+		}
+		if lacks != "" && attach[2] != "per-probe" {
+			t.Errorf("lacking %q: attach=%s, want per-probe", lacks, attach[2])
+		}
+		report := strings.SplitN(r.stdout, "\n", 2)[0]
+		if w := fmt.Sprintf(`"kernel":"%s","attach":"%s"}`, attach[1], attach[2]); !strings.HasSuffix(report, w) {
+			t.Errorf("lacking %q: report record %s, want it to end %s", lacks, report, w)
+		}
+		rep := parseNDJSON(t, r.stdout)
+		got[lacks] = rep.byFunction(rep.finalProcess(t).PID)
+	}
+	for fn, w := range leaksWant(1000, true) {
+		if got[""][fn] != w || got["uprobe_multi"][fn] != w {
+			t.Errorf("%s: got %+v (default) and %+v (per-probe), want %+v", fn, got[""][fn], got["uprobe_multi"][fn], w)
+		}
+	}
+}
+
+// waitReapers waits until no earlier run's reaper (tracer/reap.go) is
+// still tearing per-probe links down: while one is, the kernel makes new
+// attaches wait, and the whole-host tests would miss calls they count.
+func waitReapers(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		envs, _ := filepath.Glob("/proc/[0-9]*/environ")
+		busy := false
+		for _, f := range envs {
+			if b, err := os.ReadFile(f); err == nil && bytes.Equal(b, []byte("MEMTRACE_REAP_LINKS=1\x00")) {
+				busy = true
+				break
+			}
+		}
+		if !busy {
+			return
+		}
+	}
+	t.Fatal("a reaper of per-probe links still runs after a minute")
+}
