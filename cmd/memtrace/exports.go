@@ -1,0 +1,144 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/folded"
+	"github.com/memtrace/memtrace/host"
+	"github.com/memtrace/memtrace/metrics"
+	"github.com/memtrace/memtrace/pprofout"
+)
+
+// Exports: files written at the end of a run (--pprof, --folded) and the
+// HTTP endpoint served while it runs (--listen). All of them are built
+// from snapshots of the table; the session calls startExports once the
+// table exists, exportTick every rate period and writeExports at the end.
+
+// exportConfig holds the flags of the exports.
+type exportConfig struct {
+	pprofFile    string
+	foldedFile   string
+	foldedValue  folded.Value
+	listen       string
+	listenPublic bool
+}
+
+// addExportFlags registers the export flags on fs; the returned check
+// runs after parsing.
+func addExportFlags(fs *flag.FlagSet, c *exportConfig) (check func() error) {
+	fs.StringVar(&c.pprofFile, "pprof", "", "at the end, write the heap profile to FILE (gzipped profile.proto, Go's heap sample types)")
+	fs.StringVar(&c.foldedFile, "folded", "", "at the end, write folded stacks (flamegraph.pl, speedscope) to FILE")
+	value := fs.String("folded-value", "live", "what --folded counts: live (bytes), allocated (bytes) or allocs")
+	fs.StringVar(&c.listen, "listen", "", "serve /metrics (Prometheus) and /debug/pprof/heap on ADDR while tracing, e.g. 127.0.0.1:9464")
+	fs.BoolVar(&c.listenPublic, "listen-public", false, "allow --listen on an address other hosts can reach (the data shows what processes do)")
+	return func() error {
+		v, err := folded.ParseValue(*value)
+		if err != nil {
+			return fmt.Errorf("%w: --folded-value: %w", errUsage, err)
+		}
+		c.foldedValue = v
+		return nil
+	}
+}
+
+// exportState is the exports' part of a session.
+type exportState struct {
+	start   time.Time
+	metrics *metrics.Server
+	serving chan error
+}
+
+// startExports starts the --listen endpoint; stop ends it.
+func (s *session) startExports() (stop func(), err error) {
+	s.exports = &exportState{start: time.Now()}
+	if s.cfg.listen == "" {
+		return func() {}, nil
+	}
+	l, err := metrics.Listen(s.cfg.listen, s.cfg.listenPublic)
+	if errors.Is(err, metrics.ErrNotLoopback) {
+		return nil, fmt.Errorf("%w: --listen: %w (add --listen-public to allow it)", errUsage, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	m := metrics.New(metrics.Options{Top: s.cfg.top, Sources: s.exportSources(), Start: s.exports.start,
+		Cgroup: func(pid uint32) string { return host.Cgroup(int(pid)) }})
+	m.Update(s.table.Snapshot())
+	s.exports.metrics, s.exports.serving = m, make(chan error, 1)
+	go func() { s.exports.serving <- m.Serve(l) }()
+	s.log.Info("serving metrics", "addr", l.Addr().String())
+	return func() {
+		m.Close()
+		if err := <-s.exports.serving; err != nil {
+			s.log.Warn("--listen", "err", err)
+		}
+	}, nil
+}
+
+// exportTick hands the endpoint a fresh snapshot (every rate period).
+func (s *session) exportTick() {
+	if s.exports == nil || s.exports.metrics == nil {
+		return
+	}
+	s.exports.metrics.Update(s.freshSnapshot())
+}
+
+// writeExports writes the export files from the final snapshot.
+func (s *session) writeExports() error {
+	if s.cfg.pprofFile == "" && s.cfg.foldedFile == "" {
+		return nil
+	}
+	snap := s.freshSnapshot()
+	now := time.Now()
+	prof := pprofout.Build(snap, s.exportSources(), pprofout.Options{Time: now, Duration: now.Sub(s.exports.start)})
+	if s.cfg.pprofFile != "" {
+		if err := writeFile(s.cfg.pprofFile, func(f *os.File) error { return prof.Write(f) }); err != nil {
+			return fmt.Errorf("--pprof: %w", err)
+		}
+	}
+	if s.cfg.foldedFile != "" {
+		if err := writeFile(s.cfg.foldedFile, func(f *os.File) error { return folded.Write(f, prof, s.cfg.foldedValue) }); err != nil {
+			return fmt.Errorf("--folded: %w", err)
+		}
+	}
+	return nil
+}
+
+func (s *session) exportSources() pprofout.Sources {
+	src := pprofout.Sources{Symbolizer: s.res, Mappings: s.res}
+	if s.cfg.detail {
+		src.Stacks = stackSource{objs: s.objs, code: codeView{s.res}, depth: s.cfg.stackDepth}
+	}
+	return src
+}
+
+// freshSnapshot is the table as of now, with the probes' lost-event and
+// exact counts and the rates brought up to date.
+func (s *session) freshSnapshot() aggregate.Snapshot {
+	if per, total, err := s.objs.Lost(); err == nil {
+		for pid, n := range per {
+			s.table.SetLost(pid, n)
+		}
+		s.table.SetTotalLost(total)
+	}
+	s.setExactCounts()           // sampled mode: the probes' exact counts (host.go)
+	s.table.Tick(monotonicNow()) // rates up to now (live.go)
+	return s.table.Snapshot()
+}
+
+func writeFile(path string, write func(*os.File) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
