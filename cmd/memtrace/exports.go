@@ -46,11 +46,16 @@ func addExportFlags(fs *flag.FlagSet, c *exportConfig) (check func() error) {
 	}
 }
 
+// metricsEvery: how often the --listen endpoint gets a fresh snapshot
+// (a deep copy of the table: not every rate period).
+const metricsEvery = time.Second
+
 // exportState is the exports' part of a session.
 type exportState struct {
-	start   time.Time
-	metrics *metrics.Server
-	serving chan error
+	start       time.Time
+	metrics     *metrics.Server
+	serving     chan error
+	lastMetrics time.Time
 }
 
 // startExports starts the --listen endpoint; stop ends it.
@@ -80,12 +85,15 @@ func (s *session) startExports() (stop func(), err error) {
 	}, nil
 }
 
-// exportTick hands the endpoint a fresh snapshot (every rate period).
+// exportTick runs every rate period: the endpoint gets a fresh snapshot
+// every metricsEvery.
 func (s *session) exportTick() {
-	if s.exports == nil || s.exports.metrics == nil {
+	e := s.exports
+	if e == nil || e.metrics == nil || time.Since(e.lastMetrics) < metricsEvery {
 		return
 	}
-	s.exports.metrics.Update(s.freshSnapshot())
+	e.lastMetrics = time.Now()
+	e.metrics.Update(s.freshSnapshot())
 }
 
 // writeExports writes the export files from the final snapshot.
