@@ -234,6 +234,7 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 // apply accounts one event; a new code mapping (dlopen) makes it read the
 // process's mappings at once, while the library is still there.
 func (s *session) apply(e *event.Event) {
+	s.exportEvent(e) // --html's history (exports.go)
 	if s.host != nil {
 		s.hostApply(e) // exec, exit, processes seen for the first time (host.go)
 		return

@@ -1,0 +1,349 @@
+// Package history keeps what a run looked like over time, for pictures
+// that need more than the final snapshot (the HTML report's timeline, rate
+// curves, heap map and size histograms). It is fed, in time order, from the
+// same places the aggregate is:
+//
+//   - Observe(e) with every event applied to the aggregate (allocation
+//     sizes; marks, once events carry them);
+//   - Sample(now, snap, blocks) every period with the time (kernel
+//     monotonic ns for a live run, the recording's clock for a replay: the
+//     snapshot's own Time is that of its newest event, which stands still
+//     while a process is idle), a snapshot of the aggregate
+//     (aggregate.Table.Snapshot) and, optionally, the table itself as a
+//     BlockSource, from which it takes heap-map moments of its own choosing;
+//   - Mark(time, pid, label) for a named moment.
+//
+// A live run calls them from its session loop; a replayed recording calls
+// them from its own loop, with the event times of the recording, and gets
+// the same history. Collector is not safe for concurrent use.
+//
+// Memory stays bounded however long the run: the timeline keeps at most
+// MaxSamples points (when full, neighbours are merged, keeping the one with
+// more live bytes, so peaks survive), and the heap map at most MaxMaps
+// moments of at most MaxRuns address runs each.
+package history
+
+import (
+	"cmp"
+	"math/bits"
+	"slices"
+	"time"
+
+	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/event"
+)
+
+// BlockSource lists a process's live heap blocks (aggregate.Table does).
+type BlockSource interface {
+	ForEachLiveSite(pid uint32, fn func(addr, size uint64, site aggregate.SiteKey) bool)
+}
+
+// Options bound what a Collector keeps; zero fields take the defaults.
+type Options struct {
+	MaxSamples int           // timeline points per process (default 2000)
+	MaxMaps    int           // heap-map moments per process (default 40)
+	MaxRuns    int           // address runs per heap-map moment (default 2000)
+	MaxSites   int           // call sites kept per timeline point (default 32)
+	MapEvery   time.Duration // first spacing of heap-map moments (default 250ms; doubles when full)
+}
+
+func (o *Options) defaults() {
+	if o.MaxSamples <= 0 {
+		o.MaxSamples = 2000
+	}
+	if o.MaxMaps <= 0 {
+		o.MaxMaps = 40
+	}
+	if o.MaxRuns <= 0 {
+		o.MaxRuns = 2000
+	}
+	if o.MaxSites <= 0 {
+		o.MaxSites = 32
+	}
+	if o.MapEvery <= 0 {
+		o.MapEvery = 250 * time.Millisecond
+	}
+}
+
+// SizeBuckets is the length of the size histograms: bucket i counts
+// sizes s with bits.Len64(s) == i, i.e. [2^(i-1), 2^i), bucket 0 size 0.
+const SizeBuckets = 65
+
+// SizeHistogram counts blocks by size, in powers of two.
+type SizeHistogram [SizeBuckets]uint64
+
+func (h *SizeHistogram) add(size uint64) { h[bits.Len64(size)]++ }
+
+// Sample is one timeline point of one process.
+type Sample struct {
+	Time        uint64 // kernel monotonic ns
+	LiveBytes   uint64
+	LiveBlocks  uint64
+	MappedBytes uint64 // anonymous mappings (mmap) live
+	// Sites holds the live bytes of the largest call sites at this moment
+	// (at most MaxSites), by index into Process.Sites.
+	Sites map[int]uint64
+	Rates []aggregate.RateSnapshot
+}
+
+// Run is a stretch of address space [Start, End) filled by live blocks of
+// one call site (Site indexes Process.Sites), or, when merged to fit,
+// mostly by that site's blocks.
+type Run struct {
+	Start, End uint64
+	Site       int
+}
+
+// HeapMap is the heap at one moment: where the live blocks were.
+type HeapMap struct {
+	Time      uint64
+	Runs      []Run // sorted by address
+	LiveSizes SizeHistogram
+	// Granule is the smallest gap between runs kept apart: blocks closer
+	// than that were merged into one run (16 when nothing was merged).
+	Granule uint64
+}
+
+// Mark is a named moment.
+type Mark struct {
+	Time  uint64
+	Label string
+}
+
+// Peak is the highest live heap the aggregate measured (Bytes) and the
+// sample with the most live bytes (Time): the two agree when the peak
+// lasted a sampling period.
+type Peak struct {
+	Time  uint64
+	Bytes uint64
+}
+
+// Process is one process's history.
+type Process struct {
+	PID        uint32
+	Comm       string
+	Sites      []aggregate.SiteKey
+	Samples    []Sample
+	Maps       []HeapMap
+	Marks      []Mark
+	Peak       Peak
+	AllocSizes SizeHistogram // every allocation's size (realloc's new size)
+}
+
+// History is everything collected, processes by PID.
+type History struct {
+	Processes   []Process
+	SampleBytes uint64
+}
+
+// Collector builds a History.
+type Collector struct {
+	o           Options
+	procs       map[uint32]*proc
+	sampleBytes uint64
+}
+
+type proc struct {
+	Process
+	siteIdx map[aggregate.SiteKey]int
+	// stride: one point kept per stride samples; pending is the best of
+	// the current stride.
+	stride, seen int
+	pending      *Sample
+	mapEvery     uint64
+	lastMap      uint64
+	hasMap       bool
+	maxLive      uint64
+}
+
+// New returns an empty Collector.
+func New(o Options) *Collector {
+	o.defaults()
+	return &Collector{o: o, procs: map[uint32]*proc{}}
+}
+
+func (c *Collector) proc(pid uint32) *proc {
+	p := c.procs[pid]
+	if p == nil {
+		p = &proc{Process: Process{PID: pid}, siteIdx: map[aggregate.SiteKey]int{}, stride: 1,
+			mapEvery: uint64(c.o.MapEvery)}
+		c.procs[pid] = p
+	}
+	return p
+}
+
+// Observe takes one event of the stream.
+func (c *Collector) Observe(e *event.Event) {
+	switch e.Kind {
+	case event.Alloc:
+		c.proc(e.PID).AllocSizes.add(e.Size)
+	case event.Realloc:
+		if e.Addr != 0 {
+			c.proc(e.PID).AllocSizes.add(e.Size)
+		}
+	}
+}
+
+// Mark records a named moment of process pid.
+func (c *Collector) Mark(t uint64, pid uint32, label string) {
+	p := c.proc(pid)
+	p.Marks = append(p.Marks, Mark{t, label})
+}
+
+// Sample takes a snapshot of the aggregate at time now; blocks (may be
+// nil) gives the heap map when a moment is due.
+func (c *Collector) Sample(now uint64, snap aggregate.Snapshot, blocks BlockSource) {
+	c.sampleBytes = snap.SampleBytes
+	for i := range snap.Processes {
+		ps := &snap.Processes[i]
+		p := c.proc(ps.PID)
+		p.Comm = ps.Comm
+		if ps.Exited && len(p.Samples) > 0 && p.pending == nil && p.Samples[len(p.Samples)-1].Time >= ps.ExitTime {
+			continue // nothing new since it exited
+		}
+		s := c.sample(p, ps, now)
+		if s.LiveBytes > p.maxLive || p.Peak.Time == 0 {
+			p.maxLive, p.Peak.Time = s.LiveBytes, s.Time
+		}
+		p.Peak.Bytes = ps.PeakLiveBytes
+		p.add(s, c.o.MaxSamples)
+		if blocks != nil && !ps.Exited && (!p.hasMap || s.Time-p.lastMap >= p.mapEvery) {
+			p.takeMap(s.Time, blocks, c.o)
+		}
+	}
+}
+
+func (c *Collector) sample(p *proc, ps *aggregate.ProcessSnapshot, t uint64) Sample {
+	s := Sample{Time: t, LiveBytes: ps.Heap.LiveBytes, LiveBlocks: ps.Heap.LiveAllocs,
+		MappedBytes: ps.Mapped.LiveBytes, Rates: ps.Rates}
+	var heap []aggregate.SiteSnapshot
+	for _, st := range ps.Sites {
+		if st.Category == aggregate.Heap && st.LiveBytes > 0 {
+			heap = append(heap, st)
+		}
+	}
+	slices.SortFunc(heap, func(a, b aggregate.SiteSnapshot) int { return cmp.Compare(b.LiveBytes, a.LiveBytes) })
+	if len(heap) > c.o.MaxSites {
+		heap = heap[:c.o.MaxSites]
+	}
+	s.Sites = make(map[int]uint64, len(heap))
+	for _, st := range heap {
+		s.Sites[p.site(st.Key())] = st.LiveBytes
+	}
+	return s
+}
+
+func (p *proc) site(k aggregate.SiteKey) int {
+	if i, ok := p.siteIdx[k]; ok {
+		return i
+	}
+	i := len(p.Sites)
+	p.Sites = append(p.Sites, k)
+	p.siteIdx[k] = i
+	return i
+}
+
+// add keeps s, or the sample with more live bytes of its stride.
+func (p *proc) add(s Sample, max int) {
+	if p.pending == nil || s.LiveBytes >= p.pending.LiveBytes {
+		p.pending = &s
+	}
+	p.seen++
+	if p.seen < p.stride {
+		return
+	}
+	p.Samples = append(p.Samples, *p.pending)
+	p.pending, p.seen = nil, 0
+	if len(p.Samples) < max {
+		return
+	}
+	// Full: merge neighbours, keeping the higher; keep half as many from now on.
+	kept := p.Samples[:0]
+	for i := 0; i < len(p.Samples); i += 2 {
+		best := p.Samples[i]
+		if i+1 < len(p.Samples) && p.Samples[i+1].LiveBytes > best.LiveBytes {
+			best = p.Samples[i+1]
+		}
+		kept = append(kept, best)
+	}
+	p.Samples = kept
+	p.stride *= 2
+}
+
+// flush keeps the last pending sample (the run's end).
+func (p *proc) flush() {
+	if p.pending != nil {
+		p.Samples = append(p.Samples, *p.pending)
+		p.pending, p.seen = nil, 0
+	}
+}
+
+func (p *proc) takeMap(t uint64, blocks BlockSource, o Options) {
+	type block struct {
+		addr, end uint64
+		site      int
+	}
+	var bs []block
+	m := HeapMap{Time: t}
+	blocks.ForEachLiveSite(p.PID, func(addr, size uint64, k aggregate.SiteKey) bool {
+		bs = append(bs, block{addr, addr + size, p.site(k)})
+		m.LiveSizes.add(size)
+		return true
+	})
+	slices.SortFunc(bs, func(a, b block) int { return cmp.Compare(a.addr, b.addr) })
+	runs := make([]Run, 0, len(bs))
+	for _, b := range bs {
+		runs = append(runs, Run{b.addr, b.end, b.site})
+	}
+	m.Runs, m.Granule = coarsen(runs, o.MaxRuns)
+	p.Maps = append(p.Maps, m)
+	p.lastMap, p.hasMap = t, true
+	if len(p.Maps) > o.MaxMaps {
+		// Drop every other moment but the newest; space them twice as far.
+		kept := p.Maps[:0]
+		for i, mm := range p.Maps {
+			if i%2 == 0 || i == len(p.Maps)-1 {
+				kept = append(kept, mm)
+			}
+		}
+		p.Maps = kept
+		p.mapEvery *= 2
+	}
+}
+
+// coarsen merges runs closer than a granule (starting at 16 bytes, a
+// malloc chunk's header, and doubling) until at most limit are left. At the
+// first granule only runs of one site merge; after that any, and a merged
+// run takes the site of its larger part.
+func coarsen(runs []Run, limit int) ([]Run, uint64) {
+	g := uint64(16)
+	for {
+		out := runs[:0:0]
+		for _, r := range runs {
+			if n := len(out); n > 0 && r.Start <= out[n-1].End+g && (r.Site == out[n-1].Site || g > 16) {
+				last := &out[n-1]
+				if r.End-r.Start > last.End-last.Start {
+					last.Site = r.Site
+				}
+				last.End = max(last.End, r.End)
+				continue
+			}
+			out = append(out, r)
+		}
+		if len(out) <= limit {
+			return out, g
+		}
+		g *= 2
+	}
+}
+
+// History returns what was collected. The Collector can go on afterwards.
+func (c *Collector) History() History {
+	h := History{SampleBytes: c.sampleBytes}
+	for _, p := range c.procs {
+		p.flush()
+		h.Processes = append(h.Processes, p.Process)
+	}
+	slices.SortFunc(h.Processes, func(a, b Process) int { return cmp.Compare(a.PID, b.PID) })
+	return h
+}
