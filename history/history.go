@@ -86,9 +86,8 @@ type Sample struct {
 	Rates []aggregate.RateSnapshot
 }
 
-// Run is a stretch of address space [Start, End) filled by live blocks of
-// one call site (Site indexes Process.Sites), or, when merged to fit,
-// mostly by that site's blocks.
+// Run is a stretch of address space [Start, End) whose cells hold mostly
+// live blocks of one call site (Site indexes Process.Sites).
 type Run struct {
 	Start, End uint64
 	Site       int
@@ -99,8 +98,8 @@ type HeapMap struct {
 	Time      uint64
 	Runs      []Run // sorted by address
 	LiveSizes SizeHistogram
-	// Granule is the smallest gap between runs kept apart: blocks closer
-	// than that were merged into one run (16 when nothing was merged).
+	// Granule is the size of the cells runs are made of: each cell is
+	// given to the site with most live bytes in it (see coarsen).
 	Granule uint64
 }
 
@@ -279,23 +278,15 @@ func (p *proc) flush() {
 }
 
 func (p *proc) takeMap(t uint64, blocks BlockSource, o Options) {
-	type block struct {
-		addr, end uint64
-		site      int
-	}
 	var bs []block
 	m := HeapMap{Time: t}
 	blocks.ForEachLiveSite(p.PID, func(addr, size uint64, k aggregate.SiteKey) bool {
-		bs = append(bs, block{addr, addr + size, p.site(k)})
+		bs = append(bs, block{addr, addr + max(size, 1), p.site(k)})
 		m.LiveSizes.add(size)
 		return true
 	})
 	slices.SortFunc(bs, func(a, b block) int { return cmp.Compare(a.addr, b.addr) })
-	runs := make([]Run, 0, len(bs))
-	for _, b := range bs {
-		runs = append(runs, Run{b.addr, b.end, b.site})
-	}
-	m.Runs, m.Granule = coarsen(runs, o.MaxRuns)
+	m.Runs, m.Granule = coarsen(bs, o.MaxRuns)
 	p.Maps = append(p.Maps, m)
 	p.lastMap, p.hasMap = t, true
 	if len(p.Maps) > o.MaxMaps {
@@ -311,30 +302,83 @@ func (p *proc) takeMap(t uint64, blocks BlockSource, o Options) {
 	}
 }
 
-// coarsen merges runs closer than a granule (starting at 16 bytes, a
-// malloc chunk's header, and doubling) until at most limit are left. At the
-// first granule only runs of one site merge; after that any, and a merged
-// run takes the site of its larger part.
-func coarsen(runs []Run, limit int) ([]Run, uint64) {
-	g := uint64(16)
-	for {
-		out := runs[:0:0]
-		for _, r := range runs {
-			if n := len(out); n > 0 && r.Start <= out[n-1].End+g && (r.Site == out[n-1].Site || g > 16) {
-				last := &out[n-1]
-				if r.End-r.Start > last.End-last.Start {
-					last.Site = r.Site
-				}
-				last.End = max(last.End, r.End)
-				continue
-			}
-			out = append(out, r)
+// block is a live block [addr, end) of a site.
+type block struct {
+	addr, end uint64
+	site      int
+}
+
+// coarsen draws blocks (sorted, not overlapping) on a grid of cells of
+// Granule bytes, starting at 16 (a malloc chunk's header) and doubling
+// until at most limit runs are left: each cell holding live bytes goes to
+// the site with most bytes in it, and neighbouring cells of one site make
+// one run. With the first granule that fits, the picture is as exact as
+// the limit allows.
+func coarsen(bs []block, limit int) ([]Run, uint64) {
+	for g := uint64(16); ; g *= 2 {
+		if runs := cells(bs, g); len(runs) <= limit || g >= 1<<40 {
+			return runs, g
 		}
-		if len(out) <= limit {
-			return out, g
-		}
-		g *= 2
 	}
+}
+
+func cells(bs []block, g uint64) []Run {
+	var out []Run
+	emit := func(start, end uint64, site int) {
+		if n := len(out); n > 0 && out[n-1].End == start && out[n-1].Site == site {
+			out[n-1].End = end
+			return
+		}
+		out = append(out, Run{start, end, site})
+	}
+	// The cell being filled: its index and bytes per site.
+	type share struct {
+		site  int
+		bytes uint64
+	}
+	var cell uint64
+	var shares []share
+	flush := func() {
+		if len(shares) == 0 {
+			return
+		}
+		best := shares[0]
+		for _, s := range shares[1:] {
+			if s.bytes > best.bytes {
+				best = s
+			}
+		}
+		emit(cell*g, (cell+1)*g, best.site)
+		shares = shares[:0]
+	}
+	add := func(c uint64, site int, n uint64) {
+		if len(shares) > 0 && c != cell {
+			flush()
+		}
+		cell = c
+		for i := range shares {
+			if shares[i].site == site {
+				shares[i].bytes += n
+				return
+			}
+		}
+		shares = append(shares, share{site, n})
+	}
+	for _, b := range bs {
+		first, last := b.addr/g, (b.end-1)/g
+		if first == last {
+			add(first, b.site, b.end-b.addr)
+			continue
+		}
+		add(first, b.site, (first+1)*g-b.addr)
+		flush()
+		if last > first+1 {
+			emit((first+1)*g, last*g, b.site)
+		}
+		add(last, b.site, b.end-last*g)
+	}
+	flush()
+	return out
 }
 
 // History returns what was collected. The Collector can go on afterwards.

@@ -45,21 +45,20 @@ func TestDownsample(t *testing.T) {
 	}
 }
 
-// TestCoarsen: neighbours of one site merge first; then any, until few
-// enough, the larger part naming the run.
+// TestCoarsen: cells go to the site with most bytes in them; cells grow
+// until the runs fit.
 func TestCoarsen(t *testing.T) {
-	runs := []Run{{0, 100, 0}, {116, 200, 0}, {216, 220, 1}, {300, 400, 2}, {10000, 10100, 2}}
+	bs := []block{{0, 100, 0}, {112, 200, 0}, {208, 220, 1}, {224, 240, 1}, {300, 400, 2}, {10000, 10100, 2}}
 	tests := []struct {
 		limit   int
 		want    []Run
 		granule uint64
 	}{
-		{10, []Run{{0, 200, 0}, {216, 220, 1}, {300, 400, 2}, {10000, 10100, 2}}, 16},
-		{3, []Run{{0, 220, 0}, {300, 400, 2}, {10000, 10100, 2}}, 32},
-		{2, []Run{{0, 400, 0}, {10000, 10100, 2}}, 128},
+		{10, []Run{{0, 208, 0}, {208, 240, 1}, {288, 400, 2}, {10000, 10112, 2}}, 16},
+		{3, []Run{{0, 256, 0}, {256, 512, 2}, {9984, 10112, 2}}, 128},
 	}
 	for _, tt := range tests {
-		got, g := coarsen(runs, tt.limit)
+		got, g := coarsen(bs, tt.limit)
 		if g != tt.granule || len(got) != len(tt.want) {
 			t.Errorf("limit %d: %v (granule %d), want %v (%d)", tt.limit, got, g, tt.want, tt.granule)
 			continue
@@ -97,7 +96,7 @@ func TestMaps(t *testing.T) {
 	if len(times) > 4 || times[0] != 0 {
 		t.Errorf("map times %v", times)
 	}
-	if p.Maps[0].LiveSizes[5] != 1 || len(p.Maps[0].Runs) != 1 || p.Maps[0].Runs[0] != (Run{0x1000, 0x1018, 0}) {
+	if p.Maps[0].LiveSizes[5] != 1 || len(p.Maps[0].Runs) != 1 || p.Maps[0].Runs[0] != (Run{0x1000, 0x1020, 0}) {
 		t.Errorf("map %+v", p.Maps[0])
 	}
 	if p.AllocSizes[5] != 1 || p.AllocSizes[1] != 1 {

@@ -103,8 +103,9 @@ type pageData struct {
 type processData struct {
 	PID   uint32     `json:"pid"`
 	Comm  string     `json:"comm"`
-	Sites []siteData `json:"sites"`
-	// Top are the sites with their own timeline layer and legend entry.
+	Sites  []siteData  `json:"sites"`
+	Groups []groupData `json:"groups"`
+	// Top are the groups with their own timeline layer and legend entry.
 	Top []int `json:"top"`
 	// Times are seconds since the first sample.
 	Times   []float64  `json:"t"`
@@ -122,12 +123,21 @@ type processData struct {
 	AllocSizes []uint64   `json:"allocSizes"`
 }
 
+// groupData is a call site (its leaf frame), the unit of colours.
+type groupData struct {
+	Label    string `json:"label"`
+	Full     string `json:"full"`
+	Location string `json:"loc"`
+	Module   string `json:"module"`
+	Color    string `json:"color"`
+}
+
 type siteData struct {
 	Label    string     `json:"label"`
 	Full     string     `json:"full"`
 	Location string     `json:"loc"`
 	Module   string     `json:"module"`
-	Color    string     `json:"color"`
+	Group    int        `json:"group"`
 	Stack    [][]string `json:"stack"` // outermost first: [label, full name + location]
 	// Allocated over the run (final snapshot).
 	Allocated uint64 `json:"allocated"`
@@ -166,50 +176,65 @@ func buildProcess(p history.Process, final aggregate.ProcessSnapshot, src pprofo
 	d := processData{PID: p.PID, Comm: p.Comm, AllocSizes: trimZeros(p.AllocSizes[:]),
 		Top: []int{}, Rates: []rateData{}, Marks: []markData{}, Maps: []mapData{}}
 
-	// Rank the sites by their highest live bytes over the run.
-	most := make([]uint64, len(p.Sites))
-	for _, s := range p.Samples {
-		for i, v := range s.Sites {
-			most[i] = max(most[i], v)
-		}
-	}
-	order := make([]int, len(p.Sites))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(most[b], most[a]) })
-	for _, i := range order {
-		if len(d.Top) == o.Legend || most[i] == 0 {
-			break
-		}
-		d.Top = append(d.Top, i)
-	}
-
+	// Name the sites; sites of one call site (with --detail, one per
+	// stack) form a group: one colour, one timeline layer, one legend entry.
+	groupOf := map[string]int{}
 	finalSites := map[aggregate.SiteKey]aggregate.Stats{}
 	for _, s := range final.Sites {
 		if s.Category == aggregate.Heap {
 			finalSites[s.Key()] = s.Stats
 		}
 	}
-	colorOf := map[int]string{}
-	for rank, i := range d.Top {
-		colorOf[i] = DefaultPalette[rank%len(DefaultPalette)]
-	}
-	for i, k := range p.Sites {
+	for _, k := range p.Sites {
 		sd := site(p.PID, k, src)
-		sd.Color = OtherColor
-		if c, ok := colorOf[i]; ok {
-			sd.Color = c
+		key := sd.Label + "\x00" + sd.Location + "\x00" + sd.Module
+		g, ok := groupOf[key]
+		if !ok {
+			g = len(d.Groups)
+			groupOf[key] = g
+			d.Groups = append(d.Groups, groupData{Label: sd.Label, Full: sd.Full, Location: sd.Location, Module: sd.Module})
 		}
-		for _, r := range o.Colors {
-			if r.match(sd.Full, sd.Module) {
-				sd.Color = r.Color
-				break
-			}
-		}
+		sd.Group = g
 		st := finalSites[k]
 		sd.Allocated, sd.Allocs = st.AllocBytes, st.Allocs
 		d.Sites = append(d.Sites, sd)
+	}
+
+	// Rank the groups by their highest live bytes over the run.
+	most := make([]uint64, len(d.Groups))
+	for _, s := range p.Samples {
+		sum := make([]uint64, len(d.Groups))
+		for i, v := range s.Sites {
+			sum[d.Sites[i].Group] += v
+		}
+		for g, v := range sum {
+			most[g] = max(most[g], v)
+		}
+	}
+	order := make([]int, len(d.Groups))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(most[b], most[a]) })
+	for _, g := range order {
+		if len(d.Top) == o.Legend || most[g] == 0 {
+			break
+		}
+		d.Top = append(d.Top, g)
+	}
+	for g := range d.Groups {
+		d.Groups[g].Color = OtherColor
+	}
+	for rank, g := range d.Top {
+		d.Groups[g].Color = DefaultPalette[rank%len(DefaultPalette)]
+	}
+	for g := range d.Groups {
+		for _, r := range o.Colors {
+			if r.match(d.Groups[g].Full, d.Groups[g].Module) {
+				d.Groups[g].Color = r.Color
+				break
+			}
+		}
 	}
 
 	for _, s := range p.Samples {

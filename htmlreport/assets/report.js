@@ -66,12 +66,15 @@ function niceTicks(max, n) {
   for (var v = 0; v <= max * 1.0001; v += step) out.push(v);
   return out;
 }
-// byteTicks: round values in binary units.
+// byteTicks: multiples of a power of two, so labels are round in binary
+// units (256 KiB, 512 KiB, 768 KiB, 1 MiB, ...).
 function byteTicks(max, n) {
   if (max <= 0) return [0];
-  var unit = 1;
-  while (max / unit >= 1024) unit *= 1024;
-  return niceTicks(max / unit, n).map(function (v) { return v * unit; });
+  var step = Math.pow(2, Math.floor(Math.log2(max / n)));
+  if (max / step > 2 * n) step *= 2;
+  var out = [];
+  for (var v = 0; v <= max * 1.0001; v += step) out.push(v);
+  return out;
 }
 
 // ---- data access ---------------------------------------------------------
@@ -82,6 +85,13 @@ function siteLiveAt(i) {
   for (var k = 0; k < a.length; k += 2) m[a[k]] = a[k + 1];
   return m;
 }
+// groupLiveAt: live bytes per group (call site) at sample i.
+function groupLiveAt(i) {
+  var m = siteLiveAt(i), g = {};
+  for (var si in m) { var k = P().sites[si].group; g[k] = (g[k] || 0) + m[si]; }
+  return g;
+}
+function siteColor(si) { return P().groups[P().sites[si].group].color; }
 function nearestSample(t) {
   var ts = P().t, best = 0;
   for (var i = 0; i < ts.length; i++) if (Math.abs(ts[i] - t) < Math.abs(ts[best] - t)) best = i;
@@ -118,12 +128,12 @@ function drawTimeline() {
   var tops = p.top.map(function () { return new Array(n); });
   var other = new Array(n), maxStack = 0;
   for (var i = 0; i < n; i++) {
-    var m = siteLiveAt(i), sum = 0;
+    var m = groupLiveAt(i), sum = 0;
     for (var k = 0; k < p.top.length; k++) { tops[k][i] = m[p.top[k]] || 0; sum += tops[k][i]; }
     other[i] = Math.max(p.live[i] - sum, 0);
     maxStack = Math.max(maxStack, sum + other[i]);
   }
-  for (k = 0; k < p.top.length; k++) layers.push({ v: tops[k], color: p.sites[p.top[k]].color, name: p.sites[p.top[k]].label });
+  for (k = 0; k < p.top.length; k++) layers.push({ v: tops[k], color: p.groups[p.top[k]].color, name: p.groups[p.top[k]].label });
   layers.push({ v: other, color: DATA.otherColor, name: "other call sites" });
   var ymax = Math.max(maxStack, Math.max.apply(null, p.mapped), p.peak.bytes, 1) * 1.08;
   var x = function (t) { return TL.l + (TL.w - TL.l - TL.r) * t / tmax; };
@@ -175,9 +185,9 @@ function drawTimeline() {
     return Math.min(Math.max((vx - TL.l) / (TL.w - TL.l - TL.r) * tmax, 0), tmax);
   };
   hit.addEventListener("mousemove", function (ev) {
-    var i = nearestSample(toT(ev)), m = siteLiveAt(i);
+    var i = nearestSample(toT(ev)), m = groupLiveAt(i);
     var s = "t=" + fmtSec(p.t[i]) + "\nlive   " + fmtExact(p.live[i]) + " B in " + fmtExact(p.blocks[i]) + " blocks\nmapped " + fmtExact(p.mapped[i]) + " B";
-    p.top.forEach(function (si) { if (m[si]) s += "\n" + fmtExact(m[si]).padStart(12) + " B  " + p.sites[si].label; });
+    p.top.forEach(function (g) { if (m[g]) s += "\n" + fmtExact(m[g]).padStart(12) + " B  " + p.groups[g].label; });
     showTip(ev, s);
   });
   hit.addEventListener("mouseleave", hideTip);
@@ -263,11 +273,11 @@ function flameTree() {
   };
   if (state.flameMode === "live") {
     var m = siteLiveAt(state.moment), known = 0;
-    for (var si in m) { add(p.sites[si].stack, m[si], p.sites[si].color); known += m[si]; }
+    for (var si in m) { add(p.sites[si].stack, m[si], siteColor(si)); known += m[si]; }
     var rest = p.live[state.moment] - known;
     if (rest > 0) add([["(smaller call sites)", "call sites below the largest at this moment"]], rest, DATA.otherColor);
   } else {
-    p.sites.forEach(function (s) { if (s.allocated > 0) add(s.stack, s.allocated, s.color); });
+    p.sites.forEach(function (s, si) { if (s.allocated > 0) add(s.stack, s.allocated, siteColor(si)); });
   }
   return root;
 }
@@ -402,7 +412,7 @@ function drawHeapMap() {
     while (span < L.spans.length - 1 && st >= L.spans[span + 1][0]) span++;
     var sp = L.spans[span];
     var a = sp[2] + Math.floor((st - sp[0]) / L.bpp), b = sp[2] + Math.ceil((en - sp[0]) / L.bpp);
-    fillRange(a, Math.max(b, a + 1), site >= 0 ? p.sites[site].color : DATA.otherColor);
+    fillRange(a, Math.max(b, a + 1), site >= 0 ? siteColor(site) : DATA.otherColor);
   }
   canvas.title = "1 pixel = " + fmtBytes(L.bpp) + " of address space";
   // Marks along the slider.
@@ -432,12 +442,15 @@ function drawLegend(box) {
     s.title = title;
     box.appendChild(s);
   };
-  p.top.forEach(function (si) {
-    var s = p.sites[si];
+  var seen = {};
+  p.top.forEach(function (g) { var l = p.groups[g].label; seen[l] = (seen[l] || 0) + 1; });
+  p.top.forEach(function (g) {
+    var s = p.groups[g];
     shown[s.color] = true;
-    item(s.color, s.label, s.full + " " + s.loc + " (" + s.module + ")");
+    // A function allocating from several lines: name the line too.
+    item(s.color, seen[s.label] > 1 ? s.label + " " + s.loc.replace(/^.*\//, "") : s.label, s.full + " " + s.loc + " (" + s.module + ")");
   });
-  p.sites.forEach(function (s) { // colours from --colors outside the top
+  p.groups.forEach(function (s) { // colours from --colors outside the top
     if (!shown[s.color] && s.color !== DATA.otherColor) { shown[s.color] = true; item(s.color, s.label, s.full); }
   });
   item(DATA.otherColor, "other call sites", "");
@@ -458,7 +471,7 @@ function drawSizes() {
     var x0 = l + j * (pw + gap), maxv = Math.max(1, Math.max.apply(null, set.h.concat([0])));
     var bw = pw / n;
     text(svg, x0, 14, set.title);
-    byteTicks(maxv, 4).forEach(function (v) {
+    niceTicks(maxv, 4).forEach(function (v) {
       var y = H - 40 - (H - 70) * v / maxv;
       el("line", { "class": "grid", x1: x0, x2: x0 + pw, y1: y, y2: y }, svg);
       text(svg, x0 - 4, y + 4, fmtExact(v), { "text-anchor": "end" });
@@ -534,6 +547,8 @@ function init() {
     }, 500);
   });
   pickProcess(0);
+  // How long from navigation to a drawn page (the benchmark reads it).
+  document.body.dataset.drawMs = String(Math.round(performance.now()));
   document.body.dataset.ready = "1";
 }
 
