@@ -101,8 +101,8 @@ type pageData struct {
 }
 
 type processData struct {
-	PID   uint32     `json:"pid"`
-	Comm  string     `json:"comm"`
+	PID    uint32      `json:"pid"`
+	Comm   string      `json:"comm"`
 	Sites  []siteData  `json:"sites"`
 	Groups []groupData `json:"groups"`
 	// Top are the groups with their own timeline layer and legend entry.
