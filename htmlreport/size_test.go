@@ -3,11 +3,15 @@ package htmlreport
 import (
 	"bytes"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/event"
 	"github.com/memtrace/memtrace/history"
+	"github.com/memtrace/memtrace/htmlreport/headless"
 	"github.com/memtrace/memtrace/pprofout"
 )
 
@@ -87,5 +91,15 @@ func TestMillionEvents(t *testing.T) {
 	t.Logf("page: %d bytes", buf.Len())
 	if buf.Len() >= 10<<20 {
 		t.Errorf("page is %d bytes, want < 10 MB", buf.Len())
+	}
+	// It draws in headless chromium; how long it took is logged (-v),
+	// not asserted: timings belong to benchmarks.
+	path := filepath.Join(t.TempDir(), "big.html")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom := headless.Load(t, path)
+	if m := regexp.MustCompile(`data-draw-ms="(\d+)"`).FindStringSubmatch(dom); m != nil {
+		t.Logf("drawn %s ms after navigation", m[1])
 	}
 }
