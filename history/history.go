@@ -153,6 +153,7 @@ type proc struct {
 	lastMap      uint64
 	hasMap       bool
 	maxLive      uint64
+	mapDue       bool // a mark asked for a heap-map moment
 }
 
 // New returns an empty Collector.
@@ -183,10 +184,12 @@ func (c *Collector) Observe(e *event.Event) {
 	}
 }
 
-// Mark records a named moment of process pid.
+// Mark records a named moment of process pid; the next Sample takes a
+// heap-map moment, so the map can be seen at each mark.
 func (c *Collector) Mark(t uint64, pid uint32, label string) {
 	p := c.proc(pid)
 	p.Marks = append(p.Marks, Mark{t, label})
+	p.mapDue = true
 }
 
 // Sample takes a snapshot of the aggregate at time now; blocks (may be
@@ -206,7 +209,7 @@ func (c *Collector) Sample(now uint64, snap aggregate.Snapshot, blocks BlockSour
 		}
 		p.Peak.Bytes = ps.PeakLiveBytes
 		p.add(s, c.o.MaxSamples)
-		if blocks != nil && !ps.Exited && (!p.hasMap || s.Time-p.lastMap >= p.mapEvery) {
+		if blocks != nil && !ps.Exited && (!p.hasMap || p.mapDue || s.Time-p.lastMap >= p.mapEvery) {
 			p.takeMap(s.Time, blocks, c.o)
 		}
 	}
@@ -288,7 +291,7 @@ func (p *proc) takeMap(t uint64, blocks BlockSource, o Options) {
 	slices.SortFunc(bs, func(a, b block) int { return cmp.Compare(a.addr, b.addr) })
 	m.Runs, m.Granule = coarsen(bs, o.MaxRuns)
 	p.Maps = append(p.Maps, m)
-	p.lastMap, p.hasMap = t, true
+	p.lastMap, p.hasMap, p.mapDue = t, true, false
 	if len(p.Maps) > o.MaxMaps {
 		// Drop every other moment but the newest; space them twice as far.
 		kept := p.Maps[:0]

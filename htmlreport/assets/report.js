@@ -111,6 +111,9 @@ function drawStatus() {
     " in " + fmtExact(p.blocks[i]) + " blocks   mapped " + fmtBytes(p.mapped[i]) +
     "   peak " + fmtBytes(p.peak.bytes);
   if (p.maps.length) s += "   heap map at " + fmtSec(p.maps[state.map].t);
+  var last = null;
+  p.marks.forEach(function (m) { if (m.t <= p.t[i] + 1e-9) last = m; });
+  if (last) s += "   last mark: " + last.label + " at " + fmtSec(last.t);
   if (DATA.sampleBytes) s += "   (sampled: estimates, 1 sample per " + fmtBytes(DATA.sampleBytes) + ")";
   document.getElementById("status").textContent = s;
 }
@@ -538,12 +541,17 @@ function init() {
   document.getElementById("play").addEventListener("click", function (ev) {
     if (state.playing) { clearInterval(state.playing); state.playing = null; ev.target.textContent = "Play"; return; }
     ev.target.textContent = "Pause";
+    var stop = function () { clearInterval(state.playing); state.playing = null; ev.target.textContent = "Play"; };
+    if (state.map >= P().maps.length - 1) state.map = -1; // from the start again
     state.playing = setInterval(function () {
       var p = P();
-      if (state.map >= p.maps.length - 1) { clearInterval(state.playing); state.playing = null; ev.target.textContent = "Play"; return; }
+      if (state.map >= p.maps.length - 1) { stop(); return; }
+      var from = state.map >= 0 ? p.maps[state.map].t : -1;
       state.map++;
       state.moment = nearestSample(p.maps[state.map].t);
       drawAll();
+      // Pause at marks, as MemMon did.
+      if (p.marks.some(function (m) { return m.t > from && m.t <= p.maps[state.map].t; })) stop();
     }, 500);
   });
   pickProcess(0);
