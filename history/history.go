@@ -40,11 +40,15 @@ type BlockSource interface {
 
 // Options bound what a Collector keeps; zero fields take the defaults.
 type Options struct {
-	MaxSamples int           // timeline points per process (default 2000)
-	MaxMaps    int           // heap-map moments per process (default 40)
-	MaxRuns    int           // address runs per heap-map moment (default 2000)
-	MaxSites   int           // call sites kept per timeline point (default 32)
-	MapEvery   time.Duration // first spacing of heap-map moments (default 250ms; doubles when full)
+	MaxSamples int // timeline points per process (default 2000)
+	MaxMaps    int // heap-map moments per process (default 40)
+	MaxRuns    int // address runs per heap-map moment (default 2000)
+	MaxSites   int // call sites kept per timeline point (default 32)
+	// MaxProcesses bounds the processes kept (default 100): past it, the
+	// gone process (absent from the latest snapshot) whose heap was
+	// smallest is dropped, so a whole-host run stays bounded too.
+	MaxProcesses int
+	MapEvery     time.Duration // first spacing of heap-map moments (default 250ms; doubles when full)
 }
 
 func (o *Options) defaults() {
@@ -62,6 +66,9 @@ func (o *Options) defaults() {
 	}
 	if o.MapEvery <= 0 {
 		o.MapEvery = 250 * time.Millisecond
+	}
+	if o.MaxProcesses <= 0 {
+		o.MaxProcesses = 100
 	}
 }
 
@@ -153,7 +160,9 @@ type proc struct {
 	lastMap      uint64
 	hasMap       bool
 	maxLive      uint64
-	mapDue       bool // a mark asked for a heap-map moment
+	mapDue       bool   // a mark asked for a heap-map moment
+	granule      uint64 // of the last heap-map moment
+	lastBlocks   int    // blocks in the last heap-map moment
 }
 
 // New returns an empty Collector.
@@ -212,6 +221,31 @@ func (c *Collector) Sample(now uint64, snap aggregate.Snapshot, blocks BlockSour
 		if blocks != nil && !ps.Exited && (!p.hasMap || p.mapDue || s.Time-p.lastMap >= p.mapEvery) {
 			p.takeMap(s.Time, blocks, c.o)
 		}
+	}
+	c.evict(snap)
+}
+
+// evict drops gone processes, smallest heap first, down to MaxProcesses.
+func (c *Collector) evict(snap aggregate.Snapshot) {
+	if len(c.procs) <= c.o.MaxProcesses {
+		return
+	}
+	present := map[uint32]bool{}
+	for _, ps := range snap.Processes {
+		present[ps.PID] = true
+	}
+	var gone []*proc
+	for pid, p := range c.procs {
+		if !present[pid] {
+			gone = append(gone, p)
+		}
+	}
+	slices.SortFunc(gone, func(a, b *proc) int { return cmp.Compare(a.maxLive, b.maxLive) })
+	for _, p := range gone {
+		if len(c.procs) <= c.o.MaxProcesses {
+			return
+		}
+		delete(c.procs, p.PID)
 	}
 }
 
@@ -281,15 +315,17 @@ func (p *proc) flush() {
 }
 
 func (p *proc) takeMap(t uint64, blocks BlockSource, o Options) {
-	var bs []block
+	bs := make([]block, 0, p.lastBlocks)
 	m := HeapMap{Time: t}
 	blocks.ForEachLiveSite(p.PID, func(addr, size uint64, k aggregate.SiteKey) bool {
 		bs = append(bs, block{addr, addr + max(size, 1), p.site(k)})
 		m.LiveSizes.add(size)
 		return true
 	})
+	p.lastBlocks = len(bs)
 	slices.SortFunc(bs, func(a, b block) int { return cmp.Compare(a.addr, b.addr) })
-	m.Runs, m.Granule = coarsen(bs, o.MaxRuns)
+	m.Runs, m.Granule = coarsen(bs, o.MaxRuns, p.granule)
+	p.granule = m.Granule
 	p.Maps = append(p.Maps, m)
 	p.lastMap, p.hasMap, p.mapDue = t, true, false
 	if len(p.Maps) > o.MaxMaps {
@@ -312,27 +348,43 @@ type block struct {
 }
 
 // coarsen draws blocks (sorted, not overlapping) on a grid of cells of
-// Granule bytes, starting at 16 (a malloc chunk's header) and doubling
-// until at most limit runs are left: each cell holding live bytes goes to
-// the site with most bytes in it, and neighbouring cells of one site make
-// one run. With the first granule that fits, the picture is as exact as
-// the limit allows.
-func coarsen(bs []block, limit int) ([]Run, uint64) {
-	for g := uint64(16); ; g *= 2 {
-		if runs := cells(bs, g); len(runs) <= limit || g >= 1<<40 {
-			return runs, g
-		}
+// Granule bytes, the smallest power of two from 16 (a malloc chunk's
+// header) up at which at most limit runs are left: each cell holding live
+// bytes goes to the site with most bytes in it, and neighbouring cells of
+// one site make one run. from is where the search starts (the previous
+// moment's granule: a heap changes little between moments); the granule
+// is halved while it still fits.
+func coarsen(bs []block, limit int, from uint64) ([]Run, uint64) {
+	g := max(from, 16)
+	for g < 1<<40 && cells(bs, g, nil) > limit {
+		g *= 2
 	}
+	for g > 16 && cells(bs, g/2, nil) <= limit {
+		g /= 2
+	}
+	var runs []Run
+	cells(bs, g, &runs)
+	return runs, g
 }
 
-func cells(bs []block, g uint64) []Run {
-	var out []Run
+// cells counts the runs of blocks at granule g and, if out is not nil,
+// appends them to it.
+func cells(bs []block, g uint64, out *[]Run) int {
+	n := 0
+	var last Run
 	emit := func(start, end uint64, site int) {
-		if n := len(out); n > 0 && out[n-1].End == start && out[n-1].Site == site {
-			out[n-1].End = end
+		if n > 0 && last.End == start && last.Site == site {
+			last.End = end
+			if out != nil {
+				(*out)[len(*out)-1].End = end
+			}
 			return
 		}
-		out = append(out, Run{start, end, site})
+		n++
+		last = Run{start, end, site}
+		if out != nil {
+			*out = append(*out, last)
+		}
 	}
 	// The cell being filled: its index and bytes per site.
 	type share struct {
@@ -381,7 +433,7 @@ func cells(bs []block, g uint64) []Run {
 		add(last, b.site, b.end-last*g)
 	}
 	flush()
-	return out
+	return n
 }
 
 // History returns what was collected. The Collector can go on afterwards.

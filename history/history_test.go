@@ -58,7 +58,7 @@ func TestCoarsen(t *testing.T) {
 		{3, []Run{{0, 256, 0}, {256, 512, 2}, {9984, 10112, 2}}, 128},
 	}
 	for _, tt := range tests {
-		got, g := coarsen(bs, tt.limit)
+		got, g := coarsen(bs, tt.limit, 1024) // from a coarser granule: it halves
 		if g != tt.granule || len(got) != len(tt.want) {
 			t.Errorf("limit %d: %v (granule %d), want %v (%d)", tt.limit, got, g, tt.want, tt.granule)
 			continue
@@ -108,5 +108,27 @@ func TestMaps(t *testing.T) {
 	p = c.History().Processes[0]
 	if last := p.Maps[len(p.Maps)-1]; last.Time != 1020 || p.Marks[0] != (Mark{1010, "m"}) {
 		t.Errorf("after a mark: last map at %d, marks %v", last.Time, p.Marks)
+	}
+}
+
+// TestEvict: past MaxProcesses, gone processes go, smallest heap first;
+// processes still in the snapshot stay.
+func TestEvict(t *testing.T) {
+	c := New(Options{MaxProcesses: 2})
+	one := func(pid uint32, live uint64) aggregate.Snapshot {
+		s := snap(live, live)
+		s.Processes[0].PID = pid
+		return s
+	}
+	c.Sample(1, one(1, 100), nil)
+	c.Sample(2, one(2, 10), nil)
+	c.Sample(3, one(3, 50), nil) // 2 is gone and smallest
+	c.Sample(4, one(4, 1), nil)  // 3 is gone and smaller than 1
+	var pids []uint32
+	for _, p := range c.History().Processes {
+		pids = append(pids, p.PID)
+	}
+	if len(pids) != 2 || pids[0] != 1 || pids[1] != 4 {
+		t.Errorf("kept %v, want [1 4]", pids)
 	}
 }

@@ -2,6 +2,7 @@ package htmlreport
 
 import (
 	"bytes"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -29,13 +30,47 @@ func (l liveSet) ForEachLiveSite(pid uint32, fn func(addr, size uint64, site agg
 	}
 }
 
-// TestMillionEvents: a run of a million events (half allocations from
-// 2000 call sites, half frees, up to ~100k blocks live, a sample every 500
-// events) gives a page under 10 MB.
+// TestMillionEvents: a run of a million events gives a page under 10 MB
+// that chromium draws without errors.
 func TestMillionEvents(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a million-event history")
 	}
+	h := millionEvents()
+	var buf bytes.Buffer
+	if err := Write(&buf, h, aggregate.Snapshot{}, pprofout.Sources{}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("page: %d bytes", buf.Len())
+	if buf.Len() >= 10<<20 {
+		t.Errorf("page is %d bytes, want < 10 MB", buf.Len())
+	}
+	// It draws in headless chromium; how long it took is logged (-v),
+	// not asserted: timings belong to benchmarks.
+	path := filepath.Join(t.TempDir(), "big.html")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom := headless.Load(t, path)
+	if m := regexp.MustCompile(`data-draw-ms="(\d+)"`).FindStringSubmatch(dom); m != nil {
+		t.Logf("drawn %s ms after navigation", m[1])
+	}
+}
+
+// BenchmarkMillionEvents: feeding the collector a million events with
+// their samples and heap-map moments, then writing the page.
+func BenchmarkMillionEvents(b *testing.B) {
+	for b.Loop() {
+		if err := Write(io.Discard, millionEvents(), aggregate.Snapshot{}, pprofout.Sources{}, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// millionEvents is the history of a synthetic run: a million events, half
+// allocations from 2000 call sites, half frees, up to ~100k blocks live,
+// a sample every 500 events.
+func millionEvents() history.History {
 	const events, sites, every = 1_000_000, 2000, 500
 	rng := rand.New(rand.NewPCG(1, 2))
 	c := history.New(history.Options{})
@@ -84,22 +119,5 @@ func TestMillionEvents(t *testing.T) {
 			c.Sample(now, aggregate.Snapshot{Time: now, Processes: []aggregate.ProcessSnapshot{ps}}, live)
 		}
 	}
-	var buf bytes.Buffer
-	if err := Write(&buf, c.History(), aggregate.Snapshot{}, pprofout.Sources{}, Options{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("page: %d bytes", buf.Len())
-	if buf.Len() >= 10<<20 {
-		t.Errorf("page is %d bytes, want < 10 MB", buf.Len())
-	}
-	// It draws in headless chromium; how long it took is logged (-v),
-	// not asserted: timings belong to benchmarks.
-	path := filepath.Join(t.TempDir(), "big.html")
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	dom := headless.Load(t, path)
-	if m := regexp.MustCompile(`data-draw-ms="(\d+)"`).FindStringSubmatch(dom); m != nil {
-		t.Logf("drawn %s ms after navigation", m[1])
-	}
+	return c.History()
 }
