@@ -114,13 +114,23 @@ func (s *Server) serveHeap(w http.ResponseWriter, _ *http.Request) {
 	w.Write(buf.Bytes())
 }
 
-// Listen opens a TCP listener on addr. Unless public is set, every
-// address addr stands for must be a loopback address.
-func Listen(addr string, public bool) (net.Listener, error) {
-	if !public {
-		if err := checkLoopback(addr); err != nil {
-			return nil, err
+// CheckAddress checks a listen address before anything is started: unless
+// public is set, every address addr stands for must be a loopback address.
+func CheckAddress(addr string, public bool) error {
+	if public {
+		_, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return fmt.Errorf("listen address %q: %w", addr, err)
 		}
+		return nil
+	}
+	return checkLoopback(addr)
+}
+
+// Listen opens a TCP listener on addr, checked as CheckAddress does.
+func Listen(addr string, public bool) (net.Listener, error) {
+	if err := CheckAddress(addr, public); err != nil {
+		return nil, err
 	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {

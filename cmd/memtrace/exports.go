@@ -47,6 +47,19 @@ func addExportFlags(fs *flag.FlagSet, c *exportConfig) (check func() error) {
 	fs.StringVar(&c.htmlFile, "html", "", "at the end, write a self-contained HTML report (timeline, rates, flame graph, heap map, sizes) to FILE")
 	colors := fs.String("colors", "", "with --html: colour the call sites matching each line's pattern (\"PATTERN COLOR\" per line)")
 	return func() error {
+		if *colors != "" && c.htmlFile == "" {
+			return fmt.Errorf("%w: --colors colours the --html report: give --html too", errUsage)
+		}
+		if c.listen != "" {
+			// Checked now, so a mistake fails before anything is loaded.
+			err := metrics.CheckAddress(c.listen, c.listenPublic)
+			if errors.Is(err, metrics.ErrNotLoopback) {
+				return fmt.Errorf("%w: --listen: %w (add --listen-public to allow it)", errUsage, err)
+			}
+			if err != nil {
+				return fmt.Errorf("%w: --listen: %w", errUsage, err)
+			}
+		}
 		if *colors != "" {
 			f, err := os.Open(*colors)
 			if err != nil {
@@ -88,12 +101,9 @@ func (s *session) startExports() (stop func(), err error) {
 	if s.cfg.listen == "" {
 		return func() {}, nil
 	}
-	l, err := metrics.Listen(s.cfg.listen, s.cfg.listenPublic)
-	if errors.Is(err, metrics.ErrNotLoopback) {
-		return nil, fmt.Errorf("%w: --listen: %w (add --listen-public to allow it)", errUsage, err)
-	}
+	l, err := metrics.Listen(s.cfg.listen, s.cfg.listenPublic) // the address was checked with the flags
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--listen: %w", err)
 	}
 	m := metrics.New(metrics.Options{Top: s.cfg.top, Sources: s.exportSources(), Start: s.exports.start,
 		Cgroup: func(pid uint32) string { return host.Cgroup(int(pid)) }})
