@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -237,19 +238,27 @@ func buildProcess(p history.Process, final aggregate.ProcessSnapshot, src pprofo
 		}
 	}
 
+	// One curve per half-life, one point per sample (0 where a sample has
+	// no rates), so that every array lines up with the times.
 	for _, s := range p.Samples {
+		for j := len(d.Rates); j < len(s.Rates); j++ {
+			d.Rates = append(d.Rates, rateData{HalfLife: report.HalfLifeText(s.Rates[j].HalfLife),
+				Alloc: make([]float64, len(d.Times)), Freed: make([]float64, len(d.Times)), Net: make([]float64, len(d.Times))})
+		}
 		d.Times = append(d.Times, sec(s.Time))
 		d.Live = append(d.Live, s.LiveBytes)
 		d.Blocks = append(d.Blocks, s.LiveBlocks)
 		d.Mapped = append(d.Mapped, s.MappedBytes)
-		sl := make([]uint64, 0, 2*len(s.Sites))
-		for i, v := range s.Sites {
-			sl = append(sl, uint64(i), v)
+		ids := slices.Sorted(maps.Keys(s.Sites)) // a stable page for a given run
+		sl := make([]uint64, 0, 2*len(ids))
+		for _, i := range ids {
+			sl = append(sl, uint64(i), s.Sites[i])
 		}
 		d.SiteLiv = append(d.SiteLiv, sl)
-		for j, r := range s.Rates {
-			if j == len(d.Rates) {
-				d.Rates = append(d.Rates, rateData{HalfLife: report.HalfLifeText(r.HalfLife)})
+		for j := range d.Rates {
+			var r aggregate.RateSnapshot
+			if j < len(s.Rates) {
+				r = s.Rates[j]
 			}
 			rd := &d.Rates[j]
 			rd.Alloc = append(rd.Alloc, r.AllocBytesPerSec)
