@@ -36,6 +36,7 @@ type config struct {
 
 	symbolizeConfig // --debug-dir (flags_symbolize.go)
 	leakConfig      // --leak-check, --fail-on-leak, -f, --suppressions, --json-file (leaks_flags.go)
+	exportConfig    // --pprof, --folded, --html, --listen (exports.go)
 }
 
 // nameList collects repeated string flags.
@@ -115,6 +116,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	addSymbolizeFlags(fs, &c.symbolizeConfig)
 	checkHost := addHostFlags(fs, c)
 	checkLeaks := addLeakFlags(fs, c)
+	checkExports := addExportFlags(fs, &c.exportConfig)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			fmt.Fprint(stderr, usageText)
@@ -160,6 +162,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, err
 	}
 	if err := checkLeaks(); err != nil {
+		return nil, err
+	}
+	if err := checkExports(); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -85,6 +85,11 @@ func (s *session) runHost() (int, error) {
 	defer s.logEvents(time.Now())
 	defer func() { _ = h.att.Release() }()
 	s.host = h
+	stopExports, err := s.startExports() // --listen (exports.go)
+	if err != nil {
+		return 0, err
+	}
+	defer stopExports()
 
 	// Exec and exit first, so that no process started during the scan
 	// is missed.
@@ -403,7 +408,10 @@ func (s *session) finishHost() error {
 	if err := s.flushExits(); err != nil {
 		return err
 	}
-	return s.report(true, nil)
+	if err := s.report(true, nil); err != nil {
+		return err
+	}
+	return s.writeExports() // exports.go
 }
 
 // logEvents logs (-v) how many events reached user space since start.

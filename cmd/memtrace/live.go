@@ -115,6 +115,7 @@ func (l *liveRates) onTick(time.Time) {
 		l.s.log.Warn("drain", "err", err)
 	}
 	l.s.table.Tick(monotonicNow())
+	l.s.exportTick() // exports.go
 	if l.view != nil && time.Since(l.lastFrame) >= l.refresh {
 		l.push()
 	}

@@ -50,9 +50,10 @@ type session struct {
 	res            *symbolize.Resolver
 	targets        map[int]*target
 	exitedPIDs     chan int
-	live           *liveRates // decaying rates and --watch (live.go)
-	leak           *leakState // the leak check, -f (leaks.go)
-	host           *hostState // whole-host mode (host.go); nil with -p and --
+	live           *liveRates   // decaying rates and --watch (live.go)
+	leak           *leakState   // the leak check, -f (leaks.go)
+	host           *hostState   // whole-host mode (host.go); nil with -p and --
+	exports        *exportState // --pprof, --folded, --html, --listen (exports.go)
 }
 
 func (s *session) run() (int, error) {
@@ -74,6 +75,11 @@ func (s *session) run() (int, error) {
 	defer release()
 	defer s.logEvents(time.Now()) // -v: events read, per second (host.go)
 	defer s.detachAll()
+	stopExports, err := s.startExports() // --listen (exports.go)
+	if err != nil {
+		return 0, err
+	}
+	defer stopExports()
 
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
@@ -230,6 +236,7 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 // apply accounts one event; a new code mapping (dlopen) makes it read the
 // process's mappings at once, while the library is still there.
 func (s *session) apply(e *event.Event) {
+	s.exportEvent(e) // --html's history (exports.go)
 	if s.host != nil {
 		s.hostApply(e) // exec, exit, processes seen for the first time (host.go)
 		return
@@ -416,21 +423,15 @@ func (s *session) finish() error {
 			final = append(final, pid)
 		}
 	}
-	return s.report(true, final)
+	if err := s.report(true, final); err != nil {
+		return err
+	}
+	return s.writeExports() // exports.go
 }
 
 // report prints a report of the given processes (nil = all).
 func (s *session) report(final bool, pids []int) error {
-	per, total, err := s.objs.Lost()
-	if err == nil {
-		for pid, n := range per {
-			s.table.SetLost(pid, n)
-		}
-		s.table.SetTotalLost(total)
-	}
-	s.setExactCounts()           // sampled mode: the probes' exact counts (host.go)
-	s.table.Tick(monotonicNow()) // rates up to now (live.go)
-	snap := s.table.Snapshot()
+	snap := s.freshSnapshot() // exports.go
 	if pids != nil {
 		keep := map[uint32]bool{}
 		for _, p := range pids {

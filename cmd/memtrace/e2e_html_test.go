@@ -1,0 +1,42 @@
+package main
+
+import (
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/memtrace/memtrace/htmlreport/headless"
+)
+
+// TestHTML: --html on testdata/phases.c gives a page that headless
+// chromium draws without errors, whose timeline peaks at the peak the
+// JSON reports (the fixture holds its peak for 600 ms, six samples).
+func TestHTML(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "phases.c")
+	page := filepath.Join(t.TempDir(), "report.html")
+	r := runMemtrace(t, "--json", "--html", page, "--", bin)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	peak := parseNDJSON(t, r.stdout).finalProcess(t).PeakLiveBytes
+	if peak != 3000000 {
+		t.Errorf("JSON peak %d, want 3000000", peak)
+	}
+	dom := headless.Load(t, page)
+	for _, id := range []string{"timeline", "rates", "flame", "heapmap", "sizes"} {
+		if !regexp.MustCompile(`<section id="` + id + `"[^>]*data-drawn="1"`).MatchString(dom) {
+			t.Errorf("section %s not drawn", id)
+		}
+	}
+	m := regexp.MustCompile(`data-max="(\d+)" data-peak="(\d+)"`).FindStringSubmatch(dom)
+	want := strconv.FormatUint(peak, 10)
+	if m == nil || m[1] != want || m[2] != want {
+		t.Errorf("timeline max, peak = %v, want %s", m, want)
+	}
+	if !strings.Contains(dom, `id="peak-label"`) {
+		t.Errorf("peak not labelled")
+	}
+}

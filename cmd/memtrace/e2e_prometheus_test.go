@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestPrometheus: a real Prometheus server scrapes memtrace --listen while
+// it traces testdata/phases.c; the values it stores equal memtrace's final
+// JSON (the fixture is idle from "ready" to its exit).
+func TestPrometheus(t *testing.T) {
+	needBPF(t)
+	promBin, err := exec.LookPath("prometheus")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but prometheus is not installed (.ci/run installs it)")
+		}
+		t.Skip("prometheus is not installed (apt-get install prometheus)")
+	}
+	bin := fixture(t, "phases.c")
+	dir := t.TempDir()
+	mtAddr, promAddr := freePort(t), freePort(t)
+
+	report := filepath.Join(dir, "report.json")
+	mt := exec.Command(memtrace(t), "--listen", mtAddr, "--json", "-o", report, "--", bin, "wait")
+	stdin, _ := mt.StdinPipe()
+	stdout, _ := mt.StdoutPipe()
+	mt.Stderr = os.Stderr
+	if err := mt.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer mt.Process.Kill()
+	expectLine(t, bufio.NewReader(stdout), "ready")
+
+	cfg := filepath.Join(dir, "prometheus.yml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: memtrace\n    static_configs:\n      - targets: ['%s']\n", mtAddr)), 0o644)
+	prom := exec.Command(promBin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
+		"--web.listen-address="+promAddr)
+	promLog, _ := os.Create(filepath.Join(dir, "prometheus.log"))
+	prom.Stdout, prom.Stderr = promLog, promLog
+	if err := prom.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		prom.Process.Kill()
+		prom.Wait()
+	}()
+
+	// A scrape made after the fixture went idle (memtrace refreshes what
+	// it serves every second).
+	time.Sleep(1500 * time.Millisecond)
+	idle := float64(time.Now().Unix())
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := promQuery(t, promAddr, "timestamp(memtrace_live_bytes)")
+		if len(r) == 1 && r[0].value >= idle {
+			break
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(promLog.Name())
+			t.Fatalf("no scrape of memtrace after the fixture went idle: %v\n%s", r, log)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	metrics := []string{"memtrace_live_bytes", "memtrace_live_blocks", "memtrace_allocations_total",
+		"memtrace_allocated_bytes_total", "memtrace_frees_total", "memtrace_freed_bytes_total",
+		"memtrace_peak_live_bytes", "memtrace_lost_events_total", `memtrace_callsite_live_bytes{function="grow"}`,
+		`memtrace_callsite_live_bytes{function="settle"}`}
+	got := map[string]promSample{}
+	for _, m := range metrics {
+		r := promQuery(t, promAddr, m)
+		if len(r) != 1 {
+			t.Fatalf("%s: %d series, want 1: %v", m, len(r), r)
+		}
+		got[m] = r[0]
+	}
+	rates := promQuery(t, promAddr, "memtrace_rate_bytes_per_second")
+	if len(rates) != 9 { // 3 half-lives x allocated, freed, net
+		t.Errorf("memtrace_rate_bytes_per_second: %d series, want 9: %v", len(rates), rates)
+	}
+
+	stdin.Close()
+	if err := mt.Wait(); err != nil {
+		t.Fatalf("memtrace: %v", err)
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := parseNDJSON(t, string(b))
+	p := rep.finalProcess(t)
+	sites := rep.byFunction(p.PID)
+	want := map[string]uint64{
+		"memtrace_live_bytes": p.LiveBytes, "memtrace_live_blocks": p.LiveAllocs,
+		"memtrace_allocations_total": p.Allocs, "memtrace_allocated_bytes_total": p.AllocBytes,
+		"memtrace_frees_total": p.Frees, "memtrace_freed_bytes_total": p.FreedBytes,
+		"memtrace_peak_live_bytes": p.PeakLiveBytes, "memtrace_lost_events_total": p.LostEvents,
+		`memtrace_callsite_live_bytes{function="grow"}`:   sites["heap:grow"].LiveBytes,
+		`memtrace_callsite_live_bytes{function="settle"}`: sites["heap:settle"].LiveBytes,
+	}
+	for _, m := range metrics {
+		s := got[m]
+		if s.value != float64(want[m]) {
+			t.Errorf("%s = %v in Prometheus, %d in the JSON", m, s.value, want[m])
+		}
+		if s.labels["pid"] != strconv.Itoa(p.PID) || s.labels["comm"] != p.Comm || s.labels["job"] != "memtrace" {
+			t.Errorf("%s labels %v", m, s.labels)
+		}
+	}
+	if want["memtrace_live_bytes"] < 1040960 {
+		t.Errorf("JSON live bytes %d: the fixture keeps at least 1040960", want["memtrace_live_bytes"])
+	}
+}
+
+type promSample struct {
+	labels map[string]string
+	value  float64
+}
+
+// promQuery runs an instant query through Prometheus's HTTP API.
+func promQuery(t *testing.T, addr, q string) []promSample {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/api/v1/query?query=" + url.QueryEscape(q))
+	if err != nil {
+		return nil // not up yet
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status string `json:"status"`
+		Data   struct {
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+				Value  [2]any            `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || body.Status != "success" {
+		t.Fatalf("query %q: %v %+v", q, err, body)
+	}
+	var out []promSample
+	for _, r := range body.Data.Result {
+		v, err := strconv.ParseFloat(r.Value[1].(string), 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, promSample{r.Metric, v})
+	}
+	return out
+}
+
+// freePort returns a loopback address with a port free a moment ago.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}

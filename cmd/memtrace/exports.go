@@ -1,0 +1,223 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/event"
+	"github.com/memtrace/memtrace/folded"
+	"github.com/memtrace/memtrace/history"
+	"github.com/memtrace/memtrace/host"
+	"github.com/memtrace/memtrace/htmlreport"
+	"github.com/memtrace/memtrace/metrics"
+	"github.com/memtrace/memtrace/pprofout"
+)
+
+// Exports: files written at the end of a run (--pprof, --folded, --html) and the
+// HTTP endpoint served while it runs (--listen). All of them are built
+// from snapshots of the table; the session calls startExports once the
+// table exists, exportEvent with every event, exportTick every rate period
+// and writeExports at the end.
+
+// exportConfig holds the flags of the exports.
+type exportConfig struct {
+	pprofFile    string
+	foldedFile   string
+	foldedValue  folded.Value
+	listen       string
+	listenPublic bool
+	htmlFile     string
+	colors       []htmlreport.ColorRule
+}
+
+// addExportFlags registers the export flags on fs; the returned check
+// runs after parsing.
+func addExportFlags(fs *flag.FlagSet, c *exportConfig) (check func() error) {
+	fs.StringVar(&c.pprofFile, "pprof", "", "at the end, write the heap profile to FILE (gzipped profile.proto, Go's heap sample types)")
+	fs.StringVar(&c.foldedFile, "folded", "", "at the end, write folded stacks (flamegraph.pl, speedscope) to FILE")
+	value := fs.String("folded-value", "live", "what --folded counts: live (bytes), allocated (bytes) or allocs")
+	fs.StringVar(&c.listen, "listen", "", "serve /metrics (Prometheus) and /debug/pprof/heap on ADDR while tracing, e.g. 127.0.0.1:9464")
+	fs.BoolVar(&c.listenPublic, "listen-public", false, "allow --listen on an address other hosts can reach (the data shows what processes do)")
+	fs.StringVar(&c.htmlFile, "html", "", "at the end, write a self-contained HTML report (timeline, rates, flame graph, heap map, sizes) to FILE")
+	colors := fs.String("colors", "", "with --html: colour the call sites matching each line's pattern (\"PATTERN COLOR\" per line)")
+	return func() error {
+		if *colors != "" && c.htmlFile == "" {
+			return fmt.Errorf("%w: --colors colours the --html report: give --html too", errUsage)
+		}
+		if c.listen != "" {
+			// Checked now, so a mistake fails before anything is loaded.
+			err := metrics.CheckAddress(c.listen, c.listenPublic)
+			if errors.Is(err, metrics.ErrNotLoopback) {
+				return fmt.Errorf("%w: --listen: %w (add --listen-public to allow it)", errUsage, err)
+			}
+			if err != nil {
+				return fmt.Errorf("%w: --listen: %w", errUsage, err)
+			}
+		}
+		if *colors != "" {
+			f, err := os.Open(*colors)
+			if err != nil {
+				return fmt.Errorf("%w: --colors: %w", errUsage, err)
+			}
+			defer f.Close()
+			if c.colors, err = htmlreport.ParseColors(f); err != nil {
+				return fmt.Errorf("%w: --colors: %w", errUsage, err)
+			}
+		}
+		v, err := folded.ParseValue(*value)
+		if err != nil {
+			return fmt.Errorf("%w: --folded-value: %w", errUsage, err)
+		}
+		c.foldedValue = v
+		return nil
+	}
+}
+
+// metricsEvery: how often the --listen endpoint gets a fresh snapshot
+// (a deep copy of the table: not every rate period).
+const metricsEvery = time.Second
+
+// exportState is the exports' part of a session.
+type exportState struct {
+	start       time.Time
+	metrics     *metrics.Server
+	serving     chan error
+	lastMetrics time.Time
+	history     *history.Collector // --html
+}
+
+// startExports starts the --listen endpoint; stop ends it.
+func (s *session) startExports() (stop func(), err error) {
+	s.exports = &exportState{start: time.Now()}
+	if s.cfg.htmlFile != "" {
+		s.exports.history = history.New(history.Options{})
+	}
+	if s.cfg.listen == "" {
+		return func() {}, nil
+	}
+	l, err := metrics.Listen(s.cfg.listen, s.cfg.listenPublic) // the address was checked with the flags
+	if err != nil {
+		return nil, fmt.Errorf("--listen: %w", err)
+	}
+	m := metrics.New(metrics.Options{Top: s.cfg.top, Sources: s.exportSources(), Start: s.exports.start,
+		Cgroup: func(pid uint32) string { return host.Cgroup(int(pid)) }})
+	m.Update(s.table.Snapshot())
+	s.exports.metrics, s.exports.serving = m, make(chan error, 1)
+	go func() { s.exports.serving <- m.Serve(l) }()
+	s.log.Info("serving metrics", "addr", l.Addr().String())
+	return func() {
+		m.Close()
+		if err := <-s.exports.serving; err != nil {
+			s.log.Warn("--listen", "err", err)
+		}
+	}, nil
+}
+
+// exportTick runs every rate period: the endpoint gets a fresh snapshot
+// every metricsEvery.
+func (s *session) exportTick() {
+	e := s.exports
+	if e == nil {
+		return
+	}
+	if e.history != nil {
+		e.history.Sample(monotonicNow(), s.table.Snapshot(), s.table)
+	}
+	if e.metrics == nil || time.Since(e.lastMetrics) < metricsEvery {
+		return
+	}
+	e.lastMetrics = time.Now()
+	e.metrics.Update(s.freshSnapshot())
+}
+
+// exportEvent hands the --html history every event the table gets.
+func (s *session) exportEvent(e *event.Event) {
+	if s.exports != nil && s.exports.history != nil {
+		s.exports.history.Observe(e)
+	}
+}
+
+// writeExports writes the export files from the final snapshot.
+func (s *session) writeExports() error {
+	if s.cfg.pprofFile == "" && s.cfg.foldedFile == "" && s.cfg.htmlFile == "" {
+		return nil
+	}
+	snap := s.freshSnapshot()
+	now := time.Now()
+	if h := s.exports.history; h != nil {
+		h.Sample(monotonicNow(), snap, s.table) // the end of the run
+		o := htmlreport.Options{Title: "memtrace " + strings.Join(s.title(), " "), Colors: s.cfg.colors}
+		if err := writeFile(s.cfg.htmlFile, func(f *os.File) error {
+			return htmlreport.Write(f, h.History(), snap, s.exportSources(), o)
+		}); err != nil {
+			return fmt.Errorf("--html: %w", err)
+		}
+	}
+	prof := pprofout.Build(snap, s.exportSources(), pprofout.Options{Time: now, Duration: now.Sub(s.exports.start)})
+	if s.cfg.pprofFile != "" {
+		if err := writeFile(s.cfg.pprofFile, func(f *os.File) error { return prof.Write(f) }); err != nil {
+			return fmt.Errorf("--pprof: %w", err)
+		}
+	}
+	if s.cfg.foldedFile != "" {
+		if err := writeFile(s.cfg.foldedFile, func(f *os.File) error { return folded.Write(f, prof, s.cfg.foldedValue) }); err != nil {
+			return fmt.Errorf("--folded: %w", err)
+		}
+	}
+	return nil
+}
+
+func (s *session) exportSources() pprofout.Sources {
+	src := pprofout.Sources{Symbolizer: s.res, Mappings: s.res}
+	if s.cfg.detail {
+		src.Stacks = stackSource{objs: s.objs, code: codeView{s.res}, depth: s.cfg.stackDepth}
+	}
+	return src
+}
+
+// freshSnapshot is the table as of now, with the probes' lost-event and
+// exact counts and the rates brought up to date.
+func (s *session) freshSnapshot() aggregate.Snapshot {
+	if per, total, err := s.objs.Lost(); err == nil {
+		for pid, n := range per {
+			s.table.SetLost(pid, n)
+		}
+		s.table.SetTotalLost(total)
+	}
+	s.setExactCounts()           // sampled mode: the probes' exact counts (host.go)
+	s.table.Tick(monotonicNow()) // rates up to now (live.go)
+	return s.table.Snapshot()
+}
+
+// title names the run: the command, or the PIDs, or the host.
+func (s *session) title() []string {
+	switch {
+	case len(s.cfg.command) > 0:
+		return s.cfg.command
+	case len(s.cfg.pids) > 0:
+		var out []string
+		for _, p := range s.cfg.pids {
+			out = append(out, "-p "+strconv.Itoa(p))
+		}
+		return out
+	}
+	return []string{"(whole host)"}
+}
+
+func writeFile(path string, write func(*os.File) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

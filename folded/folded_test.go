@@ -1,0 +1,47 @@
+package folded
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/google/pprof/profile"
+)
+
+// TestWrite: frames run outermost first, inlined functions are frames of
+// their own, equal stacks are summed, zero values dropped; with several
+// processes each stack starts at its process.
+func TestWrite(t *testing.T) {
+	main := &profile.Function{ID: 1, Name: "main"}
+	outer := &profile.Function{ID: 2, Name: "outer"}
+	helper := &profile.Function{ID: 3, Name: "std::vector<int; odd>::push"}
+	m := &profile.Mapping{ID: 1, File: "/lib/libx.so", Start: 0x1000, Limit: 0x2000, Offset: 0}
+	lMain := &profile.Location{ID: 1, Line: []profile.Line{{Function: main}}}
+	lInl := &profile.Location{ID: 2, Line: []profile.Line{{Function: helper}, {Function: outer}}}
+	lRaw := &profile.Location{ID: 3, Address: 0x1234, Mapping: m}
+	sample := func(pid int64, v int64, locs ...*profile.Location) *profile.Sample {
+		return &profile.Sample{Location: locs, Value: []int64{v, v, v, v},
+			Label: map[string][]string{"comm": {"p"}}, NumLabel: map[string][]int64{"pid": {pid}}}
+	}
+	tests := []struct {
+		name    string
+		samples []*profile.Sample
+		want    string
+	}{
+		{"one process", []*profile.Sample{
+			sample(1, 5, lInl, lMain), sample(1, 7, lInl, lMain), sample(1, 0, lRaw), sample(1, 3, lRaw, lMain),
+		}, "main;libx.so+0x234 3\nmain;outer;std::vector<int: odd>::push 12\n"},
+		{"two processes", []*profile.Sample{sample(1, 5, lMain), sample(2, 6, lMain)},
+			"p (1);main 5\np (2);main 6\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := Write(&buf, &profile.Profile{Sample: tt.samples}, Live); err != nil {
+				t.Fatal(err)
+			}
+			if buf.String() != tt.want {
+				t.Errorf("got:\n%s\nwant:\n%s", buf.String(), tt.want)
+			}
+		})
+	}
+}

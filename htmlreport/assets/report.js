@@ -1,0 +1,563 @@
+// memtrace HTML report: draws the page's data (the #data element) as SVG,
+// HTML and canvas. No library, no request: the page must work offline.
+"use strict";
+
+window.addEventListener("error", function (e) {
+  var box = document.getElementById("errors");
+  box.textContent += "error: " + e.message + "\n";
+  document.body.dataset.errors = String(Number(document.body.dataset.errors || 0) + 1);
+});
+
+var DATA = JSON.parse(document.getElementById("data").textContent);
+var SVGNS = "http://www.w3.org/2000/svg";
+var HL_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"];
+var state = { proc: null, moment: 0, map: 0, flameMode: "live", zoom: null, playing: null };
+
+// ---- formatting ----------------------------------------------------------
+
+function fmtBytes(n) {
+  var neg = n < 0;
+  n = Math.abs(n);
+  var units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  var i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  var s = i === 0 ? String(Math.round(n)) : String(parseFloat(n.toFixed(n < 10 ? 2 : 1)));
+  return (neg ? "-" : "") + s + " " + units[i];
+}
+function fmtExact(n) { return Math.round(n).toLocaleString("en-US"); }
+function fmtSec(t) { return t.toFixed(t < 10 ? 2 : 1) + " s"; }
+
+// ---- SVG helpers ---------------------------------------------------------
+
+function el(tag, attrs, parent) {
+  var e = document.createElementNS(SVGNS, tag);
+  for (var k in attrs) e.setAttribute(k, attrs[k]);
+  if (parent) parent.appendChild(e);
+  return e;
+}
+function text(parent, x, y, s, attrs) {
+  var t = el("text", Object.assign({ x: x, y: y }, attrs || {}), parent);
+  t.textContent = s;
+  return t;
+}
+function svgBox(container, w, h) {
+  container.textContent = "";
+  return el("svg", { viewBox: "0 0 " + w + " " + h, preserveAspectRatio: "xMidYMid meet" }, container);
+}
+function showTip(ev, s) {
+  var tip = document.getElementById("tip");
+  tip.textContent = s;
+  tip.style.display = "block";
+  var x = ev.clientX + 14, y = ev.clientY + 14;
+  if (x + tip.offsetWidth > window.innerWidth) x = ev.clientX - tip.offsetWidth - 14;
+  if (y + tip.offsetHeight > window.innerHeight) y = ev.clientY - tip.offsetHeight - 14;
+  tip.style.left = x + "px";
+  tip.style.top = y + "px";
+}
+function hideTip() { document.getElementById("tip").style.display = "none"; }
+
+// niceTicks returns about n round values covering [0, max].
+function niceTicks(max, n) {
+  if (max <= 0) return [0];
+  var step = Math.pow(10, Math.floor(Math.log10(max / n)));
+  var err = max / n / step;
+  if (err >= 7.5) step *= 10; else if (err >= 3.5) step *= 5; else if (err >= 1.5) step *= 2;
+  var out = [];
+  for (var v = 0; v <= max * 1.0001; v += step) out.push(v);
+  return out;
+}
+// byteTicks: multiples of a power of two, so labels are round in binary
+// units (256 KiB, 512 KiB, 768 KiB, 1 MiB, ...).
+function byteTicks(max, n) {
+  if (max <= 0) return [0];
+  var step = Math.pow(2, Math.floor(Math.log2(max / n)));
+  if (max / step > 2 * n) step *= 2;
+  var out = [];
+  for (var v = 0; v <= max * 1.0001; v += step) out.push(v);
+  return out;
+}
+
+// ---- data access ---------------------------------------------------------
+
+function P() { return state.proc; }
+function siteLiveAt(i) {
+  var m = {}, a = P().siteLive[i] || [];
+  for (var k = 0; k < a.length; k += 2) m[a[k]] = a[k + 1];
+  return m;
+}
+// groupLiveAt: live bytes per group (call site) at sample i.
+function groupLiveAt(i) {
+  var m = siteLiveAt(i), g = {};
+  for (var si in m) { var k = P().sites[si].group; g[k] = (g[k] || 0) + m[si]; }
+  return g;
+}
+function siteColor(si) { return P().groups[P().sites[si].group].color; }
+function nearestSample(t) {
+  var ts = P().t, best = 0;
+  for (var i = 0; i < ts.length; i++) if (Math.abs(ts[i] - t) < Math.abs(ts[best] - t)) best = i;
+  return best;
+}
+function mapAt(t) {
+  var maps = P().maps, best = -1;
+  for (var i = 0; i < maps.length; i++) if (maps[i].t <= t + 1e-9) best = i;
+  return Math.max(best, 0);
+}
+
+// ---- status line -----------------------------------------------------------
+
+function drawStatus() {
+  var p = P(), i = state.moment;
+  var s = p.comm + " (pid " + p.pid + ")   t=" + fmtSec(p.t[i]) + "   live " + fmtBytes(p.live[i]) +
+    " in " + fmtExact(p.blocks[i]) + " blocks   mapped " + fmtBytes(p.mapped[i]) +
+    "   peak " + fmtBytes(p.peak.bytes);
+  if (p.maps.length) s += "   heap map at " + fmtSec(p.maps[state.map].t);
+  var last = null;
+  p.marks.forEach(function (m) { if (m.t <= p.t[i] + 1e-9) last = m; });
+  if (last) s += "   last mark: " + last.label + " at " + fmtSec(last.t);
+  if (DATA.sampleBytes) s += "   (sampled: estimates, 1 sample per " + fmtBytes(DATA.sampleBytes) + ")";
+  document.getElementById("status").textContent = s;
+}
+
+// ---- timeline ----------------------------------------------------------------
+
+var TL = { w: 1000, h: 320, l: 70, r: 20, t: 28, b: 30 };
+
+function drawTimeline() {
+  var p = P(), sec = document.getElementById("timeline");
+  var svg = svgBox(sec.querySelector(".chart"), TL.w, TL.h);
+  var n = p.t.length, tmax = p.t[n - 1] || 1;
+  var layers = [];
+  // Stack: the top sites, then the other sites (live minus the top).
+  var tops = p.top.map(function () { return new Array(n); });
+  var other = new Array(n), maxStack = 0;
+  for (var i = 0; i < n; i++) {
+    var m = groupLiveAt(i), sum = 0;
+    for (var k = 0; k < p.top.length; k++) { tops[k][i] = m[p.top[k]] || 0; sum += tops[k][i]; }
+    other[i] = Math.max(p.live[i] - sum, 0);
+    maxStack = Math.max(maxStack, sum + other[i]);
+  }
+  for (k = 0; k < p.top.length; k++) layers.push({ v: tops[k], color: p.groups[p.top[k]].color, name: p.groups[p.top[k]].label });
+  layers.push({ v: other, color: DATA.otherColor, name: "other call sites" });
+  var ymax = Math.max(maxStack, Math.max.apply(null, p.mapped), p.peak.bytes, 1) * 1.08;
+  var x = function (t) { return TL.l + (TL.w - TL.l - TL.r) * t / tmax; };
+  var y = function (v) { return TL.h - TL.b - (TL.h - TL.t - TL.b) * v / ymax; };
+  svg.dataset.max = String(maxStack);
+  svg.dataset.peak = String(p.peak.bytes);
+
+  var ax = el("g", { "class": "axis" }, svg);
+  byteTicks(ymax, 5).forEach(function (v) {
+    el("line", { "class": "grid", x1: TL.l, x2: TL.w - TL.r, y1: y(v), y2: y(v) }, ax);
+    text(ax, TL.l - 6, y(v) + 4, fmtBytes(v), { "text-anchor": "end" });
+  });
+  niceTicks(tmax, 8).forEach(function (t) {
+    text(ax, x(t), TL.h - TL.b + 16, fmtSec(t), { "text-anchor": "middle" });
+  });
+  el("line", { x1: TL.l, x2: TL.w - TL.r, y1: y(0), y2: y(0) }, ax);
+
+  var base = new Array(n).fill(0);
+  layers.forEach(function (L) {
+    var top = base.map(function (b, i) { return b + L.v[i]; });
+    var d = "M" + x(p.t[0]) + "," + y(base[0]);
+    for (var i = 0; i < n; i++) d += "L" + x(p.t[i]) + "," + y(top[i]);
+    for (i = n - 1; i >= 0; i--) d += "L" + x(p.t[i]) + "," + y(base[i]);
+    el("path", { d: d + "Z", fill: L.color, stroke: "none", "class": "layer" }, svg).appendChild(document.createElementNS(SVGNS, "title")).textContent = L.name;
+    base = top;
+  });
+  if (Math.max.apply(null, p.mapped) > 0) {
+    var d = "";
+    for (i = 0; i < n; i++) d += (i ? "L" : "M") + x(p.t[i]) + "," + y(p.mapped[i]);
+    el("path", { d: d, fill: "none", stroke: "#333", "stroke-dasharray": "5 3", "class": "mapped" }, svg);
+  }
+  p.marks.forEach(function (mk) {
+    var g = el("g", { "class": "mark" }, svg);
+    el("line", { x1: x(mk.t), x2: x(mk.t), y1: TL.t - 8, y2: y(0) }, g);
+    text(g, x(mk.t) + 3, TL.t - 10, mk.label, { "class": "mark-label" });
+  });
+  if (p.peak.bytes > 0) {
+    var g = el("g", { "class": "peak" }, svg);
+    el("circle", { cx: x(p.peak.t), cy: y(p.peak.bytes), r: 4 }, g);
+    var right = x(p.peak.t) > TL.w * 0.7;
+    text(g, x(p.peak.t) + (right ? -8 : 8), y(p.peak.bytes) - 6, "peak " + fmtBytes(p.peak.bytes),
+      { id: "peak-label", "text-anchor": right ? "end" : "start" });
+  }
+  el("line", { "class": "cursor", x1: x(p.t[state.moment]), x2: x(p.t[state.moment]), y1: TL.t, y2: y(0) }, svg);
+  var hit = el("rect", { x: TL.l, y: TL.t, width: TL.w - TL.l - TL.r, height: TL.h - TL.t - TL.b, fill: "transparent" }, svg);
+  var toT = function (ev) {
+    var r = svg.getBoundingClientRect();
+    var vx = (ev.clientX - r.left) * TL.w / r.width;
+    return Math.min(Math.max((vx - TL.l) / (TL.w - TL.l - TL.r) * tmax, 0), tmax);
+  };
+  hit.addEventListener("mousemove", function (ev) {
+    var i = nearestSample(toT(ev)), m = groupLiveAt(i);
+    var s = "t=" + fmtSec(p.t[i]) + "\nlive   " + fmtExact(p.live[i]) + " B in " + fmtExact(p.blocks[i]) + " blocks\nmapped " + fmtExact(p.mapped[i]) + " B";
+    p.top.forEach(function (g) { if (m[g]) s += "\n" + fmtExact(m[g]).padStart(12) + " B  " + p.groups[g].label; });
+    showTip(ev, s);
+  });
+  hit.addEventListener("mouseleave", hideTip);
+  hit.addEventListener("click", function (ev) { choose(nearestSample(toT(ev))); });
+  sec.dataset.drawn = "1";
+}
+
+// ---- rates ------------------------------------------------------------------
+
+function drawRates() {
+  var p = P(), sec = document.getElementById("rates"), box = sec.querySelector(".chart");
+  if (!p.rates || !p.rates.length) {
+    box.textContent = "No rates were kept for this run.";
+    sec.dataset.drawn = "1";
+    return;
+  }
+  var svg = svgBox(box, TL.w, TL.h), n = p.t.length, tmax = p.t[n - 1] || 1;
+  var lo = Infinity, hi = 0;
+  p.rates.forEach(function (r) {
+    [r.alloc, r.freed, r.net].forEach(function (a) {
+      a.forEach(function (v) { v = Math.abs(v); if (v > 0) { lo = Math.min(lo, v); hi = Math.max(hi, v); } });
+    });
+  });
+  if (hi === 0) { lo = 1; hi = 1024; }
+  // Powers of two: ticks fall on round binary units (1 KiB/s, 8 KiB/s, ...).
+  var l0 = Math.floor(Math.log2(Math.max(lo, 1))), l1 = Math.ceil(Math.log2(hi * 1.01));
+  if (l1 <= l0) l1 = l0 + 1;
+  var x = function (t) { return TL.l + (TL.w - TL.l - TL.r) * t / tmax; };
+  var y = function (v) {
+    var lv = Math.log2(Math.max(Math.abs(v), Math.pow(2, l0)));
+    return TL.h - TL.b - (TL.h - TL.t - TL.b) * (lv - l0) / (l1 - l0);
+  };
+  var ax = el("g", { "class": "axis" }, svg);
+  var step = [1, 2, 3, 5, 10].find(function (s) { return (l1 - l0) / s <= 8; }) || 10;
+  for (var e = Math.ceil(l0 / step) * step; e <= l1; e += step) {
+    var v = Math.pow(2, e);
+    el("line", { "class": "grid", x1: TL.l, x2: TL.w - TL.r, y1: y(v), y2: y(v) }, ax);
+    text(ax, TL.l - 6, y(v) + 4, fmtBytes(v) + "/s", { "text-anchor": "end" });
+  }
+  niceTicks(tmax, 8).forEach(function (t) { text(ax, x(t), TL.h - TL.b + 16, fmtSec(t), { "text-anchor": "middle" }); });
+  var dash = { alloc: "", freed: "6 3", net: "1 3" };
+  p.rates.forEach(function (r, j) {
+    var color = HL_COLORS[j % HL_COLORS.length];
+    ["alloc", "freed", "net"].forEach(function (kind) {
+      var d = "";
+      r[kind].forEach(function (v, i) { d += (i ? "L" : "M") + x(p.t[i]) + "," + y(v); });
+      el("path", { d: d, fill: "none", stroke: color, "stroke-width": kind === "net" ? 2 : 1.5, "stroke-dasharray": dash[kind], "class": "rate" }, svg);
+    });
+    text(svg, TL.l + 10 + j * 90, TL.t - 10, "half-life " + r.halfLife, { fill: color, style: "fill:" + color });
+  });
+  el("line", { "class": "cursor", x1: x(p.t[state.moment]), x2: x(p.t[state.moment]), y1: TL.t, y2: TL.h - TL.b }, svg);
+  var hit = el("rect", { x: TL.l, y: TL.t, width: TL.w - TL.l - TL.r, height: TL.h - TL.t - TL.b, fill: "transparent" }, svg);
+  var toT = function (ev) {
+    var rc = svg.getBoundingClientRect();
+    return Math.min(Math.max(((ev.clientX - rc.left) * TL.w / rc.width - TL.l) / (TL.w - TL.l - TL.r) * tmax, 0), tmax);
+  };
+  hit.addEventListener("mousemove", function (ev) {
+    var i = nearestSample(toT(ev)), s = "t=" + fmtSec(p.t[i]) + "\nhalf-life   allocated/s      freed/s        net/s";
+    p.rates.forEach(function (r) {
+      s += "\n" + r.halfLife.padStart(9) + fmtExact(r.alloc[i]).padStart(14) + fmtExact(r.freed[i]).padStart(13) + fmtExact(r.net[i]).padStart(13);
+    });
+    showTip(ev, s);
+  });
+  hit.addEventListener("mouseleave", hideTip);
+  hit.addEventListener("click", function (ev) { choose(nearestSample(toT(ev))); });
+  sec.dataset.drawn = "1";
+}
+
+// ---- flame graph ---------------------------------------------------------------
+
+function flameTree() {
+  var p = P(), root = { name: "all", full: "all call sites", value: 0, kids: {} };
+  var add = function (stack, v, color) {
+    root.value += v;
+    var node = root;
+    stack.forEach(function (f, depth) {
+      var k = f[0];
+      if (!node.kids[k]) node.kids[k] = { name: f[0], full: f[1], value: 0, kids: {}, color: null };
+      node = node.kids[k];
+      node.value += v;
+      if (depth === stack.length - 1) node.color = color;
+    });
+  };
+  if (state.flameMode === "live") {
+    var m = siteLiveAt(state.moment), known = 0;
+    for (var si in m) { add(p.sites[si].stack, m[si], siteColor(si)); known += m[si]; }
+    var rest = p.live[state.moment] - known;
+    if (rest > 0) add([["(smaller call sites)", "call sites below the largest at this moment"]], rest, DATA.otherColor);
+  } else {
+    p.sites.forEach(function (s, si) { if (s.allocated > 0) add(s.stack, s.allocated, siteColor(si)); });
+  }
+  return root;
+}
+
+function drawFlame() {
+  var sec = document.getElementById("flame"), box = sec.querySelector(".flame");
+  box.textContent = "";
+  var root = flameTree(), zoom = root, path = [];
+  if (state.zoom) {
+    // Follow the zoomed path of names from the new tree's root.
+    var node = root;
+    for (var i = 0; i < state.zoom.length && node; i++) { node = node.kids[state.zoom[i]]; if (node) path.push(node); }
+    if (node) zoom = node; else { state.zoom = null; path = []; }
+  }
+  var W = box.clientWidth || 1000, rowH = 17, maxDepth = 0;
+  var place = function (node, depth, x0, w, names) {
+    if (w < 1 || node.value <= 0) return;
+    maxDepth = Math.max(maxDepth, depth);
+    var d = document.createElement("div");
+    d.className = "frame";
+    d.style.left = x0 + "px"; d.style.top = depth * rowH + "px"; d.style.width = w + "px";
+    d.style.background = node.color || (depth === 0 ? "#ddd" : "#e8c9a0");
+    d.textContent = node.name;
+    var v = node.value;
+    d.addEventListener("mousemove", function (ev) {
+      showTip(ev, node.full + "\n" + fmtExact(v) + " B (" + fmtBytes(v) + "), " + (100 * v / root.value).toFixed(1) + "% of all");
+    });
+    d.addEventListener("mouseleave", hideTip);
+    d.addEventListener("click", function () { state.zoom = names.length ? names : null; hideTip(); drawFlame(); });
+    box.appendChild(d);
+    var kids = Object.keys(node.kids).map(function (k) { return node.kids[k]; }).sort(function (a, b) { return b.value - a.value; });
+    var cx = x0;
+    kids.forEach(function (c) {
+      var cw = w * c.value / node.value;
+      place(c, depth + 1, cx, cw, names.concat([c.name]));
+      cx += cw;
+    });
+  };
+  if (root.value <= 0) {
+    box.textContent = state.flameMode === "live" ? "Nothing live at this moment." : "Nothing allocated.";
+  } else {
+    // Ancestors of the zoomed frame stay on top at full width.
+    var names = [];
+    if (zoom !== root) {
+      place({ name: "all", full: "all call sites (click to zoom out)", value: root.value, kids: {}, color: "#ddd" }, 0, 0, W, []);
+      path.forEach(function (n, i) {
+        names = names.concat([n.name]);
+        if (n !== zoom) place({ name: n.name, full: n.full, value: n.value, kids: {}, color: "#f0e0c8" }, i + 1, 0, W, names.slice());
+      });
+      place(zoom, path.length, 0, W, names);
+    } else {
+      place(root, 0, 0, W, []);
+    }
+  }
+  box.style.height = (maxDepth + 1) * rowH + 4 + "px";
+  sec.dataset.drawn = "1";
+}
+
+// ---- heap map -----------------------------------------------------------------
+
+var MAP_GAP = 1 << 20; // ranges further apart than this are drawn apart
+
+// mapLayout: the address ranges of every moment's runs, merged, so that
+// the picture keeps its place from moment to moment.
+function mapLayout(p) {
+  var iv = [];
+  p.maps.forEach(function (m) {
+    var addr = 0;
+    for (var k = 0; k < m.runs.length; k += 3) {
+      var s = addr + m.runs[k], e = s + m.runs[k + 1];
+      iv.push([s, e]);
+      addr = e;
+    }
+  });
+  iv.sort(function (a, b) { return a[0] - b[0]; });
+  var spans = [];
+  iv.forEach(function (r) {
+    var last = spans[spans.length - 1];
+    if (last && r[0] <= last[1] + MAP_GAP) last[1] = Math.max(last[1], r[1]);
+    else spans.push([r[0], r[1]]);
+  });
+  var total = spans.reduce(function (a, s) { return a + s[1] - s[0]; }, 0);
+  var W = 1000, maxRows = 300;
+  var bpp = Math.max(1, Math.ceil(total / (W * maxRows)));
+  // Each span starts on a fresh row, after a separator row.
+  var pos = 0;
+  spans.forEach(function (s) {
+    if (pos % W) pos += W - pos % W;
+    if (pos) pos += W;
+    s.push(pos);
+    pos += Math.ceil((s[1] - s[0]) / bpp);
+  });
+  return { spans: spans, bpp: bpp, W: W, rows: Math.max(1, Math.ceil(pos / W)) };
+}
+
+function drawHeapMap() {
+  var p = P(), sec = document.getElementById("heapmap");
+  var canvas = document.getElementById("map-canvas"), slider = document.getElementById("map-slider");
+  if (!p.maps.length) {
+    canvas.height = 20;
+    document.getElementById("map-time").textContent = "no heap-map moment was taken";
+    sec.dataset.drawn = "1";
+    return;
+  }
+  if (!p.layout) p.layout = mapLayout(p);
+  var L = p.layout, m = p.maps[state.map];
+  slider.max = String(p.maps.length - 1);
+  slider.value = String(state.map);
+  document.getElementById("map-time").textContent = "t=" + fmtSec(m.t) + " (" + (state.map + 1) + "/" + p.maps.length + ")";
+  canvas.width = L.W;
+  canvas.height = L.rows;
+  canvas.style.height = Math.max(L.rows, 60) + "px";
+  var ctx = canvas.getContext("2d");
+  ctx.fillStyle = "#fff";
+  ctx.fillRect(0, 0, L.W, L.rows);
+  var fillRange = function (a, b, color) { // pixel positions [a, b)
+    ctx.fillStyle = color;
+    while (a < b) {
+      var row = Math.floor(a / L.W), x0 = a % L.W, x1 = Math.min(L.W, x0 + (b - a));
+      ctx.fillRect(x0, row, x1 - x0, 1);
+      a += x1 - x0;
+    }
+  };
+  L.spans.forEach(function (s, i) {
+    fillRange(s[2], s[2] + Math.ceil((s[1] - s[0]) / L.bpp), "#f1f1f1");
+    if (i > 0) fillRange(s[2] - L.W, s[2], "#999");
+  });
+  var span = 0, addr = 0;
+  for (var k = 0; k < m.runs.length; k += 3) {
+    var st = addr + m.runs[k], en = st + m.runs[k + 1], site = m.runs[k + 2];
+    addr = en;
+    while (span < L.spans.length - 1 && st >= L.spans[span + 1][0]) span++;
+    var sp = L.spans[span];
+    var a = sp[2] + Math.floor((st - sp[0]) / L.bpp), b = sp[2] + Math.ceil((en - sp[0]) / L.bpp);
+    fillRange(a, Math.max(b, a + 1), site >= 0 ? siteColor(site) : DATA.otherColor);
+  }
+  canvas.title = "1 pixel = " + fmtBytes(L.bpp) + " of address space";
+  // Marks along the slider.
+  var marks = document.getElementById("map-marks");
+  marks.textContent = "";
+  var tmax = p.maps[p.maps.length - 1].t || 1;
+  p.marks.forEach(function (mk) {
+    var s = document.createElement("span");
+    s.textContent = "▾ " + mk.label;
+    s.style.left = (100 * Math.min(mk.t / tmax, 1)) + "%";
+    marks.appendChild(s);
+  });
+  drawLegend(sec.querySelector(".legend"));
+  sec.dataset.drawn = "1";
+}
+
+function drawLegend(box) {
+  var p = P();
+  box.textContent = "";
+  var shown = {};
+  var item = function (color, label, title) {
+    var s = document.createElement("span");
+    var i = document.createElement("i");
+    i.style.background = color;
+    s.appendChild(i);
+    s.appendChild(document.createTextNode(label));
+    s.title = title;
+    box.appendChild(s);
+  };
+  var seen = {};
+  p.top.forEach(function (g) { var l = p.groups[g].label; seen[l] = (seen[l] || 0) + 1; });
+  p.top.forEach(function (g) {
+    var s = p.groups[g];
+    shown[s.color] = true;
+    // A function allocating from several lines: name the line too.
+    item(s.color, seen[s.label] > 1 ? s.label + " " + s.loc.replace(/^.*\//, "") : s.label, s.full + " " + s.loc + " (" + s.module + ")");
+  });
+  p.groups.forEach(function (s) { // colours from --colors outside the top
+    if (!shown[s.color] && s.color !== DATA.otherColor) { shown[s.color] = true; item(s.color, s.label, s.full); }
+  });
+  item(DATA.otherColor, "other call sites", "");
+}
+
+// ---- sizes ---------------------------------------------------------------------
+
+function drawSizes() {
+  var p = P(), sec = document.getElementById("sizes"), m = p.maps[state.map];
+  var sets = [
+    { title: "allocation sizes over the run (count)", h: p.allocSizes, color: "#4e79a7" },
+    { title: m ? "live block sizes at " + fmtSec(m.t) + " (count)" : "live block sizes: no heap-map moment", h: m ? m.liveSizes : [], color: "#f28e2b" },
+  ];
+  var n = Math.max(1, Math.max.apply(null, sets.map(function (s) { return s.h.length; })));
+  var W = 1000, H = 200, l = 60, gap = 40, pw = (W - l - gap) / 2;
+  var svg = svgBox(sec.querySelector(".chart"), W, H);
+  sets.forEach(function (set, j) {
+    var x0 = l + j * (pw + gap), maxv = Math.max(1, Math.max.apply(null, set.h.concat([0])));
+    var bw = pw / n;
+    text(svg, x0, 14, set.title);
+    niceTicks(maxv, 4).forEach(function (v) {
+      var y = H - 40 - (H - 70) * v / maxv;
+      el("line", { "class": "grid", x1: x0, x2: x0 + pw, y1: y, y2: y }, svg);
+      text(svg, x0 - 4, y + 4, fmtExact(v), { "text-anchor": "end" });
+    });
+    for (var i = 0; i < n; i++) {
+      var v = set.h[i] || 0, bh = (H - 70) * v / maxv;
+      var lowB = i === 0 ? 0 : Math.pow(2, i - 1);
+      var r = el("rect", { x: x0 + i * bw + 1, y: H - 40 - bh, width: Math.max(bw - 2, 1), height: bh, fill: set.color, "class": "bar" }, svg);
+      el("title", {}, r).textContent = (i === 0 ? "0 B" : fmtBytes(lowB) + " – " + fmtBytes(Math.pow(2, i) - 1)) + ": " + fmtExact(v) + " blocks";
+      if (i % Math.ceil(n / 8) === 0) text(svg, x0 + i * bw + bw / 2, H - 24, fmtBytes(lowB), { "text-anchor": "middle" });
+    }
+  });
+  sec.dataset.drawn = "1";
+}
+
+// ---- wiring -----------------------------------------------------------------------
+
+function choose(i) {
+  state.moment = i;
+  state.map = mapAt(P().t[i]);
+  drawAll();
+}
+
+function drawAll() {
+  drawStatus();
+  drawTimeline();
+  drawRates();
+  drawFlame();
+  drawHeapMap();
+  drawSizes();
+}
+
+function pickProcess(k) {
+  state.proc = DATA.processes[k];
+  var p = state.proc, best = 0;
+  for (var i = 0; i < p.live.length; i++) if (p.live[i] > p.live[best]) best = i;
+  state.zoom = null;
+  choose(best); // start at the highest live heap
+}
+
+function init() {
+  if (!DATA.processes || !DATA.processes.length) {
+    document.getElementById("status").textContent = "No process was traced long enough to draw.";
+    document.body.dataset.ready = "1";
+    return;
+  }
+  var sel = document.getElementById("proc");
+  DATA.processes.forEach(function (p, k) {
+    var o = document.createElement("option");
+    o.value = String(k);
+    o.textContent = p.comm + " (" + p.pid + ")";
+    sel.appendChild(o);
+  });
+  if (DATA.processes.length < 2) document.getElementById("proc-pick").style.display = "none";
+  sel.addEventListener("change", function () { pickProcess(Number(sel.value)); });
+  document.querySelectorAll("input[name=flame-mode]").forEach(function (r) {
+    r.addEventListener("change", function () { state.flameMode = r.value; state.zoom = null; drawFlame(); });
+  });
+  document.getElementById("map-slider").addEventListener("input", function (ev) {
+    state.map = Number(ev.target.value);
+    state.moment = nearestSample(P().maps[state.map].t);
+    drawAll();
+  });
+  document.getElementById("play").addEventListener("click", function (ev) {
+    if (state.playing) { clearInterval(state.playing); state.playing = null; ev.target.textContent = "Play"; return; }
+    ev.target.textContent = "Pause";
+    var stop = function () { clearInterval(state.playing); state.playing = null; ev.target.textContent = "Play"; };
+    if (state.map >= P().maps.length - 1) state.map = -1; // from the start again
+    state.playing = setInterval(function () {
+      var p = P();
+      if (state.map >= p.maps.length - 1) { stop(); return; }
+      var from = state.map >= 0 ? p.maps[state.map].t : -1;
+      state.map++;
+      state.moment = nearestSample(p.maps[state.map].t);
+      drawAll();
+      // Pause at marks, as MemMon did.
+      if (p.marks.some(function (m) { return m.t > from && m.t <= p.maps[state.map].t; })) stop();
+    }, 500);
+  });
+  pickProcess(0);
+  // How long from navigation to a drawn page (the benchmark reads it).
+  document.body.dataset.drawMs = String(Math.round(performance.now()));
+  document.body.dataset.ready = "1";
+}
+
+init();

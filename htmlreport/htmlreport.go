@@ -1,0 +1,325 @@
+// Package htmlreport writes one self-contained HTML page picturing a run:
+// a timeline of the live heap stacked by call site, the decaying rates on
+// a log scale, a flame graph, a heap map (MemMon's picture of where the
+// blocks lie, coloured by call site) and size histograms. Scripts, styles
+// and data are inline; the page makes no request. The web assets are
+// files under assets/, embedded.
+package htmlreport
+
+import (
+	"bytes"
+	"cmp"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/history"
+	"github.com/memtrace/memtrace/pprofout"
+	"github.com/memtrace/memtrace/report"
+	"github.com/memtrace/memtrace/symbolize"
+)
+
+var (
+	//go:embed assets/page.html
+	pageHTML string
+	//go:embed assets/report.css
+	reportCSS string
+	//go:embed assets/report.js
+	reportJS string
+)
+
+// Options shape the page.
+type Options struct {
+	Title string
+	// Colors override the default palette for the call sites they match.
+	Colors []ColorRule
+	// Legend is how many of the largest call sites get palette colours
+	// and their own layer in the timeline (default len(DefaultPalette)).
+	Legend int
+}
+
+// Write writes the page for h. final is the run's last snapshot (what was
+// allocated over the run, per call site); src names call sites and their
+// stacks.
+func Write(w io.Writer, h history.History, final aggregate.Snapshot, src pprofout.Sources, o Options) error {
+	if o.Legend <= 0 {
+		o.Legend = len(DefaultPalette)
+	}
+	d := pageData{Title: o.Title, SampleBytes: h.SampleBytes, OtherColor: OtherColor, Processes: []processData{}}
+	finals := map[uint32]aggregate.ProcessSnapshot{}
+	for _, p := range final.Processes {
+		finals[p.PID] = p
+	}
+	for _, p := range h.Processes {
+		if len(p.Samples) == 0 {
+			continue
+		}
+		d.Processes = append(d.Processes, buildProcess(p, finals[p.PID], src, o))
+	}
+	data, err := json.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("encode page data: %w", err)
+	}
+	page := strings.NewReplacer(
+		"/*CSS*/", reportCSS,
+		"/*JS*/", reportJS,
+		"/*DATA*/", string(data), // json.Marshal escapes <, > and &: no "</script>" inside
+		"TITLE", htmlEscape(o.Title),
+	).Replace(pageHTML)
+	if _, err := io.WriteString(w, page); err != nil {
+		return fmt.Errorf("write html report: %w", err)
+	}
+	return nil
+}
+
+func htmlEscape(s string) string {
+	var b bytes.Buffer
+	for _, r := range s {
+		switch r {
+		case '<':
+			b.WriteString("&lt;")
+		case '>':
+			b.WriteString("&gt;")
+		case '&':
+			b.WriteString("&amp;")
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+type pageData struct {
+	Title       string        `json:"title"`
+	SampleBytes uint64        `json:"sampleBytes"`
+	OtherColor  string        `json:"otherColor"`
+	Processes   []processData `json:"processes"`
+}
+
+type processData struct {
+	PID    uint32      `json:"pid"`
+	Comm   string      `json:"comm"`
+	Sites  []siteData  `json:"sites"`
+	Groups []groupData `json:"groups"`
+	// Top are the groups with their own timeline layer and legend entry.
+	Top []int `json:"top"`
+	// Times are seconds since the first sample.
+	Times   []float64  `json:"t"`
+	Live    []uint64   `json:"live"`
+	Blocks  []uint64   `json:"blocks"`
+	Mapped  []uint64   `json:"mapped"`
+	SiteLiv [][]uint64 `json:"siteLive"` // per sample: site, bytes, site, bytes...
+	Rates   []rateData `json:"rates"`
+	Peak    struct {
+		T     float64 `json:"t"`
+		Bytes uint64  `json:"bytes"`
+	} `json:"peak"`
+	Marks      []markData `json:"marks"`
+	Maps       []mapData  `json:"maps"`
+	AllocSizes []uint64   `json:"allocSizes"`
+}
+
+// groupData is a call site (its leaf frame), the unit of colours.
+type groupData struct {
+	Label    string `json:"label"`
+	Full     string `json:"full"`
+	Location string `json:"loc"`
+	Module   string `json:"module"`
+	Color    string `json:"color"`
+}
+
+type siteData struct {
+	Label    string     `json:"label"`
+	Full     string     `json:"full"`
+	Location string     `json:"loc"`
+	Module   string     `json:"module"`
+	Group    int        `json:"group"`
+	Stack    [][]string `json:"stack"` // outermost first: [label, full name + location]
+	// Allocated over the run (final snapshot).
+	Allocated uint64 `json:"allocated"`
+	Allocs    uint64 `json:"allocs"`
+}
+
+type rateData struct {
+	HalfLife string    `json:"halfLife"`
+	Alloc    []float64 `json:"alloc"`
+	Freed    []float64 `json:"freed"`
+	Net      []float64 `json:"net"`
+}
+
+type markData struct {
+	T     float64 `json:"t"`
+	Label string  `json:"label"`
+}
+
+type mapData struct {
+	T float64 `json:"t"`
+	// Runs: per run, its start minus the previous run's end (the first:
+	// its address), its length and its site.
+	Runs      []int64  `json:"runs"`
+	LiveSizes []uint64 `json:"liveSizes"`
+}
+
+func buildProcess(p history.Process, final aggregate.ProcessSnapshot, src pprofout.Sources, o Options) processData {
+	t0 := p.Samples[0].Time
+	sec := func(t uint64) float64 {
+		if t < t0 {
+			return 0
+		}
+		return float64(t-t0) / 1e9
+	}
+	// Empty lists, not null: the script iterates them.
+	d := processData{PID: p.PID, Comm: p.Comm, AllocSizes: trimZeros(p.AllocSizes[:]),
+		Top: []int{}, Rates: []rateData{}, Marks: []markData{}, Maps: []mapData{}}
+
+	// Name the sites; sites of one call site (with --detail, one per
+	// stack) form a group: one colour, one timeline layer, one legend entry.
+	groupOf := map[string]int{}
+	finalSites := map[aggregate.SiteKey]aggregate.Stats{}
+	for _, s := range final.Sites {
+		if s.Category == aggregate.Heap {
+			finalSites[s.Key()] = s.Stats
+		}
+	}
+	for _, k := range p.Sites {
+		sd := site(p.PID, k, src)
+		key := sd.Label + "\x00" + sd.Location + "\x00" + sd.Module
+		g, ok := groupOf[key]
+		if !ok {
+			g = len(d.Groups)
+			groupOf[key] = g
+			d.Groups = append(d.Groups, groupData{Label: sd.Label, Full: sd.Full, Location: sd.Location, Module: sd.Module})
+		}
+		sd.Group = g
+		st := finalSites[k]
+		sd.Allocated, sd.Allocs = st.AllocBytes, st.Allocs
+		d.Sites = append(d.Sites, sd)
+	}
+
+	// Rank the groups by their highest live bytes over the run.
+	most := make([]uint64, len(d.Groups))
+	for _, s := range p.Samples {
+		sum := make([]uint64, len(d.Groups))
+		for i, v := range s.Sites {
+			sum[d.Sites[i].Group] += v
+		}
+		for g, v := range sum {
+			most[g] = max(most[g], v)
+		}
+	}
+	order := make([]int, len(d.Groups))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(most[b], most[a]) })
+	for _, g := range order {
+		if len(d.Top) == o.Legend || most[g] == 0 {
+			break
+		}
+		d.Top = append(d.Top, g)
+	}
+	for g := range d.Groups {
+		d.Groups[g].Color = OtherColor
+	}
+	for rank, g := range d.Top {
+		d.Groups[g].Color = DefaultPalette[rank%len(DefaultPalette)]
+	}
+	for g := range d.Groups {
+		for _, r := range o.Colors {
+			if r.match(d.Groups[g].Full, d.Groups[g].Module) {
+				d.Groups[g].Color = r.Color
+				break
+			}
+		}
+	}
+
+	// One curve per half-life, one point per sample (0 where a sample has
+	// no rates), so that every array lines up with the times.
+	for _, s := range p.Samples {
+		for j := len(d.Rates); j < len(s.Rates); j++ {
+			d.Rates = append(d.Rates, rateData{HalfLife: report.HalfLifeText(s.Rates[j].HalfLife),
+				Alloc: make([]float64, len(d.Times)), Freed: make([]float64, len(d.Times)), Net: make([]float64, len(d.Times))})
+		}
+		d.Times = append(d.Times, sec(s.Time))
+		d.Live = append(d.Live, s.LiveBytes)
+		d.Blocks = append(d.Blocks, s.LiveBlocks)
+		d.Mapped = append(d.Mapped, s.MappedBytes)
+		ids := slices.Sorted(maps.Keys(s.Sites)) // a stable page for a given run
+		sl := make([]uint64, 0, 2*len(ids))
+		for _, i := range ids {
+			sl = append(sl, uint64(i), s.Sites[i])
+		}
+		d.SiteLiv = append(d.SiteLiv, sl)
+		for j := range d.Rates {
+			var r aggregate.RateSnapshot
+			if j < len(s.Rates) {
+				r = s.Rates[j]
+			}
+			rd := &d.Rates[j]
+			rd.Alloc = append(rd.Alloc, r.AllocBytesPerSec)
+			rd.Freed = append(rd.Freed, r.FreedBytesPerSec)
+			rd.Net = append(rd.Net, r.NetBytesPerSec)
+		}
+	}
+	d.Peak.T, d.Peak.Bytes = sec(p.Peak.Time), p.Peak.Bytes
+	for _, m := range p.Marks {
+		d.Marks = append(d.Marks, markData{sec(m.Time), m.Label})
+	}
+	for _, m := range p.Maps {
+		md := mapData{T: sec(m.Time), LiveSizes: trimZeros(m.LiveSizes[:]), Runs: []int64{}}
+		prev := uint64(0)
+		for _, r := range m.Runs {
+			md.Runs = append(md.Runs, int64(r.Start-prev), int64(r.End-r.Start), int64(r.Site))
+			prev = r.End
+		}
+		d.Maps = append(d.Maps, md)
+	}
+	return d
+}
+
+// site names a call site and its stack, outermost frame first.
+func site(pid uint32, k aggregate.SiteKey, src pprofout.Sources) siteData {
+	var frames []symbolize.Frame
+	if src.Stacks != nil && k.StackID >= 0 {
+		frames = src.Stacks.Stack(pid, aggregate.SiteSnapshot{Address: k.Address, StackID: k.StackID}).Frames
+	}
+	if len(frames) == 0 {
+		f := symbolize.Frame{Address: k.Address}
+		if src.Symbolizer != nil {
+			f = src.Symbolizer.Resolve(int(pid), k.Address)
+			f.Address = k.Address
+		}
+		frames = []symbolize.Frame{f}
+	}
+	leaf := frames[0]
+	sd := siteData{Label: report.FunctionLabel(leaf), Full: fullName(leaf), Location: report.LocationLabel(leaf), Module: report.ModuleLabel(leaf)}
+	for i := len(frames) - 1; i >= 0; i-- {
+		f := frames[i]
+		full := fullName(f)
+		if f.File != "" {
+			full += " at " + f.File + ":" + fmt.Sprint(f.Line)
+		}
+		sd.Stack = append(sd.Stack, []string{report.FunctionLabel(f), full})
+	}
+	return sd
+}
+
+func fullName(f symbolize.Frame) string {
+	if f.Function == "" {
+		return report.FunctionLabel(f)
+	}
+	return f.Function
+}
+
+func trimZeros(h []uint64) []uint64 {
+	n := len(h)
+	for n > 0 && h[n-1] == 0 {
+		n--
+	}
+	return slices.Clone(h[:n])
+}

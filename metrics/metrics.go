@@ -1,0 +1,275 @@
+// Package metrics serves what a trace holds over HTTP while it runs, for
+// fleets: /metrics in Prometheus's text format and /debug/pprof/heap, the
+// live heap as a pprof profile, where Parca and Pyroscope scrape. The
+// session hands it a snapshot of the aggregate every period (Update);
+// scrapes read the latest one and never touch the tracer.
+package metrics
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/pprofout"
+	"github.com/memtrace/memtrace/report"
+)
+
+// ErrNotLoopback: the listen address is reachable from other hosts and the
+// caller did not allow that. The data tells what processes do.
+var ErrNotLoopback = errors.New("not a loopback address")
+
+// Options configure a Server.
+type Options struct {
+	// Top bounds memtrace_callsite_live_bytes to this many call sites per
+	// process (by live bytes), so the series' number stays bounded.
+	Top int
+	// Sources symbolize the call sites, for the function and module labels
+	// and the pprof profile.
+	Sources pprofout.Sources
+	// Cgroup names a process's cgroup (label "cgroup"); read once per
+	// process. Nil: the label is empty.
+	Cgroup func(pid uint32) string
+	// Start is when the trace began (the profile's duration).
+	Start time.Time
+}
+
+// Server holds the latest snapshot and answers scrapes from it.
+type Server struct {
+	o Options
+
+	mu      sync.Mutex
+	snap    aggregate.Snapshot
+	taken   time.Time
+	cgroups map[uint32]string
+
+	reg *prometheus.Registry
+	srv *http.Server
+}
+
+// New returns a Server with no data yet.
+func New(o Options) *Server {
+	s := &Server{o: o, cgroups: map[uint32]string{}, reg: prometheus.NewRegistry()}
+	s.reg.MustRegister(collector{s})
+	return s
+}
+
+// Update replaces the data scrapes see. Processes that exited are left
+// out: their series end, as a stopped exporter's do.
+func (s *Server) Update(snap aggregate.Snapshot) {
+	live := snap.Processes[:0:0]
+	for _, p := range snap.Processes {
+		if !p.Exited {
+			live = append(live, p)
+		}
+	}
+	snap.Processes = live
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.snap, s.taken = snap, time.Now()
+	keep := map[uint32]string{}
+	for _, p := range live {
+		c, ok := s.cgroups[p.PID]
+		if !ok && s.o.Cgroup != nil {
+			c = s.o.Cgroup(p.PID)
+		}
+		keep[p.PID] = c
+	}
+	s.cgroups = keep
+}
+
+func (s *Server) latest() (aggregate.Snapshot, time.Time, map[uint32]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.snap, s.taken, s.cgroups
+}
+
+// Handler serves /metrics and /debug/pprof/heap.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/debug/pprof/heap", s.serveHeap)
+	return mux
+}
+
+func (s *Server) serveHeap(w http.ResponseWriter, _ *http.Request) {
+	snap, taken, _ := s.latest()
+	var buf bytes.Buffer
+	if err := pprofout.Write(&buf, snap, s.o.Sources, pprofout.Options{Time: taken, Duration: taken.Sub(s.o.Start)}); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", `attachment; filename="heap"`)
+	w.Write(buf.Bytes())
+}
+
+// CheckAddress checks a listen address before anything is started: unless
+// public is set, every address addr stands for must be a loopback address.
+func CheckAddress(addr string, public bool) error {
+	if public {
+		_, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return fmt.Errorf("listen address %q: %w", addr, err)
+		}
+		return nil
+	}
+	return checkLoopback(addr)
+}
+
+// Listen opens a TCP listener on addr, checked as CheckAddress does.
+func Listen(addr string, public bool) (net.Listener, error) {
+	if err := CheckAddress(addr, public); err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	return l, nil
+}
+
+func checkLoopback(addr string) error {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	if h == "" {
+		return fmt.Errorf("listen address %q means every interface: %w", addr, ErrNotLoopback)
+	}
+	ips, err := net.LookupIP(h)
+	if err != nil {
+		return fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	for _, ip := range ips {
+		if !ip.IsLoopback() {
+			return fmt.Errorf("listen address %q (%s): %w", addr, ip, ErrNotLoopback)
+		}
+	}
+	return nil
+}
+
+// Serve answers on l until Close. It returns nil once closed.
+func (s *Server) Serve(l net.Listener) error {
+	s.mu.Lock()
+	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := s.srv
+	s.mu.Unlock()
+	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve metrics: %w", err)
+	}
+	return nil
+}
+
+// Close stops serving.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	srv := s.srv
+	s.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	return srv.Close()
+}
+
+var processLabels = []string{"pid", "comm", "cgroup"}
+
+func desc(name, help string, extra ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, append(slices.Clone(processLabels), extra...), nil)
+}
+
+var (
+	liveBytes      = desc("memtrace_live_bytes", "Heap bytes allocated and not freed.")
+	liveBlocks     = desc("memtrace_live_blocks", "Heap blocks allocated and not freed.")
+	allocations    = desc("memtrace_allocations_total", "Heap allocation calls (realloc included).")
+	allocatedBytes = desc("memtrace_allocated_bytes_total", "Heap bytes allocated.")
+	frees          = desc("memtrace_frees_total", "Heap blocks released.")
+	freedBytes     = desc("memtrace_freed_bytes_total", "Heap bytes released.")
+	peakLiveBytes  = desc("memtrace_peak_live_bytes", "Highest heap live bytes seen.")
+	rateBytes      = desc("memtrace_rate_bytes_per_second", "Decaying average of heap bytes allocated, freed and net per second, per half-life.", "half_life", "kind")
+	lostEvents     = desc("memtrace_lost_events_total", "Events the kernel could not hand over (ring buffer full); non-zero means the figures are incomplete.")
+	siteLiveBytes  = desc("memtrace_callsite_live_bytes", "Heap live bytes of the top call sites, by function and module.", "function", "module")
+)
+
+// collector turns the latest snapshot into metrics at each scrape.
+type collector struct{ s *Server }
+
+func (c collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{liveBytes, liveBlocks, allocations, allocatedBytes,
+		frees, freedBytes, peakLiveBytes, rateBytes, lostEvents, siteLiveBytes} {
+		ch <- d
+	}
+}
+
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	snap, _, cgroups := c.s.latest()
+	for _, p := range snap.Processes {
+		lv := []string{strconv.FormatUint(uint64(p.PID), 10), p.Comm, cgroups[p.PID]}
+		gauge := func(d *prometheus.Desc, v float64, extra ...string) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append(slices.Clone(lv), extra...)...)
+		}
+		counter := func(d *prometheus.Desc, v uint64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), lv...)
+		}
+		gauge(liveBytes, float64(p.Heap.LiveBytes))
+		gauge(liveBlocks, float64(p.Heap.LiveAllocs))
+		counter(allocations, p.Heap.Allocs)
+		counter(allocatedBytes, p.Heap.AllocBytes)
+		counter(frees, p.Heap.Frees)
+		counter(freedBytes, p.Heap.FreedBytes)
+		gauge(peakLiveBytes, float64(p.PeakLiveBytes))
+		counter(lostEvents, p.LostEvents)
+		for _, r := range p.Rates {
+			hl := report.HalfLifeText(r.HalfLife)
+			gauge(rateBytes, r.AllocBytesPerSec, hl, "allocated")
+			gauge(rateBytes, r.FreedBytesPerSec, hl, "freed")
+			gauge(rateBytes, r.NetBytesPerSec, hl, "net")
+		}
+		for _, s := range c.s.topSites(p) {
+			gauge(siteLiveBytes, float64(s.live), s.function, s.module)
+		}
+	}
+}
+
+type siteSeries struct {
+	function, module string
+	live             uint64
+}
+
+// topSites sums the process's heap call sites by (function, module), the
+// labels a series has (one function may allocate from several lines), and
+// keeps the Top largest by live bytes.
+func (s *Server) topSites(p aggregate.ProcessSnapshot) []siteSeries {
+	byLabel := map[[2]string]uint64{}
+	for _, site := range p.Sites {
+		if site.Category != aggregate.Heap || site.LiveBytes == 0 {
+			continue
+		}
+		fn, _, mod := report.SiteLabels(s.o.Sources.Symbolizer, p.PID, site.Address)
+		byLabel[[2]string{fn, mod}] += site.LiveBytes
+	}
+	out := make([]siteSeries, 0, len(byLabel))
+	for k, v := range byLabel {
+		out = append(out, siteSeries{k[0], k[1], v})
+	}
+	slices.SortFunc(out, func(a, b siteSeries) int {
+		if r := cmp.Compare(b.live, a.live); r != 0 {
+			return r
+		}
+		return cmp.Compare(a.function+a.module, b.function+b.module)
+	})
+	if s.o.Top > 0 && len(out) > s.o.Top {
+		out = out[:s.o.Top]
+	}
+	return out
+}

@@ -1,0 +1,253 @@
+// Package pprofout turns a snapshot of the aggregate into a pprof profile
+// (profile.proto, gzipped), the format go tool pprof, Pyroscope, Parca,
+// Grafana and speedscope read. The sample types are Go's heap profile's,
+// so tools that know Go heap profiles show memtrace's the same way.
+package pprofout
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/report"
+	"github.com/memtrace/memtrace/symbolize"
+)
+
+// The sample values, in this order, as Go's heap profiles have them.
+const (
+	AllocObjects = iota // allocations made (count)
+	AllocSpace          // bytes allocated (bytes)
+	InuseObjects        // live blocks (count)
+	InuseSpace          // live bytes (bytes)
+)
+
+// MappingSource says which executable mapping holds a code address
+// (symbolize.Resolver is one).
+type MappingSource interface {
+	MappingOf(pid int, pc uint64) (symbolize.CodeMapping, bool)
+}
+
+// Sources resolve what a snapshot holds as addresses. Any may be nil:
+// without a Symbolizer locations carry addresses only; without Stacks each
+// sample has one frame, the call site charged; without Mappings a mapping
+// is named by its module's path alone.
+type Sources struct {
+	Symbolizer report.Symbolizer
+	Stacks     report.StackSource
+	Mappings   MappingSource
+}
+
+// Options set what the snapshot does not hold.
+type Options struct {
+	// Time is when the snapshot was taken (the profile's time_nanos).
+	Time time.Time
+	// Duration is how long the trace ran until then.
+	Duration time.Duration
+}
+
+// Write writes the profile of snap's heap call sites to w, gzipped.
+func Write(w io.Writer, snap aggregate.Snapshot, src Sources, o Options) error {
+	if err := Build(snap, src, o).Write(w); err != nil {
+		return fmt.Errorf("write pprof profile: %w", err)
+	}
+	return nil
+}
+
+// Build returns the profile of snap's heap call sites (anonymous mappings
+// made with mmap are not heap blocks and are left out). Each sample is one
+// call site of one process, labelled with "pid" (numeric) and "comm". In
+// sampled mode the values are the snapshot's estimates and Period is the
+// sampling mean in bytes.
+func Build(snap aggregate.Snapshot, src Sources, o Options) *profile.Profile {
+	b := &builder{
+		p: &profile.Profile{
+			SampleType: []*profile.ValueType{
+				{Type: "alloc_objects", Unit: "count"},
+				{Type: "alloc_space", Unit: "bytes"},
+				{Type: "inuse_objects", Unit: "count"},
+				{Type: "inuse_space", Unit: "bytes"},
+			},
+			DefaultSampleType: "inuse_space",
+			PeriodType:        &profile.ValueType{Type: "space", Unit: "bytes"},
+			Period:            int64(snap.SampleBytes),
+			TimeNanos:         o.Time.UnixNano(),
+			DurationNanos:     o.Duration.Nanoseconds(),
+			Comments:          []string{"memtrace: native heap (malloc and friends) by call site"},
+		},
+		src:       src,
+		locations: map[locKey]*profile.Location{},
+		functions: map[funcKey]*profile.Function{},
+		mappings:  map[mapKey]*profile.Mapping{},
+	}
+	if snap.SampleBytes > 0 {
+		b.p.Comments = append(b.p.Comments, "sampled: values are estimates, one sample per "+strconv.FormatUint(snap.SampleBytes, 10)+" bytes on average")
+	}
+	for _, ps := range snap.Processes {
+		sites := slices.Clone(ps.Sites)
+		slices.SortFunc(sites, func(a, c aggregate.SiteSnapshot) int {
+			if r := cmp.Compare(c.LiveBytes, a.LiveBytes); r != 0 {
+				return r
+			}
+			if r := cmp.Compare(c.AllocBytes, a.AllocBytes); r != 0 {
+				return r
+			}
+			if r := cmp.Compare(a.Address, c.Address); r != 0 {
+				return r
+			}
+			return cmp.Compare(a.StackID, c.StackID)
+		})
+		for _, s := range sites {
+			if s.Category != aggregate.Heap || (s.Allocs == 0 && s.LiveAllocs == 0) {
+				continue
+			}
+			b.addSample(ps, s)
+		}
+	}
+	return b.p
+}
+
+type locKey struct {
+	pid  uint32
+	addr uint64
+}
+
+type funcKey struct{ name, file string }
+
+// mapKey names a mapping by process and start, or by process and module
+// path when the mapping is not known.
+type mapKey struct {
+	pid    uint32
+	start  uint64
+	module string
+}
+
+type builder struct {
+	p         *profile.Profile
+	src       Sources
+	locations map[locKey]*profile.Location
+	functions map[funcKey]*profile.Function
+	mappings  map[mapKey]*profile.Mapping
+}
+
+func (b *builder) addSample(ps aggregate.ProcessSnapshot, s aggregate.SiteSnapshot) {
+	sm := &profile.Sample{
+		Value:    []int64{int64(s.Allocs), int64(s.AllocBytes), int64(s.LiveAllocs), int64(s.LiveBytes)},
+		Label:    map[string][]string{"comm": {ps.Comm}},
+		NumLabel: map[string][]int64{"pid": {int64(ps.PID)}},
+	}
+	for _, f := range b.frames(ps.PID, s) {
+		sm.Location = append(sm.Location, b.location(ps.PID, f))
+	}
+	b.p.Sample = append(b.p.Sample, sm)
+}
+
+// frames are the site's stack, innermost first: the checked stack with
+// --detail, else the call site alone.
+func (b *builder) frames(pid uint32, s aggregate.SiteSnapshot) []symbolize.Frame {
+	if b.src.Stacks != nil && s.StackID >= 0 {
+		if st := b.src.Stacks.Stack(pid, s); len(st.Frames) > 0 {
+			return st.Frames
+		}
+	}
+	f := symbolize.Frame{Address: s.Address}
+	if b.src.Symbolizer != nil {
+		f = b.src.Symbolizer.Resolve(int(pid), s.Address)
+		if f.Address == 0 {
+			f.Address = s.Address
+		}
+	}
+	return []symbolize.Frame{f}
+}
+
+func (b *builder) location(pid uint32, f symbolize.Frame) *profile.Location {
+	k := locKey{pid, f.Address}
+	if l := b.locations[k]; l != nil {
+		return l
+	}
+	// The call instruction's address: what a profiler's pc for a caller
+	// frame stands for.
+	addr := f.CallAddress
+	if addr == 0 && f.Address > 0 {
+		addr = f.Address - 1
+	}
+	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Address: addr}
+	l.Mapping = b.mapping(pid, f, addr)
+	if len(f.Inlined) > 0 {
+		// Innermost first, the function it was inlined into last: the
+		// order profile.proto wants.
+		for _, in := range f.Inlined {
+			l.Line = append(l.Line, profile.Line{Function: b.function(in.Function, in.File), Line: int64(in.Line)})
+		}
+	} else if f.Function != "" {
+		l.Line = []profile.Line{{Function: b.function(f.Function, f.File), Line: int64(f.Line)}}
+	}
+	if len(l.Line) > 0 && l.Mapping != nil {
+		// pprof must not try to symbolize what is resolved already.
+		l.Mapping.HasFunctions = true
+		l.Mapping.HasInlineFrames = true
+		if f.File != "" {
+			l.Mapping.HasFilenames = true
+			l.Mapping.HasLineNumbers = true
+		}
+	}
+	b.locations[k] = l
+	b.p.Location = append(b.p.Location, l)
+	return l
+}
+
+func (b *builder) function(name, file string) *profile.Function {
+	k := funcKey{name, file}
+	if fn := b.functions[k]; fn != nil {
+		return fn
+	}
+	fn := &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: name, SystemName: name, Filename: file}
+	b.functions[k] = fn
+	b.p.Function = append(b.p.Function, fn)
+	return fn
+}
+
+// mapping returns the mapping of a frame, nil when its module is unknown.
+func (b *builder) mapping(pid uint32, f symbolize.Frame, pc uint64) *profile.Mapping {
+	var cm symbolize.CodeMapping
+	ok := false
+	if b.src.Mappings != nil {
+		cm, ok = b.src.Mappings.MappingOf(int(pid), pc)
+	}
+	k := mapKey{pid: pid, start: cm.Start}
+	if !ok {
+		if f.Module == "" {
+			return nil
+		}
+		cm = symbolize.CodeMapping{Path: f.Module}
+		k = mapKey{pid: pid, module: f.Module}
+	}
+	if m := b.mappings[k]; m != nil {
+		return m
+	}
+	m := &profile.Mapping{ID: uint64(len(b.p.Mapping) + 1), Start: cm.Start, Limit: cm.End,
+		Offset: cm.Offset, File: cm.Path, BuildID: cm.BuildID}
+	b.mappings[k] = m
+	b.p.Mapping = append(b.p.Mapping, m)
+	return m
+}
+
+// UnknownName names a location without a function: its module's base name
+// and the address's offset in the mapped file, which addr2line accepts.
+func UnknownName(l *profile.Location) string {
+	if l.Mapping == nil || l.Mapping.File == "" {
+		return "0x" + strconv.FormatUint(l.Address, 16)
+	}
+	m := l.Mapping
+	off := l.Address
+	if l.Address >= m.Start && m.Limit > m.Start {
+		off = l.Address - m.Start + m.Offset
+	}
+	return path.Base(m.File) + "+0x" + strconv.FormatUint(off, 16)
+}

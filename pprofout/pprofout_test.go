@@ -1,0 +1,123 @@
+package pprofout
+
+import (
+	"bytes"
+	"strconv"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/callstack"
+	"github.com/memtrace/memtrace/symbolize"
+)
+
+// fakeCode resolves addresses from a table and says every address below
+// 0x2000 lies in one mapping of /bin/prog.
+type fakeCode map[uint64]symbolize.Frame
+
+func (c fakeCode) Resolve(pid int, ret uint64) symbolize.Frame { return c[ret] }
+
+func (c fakeCode) MappingOf(pid int, pc uint64) (symbolize.CodeMapping, bool) {
+	if pc >= 0x2000 {
+		return symbolize.CodeMapping{}, false
+	}
+	return symbolize.CodeMapping{Start: 0x1000, End: 0x2000, Offset: 0x1000, Path: "/bin/prog", BuildID: "abcd"}, true
+}
+
+type fakeStacks map[int32][]symbolize.Frame
+
+func (s fakeStacks) Stack(pid uint32, site aggregate.SiteSnapshot) callstack.Stack {
+	return callstack.Stack{Frames: s[site.StackID]}
+}
+
+var code = fakeCode{
+	0x1010: {Address: 0x1010, CallAddress: 0x100b, Function: "leaf", File: "a.c", Line: 3, Module: "/bin/prog"},
+	0x1020: {Address: 0x1020, CallAddress: 0x101b, Function: "outer", File: "a.c", Line: 9, Module: "/bin/prog",
+		Inlined: []symbolize.InlineFrame{{Function: "helper", File: "h.h", Line: 5}, {Function: "outer", File: "a.c", Line: 9}}},
+	0x1030: {Address: 0x1030, CallAddress: 0x102b, Function: "main", File: "a.c", Line: 20, Module: "/bin/prog"},
+	0x9000: {Address: 0x9000, CallAddress: 0x8ffb, Module: "/lib/libx.so"},
+}
+
+func snapshot() aggregate.Snapshot {
+	return aggregate.Snapshot{Processes: []aggregate.ProcessSnapshot{{
+		PID: 7, Comm: "prog",
+		Sites: []aggregate.SiteSnapshot{
+			{Address: 0x1010, StackID: 1, Stats: aggregate.Stats{Allocs: 3, AllocBytes: 300, LiveAllocs: 1, LiveBytes: 100}},
+			{Address: 0x1020, StackID: -1, Stats: aggregate.Stats{Allocs: 2, AllocBytes: 64, Frees: 2, FreedBytes: 64}},
+			{Address: 0x9000, StackID: -1, Stats: aggregate.Stats{Allocs: 1, AllocBytes: 8, LiveAllocs: 1, LiveBytes: 8}},
+			{Address: 0x1030, StackID: -1, Category: aggregate.Mapped, Stats: aggregate.Stats{Allocs: 1, AllocBytes: 4096, LiveAllocs: 1, LiveBytes: 4096}},
+		},
+	}}}
+}
+
+// TestBuild: one sample per heap site with Go's four values; inline
+// chains become lines innermost first; --detail stacks become locations;
+// a frame without a symbol keeps its address and module; mmap sites are
+// not heap and are left out. The profile survives a write and a parse.
+func TestBuild(t *testing.T) {
+	p := Build(snapshot(), Sources{Symbolizer: code, Mappings: code, Stacks: fakeStacks{1: {code[0x1010], code[0x1030]}}}, Options{})
+	var buf bytes.Buffer
+	if err := p.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Parse(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type sample struct {
+		values [4]int64
+		stack  string // lines, innermost first, "/" between locations
+		module string
+	}
+	want := []sample{
+		{[4]int64{3, 300, 1, 100}, "leaf:3/main:20", "/bin/prog"},
+		{[4]int64{1, 8, 1, 8}, "@0x8ffb", "/lib/libx.so"},
+		{[4]int64{2, 64, 0, 0}, "helper:5,outer:9", "/bin/prog"},
+	}
+	if len(p.Sample) != len(want) {
+		t.Fatalf("%d samples, want %d:\n%v", len(p.Sample), len(want), p)
+	}
+	for i, s := range p.Sample {
+		var got sample
+		copy(got.values[:], s.Value)
+		for j, l := range s.Location {
+			if j > 0 {
+				got.stack += "/"
+			}
+			if len(l.Line) == 0 {
+				got.stack += "@0x" + strconv.FormatUint(l.Address, 16)
+			}
+			for k, ln := range l.Line {
+				if k > 0 {
+					got.stack += ","
+				}
+				got.stack += ln.Function.Name + ":" + strconv.FormatInt(ln.Line, 10)
+			}
+		}
+		got.module = s.Location[0].Mapping.File
+		if got != want[i] {
+			t.Errorf("sample %d: %+v, want %+v", i, got, want[i])
+		}
+		if s.Label["comm"][0] != "prog" || s.NumLabel["pid"][0] != 7 {
+			t.Errorf("sample %d labels %v %v", i, s.Label, s.NumLabel)
+		}
+	}
+	m := p.Sample[0].Location[0].Mapping
+	if m.Start != 0x1000 || m.Limit != 0x2000 || m.Offset != 0x1000 || m.BuildID != "abcd" || !m.HasFunctions {
+		t.Errorf("mapping %+v", m)
+	}
+	if got := UnknownName(p.Sample[1].Location[0]); got != "libx.so+0x8ffb" {
+		t.Errorf("UnknownName = %q", got)
+	}
+}
+
+// TestSampled: sampled snapshots say so, with the mean as the period.
+func TestSampled(t *testing.T) {
+	s := snapshot()
+	s.SampleBytes = 65536
+	p := Build(s, Sources{}, Options{})
+	if p.Period != 65536 || len(p.Comments) != 2 {
+		t.Errorf("period %d, comments %q", p.Period, p.Comments)
+	}
+}
