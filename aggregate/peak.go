@@ -94,3 +94,11 @@ func (p *process) peakSnapshot(tol PeakTolerance) *PeakSnapshot {
 	}
 	return out
 }
+
+// PeakSnapshots counts the peak snapshots taken for pid so far.
+func (t *Table) PeakSnapshots(pid uint32) uint64 {
+	if p := t.procs[pid]; p != nil {
+		return p.peak.count
+	}
+	return 0
+}

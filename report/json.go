@@ -37,22 +37,33 @@ func WriteJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) err
 		Sampled:     s.SampleBytes > 0,
 		SampleBytes: s.SampleBytes,
 	}}
+	if e := o.Epoch; e != nil {
+		r := records[0].(reportRecord)
+		n, start := e.Number, e.StartNS
+		r.Epoch, r.EpochStartNS = &n, &start
+		records[0] = r
+	}
+	records = append(records, markRecords(s, procs, o.Epoch)...) // time.go
 	for _, p := range procs {
 		pr := newProcessRecord(p, s.Time, o.Final)
 		fillProcessSampling(&pr, p, s.SampleBytes) // estimate.go
 		fillProcessLeaks(&pr, o.Leaks, p.PID)      // json_leaks.go
+		pr.epochRecord = o.Epoch.process(p.ProcessSnapshot)
 		records = append(records, pr)
 		for _, site := range p.heap {
 			cr := newCallsiteRecord(p.PID, site, sym, s.Time, o)
 			fillSiteSampling(&cr, p.Comm, site, s.SampleBytes)
 			fillSiteLeaks(&cr, o.Leaks, p.PID, site)
+			cr.epochRecord = o.Epoch.site(p.PID, site)
 			records = append(records, cr)
 		}
 		for _, site := range p.mapped {
 			cr := newCallsiteRecord(p.PID, site, sym, s.Time, o)
 			fillSiteSampling(&cr, p.Comm, site, s.SampleBytes)
+			cr.epochRecord = o.Epoch.site(p.PID, site)
 			records = append(records, cr)
 		}
+		records = append(records, peakRecords(p, sym, o)...) // time.go
 	}
 	return writeRecords(w, records)
 }

@@ -28,6 +28,9 @@ type reportRecord struct {
 	Host        bool   `json:"host"`
 	Sampled     bool   `json:"sampled"`
 	SampleBytes uint64 `json:"sample_bytes"`
+	// Dumps only (epoch.go): the dump's number and the previous dump's time.
+	Epoch        *int    `json:"epoch,omitempty"`
+	EpochStartNS *uint64 `json:"epoch_start_ns,omitempty"`
 }
 
 // processRecord holds one process's totals; the top-level live_*, alloc*
@@ -60,6 +63,8 @@ type processRecord struct {
 	// The leak check (json_leaks.go): present only in runs that check.
 	LeakChecked *bool `json:"leak_checked,omitempty"`
 	leakRecord
+	// Dumps only (epoch.go): the activity since the previous dump.
+	epochRecord
 }
 
 // mmapTotals are a process's anonymous-mapping totals.
@@ -108,6 +113,8 @@ type callsiteRecord struct {
 	// The leak check's figures for the site's blocks (json_leaks.go):
 	// present only in runs that check.
 	leakRecord
+	// Dumps only (epoch.go): the activity since the previous dump.
+	epochRecord
 	// --detail only: the call stack, innermost first, and whether it stops
 	// short of the thread's first function.
 	Stack          []stackFrame `json:"stack,omitempty"`

@@ -102,6 +102,9 @@ type Options struct {
 	// exited (whole host): all of them are listed, not the top ones.
 	Exited bool
 
+	// Epoch, when set, makes the report a numbered dump (epoch.go).
+	Epoch *Epoch
+
 	// sampleBytes is the snapshot's sampling mean (0: exact), set by the
 	// renderers so that tables can mark estimates (estimate.go).
 	sampleBytes uint64

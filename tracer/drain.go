@@ -51,10 +51,13 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 	n := 0
 	// The probes do not timestamp allocator events (it cost more than a
 	// fifth of their work): every event of a batch gets the time the batch
-	// was read, on the same clock as bpf_ktime_get_ns.
-	stamp := monotonicNS()
+	// was read (once the wait is over), on the same clock as bpf_ktime_get_ns.
+	var stamp uint64
 	for {
 		err := d.rd.ReadInto(&d.rec)
+		if stamp == 0 {
+			stamp = monotonicNS()
+		}
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				return n, nil
@@ -77,12 +80,16 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 			PID: raw.Pid, TID: raw.Tid, Kind: event.Kind(raw.Kind), Func: event.Func(raw.Func),
 			StackID: raw.StackId,
 		}
-		if d.ev.Kind == event.CodeMap && len(d.rec.RawSample) >= int(unsafe.Sizeof(memtraceCodeEvent{})) {
+		if (d.ev.Kind == event.CodeMap || d.ev.Kind == event.Mark) && len(d.rec.RawSample) >= int(unsafe.Sizeof(memtraceCodeEvent{})) {
 			path := d.rec.RawSample[unsafe.Sizeof(memtraceEvent{}):unsafe.Sizeof(memtraceCodeEvent{})]
 			if i := bytes.IndexByte(path, 0); i >= 0 {
 				path = path[:i]
 			}
-			d.ev.Path = string(path)
+			if d.ev.Kind == event.Mark {
+				d.ev.Label = string(path) // a mark's label travels as a code_event's path
+			} else {
+				d.ev.Path = string(path)
+			}
 		}
 		if (d.ev.Kind == event.Exec || d.ev.Kind == event.Exit) && len(d.rec.RawSample) >= int(unsafe.Sizeof(memtraceProcEvent{})) {
 			comm := d.rec.RawSample[unsafe.Sizeof(memtraceEvent{}):unsafe.Sizeof(memtraceProcEvent{})]

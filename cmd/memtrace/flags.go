@@ -35,6 +35,7 @@ type config struct {
 
 	symbolizeConfig // --debug-dir (flags_symbolize.go)
 	leakConfig      // --leak-check, --fail-on-leak, -f, --suppressions, --json-file (leaks_flags.go)
+	timeConfig      // --record, --mark, --peak-tolerance, --dump-dir (flags_time.go)
 }
 
 // nameList collects repeated string flags.
@@ -110,6 +111,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	addSymbolizeFlags(fs, &c.symbolizeConfig)
 	checkHost := addHostFlags(fs, c)
 	checkLeaks := addLeakFlags(fs, c)
+	checkTime := addTimeFlags(fs, &c.timeConfig)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			fmt.Fprint(stderr, usageText)
@@ -154,6 +156,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, err
 	}
 	if err := checkLeaks(); err != nil {
+		return nil, err
+	}
+	if err := checkTime(); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -17,6 +17,14 @@ func main() {
 
 // run is memtrace minus the process: it returns the exit code.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "replay":
+			return runReplay(args[1:], stdout, stderr) // replay.go
+		case "diff":
+			return runDiff(args[1:], stdout, stderr) // diff.go
+		}
+	}
 	cfg, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -49,7 +57,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		out = f
 	}
 	s := &session{cfg: cfg, log: log, out: out, stdin: stdin, stdout: stdout, stderr: stderr}
+	if err := s.openTime(args); err != nil { // --record, --dump-dir (timeline.go)
+		fmt.Fprintf(stderr, "memtrace: %v\n", err)
+		return exitUsage
+	}
 	code, err := s.run()
+	if err == nil {
+		err = s.closeTime() // the last dump, the end of the recording
+	} else {
+		s.closeTime()
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "memtrace: %v\n", err)
 		return exitCodeFor(err)

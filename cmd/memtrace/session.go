@@ -53,6 +53,7 @@ type session struct {
 	live           *liveRates // decaying rates and --watch (live.go)
 	leak           *leakState // the leak check, -f (leaks.go)
 	host           *hostState // whole-host mode (host.go); nil with -p and --
+	time           *timeState // --record, --mark, --dump-dir (timeline.go)
 }
 
 func (s *session) run() (int, error) {
@@ -190,6 +191,7 @@ func (s *session) newState() {
 	s.res = symbolize.NewResolver(s.cfg.resolverOptions()...)
 	s.targets = map[int]*target{}
 	s.exitedPIDs = make(chan int, 16)
+	s.startTime() // the recording sees every input (timeline.go)
 }
 
 // load loads the BPF objects with the run's options (adjust, if set, adds
@@ -219,6 +221,7 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 		return nil, err
 	}
 	s.objs, s.drain = objs, d
+	s.recordStacks() // --record --detail (timeline.go)
 	return func() {
 		d.Close()
 		objs.Close()
@@ -228,6 +231,10 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 // apply accounts one event; a new code mapping (dlopen) makes it read the
 // process's mappings at once, while the library is still there.
 func (s *session) apply(e *event.Event) {
+	if e.Kind == event.Mark {
+		s.onMark(e) // timeline.go
+		return
+	}
 	if s.host != nil {
 		s.hostApply(e) // exec, exit, processes seen for the first time (host.go)
 		return
@@ -328,6 +335,7 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 		return fmt.Errorf("process %d: %w", t.pid, err)
 	}
 	probes = append(probes, allocator.BindWrappers(mods, s.cfg.wrappers)...)
+	probes = append(probes, s.markProbes(t.pid, mods)...) // --mark (timeline.go)
 	placed := tracer.Place(probes)
 	for _, p := range placed {
 		s.log.Info("probe", "pid", t.pid, "function", p.Symbol, "module", p.Module,
@@ -434,7 +442,13 @@ func (s *session) report(final bool, pids []int) error {
 	if s.cfg.detail {
 		o.Stacks = stackSource{objs: s.objs, code: codeView{s.res}, depth: s.cfg.stackDepth}
 	}
-	return s.writeReport(snap, o) // text or JSON, and the leak check's output (leaks_output.go)
+	if err := s.writeReport(snap, o); err != nil { // text or JSON, and the leak check's output (leaks_output.go)
+		return err
+	}
+	if !final && s.time.dumps != nil {
+		return s.dump(false) // an interval ends an epoch (dumps.go)
+	}
+	return nil
 }
 
 func comm(pid int) string {
