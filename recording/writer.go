@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +47,8 @@ type Writer struct {
 	stacks    func(id int32) ([]uint64, error)
 	stackSeen map[int32]bool
 	mapsOf    func(pid int) []symbolize.CodeMapping
+	written   map[int][]symbolize.CodeMapping // the maps last written, by pid
+	refresh   func()
 
 	pendingMu sync.Mutex
 	pending   []int
@@ -110,6 +113,12 @@ func (w *Writer) SetStacks(fn func(id int32) ([]uint64, error)) { w.stacks = fn 
 // each MapsChanged.
 func (w *Writer) SetMaps(fn func(pid int) []symbolize.CodeMapping) { w.mapsOf = fn }
 
+// SetRefresh gives the Writer a function to call before each periodic
+// flush, on the goroutine feeding the Table: the session captures its
+// targets' mappings there, so that a killed run's prefix can still be
+// symbolized.
+func (w *Writer) SetRefresh(fn func()) { w.refresh = fn }
+
 // MapsChanged says pid's code mappings changed (symbolize.Resolver's
 // OnChange); they are written with the next record. Safe for concurrent use.
 func (w *Writer) MapsChanged(pid int) {
@@ -135,6 +144,13 @@ func (w *Writer) writeMaps() {
 		}
 		done[pid] = true
 		maps := w.mapsOf(pid)
+		if slices.Equal(maps, w.written[pid]) {
+			continue
+		}
+		if w.written == nil {
+			w.written = map[int][]symbolize.CodeMapping{}
+		}
+		w.written[pid] = maps
 		w.buf = append(w.buf, tagMaps)
 		w.uvarint(uint64(pid))
 		w.uvarint(uint64(len(maps)))
@@ -369,13 +385,18 @@ func (w *Writer) HalfLives(halfLives []time.Duration, now uint64) {
 // Tick implements aggregate.Observer. It also flushes the stream once a
 // second.
 func (w *Writer) Tick(now uint64) {
-	w.record(tagTick)
-	w.uvarint(now)
 	if now-w.lastFlush >= uint64(flushEvery) {
 		w.lastFlush = now
+		if w.refresh != nil {
+			w.refresh()
+		}
+		w.record(tagTick)
+		w.uvarint(now)
 		w.Flush()
 		return
 	}
+	w.record(tagTick)
+	w.uvarint(now)
 	w.done()
 }
 

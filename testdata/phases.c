@@ -7,10 +7,12 @@
  *   phase "released": both freed
  *   phase "kept":     keep: 32 units allocated and never freed
  * Each phase ends with memtrace_mark("NAME"); phase_number(N) is a mark
- * whose first argument is no string.
+ * whose first argument is no string. With "hold" as argv[2] it then
+ * sleeps, so that a test can kill memtrace while it records.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The one-line recipe: a function memtrace --mark memtrace_mark can probe. */
 __attribute__((noinline)) void memtrace_mark(const char *label) { __asm__ volatile("" : : "r"(label) : "memory"); }
@@ -85,5 +87,7 @@ int main(int argc, char **argv)
 	phase_number(3);
 	keep(scale);
 	memtrace_mark("kept");
+	if (argc > 2 && strcmp(argv[2], "hold") == 0)
+		sleep(60);
 	return 0;
 }

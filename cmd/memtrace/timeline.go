@@ -60,8 +60,19 @@ func (s *session) startTime() {
 		s.table.SetObserver(w)
 		w.SetMaps(s.res.CodeMappings)
 		s.res.OnChange(w.MapsChanged)
+		w.SetRefresh(s.captureTargets)
 	}
 	s.table.SetPeakTolerance(s.cfg.peakTol)
+}
+
+// captureTargets reads the targets' mappings again, so that the recording
+// holds what symbolizes their call sites even if the run is killed.
+func (s *session) captureTargets() {
+	for pid, t := range s.targets {
+		if !t.exited {
+			_ = s.res.Capture(pid)
+		}
+	}
 }
 
 // closeTime writes the last dump and ends the recording, after the final
@@ -123,6 +134,9 @@ func (s *session) onMark(e *event.Event) {
 		if i := int(e.Size); i < len(s.cfg.marks) {
 			label = s.cfg.marks[i]
 		}
+	}
+	if s.time.rec != nil {
+		_ = s.res.Capture(int(e.PID)) // a mark is flushed at once: with what symbolizes it
 	}
 	m := s.table.Mark(e.PID, label, e.Time)
 	if s.cfg.json {
