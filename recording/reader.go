@@ -1,7 +1,6 @@
 package recording
 
 import (
-	"bufio"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -104,7 +103,10 @@ type Reader struct {
 	info Info
 	file io.Closer
 	zr   *zstd.Decoder
-	br   *bufio.Reader
+	// buf[pos:] is decompressed data not yet decoded; eof: zr has no more.
+	buf  []byte
+	pos  int
+	eof  error
 	err  error
 
 	pid, tid uint32
@@ -143,8 +145,8 @@ func NewReader(in io.Reader) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
-	r := &Reader{zr: zr, br: bufio.NewReaderSize(zr, 256<<10)}
-	tag, err := r.br.ReadByte()
+	r := &Reader{zr: zr, buf: make([]byte, 0, readChunk)}
+	tag, err := r.readByte()
 	if err != nil {
 		zr.Close()
 		return nil, r.fail(err)
@@ -197,14 +199,70 @@ func (r *Reader) corrupt(what string) {
 	r.fail(fmt.Errorf("%w after %d records: %s", ErrCorrupt, r.Records, what))
 }
 
+// readChunk is how much decompressed data the reader asks for at a time.
+const readChunk = 256 << 10
+
+// maxRecordHead bounds a record's bytes other than strings and lists: a
+// tag and at most eleven varints.
+const maxRecordHead = 1 + 11*binary.MaxVarintLen64
+
+// ensure makes at least n bytes available at buf[pos:], unless the stream
+// ends first.
+func (r *Reader) ensure(n int) {
+	for len(r.buf)-r.pos < n && r.eof == nil {
+		rest := copy(r.buf[:cap(r.buf)], r.buf[r.pos:])
+		r.buf, r.pos = r.buf[:rest], 0
+		if cap(r.buf)-rest < max(n, readChunk/2) {
+			grown := make([]byte, rest, rest+max(n, readChunk))
+			copy(grown, r.buf)
+			r.buf = grown
+		}
+		m, err := r.zr.Read(r.buf[rest:cap(r.buf)])
+		r.buf = r.buf[:rest+m]
+		if err != nil {
+			r.eof = err
+		}
+	}
+}
+
+// short fails the reader at the end of the available data.
+func (r *Reader) short() {
+	err := r.eof
+	if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	r.fail(err)
+}
+
+func (r *Reader) readByte() (byte, error) {
+	if r.pos >= len(r.buf) {
+		r.ensure(1)
+		if r.pos >= len(r.buf) {
+			if r.eof == nil || r.eof == io.EOF {
+				return 0, io.EOF
+			}
+			return 0, r.eof
+		}
+	}
+	b := r.buf[r.pos]
+	r.pos++
+	return b, nil
+}
+
 func (r *Reader) uvarint() uint64 {
 	if r.err != nil {
 		return 0
 	}
-	v, err := binary.ReadUvarint(r.br)
-	if err != nil {
-		r.fail(err)
+	v, n := binary.Uvarint(r.buf[r.pos:])
+	if n <= 0 {
+		if n < 0 {
+			r.corrupt("varint overflows 64 bits")
+		} else {
+			r.short()
+		}
+		return 0
 	}
+	r.pos += n
 	return v
 }
 
@@ -212,10 +270,16 @@ func (r *Reader) varint() int64 {
 	if r.err != nil {
 		return 0
 	}
-	v, err := binary.ReadVarint(r.br)
-	if err != nil {
-		r.fail(err)
+	v, n := binary.Varint(r.buf[r.pos:])
+	if n <= 0 {
+		if n < 0 {
+			r.corrupt("varint overflows 64 bits")
+		} else {
+			r.short()
+		}
+		return 0
 	}
+	r.pos += n
 	return v
 }
 
@@ -236,12 +300,14 @@ func (r *Reader) str() string {
 		r.corrupt("string too long")
 		return ""
 	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r.br, b); err != nil {
-		r.fail(err)
+	r.ensure(int(n) + maxRecordHead)
+	if uint64(len(r.buf)-r.pos) < n {
+		r.short()
 		return ""
 	}
-	return string(b)
+	b := string(r.buf[r.pos : r.pos+int(n)])
+	r.pos += int(n)
+	return b
 }
 
 func (r *Reader) count() int {
@@ -261,8 +327,12 @@ func (r *Reader) Next(rec *Record) error {
 		if r.err != nil {
 			return r.err
 		}
-		tag, err := r.br.ReadByte()
+		r.ensure(maxRecordHead)
+		tag, err := r.readByte()
 		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF // no end record
+			}
 			return r.fail(err)
 		}
 		if done, err := r.decode(tag, rec); done || err != nil {
@@ -330,10 +400,11 @@ func (r *Reader) decode(tag byte, rec *Record) (done bool, err error) {
 		r.setEvent(rec, event.Event{Kind: event.Free, Func: event.FuncFree, Addr: r.addr, StackID: -1})
 		return true, r.err
 	case tagEvent:
-		kind, _ := r.br.ReadByte()
-		fn, err := r.br.ReadByte()
+		kind, _ := r.readByte()
+		fn, err := r.readByte()
 		if err != nil {
-			return false, r.fail(err)
+			r.short()
+			return false, r.err
 		}
 		e := event.Event{Kind: event.Kind(kind), Func: event.Func(fn)}
 		e.Addr, e.Size, e.OldAddr, e.OldSize, e.CallSite = r.uvarint(), r.uvarint(), r.uvarint(), r.uvarint(), r.uvarint()

@@ -88,7 +88,7 @@ func NewWriter(out io.Writer, info Info) (*Writer, error) {
 	}
 	// One encoder goroutine: compression runs beside the reader of the
 	// ring, not in its way, and leaves the other core to the traced program.
-	zw, err := zstd.NewWriter(out, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault))
+	zw, err := zstd.NewWriter(out, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedBetterCompression))
 	if err != nil {
 		return nil, fmt.Errorf("start recording: %w", err)
 	}
