@@ -72,6 +72,8 @@ Usage:
   memtrace [flags] -p PID[,PID...]     attach to running processes
   memtrace [flags] -- COMMAND [ARGS...] start COMMAND and trace it from its first instruction
   memtrace [flags]                      trace every process on the host (sampled)
+  memtrace replay FILE [flags]          print the report of a run recorded with --record (memtrace replay -h)
+  memtrace diff OLD NEW [flags]         compare two runs' reports or recordings (memtrace diff -h)
 
 Flags:
 `

@@ -238,6 +238,7 @@ func replay(c *replayConfig) (*replayed, error) {
 	f := newFeeder(c, t)
 	done := false
 	marks := 0
+	warned := map[string]bool{}
 	var rec recording.Record
 	n := 0
 	for {
@@ -251,7 +252,8 @@ func replay(c *replayConfig) (*replayed, error) {
 		}
 		switch rec.Kind {
 		case recording.KindMaps:
-			if err := rp.res.AddCodeMappings(int(rec.PID), rec.Maps); err != nil {
+			if err := rp.res.AddCodeMappings(int(rec.PID), rec.Maps); err != nil && !warned[err.Error()] {
+				warned[err.Error()] = true
 				fmt.Fprintf(os.Stderr, "memtrace: warning: %v\n", err)
 			}
 			continue
