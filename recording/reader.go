@@ -104,10 +104,10 @@ type Reader struct {
 	file io.Closer
 	zr   *zstd.Decoder
 	// buf[pos:] is decompressed data not yet decoded; eof: zr has no more.
-	buf  []byte
-	pos  int
-	eof  error
-	err  error
+	buf []byte
+	pos int
+	eof error
+	err error
 
 	pid, tid uint32
 	time     uint64
