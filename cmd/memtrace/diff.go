@@ -1,21 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
-	"github.com/memtrace/memtrace/diff"
-	"github.com/memtrace/memtrace/recording"
-	"github.com/memtrace/memtrace/report"
+	"github.com/memtrace/memtrace/session"
 )
-
-// exitGrowth: memtrace diff --fail-on-growth found more growth than allowed
-// (the same status as --fail-on-leak).
-const exitGrowth = exitLeak
 
 const diffUsage = `Usage: memtrace diff OLD NEW [flags]
 
@@ -31,11 +22,10 @@ Flags:
 func runDiff(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("memtrace diff", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	jsonOut := fs.Bool("json", false, "write process_diff and callsite_diff NDJSON records (docs/json.md)")
-	raw := fs.Bool("raw", false, "exact byte counts instead of human units")
-	var growth uint64
-	growthSet := false
-	fs.Var(byteSize{&growth, &growthSet}, "fail-on-growth", "exit 10 when a process's live bytes grew by more than BYTES")
+	c := &session.DiffConfig{}
+	fs.BoolVar(&c.JSON, "json", false, "write process_diff and callsite_diff NDJSON records (docs/json.md)")
+	fs.BoolVar(&c.Raw, "raw", false, "exact byte counts instead of human units")
+	fs.Var(byteSize{&c.Growth, &c.GrowthSet}, "fail-on-growth", "exit 10 when a process's live bytes grew by more than BYTES")
 	var files []string
 	for len(args) > 0 {
 		if err := fs.Parse(args); err != nil {
@@ -57,59 +47,6 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "memtrace: usage: memtrace diff takes two reports (memtrace diff OLD NEW [flags])\n")
 		return exitUsage
 	}
-	var sides [2]diff.Side
-	for i, f := range files {
-		s, err := readSide(f)
-		if err != nil {
-			fmt.Fprintf(stderr, "memtrace: %s: %v\n", f, err)
-			return exitUsage
-		}
-		sides[i] = s
-	}
-	res := diff.Compare(sides[0], sides[1])
-	var err error
-	if *jsonOut {
-		err = diff.WriteJSON(stdout, res)
-	} else {
-		err = diff.WriteText(stdout, res, *raw)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "memtrace: %v\n", err)
-		return exitError
-	}
-	if g := res.Growth(); growthSet && g > int64(growth) {
-		fmt.Fprintf(stderr, "memtrace: live bytes grew by %d, more than --fail-on-growth %d\n", g, growth)
-		return exitGrowth
-	}
-	return exitOK
-}
-
-// readSide reads one side of a diff: NDJSON, or a recording replayed to
-// its end and reported with every call site.
-func readSide(path string) (diff.Side, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return diff.Side{}, err
-	}
-	defer f.Close()
-	head := make([]byte, len(recording.Magic))
-	n, _ := io.ReadFull(f, head)
-	if string(head[:n]) != recording.Magic {
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return diff.Side{}, err
-		}
-		return diff.ReadNDJSON(f)
-	}
-	rp, err := replay(&replayConfig{file: path})
-	if rp == nil {
-		return diff.Side{}, err
-	}
-	if err != nil && !errors.Is(err, recording.ErrTruncated) {
-		return diff.Side{}, err
-	}
-	var b bytes.Buffer
-	if err := report.WriteJSON(&b, rp.snap, rp.res, report.Options{Final: true}); err != nil {
-		return diff.Side{}, err
-	}
-	return diff.ReadNDJSON(&b)
+	c.Old, c.New = files[0], files[1]
+	return session.Diff(c, stdout, stderr)
 }

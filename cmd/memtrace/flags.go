@@ -3,40 +3,15 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/memtrace/memtrace/session"
 	"io"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/report"
 	"github.com/memtrace/memtrace/tracer"
 )
-
-type config struct {
-	pids      []int
-	command   []string
-	duration  time.Duration
-	interval  time.Duration
-	top       int
-	sort      report.SortKey
-	json      bool
-	raw       bool
-	output    string
-	allocator string
-	ringBytes int
-	verbose   bool
-	// detail groups by whole call stack (stackDepth frames).
-	detail     bool
-	stackDepth int
-	wrappers   []string
-	rateConfig // --half-life, --period, --watch (flags_rates.go)
-	hostConfig // --sample-bytes, --comm, --cgroup (flags_host.go)
-
-	symbolizeConfig // --debug-dir (flags_symbolize.go)
-	leakConfig      // --leak-check, --fail-on-leak, -f, --suppressions, --json-file (leaks_flags.go)
-	timeConfig      // --record, --mark, --peak-tolerance, --dump-dir (flags_time.go)
-}
 
 // nameList collects repeated string flags.
 type nameList struct{ names *[]string }
@@ -78,42 +53,42 @@ Usage:
 Flags:
 `
 
-func parseFlags(args []string, stderr io.Writer) (*config, error) {
-	c := &config{}
+func parseFlags(args []string, stderr io.Writer) (*session.Config, error) {
+	c := &session.Config{}
 	fs := flag.NewFlagSet("memtrace", flag.ContinueOnError)
 	// Errors are reported by the caller in one line; only -h prints usage.
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	var sortKey string
-	fs.Var(pidList{&c.pids}, "p", "process ID(s) to trace; repeatable or comma-separated")
-	fs.Var(pidList{&c.pids}, "pid", "same as -p")
-	fs.DurationVar(&c.duration, "d", 0, "stop after this long (0 = until the targets exit or Ctrl-C)")
-	fs.DurationVar(&c.duration, "duration", 0, "same as -d")
-	fs.DurationVar(&c.interval, "i", 0, "print a report every interval as well as at the end")
-	fs.DurationVar(&c.interval, "interval", 0, "same as -i")
-	fs.IntVar(&c.top, "top", 10, "call sites shown per process (0 = all)")
+	fs.Var(pidList{&c.PIDs}, "p", "process ID(s) to trace; repeatable or comma-separated")
+	fs.Var(pidList{&c.PIDs}, "pid", "same as -p")
+	fs.DurationVar(&c.Duration, "d", 0, "stop after this long (0 = until the targets exit or Ctrl-C)")
+	fs.DurationVar(&c.Duration, "duration", 0, "same as -d")
+	fs.DurationVar(&c.Interval, "i", 0, "print a report every interval as well as at the end")
+	fs.DurationVar(&c.Interval, "interval", 0, "same as -i")
+	fs.IntVar(&c.Top, "top", 10, "call sites shown per process (0 = all)")
 	fs.StringVar(&sortKey, "sort", "live", "order call sites by live, allocated or allocs")
-	fs.BoolVar(&c.json, "json", false, "write NDJSON records (docs/json.md) instead of tables")
-	fs.BoolVar(&c.raw, "raw", false, "exact byte counts instead of human units")
-	fs.StringVar(&c.output, "o", "", "write reports to this file instead of stdout")
-	fs.StringVar(&c.output, "output", "", "same as -o")
-	fs.StringVar(&c.allocator, "allocator", "", "probe the allocator in this file instead of the one the target binds to")
-	fs.IntVar(&c.ringBytes, "ring-size", 64<<20, "ring buffer bytes (a power of two; default 64 MiB, 4 MiB when sampling)")
-	fs.BoolVar(&c.verbose, "v", false, "log what is attached, and where")
-	fs.BoolVar(&c.verbose, "verbose", false, "same as -v")
-	fs.BoolVar(&c.detail, "detail", false, "group by whole call stack and print each stack under its row")
-	fs.IntVar(&c.stackDepth, "stack-depth", 16, "frames per stack with --detail (at most 126)")
+	fs.BoolVar(&c.JSON, "json", false, "write NDJSON records (docs/json.md) instead of tables")
+	fs.BoolVar(&c.Raw, "raw", false, "exact byte counts instead of human units")
+	fs.StringVar(&c.Output, "o", "", "write reports to this file instead of stdout")
+	fs.StringVar(&c.Output, "output", "", "same as -o")
+	fs.StringVar(&c.Allocator, "allocator", "", "probe the allocator in this file instead of the one the target binds to")
+	fs.IntVar(&c.RingBytes, "ring-size", 64<<20, "ring buffer bytes (a power of two; default 64 MiB, 4 MiB when sampling)")
+	fs.BoolVar(&c.Verbose, "v", false, "log what is attached, and where")
+	fs.BoolVar(&c.Verbose, "verbose", false, "same as -v")
+	fs.BoolVar(&c.Detail, "detail", false, "group by whole call stack and print each stack under its row")
+	fs.IntVar(&c.StackDepth, "stack-depth", 16, "frames per stack with --detail (at most 126)")
 	var wrapperFile string
 	var extraWrappers []string
 	noWrappers := false
 	fs.Var(nameList{&extraWrappers}, "wrapper", "also treat function NAME as an allocation wrapper (repeatable)")
 	fs.StringVar(&wrapperFile, "wrappers", "", "file of allocation wrapper names, one per line")
 	fs.BoolVar(&noWrappers, "no-default-wrappers", false, "do not treat operator new, strdup, asprintf … as wrappers")
-	checkRates := addRateFlags(fs, &c.rateConfig)
-	addSymbolizeFlags(fs, &c.symbolizeConfig)
+	checkRates := addRateFlags(fs, &c.RateConfig)
+	addSymbolizeFlags(fs, &c.SymbolizeConfig)
 	checkHost := addHostFlags(fs, c)
 	checkLeaks := addLeakFlags(fs, c)
-	checkTime := addTimeFlags(fs, &c.timeConfig)
+	checkTime := addTimeFlags(fs, &c.TimeConfig)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			fmt.Fprint(stderr, usageText)
@@ -123,35 +98,35 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		}
 		return nil, fmt.Errorf("%w: %w", errUsage, err)
 	}
-	c.command = fs.Args()
+	c.Command = fs.Args()
 	if err := checkRates(); err != nil {
 		return nil, err
 	}
 	if !noWrappers {
-		c.wrappers = append(c.wrappers, allocator.DefaultWrappers...)
+		c.Wrappers = append(c.Wrappers, allocator.DefaultWrappers...)
 	}
-	c.wrappers = append(c.wrappers, extraWrappers...)
+	c.Wrappers = append(c.Wrappers, extraWrappers...)
 	if wrapperFile != "" {
 		names, err := allocator.ReadWrapperFile(wrapperFile)
 		if err != nil {
 			return nil, fmt.Errorf("%w: --wrappers: %w", errUsage, err)
 		}
-		c.wrappers = append(c.wrappers, names...)
+		c.Wrappers = append(c.Wrappers, names...)
 	}
-	if c.stackDepth < 1 || c.stackDepth >= tracer.MaxStackDepth {
+	if c.StackDepth < 1 || c.StackDepth >= tracer.MaxStackDepth {
 		return nil, fmt.Errorf("%w: --stack-depth must be between 1 and %d", errUsage, tracer.MaxStackDepth-1)
 	}
 	k, err := report.ParseSortKey(sortKey)
 	if err != nil {
 		return nil, fmt.Errorf("%w: --sort: %w", errUsage, err)
 	}
-	c.sort = k
+	c.Sort = k
 	switch {
-	case len(c.pids) > 0 && len(c.command) > 0:
+	case len(c.PIDs) > 0 && len(c.Command) > 0:
 		return nil, fmt.Errorf("%w: give -p or a command, not both", errUsage)
-	case c.top < 0:
+	case c.Top < 0:
 		return nil, fmt.Errorf("%w: --top must be >= 0", errUsage)
-	case c.duration < 0 || c.interval < 0:
+	case c.Duration < 0 || c.Interval < 0:
 		return nil, fmt.Errorf("%w: durations must be positive", errUsage)
 	}
 	if err := checkHost(); err != nil {

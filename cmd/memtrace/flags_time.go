@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/memtrace/memtrace/session"
 	"os"
 	"strconv"
 	"strings"
@@ -11,15 +12,6 @@ import (
 
 	"github.com/memtrace/memtrace/aggregate"
 )
-
-// timeConfig holds the flags about time: the recording, marks, the peak
-// snapshot's tolerance and the numbered dumps.
-type timeConfig struct {
-	record  string
-	marks   []string
-	peakTol aggregate.PeakTolerance
-	dumpDir string
-}
 
 // maxMarks bounds --mark: a mark's function index travels in its attach
 // cookie.
@@ -59,18 +51,18 @@ func (p peakTolerance) Set(s string) error {
 
 // addTimeFlags registers --record, --mark, --peak-tolerance and
 // --dump-dir on fs, and returns the check to run after parsing.
-func addTimeFlags(fs *flag.FlagSet, c *timeConfig) func() error {
-	c.peakTol = aggregate.DefaultPeakTolerance
-	fs.StringVar(&c.record, "record", "", "write a recording of the run to FILE, for memtrace replay (docs/recording.md)")
-	fs.Var(nameList{&c.marks}, "mark", "probe function FUNC of the target: each call is a mark labelled with its first argument (repeatable)")
-	fs.Var(peakTolerance{&c.peakTol}, "peak-tolerance", "keep a snapshot of the heap within this many bytes, or percent, of its peak (default 1%)")
-	fs.StringVar(&c.dumpDir, "dump-dir", "", "write one NDJSON report per epoch (each -i interval, mark, and the end) as DIR/memtrace-0001.ndjson, ...")
+func addTimeFlags(fs *flag.FlagSet, c *session.TimeConfig) func() error {
+	c.PeakTol = aggregate.DefaultPeakTolerance
+	fs.StringVar(&c.Record, "record", "", "write a recording of the run to FILE, for memtrace replay (docs/recording.md)")
+	fs.Var(nameList{&c.Marks}, "mark", "probe function FUNC of the target: each call is a mark labelled with its first argument (repeatable)")
+	fs.Var(peakTolerance{&c.PeakTol}, "peak-tolerance", "keep a snapshot of the heap within this many bytes, or percent, of its peak (default 1%)")
+	fs.StringVar(&c.DumpDir, "dump-dir", "", "write one NDJSON report per epoch (each -i interval, mark, and the end) as DIR/memtrace-0001.ndjson, ...")
 	return func() error {
-		if len(c.marks) > maxMarks {
+		if len(c.Marks) > maxMarks {
 			return fmt.Errorf("%w: --mark: at most %d functions", errUsage, maxMarks)
 		}
-		if c.dumpDir != "" {
-			if err := checkDumpDir(c.dumpDir); err != nil {
+		if c.DumpDir != "" {
+			if err := checkDumpDir(c.DumpDir); err != nil {
 				return fmt.Errorf("%w: --dump-dir: %w", errUsage, err)
 			}
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"testing"
-	"time"
 
 	"github.com/memtrace/memtrace/aggregate"
 )
@@ -26,29 +25,6 @@ func TestPeakToleranceFlag(t *testing.T) {
 		err := peakTolerance{&got}.Set(tc.in)
 		if (err != nil) != tc.bad || got != tc.want {
 			t.Errorf("Set(%q) = %+v, %v; want %+v (error: %v)", tc.in, got, err, tc.want, tc.bad)
-		}
-	}
-}
-
-func TestParseAt(t *testing.T) {
-	tests := []struct {
-		in   string
-		want atSpec
-		bad  bool
-	}{
-		{in: "", want: atSpec{}},
-		{in: "12.5s", want: atSpec{kind: "time", time: 12500 * time.Millisecond}},
-		{in: "3", want: atSpec{kind: "time", time: 3 * time.Second}},
-		{in: "peak", want: atSpec{kind: "peak"}},
-		{in: "mark:loaded", want: atSpec{kind: "mark", label: "loaded", nth: 1}},
-		{in: "mark:a#b#3", want: atSpec{kind: "mark", label: "a#b", nth: 3}},
-		{in: "mark:x#0", bad: true},
-		{in: "soon", bad: true},
-	}
-	for _, tc := range tests {
-		got, err := parseAt(tc.in)
-		if (err != nil) != tc.bad || got != tc.want {
-			t.Errorf("parseAt(%q) = %+v, %v; want %+v (error: %v)", tc.in, got, err, tc.want, tc.bad)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"fmt"
@@ -27,7 +27,7 @@ func (s *session) dump(final bool) error {
 		d.epoch = report.FirstEpoch()
 	}
 	snap := s.table.Snapshot()
-	o := report.Options{Top: 0, Sort: s.cfg.sort, Final: final, Host: s.cfg.host(), Epoch: d.epoch}
+	o := report.Options{Top: 0, Sort: s.cfg.Sort, Final: final, Host: s.cfg.Host(), Epoch: d.epoch}
 	path := dumpName(d.dir, d.epoch.Number)
 	f, err := os.Create(path)
 	if err != nil {

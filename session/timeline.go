@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"bytes"
@@ -26,23 +26,23 @@ type timeState struct {
 // path that cannot be written fails at once.
 func (s *session) openTime(args []string) error {
 	s.time = &timeState{}
-	if s.cfg.dumpDir != "" {
-		s.time.dumps = &dumper{dir: s.cfg.dumpDir}
+	if s.cfg.DumpDir != "" {
+		s.time.dumps = &dumper{dir: s.cfg.DumpDir}
 	}
-	if s.cfg.record == "" {
+	if s.cfg.Record == "" {
 		return nil
 	}
 	host, _ := os.Hostname()
 	mode := "host"
 	switch {
-	case len(s.cfg.pids) > 0:
+	case len(s.cfg.PIDs) > 0:
 		mode = "pid"
-	case len(s.cfg.command) > 0:
+	case len(s.cfg.Command) > 0:
 		mode = "command"
 	}
 	info := recording.Info{Start: time.Now(), StartNS: monotonicNow(), Hostname: host, Args: args, Mode: mode,
-		SampleBytes: s.cfg.sampleBytes, Detail: s.cfg.detail, StackDepth: s.cfg.stackDepth, Marks: s.cfg.marks}
-	w, err := recording.Create(s.cfg.record, info)
+		SampleBytes: s.cfg.SampleBytes, Detail: s.cfg.Detail, StackDepth: s.cfg.StackDepth, Marks: s.cfg.Marks}
+	w, err := recording.Create(s.cfg.Record, info)
 	if err != nil {
 		return fmt.Errorf("--record: %w", err)
 	}
@@ -63,7 +63,7 @@ func (s *session) startTime() {
 		s.res.OnChange(w.MapsChanged)
 		w.SetRefresh(s.captureTargets)
 	}
-	s.table.SetPeakTolerance(s.cfg.peakTol)
+	s.table.SetPeakTolerance(s.cfg.PeakTol)
 }
 
 // captureTargets reads the targets' mappings again, so that the recording
@@ -92,7 +92,7 @@ func (s *session) closeTime() error {
 	}
 	w := s.time.rec
 	err := w.Close()
-	s.log.Info("recording", "file", s.cfg.record, "events", w.Events, "err", err)
+	s.log.Info("recording", "file", s.cfg.Record, "events", w.Events, "err", err)
 	if err != nil {
 		return fmt.Errorf("--record: %w", err)
 	}
@@ -102,20 +102,20 @@ func (s *session) closeTime() error {
 // markProbes are the probes of the --mark functions found in mods. Each
 // one's attach cookie is FuncMark plus the function's index.
 func (s *session) markProbes(pid int, mods []allocator.Module) []allocator.Probe {
-	if len(s.cfg.marks) == 0 {
+	if len(s.cfg.Marks) == 0 {
 		return nil
 	}
-	probes := allocator.BindWrappers(mods, s.cfg.marks)
+	probes := allocator.BindWrappers(mods, s.cfg.Marks)
 	found := map[string]bool{}
 	for i := range probes {
 		found[probes[i].Symbol] = true
-		for j, name := range s.cfg.marks {
+		for j, name := range s.cfg.Marks {
 			if name == probes[i].Symbol {
 				probes[i].Func = event.FuncMark + event.Func(j)
 			}
 		}
 	}
-	for _, name := range s.cfg.marks {
+	for _, name := range s.cfg.Marks {
 		if !found[name] {
 			s.log.Warn("--mark: function not found in the process's modules", "pid", pid, "function", name)
 		}
@@ -132,15 +132,15 @@ func (s *session) onMark(e *event.Event) {
 	}
 	if !printable(label) {
 		label = ""
-		if i := int(e.Size); i < len(s.cfg.marks) {
-			label = s.cfg.marks[i]
+		if i := int(e.Size); i < len(s.cfg.Marks) {
+			label = s.cfg.Marks[i]
 		}
 	}
 	if s.time.rec != nil {
 		_ = s.res.Capture(int(e.PID)) // a mark is flushed at once: with what symbolizes it
 	}
 	m := s.table.Mark(e.PID, label, e.Time)
-	if s.cfg.json {
+	if s.cfg.JSON {
 		if err := report.WriteMark(s.out, m); err != nil {
 			s.log.Warn("write mark", "err", err)
 		}
@@ -181,7 +181,7 @@ func printable(s string) bool {
 
 // recordStacks gives the recording the --detail stacks; load calls it.
 func (s *session) recordStacks() {
-	if s.time != nil && s.time.rec != nil && s.cfg.detail {
+	if s.time != nil && s.time.rec != nil && s.cfg.Detail {
 		s.time.rec.SetStacks(s.objs.Stack)
 	}
 }
