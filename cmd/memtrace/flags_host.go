@@ -1,7 +1,8 @@
 package main
 
 import (
-	"flag"
+	"github.com/spf13/pflag"
+
 	"fmt"
 	"github.com/memtrace/memtrace/session"
 	"strconv"
@@ -34,6 +35,8 @@ func (b byteSize) String() string {
 	return strconv.FormatUint(*b.n, 10)
 }
 
+func (b byteSize) Type() string { return "bytes" }
+
 func (b byteSize) Set(s string) error {
 	t := strings.TrimSpace(s)
 	mult := uint64(1)
@@ -59,19 +62,17 @@ func (b byteSize) Set(s string) error {
 
 // addHostFlags registers --sample-bytes, --comm and --cgroup on fs, and
 // returns the check to run once the target (or its absence) is known.
-func addHostFlags(fs *flag.FlagSet, c *session.Config) func() error {
+func addHostFlags(fs *pflag.FlagSet, c *session.Config) func() error {
 	h := &c.HostConfig
 	fs.Var(byteSize{&h.SampleBytes, &h.SampleSet}, "sample-bytes",
-		"sample one allocation per N bytes on average and estimate (0 = trace every call; default 512K with no target, 0 with -p and --)")
-	fs.StringVar(&h.Comm, "comm", "", "with no target: only processes with this command name")
-	fs.StringVar(&h.Cgroup, "cgroup", "", "with no target: only processes in this cgroup v2 (a directory, or a path as /proc/PID/cgroup shows it) or below it")
+		"sample one allocation per `N` bytes on average and estimate (0 = trace every call; default 512K with no target, 0 with -p and --)")
+	fs.StringVar(&h.Comm, "comm", "", "with no target: only processes with command name `NAME`")
+	fs.StringVar(&h.Cgroup, "cgroup", "", "with no target: only processes in the cgroup v2 `PATH` (a directory, or a path as /proc/PID/cgroup shows it) or below it")
 	return func() error {
 		if !h.SampleSet && c.Host() {
 			h.SampleBytes = defaultHostSample
 		}
-		ringSet := false
-		fs.Visit(func(f *flag.Flag) { ringSet = ringSet || f.Name == "ring-size" })
-		if !ringSet && h.SampleBytes > 0 {
+		if !fs.Changed("ring-size") && h.SampleBytes > 0 {
 			c.RingBytes = sampledRingBytes
 		}
 		if !c.Host() && (h.Comm != "" || h.Cgroup != "") {

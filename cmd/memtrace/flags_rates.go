@@ -1,7 +1,8 @@
 package main
 
 import (
-	"flag"
+	"github.com/spf13/pflag"
+
 	"fmt"
 	"github.com/memtrace/memtrace/session"
 	"slices"
@@ -27,10 +28,16 @@ func (d durationList) String() string {
 	}
 	var s []string
 	for _, x := range *d.ds {
-		s = append(s, x.String())
+		if x%time.Second == 0 {
+			s = append(s, strconv.FormatInt(int64(x/time.Second), 10)+"s") // 100s, not 1m40s
+		} else {
+			s = append(s, x.String())
+		}
 	}
 	return strings.Join(s, ",")
 }
+
+func (d durationList) Type() string { return "durations" }
 
 func (d durationList) Set(s string) error {
 	var out []time.Duration
@@ -55,10 +62,10 @@ func (d durationList) Set(s string) error {
 
 // addRateFlags registers --half-life, --period and --watch on fs, and
 // returns the check to run after parsing.
-func addRateFlags(fs *flag.FlagSet, c *session.RateConfig) func() error {
+func addRateFlags(fs *pflag.FlagSet, c *session.RateConfig) func() error {
 	c.HalfLives = slices.Clone(aggregate.DefaultHalfLives)
-	fs.Var(durationList{&c.HalfLives}, "half-life", "half-lives of the decaying rate averages, comma-separated (default 1s,10s,100s)")
-	fs.DurationVar(&c.Period, "period", aggregate.DefaultPeriod, "sampling period of the rate averages; 2^-12 <= period/half-life <= 1-2^-12 for each half-life")
+	fs.Var(durationList{&c.HalfLives}, "half-life", "half-lives `T[,T...]` of the decaying rate averages")
+	fs.DurationVar(&c.Period, "period", aggregate.DefaultPeriod, "sampling period `D` of the rate averages; 2^-12 <= period/half-life <= 1-2^-12 for each half-life")
 	fs.BoolVar(&c.Watch, "watch", false, "live full-screen view of rates and top call sites (periodic reports when stdout is not a terminal)")
 	return func() error {
 		slices.Sort(c.HalfLives)

@@ -1,7 +1,8 @@
 package main
 
 import (
-	"flag"
+	"github.com/spf13/pflag"
+
 	"fmt"
 	"github.com/memtrace/memtrace/session"
 	"os"
@@ -31,6 +32,8 @@ func (p peakTolerance) String() string {
 	return strconv.FormatUint(p.t.Bytes, 10)
 }
 
+func (p peakTolerance) Type() string { return "tolerance" }
+
 func (p peakTolerance) Set(s string) error {
 	if pct, ok := strings.CutSuffix(strings.TrimSpace(s), "%"); ok {
 		v, err := strconv.ParseFloat(pct, 64)
@@ -51,12 +54,12 @@ func (p peakTolerance) Set(s string) error {
 
 // addTimeFlags registers --record, --mark, --peak-tolerance and
 // --dump-dir on fs, and returns the check to run after parsing.
-func addTimeFlags(fs *flag.FlagSet, c *session.TimeConfig) func() error {
+func addTimeFlags(fs *pflag.FlagSet, c *session.TimeConfig) func() error {
 	c.PeakTol = aggregate.DefaultPeakTolerance
-	fs.StringVar(&c.Record, "record", "", "write a recording of the run to FILE, for memtrace replay (docs/recording.md)")
-	fs.Var(nameList{&c.Marks}, "mark", "probe function FUNC of the target: each call is a mark labelled with its first argument (repeatable)")
-	fs.Var(peakTolerance{&c.PeakTol}, "peak-tolerance", "keep a snapshot of the heap within this many bytes, or percent, of its peak (default 1%)")
-	fs.StringVar(&c.DumpDir, "dump-dir", "", "write one NDJSON report per epoch (each -i interval, mark, and the end) as DIR/memtrace-0001.ndjson, ...")
+	fs.StringVar(&c.Record, "record", "", "write a recording of the run to `FILE`, for memtrace replay (docs/recording.md)")
+	fs.Var(nameList{&c.Marks}, "mark", "probe function `FUNC` of the target: each call is a mark labelled with its first argument (repeatable)")
+	fs.Var(peakTolerance{&c.PeakTol}, "peak-tolerance", "keep a snapshot of the heap within `T` bytes (64K), or percent (0.5%), of its peak")
+	fs.StringVar(&c.DumpDir, "dump-dir", "", "write one NDJSON report per epoch (each -i interval, mark, and the end) as `DIR`/memtrace-0001.ndjson, ...")
 	return func() error {
 		if len(c.Marks) > maxMarks {
 			return fmt.Errorf("%w: --mark: at most %d functions", errUsage, maxMarks)

@@ -1,7 +1,8 @@
 package main
 
 import (
-	"flag"
+	"github.com/spf13/pflag"
+
 	"fmt"
 	"github.com/memtrace/memtrace/session"
 	"os"
@@ -23,7 +24,7 @@ func (o optionalBool) String() string {
 	}
 	return strconv.FormatBool(*o.v)
 }
-func (o optionalBool) IsBoolFlag() bool { return true }
+func (o optionalBool) Type() string { return "bool" }
 func (o optionalBool) Set(s string) error {
 	b, err := strconv.ParseBool(s)
 	if err != nil {
@@ -36,8 +37,8 @@ func (o optionalBool) Set(s string) error {
 // failFlag is --fail-on-leak[=BYTES]: alone it means a threshold of 0.
 type failFlag struct{ c *session.LeakConfig }
 
-func (f failFlag) String() string   { return "" }
-func (f failFlag) IsBoolFlag() bool { return true }
+func (f failFlag) String() string { return "" }
+func (f failFlag) Type() string   { return "bytes" }
 func (f failFlag) Set(s string) error {
 	switch s {
 	case "true":
@@ -84,6 +85,8 @@ func (f kindsFlag) String() string {
 	}
 	return f.k.String()
 }
+func (f kindsFlag) Type() string { return "kinds" }
+
 func (f kindsFlag) Set(s string) error {
 	k, err := leakcheck.ParseKinds(s)
 	if err != nil {
@@ -101,6 +104,8 @@ func (f heuristicsFlag) String() string {
 	}
 	return f.h.String()
 }
+func (f heuristicsFlag) Type() string { return "heuristics" }
+
 func (f heuristicsFlag) Set(s string) error {
 	h, err := leakcheck.ParseHeuristics(s)
 	if err != nil {
@@ -112,22 +117,23 @@ func (f heuristicsFlag) Set(s string) error {
 
 // addLeakFlags registers the leak check's flags on fs and returns the check
 // to run after parsing (it needs the target mode).
-func addLeakFlags(fs *flag.FlagSet, c *session.Config) func() error {
+func addLeakFlags(fs *pflag.FlagSet, c *session.Config) func() error {
 	l := &c.LeakConfig
 	l.LeakKinds = leakcheck.KindsOf(leakcheck.Definite, leakcheck.Indirect)
 	l.Heuristics = leakcheck.AllHeuristics
 	fs.Var(optionalBool{&l.LeakCheck, &l.LeakCheckSet}, "leak-check",
 		"classify live blocks at exit as definitely/indirectly/possibly lost or still reachable (default on with a command; with -p, when the run ends)")
+	fs.Lookup("leak-check").NoOptDefVal = "true"
 	fs.Var(failFlag{l}, "fail-on-leak",
-		"--fail-on-leak[=BYTES]: exit 10 when a process's lost bytes (of --leak-kinds) exceed BYTES (default 0); implies --leak-check and --detail")
-	fs.Var(kindsFlag{&l.LeakKinds}, "leak-kinds", "leak classes --fail-on-leak counts: definite,indirect,possible,reachable, all or none (default definite,indirect)")
-	fs.Var(heuristicsFlag{&l.Heuristics}, "leak-check-heuristics", "interior pointers taken as start pointers, as valgrind's: stdstring,length64,newarray,multipleinheritance, all or none (default all)")
-	fs.BoolVar(&l.Follow, "f", false, "follow the processes the command forks: each is traced and leak-checked at its own exit")
-	fs.BoolVar(&l.Follow, "follow", false, "same as -f")
+		"exit 10 when a process's lost bytes (of --leak-kinds) exceed `BYTES` (0 when not given); implies --leak-check and --detail")
+	fs.Lookup("fail-on-leak").NoOptDefVal = "true"
+	fs.Var(kindsFlag{&l.LeakKinds}, "leak-kinds", "`KINDS` of leaks --fail-on-leak counts: definite,indirect,possible,reachable, all or none")
+	fs.Var(heuristicsFlag{&l.Heuristics}, "leak-check-heuristics", "`HEURISTICS`: interior pointers taken as start pointers, as valgrind's: stdstring,length64,newarray,multipleinheritance, all or none")
+	fs.BoolVarP(&l.Follow, "follow", "f", false, "follow the processes the command forks: each is traced and leak-checked at its own exit")
 	var files []string
-	fs.Var(nameList{&files}, "suppressions", "file of leak:PATTERN suppressions (LeakSanitizer format); repeatable")
+	fs.Var(nameList{&files}, "suppressions", "`FILE` of leak:PATTERN suppressions (LeakSanitizer format); repeatable")
 	fs.BoolVar(&l.NoDefaultSupp, "no-default-suppressions", false, "do not suppress the C/C++ runtime's own reachable allocations")
-	fs.StringVar(&l.JSONFile, "json-file", "", "also write the NDJSON records to this file")
+	fs.StringVar(&l.JSONFile, "json-file", "", "also write the NDJSON records to `PATH`")
 	return func() error {
 		for _, f := range files {
 			ss, err := leakcheck.ReadSuppressionFile(f)
