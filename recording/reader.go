@@ -141,7 +141,10 @@ func NewReader(in io.Reader) (*Reader, error) {
 	if v := binary.LittleEndian.Uint16(hdr[len(Magic):]); v != Version {
 		return nil, fmt.Errorf("%w: %d (this memtrace reads version %d)", ErrVersion, v, Version)
 	}
-	zr, err := zstd.NewReader(in, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+	// Bounded: a corrupt frame header must not make it allocate gigabytes
+	// (the writer's windows are 8 MiB at most).
+	zr, err := zstd.NewReader(in, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+		zstd.WithDecoderMaxWindow(maxWindow), zstd.WithDecoderMaxMemory(maxDecoded))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
@@ -199,6 +202,12 @@ func (r *Reader) corrupt(what string) {
 	r.fail(fmt.Errorf("%w after %d records: %s", ErrCorrupt, r.Records, what))
 }
 
+// maxWindow and maxDecoded bound the decoder's memory.
+const (
+	maxWindow  = 32 << 20
+	maxDecoded = 1 << 40
+)
+
 // readChunk is how much decompressed data the reader asks for at a time.
 const readChunk = 256 << 10
 
@@ -219,6 +228,9 @@ func (r *Reader) ensure(n int) {
 		}
 		m, err := r.zr.Read(r.buf[rest:cap(r.buf)])
 		r.buf = r.buf[:rest+m]
+		if err == nil && m == 0 {
+			err = io.ErrNoProgress // a reader must not spin on empty reads
+		}
 		if err != nil {
 			r.eof = err
 		}
