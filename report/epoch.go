@@ -72,3 +72,12 @@ func (e *Epoch) site(pid uint32, s aggregate.SiteSnapshot) epochRecord {
 	}
 	return newEpochRecord(s.Stats, e.Sites[EpochSite{pid, s.Key(), s.Category}])
 }
+
+// report adds the dump's number and start to its report record.
+func (e *Epoch) report(r reportRecord) reportRecord {
+	if e != nil {
+		n, start := e.Number, e.StartNS
+		r.Epoch, r.EpochStartNS = &n, &start
+	}
+	return r
+}

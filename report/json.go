@@ -37,12 +37,7 @@ func WriteJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) err
 		Sampled:     s.SampleBytes > 0,
 		SampleBytes: s.SampleBytes,
 	}}
-	if e := o.Epoch; e != nil {
-		r := records[0].(reportRecord)
-		n, start := e.Number, e.StartNS
-		r.Epoch, r.EpochStartNS = &n, &start
-		records[0] = r
-	}
+	records[0] = o.Epoch.report(records[0].(reportRecord))       // dumps (epoch.go)
 	records = append(records, markRecords(s, procs, o.Epoch)...) // time.go
 	for _, p := range procs {
 		pr := newProcessRecord(p, s.Time, o.Final)
