@@ -389,3 +389,21 @@ func strip(t *testing.T, out string) string {
 	}
 	return b.String()
 }
+
+// A --detail recording replays with its stacks: the report is the live one.
+func TestTimeReplayDetail(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "stacks.c", "-fno-omit-frame-pointer")
+	rec := filepath.Join(t.TempDir(), "detail.rec")
+	live := runMemtrace(t, "--json", "--detail", "--top", "0", "--record", rec, "--", bin)
+	if live.code != 0 {
+		t.Fatalf("exit %d\n%s", live.code, live.stderr)
+	}
+	r := runMemtrace(t, "replay", "--json", "--detail", "--top", "0", rec)
+	if r.code != 0 {
+		t.Fatalf("replay: exit %d\n%s", r.code, r.stderr)
+	}
+	if got, want := strip(t, r.stdout), strip(t, liveFinal(live.stdout)); got != want || !strings.Contains(got, `"stack":[{`) {
+		t.Errorf("replay --detail differs from the live report\nreplay:\n%s\nlive:\n%s", got, want)
+	}
+}
