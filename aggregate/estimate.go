@@ -134,6 +134,9 @@ func (e *procEstimate) release(p *process, b liveBlock) {
 // of n bytes (0: exact, every call is an event). Call it before applying
 // events: heap figures then become estimates (see SampleWeight).
 func (t *Table) SetSampleBytes(n uint64) {
+	if t.obs != nil {
+		t.obs.SampleBytes(n)
+	}
 	t.sampleBytes = n
 	for _, p := range t.procs {
 		t.initEstimate(p)
@@ -154,6 +157,9 @@ func (t *Table) initEstimate(p *process) {
 // estimates. It registers pid if new: a process whose allocations were
 // all unsampled is still reported.
 func (t *Table) SetExactCounts(pid uint32, allocs, allocBytes uint64) {
+	if t.obs != nil {
+		t.obs.ExactCounts(pid, allocs, allocBytes)
+	}
 	p := t.proc(pid)
 	if p.est == nil {
 		return

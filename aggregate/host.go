@@ -8,7 +8,9 @@ package aggregate
 func (t *Table) SnapshotOf(pid uint32) Snapshot {
 	s := Snapshot{Time: t.newest, LostEvents: t.totalLost, SampleBytes: t.sampleBytes}
 	if p := t.procs[pid]; p != nil {
-		s.Processes = []ProcessSnapshot{p.snapshot()}
+		ps := p.snapshot()
+		ps.Peak = p.peakSnapshot(t.peakTol)
+		s.Processes = []ProcessSnapshot{ps}
 		t.fillRates(s.Processes)
 	}
 	return s

@@ -28,6 +28,9 @@ type process struct {
 	// several regions of one site counts as one Free for it.
 	unmapSeq uint64
 
+	peak  peakState // the peak snapshot (peak.go)
+	marks uint64    // marks seen (marks.go)
+
 	// est holds the weighted sums of sampled mode (estimate.go); nil when exact.
 	est *procEstimate
 

@@ -93,6 +93,10 @@ type ProcessSnapshot struct {
 	SampleBytes     uint64
 	LiveBytesStderr float64
 	CountsExact     bool
+
+	// Peak is the heap as of the peak snapshot (peak.go); nil before the
+	// first allocation.
+	Peak *PeakSnapshot
 }
 
 // Snapshot is a deep copy of a Table: reports are built from it, never from
@@ -106,4 +110,6 @@ type Snapshot struct {
 	// SampleBytes is the sampling mean in bytes when the heap figures are
 	// estimates from samples (see SampleWeight); 0 when they are exact.
 	SampleBytes uint64
+	// Marks are the marks seen so far, oldest first (marks.go).
+	Marks []Mark
 }

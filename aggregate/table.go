@@ -27,11 +27,15 @@ type Table struct {
 	rates *rateTable // decaying rates (table_rates.go); nil until SetHalfLives
 
 	sampleBytes uint64 // sampled mode's mean (estimate.go); 0 = exact
+
+	obs     Observer      // sees every input (observer.go); nil: none
+	marks   []Mark        // marks.go
+	peakTol PeakTolerance // the peak snapshot's T (peak.go)
 }
 
 // NewTable returns an empty Table.
 func NewTable() *Table {
-	return &Table{procs: make(map[uint32]*process)}
+	return &Table{procs: make(map[uint32]*process), peakTol: DefaultPeakTolerance}
 }
 
 // proc returns pid's process, creating it if new.
@@ -52,6 +56,9 @@ func (t *Table) proc(pid uint32) *process {
 // AddProcess registers a target so that it is reported even before (or
 // without) any event. Calling it again only updates comm, if non-empty.
 func (t *Table) AddProcess(pid uint32, comm string) {
+	if t.obs != nil {
+		t.obs.Process(pid, comm)
+	}
 	p := t.proc(pid)
 	if comm != "" {
 		p.comm = comm
@@ -62,6 +69,9 @@ func (t *Table) AddProcess(pid uint32, comm string) {
 // applied too, to a process with an empty comm. It does not allocate once
 // the tables have grown to the workload.
 func (t *Table) Apply(e *event.Event) {
+	if t.obs != nil {
+		t.obs.Event(e)
+	}
 	if !t.started {
 		t.started, t.epoch = true, e.Time
 	}
@@ -73,10 +83,12 @@ func (t *Table) Apply(e *event.Event) {
 	switch e.Kind {
 	case event.Alloc:
 		p.alloc(e.Addr, e.Size, siteID{e.CallSite, e.StackID}, t.ms(e.Time))
+		t.checkPeak(p, e.Time)
 	case event.Free:
 		p.free(e.Addr)
 	case event.Realloc:
 		p.realloc(e.OldAddr, e.Addr, e.Size, siteID{e.CallSite, e.StackID}, t.ms(e.Time))
+		t.checkPeak(p, e.Time)
 	case event.Mmap:
 		p.mmap(e.Addr, e.Size, siteID{e.CallSite, e.StackID})
 	case event.Munmap:
@@ -100,11 +112,17 @@ func (t *Table) ms(ns uint64) uint32 {
 
 // SetLost records the absolute number of pid's events the kernel dropped.
 func (t *Table) SetLost(pid uint32, n uint64) {
+	if t.obs != nil {
+		t.obs.Lost(pid, n)
+	}
 	t.proc(pid).lost = n
 }
 
 // SetTotalLost records the run's total of dropped events.
 func (t *Table) SetTotalLost(n uint64) {
+	if t.obs != nil {
+		t.obs.TotalLost(n)
+	}
 	t.totalLost = n
 }
 
@@ -113,6 +131,9 @@ func (t *Table) SetTotalLost(n uint64) {
 // runs every exit on the host is reported, and a process that never
 // allocated has nothing to show.
 func (t *Table) MarkExited(pid uint32, when uint64) {
+	if t.obs != nil {
+		t.obs.Exited(pid, when)
+	}
 	if p := t.procs[pid]; p != nil {
 		p.exited, p.exitTime = true, when
 	}
@@ -120,6 +141,9 @@ func (t *Table) MarkExited(pid uint32, when uint64) {
 
 // Forget drops everything about pid.
 func (t *Table) Forget(pid uint32) {
+	if t.obs != nil {
+		t.obs.Forgot(pid)
+	}
 	if t.last != nil && t.last.pid == pid {
 		t.last = nil
 	}

@@ -41,6 +41,9 @@ type siteRates struct {
 // others (their averages start afresh at the last tick). The half-lives
 // are not checked against a period: that is the caller's (CheckHalfLives).
 func (t *Table) SetHalfLives(halfLives []time.Duration, now uint64) {
+	if t.obs != nil {
+		t.obs.HalfLives(halfLives, now)
+	}
 	hl := slices.Clone(halfLives)
 	r := t.rates
 	if r == nil || len(r.halfLives) != len(hl) {
@@ -117,6 +120,9 @@ func (pr *procRates) growSites(n int) {
 // whose totals did not change costs O(1). An exited process's rates are
 // accounted up to its exit and then kept as they were at its exit.
 func (t *Table) Tick(now uint64) {
+	if t.obs != nil {
+		t.obs.Tick(now)
+	}
 	r := t.rates
 	if r == nil || now <= r.at {
 		return

@@ -15,9 +15,12 @@ func (t *Table) Snapshot() Snapshot {
 		LostEvents:  t.totalLost,
 		Processes:   make([]ProcessSnapshot, 0, len(t.procs)),
 		SampleBytes: t.sampleBytes,
+		Marks:       t.Marks(),
 	}
 	for _, p := range t.procs {
-		s.Processes = append(s.Processes, p.snapshot())
+		ps := p.snapshot()
+		ps.Peak = p.peakSnapshot(t.peakTol)
+		s.Processes = append(s.Processes, ps)
 	}
 	t.fillRates(s.Processes)
 	slices.SortFunc(s.Processes, func(a, b ProcessSnapshot) int {

@@ -14,22 +14,32 @@ var consumerRows = []consumerRow{
 	{"ring read + decode + aggregate", "bench", "BenchmarkRingDecodeApply"},
 	{"decode + aggregate (from memory)", "bench", "BenchmarkDecodeApply"},
 	{"aggregate only (aggregate.BenchmarkApply, mixed stream)", "aggregate", "BenchmarkApply"},
+	{"replay: read a recording + aggregate (recording.BenchmarkReplay)", "recording", "BenchmarkReplay"},
+}
+
+// consumerPackages are the test binaries the consumer rows come from, and
+// the benchmarks each runs.
+var consumerPackages = []struct{ pkg, pattern string }{
+	{"bench", "^Benchmark(Ring)?DecodeApply$"},
+	{"aggregate", "^BenchmarkApply$"},
+	{"recording", "^BenchmarkReplay$"},
 }
 
 // consumer measures memtrace's reader on one core: events/s decoded and
-// aggregated. Rounds alternate between the two test binaries.
+// aggregated, and a recording replayed. Rounds alternate between the test
+// binaries.
 func (r *runner) consumer(ctx context.Context) ([]*Comparison, error) {
 	c := &Comparison{ID: "consumer", Title: "consumer throughput on one core (GOMAXPROCS=1)", Unit: "events/s",
 		Notes: []string{
 			"bench's stream: malloc/free churn, 16384 blocks live, 4000 call sites; decoding is a copy of tracer's (tracer exports no decoder)",
 		}}
 	bins := map[string]string{}
-	for _, pkg := range []string{"bench", "aggregate"} {
-		bin, err := r.testBinary(ctx, pkg)
+	for _, cp := range consumerPackages {
+		bin, err := r.testBinary(ctx, cp.pkg)
 		if err != nil {
 			return nil, err
 		}
-		bins[pkg] = bin
+		bins[cp.pkg] = bin
 	}
 	rows := map[string]*Row{}
 	for _, cr := range consumerRows {
@@ -44,13 +54,10 @@ func (r *runner) consumer(ctx context.Context) ([]*Comparison, error) {
 		benchtime = "200ms"
 	}
 	for round := range r.cfg.Rounds {
-		for _, pkg := range []string{"bench", "aggregate"} {
+		for _, cp := range consumerPackages {
+			pkg := cp.pkg
 			r.logf("consumer: round %d/%d: %s", round+1, r.cfg.Rounds, pkg)
-			pattern := "^BenchmarkApply$"
-			if pkg == "bench" {
-				pattern = "^Benchmark(Ring)?DecodeApply$"
-			}
-			m, err := goBench(ctx, bins[pkg], pattern, benchtime)
+			m, err := goBench(ctx, bins[pkg], cp.pattern, benchtime)
 			if ctx.Err() != nil {
 				return []*Comparison{c}, nil
 			}

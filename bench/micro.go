@@ -32,6 +32,9 @@ var memtraceModes = []memtraceMode{
 	{name: "memtrace exact", xFloor: 1.10},
 	// Whole stacks: a stack walk per allocation; target 1.5x the floor.
 	{name: "memtrace --detail", args: []string{"--detail"}, xFloor: 1.5},
+	// Exact, and every event written to a recording (compressed; the file
+	// is /dev/null so that only the encoding and compression count).
+	{name: "memtrace --record", args: []string{"--record", "/dev/null"}},
 	// Sampled: the traps remain, the events mostly do not.
 	{name: "memtrace sampled 512K", args: []string{"--sample-bytes", "512K"}},
 	{name: "memtrace sampled 64K", args: []string{"--sample-bytes", "64K"}},

@@ -494,6 +494,38 @@ static __always_inline void emit_code_map(__u64 map)
 }
 
 /*
+ * emit_mark reports a call of the i-th --mark function. Its first argument
+ * is read as a C string, the mark's label; when it is none the reader
+ * labels the mark with the function's name. A string on a page not yet
+ * touched cannot be read here (no faults): addr carries the argument so
+ * that the reader can read it from the process. No timestamp, as for
+ * allocations: the reader stamps the batch, so marks and events share one
+ * clock and one order.
+ */
+static __always_inline void emit_mark(__u64 i, __u64 arg)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct code_event *e;
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(id >> 32);
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(e->e));
+	e->e.addr = arg;
+	e->e.size = i;
+	e->e.pid = id >> 32;
+	e->e.tid = (__u32)id;
+	e->e.kind = KIND_MARK;
+	e->e.func = FUNC_MARK;
+	e->e.stack_id = -1;
+	if (!arg || bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)arg) < 0)
+		e->path[0] = 0;
+	bpf_ringbuf_submit(e, wake_flags());
+}
+
+/*
  * alloc_done reports a successful allocation of s->size bytes at addr:
  * always when exact; sampled, it counts it exactly and reports it only
  * when it is sampled.
@@ -569,6 +601,10 @@ int entry(struct pt_regs *ctx)
 
 	if (!wanted())
 		return 0;
+	if (fn >= FUNC_MARK) {
+		emit_mark(fn - FUNC_MARK, a1);
+		return 0;
+	}
 	switch (fn) {
 	case FUNC_MALLOC:
 	case FUNC_VALLOC:

@@ -13,7 +13,8 @@ enum event_kind {
 	KIND_CODE_MAP = 7, /* dlopen loaded a library: struct code_event */
 	KIND_EXEC = 8,     /* whole host: a process executed a program: struct proc_event */
 	KIND_EXIT = 9,     /* whole host: a process (its last thread) exited: struct proc_event */
-	KIND_UNWIND_MISS = 10, /* a file has no unwind table yet: addr = pc, size = dev, old_addr = inode */
+	KIND_MARK = 10,    /* --mark: a marked function was called: struct code_event, path = label */
+	KIND_UNWIND_MISS = 11, /* a file has no unwind table yet: addr = pc, size = dev, old_addr = inode */
 };
 
 /* Which allocator entry point; mirrors event.Func in Go. */
@@ -33,6 +34,7 @@ enum func_id {
 	FUNC_MREMAP,
 	FUNC_WRAPPER,
 	FUNC_DLOPEN,
+	FUNC_MARK, /* --mark: the cookie is FUNC_MARK + the function's index */
 };
 
 /* event.flags */

@@ -34,6 +34,10 @@ const (
 	// Exit (whole host): the process's last thread exited; every event of
 	// the process came before this one. Comm is the process's.
 	Exit Kind = 9
+	// Mark: the program called a --mark function. Label is its first
+	// argument read as a C string ("" when it is none); Size is the
+	// function's index among the --mark functions.
+	Mark Kind = 10
 )
 
 // String names the kind as docs and JSON do.
@@ -57,6 +61,8 @@ func (k Kind) String() string {
 		return "exec"
 	case Exit:
 		return "exit"
+	case Mark:
+		return "mark"
 	}
 	return "unknown"
 }
@@ -84,6 +90,9 @@ const (
 	FuncWrapper
 	// FuncDlopen: the return probe on dlopen, producing CodeMap events.
 	FuncDlopen
+	// FuncMark: a --mark function, entry probe only. Its attach cookie is
+	// FuncMark + the function's index among the --mark functions.
+	FuncMark
 )
 
 var funcNames = [...]string{
@@ -102,6 +111,7 @@ var funcNames = [...]string{
 	FuncMremap:        "mremap",
 	FuncWrapper:       "wrapper",
 	FuncDlopen:        "dlopen",
+	FuncMark:          "mark",
 }
 
 // String is the C name of the function.
@@ -150,4 +160,6 @@ type Event struct {
 	Path string
 	// Comm is the process's command name in Exec and Exit events.
 	Comm string
+	// Label is a Mark event's label.
+	Label string
 }

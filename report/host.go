@@ -259,7 +259,7 @@ func writeHostSites(b *bytes.Buffer, c aggregate.Category, sites []hostSite, tot
 // ranked together.
 func writeHostJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) error {
 	v := newHostView(s, o)
-	records := []any{reportRecord{
+	records := []any{o.Epoch.report(reportRecord{
 		Type:        typeReport,
 		TimeNS:      s.Time,
 		Final:       o.Final,
@@ -272,12 +272,13 @@ func writeHostJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options)
 		SampleBytes: s.SampleBytes,
 		Kernel:      o.Kernel,
 		Attach:      o.Attach,
-	}}
+	})}
 	for _, p := range v.procs {
 		rp := rankedProcess{ProcessSnapshot: p}
 		pr := newProcessRecord(rp, s.Time, o.Final)
 		fillProcessSampling(&pr, rp, s.SampleBytes)
 		fillProcessLeaks(&pr, o.Leaks, p.PID)
+		pr.epochRecord = o.Epoch.process(p) // dumps (epoch.go)
 		records = append(records, pr)
 	}
 	for _, sites := range [][]hostSite{v.heap, v.mapped} {
@@ -287,6 +288,7 @@ func writeHostJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options)
 			if site.Category == aggregate.Heap {
 				fillSiteLeaks(&cr, o.Leaks, site.pid, site.SiteSnapshot)
 			}
+			cr.epochRecord = o.Epoch.site(site.pid, site.SiteSnapshot)
 			records = append(records, cr)
 		}
 	}

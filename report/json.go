@@ -39,22 +39,28 @@ func WriteJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) err
 		Kernel:      o.Kernel,
 		Attach:      o.Attach,
 	}}
+	records[0] = o.Epoch.report(records[0].(reportRecord))       // dumps (epoch.go)
+	records = append(records, markRecords(s, procs, o.Epoch)...) // time.go
 	for _, p := range procs {
 		pr := newProcessRecord(p, s.Time, o.Final)
 		fillProcessSampling(&pr, p, s.SampleBytes) // estimate.go
 		fillProcessLeaks(&pr, o.Leaks, p.PID)      // json_leaks.go
+		pr.epochRecord = o.Epoch.process(p.ProcessSnapshot)
 		records = append(records, pr)
 		for _, site := range p.heap {
 			cr := newCallsiteRecord(p.PID, site, sym, s.Time, o)
 			fillSiteSampling(&cr, p.Comm, site, s.SampleBytes)
 			fillSiteLeaks(&cr, o.Leaks, p.PID, site)
+			cr.epochRecord = o.Epoch.site(p.PID, site)
 			records = append(records, cr)
 		}
 		for _, site := range p.mapped {
 			cr := newCallsiteRecord(p.PID, site, sym, s.Time, o)
 			fillSiteSampling(&cr, p.Comm, site, s.SampleBytes)
+			cr.epochRecord = o.Epoch.site(p.PID, site)
 			records = append(records, cr)
 		}
+		records = append(records, peakRecords(p, sym, o)...) // time.go
 	}
 	return writeRecords(w, records)
 }

@@ -31,6 +31,9 @@ type reportRecord struct {
 	// Kernel and Attach: Options.Kernel and Options.Attach.
 	Kernel string `json:"kernel"`
 	Attach string `json:"attach"`
+	// Dumps only (epoch.go): the dump's number and the previous dump's time.
+	Epoch        *int    `json:"epoch,omitempty"`
+	EpochStartNS *uint64 `json:"epoch_start_ns,omitempty"`
 }
 
 // processRecord holds one process's totals; the top-level live_*, alloc*
@@ -63,6 +66,8 @@ type processRecord struct {
 	// The leak check (json_leaks.go): present only in runs that check.
 	LeakChecked *bool `json:"leak_checked,omitempty"`
 	leakRecord
+	// Dumps only (epoch.go): the activity since the previous dump.
+	epochRecord
 }
 
 // mmapTotals are a process's anonymous-mapping totals.
@@ -119,6 +124,8 @@ type callsiteRecord struct {
 	LeafLine     int    `json:"leaf_line"`
 	LeafModule   string `json:"leaf_module"`
 	LeafAddress  string `json:"leaf_address"`
+	// Dumps only (epoch.go): the activity since the previous dump.
+	epochRecord
 	// --detail only: the call stack, innermost first, and whether it stops
 	// short of the thread's first function.
 	Stack          []stackFrame `json:"stack,omitempty"`

@@ -38,6 +38,12 @@ var leakFields = []string{"definitely_lost_bytes", "definitely_lost_blocks",
 
 var leakProcessFields = append([]string{"leak_checked"}, leakFields...)
 
+// epochFields follow the leak fields of process and callsite records only
+// in numbered dumps (Options.Epoch); reportEpochFields end the report line.
+var epochFields = []string{"epoch_allocs", "epoch_alloc_bytes", "epoch_frees", "epoch_freed_bytes"}
+
+var reportEpochFields = []string{"epoch", "epoch_start_ns"}
+
 var stackFrameFields = []string{"function", "file", "line", "module", "address", "inlined"}
 
 var mmapFields = []string{"live_bytes", "live_regions", "maps", "mapped_bytes", "unmaps",
@@ -235,7 +241,7 @@ func TestJSONRecordsMatchDocs(t *testing.T) {
 			t.Errorf("docs/json.md does not document `mmap.%s`", f)
 		}
 	}
-	for _, f := range append(slices.Clone(detailFields), leakProcessFields...) {
+	for _, f := range slices.Concat(detailFields, leakProcessFields, epochFields, reportEpochFields) {
 		if !strings.Contains(doc, "`"+f+"`") {
 			t.Errorf("docs/json.md does not document field `%s`", f)
 		}
@@ -244,10 +250,12 @@ func TestJSONRecordsMatchDocs(t *testing.T) {
 	for typ, v := range map[string]any{"report": reportRecord{}, "process": processRecord{}, "callsite": callsiteRecord{}} {
 		want := jsonFields[typ]
 		switch typ {
+		case "report":
+			want = slices.Concat(want, reportEpochFields)
 		case "process":
-			want = append(slices.Clone(want), leakProcessFields...)
+			want = slices.Concat(want, leakProcessFields, epochFields)
 		case "callsite":
-			want = append(append(slices.Clone(want), leakFields...), detailFields...)
+			want = slices.Concat(want, leakFields, epochFields, detailFields)
 		}
 		if got := jsonTags(v); !slices.Equal(got, want) {
 			t.Errorf("%s struct tags %v, want %v", typ, got, want)

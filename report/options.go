@@ -106,6 +106,9 @@ type Options struct {
 	// attach path taken ("multi" or "per-probe").
 	Kernel, Attach string
 
+	// Epoch, when set, makes the report a numbered dump (epoch.go).
+	Epoch *Epoch
+
 	// sampleBytes is the snapshot's sampling mean (0: exact), set by the
 	// renderers so that tables can mark estimates (estimate.go).
 	sampleBytes uint64

@@ -53,8 +53,14 @@ func writeSiteTables(b *bytes.Buffer, p rankedProcess, sym Symbolizer, o Options
 
 func writeSiteTable(b *bytes.Buffer, p rankedProcess, c aggregate.Category,
 	sites []aggregate.SiteSnapshot, total int, sym Symbolizer, o Options) error {
+	return writeTitledSites(b, p, c, sites, tableTitle(c, len(sites), total, o.Sort), sym, o)
+}
+
+// writeTitledSites prints sites as a table under title.
+func writeTitledSites(b *bytes.Buffer, p rankedProcess, c aggregate.Category,
+	sites []aggregate.SiteSnapshot, title string, sym Symbolizer, o Options) error {
 	b.WriteByte('\n')
-	b.WriteString("  " + tableTitle(c, len(sites), total, o.Sort) + "\n")
+	b.WriteString("  " + title + "\n")
 
 	var out bytes.Buffer
 	t := tablewriter.NewTable(&out,

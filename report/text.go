@@ -45,6 +45,10 @@ func WriteText(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) err
 		if err := writeSiteTables(&b, p, sym, o); err != nil {
 			return fmt.Errorf("text report for pid %d: %w", p.PID, err)
 		}
+		if err := writePeakText(&b, p, sym, o); err != nil { // time.go
+			return fmt.Errorf("text report for pid %d: %w", p.PID, err)
+		}
+		writeMarksText(&b, s, p.PID)
 	}
 	// Repeat the warning at the end: a long report scrolls the first one
 	// out of sight, and the end is what stays on screen.

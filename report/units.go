@@ -67,3 +67,6 @@ func monotonicSeconds(ns uint64) string {
 	}
 	return strconv.FormatUint(ms/1000, 10) + "." + frac + "s"
 }
+
+// ByteText is byteText for other packages' reports (memtrace diff).
+func ByteText(n uint64, raw bool) string { return byteText(n, raw) }

@@ -44,7 +44,6 @@ func (r *Resolver) AddLibrary(pid int, path string, bias uint64) error {
 		return fmt.Errorf("add library %s of process %d: no executable segment", path, pid)
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	old := r.procs[pid]
 	p := &process{}
 	if old != nil {
@@ -52,6 +51,8 @@ func (r *Resolver) AddLibrary(pid int, path string, bias uint64) error {
 	}
 	p.maps = mergeMappings(p.maps, add)
 	r.procs[pid] = p
+	r.mu.Unlock()
+	r.noteChange(pid)
 	return nil
 }
 

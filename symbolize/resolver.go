@@ -20,6 +20,9 @@ type Resolver struct {
 
 	mu    sync.RWMutex
 	procs map[int]*process
+
+	changed func(pid int) // OnChange (recorded.go)
+	offline bool          // Offline: never read /proc
 }
 
 // maxMisses bounds the remembered misses per capture.
@@ -54,6 +57,7 @@ func (r *Resolver) Capture(pid int) error {
 	}
 	r.procs[pid] = p
 	r.mu.Unlock()
+	r.noteChange(pid)
 	return nil
 }
 
@@ -129,6 +133,9 @@ func (r *Resolver) Resolve(pid int, ret uint64) Frame {
 // captured), unless the process is known gone or pc already missed in this
 // capture. It returns the capture to retry in, or nil.
 func (r *Resolver) recapture(pid int, old *process, pc uint64) *process {
+	if r.offline {
+		return nil
+	}
 	if old != nil {
 		r.mu.RLock()
 		_, missed := old.misses[pc]
@@ -148,10 +155,10 @@ func (r *Resolver) recapture(pid int, old *process, pc uint64) *process {
 		return nil
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if cur := r.procs[pid]; cur != old {
 		// Forgotten, or captured by someone else meanwhile: the newer
 		// state stands; still answer from what we just read.
+		r.mu.Unlock()
 		return p
 	}
 	if old != nil {
@@ -159,6 +166,8 @@ func (r *Resolver) recapture(pid int, old *process, pc uint64) *process {
 		p.maps = mergeMappings(old.maps, p.maps)
 	}
 	r.procs[pid] = p
+	r.mu.Unlock()
+	r.noteChange(pid)
 	return p
 }
 

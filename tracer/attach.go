@@ -29,9 +29,9 @@ type Attachment struct {
 }
 
 // needsReturn reports whether fn's probes include a return probe: every
-// allocating function and wrapper does; free and munmap act at entry.
+// allocating function and wrapper does; free, munmap and marks act at entry.
 func needsReturn(fn event.Func) bool {
-	return fn != event.FuncFree && fn != event.FuncMunmap
+	return fn != event.FuncFree && fn != event.FuncMunmap && fn < event.FuncMark
 }
 
 // Placement is where one function's probes go.

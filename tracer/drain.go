@@ -55,10 +55,13 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 	n := 0
 	// The probes do not timestamp allocator events (it cost more than a
 	// fifth of their work): every event of a batch gets the time the batch
-	// was read, on the same clock as bpf_ktime_get_ns.
-	stamp := monotonicNS()
+	// was read (once the wait is over), on the same clock as bpf_ktime_get_ns.
+	var stamp uint64
 	for {
 		err := d.rd.ReadInto(&d.rec)
+		if stamp == 0 {
+			stamp = monotonicNS()
+		}
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				return n, nil
@@ -90,12 +93,16 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 		if rest := d.rec.RawSample[unsafe.Sizeof(memtraceEvent{}):]; d.objs.stackDepth > 0 && len(rest) >= 8 && isSiteKind(d.ev.Kind) {
 			d.decodeStack(raw, rest)
 		}
-		if d.ev.Kind == event.CodeMap && len(d.rec.RawSample) >= int(unsafe.Sizeof(memtraceCodeEvent{})) {
+		if (d.ev.Kind == event.CodeMap || d.ev.Kind == event.Mark) && len(d.rec.RawSample) >= int(unsafe.Sizeof(memtraceCodeEvent{})) {
 			path := d.rec.RawSample[unsafe.Sizeof(memtraceEvent{}):unsafe.Sizeof(memtraceCodeEvent{})]
 			if i := bytes.IndexByte(path, 0); i >= 0 {
 				path = path[:i]
 			}
-			d.ev.Path = string(path)
+			if d.ev.Kind == event.Mark {
+				d.ev.Label = string(path) // a mark's label travels as a code_event's path
+			} else {
+				d.ev.Path = string(path)
+			}
 		}
 		if (d.ev.Kind == event.Exec || d.ev.Kind == event.Exit) && len(d.rec.RawSample) >= int(unsafe.Sizeof(memtraceProcEvent{})) {
 			comm := d.rec.RawSample[unsafe.Sizeof(memtraceEvent{}):unsafe.Sizeof(memtraceProcEvent{})]
@@ -115,7 +122,7 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 }
 
 // kindUnwindMiss: the walk met a file without a table (KIND_UNWIND_MISS).
-const kindUnwindMiss = 10
+const kindUnwindMiss = 11
 
 // isSiteKind reports whether records of kind carry a call site (and a stack).
 func isSiteKind(k event.Kind) bool {

@@ -10,12 +10,12 @@ import (
 	"github.com/memtrace/memtrace/htmlreport/headless"
 )
 
-// TestHTML: --html on testdata/phases.c gives a page that headless
+// TestHTML: --html on testdata/exports_phases.c gives a page that headless
 // chromium draws without errors, whose timeline peaks at the peak the
 // JSON reports (the fixture holds its peak for 600 ms, six samples).
 func TestHTML(t *testing.T) {
 	needBPF(t)
-	bin := fixture(t, "phases.c")
+	bin := fixture(t, "exports_phases.c")
 	page := filepath.Join(t.TempDir(), "report.html")
 	r := runMemtrace(t, "--json", "--html", page, "--", bin)
 	if r.code != 0 {

@@ -11,7 +11,7 @@ import (
 	"github.com/google/pprof/profile"
 )
 
-// phaseFigures are testdata/phases.c's heap figures per function:
+// phaseFigures are testdata/exports_phases.c's heap figures per function:
 // allocations, bytes allocated, live blocks, live bytes at the end.
 var phaseFigures = map[string][4]int64{
 	"grow":   {100, 1000000, 100, 1000000},
@@ -24,8 +24,8 @@ var phaseFigures = map[string][4]int64{
 // mapping carries the fixture's path and build-id, the location its line.
 func TestPprof(t *testing.T) {
 	needBPF(t)
-	bin := fixture(t, "phases.c")
-	lines := siteLines(t, "phases.c")
+	bin := fixture(t, "exports_phases.c")
+	lines := siteLines(t, "exports_phases.c")
 	out := filepath.Join(t.TempDir(), "heap.pb.gz")
 	r := runMemtrace(t, "--pprof", out, "--", bin)
 	if r.code != 0 {
@@ -105,7 +105,7 @@ func TestPprof(t *testing.T) {
 // with --detail the stack runs from main to the call site.
 func TestFolded(t *testing.T) {
 	needBPF(t)
-	bin := fixture(t, "phases.c", "-fno-omit-frame-pointer")
+	bin := fixture(t, "exports_phases.c", "-fno-omit-frame-pointer")
 	tests := []struct {
 		value  string
 		detail bool

@@ -16,7 +16,7 @@ import (
 )
 
 // TestPrometheus: a real Prometheus server scrapes memtrace --listen while
-// it traces testdata/phases.c; the values it stores equal memtrace's final
+// it traces testdata/exports_phases.c; the values it stores equal memtrace's final
 // JSON (the fixture is idle from "ready" to its exit).
 func TestPrometheus(t *testing.T) {
 	needBPF(t)
@@ -27,7 +27,7 @@ func TestPrometheus(t *testing.T) {
 		}
 		t.Skip("prometheus is not installed (apt-get install prometheus)")
 	}
-	bin := fixture(t, "phases.c")
+	bin := fixture(t, "exports_phases.c")
 	dir := t.TempDir()
 	mtAddr, promAddr := freePort(t), freePort(t)
 

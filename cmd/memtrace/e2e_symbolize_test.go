@@ -435,15 +435,15 @@ func TestDebugDirFlag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(c.debugDirs, []string{"/a", "/b"}) || len(c.resolverOptions()) != 1 {
-		t.Errorf("debug dirs %q, options %d", c.debugDirs, len(c.resolverOptions()))
+	if !reflect.DeepEqual(c.DebugDirs, []string{"/a", "/b"}) {
+		t.Errorf("debug dirs %q", c.DebugDirs)
 	}
 	c, err = parseFlags([]string{"-p", "1"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.debugDirs != nil || c.resolverOptions() != nil {
-		t.Errorf("default: debug dirs %q", c.debugDirs)
+	if c.DebugDirs != nil {
+		t.Errorf("default: debug dirs %q", c.DebugDirs)
 	}
 	if _, err := parseFlags([]string{"--debug-dir", "", "-p", "1"}, io.Discard); err == nil {
 		t.Error("an empty --debug-dir was accepted")

@@ -1,48 +1,24 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
-	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/report"
+	"github.com/memtrace/memtrace/session"
 	"github.com/memtrace/memtrace/tracer"
 )
-
-type config struct {
-	pids      []int
-	command   []string
-	duration  time.Duration
-	interval  time.Duration
-	top       int
-	sort      report.SortKey
-	json      bool
-	raw       bool
-	output    string
-	allocator string
-	ringBytes int
-	verbose   bool
-	// detail groups by whole call stack (stackDepth frames).
-	detail      bool
-	stackDepth  int
-	wrappers    []string
-	wrapperRule allocator.WrapperRule
-	rateConfig  // --half-life, --period, --watch (flags_rates.go)
-	hostConfig  // --sample-bytes, --comm, --cgroup (flags_host.go)
-
-	symbolizeConfig // --debug-dir (flags_symbolize.go)
-	leakConfig      // --leak-check, --fail-on-leak, -f, --suppressions, --json-file (leaks_flags.go)
-	exportConfig    // --pprof, --folded, --html, --listen (exports.go)
-}
 
 // nameList collects repeated string flags.
 type nameList struct{ names *[]string }
 
 func (n nameList) String() string { return "" }
+func (n nameList) Type() string   { return "name" }
 func (n nameList) Set(s string) error {
 	if s == "" {
 		return fmt.Errorf("empty name")
@@ -55,6 +31,7 @@ func (n nameList) Set(s string) error {
 type pidList struct{ pids *[]int }
 
 func (p pidList) String() string { return "" }
+func (p pidList) Type() string   { return "pid" }
 func (p pidList) Set(s string) error {
 	for _, f := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -66,106 +43,104 @@ func (p pidList) Set(s string) error {
 	return nil
 }
 
-const usageText = `memtrace traces a native process's allocations with eBPF and reports, per
-call site, what is live, allocated and freed.
+// usageLines head memtrace --help.
+const usageLines = `memtrace [flags] -p PID[,PID...]       attach to running processes
+  memtrace [flags] -- COMMAND [ARGS...]  start COMMAND and trace it from its first instruction
+  memtrace [flags]                       trace every process on the host (sampled)
+  memtrace replay FILE [flags]           print the report of a run recorded with --record
+  memtrace diff OLD NEW [flags]          compare two runs' reports or recordings`
 
-Usage:
-  memtrace [flags] -p PID[,PID...]     attach to running processes
-  memtrace [flags] -- COMMAND [ARGS...] start COMMAND and trace it from its first instruction
-  memtrace [flags]                      trace every process on the host (sampled)
-
-Flags:
-`
-
-func parseFlags(args []string, stderr io.Writer) (*config, error) {
-	c := &config{}
-	fs := flag.NewFlagSet("memtrace", flag.ContinueOnError)
-	// Errors are reported by the caller in one line; only -h prints usage.
+// parseFlags parses a trace's command line (no subcommand) into a Config.
+func parseFlags(args []string, stderr io.Writer) (*session.Config, error) {
+	c := &session.Config{}
+	fs := pflag.NewFlagSet("memtrace", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
+	fs.SetInterspersed(false)
+	check := traceFlags(fs, c)
+	if err := fs.Parse(args); err != nil {
+		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if err := check(fs.Args()); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// traceFlags registers a trace's flags on fs and returns the check to run
+// after parsing, given the arguments left (the command).
+func traceFlags(fs *pflag.FlagSet, c *session.Config) func(command []string) error {
 	var sortKey string
-	fs.Var(pidList{&c.pids}, "p", "process ID(s) to trace; repeatable or comma-separated")
-	fs.Var(pidList{&c.pids}, "pid", "same as -p")
-	fs.DurationVar(&c.duration, "d", 0, "stop after this long (0 = until the targets exit or Ctrl-C)")
-	fs.DurationVar(&c.duration, "duration", 0, "same as -d")
-	fs.DurationVar(&c.interval, "i", 0, "print a report every interval as well as at the end")
-	fs.DurationVar(&c.interval, "interval", 0, "same as -i")
-	fs.IntVar(&c.top, "top", 10, "call sites shown per process (0 = all)")
-	fs.StringVar(&sortKey, "sort", "live", "order call sites by live, allocated or allocs")
-	fs.BoolVar(&c.json, "json", false, "write NDJSON records (docs/json.md) instead of tables")
-	fs.BoolVar(&c.raw, "raw", false, "exact byte counts instead of human units")
-	fs.StringVar(&c.output, "o", "", "write reports to this file instead of stdout")
-	fs.StringVar(&c.output, "output", "", "same as -o")
-	fs.StringVar(&c.allocator, "allocator", "", "probe the allocator in this file instead of the one the target binds to")
-	fs.IntVar(&c.ringBytes, "ring-size", 64<<20, "ring buffer bytes (a power of two; default 64 MiB, 4 MiB when sampling)")
-	fs.BoolVar(&c.verbose, "v", false, "log what is attached, and where")
-	fs.BoolVar(&c.verbose, "verbose", false, "same as -v")
-	fs.BoolVar(&c.detail, "detail", false, "group by whole call stack and print each stack under its row")
-	fs.IntVar(&c.stackDepth, "stack-depth", 16, "frames per stack with --detail (at most 126)")
+	fs.VarP(pidList{&c.PIDs}, "pid", "p", "`PID`(s) to trace; repeatable or comma-separated")
+	fs.DurationVarP(&c.Duration, "duration", "d", 0, "stop after `D` (0 = until the targets exit or Ctrl-C)")
+	fs.DurationVarP(&c.Interval, "interval", "i", 0, "print a report every `D` as well as at the end")
+	fs.IntVar(&c.Top, "top", report.DefaultTop, "call sites shown per process (`N`; 0 = all)")
+	fs.StringVar(&sortKey, "sort", "live", "order call sites by `KEY`: live, allocated, allocs or rate")
+	fs.BoolVar(&c.JSON, "json", false, "write NDJSON records (docs/json.md) instead of tables")
+	fs.BoolVar(&c.Raw, "raw", false, "exact byte counts instead of human units")
+	fs.StringVarP(&c.Output, "output", "o", "", "write reports to `FILE` instead of stdout")
+	fs.StringVar(&c.Allocator, "allocator", "", "probe the allocator in `FILE` instead of the one the target binds to")
+	fs.IntVar(&c.RingBytes, "ring-size", 64<<20, "ring buffer `BYTES`, a power of two (4 MiB when sampling)")
+	fs.BoolVarP(&c.Verbose, "verbose", "v", false, "log what is attached, and where")
+	fs.BoolVar(&c.Detail, "detail", false, "group by whole call stack and print each stack under its row")
+	fs.IntVar(&c.StackDepth, "stack-depth", 16, "`N` frames per stack with --detail (at most 126)")
 	var wrapperFile string
 	var extraWrappers []string
 	noWrappers := false
-	fs.Var(nameList{&extraWrappers}, "wrapper", "also treat function NAME as an allocation wrapper (repeatable)")
-	fs.StringVar(&wrapperFile, "wrappers", "", "file of allocation wrapper names, one per line")
+	fs.Var(nameList{&extraWrappers}, "wrapper", "also treat function `NAME` as an allocation wrapper (repeatable)")
+	fs.StringVar(&wrapperFile, "wrappers", "", "`FILE` of allocation wrapper names, one per line")
 	fs.BoolVar(&noWrappers, "no-default-wrappers", false, "do not treat operator new, strdup, asprintf … as wrappers")
 	noAuto := false
 	var notWrappers []string
 	fs.BoolVar(&noAuto, "no-auto-wrappers", false, "do not recognize wrappers by name (zmalloc, xmalloc, g_malloc, sqlite3Malloc, …)")
-	fs.Var(nameList{&notWrappers}, "not-wrapper", "never treat function NAME as an allocation wrapper (repeatable)")
-	checkRates := addRateFlags(fs, &c.rateConfig)
-	addSymbolizeFlags(fs, &c.symbolizeConfig)
+	fs.Var(nameList{&notWrappers}, "not-wrapper", "never treat function `NAME` as an allocation wrapper (repeatable)")
+	checkRates := addRateFlags(fs, &c.RateConfig)
+	addSymbolizeFlags(fs, &c.SymbolizeConfig)
 	checkHost := addHostFlags(fs, c)
 	checkLeaks := addLeakFlags(fs, c)
-	checkExports := addExportFlags(fs, &c.exportConfig)
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			fmt.Fprint(stderr, usageText)
-			fs.SetOutput(stderr)
-			fs.PrintDefaults()
-			return nil, err
+	checkTime := addTimeFlags(fs, &c.TimeConfig)
+	checkExports := addExportFlags(fs, &c.ExportConfig)
+	return func(command []string) error {
+		c.Command = command
+		if err := checkRates(); err != nil {
+			return err
 		}
-		return nil, fmt.Errorf("%w: %w", errUsage, err)
-	}
-	c.command = fs.Args()
-	if err := checkRates(); err != nil {
-		return nil, err
-	}
-	if !noWrappers {
-		c.wrappers = append(c.wrappers, allocator.DefaultWrappers...)
-	}
-	c.wrappers = append(c.wrappers, extraWrappers...)
-	if wrapperFile != "" {
-		names, err := allocator.ReadWrapperFile(wrapperFile)
+		if !noWrappers {
+			c.Wrappers = append(c.Wrappers, allocator.DefaultWrappers...)
+		}
+		c.Wrappers = append(c.Wrappers, extraWrappers...)
+		if wrapperFile != "" {
+			names, err := allocator.ReadWrapperFile(wrapperFile)
+			if err != nil {
+				return fmt.Errorf("%w: --wrappers: %w", errUsage, err)
+			}
+			c.Wrappers = append(c.Wrappers, names...)
+		}
+		c.WrapperRule = allocator.NewWrapperRule(c.Wrappers, !noAuto, notWrappers)
+		if c.StackDepth < 1 || c.StackDepth >= tracer.MaxStackDepth {
+			return fmt.Errorf("%w: --stack-depth must be between 1 and %d", errUsage, tracer.MaxStackDepth-1)
+		}
+		k, err := report.ParseSortKey(sortKey)
 		if err != nil {
-			return nil, fmt.Errorf("%w: --wrappers: %w", errUsage, err)
+			return fmt.Errorf("%w: --sort: %w", errUsage, err)
 		}
-		c.wrappers = append(c.wrappers, names...)
+		c.Sort = k
+		switch {
+		case len(c.PIDs) > 0 && len(c.Command) > 0:
+			return fmt.Errorf("%w: give -p or a command, not both", errUsage)
+		case c.Top < 0:
+			return fmt.Errorf("%w: --top must be >= 0", errUsage)
+		case c.Duration < 0 || c.Interval < 0:
+			return fmt.Errorf("%w: durations must be positive", errUsage)
+		}
+		if err := checkHost(); err != nil {
+			return err
+		}
+		if err := checkLeaks(); err != nil {
+			return err
+		}
+		if err := checkTime(); err != nil {
+			return err
+		}
+		return checkExports()
 	}
-	c.wrapperRule = allocator.NewWrapperRule(c.wrappers, !noAuto, notWrappers)
-	if c.stackDepth < 1 || c.stackDepth >= tracer.MaxStackDepth {
-		return nil, fmt.Errorf("%w: --stack-depth must be between 1 and %d", errUsage, tracer.MaxStackDepth-1)
-	}
-	k, err := report.ParseSortKey(sortKey)
-	if err != nil {
-		return nil, fmt.Errorf("%w: --sort: %w", errUsage, err)
-	}
-	c.sort = k
-	switch {
-	case len(c.pids) > 0 && len(c.command) > 0:
-		return nil, fmt.Errorf("%w: give -p or a command, not both", errUsage)
-	case c.top < 0:
-		return nil, fmt.Errorf("%w: --top must be >= 0", errUsage)
-	case c.duration < 0 || c.interval < 0:
-		return nil, fmt.Errorf("%w: durations must be positive", errUsage)
-	}
-	if err := checkHost(); err != nil {
-		return nil, err
-	}
-	if err := checkLeaks(); err != nil {
-		return nil, err
-	}
-	if err := checkExports(); err != nil {
-		return nil, err
-	}
-	return c, nil
 }

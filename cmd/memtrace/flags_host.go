@@ -1,29 +1,16 @@
 package main
 
 import (
-	"flag"
+	"github.com/spf13/pflag"
+
 	"fmt"
+	"github.com/memtrace/memtrace/session"
 	"strconv"
 	"strings"
 
 	"github.com/memtrace/memtrace/host"
 	"github.com/memtrace/memtrace/tracer"
 )
-
-// hostConfig holds the flags of sampling and of the whole-host mode.
-type hostConfig struct {
-	// sampleBytes is the sampling mean in bytes; 0 = exact. Its default
-	// depends on the mode: defaultHostSample with no target, exact with
-	// -p and --.
-	sampleBytes uint64
-	sampleSet   bool
-	// comm and cgroup narrow the whole-host mode's processes; cgroupDir
-	// is the cgroup's directory, cgroupPath its path as /proc/PID/cgroup
-	// shows it.
-	comm                  string
-	cgroup                string
-	cgroupDir, cgroupPath string
-}
 
 // defaultHostSample is the whole-host mode's sampling mean: tracing every
 // allocation of every process costs too much.
@@ -34,9 +21,6 @@ const defaultHostSample = 512 << 10
 // the benchmark's heaviest load even at 64 KiB (the exact mode's 64 MiB
 // would sit idle, and its pages count in memtrace's resident memory).
 const sampledRingBytes = 4 << 20
-
-// host reports whether the run traces every process (no target).
-func (c *config) host() bool { return len(c.pids) == 0 && len(c.command) == 0 }
 
 // byteSize parses 65536, 64K, 64KiB, 1M, 1MiB, 1G (binary units).
 type byteSize struct {
@@ -50,6 +34,8 @@ func (b byteSize) String() string {
 	}
 	return strconv.FormatUint(*b.n, 10)
 }
+
+func (b byteSize) Type() string { return "bytes" }
 
 func (b byteSize) Set(s string) error {
 	t := strings.TrimSpace(s)
@@ -76,33 +62,31 @@ func (b byteSize) Set(s string) error {
 
 // addHostFlags registers --sample-bytes, --comm and --cgroup on fs, and
 // returns the check to run once the target (or its absence) is known.
-func addHostFlags(fs *flag.FlagSet, c *config) func() error {
-	h := &c.hostConfig
-	fs.Var(byteSize{&h.sampleBytes, &h.sampleSet}, "sample-bytes",
-		"sample one allocation per N bytes on average and estimate (0 = trace every call; default 512K with no target, 0 with -p and --)")
-	fs.StringVar(&h.comm, "comm", "", "with no target: only processes with this command name")
-	fs.StringVar(&h.cgroup, "cgroup", "", "with no target: only processes in this cgroup v2 (a directory, or a path as /proc/PID/cgroup shows it) or below it")
+func addHostFlags(fs *pflag.FlagSet, c *session.Config) func() error {
+	h := &c.HostConfig
+	fs.Var(byteSize{&h.SampleBytes, &h.SampleSet}, "sample-bytes",
+		"sample one allocation per `N` bytes on average and estimate (0 = trace every call; default 512K with no target, 0 with -p and --)")
+	fs.StringVar(&h.Comm, "comm", "", "with no target: only processes with command name `NAME`")
+	fs.StringVar(&h.Cgroup, "cgroup", "", "with no target: only processes in the cgroup v2 `PATH` (a directory, or a path as /proc/PID/cgroup shows it) or below it")
 	return func() error {
-		if !h.sampleSet && c.host() {
-			h.sampleBytes = defaultHostSample
+		if !h.SampleSet && c.Host() {
+			h.SampleBytes = defaultHostSample
 		}
-		ringSet := false
-		fs.Visit(func(f *flag.Flag) { ringSet = ringSet || f.Name == "ring-size" })
-		if !ringSet && h.sampleBytes > 0 {
-			c.ringBytes = sampledRingBytes
+		if !fs.Changed("ring-size") && h.SampleBytes > 0 {
+			c.RingBytes = sampledRingBytes
 		}
-		if !c.host() && (h.comm != "" || h.cgroup != "") {
+		if !c.Host() && (h.Comm != "" || h.Cgroup != "") {
 			return fmt.Errorf("%w: --comm and --cgroup narrow the whole-host mode (no -p, no command)", errUsage)
 		}
-		if h.comm != "" {
-			h.comm = host.CommName(h.comm)
+		if h.Comm != "" {
+			h.Comm = host.CommName(h.Comm)
 		}
-		if h.cgroup != "" {
-			dir, path, err := host.ResolveCgroup(h.cgroup)
+		if h.Cgroup != "" {
+			dir, path, err := host.ResolveCgroup(h.Cgroup)
 			if err != nil {
 				return fmt.Errorf("%w: --cgroup: %w", errUsage, err)
 			}
-			h.cgroupDir, h.cgroupPath = dir, path
+			h.CgroupDir, h.CgroupPath = dir, path
 		}
 		return nil
 	}

@@ -1,8 +1,10 @@
 package main
 
 import (
-	"flag"
+	"github.com/spf13/pflag"
+
 	"fmt"
+	"github.com/memtrace/memtrace/session"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,18 +12,6 @@ import (
 
 	"github.com/memtrace/memtrace/aggregate"
 )
-
-// rateConfig holds the flags of decaying rates and the live view.
-type rateConfig struct {
-	// halfLives of the decaying averages, shortest first.
-	halfLives []time.Duration
-	// period is the sampling period: every half-life t must satisfy
-	// 2^-12 <= period/t <= 1-2^-12.
-	period time.Duration
-	// watch shows the live view when stdout is a terminal, and periodic
-	// reports otherwise.
-	watch bool
-}
 
 // maxHalfLives bounds --half-life: the view selects them with keys 1-9.
 const maxHalfLives = 9
@@ -38,10 +28,16 @@ func (d durationList) String() string {
 	}
 	var s []string
 	for _, x := range *d.ds {
-		s = append(s, x.String())
+		if x%time.Second == 0 {
+			s = append(s, strconv.FormatInt(int64(x/time.Second), 10)+"s") // 100s, not 1m40s
+		} else {
+			s = append(s, x.String())
+		}
 	}
 	return strings.Join(s, ",")
 }
+
+func (d durationList) Type() string { return "durations" }
 
 func (d durationList) Set(s string) error {
 	var out []time.Duration
@@ -66,21 +62,21 @@ func (d durationList) Set(s string) error {
 
 // addRateFlags registers --half-life, --period and --watch on fs, and
 // returns the check to run after parsing.
-func addRateFlags(fs *flag.FlagSet, c *rateConfig) func() error {
-	c.halfLives = slices.Clone(aggregate.DefaultHalfLives)
-	fs.Var(durationList{&c.halfLives}, "half-life", "half-lives of the decaying rate averages, comma-separated (default 1s,10s,100s)")
-	fs.DurationVar(&c.period, "period", aggregate.DefaultPeriod, "sampling period of the rate averages; 2^-12 <= period/half-life <= 1-2^-12 for each half-life")
-	fs.BoolVar(&c.watch, "watch", false, "live full-screen view of rates and top call sites (periodic reports when stdout is not a terminal)")
+func addRateFlags(fs *pflag.FlagSet, c *session.RateConfig) func() error {
+	c.HalfLives = slices.Clone(aggregate.DefaultHalfLives)
+	fs.Var(durationList{&c.HalfLives}, "half-life", "half-lives `T[,T...]` of the decaying rate averages")
+	fs.DurationVar(&c.Period, "period", aggregate.DefaultPeriod, "sampling period `D` of the rate averages; 2^-12 <= period/half-life <= 1-2^-12 for each half-life")
+	fs.BoolVar(&c.Watch, "watch", false, "live full-screen view of rates and top call sites (periodic reports when stdout is not a terminal)")
 	return func() error {
-		slices.Sort(c.halfLives)
-		c.halfLives = slices.Compact(c.halfLives)
+		slices.Sort(c.HalfLives)
+		c.HalfLives = slices.Compact(c.HalfLives)
 		switch {
-		case len(c.halfLives) > maxHalfLives:
+		case len(c.HalfLives) > maxHalfLives:
 			return fmt.Errorf("%w: --half-life: at most %d half-lives", errUsage, maxHalfLives)
-		case c.period < minPeriod:
-			return fmt.Errorf("%w: --period %v: must be at least %v", errUsage, c.period, minPeriod)
+		case c.Period < minPeriod:
+			return fmt.Errorf("%w: --period %v: must be at least %v", errUsage, c.Period, minPeriod)
 		}
-		if err := aggregate.CheckHalfLives(c.period, c.halfLives); err != nil {
+		if err := aggregate.CheckHalfLives(c.Period, c.HalfLives); err != nil {
 			return fmt.Errorf("%w: %w", errUsage, err)
 		}
 		return nil

@@ -1,36 +1,16 @@
 package main
 
 import (
-	"flag"
+	"github.com/spf13/pflag"
+
 	"fmt"
+	"github.com/memtrace/memtrace/session"
 	"os"
 	"strconv"
 	"strings"
 
 	"github.com/memtrace/memtrace/leakcheck"
 )
-
-// leakConfig holds the flags of the leak check (leaks.go).
-type leakConfig struct {
-	// leakCheck: classify the live blocks when a process exits (and, for
-	// -p targets, when the run ends). On by default with a command.
-	leakCheck    bool
-	leakCheckSet bool
-	// failOnLeak: exit with exitLeak when a checked process's lost bytes
-	// of leakKinds exceed failBytes.
-	failOnLeak bool
-	failBytes  uint64
-	leakKinds  leakcheck.Kinds
-	heuristics leakcheck.Heuristics
-	// follow (-f): trace the processes the command forks.
-	follow bool
-	// suppressions: the user's, then (unless noDefaultSupp) the built-ins.
-	suppressions  leakcheck.Suppressions
-	noDefaultSupp bool
-	// jsonFile: NDJSON written there as well as the human report.
-	jsonFile  string
-	jsonFileW *os.File
-}
 
 // optionalBool is a bool flag that remembers whether it was given.
 type optionalBool struct {
@@ -44,7 +24,7 @@ func (o optionalBool) String() string {
 	}
 	return strconv.FormatBool(*o.v)
 }
-func (o optionalBool) IsBoolFlag() bool { return true }
+func (o optionalBool) Type() string { return "bool" }
 func (o optionalBool) Set(s string) error {
 	b, err := strconv.ParseBool(s)
 	if err != nil {
@@ -55,24 +35,24 @@ func (o optionalBool) Set(s string) error {
 }
 
 // failFlag is --fail-on-leak[=BYTES]: alone it means a threshold of 0.
-type failFlag struct{ c *leakConfig }
+type failFlag struct{ c *session.LeakConfig }
 
-func (f failFlag) String() string   { return "" }
-func (f failFlag) IsBoolFlag() bool { return true }
+func (f failFlag) String() string { return "" }
+func (f failFlag) Type() string   { return "bytes" }
 func (f failFlag) Set(s string) error {
 	switch s {
 	case "true":
-		f.c.failOnLeak, f.c.failBytes = true, 0
+		f.c.FailOnLeak, f.c.FailBytes = true, 0
 		return nil
 	case "false":
-		f.c.failOnLeak = false
+		f.c.FailOnLeak = false
 		return nil
 	}
 	n, err := parseBytes(s)
 	if err != nil {
 		return err
 	}
-	f.c.failOnLeak, f.c.failBytes = true, n
+	f.c.FailOnLeak, f.c.FailBytes = true, n
 	return nil
 }
 
@@ -105,6 +85,8 @@ func (f kindsFlag) String() string {
 	}
 	return f.k.String()
 }
+func (f kindsFlag) Type() string { return "kinds" }
+
 func (f kindsFlag) Set(s string) error {
 	k, err := leakcheck.ParseKinds(s)
 	if err != nil {
@@ -122,6 +104,8 @@ func (f heuristicsFlag) String() string {
 	}
 	return f.h.String()
 }
+func (f heuristicsFlag) Type() string { return "heuristics" }
+
 func (f heuristicsFlag) Set(s string) error {
 	h, err := leakcheck.ParseHeuristics(s)
 	if err != nil {
@@ -133,62 +117,63 @@ func (f heuristicsFlag) Set(s string) error {
 
 // addLeakFlags registers the leak check's flags on fs and returns the check
 // to run after parsing (it needs the target mode).
-func addLeakFlags(fs *flag.FlagSet, c *config) func() error {
-	l := &c.leakConfig
-	l.leakKinds = leakcheck.KindsOf(leakcheck.Definite, leakcheck.Indirect)
-	l.heuristics = leakcheck.AllHeuristics
-	fs.Var(optionalBool{&l.leakCheck, &l.leakCheckSet}, "leak-check",
+func addLeakFlags(fs *pflag.FlagSet, c *session.Config) func() error {
+	l := &c.LeakConfig
+	l.LeakKinds = leakcheck.KindsOf(leakcheck.Definite, leakcheck.Indirect)
+	l.Heuristics = leakcheck.AllHeuristics
+	fs.Var(optionalBool{&l.LeakCheck, &l.LeakCheckSet}, "leak-check",
 		"classify live blocks at exit as definitely/indirectly/possibly lost or still reachable (default on with a command; with -p, when the run ends)")
+	fs.Lookup("leak-check").NoOptDefVal = "true"
 	fs.Var(failFlag{l}, "fail-on-leak",
-		"--fail-on-leak[=BYTES]: exit 10 when a process's lost bytes (of --leak-kinds) exceed BYTES (default 0); implies --leak-check and --detail")
-	fs.Var(kindsFlag{&l.leakKinds}, "leak-kinds", "leak classes --fail-on-leak counts: definite,indirect,possible,reachable, all or none (default definite,indirect)")
-	fs.Var(heuristicsFlag{&l.heuristics}, "leak-check-heuristics", "interior pointers taken as start pointers, as valgrind's: stdstring,length64,newarray,multipleinheritance, all or none (default all)")
-	fs.BoolVar(&l.follow, "f", false, "follow the processes the command forks: each is traced and leak-checked at its own exit")
-	fs.BoolVar(&l.follow, "follow", false, "same as -f")
+		"exit 10 when a process's lost bytes (of --leak-kinds) exceed `BYTES` (0 when not given); implies --leak-check and --detail")
+	fs.Lookup("fail-on-leak").NoOptDefVal = "true"
+	fs.Var(kindsFlag{&l.LeakKinds}, "leak-kinds", "`KINDS` of leaks --fail-on-leak counts: definite,indirect,possible,reachable, all or none")
+	fs.Var(heuristicsFlag{&l.Heuristics}, "leak-check-heuristics", "`HEURISTICS`: interior pointers taken as start pointers, as valgrind's: stdstring,length64,newarray,multipleinheritance, all or none")
+	fs.BoolVarP(&l.Follow, "follow", "f", false, "follow the processes the command forks: each is traced and leak-checked at its own exit")
 	var files []string
-	fs.Var(nameList{&files}, "suppressions", "file of leak:PATTERN suppressions (LeakSanitizer format); repeatable")
-	fs.BoolVar(&l.noDefaultSupp, "no-default-suppressions", false, "do not suppress the C/C++ runtime's own reachable allocations")
-	fs.StringVar(&l.jsonFile, "json-file", "", "also write the NDJSON records to this file")
+	fs.Var(nameList{&files}, "suppressions", "`FILE` of leak:PATTERN suppressions (LeakSanitizer format); repeatable")
+	fs.BoolVar(&l.NoDefaultSupp, "no-default-suppressions", false, "do not suppress the C/C++ runtime's own reachable allocations")
+	fs.StringVar(&l.JSONFile, "json-file", "", "also write the NDJSON records to `PATH`")
 	return func() error {
 		for _, f := range files {
 			ss, err := leakcheck.ReadSuppressionFile(f)
 			if err != nil {
 				return fmt.Errorf("%w: --suppressions: %w", errUsage, err)
 			}
-			l.suppressions = append(l.suppressions, ss...)
+			l.Suppressions = append(l.Suppressions, ss...)
 		}
-		if !l.noDefaultSupp {
-			l.suppressions = append(l.suppressions, leakcheck.DefaultSuppressions...)
+		if !l.NoDefaultSupp {
+			l.Suppressions = append(l.Suppressions, leakcheck.DefaultSuppressions...)
 		}
-		if l.follow && len(c.command) == 0 {
+		if l.Follow && len(c.Command) == 0 {
 			return fmt.Errorf("%w: -f/--follow needs a command (-- COMMAND)", errUsage)
 		}
-		if (l.failOnLeak || l.leakCheck) && len(c.command) == 0 && len(c.pids) == 0 {
+		if (l.FailOnLeak || l.LeakCheck) && len(c.Command) == 0 && len(c.PIDs) == 0 {
 			return fmt.Errorf("%w: the leak check needs a target: -p PID or -- COMMAND", errUsage)
 		}
-		if l.failOnLeak {
-			if l.leakCheckSet && !l.leakCheck {
+		if l.FailOnLeak {
+			if l.LeakCheckSet && !l.LeakCheck {
 				return fmt.Errorf("%w: --fail-on-leak needs the leak check (drop --leak-check=false)", errUsage)
 			}
-			l.leakCheck = true
+			l.LeakCheck = true
 			// The lost blocks are printed with their stacks.
-			c.detail = true
-		} else if !l.leakCheckSet {
-			l.leakCheck = len(c.command) > 0
+			c.Detail = true
+		} else if !l.LeakCheckSet {
+			l.LeakCheck = len(c.Command) > 0
 		}
-		if c.sampleBytes > 0 && l.leakCheck {
+		if c.SampleBytes > 0 && l.LeakCheck {
 			// A sampled trace misses blocks that pointers lead through.
-			if l.failOnLeak || l.leakCheckSet {
+			if l.FailOnLeak || l.LeakCheckSet {
 				return fmt.Errorf("%w: the leak check needs every allocation: drop --sample-bytes", errUsage)
 			}
-			l.leakCheck = false
+			l.LeakCheck = false
 		}
-		if l.jsonFile != "" {
-			f, err := os.Create(l.jsonFile)
+		if l.JSONFile != "" {
+			f, err := os.Create(l.JSONFile)
 			if err != nil {
 				return fmt.Errorf("%w: --json-file: %w", errUsage, err)
 			}
-			l.jsonFileW = f
+			l.JSONFileW = f
 		}
 		return nil
 	}

@@ -1,14 +1,17 @@
 // Command memtrace traces the native allocations of processes with eBPF
 // uprobes and reports, per call site, what is live, allocated and freed.
+// It parses the command line (cobra and pflag: GNU long options, the
+// short ones) and hands the run to package session.
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/memtrace/memtrace/session"
 )
 
 func main() {
@@ -17,42 +20,46 @@ func main() {
 
 // run is memtrace minus the process: it returns the exit code.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cfg, err := parseFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	if err != nil {
+	code := exitOK
+	root := rootCommand(args, &code, stdin, stdout, stderr)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	if err := root.Execute(); err != nil {
+		// Every error cobra returns is the command line's: parsing, or a
+		// check of the flags' values.
 		fmt.Fprintf(stderr, "memtrace: %v\n", err)
 		return exitUsage
 	}
-	level := slog.LevelWarn
-	if cfg.verbose {
-		level = slog.LevelInfo
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level,
-		// A timestamp adds nothing to a tool's diagnostics on a terminal.
-		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey && len(groups) == 0 {
-				return slog.Attr{}
-			}
-			return a
-		}}))
+	return code
+}
 
-	out := stdout
-	if cfg.output != "" {
-		f, err := os.Create(cfg.output)
-		if err != nil {
-			fmt.Fprintf(stderr, "memtrace: %v\n", err)
-			return exitUsage
+// rootCommand is a trace (no subcommand), with replay and diff under it.
+func rootCommand(args []string, code *int, stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	cfg := &session.Config{}
+	root := &cobra.Command{
+		Use:   "memtrace [flags] [-p PID[,PID...] | -- COMMAND [ARGS...]]",
+		Short: "trace a native process's allocations with eBPF",
+		Long: "memtrace traces a native process's allocations with eBPF and reports, per\n" +
+			"call site, what is live, allocated and freed.\n\nModes:\n  " + usageLines,
+		Args:          cobra.ArbitraryArgs, // the command, after -- (or after the flags)
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %w", errUsage, err) })
+	root.SetHelpCommand(&cobra.Command{Hidden: true})
+	fs := root.Flags()
+	// Flags end at the command's name: its own flags are its.
+	fs.SetInterspersed(false)
+	check := traceFlags(fs, cfg)
+	root.RunE = func(_ *cobra.Command, command []string) error {
+		if err := check(command); err != nil {
+			return err
 		}
-		defer f.Close()
-		out = f
+		*code = session.Run(cfg, args, stdin, stdout, stderr)
+		return nil
 	}
-	s := &session{cfg: cfg, log: log, out: out, stdin: stdin, stdout: stdout, stderr: stderr}
-	code, err := s.run()
-	if err != nil {
-		fmt.Fprintf(stderr, "memtrace: %v\n", err)
-		return exitCodeFor(err)
-	}
-	return s.leakExitCode(code) // --fail-on-leak (leaks.go)
+	root.AddCommand(replayCommand(code, stdout, stderr), diffCommand(code, stdout, stderr))
+	return root
 }

@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"cmp"
@@ -21,9 +21,9 @@ import (
 	"github.com/memtrace/memtrace/tracer"
 )
 
-// exitLeak is memtrace's status when --fail-on-leak found more lost bytes
+// ExitLeak is memtrace's status when --fail-on-leak found more lost bytes
 // than allowed (README.md, docs/ci.md). It replaces the command's own.
-const exitLeak = 10
+const ExitLeak = 10
 
 // leakState is the leak check's part of a session: results per process,
 // and the blocks forked children inherited from their parents.
@@ -102,7 +102,7 @@ func (s *session) leaks() *leakState {
 // leakCheckAtExit checks a process stopped at its exit, before its address
 // space is torn down.
 func (s *session) leakCheckAtExit(st launch.Stop) {
-	if !s.cfg.leakCheck {
+	if !s.cfg.LeakCheck {
 		return
 	}
 	if s.leaks().vforked[st.PID] {
@@ -123,10 +123,10 @@ func (s *session) leakCheckAtExit(st launch.Stop) {
 // leakCheckRunning checks the -p targets still running when the run ends:
 // each is frozen (every thread stopped) for the time of the check.
 func (s *session) leakCheckRunning() {
-	if !s.cfg.leakCheck || len(s.cfg.command) > 0 {
+	if !s.cfg.LeakCheck || len(s.cfg.Command) > 0 {
 		return
 	}
-	for _, pid := range s.cfg.pids {
+	for _, pid := range s.cfg.PIDs {
 		t := s.targets[pid]
 		if t == nil || t.exited || s.leaks().results[pid] != nil {
 			continue
@@ -197,7 +197,7 @@ func (s *session) runLeakCheck(pid int, threads []leakcheck.Thread, regs []uint6
 	defer mem.Close()
 	res, err := leakcheck.Check(leakcheck.Input{
 		Blocks: blocks, Mem: mem, Roots: roots, Registers: regs,
-		Heuristics: s.cfg.heuristics, Maps: maps,
+		Heuristics: s.cfg.Heuristics, Maps: maps,
 		IgnoreInterior: leakcheck.GlibcChunkHeader,
 	})
 	if err != nil {
@@ -209,7 +209,7 @@ func (s *session) runLeakCheck(pid int, threads []leakcheck.Thread, regs []uint6
 	r.took = time.Since(start)
 	s.log.Info("leak check", "pid", pid, "blocks", len(blocks), "roots", len(roots),
 		"scanned", res.ScannedBytes, "skipped", res.SkippedBytes, "took", r.took)
-	if s.cfg.failOnLeak && r.counted > s.cfg.failBytes {
+	if s.cfg.FailOnLeak && r.counted > s.cfg.FailBytes {
 		s.leaks().over = append(s.leaks().over, r)
 	}
 }
@@ -260,7 +260,7 @@ func (s *session) classify(r *leakResult, blocks []leakcheck.Block, sites []aggr
 		k := key{sites[i], c}
 		sup, seen := supp[k]
 		if !seen {
-			sup = s.cfg.suppressions.Match(c, matchFrames(stackOf(sites[i])))
+			sup = s.cfg.Suppressions.Match(c, matchFrames(stackOf(sites[i])))
 			supp[k] = sup
 		}
 		sl := r.sites[sites[i]]
@@ -287,7 +287,7 @@ func (s *session) classify(r *leakResult, blocks []leakcheck.Block, sites []aggr
 			r.heuristic[h][0] += b.Size
 			r.heuristic[h][1]++
 		}
-		if s.cfg.leakKinds.Has(c) {
+		if s.cfg.LeakKinds.Has(c) {
 			r.counted += b.Size
 		}
 		rk := recordKey{c, keyOf(sites[i])}
@@ -320,8 +320,8 @@ func (s *session) classify(r *leakResult, blocks []leakcheck.Block, sites []aggr
 // siteStack is a site's stack: the whole one with --detail, otherwise its
 // call site alone.
 func (s *session) siteStack(pid int, site aggregate.SiteKey) ([]symbolize.Frame, bool) {
-	if s.cfg.detail && s.objs != nil {
-		src := stackSource{objs: s.objs, code: codeView{s.res}, depth: s.cfg.stackDepth}
+	if s.cfg.Detail && s.objs != nil {
+		src := stackSource{objs: s.objs, code: codeView{s.res}, depth: s.cfg.StackDepth}
 		st := src.Stack(uint32(pid), aggregate.SiteSnapshot{Address: site.Address, StackID: site.StackID})
 		if len(st.Frames) > 0 {
 			return st.Frames, st.Truncated
@@ -331,7 +331,7 @@ func (s *session) siteStack(pid int, site aggregate.SiteKey) ([]symbolize.Frame,
 	if f.Address == 0 {
 		f.Address = site.Address
 	}
-	return []symbolize.Frame{f}, s.cfg.detail
+	return []symbolize.Frame{f}, s.cfg.Detail
 }
 
 // matchFrames turns symbolized frames into what suppressions match.
@@ -447,7 +447,7 @@ func (s *session) onFork(st launch.Stop) error {
 		s.leaks().vforked[st.PID] = true
 		return nil
 	}
-	if s.cfg.leakCheck {
+	if s.cfg.LeakCheck {
 		h := map[uint64]heldBlock{}
 		s.table.ForEachLiveSite(uint32(st.Parent), func(addr, size uint64, site aggregate.SiteKey) bool {
 			h[addr] = heldBlock{size, site}
@@ -463,12 +463,12 @@ func (s *session) onFork(st launch.Stop) error {
 	return nil
 }
 
-// leakExitCode is memtrace's status: exitLeak when a checked process lost
+// leakExitCode is memtrace's status: ExitLeak when a checked process lost
 // more than --fail-on-leak allows, with a line on stderr for each.
-// A check that could not run fails the run too (exitError): --fail-on-leak
+// A check that could not run fails the run too (ExitError): --fail-on-leak
 // must not pass a build it could not check.
 func (s *session) leakExitCode(code int) int {
-	if s.leak == nil || !s.cfg.failOnLeak {
+	if s.leak == nil || !s.cfg.FailOnLeak {
 		return code
 	}
 	failed := false
@@ -485,13 +485,13 @@ func (s *session) leakExitCode(code int) int {
 	}
 	for _, r := range s.leak.over {
 		fmt.Fprintf(s.stderr, "memtrace: pid %d %s: %d bytes lost (%s) %s, more than --fail-on-leak=%d\n",
-			r.pid, r.comm, r.counted, s.cfg.leakKinds, r.when, s.cfg.failBytes)
+			r.pid, r.comm, r.counted, s.cfg.LeakKinds, r.when, s.cfg.FailBytes)
 	}
 	switch {
 	case len(s.leak.over) > 0:
-		return exitLeak
+		return ExitLeak
 	case failed:
-		return exitError
+		return ExitError
 	}
 	return code
 }

@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"errors"
@@ -69,14 +69,14 @@ type pendingScan struct {
 func (s *session) runHost() (int, error) {
 	s.newState()
 	h := &hostState{
-		finder: &host.Finder{Allocator: s.cfg.allocator, Self: os.Getpid()},
-		filter: host.Filter{Comm: s.cfg.comm, Cgroup: s.cfg.cgroupPath},
+		finder: &host.Finder{Allocator: s.cfg.Allocator, Self: os.Getpid()},
+		filter: host.Filter{Comm: s.cfg.Comm, Cgroup: s.cfg.CgroupPath},
 		att:    &tracer.Attachment{PID: 0},
 		scans:  map[int]*pendingScan{},
 	}
 
 	release, err := s.load(func(o *tracer.Options) {
-		o.Host, o.Comm, o.CgroupPath = true, s.cfg.comm, s.cfg.cgroupDir
+		o.Host, o.Comm, o.CgroupPath = true, s.cfg.Comm, s.cfg.CgroupDir
 	})
 	if err != nil {
 		return 0, err
@@ -128,14 +128,14 @@ func (s *session) runHost() (int, error) {
 	raisePriority()
 
 	var tick <-chan time.Time
-	if s.cfg.interval > 0 {
-		t := time.NewTicker(s.cfg.interval)
+	if s.cfg.Interval > 0 {
+		t := time.NewTicker(s.cfg.Interval)
 		defer t.Stop()
 		tick = t.C
 	}
 	var deadline <-chan time.Time
-	if s.cfg.duration > 0 {
-		deadline = time.After(s.cfg.duration)
+	if s.cfg.Duration > 0 {
+		deadline = time.After(s.cfg.Duration)
 	}
 	sweep := time.NewTicker(sweepEvery)
 	defer sweep.Stop()
@@ -161,9 +161,9 @@ func (s *session) runHost() (int, error) {
 		case <-sweep.C:
 			s.sweepHost()
 		case <-deadline:
-			return exitOK, s.finishHost()
+			return ExitOK, s.finishHost()
 		case <-sigs:
-			return exitOK, s.finishHost()
+			return ExitOK, s.finishHost()
 		default:
 		}
 	}
@@ -342,16 +342,16 @@ func (s *session) flushExits() error {
 	if len(h.exits) == 0 {
 		return nil
 	}
-	snap := aggregate.Snapshot{Time: monotonicNow(), Processes: h.exits, SampleBytes: s.cfg.sampleBytes}
+	snap := aggregate.Snapshot{Time: monotonicNow(), Processes: h.exits, SampleBytes: s.cfg.SampleBytes}
 	if _, total, err := s.objs.Lost(); err == nil {
 		snap.LostEvents = total
 	}
-	o := report.Options{Top: s.cfg.top, Sort: s.cfg.sort, Final: true, Raw: s.cfg.raw, Host: true, Exited: true}
-	if s.cfg.detail {
-		o.Stacks = stackSource{objs: s.objs, code: codeView{s.res}, depth: s.cfg.stackDepth}
+	o := report.Options{Top: s.cfg.Top, Sort: s.cfg.Sort, Final: true, Raw: s.cfg.Raw, Host: true, Exited: true}
+	if s.cfg.Detail {
+		o.Stacks = stackSource{objs: s.objs, code: codeView{s.res}, depth: s.cfg.StackDepth}
 	}
 	var err error
-	if s.cfg.json {
+	if s.cfg.JSON {
 		err = report.WriteJSON(s.out, snap, s.res, o)
 	} else {
 		err = report.WriteText(s.out, snap, s.res, o)

@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"fmt"
@@ -39,7 +39,7 @@ type target struct {
 
 // session is one run: it owns the table and is driven by one goroutine.
 type session struct {
-	cfg            *config
+	cfg            *Config
 	log            *slog.Logger
 	out            io.Writer
 	stdin          io.Reader
@@ -53,17 +53,18 @@ type session struct {
 	live           *liveRates   // decaying rates and --watch (live.go)
 	leak           *leakState   // the leak check, -f (leaks.go)
 	host           *hostState   // whole-host mode (host.go); nil with -p and --
+	time           *timeState   // --record, --mark, --dump-dir (timeline.go)
 	exports        *exportState // --pprof, --folded, --html, --listen (exports.go)
 }
 
 func (s *session) run() (int, error) {
-	if s.cfg.host() {
+	if s.cfg.Host() {
 		return s.runHost() // no target: every process (host.go)
 	}
 	s.newState()
 
 	// Check the targets before loading anything, so a typo fails fast.
-	for _, pid := range s.cfg.pids {
+	for _, pid := range s.cfg.PIDs {
 		if err := unix.Kill(pid, 0); err == unix.ESRCH {
 			return 0, fmt.Errorf("process %d: %w", pid, allocator.ErrNoProcess)
 		}
@@ -86,15 +87,15 @@ func (s *session) run() (int, error) {
 	defer signal.Stop(sigs)
 
 	var child *launch.Child
-	if len(s.cfg.command) > 0 {
-		child, err = launch.Start(launch.Spec{Args: s.cfg.command, Env: os.Environ(),
-			Stdin: s.stdin, Stdout: s.stdout, Stderr: s.stderr, Follow: s.cfg.follow})
+	if len(s.cfg.Command) > 0 {
+		child, err = launch.Start(launch.Spec{Args: s.cfg.Command, Env: os.Environ(),
+			Stdin: s.stdin, Stdout: s.stdout, Stderr: s.stderr, Follow: s.cfg.Follow})
 		if err != nil {
 			return 0, err
 		}
 		s.targets[child.PID] = &target{pid: child.PID, att: &tracer.Attachment{PID: child.PID}}
 	} else {
-		for _, pid := range s.cfg.pids {
+		for _, pid := range s.cfg.PIDs {
 			if _, dup := s.targets[pid]; dup {
 				continue
 			}
@@ -107,26 +108,26 @@ func (s *session) run() (int, error) {
 		}
 	}
 
-	s.live = s.startLive(sigs) // may set cfg.interval (--watch without a terminal)
+	s.live = s.startLive(sigs) // may set cfg.Interval (--watch without a terminal)
 	defer s.live.stop()
 	raisePriority()
 
 	var tick <-chan time.Time
-	if s.cfg.interval > 0 {
-		t := time.NewTicker(s.cfg.interval)
+	if s.cfg.Interval > 0 {
+		t := time.NewTicker(s.cfg.Interval)
 		defer t.Stop()
 		tick = t.C
 	}
 	var deadline <-chan time.Time
-	if s.cfg.duration > 0 {
-		deadline = time.After(s.cfg.duration)
+	if s.cfg.Duration > 0 {
+		deadline = time.After(s.cfg.Duration)
 	}
 	var stops <-chan launch.Stop
 	var done <-chan syscall.WaitStatus
 	if child != nil {
 		stops, done = child.Stops, child.Done
 	}
-	code := exitOK
+	code := ExitOK
 	signals := 0
 	for {
 		if _, err := s.drain.Poll(pollWait, s.apply); err != nil {
@@ -192,22 +193,23 @@ func (s *session) run() (int, error) {
 // newState makes the table and symbolizer every run starts with.
 func (s *session) newState() {
 	s.table = aggregate.NewTable()
-	s.table.SetSampleBytes(s.cfg.sampleBytes) // --sample-bytes (0 = exact)
+	s.table.SetSampleBytes(s.cfg.SampleBytes) // --sample-bytes (0 = exact)
 	s.res = symbolize.NewResolver(s.cfg.resolverOptions()...)
 	s.targets = map[int]*target{}
 	s.exitedPIDs = make(chan int, 16)
+	s.startTime() // the recording sees every input (timeline.go)
 }
 
 // load loads the BPF objects with the run's options (adjust, if set, adds
 // a mode's own) and opens the ring reader; release closes both.
 func (s *session) load(adjust func(*tracer.Options)) (release func(), err error) {
 	opts := tracer.DefaultOptions()
-	opts.RingBytes = s.cfg.ringBytes
-	opts.SampleBytes = s.cfg.sampleBytes
-	if s.cfg.detail {
-		opts.StackDepth = s.cfg.stackDepth
+	opts.RingBytes = s.cfg.RingBytes
+	opts.SampleBytes = s.cfg.SampleBytes
+	if s.cfg.Detail {
+		opts.StackDepth = s.cfg.StackDepth
 	}
-	opts.Wraps = s.cfg.wrapperRule.Wraps
+	opts.Wraps = s.cfg.WrapperRule.Wraps
 	opts.UnwindCacheDir = unwindCacheDir()
 	if opts.WakeupBytes > opts.RingBytes/4 {
 		opts.WakeupBytes = opts.RingBytes / 4
@@ -227,6 +229,7 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 		return nil, err
 	}
 	s.objs, s.drain = objs, d
+	s.recordStacks() // --record --detail (timeline.go)
 	return func() {
 		d.Close()
 		objs.Close()
@@ -237,6 +240,10 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 // process's mappings at once, while the library is still there.
 func (s *session) apply(e *event.Event) {
 	s.exportEvent(e) // --html's history (exports.go)
+	if e.Kind == event.Mark {
+		s.onMark(e) // timeline.go
+		return
+	}
 	if s.host != nil {
 		s.hostApply(e) // exec, exit, processes seen for the first time (host.go)
 		return
@@ -330,8 +337,8 @@ func (s *session) attachRunning(t *target) error {
 }
 
 func (s *session) attach(t *target, mods []allocator.Module) error {
-	if s.cfg.allocator != "" {
-		mods = append([]allocator.Module{{Path: s.cfg.allocator, Module: s.cfg.allocator, Exe: true}}, mods...)
+	if s.cfg.Allocator != "" {
+		mods = append([]allocator.Module{{Path: s.cfg.Allocator, Module: s.cfg.Allocator, Exe: true}}, mods...)
 	}
 	probes, err := allocator.Bind(mods)
 	if err != nil {
@@ -350,6 +357,7 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 	}
 	s.objs.PreloadTableFiles(paths)
 	s.log.Info("unwind tables loaded", "pid", t.pid, "took", time.Since(start))
+	probes = append(probes, s.markProbes(t.pid, mods)...) // --mark (timeline.go)
 	placed := tracer.Place(probes)
 	for _, p := range placed {
 		s.log.Info("probe", "pid", t.pid, "function", p.Symbol, "module", p.Module,
@@ -445,12 +453,18 @@ func (s *session) report(final bool, pids []int) error {
 		}
 		snap.Processes = ps
 	}
-	o := report.Options{Top: s.cfg.top, Sort: s.cfg.sort, Final: final, Raw: s.cfg.raw}
-	o.Host = s.cfg.host() // whole-host layout
-	if s.cfg.detail {
-		o.Stacks = stackSource{objs: s.objs, code: codeView{s.res}, depth: s.cfg.stackDepth}
+	o := report.Options{Top: s.cfg.Top, Sort: s.cfg.Sort, Final: final, Raw: s.cfg.Raw}
+	o.Host = s.cfg.Host() // whole-host layout
+	if s.cfg.Detail {
+		o.Stacks = stackSource{objs: s.objs, code: codeView{s.res}, depth: s.cfg.StackDepth}
 	}
-	return s.writeReport(snap, o) // text or JSON, and the leak check's output (leaks_output.go)
+	if err := s.writeReport(snap, o); err != nil { // text or JSON, and the leak check's output (leaks_output.go)
+		return err
+	}
+	if !final && s.time.dumps != nil {
+		return s.dump(false) // an interval ends an epoch (dumps.go)
+	}
+	return nil
 }
 
 func comm(pid int) string {

@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"bytes"
@@ -20,22 +20,22 @@ import (
 func (s *session) writeReport(snap aggregate.Snapshot, o report.Options) error {
 	k := s.objs.Kernel()
 	o.Kernel, o.Attach = k.Release, string(k.Attach)
-	if s.cfg.leakCheck {
+	if s.cfg.LeakCheck {
 		o.Leaks = s.leaks()
 	}
-	if s.cfg.json {
+	if s.cfg.JSON {
 		if err := report.WriteJSON(s.out, snap, s.res, o); err != nil {
 			return err
 		}
 	} else if err := report.WriteText(s.out, snap, s.res, o); err != nil {
 		return err
 	}
-	if s.cfg.jsonFileW != nil {
-		if err := report.WriteJSON(s.cfg.jsonFileW, snap, s.res, o); err != nil {
+	if s.cfg.JSONFileW != nil {
+		if err := report.WriteJSON(s.cfg.JSONFileW, snap, s.res, o); err != nil {
 			return fmt.Errorf("--json-file: %w", err)
 		}
 	}
-	if !s.cfg.leakCheck {
+	if !s.cfg.LeakCheck {
 		return nil
 	}
 	// Each checked process's leak section once, after its final report.
@@ -54,9 +54,9 @@ func (s *session) writeReport(snap aggregate.Snapshot, o report.Options) error {
 	// With --json, stdout is NDJSON only: the records carry the figures,
 	// and the listing goes to stderr when --fail-on-leak may fail the run.
 	w, listed := s.out, done
-	if s.cfg.json {
+	if s.cfg.JSON {
 		w = s.stderr
-		if !s.cfg.failOnLeak {
+		if !s.cfg.FailOnLeak {
 			listed = nil
 		}
 	}
@@ -99,18 +99,18 @@ func (s *session) writeLeakText(b *bytes.Buffer, r *leakResult) {
 		}
 	}
 	fmt.Fprintf(b, "  %16s: %d bytes in %d blocks\n", "suppressed", r.suppBytes, r.suppBlocks)
-	shown := r.shownRecords(s.cfg.leakKinds)
+	shown := r.shownRecords(s.cfg.LeakKinds)
 	if len(shown) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "\n  lost blocks by call site (%s):\n", shownKinds(s.cfg.leakKinds))
+	fmt.Fprintf(b, "\n  lost blocks by call site (%s):\n", shownKinds(s.cfg.LeakKinds))
 	for _, lr := range shown {
 		total := strconv.FormatUint(lr.bytes, 10)
 		if lr.class == leakcheck.Definite && lr.indirect > 0 {
 			total = fmt.Sprintf("%d (%d direct, %d indirect)", lr.bytes+lr.indirect, lr.bytes, lr.indirect)
 		}
 		fmt.Fprintf(b, "  %s bytes in %d blocks are %s", total, lr.blocks, lr.class.Title())
-		if s.cfg.failOnLeak && s.cfg.leakKinds.Has(lr.class) {
+		if s.cfg.FailOnLeak && s.cfg.LeakKinds.Has(lr.class) {
 			b.WriteString(" [counted by --fail-on-leak]")
 		}
 		b.WriteByte('\n')
@@ -183,7 +183,7 @@ func (s *session) writeAnnotations(b *bytes.Buffer, r *leakResult) {
 			continue
 		}
 		level := "warning"
-		if s.cfg.failOnLeak && s.cfg.leakKinds.Has(lr.class) {
+		if s.cfg.FailOnLeak && s.cfg.LeakKinds.Has(lr.class) {
 			level = "error"
 		}
 		f, ok := annotationFrame(lr.frames, ws)

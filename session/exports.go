@@ -1,8 +1,6 @@
-package main
+package session
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -25,58 +23,15 @@ import (
 // table exists, exportEvent with every event, exportTick every rate period
 // and writeExports at the end.
 
-// exportConfig holds the flags of the exports.
-type exportConfig struct {
-	pprofFile    string
-	foldedFile   string
-	foldedValue  folded.Value
-	listen       string
-	listenPublic bool
-	htmlFile     string
-	colors       []htmlreport.ColorRule
-}
-
-// addExportFlags registers the export flags on fs; the returned check
-// runs after parsing.
-func addExportFlags(fs *flag.FlagSet, c *exportConfig) (check func() error) {
-	fs.StringVar(&c.pprofFile, "pprof", "", "at the end, write the heap profile to FILE (gzipped profile.proto, Go's heap sample types)")
-	fs.StringVar(&c.foldedFile, "folded", "", "at the end, write folded stacks (flamegraph.pl, speedscope) to FILE")
-	value := fs.String("folded-value", "live", "what --folded counts: live (bytes), allocated (bytes) or allocs")
-	fs.StringVar(&c.listen, "listen", "", "serve /metrics (Prometheus) and /debug/pprof/heap on ADDR while tracing, e.g. 127.0.0.1:9464")
-	fs.BoolVar(&c.listenPublic, "listen-public", false, "allow --listen on an address other hosts can reach (the data shows what processes do)")
-	fs.StringVar(&c.htmlFile, "html", "", "at the end, write a self-contained HTML report (timeline, rates, flame graph, heap map, sizes) to FILE")
-	colors := fs.String("colors", "", "with --html: colour the call sites matching each line's pattern (\"PATTERN COLOR\" per line)")
-	return func() error {
-		if *colors != "" && c.htmlFile == "" {
-			return fmt.Errorf("%w: --colors colours the --html report: give --html too", errUsage)
-		}
-		if c.listen != "" {
-			// Checked now, so a mistake fails before anything is loaded.
-			err := metrics.CheckAddress(c.listen, c.listenPublic)
-			if errors.Is(err, metrics.ErrNotLoopback) {
-				return fmt.Errorf("%w: --listen: %w (add --listen-public to allow it)", errUsage, err)
-			}
-			if err != nil {
-				return fmt.Errorf("%w: --listen: %w", errUsage, err)
-			}
-		}
-		if *colors != "" {
-			f, err := os.Open(*colors)
-			if err != nil {
-				return fmt.Errorf("%w: --colors: %w", errUsage, err)
-			}
-			defer f.Close()
-			if c.colors, err = htmlreport.ParseColors(f); err != nil {
-				return fmt.Errorf("%w: --colors: %w", errUsage, err)
-			}
-		}
-		v, err := folded.ParseValue(*value)
-		if err != nil {
-			return fmt.Errorf("%w: --folded-value: %w", errUsage, err)
-		}
-		c.foldedValue = v
-		return nil
-	}
+// ExportConfig holds the flags of the exports.
+type ExportConfig struct {
+	PprofFile    string
+	FoldedFile   string
+	FoldedValue  folded.Value
+	Listen       string
+	ListenPublic bool
+	HTMLFile     string
+	Colors       []htmlreport.ColorRule
 }
 
 // metricsEvery: how often the --listen endpoint gets a fresh snapshot
@@ -95,17 +50,17 @@ type exportState struct {
 // startExports starts the --listen endpoint; stop ends it.
 func (s *session) startExports() (stop func(), err error) {
 	s.exports = &exportState{start: time.Now()}
-	if s.cfg.htmlFile != "" {
+	if s.cfg.HTMLFile != "" {
 		s.exports.history = history.New(history.Options{})
 	}
-	if s.cfg.listen == "" {
+	if s.cfg.Listen == "" {
 		return func() {}, nil
 	}
-	l, err := metrics.Listen(s.cfg.listen, s.cfg.listenPublic) // the address was checked with the flags
+	l, err := metrics.Listen(s.cfg.Listen, s.cfg.ListenPublic) // the address was checked with the flags
 	if err != nil {
 		return nil, fmt.Errorf("--listen: %w", err)
 	}
-	m := metrics.New(metrics.Options{Top: s.cfg.top, Sources: s.exportSources(), Start: s.exports.start,
+	m := metrics.New(metrics.Options{Top: s.cfg.Top, Sources: s.exportSources(), Start: s.exports.start,
 		Cgroup: func(pid uint32) string { return host.Cgroup(int(pid)) }})
 	m.Update(s.table.Snapshot())
 	s.exports.metrics, s.exports.serving = m, make(chan error, 1)
@@ -145,28 +100,28 @@ func (s *session) exportEvent(e *event.Event) {
 
 // writeExports writes the export files from the final snapshot.
 func (s *session) writeExports() error {
-	if s.cfg.pprofFile == "" && s.cfg.foldedFile == "" && s.cfg.htmlFile == "" {
+	if s.cfg.PprofFile == "" && s.cfg.FoldedFile == "" && s.cfg.HTMLFile == "" {
 		return nil
 	}
 	snap := s.freshSnapshot()
 	now := time.Now()
 	if h := s.exports.history; h != nil {
 		h.Sample(monotonicNow(), snap, s.table) // the end of the run
-		o := htmlreport.Options{Title: "memtrace " + strings.Join(s.title(), " "), Colors: s.cfg.colors}
-		if err := writeFile(s.cfg.htmlFile, func(f *os.File) error {
+		o := htmlreport.Options{Title: "memtrace " + strings.Join(s.title(), " "), Colors: s.cfg.Colors}
+		if err := writeFile(s.cfg.HTMLFile, func(f *os.File) error {
 			return htmlreport.Write(f, h.History(), snap, s.exportSources(), o)
 		}); err != nil {
 			return fmt.Errorf("--html: %w", err)
 		}
 	}
 	prof := pprofout.Build(snap, s.exportSources(), pprofout.Options{Time: now, Duration: now.Sub(s.exports.start)})
-	if s.cfg.pprofFile != "" {
-		if err := writeFile(s.cfg.pprofFile, func(f *os.File) error { return prof.Write(f) }); err != nil {
+	if s.cfg.PprofFile != "" {
+		if err := writeFile(s.cfg.PprofFile, func(f *os.File) error { return prof.Write(f) }); err != nil {
 			return fmt.Errorf("--pprof: %w", err)
 		}
 	}
-	if s.cfg.foldedFile != "" {
-		if err := writeFile(s.cfg.foldedFile, func(f *os.File) error { return folded.Write(f, prof, s.cfg.foldedValue) }); err != nil {
+	if s.cfg.FoldedFile != "" {
+		if err := writeFile(s.cfg.FoldedFile, func(f *os.File) error { return folded.Write(f, prof, s.cfg.FoldedValue) }); err != nil {
 			return fmt.Errorf("--folded: %w", err)
 		}
 	}
@@ -175,8 +130,8 @@ func (s *session) writeExports() error {
 
 func (s *session) exportSources() pprofout.Sources {
 	src := pprofout.Sources{Symbolizer: s.res, Mappings: s.res}
-	if s.cfg.detail {
-		src.Stacks = stackSource{objs: s.objs, code: codeView{s.res}, depth: s.cfg.stackDepth}
+	if s.cfg.Detail {
+		src.Stacks = stackSource{objs: s.objs, code: codeView{s.res}, depth: s.cfg.StackDepth}
 	}
 	return src
 }
@@ -198,11 +153,11 @@ func (s *session) freshSnapshot() aggregate.Snapshot {
 // title names the run: the command, or the PIDs, or the host.
 func (s *session) title() []string {
 	switch {
-	case len(s.cfg.command) > 0:
-		return s.cfg.command
-	case len(s.cfg.pids) > 0:
+	case len(s.cfg.Command) > 0:
+		return s.cfg.Command
+	case len(s.cfg.PIDs) > 0:
 		var out []string
-		for _, p := range s.cfg.pids {
+		for _, p := range s.cfg.PIDs {
 			out = append(out, "-p "+strconv.Itoa(p))
 		}
 		return out

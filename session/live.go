@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"bytes"
@@ -44,22 +44,22 @@ type liveRates struct {
 // usual, once the terminal is restored). Without a terminal --watch means
 // periodic plain reports. Call it before the interval ticker is made.
 func (s *session) startLive(sigs chan<- os.Signal) *liveRates {
-	l := &liveRates{s: s, settings: watch.Settings{HalfLives: s.cfg.halfLives, Period: s.cfg.period}}
-	s.table.SetHalfLives(s.cfg.halfLives, monotonicNow())
-	l.ticker = time.NewTicker(s.cfg.period)
+	l := &liveRates{s: s, settings: watch.Settings{HalfLives: s.cfg.HalfLives, Period: s.cfg.Period}}
+	s.table.SetHalfLives(s.cfg.HalfLives, monotonicNow())
+	l.ticker = time.NewTicker(s.cfg.Period)
 	l.tick = l.ticker.C
-	if !s.cfg.watch {
+	if !s.cfg.Watch {
 		return l
 	}
 	if !isTerminal(s.stdout) {
-		if s.cfg.interval == 0 {
-			s.cfg.interval = watchRefresh
+		if s.cfg.Interval == 0 {
+			s.cfg.Interval = watchRefresh
 		}
 		return l
 	}
 	l.refresh = watchRefresh
-	if s.cfg.interval > 0 {
-		l.refresh = s.cfg.interval
+	if s.cfg.Interval > 0 {
+		l.refresh = s.cfg.Interval
 	}
 	// Output written while the view owns the screen (a -p target's final
 	// records, warnings) waits until the view is closed.
@@ -74,7 +74,7 @@ func (s *session) startLive(sigs chan<- os.Signal) *liveRates {
 	}
 	v, err := watch.Start(watch.Options{
 		Symbolizer: s.res,
-		Sort:       s.cfg.sort,
+		Sort:       s.cfg.Sort,
 		Configured: l.settings,
 	})
 	if err != nil {
@@ -82,13 +82,13 @@ func (s *session) startLive(sigs chan<- os.Signal) *liveRates {
 		s.log = origLog
 		logs.release()
 		s.log.Warn("--watch: no live view, printing periodic reports instead", "err", err)
-		if s.cfg.interval == 0 {
-			s.cfg.interval = watchRefresh
+		if s.cfg.Interval == 0 {
+			s.cfg.Interval = watchRefresh
 		}
 		return l
 	}
 	l.held, l.heldLog = []*heldWriter{out}, logs
-	s.cfg.interval = 0 // the view replaces periodic reports
+	s.cfg.Interval = 0 // the view replaces periodic reports
 	l.view, l.changes = v, v.Changes()
 	l.stopQuit = make(chan struct{})
 	go func() {

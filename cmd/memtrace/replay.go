@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/memtrace/memtrace/report"
+	"github.com/memtrace/memtrace/session"
+)
+
+// replayCommand is `memtrace replay FILE [flags]`.
+func replayCommand(code *int, stdout, stderr io.Writer) *cobra.Command {
+	c := &session.ReplayConfig{}
+	cmd := &cobra.Command{
+		Use:   "replay FILE",
+		Short: "print the report of a run recorded with --record, or of a moment in it (--at)",
+		Long: "Prints the report the recorded run printed at its end (the same tables or\n" +
+			"NDJSON, per call site), or, with --at, as of an earlier moment.",
+		Args: exactArgs(1, "memtrace replay takes one recording (memtrace replay FILE [flags])"),
+	}
+	fs := cmd.Flags()
+	var at, sortKey string
+	fs.StringVar(&at, "at", "", "report as of `WHEN`: a time since the start (12.5s), peak, or mark:LABEL[#N] (the Nth mark so labelled)")
+	fs.IntVar(&c.Top, "top", report.DefaultTop, "call sites shown per process (`N`; 0 = all)")
+	fs.StringVar(&sortKey, "sort", "live", "order call sites by `KEY`: live, allocated, allocs or rate")
+	fs.BoolVar(&c.JSON, "json", false, "write NDJSON records (docs/json.md) instead of tables")
+	fs.BoolVar(&c.Raw, "raw", false, "exact byte counts instead of human units")
+	fs.StringVarP(&c.Output, "output", "o", "", "write the report to `FILE` instead of stdout")
+	fs.BoolVar(&c.Detail, "detail", false, "print each call site's stack (recordings made with --detail)")
+	fs.Var(peakTolerance{&c.PeakTol}, "peak-tolerance", "recompute the peak snapshot with tolerance `T` (default: the recorded run's)")
+	checkRates := addRateFlags(fs, &c.Rates)
+	addSymbolizeFlags(fs, &c.SymbolizeConfig)
+	fs.MarkHidden("watch") // a replay has no live view
+	cmd.RunE = func(_ *cobra.Command, args []string) error {
+		c.File = args[0]
+		c.RatesOK = fs.Changed("half-life") || fs.Changed("period")
+		c.TolSet = fs.Changed("peak-tolerance")
+		if err := checkRates(); err != nil {
+			return err
+		}
+		var err error
+		if c.At, err = session.ParseAt(at); err != nil {
+			return fmt.Errorf("%w: %w", errUsage, err)
+		}
+		if c.Sort, err = report.ParseSortKey(sortKey); err != nil {
+			return fmt.Errorf("%w: --sort: %w", errUsage, err)
+		}
+		if c.Top < 0 {
+			return fmt.Errorf("%w: --top must be >= 0", errUsage)
+		}
+		*code = session.Replay(c, stdout, stderr)
+		return nil
+	}
+	return cmd
+}
+
+// exactArgs is cobra.ExactArgs with memtrace's message.
+func exactArgs(n int, msg string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != n {
+			return fmt.Errorf("%w: %s", errUsage, msg)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,80 @@
+package diff
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// Two runs' NDJSON: a periodic report (ignored), then the final one. The
+// process is matched by comm whatever its pid, the site by module file
+// name, function, file, line and offset whatever its address and
+// directory; a site on one side only is compared with zero.
+const oldRun = `{"type":"report","final":false}
+{"type":"process","pid":10,"comm":"app","live_bytes":1,"allocs":1}
+{"type":"report","final":true}
+{"type":"process","pid":10,"comm":"app","live_bytes":100,"live_allocs":2,"allocs":5,"alloc_bytes":300,"frees":3,"freed_bytes":200,"peak_live_bytes":150}
+{"type":"callsite","pid":10,"category":"heap","function":"f","file":"a.c","line":3,"module":"/old/app","offset":"0x10","address":"0x5550","live_bytes":100,"live_allocs":2,"allocs":5,"alloc_bytes":300,"frees":3,"freed_bytes":200}
+{"type":"callsite","pid":10,"category":"heap","function":"gone","file":"a.c","line":9,"module":"/old/app","offset":"0x20","live_bytes":0,"allocs":1,"alloc_bytes":8,"frees":1,"freed_bytes":8}
+`
+
+const newRun = `{"type":"report","final":true}
+{"type":"process","pid":77,"comm":"app","live_bytes":40,"live_allocs":1,"allocs":6,"alloc_bytes":340,"frees":5,"freed_bytes":300,"peak_live_bytes":150}
+{"type":"callsite","pid":77,"category":"heap","function":"f","file":"a.c","line":3,"module":"/new/app","offset":"0x10","address":"0x7770","live_bytes":40,"live_allocs":1,"allocs":5,"alloc_bytes":300,"frees":4,"freed_bytes":260}
+{"type":"callsite","pid":77,"category":"heap","function":"h","file":"b.c","line":1,"module":"/new/app","offset":"0x30","live_bytes":0,"allocs":1,"alloc_bytes":40,"frees":1,"freed_bytes":40}
+`
+
+func TestCompare(t *testing.T) {
+	o, err := ReadNDJSON(strings.NewReader(oldRun))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := ReadNDJSON(strings.NewReader(newRun))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := Compare(o, n)
+	var b bytes.Buffer
+	if err := WriteJSON(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`{"type":"process_diff","comm":"app","live_bytes":40,"live_bytes_delta":-60,"live_allocs":1,"live_allocs_delta":-1,"allocs":6,"allocs_delta":1,"alloc_bytes":340,"alloc_bytes_delta":40,"frees":5,"frees_delta":2,"freed_bytes":300,"freed_bytes_delta":100,"peak_live_bytes":150,"peak_live_bytes_delta":0}`,
+		`{"type":"callsite_diff","comm":"app","category":"heap","function":"f","file":"a.c","line":3,"module":"app","offset":"0x10","live_bytes":40,"live_bytes_delta":-60,"live_allocs":1,"live_allocs_delta":-1,"allocs":5,"allocs_delta":0,"alloc_bytes":300,"alloc_bytes_delta":0,"frees":4,"frees_delta":1,"freed_bytes":260,"freed_bytes_delta":60,"peak_live_bytes":0,"peak_live_bytes_delta":0}`,
+		`{"type":"callsite_diff","comm":"app","category":"heap","function":"h","file":"b.c","line":1,"module":"app","offset":"0x30","live_bytes":0,"live_bytes_delta":0,"live_allocs":0,"live_allocs_delta":0,"allocs":1,"allocs_delta":1,"alloc_bytes":40,"alloc_bytes_delta":40,"frees":1,"frees_delta":1,"freed_bytes":40,"freed_bytes_delta":40,"peak_live_bytes":0,"peak_live_bytes_delta":0}`,
+		`{"type":"callsite_diff","comm":"app","category":"heap","function":"gone","file":"a.c","line":9,"module":"app","offset":"0x20","live_bytes":0,"live_bytes_delta":0,"live_allocs":0,"live_allocs_delta":0,"allocs":0,"allocs_delta":-1,"alloc_bytes":0,"alloc_bytes_delta":-8,"frees":0,"frees_delta":-1,"freed_bytes":0,"freed_bytes_delta":-8,"peak_live_bytes":0,"peak_live_bytes_delta":0}`,
+	}
+	got := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(got) != len(want) {
+		t.Fatalf("got %d lines:\n%s", len(got), b.String())
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("line %d:\n got %s\nwant %s", i, got[i], want[i])
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(got[i]), &m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g := res.Growth(); g != 0 {
+		t.Errorf("growth %d, want 0 (live bytes fell)", g)
+	}
+	if g := Compare(n, o).Growth(); g != 60 {
+		t.Errorf("reverse growth %d, want 60", g)
+	}
+	var text bytes.Buffer
+	WriteText(&text, res, true)
+	if !strings.Contains(text.String(), "live:      40 B (-60 B) in 1 (-1) blocks") {
+		t.Errorf("text:\n%s", text.String())
+	}
+}
+
+func TestReadNDJSONErrors(t *testing.T) {
+	for _, in := range []string{"", "not json\n", `{"type":"process","pid":1}` + "\n"} {
+		if _, err := ReadNDJSON(strings.NewReader(in)); err == nil {
+			t.Errorf("ReadNDJSON(%q) did not fail", in)
+		}
+	}
+}

@@ -1,0 +1,81 @@
+package recording
+
+import (
+	"errors"
+	"time"
+)
+
+// Magic opens every recording, followed by the format version as two
+// bytes, little-endian, and two reserved zero bytes; then comes a zstd
+// stream of records.
+const Magic = "MEMTRACE"
+
+// Version is the format version this package writes and reads.
+const Version = 1
+
+const headerLen = len(Magic) + 4
+
+var (
+	// ErrNotRecording: the file does not start with Magic.
+	ErrNotRecording = errors.New("not a memtrace recording")
+	// ErrVersion: a format version this memtrace cannot read.
+	ErrVersion = errors.New("unsupported recording version")
+	// ErrTruncated: the recording stops in the middle of a record or of a
+	// compressed block, or lacks its end record (a run killed while
+	// recording). The records before are good.
+	ErrTruncated = errors.New("recording is truncated")
+	// ErrCorrupt: a record that cannot be decoded.
+	ErrCorrupt = errors.New("recording is corrupt")
+)
+
+// Info describes the run; it is the first record.
+type Info struct {
+	// Memtrace is the format's producer ("memtrace").
+	Memtrace string `json:"memtrace"`
+	// Start is the wall-clock time the recording began.
+	Start time.Time `json:"start"`
+	// StartNS is the kernel monotonic clock (ns) at Start: event times
+	// minus StartNS are times since the start.
+	StartNS  uint64   `json:"start_ns"`
+	Hostname string   `json:"hostname"`
+	Args     []string `json:"args"`
+	// Mode is "pid", "command" or "host".
+	Mode        string `json:"mode"`
+	SampleBytes uint64 `json:"sample_bytes"`
+	// Detail: call sites are whole stacks (--detail), StackDepth frames.
+	Detail     bool `json:"detail"`
+	StackDepth int  `json:"stack_depth"`
+	// Marks are the --mark functions, by index.
+	Marks []string `json:"marks"`
+}
+
+// Record tags. Allocations carry the allocator function in their tag's
+// low five bits.
+const (
+	tagEnd          = 0x00
+	tagInfo         = 0x01
+	tagPID          = 0x02
+	tagTID          = 0x03
+	tagTime         = 0x04
+	tagSite         = 0x05
+	tagFree         = 0x06
+	tagEvent        = 0x07 // any other event, every field written out
+	tagProcess      = 0x08
+	tagExited       = 0x09
+	tagForgot       = 0x0a
+	tagLost         = 0x0b
+	tagTotalLost    = 0x0c
+	tagSampleBytes  = 0x0d
+	tagExactCounts  = 0x0e
+	tagHalfLives    = 0x0f
+	tagTick         = 0x10
+	tagMark         = 0x11
+	tagPeakTol      = 0x12
+	tagMaps         = 0x13
+	tagStack        = 0x14
+	tagAlloc        = 0x40 // | func
+	tagRealloc      = 0x60 // | func
+	funcMask        = 0x1f
+	maxStringLength = 1 << 16
+	maxListLength   = 1 << 20
+)

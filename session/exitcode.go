@@ -1,0 +1,48 @@
+package session
+
+import (
+	"errors"
+
+	"github.com/memtrace/memtrace/allocator"
+	"github.com/memtrace/memtrace/launch"
+	"github.com/memtrace/memtrace/tracer"
+)
+
+// Exit codes, documented in README.md. In `--` mode memtrace otherwise exits
+// with the command's own status (128+N when a signal N ended it).
+const (
+	ExitOK          = 0
+	ExitError       = 1 // tracing failed after it started
+	ExitUsage       = 2
+	ExitPermission  = 3 // not root / no CAP_BPF
+	ExitKernel      = 4 // no BTF, no uprobes, BPF refused
+	ExitNoProcess   = 5
+	ExitNoAllocator = 6
+	ExitNotExec     = 126
+	ExitNotFound    = 127
+)
+
+// ErrUsage marks command-line mistakes.
+var ErrUsage = errors.New("usage")
+
+func exitCodeFor(err error) int {
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, ErrUsage):
+		return ExitUsage
+	case errors.Is(err, tracer.ErrPermission):
+		return ExitPermission
+	case errors.Is(err, tracer.ErrNoBTF), errors.Is(err, tracer.ErrNoUprobes), errors.Is(err, tracer.ErrOldKernel):
+		return ExitKernel
+	case errors.Is(err, allocator.ErrNoProcess), errors.Is(err, tracer.ErrProcessGone):
+		return ExitNoProcess
+	case errors.Is(err, allocator.ErrNotFound):
+		return ExitNoAllocator
+	case errors.Is(err, launch.ErrNotFound):
+		return ExitNotFound
+	case errors.Is(err, launch.ErrNotExecutable):
+		return ExitNotExec
+	}
+	return ExitError
+}

@@ -1,0 +1,333 @@
+package session
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/callstack"
+	"github.com/memtrace/memtrace/recording"
+	"github.com/memtrace/memtrace/report"
+	"github.com/memtrace/memtrace/symbolize"
+)
+
+// ReplayConfig holds the flags of memtrace replay.
+type ReplayConfig struct {
+	File    string
+	At      At
+	Top     int
+	Sort    report.SortKey
+	JSON    bool
+	Raw     bool
+	Output  string
+	Detail  bool
+	Rates   RateConfig
+	RatesOK bool // --half-life or --period given: rates are recomputed
+	PeakTol aggregate.PeakTolerance
+	TolSet  bool
+	SymbolizeConfig
+}
+
+// At is --at: a time since the start, the peak, or a mark.
+type At struct {
+	kind  string // "", "time", "peak", "mark"
+	time  time.Duration
+	label string
+	nth   int
+}
+
+// ParseAt parses --at WHEN.
+func ParseAt(s string) (At, error) {
+	switch {
+	case s == "":
+		return At{}, nil
+	case s == "peak":
+		return At{kind: "peak"}, nil
+	case strings.HasPrefix(s, "mark:"):
+		label, n := strings.TrimPrefix(s, "mark:"), 1
+		if i := strings.LastIndexByte(label, '#'); i >= 0 {
+			v, err := strconv.Atoi(label[i+1:])
+			if err != nil || v < 1 {
+				return At{}, fmt.Errorf("--at %s: #N must be a number from 1", s)
+			}
+			label, n = label[:i], v
+		}
+		return At{kind: "mark", label: label, nth: n}, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		secs, ferr := strconv.ParseFloat(s, 64)
+		if ferr != nil || secs < 0 {
+			return At{}, fmt.Errorf("--at %q: write a time since the start (12.5s), peak, or mark:LABEL[#N]", s)
+		}
+		d = time.Duration(secs * float64(time.Second))
+	}
+	return At{kind: "time", time: d}, nil
+}
+
+// Replay is `memtrace replay`: it returns the exit code.
+func Replay(c *ReplayConfig, stdout, stderr io.Writer) int {
+	out := stdout
+	if c.Output != "" {
+		f, err := os.Create(c.Output)
+		if err != nil {
+			fmt.Fprintf(stderr, "memtrace: %v\n", err)
+			return ExitUsage
+		}
+		defer f.Close()
+		out = f
+	}
+	rp, err := replay(c)
+	if rp == nil {
+		fmt.Fprintf(stderr, "memtrace: %v\n", err)
+		return ExitUsage
+	}
+	if err != nil {
+		// The readable prefix is reported; the error says what is missing.
+		fmt.Fprintf(stderr, "memtrace: %s: %v; reporting the %d records before\n", c.File, err, rp.records)
+	}
+	if rp.missing != "" {
+		fmt.Fprintf(stderr, "memtrace: --at %s: %s\n", c.At.String(), rp.missing)
+		return ExitUsage
+	}
+	o := report.Options{Top: c.Top, Sort: c.Sort, Final: c.At.kind == "" && err == nil, Raw: c.Raw, Host: rp.info.Mode == "host"}
+	if c.Detail {
+		o.Stacks = recordedStacks{frames: rp.stacks, code: codeView{rp.res}, depth: max(rp.info.StackDepth, 1)}
+	}
+	if c.JSON {
+		err = report.WriteJSON(out, rp.snap, rp.res, o)
+	} else {
+		err = report.WriteText(out, rp.snap, rp.res, o)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "memtrace: %v\n", err)
+		return ExitError
+	}
+	if rp.readErr != nil {
+		return ExitError
+	}
+	return ExitOK
+}
+
+func (a At) String() string {
+	switch a.kind {
+	case "time":
+		return a.time.String()
+	case "mark":
+		return fmt.Sprintf("mark:%s#%d", a.label, a.nth)
+	}
+	return a.kind
+}
+
+// replayed is what a replay produced.
+type replayed struct {
+	info    recording.Info
+	snap    aggregate.Snapshot
+	res     *symbolize.Resolver
+	stacks  map[int32][]uint64
+	records uint64
+	readErr error
+	// missing says why --at found no such moment ("" when it did).
+	missing string
+}
+
+// replay reads the recording into a new Table up to --at (all of it by
+// default) and returns the table's snapshot then. The rest of the file is
+// still read for the code mappings that symbolize the report. A read error
+// leaves the prefix's snapshot and is returned with it; a nil result means
+// the file could not be opened at all.
+func replay(c *ReplayConfig) (*replayed, error) {
+	stop := -1 // --at peak: the record after which the peak snapshot was taken
+	if c.At.kind == "peak" {
+		n, err := peakRecord(c)
+		if n < 0 {
+			if err == nil {
+				return &replayed{missing: "the recording holds no allocation"}, nil
+			}
+			return nil, err
+		}
+		stop = n
+	}
+	r, err := recording.Open(c.File)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	rp := &replayed{info: r.Info(), res: symbolize.NewResolver(c.resolverOptions()...), stacks: map[int32][]uint64{}}
+	rp.res.Offline()
+	t := aggregate.NewTable()
+	f := newFeeder(c, t)
+	done := false
+	marks := 0
+	warned := map[string]bool{}
+	var rec recording.Record
+	n := 0
+	for {
+		err := r.Next(&rec)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			rp.readErr = err
+			break
+		}
+		switch rec.Kind {
+		case recording.KindMaps:
+			if err := rp.res.AddCodeMappings(int(rec.PID), rec.Maps); err != nil && !warned[err.Error()] {
+				warned[err.Error()] = true
+				fmt.Fprintf(os.Stderr, "memtrace: warning: %v\n", err)
+			}
+			continue
+		case recording.KindStack:
+			rp.stacks[rec.StackID] = append([]uint64(nil), rec.Frames...)
+			continue
+		}
+		if done {
+			continue
+		}
+		if c.At.kind == "time" && recordTime(&rec) > rp.info.StartNS+uint64(c.At.time) {
+			f.tickTo(t, rp.info.StartNS+uint64(c.At.time))
+			rp.snap, done = t.Snapshot(), true
+			continue
+		}
+		f.apply(t, &rec)
+		n++
+		switch {
+		case c.At.kind == "mark" && rec.Kind == recording.KindMark && rec.Mark.Label == c.At.label:
+			if marks++; marks == c.At.nth {
+				rp.snap, done = t.Snapshot(), true
+			}
+		case stop >= 0 && n == stop:
+			rp.snap, done = t.Snapshot(), true
+		}
+	}
+	rp.records = r.Records
+	if !done {
+		switch c.At.kind {
+		case "mark":
+			rp.missing = fmt.Sprintf("the recording has %d marks labelled %q", marks, c.At.label)
+			if rp.readErr != nil {
+				rp.missing = ""
+			}
+		case "time":
+			f.tickTo(t, rp.info.StartNS+uint64(c.At.time))
+		}
+		rp.snap = t.Snapshot()
+	}
+	return rp, rp.readErr
+}
+
+// recordTime is the time a record happened at (0 when it has none).
+func recordTime(rec *recording.Record) uint64 {
+	switch rec.Kind {
+	case recording.KindEvent:
+		return rec.Event.Time
+	case recording.KindTick, recording.KindExited, recording.KindMark:
+		return rec.Time
+	}
+	return 0
+}
+
+// peakRecord replays the file once to find the record after which the
+// largest process took its kept peak snapshot.
+func peakRecord(c *ReplayConfig) (int, error) {
+	r, err := recording.Open(c.File)
+	if err != nil {
+		return -1, err
+	}
+	defer r.Close()
+	t := aggregate.NewTable()
+	f := newFeeder(c, t)
+	at := map[uint32]int{} // pid -> record of its last snapshot
+	seen := map[uint32]uint64{}
+	var rec recording.Record
+	n := 0
+	for r.Next(&rec) == nil {
+		if rec.Kind == recording.KindMaps || rec.Kind == recording.KindStack {
+			continue
+		}
+		f.apply(t, &rec)
+		n++
+		if rec.Kind == recording.KindEvent {
+			if k := t.PeakSnapshots(rec.Event.PID); k != seen[rec.Event.PID] {
+				seen[rec.Event.PID], at[rec.Event.PID] = k, n
+			}
+		}
+	}
+	best, bestPeak := -1, uint64(0)
+	for _, p := range t.Snapshot().Processes {
+		if n, ok := at[p.PID]; ok && (best < 0 || p.PeakLiveBytes > bestPeak) {
+			best, bestPeak = n, p.PeakLiveBytes
+		}
+	}
+	return best, nil
+}
+
+// feeder applies records to a Table, replacing the recorded rates and
+// peak tolerance with the flags' when given.
+type feeder struct {
+	c        *ReplayConfig
+	nextTick uint64 // recomputed rates: the next period's end
+	started  bool
+}
+
+func newFeeder(c *ReplayConfig, t *aggregate.Table) *feeder {
+	if c.TolSet {
+		t.SetPeakTolerance(c.PeakTol)
+	}
+	return &feeder{c: c}
+}
+
+func (f *feeder) apply(t *aggregate.Table, rec *recording.Record) {
+	switch {
+	case rec.Kind == recording.KindPeakTolerance && f.c.TolSet:
+		return
+	case (rec.Kind == recording.KindTick || rec.Kind == recording.KindHalfLives) && f.c.RatesOK:
+		if rec.Kind == recording.KindHalfLives && !f.started {
+			f.started = true
+			t.SetHalfLives(f.c.Rates.HalfLives, rec.Time)
+			f.nextTick = rec.Time + uint64(f.c.Rates.Period)
+		}
+		f.tickTo(t, rec.Time)
+		return
+	}
+	if f.c.RatesOK && f.started {
+		f.tickTo(t, recordTime(rec))
+	}
+	rec.ApplyTo(t)
+}
+
+// tickTo ends the recomputed rates' periods up to now.
+func (f *feeder) tickTo(t *aggregate.Table, now uint64) {
+	if !f.c.RatesOK || !f.started {
+		return
+	}
+	for f.nextTick <= now {
+		t.Tick(f.nextTick)
+		f.nextTick += uint64(f.c.Rates.Period)
+	}
+}
+
+// recordedStacks gives --detail's stacks from a recording.
+type recordedStacks struct {
+	frames map[int32][]uint64
+	code   codeView
+	depth  int
+}
+
+func (s recordedStacks) Stack(pid uint32, site aggregate.SiteSnapshot) callstack.Stack {
+	frames := s.frames[site.StackID]
+	// A recorded complete stack ends with a 0 frame (timeline.go).
+	complete := len(frames) > 0 && frames[len(frames)-1] == 0
+	if complete {
+		frames = frames[:len(frames)-1]
+	}
+	if len(frames) == 0 {
+		frames = []uint64{site.Address}
+	}
+	return callstack.Build(s.code, int(pid), frames, complete, s.depth)
+}

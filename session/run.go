@@ -1,0 +1,57 @@
+// Package session runs memtrace: a live trace (-p, -- COMMAND, or every
+// process on the host) from the probes through aggregation to the reports
+// and the leak check, and the replay and diff of recorded runs.
+// cmd/memtrace parses the command line into a Config and calls Run, Replay
+// or Diff.
+package session
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+)
+
+// Run traces as cfg says and returns memtrace's exit code. args is the
+// command line, kept in a recording's info.
+func Run(cfg *Config, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	level := slog.LevelWarn
+	if cfg.Verbose {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level,
+		// A timestamp adds nothing to a tool's diagnostics on a terminal.
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey && len(groups) == 0 {
+				return slog.Attr{}
+			}
+			return a
+		}}))
+
+	out := stdout
+	if cfg.Output != "" {
+		f, err := os.Create(cfg.Output)
+		if err != nil {
+			fmt.Fprintf(stderr, "memtrace: %v\n", err)
+			return ExitUsage
+		}
+		defer f.Close()
+		out = f
+	}
+	s := &session{cfg: cfg, log: log, out: out, stdin: stdin, stdout: stdout, stderr: stderr}
+	if err := s.openTime(args); err != nil { // --record, --dump-dir (timeline.go)
+		fmt.Fprintf(stderr, "memtrace: %v\n", err)
+		return ExitUsage
+	}
+	code, err := s.run()
+	if err == nil {
+		err = s.closeTime() // the last dump, the end of the recording
+	} else {
+		s.closeTime()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "memtrace: %v\n", err)
+		return exitCodeFor(err)
+	}
+	return s.leakExitCode(code) // --fail-on-leak (leaks.go)
+}

@@ -1,0 +1,194 @@
+package session
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/memtrace/memtrace/allocator"
+	"github.com/memtrace/memtrace/event"
+	"github.com/memtrace/memtrace/recording"
+	"github.com/memtrace/memtrace/report"
+)
+
+// timeState is the session's part about time: the recording (--record),
+// marks (--mark) and numbered dumps (--dump-dir).
+type timeState struct {
+	rec   *recording.Writer
+	dumps *dumper
+}
+
+// openTime creates the recording file before the run starts, so that a
+// path that cannot be written fails at once.
+func (s *session) openTime(args []string) error {
+	s.time = &timeState{}
+	if s.cfg.DumpDir != "" {
+		s.time.dumps = &dumper{dir: s.cfg.DumpDir}
+	}
+	if s.cfg.Record == "" {
+		return nil
+	}
+	host, _ := os.Hostname()
+	mode := "host"
+	switch {
+	case len(s.cfg.PIDs) > 0:
+		mode = "pid"
+	case len(s.cfg.Command) > 0:
+		mode = "command"
+	}
+	info := recording.Info{Start: time.Now(), StartNS: monotonicNow(), Hostname: host, Args: args, Mode: mode,
+		SampleBytes: s.cfg.SampleBytes, Detail: s.cfg.Detail, StackDepth: s.cfg.StackDepth, Marks: s.cfg.Marks}
+	w, err := recording.Create(s.cfg.Record, info)
+	if err != nil {
+		return fmt.Errorf("--record: %w", err)
+	}
+	s.time.rec = w
+	return nil
+}
+
+// startTime hooks the recording to the new table and resolver; newState
+// calls it before the table gets its first input.
+func (s *session) startTime() {
+	if s.time == nil {
+		s.time = &timeState{}
+	}
+	if w := s.time.rec; w != nil {
+		s.table.SetObserver(w)
+		s.table.SetSampleBytes(s.table.SampleBytes()) // set before the observer: now recorded too
+		w.SetMaps(s.res.CodeMappings)
+		s.res.OnChange(w.MapsChanged)
+		w.SetRefresh(s.captureTargets)
+	}
+	s.table.SetPeakTolerance(s.cfg.PeakTol)
+}
+
+// captureTargets reads the targets' mappings again, so that the recording
+// holds what symbolizes their call sites even if the run is killed.
+func (s *session) captureTargets() {
+	for pid, t := range s.targets {
+		if !t.exited {
+			_ = s.res.Capture(pid)
+		}
+	}
+}
+
+// closeTime writes the last dump and ends the recording, after the final
+// report.
+func (s *session) closeTime() error {
+	if s.time == nil {
+		return nil
+	}
+	if s.time.dumps != nil && s.table != nil {
+		if err := s.dump(true); err != nil {
+			return fmt.Errorf("--dump-dir: %w", err)
+		}
+	}
+	if s.time.rec == nil {
+		return nil
+	}
+	w := s.time.rec
+	err := w.Close()
+	s.log.Info("recording", "file", s.cfg.Record, "events", w.Events, "err", err)
+	if err != nil {
+		return fmt.Errorf("--record: %w", err)
+	}
+	return nil
+}
+
+// markProbes are the probes of the --mark functions found in mods. Each
+// one's attach cookie is FuncMark plus the function's index.
+func (s *session) markProbes(pid int, mods []allocator.Module) []allocator.Probe {
+	if len(s.cfg.Marks) == 0 {
+		return nil
+	}
+	probes := allocator.BindNamed(mods, s.cfg.Marks)
+	found := map[string]bool{}
+	for i := range probes {
+		found[probes[i].Symbol] = true
+		for j, name := range s.cfg.Marks {
+			if name == probes[i].Symbol {
+				probes[i].Func = event.FuncMark + event.Func(j)
+			}
+		}
+	}
+	for _, name := range s.cfg.Marks {
+		if !found[name] {
+			s.log.Warn("--mark: function not found in the process's modules", "pid", pid, "function", name)
+		}
+	}
+	return probes
+}
+
+// onMark accounts a mark: the table lists it, --json prints it at once,
+// and it ends a dump's epoch.
+func (s *session) onMark(e *event.Event) {
+	label := e.Label
+	if label == "" && e.Addr != 0 {
+		label = readCString(int(e.PID), e.Addr) // the probe could not read it (timeline.go)
+	}
+	if !printable(label) {
+		label = ""
+		if i := int(e.Size); i < len(s.cfg.Marks) {
+			label = s.cfg.Marks[i]
+		}
+	}
+	if s.time.rec != nil {
+		_ = s.res.Capture(int(e.PID)) // a mark is flushed at once: with what symbolizes it
+	}
+	m := s.table.Mark(e.PID, label, e.Time)
+	if s.cfg.JSON {
+		if err := report.WriteMark(s.out, m); err != nil {
+			s.log.Warn("write mark", "err", err)
+		}
+	}
+	if s.time.dumps != nil {
+		if err := s.dump(false); err != nil {
+			s.log.Warn("--dump-dir", "err", err)
+		}
+	}
+}
+
+// readCString reads a NUL-terminated string of at most 255 bytes at addr
+// in process pid ("" when it cannot).
+func readCString(pid int, addr uint64) string {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b := make([]byte, 256)
+	n, _ := f.ReadAt(b, int64(addr))
+	b = b[:n]
+	i := bytes.IndexByte(b, 0)
+	if i < 0 {
+		return ""
+	}
+	return string(b[:i])
+}
+
+// printable says whether a mark's first argument read as a C string is
+// one: non-empty, valid UTF-8, no control characters.
+func printable(s string) bool {
+	if s == "" || !utf8.ValidString(s) {
+		return false
+	}
+	return strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != '\t' }) < 0
+}
+
+// recordStacks gives the recording the --detail stacks; load calls it.
+func (s *session) recordStacks() {
+	if s.time != nil && s.time.rec != nil && s.cfg.Detail {
+		s.time.rec.SetStacks(func(id int32) ([]uint64, error) {
+			frames, complete := s.objs.Stack(id)
+			if complete {
+				// A 0 frame (never a return address) ends a complete stack.
+				frames = append(frames[:len(frames):len(frames)], 0)
+			}
+			return frames, nil
+		})
+	}
+}
