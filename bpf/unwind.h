@@ -393,4 +393,30 @@ __noinline int emit_site(struct pt_regs *ctx, struct site_args *a)
 	return 0;
 }
 
+/* file_key_of's context: an address of the caller's, and what maps it. */
+struct file_key_query {
+	__u64 addr;
+	struct file_key key;
+	__u64 found;
+};
+
+/*
+ * file_key_of tells user space the key the walk will see for a file: the
+ * loader maps the file in its own process and runs this on the mapping
+ * (BPF_PROG_RUN), so that tables loaded ahead of time are found whatever
+ * stat says (overlayfs and btrfs report other devices and inodes).
+ */
+SEC("syscall")
+int file_key_of(struct file_key_query *q)
+{
+	struct vma_found v = {.addr = q->addr};
+
+	q->found = 0;
+	if (bpf_find_vma(bpf_get_current_task_btf(), v.addr, vma_file, &v, 0) || !v.found)
+		return 0;
+	q->key = v.key;
+	q->found = 1;
+	return 0;
+}
+
 #endif

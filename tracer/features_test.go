@@ -24,9 +24,9 @@ func TestFeatures(t *testing.T) {
 		{"", multi, ""},
 		{"uprobe_multi", AttachPerProbe, ""},
 		{"uprobe_multi,exit_group_dead", AttachPerProbe, ""},
-		{"attach_cookie", "", "unsupported kernel: " + rel + " lacks bpf_get_attach_cookie (Linux 5.15); memtrace needs Linux 5.15 or later"},
-		{"task_storage,uprobe_multi", "", "unsupported kernel: " + rel + " lacks task storage in tracing programs (Linux 5.13); memtrace needs Linux 5.15 or later"},
-		{"all", "", "unsupported kernel: " + rel + " lacks BTF (Linux 5.4); memtrace needs Linux 5.15 or later"},
+		{"attach_cookie", "", "unsupported kernel: " + rel + " lacks bpf_get_attach_cookie (Linux 5.15); memtrace needs Linux 5.17 or later"},
+		{"task_storage,uprobe_multi", "", "unsupported kernel: " + rel + " lacks task storage in tracing programs (Linux 5.13); memtrace needs Linux 5.17 or later"},
+		{"all", "", "unsupported kernel: " + rel + " lacks BTF (Linux 5.4); memtrace needs Linux 5.17 or later"},
 	} {
 		t.Run(tc.lacks, func(t *testing.T) {
 			k, err := probeKernel(lacking(tc.lacks))

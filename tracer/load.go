@@ -104,6 +104,7 @@ type objects struct {
 	Inflight     *ebpf.Map     `ebpf:"inflight"`
 	LostByPid    *ebpf.Map     `ebpf:"lost_by_pid"`
 	LostTotal    *ebpf.Map     `ebpf:"lost_total"`
+	FileKeyOf    *ebpf.Program `ebpf:"file_key_of"`
 	UnwindRows   *ebpf.Map     `ebpf:"unwind_rows"`
 	UnwindFiles  *ebpf.Map     `ebpf:"unwind_files"`
 	Scratch      *ebpf.Map     `ebpf:"scratch"`
@@ -113,7 +114,7 @@ type objects struct {
 }
 
 func (o *objects) Close() error {
-	return _MemtraceClose(o.Entry, o.Ret, o.OnExec, o.OnExit, o.Events, o.Inflight,
+	return _MemtraceClose(o.Entry, o.Ret, o.OnExec, o.OnExit, o.FileKeyOf, o.Events, o.Inflight,
 		o.LostByPid, o.LostTotal, o.UnwindRows, o.UnwindFiles, o.Scratch, o.Sampled, o.ProcCounts, o.CgroupFilter)
 }
 
@@ -170,7 +171,7 @@ func load(o Options, k Kernel) (*Objects, error) {
 			return nil, fmt.Errorf("cgroup %s: %w (is it a cgroup v2 directory?)", o.CgroupPath, err)
 		}
 	}
-	t.tables = newTables(t.objs.UnwindRows, t.objs.UnwindFiles, spec.Maps["unwind_rows"].MaxEntries, o.Wraps, o.UnwindCacheDir)
+	t.tables = newTables(t.objs.FileKeyOf, t.objs.UnwindRows, t.objs.UnwindFiles, spec.Maps["unwind_rows"].MaxEntries, o.Wraps, o.UnwindCacheDir)
 	return &t, nil
 }
 

@@ -49,6 +49,13 @@ type memtraceFileKey struct {
 	Ino uint64
 }
 
+type memtraceFileKeyQuery struct {
+	_     structs.HostLayout
+	Addr  uint64
+	Key   memtraceFileKey
+	Found uint64
+}
+
 type memtraceInflight struct {
 	_         structs.HostLayout
 	Sp        uint64
@@ -131,6 +138,7 @@ const (
 	memtraceMapUnwindRows        = "unwind_rows"
 	memtraceProgDrawTest         = "draw_test"
 	memtraceProgEntry            = "entry"
+	memtraceProgFileKeyOf        = "file_key_of"
 	memtraceProgOnExec           = "on_exec"
 	memtraceProgOnExit           = "on_exit"
 	memtraceProgRet              = "ret"
@@ -198,6 +206,7 @@ type memtraceSpecs struct {
 type memtraceProgramSpecs struct {
 	DrawTest   *ebpf.ProgramSpec `ebpf:"draw_test"`
 	Entry      *ebpf.ProgramSpec `ebpf:"entry"`
+	FileKeyOf  *ebpf.ProgramSpec `ebpf:"file_key_of"`
 	OnExec     *ebpf.ProgramSpec `ebpf:"on_exec"`
 	OnExit     *ebpf.ProgramSpec `ebpf:"on_exit"`
 	Ret        *ebpf.ProgramSpec `ebpf:"ret"`
@@ -322,6 +331,7 @@ type memtraceVariables struct {
 type memtracePrograms struct {
 	DrawTest   *ebpf.Program `ebpf:"draw_test"`
 	Entry      *ebpf.Program `ebpf:"entry"`
+	FileKeyOf  *ebpf.Program `ebpf:"file_key_of"`
 	OnExec     *ebpf.Program `ebpf:"on_exec"`
 	OnExit     *ebpf.Program `ebpf:"on_exit"`
 	Ret        *ebpf.Program `ebpf:"ret"`
@@ -332,6 +342,7 @@ func (p *memtracePrograms) Close() error {
 	return _MemtraceClose(
 		p.DrawTest,
 		p.Entry,
+		p.FileKeyOf,
 		p.OnExec,
 		p.OnExit,
 		p.Ret,

@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"bufio"
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -30,16 +32,12 @@ const (
 	fileUnmarked = 4
 )
 
-// kernelDev turns a user-space st_dev into the kernel's dev_t encoding.
-func kernelDev(dev uint64) uint64 {
-	return uint64(unix.Major(dev))<<20 | uint64(unix.Minor(dev))
-}
-
 // tables loads files' unwind tables into the probes' maps: up front for the
 // modules of a traced process, and when the walk asks for a file it has no
 // table for (a KIND_UNWIND_MISS record). Rows are appended to one array;
 // a file's rows are loaded once and serve every process that maps it.
 type tables struct {
+	keyOf       *ebpf.Program // file_key_of: the key the walk sees for a file
 	rows, files *ebpf.Map
 	cache       tableSource
 	wraps       func(name string) bool
@@ -61,12 +59,12 @@ type missRequest struct {
 	key fileKey
 }
 
-func newTables(rows, files *ebpf.Map, capacity uint32, wraps func(string) bool, cacheDir string) *tables {
+func newTables(keyOf *ebpf.Program, rows, files *ebpf.Map, capacity uint32, wraps func(string) bool, cacheDir string) *tables {
 	if wraps == nil {
 		wraps = func(string) bool { return false }
 	}
 	t := &tables{
-		rows: rows, files: files, cap: capacity, wraps: wraps,
+		keyOf: keyOf, rows: rows, files: files, cap: capacity, wraps: wraps,
 		cache: unwind.NewCache(cacheDir), log: slog.Default(),
 		loaded: map[fileKey]bool{}, reqs: make(chan missRequest, 1024), done: make(chan struct{}),
 	}
@@ -103,7 +101,7 @@ func (t *tables) serve() {
 			continue
 		}
 		if err := t.load(r.key, path); err != nil {
-			t.log.Debug("unwind table", "file", path, "err", err)
+			t.log.Info("unwind table", "file", path, "err", err)
 		}
 	}
 }
@@ -128,28 +126,64 @@ func (t *Objects) PreloadTables(pid int) error {
 		return err
 	}
 	for _, m := range maps {
-		if err := t.tables.load(m.key, fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.start, m.end)); err != nil {
-			t.tables.log.Debug("unwind table", "file", m.path, "err", err)
+		// The key maps shows is the file's as the process sees it; on
+		// overlayfs the walk sees the layer's file: ask the kernel.
+		path := fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.start, m.end)
+		key, err := t.tables.keyOfPath(path)
+		if err == nil {
+			err = t.tables.load(key, path)
+		}
+		if err != nil {
+			t.tables.log.Info("unwind table", "file", m.path, "err", err)
 		}
 	}
 	return nil
 }
 
 // PreloadTableFiles loads the tables of files about to be mapped (the
-// libraries of a command stopped at its exec), keyed by their stat.
+// libraries of a command stopped at its exec), keyed as the walk will see
+// them (keyOf).
 func (t *Objects) PreloadTableFiles(paths []string) {
 	if t.tables == nil {
 		return
 	}
 	for _, p := range paths {
-		var st unix.Stat_t
-		if err := unix.Stat(p, &st); err != nil {
-			continue
+		key, err := t.tables.keyOfPath(p)
+		if err == nil {
+			err = t.tables.load(key, p)
 		}
-		if err := t.tables.load(fileKey{kernelDev(st.Dev), st.Ino}, p); err != nil {
-			t.tables.log.Debug("unwind table", "file", p, "err", err)
+		if err != nil {
+			t.tables.log.Info("unwind table", "file", p, "err", err)
 		}
 	}
+}
+
+// keyOfPath asks the kernel which key the walk will see for the file at
+// path: it maps the file here and runs file_key_of on the mapping. stat's
+// device and inode are not it on overlayfs (the walk sees the layer's
+// file) nor on btrfs subvolumes.
+func (t *tables) keyOfPath(path string) (fileKey, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return fileKey{}, err
+	}
+	defer f.Close()
+	m, err := unix.Mmap(int(f.Fd()), 0, 1, unix.PROT_READ, unix.MAP_PRIVATE)
+	if err != nil {
+		return fileKey{}, fmt.Errorf("map %s: %w", path, err)
+	}
+	defer unix.Munmap(m)
+	q := memtraceFileKeyQuery{Addr: uint64(uintptr(unsafe.Pointer(&m[0])))}
+	in := make([]byte, unsafe.Sizeof(q))
+	out := make([]byte, len(in))
+	binary.NativeEndian.PutUint64(in, q.Addr)
+	if _, err := t.keyOf.Run(&ebpf.RunOptions{Context: in, ContextOut: out}); err != nil {
+		return fileKey{}, fmt.Errorf("file key of %s: %w", path, err)
+	}
+	if err := binary.Read(bytes.NewReader(out), binary.NativeEndian, &q); err != nil || q.Found == 0 {
+		return fileKey{}, fmt.Errorf("file key of %s: not found", path)
+	}
+	return fileKey{q.Key.Dev, q.Key.Ino}, nil
 }
 
 // load builds, marks and uploads one file's table, once per key.

@@ -25,7 +25,7 @@ func TestKernelRefused(t *testing.T) {
 	t.Setenv(lacksEnv, "attach_cookie")
 	want := func(stderr string) {
 		t.Helper()
-		re := regexp.MustCompile(`^memtrace: unsupported kernel: \S+ lacks bpf_get_attach_cookie \(Linux 5\.15\); memtrace needs Linux 5\.15 or later\n$`)
+		re := regexp.MustCompile(`^memtrace: unsupported kernel: \S+ lacks bpf_get_attach_cookie \(Linux 5\.15\); memtrace needs Linux 5\.17 or later\n$`)
 		if !re.MatchString(stderr) {
 			t.Errorf("stderr %q, want one line matching %s", stderr, re)
 		}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -121,4 +123,60 @@ func TestWrapperRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWrappersOnOverlay: with libstdc++ and libc mapped from an overlayfs
+// (as in containers, and in the kernel matrix's guests), where stat names
+// another device and inode than the probes see, the unwind tables are
+// still loaded before the first allocation: every new is charged to its
+// caller from the first.
+func TestWrappersOnOverlay(t *testing.T) {
+	needBPF(t)
+	bin := fixtureCXX(t, "cxx.cc")
+	dir := t.TempDir()
+	merged := filepath.Join(dir, "merged")
+	for _, d := range []string{"upper", "work", "merged"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	libdir := filepath.Dir(mustLookLib(t, "libstdc++.so.6"))
+	opts := "lowerdir=" + libdir + ",upperdir=" + filepath.Join(dir, "upper") + ",workdir=" + filepath.Join(dir, "work")
+	if out, err := exec.Command("mount", "-t", "overlay", "overlay", "-o", opts, merged).CombinedOutput(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("mount overlay: %v: %s", err, out)
+		}
+		t.Skipf("mount overlay: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", merged).Run() })
+	cmd := exec.Command(memtrace(t), "--json", "--top", "0", "--", bin)
+	cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+merged)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("memtrace: %v", err)
+	}
+	rep := parseNDJSON(t, string(out))
+	p := rep.finalProcess(t)
+	got := rep.byFunction(p.PID)
+	if g := got["heap:churn_new()"]; g.Allocs != 1000 {
+		t.Errorf("churn_new(): %+v, want 1000 allocations charged to it; sites %+v", g, rep.sites)
+	}
+	if g := got["heap:operator new(unsigned long)"]; g.Allocs != 0 {
+		t.Errorf("%d allocations charged to operator new itself", g.Allocs)
+	}
+}
+
+// mustLookLib is the path of a library the dynamic linker finds.
+func mustLookLib(t *testing.T, name string) string {
+	t.Helper()
+	out, err := exec.Command("g++", "-print-file-name="+name).Output()
+	p := strings.TrimSpace(string(out))
+	if err != nil || !filepath.IsAbs(p) {
+		t.Fatalf("g++ -print-file-name=%s: %q, %v", name, p, err)
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return real
 }
