@@ -24,7 +24,7 @@ limit=${MEMTRACE_KERNELS_TIMEOUT:-600}
 # per-probe path against uprobe_multi. Not TestHostPicksUpNewProcesses:
 # under TCG its short-lived process is often gone before memtrace reads
 # its mappings, and its call sites go unnamed (figures are right).
-E2E_TESTS=${E2E_TESTS:-'^(TestLeaksExact|TestThreads|TestAttachRunning|TestCommandStatus|TestWrappers|TestDlopenUnloaded|TestDetailStacks|TestUnwindChains|TestWrapperRules|TestExceptionsUnchanged|TestFailOnLeak|TestFollowForks|TestLeakCheckAttached|TestSampledEstimates|TestHostCgroup|TestBadInput|TestKernelRefused|TestPerProbeSameFigures)$'}
+E2E_TESTS=${E2E_TESTS:-'^(TestLeaksExact|TestThreads|TestAttachRunning|TestCommandStatus|TestWrappers|TestDlopenUnloaded|TestDetailStacks|TestUnwindChains|TestWrapperRules|TestExceptionsUnchanged|TestWrappersOnOverlay|TestFailOnLeak|TestFollowForks|TestLeakCheckAttached|TestSampledEstimates|TestHostCgroup|TestBadInput|TestKernelRefused|TestPerProbeSameFigures)$'}
 # Runs of BenchmarkAttach per attach path.
 BENCH_RUNS=${BENCH_RUNS:-3}
 TRACER_TESTS=${TRACER_TESTS:-'^(TestFeatures|TestLoadPerProbe|TestLoadModes|TestRecordLayout|TestExpDraw|TestSampleDecision)$'}
