@@ -141,4 +141,3 @@ func TestSqliteStacksAgreeWithHeaptrack(t *testing.T) {
 		}
 	}
 }
-

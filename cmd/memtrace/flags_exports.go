@@ -55,4 +55,3 @@ func addExportFlags(fs *pflag.FlagSet, c *session.ExportConfig) (check func() er
 		return nil
 	}
 }
-
