@@ -175,7 +175,7 @@ func buildProcess(p history.Process, final aggregate.ProcessSnapshot, src pprofo
 	}
 	// Empty lists, not null: the script iterates them.
 	d := processData{PID: p.PID, Comm: p.Comm, AllocSizes: trimZeros(p.AllocSizes[:]),
-		Top: []int{}, Rates: []rateData{}, Marks: []markData{}, Maps: []mapData{}}
+		Top: []int{}, Rates: []rateData{}, Marks: []markData{}, Maps: []mapData{}, Sites: []siteData{}, Groups: []groupData{}}
 
 	// Name the sites; sites of one call site (with --detail, one per
 	// stack) form a group: one colour, one timeline layer, one legend entry.

@@ -45,11 +45,18 @@ type exportState struct {
 	serving     chan error
 	lastMetrics time.Time
 	history     *history.Collector // --html
+	// names caches what the exports resolved, so that in whole-host mode
+	// the call sites of processes that exited still have names at the end.
+	names *pprofout.Cache
 }
 
 // startExports starts the --listen endpoint; stop ends it.
 func (s *session) startExports() (stop func(), err error) {
-	s.exports = &exportState{start: time.Now()}
+	src := pprofout.Sources{Symbolizer: s.res, Mappings: s.res}
+	if s.cfg.Detail {
+		src.Stacks = stackSource{objs: s.objs, code: codeView{s.res}, depth: s.cfg.StackDepth}
+	}
+	s.exports = &exportState{start: time.Now(), names: pprofout.NewCache(src)}
 	if s.cfg.HTMLFile != "" {
 		s.exports.history = history.New(history.Options{})
 	}
@@ -82,7 +89,11 @@ func (s *session) exportTick() {
 		return
 	}
 	if e.history != nil {
-		e.history.Sample(monotonicNow(), s.table.Snapshot(), s.table)
+		snap := s.table.Snapshot()
+		e.history.Sample(monotonicNow(), snap, s.table)
+		if s.host != nil {
+			e.names.Warm(snap) // before exited processes are forgotten
+		}
 	}
 	if e.metrics == nil || time.Since(e.lastMetrics) < metricsEvery {
 		return
@@ -93,7 +104,13 @@ func (s *session) exportTick() {
 
 // exportEvent hands the --html history every event the table gets.
 func (s *session) exportEvent(e *event.Event) {
-	if s.exports != nil && s.exports.history != nil {
+	if s.exports == nil {
+		return
+	}
+	if e.Kind == event.Exec {
+		s.exports.names.Forget(e.PID) // a new program: new addresses
+	}
+	if s.exports.history != nil {
 		s.exports.history.Observe(e)
 	}
 }
@@ -128,13 +145,7 @@ func (s *session) writeExports() error {
 	return nil
 }
 
-func (s *session) exportSources() pprofout.Sources {
-	src := pprofout.Sources{Symbolizer: s.res, Mappings: s.res}
-	if s.cfg.Detail {
-		src.Stacks = stackSource{objs: s.objs, code: codeView{s.res}, depth: s.cfg.StackDepth}
-	}
-	return src
-}
+func (s *session) exportSources() pprofout.Sources { return s.exports.names.Sources() }
 
 // freshSnapshot is the table as of now, with the probes' lost-event and
 // exact counts and the rates brought up to date.

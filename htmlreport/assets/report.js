@@ -554,7 +554,14 @@ function init() {
       if (p.marks.some(function (m) { return m.t > from && m.t <= p.maps[state.map].t; })) stop();
     }, 500);
   });
-  pickProcess(0);
+  // Start with the process whose heap grew highest.
+  var first = 0, most = -1;
+  DATA.processes.forEach(function (p, k) {
+    var m = Math.max.apply(null, p.live);
+    if (m > most) { most = m; first = k; }
+  });
+  sel.value = String(first);
+  pickProcess(first);
   // How long from navigation to a drawn page (the benchmark reads it).
   document.body.dataset.drawMs = String(Math.round(performance.now()));
   document.body.dataset.ready = "1";

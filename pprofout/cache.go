@@ -1,0 +1,163 @@
+package pprofout
+
+import (
+	"sync"
+
+	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/callstack"
+	"github.com/memtrace/memtrace/symbolize"
+)
+
+// Cache remembers what its Sources answered, per process: a call site
+// looked up while its process lived still resolves after the process's
+// mappings are forgotten (whole-host mode forgets them once a process's
+// final records are written). Safe for concurrent use.
+type Cache struct {
+	src Sources
+
+	mu       sync.Mutex
+	frames   map[cacheKey]symbolize.Frame
+	stacks   map[stackKey]callstack.Stack
+	mappings map[cacheKey]mappingAnswer
+}
+
+type cacheKey struct {
+	pid  int
+	addr uint64
+}
+
+type stackKey struct {
+	pid  uint32
+	site aggregate.SiteKey
+}
+
+type mappingAnswer struct {
+	m  symbolize.CodeMapping
+	ok bool
+}
+
+// NewCache wraps src.
+func NewCache(src Sources) *Cache {
+	return &Cache{src: src, frames: map[cacheKey]symbolize.Frame{},
+		stacks: map[stackKey]callstack.Stack{}, mappings: map[cacheKey]mappingAnswer{}}
+}
+
+// Sources returns sources answering through the cache; a nil source of
+// the wrapped ones stays nil.
+func (c *Cache) Sources() Sources {
+	var out Sources
+	if c.src.Symbolizer != nil {
+		out.Symbolizer = cachedSymbolizer{c}
+	}
+	if c.src.Stacks != nil {
+		out.Stacks = cachedStacks{c}
+	}
+	if c.src.Mappings != nil {
+		out.Mappings = cachedMappings{c}
+	}
+	return out
+}
+
+// Forget drops what is cached for pid (its PID may be reused).
+func (c *Cache) Forget(pid uint32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.frames {
+		if k.pid == int(pid) {
+			delete(c.frames, k)
+		}
+	}
+	for k := range c.mappings {
+		if k.pid == int(pid) {
+			delete(c.mappings, k)
+		}
+	}
+	for k := range c.stacks {
+		if k.pid == pid {
+			delete(c.stacks, k)
+		}
+	}
+}
+
+// Warm looks up every heap call site of snap that has live bytes, so that
+// its names outlive its process.
+func (c *Cache) Warm(snap aggregate.Snapshot) {
+	src := c.Sources()
+	for _, p := range snap.Processes {
+		for _, s := range p.Sites {
+			if s.Category != aggregate.Heap || s.LiveBytes == 0 {
+				continue
+			}
+			if src.Stacks != nil && s.StackID >= 0 {
+				for _, f := range src.Stacks.Stack(p.PID, s).Frames {
+					if src.Mappings != nil {
+						src.Mappings.MappingOf(int(p.PID), f.CallAddress)
+					}
+				}
+			}
+			if src.Symbolizer != nil {
+				f := src.Symbolizer.Resolve(int(p.PID), s.Address)
+				if src.Mappings != nil {
+					src.Mappings.MappingOf(int(p.PID), f.CallAddress)
+				}
+			}
+		}
+	}
+}
+
+type cachedSymbolizer struct{ c *Cache }
+
+func (s cachedSymbolizer) Resolve(pid int, ret uint64) symbolize.Frame {
+	k := cacheKey{pid, ret}
+	s.c.mu.Lock()
+	f, ok := s.c.frames[k]
+	s.c.mu.Unlock()
+	if ok {
+		return f
+	}
+	f = s.c.src.Symbolizer.Resolve(pid, ret)
+	if f.Module != "" { // only what resolved: a miss may resolve later
+		s.c.mu.Lock()
+		s.c.frames[k] = f
+		s.c.mu.Unlock()
+	}
+	return f
+}
+
+type cachedStacks struct{ c *Cache }
+
+func (s cachedStacks) Stack(pid uint32, site aggregate.SiteSnapshot) callstack.Stack {
+	k := stackKey{pid, site.Key()}
+	s.c.mu.Lock()
+	st, ok := s.c.stacks[k]
+	s.c.mu.Unlock()
+	if ok {
+		return st
+	}
+	st = s.c.src.Stacks.Stack(pid, site)
+	if len(st.Frames) > 0 {
+		s.c.mu.Lock()
+		s.c.stacks[k] = st
+		s.c.mu.Unlock()
+	}
+	return st
+}
+
+type cachedMappings struct{ c *Cache }
+
+func (s cachedMappings) MappingOf(pid int, pc uint64) (symbolize.CodeMapping, bool) {
+	k := cacheKey{pid, pc}
+	s.c.mu.Lock()
+	a, ok := s.c.mappings[k]
+	s.c.mu.Unlock()
+	if ok {
+		return a.m, a.ok
+	}
+	m, found := s.c.src.Mappings.MappingOf(pid, pc)
+	if found {
+		s.c.mu.Lock()
+		s.c.mappings[k] = mappingAnswer{m, true}
+		s.c.mu.Unlock()
+	}
+	return m, found
+}
