@@ -113,9 +113,6 @@ type callsiteRecord struct {
 	Sampled         bool   `json:"sampled"`
 	SampleBytes     uint64 `json:"sample_bytes"`
 	LiveBytesStderr uint64 `json:"live_bytes_stderr"`
-	// The leak check's figures for the site's blocks (json_leaks.go):
-	// present only in runs that check.
-	leakRecord
 	// The allocator's immediate caller when a wrapper was skipped (the
 	// charged site's figures are above): its function, file, line, module
 	// and address; empty (and leaf_address "") when the caller was charged.
@@ -124,6 +121,9 @@ type callsiteRecord struct {
 	LeafLine     int    `json:"leaf_line"`
 	LeafModule   string `json:"leaf_module"`
 	LeafAddress  string `json:"leaf_address"`
+	// The leak check's figures for the site's blocks (json_leaks.go):
+	// present only in runs that check.
+	leakRecord
 	// Dumps only (epoch.go): the activity since the previous dump.
 	epochRecord
 	// --detail only: the call stack, innermost first, and whether it stops
