@@ -11,6 +11,7 @@ func (p *process) alloc(addr, size uint64, callSite siteID, ms uint32) {
 	if old, replaced := p.live.insert(addr, liveBlock{size: size, site: si, ms: ms}); replaced {
 		p.release(old)
 	}
+	p.touch(si) // peak.go
 	if p.est != nil {
 		p.est.alloc(p, si, size) // sampled: weighted estimates (estimate.go)
 		return
@@ -45,6 +46,7 @@ func (p *process) free(addr uint64) {
 
 // release accounts for b leaving the live set.
 func (p *process) release(b liveBlock) {
+	p.touch(b.site) // peak.go
 	if p.est != nil {
 		p.est.release(p, b)
 		return

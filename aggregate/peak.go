@@ -27,13 +27,34 @@ func (t PeakTolerance) of(peak uint64) uint64 {
 	return t.Bytes + hi*t.PPM + lo*t.PPM/1e6
 }
 
-// peakState is a process's kept snapshot.
+// peakState is a process's kept snapshot. Taking one is O(1): the sites'
+// figures at snapshot number count are their current ones, or, for a site
+// changed since, the copy it saved at its first change (touch).
 type peakState struct {
 	taken bool
 	time  uint64
 	live  uint64
-	stats []Stats // by site index; sites newer than the snapshot had nothing
-	count uint64  // snapshots taken
+	count uint64 // snapshots taken; the kept one is number count
+	// next: live bytes above it take a new snapshot; live + T as of the
+	// snapshot. T only grows with the peak, so the guarantee holds for
+	// the T of any later peak too.
+	next uint64
+}
+
+// touch saves site si's figures before their first change since the last
+// snapshot: they are that snapshot's.
+func (p *process) touch(si uint32) {
+	if p.peakSeq[si] != p.peak.count {
+		p.peakSeq[si], p.peakStats[si] = p.peak.count, p.sites[si].stats
+	}
+}
+
+// atPeak is site i's figures at the kept snapshot.
+func (p *process) atPeak(i int) Stats {
+	if p.peakSeq[i] == p.peak.count {
+		return p.peakStats[i]
+	}
+	return p.sites[i].stats
 }
 
 // SetPeakTolerance sets T for every process. Call it before the events.
@@ -47,20 +68,17 @@ func (t *Table) SetPeakTolerance(tol PeakTolerance) {
 // checkPeak takes a new snapshot of p when its live heap bytes exceed the
 // kept snapshot's by more than T.
 func (t *Table) checkPeak(p *process, now uint64) {
-	live := p.heap.LiveBytes
 	ps := &p.peak
-	if ps.taken && live <= ps.live {
-		return
-	}
-	if ps.taken && live-ps.live <= t.peakTol.of(p.peakHeap) {
+	live := p.heap.LiveBytes
+	if ps.taken && live <= ps.next {
 		return
 	}
 	ps.taken, ps.time, ps.live = true, now, live
-	ps.count++
-	ps.stats = ps.stats[:0]
-	for i := range p.sites {
-		ps.stats = append(ps.stats, p.sites[i].stats)
+	ps.next = live + t.peakTol.of(p.peakHeap)
+	if ps.next < live {
+		ps.next = ^uint64(0) // T so large it overflows: one snapshot is enough
 	}
+	ps.count++ // every site's current figures are now the snapshot's
 }
 
 // PeakSnapshot is a process's heap as of its peak snapshot.
@@ -85,12 +103,14 @@ func (p *process) peakSnapshot(tol PeakTolerance) *PeakSnapshot {
 		return nil
 	}
 	out := &PeakSnapshot{Time: ps.time, LiveBytes: ps.live, Tolerance: tol.of(p.peakHeap), Snapshots: ps.count}
-	for i, st := range ps.stats {
-		s := p.sites[i]
-		if s.cat != Heap || st.LiveBytes == 0 {
+	for i := range p.sites {
+		s := &p.sites[i]
+		if s.cat != Heap {
 			continue
 		}
-		out.Sites = append(out.Sites, SiteSnapshot{Address: s.addr, StackID: s.stack, Category: Heap, Stats: st})
+		if st := p.atPeak(i); st.LiveBytes > 0 {
+			out.Sites = append(out.Sites, SiteSnapshot{Address: s.addr, StackID: s.stack, Category: Heap, Stats: st})
+		}
 	}
 	return out
 }

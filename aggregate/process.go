@@ -30,6 +30,12 @@ type process struct {
 
 	peak  peakState // the peak snapshot (peak.go)
 	marks uint64    // marks seen (marks.go)
+	// The peak snapshot, copy-on-write (peak.go), by site index, apart
+	// from sites so that the hot path's sites stay small: peakStats[i] are
+	// site i's figures at snapshot number peakSeq[i], saved at its first
+	// change since.
+	peakSeq   []uint64
+	peakStats []Stats
 
 	// est holds the weighted sums of sampled mode (estimate.go); nil when exact.
 	est *procEstimate
@@ -74,6 +80,9 @@ func (p *process) siteIndex(key siteID, cat Category) uint32 {
 	}
 	i := uint32(len(p.sites))
 	p.sites = append(p.sites, site{addr: key.addr, leaf: p.leaf, stack: key.stack, cat: cat})
+	// New since the last peak snapshot: it held nothing then.
+	p.peakSeq = append(p.peakSeq, p.peak.count)
+	p.peakStats = append(p.peakStats, Stats{})
 	idx[key] = i
 	return i
 }

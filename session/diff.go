@@ -30,7 +30,7 @@ func Diff(c *DiffConfig, stdout, stderr io.Writer) int {
 	files := []string{c.Old, c.New}
 	var sides [2]diff.Side
 	for i, f := range files {
-		s, err := readSide(f)
+		s, err := readSide(f, stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "memtrace: %s: %v\n", f, err)
 			return ExitUsage
@@ -57,7 +57,7 @@ func Diff(c *DiffConfig, stdout, stderr io.Writer) int {
 
 // readSide reads one side of a diff: NDJSON, or a recording replayed to
 // its end and reported with every call site.
-func readSide(path string) (diff.Side, error) {
+func readSide(path string, warn io.Writer) (diff.Side, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return diff.Side{}, err
@@ -71,7 +71,7 @@ func readSide(path string) (diff.Side, error) {
 		}
 		return diff.ReadNDJSON(f)
 	}
-	rp, err := replay(&ReplayConfig{File: path})
+	rp, err := replay(&ReplayConfig{File: path}, warn)
 	if rp == nil {
 		return diff.Side{}, err
 	}

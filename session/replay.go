@@ -81,7 +81,7 @@ func Replay(c *ReplayConfig, stdout, stderr io.Writer) int {
 		defer f.Close()
 		out = f
 	}
-	rp, err := replay(c)
+	rp, err := replay(c, stderr)
 	if rp == nil {
 		fmt.Fprintf(stderr, "memtrace: %v\n", err)
 		return ExitUsage
@@ -137,10 +137,11 @@ type replayed struct {
 
 // replay reads the recording into a new Table up to --at (all of it by
 // default) and returns the table's snapshot then. The rest of the file is
-// still read for the code mappings that symbolize the report. A read error
+// still read for the code mappings that symbolize the report; warnings
+// (files that differ from the recorded ones) go to warn. A read error
 // leaves the prefix's snapshot and is returned with it; a nil result means
 // the file could not be opened at all.
-func replay(c *ReplayConfig) (*replayed, error) {
+func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	stop := -1 // --at peak: the record after which the peak snapshot was taken
 	if c.At.kind == "peak" {
 		n, err := peakRecord(c)
@@ -179,7 +180,7 @@ func replay(c *ReplayConfig) (*replayed, error) {
 		case recording.KindMaps:
 			if err := rp.res.AddCodeMappings(int(rec.PID), rec.Maps); err != nil && !warned[err.Error()] {
 				warned[err.Error()] = true
-				fmt.Fprintf(os.Stderr, "memtrace: warning: %v\n", err)
+				fmt.Fprintf(warn, "memtrace: warning: %v\n", err)
 			}
 			continue
 		case recording.KindStack:

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"io"
 	"path/filepath"
 	"testing"
 	"time"
@@ -84,7 +85,7 @@ func TestReplayAt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rp, err := replay(&ReplayConfig{File: path, At: at})
+		rp, err := replay(&ReplayConfig{File: path, At: at}, io.Discard)
 		if err != nil || rp.missing != "" {
 			t.Fatalf("--at %q: %v %s", tc.at, err, rp.missing)
 		}
@@ -95,7 +96,7 @@ func TestReplayAt(t *testing.T) {
 		}
 	}
 	at, _ := ParseAt("mark:five#2")
-	if rp, _ := replay(&ReplayConfig{File: path, At: at}); rp.missing == "" {
+	if rp, _ := replay(&ReplayConfig{File: path, At: at}, io.Discard); rp.missing == "" {
 		t.Errorf("a second mark 'five' was found")
 	}
 }

@@ -45,9 +45,9 @@ func Run(cfg *Config, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 	}
 	code, err := s.run()
 	if err == nil {
-		err = s.closeTime() // the last dump, the end of the recording
+		err = s.closeTime(true) // the last dump, the end of the recording
 	} else {
-		s.closeTime()
+		s.closeTime(false)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "memtrace: %v\n", err)

@@ -76,13 +76,13 @@ func (s *session) captureTargets() {
 	}
 }
 
-// closeTime writes the last dump and ends the recording, after the final
-// report.
-func (s *session) closeTime() error {
+// closeTime writes the last dump (when the run ended well) and ends the
+// recording, after the final report.
+func (s *session) closeTime(ok bool) error {
 	if s.time == nil {
 		return nil
 	}
-	if s.time.dumps != nil && s.table != nil {
+	if ok && s.time.dumps != nil && s.table != nil {
 		if err := s.dump(true); err != nil {
 			return fmt.Errorf("--dump-dir: %w", err)
 		}
