@@ -49,7 +49,13 @@ struct walk {
 	 */
 	__u64 map_start, map_end, map_delta; /* offset in file = pc + map_delta */
 	struct unwind_file file;
+	struct file_key map_key;
+	/* The unnamed frames met since the last wrapper: none, all in anon_key's file, or several files. */
+	struct file_key anon_key;
+	__u8 anon;
 };
+
+enum { ANON_NONE, ANON_ONE_FILE, ANON_FILES };
 
 /*
  * An event with its stack, assembled in a per-CPU map before it is copied
@@ -254,6 +260,7 @@ static long walk_frame(__u64 i, void *ctx)
 			return 1;
 		}
 		w->file = *f;
+		w->map_key = v.key;
 		w->map_start = v.start;
 		w->map_end = v.end;
 		w->map_delta = v.off - v.addr;
@@ -267,9 +274,16 @@ static long walk_frame(__u64 i, void *ctx)
 	}
 	if (w->chain) {
 		if (!flags) {
-			/* The first named function that is no wrapper is charged. */
+			/*
+			 * The first named function that is no wrapper is charged,
+			 * when the unnamed frames since the last wrapper are all in
+			 * its own file (a stripped library's static helpers; not a
+			 * stripped program's code below libc's named start-up).
+			 */
 			w->chain = 0;
-			if (i > 0) {
+			if (i > 0 && (w->anon == ANON_NONE ||
+				      (w->anon == ANON_ONE_FILE && w->anon_key.dev == w->map_key.dev &&
+				       w->anon_key.ino == w->map_key.ino))) {
 				w->charged = i;
 				w->charged_pc = w->pc;
 				if (stack_depth)
@@ -277,6 +291,12 @@ static long walk_frame(__u64 i, void *ctx)
 			}
 		} else if (flags & ROW_WRAPPER) {
 			charge_next = 1; /* the frame above, unless it is a wrapper too */
+			w->anon = ANON_NONE;
+		} else if (w->anon == ANON_NONE) {
+			w->anon = ANON_ONE_FILE;
+			w->anon_key = w->map_key;
+		} else if (w->anon_key.dev != w->map_key.dev || w->anon_key.ino != w->map_key.ino) {
+			w->anon = ANON_FILES;
 		}
 	}
 	/* Done: the charged frame is known and no (more) stack is wanted. */
@@ -357,6 +377,7 @@ __noinline int emit_site(struct pt_regs *ctx, struct site_args *a)
 	w->exact = 0;
 	w->end = 0;
 	w->cached = 0;
+	w->anon = ANON_NONE;
 	w->n = 0;
 	w->limit = 0;
 	if (stack_depth) {

@@ -102,6 +102,10 @@ type memtraceStackRecord struct {
 		MapEnd    uint64
 		MapDelta  uint64
 		File      memtraceUnwindFile
+		MapKey    memtraceFileKey
+		AnonKey   memtraceFileKey
+		Anon      uint8
+		_         [7]byte
 	}
 }
 
