@@ -18,13 +18,16 @@ out=${MEMTRACE_KERNELS_OUT:-$repo/bin/kernels}
 # Per kernel, the whole run (boot, tests, power-off) must end within this.
 limit=${MEMTRACE_KERNELS_TIMEOUT:-600}
 # A subset of the end-to-end tests that covers every mode: `--` with exact
-# figures (leaks, threads, wrappers, dlopen, exit status), -p, the leak
-# check (and -f), --detail, whole host (a new libc in a chroot, cgroup and
-# comm filters, exits), sampling, bad input, the refusal of a kernel, the
-# per-probe path against uprobe_multi. Not TestHostPicksUpNewProcesses:
-# under TCG its short-lived process is often gone before memtrace reads
-# its mappings, and its call sites go unnamed (figures are right).
-E2E_TESTS=${E2E_TESTS:-'^(TestLeaksExact|TestThreads|TestAttachRunning|TestCommandStatus|TestWrappers|TestDlopenUnloaded|TestDetailStacks|TestFailOnLeak|TestFollowForks|TestLeakCheckAttached|TestSampledEstimates|TestHostCgroup|TestBadInput|TestKernelRefused|TestPerProbeSameFigures)$'}
+# figures (every allocator function, static, jemalloc, a preload through
+# exec, wrappers, dlopen, exit status), -p, the leak check, --detail, whole
+# host (a new libc in a chroot, cgroup and comm filters, exits), sampling,
+# bad input, the refusal of a kernel, the per-probe path against
+# uprobe_multi. Left out, as they measure the machine more than the
+# kernel under TCG on a busy host: TestThreads (1.6 M events at full
+# speed: the starved reader loses some), TestHostPicksUpNewProcesses (its
+# short-lived process is gone before memtrace reads its mappings), and
+# TestFollowForks (-f; the slowest, a minute per guest).
+E2E_TESTS=${E2E_TESTS:-'^(TestLeaksExact|TestAttachRunning|TestCommandStatus|TestWrappers|TestDlopenUnloaded|TestDetailStacks|TestFailOnLeak|TestLeakCheckAttached|TestSampledEstimates|TestHostCgroup|TestBadInput|TestKernelRefused|TestPerProbeSameFigures)$'}
 # Runs of BenchmarkAttach per attach path.
 BENCH_RUNS=${BENCH_RUNS:-3}
 TRACER_TESTS=${TRACER_TESTS:-'^(TestFeatures|TestLoadPerProbe|TestLoadModes|TestRecordLayout|TestExpDraw|TestSampleDecision)$'}
