@@ -73,28 +73,31 @@ modules_for() {
 	for m in "$@"; do visit "$m"; done
 }
 
-# prepare downloads and unpacks a kernel package and builds its initramfs:
-# $cache/$pkg/{vmlinuz,initrd.gz}.
+# prepare downloads and unpacks a kernel package once, keeping its vmlinuz
+# and the modules the guest needs, then builds its initramfs (every time,
+# so that a changed init is used): $cache/$pkg/{vmlinuz,initrd.gz}.
 prepare() {
 	local pkg=$1 dir=$cache/$1
-	[ -s "$dir/initrd.gz" ] && return
-	rm -rf "$dir" && mkdir -p "$dir/deb" "$dir/root/bin" "$dir/root/lib/modules"
-	(cd "$dir/deb" && apt-get download -q "$pkg" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
-	dpkg -x "$dir"/deb/*.deb "$dir/x"
-	cp "$dir"/x/boot/vmlinuz-* "$dir/vmlinuz"
+	if ! [ -s "$dir/vmlinuz" ]; then
+		rm -rf "$dir" && mkdir -p "$dir/deb" "$dir/root/bin" "$dir/root/lib/modules"
+		(cd "$dir/deb" && apt-get download -q "$pkg" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
+		dpkg -x "$dir"/deb/*.deb "$dir/x"
+		local m f
+		modules_for "$dir/x/lib/modules" virtio_pci 9pnet_virtio 9p overlay |
+			while read -r m f; do
+				case $f in
+				*.xz) xz -dc "$f" >"$dir/root/lib/modules/$m.ko" ;;
+				*) cp "$f" "$dir/root/lib/modules/$m.ko" ;;
+				esac
+				echo "$m" >>"$dir/root/modules.order"
+			done
+		cp "$dir"/x/boot/vmlinuz-* "$dir/vmlinuz.part"
+		rm -rf "$dir/deb" "$dir/x"
+		mv "$dir/vmlinuz.part" "$dir/vmlinuz"
+	fi
 	cp /bin/busybox "$dir/root/bin/busybox"
 	cp "$here/init" "$dir/root/init"
-	local m f
-	modules_for "$dir/x/lib/modules" virtio_pci 9pnet_virtio 9p overlay |
-		while read -r m f; do
-			case $f in
-			*.xz) xz -dc "$f" >"$dir/root/lib/modules/$m.ko" ;;
-			*) cp "$f" "$dir/root/lib/modules/$m.ko" ;;
-			esac
-			echo "$m" >>"$dir/root/modules.order"
-		done
 	(cd "$dir/root" && find . | cpio -o -H newc --quiet | gzip -1 >"$dir/initrd.gz")
-	rm -rf "$dir/deb" "$dir/x"
 }
 
 # guest_script writes what the guest runs, as root, with CI=true.
