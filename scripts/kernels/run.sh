@@ -30,7 +30,7 @@ limit=${MEMTRACE_KERNELS_TIMEOUT:-600}
 E2E_TESTS=${E2E_TESTS:-'^(TestLeaksExact|TestAttachRunning|TestCommandStatus|TestWrappers|TestDlopenUnloaded|TestDetailStacks|TestFailOnLeak|TestLeakCheckAttached|TestSampledEstimates|TestHostCgroup|TestBadInput|TestKernelRefused|TestPerProbeSameFigures)$'}
 # Runs of BenchmarkAttach per attach path.
 BENCH_RUNS=${BENCH_RUNS:-3}
-TRACER_TESTS=${TRACER_TESTS:-'^(TestFeatures|TestLoadPerProbe|TestLoadModes|TestRecordLayout|TestExpDraw|TestSampleDecision)$'}
+TRACER_TESTS=${TRACER_TESTS:-'^(TestFeatures|TestLoadPerProbe|TestDetachStale|TestLoadModes|TestRecordLayout|TestExpDraw|TestSampleDecision)$'}
 
 if [ "$(id -u)" != 0 ]; then
 	echo "test-kernels: needs root (apt-get, and BPF inside the guests)" >&2
