@@ -290,11 +290,7 @@ func (s *session) onStop(st launch.Stop) error {
 			s.objs.Forget(uint32(st.PID), s.table.LiveAddrs(uint32(st.PID))) // sampled blocks, counts
 			s.table.Forget(uint32(st.PID))
 			s.res.Forget(st.PID)
-			// The new program may bind elsewhere (a preload, another libc):
-			// probes left on the old allocator would count calls twice.
-			if err := t.att.Detach(); err != nil {
-				return fmt.Errorf("detach after exec: %w", err)
-			}
+			// attach removes the probes the new program does not need.
 			s.log.Info("exec: statistics restart", "pid", st.PID, "exe", exe)
 		}
 		t.execs++
@@ -364,6 +360,11 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 			"offset", fmt.Sprintf("%#x", p.Offset), "at", fmt.Sprintf("+%d", p.Skip), "why", p.Why)
 	}
 	start = time.Now()
+	// After an exec the new program may bind elsewhere (a preload, another
+	// libc): probes left on the old allocator would count calls twice.
+	if err := t.att.DetachStale(placed); err != nil {
+		return fmt.Errorf("detach stale probes: %w", err)
+	}
 	if err := s.objs.Attach(t.att, placed); err != nil {
 		return err
 	}

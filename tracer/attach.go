@@ -26,6 +26,17 @@ type Attachment struct {
 	// placed records which (file, offset) pairs are already probed, so that a
 	// second Attach after exec only adds what is new.
 	placed map[string]bool
+	// keys are the (file, offset) pairs each link probes (DetachStale).
+	keys map[link.Link][]string
+}
+
+// add records links made for the pairs in keys.
+func (a *Attachment) add(links *[]link.Link, l link.Link, keys []string) {
+	if a.keys == nil {
+		a.keys = map[link.Link][]string{}
+	}
+	*links = append(*links, l)
+	a.keys[l] = keys
 }
 
 // needsReturn reports whether fn's probes include a return probe: every
@@ -137,8 +148,12 @@ func (t *Objects) Attach(a *Attachment, probes []Placement) error {
 			return errors.Join(err, made.Detach())
 		}
 	}
-	a.returns = append(a.returns, made.returns...)
-	a.entries = append(a.entries, made.entries...)
+	for _, l := range made.returns {
+		a.add(&a.returns, l, made.keys[l])
+	}
+	for _, l := range made.entries {
+		a.add(&a.entries, l, made.keys[l])
+	}
 	for _, p := range probes {
 		a.placed[placedKey(p)] = true
 	}
@@ -150,14 +165,17 @@ func placedKey(p Placement) string { return fmt.Sprintf("%s@%#x", p.Path, p.Offs
 // attachMulti places one file's probes with two uprobe_multi links.
 func (t *Objects) attachMulti(made *Attachment, ex *link.Executable, pid int, probes []Placement) error {
 	var entry, ret link.UprobeMultiOptions
+	var entryKeys, retKeys []string
 	entry.PID, ret.PID = uint32(pid), uint32(pid)
 	for _, p := range probes {
 		addr := p.Offset + uint64(p.Skip)
 		entry.Addresses = append(entry.Addresses, addr)
 		entry.Cookies = append(entry.Cookies, uint64(p.Func))
+		entryKeys = append(entryKeys, placedKey(p))
 		if needsReturn(p.Func) {
 			ret.Addresses = append(ret.Addresses, addr)
 			ret.Cookies = append(ret.Cookies, uint64(p.Func))
+			retKeys = append(retKeys, placedKey(p))
 		}
 	}
 	first := probes[0].Probe
@@ -166,13 +184,13 @@ func (t *Objects) attachMulti(made *Attachment, ex *link.Executable, pid int, pr
 		if err != nil {
 			return attachError("return probes", first, pid, err)
 		}
-		made.returns = append(made.returns, l)
+		made.add(&made.returns, l, retKeys)
 	}
 	l, err := ex.UprobeMulti(nil, t.objs.Entry, &entry)
 	if err != nil {
 		return attachError("entry probes", first, pid, err)
 	}
-	made.entries = append(made.entries, l)
+	made.add(&made.entries, l, entryKeys)
 	return nil
 }
 
@@ -212,9 +230,9 @@ func (t *Objects) attachPerProbe(made *Attachment, ex *link.Executable, pid int,
 			links[i] = l
 			return nil
 		})
-		for _, l := range links {
+		for i, l := range links {
 			if l != nil {
-				*role.links = append(*role.links, l)
+				made.add(role.links, l, []string{placedKey(role.probes[i])})
 			}
 		}
 		if err := errors.Join(errs...); err != nil {
@@ -267,8 +285,69 @@ func attachError(kind string, p allocator.Probe, pid int, err error) error {
 // or memtrace is done.
 func (a *Attachment) Detach() error {
 	err := errors.Join(closeAll(a.entries), closeAll(a.returns))
-	a.entries, a.returns, a.placed = nil, nil, nil
+	a.entries, a.returns, a.placed, a.keys = nil, nil, nil, nil
 	return err
+}
+
+// DetachStale removes, as Detach does, the links that probe a (file,
+// offset) pair keep does not list, and keeps the others in place; a
+// following Attach with keep adds only what is missing. After a traced
+// command's exec, the new program may bind elsewhere (probes left on the
+// old allocator would count calls twice), but usually binds to the same
+// libc: its probes then stay, and the command is not held while the
+// kernel removes and places them again (seconds with per-probe links).
+func (a *Attachment) DetachStale(keep []Placement) error {
+	want := map[string]bool{}
+	for _, p := range keep {
+		want[placedKey(p)] = true
+	}
+	// A link goes if one of its pairs is stale; then so does every other
+	// link sharing a pair with it (a file's entry and return links are
+	// placed together).
+	gone := map[string]bool{}
+	for changed := true; changed; {
+		changed = false
+		for _, keys := range a.keys {
+			stale := false
+			for _, k := range keys {
+				stale = stale || !want[k] || gone[k]
+			}
+			for _, k := range keys {
+				if stale && !gone[k] {
+					gone[k], changed = true, true
+				}
+			}
+		}
+	}
+	split := func(links []link.Link) (kept, old []link.Link) {
+		for _, l := range links {
+			if a.isGone(l, gone) {
+				old = append(old, l)
+			} else {
+				kept = append(kept, l)
+			}
+		}
+		return kept, old
+	}
+	var oldEntries, oldReturns []link.Link
+	a.entries, oldEntries = split(a.entries)
+	a.returns, oldReturns = split(a.returns)
+	for k := range gone {
+		delete(a.placed, k)
+	}
+	for _, l := range append(oldEntries, oldReturns...) {
+		delete(a.keys, l)
+	}
+	return errors.Join(closeAll(oldEntries), closeAll(oldReturns))
+}
+
+func (a *Attachment) isGone(l link.Link, gone map[string]bool) bool {
+	for _, k := range a.keys[l] {
+		if gone[k] {
+			return true
+		}
+	}
+	return false
 }
 
 func closeAll(links []link.Link) error {

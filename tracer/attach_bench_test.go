@@ -1,11 +1,9 @@
 package tracer
 
 import (
-	"os/exec"
 	"testing"
 	"time"
 
-	"github.com/memtrace/memtrace/allocator"
 )
 
 // BenchmarkAttach attaches libc's full probe set (allocator functions and
@@ -16,21 +14,7 @@ import (
 //	go test -run X -bench Attach -benchtime 5x ./tracer
 func BenchmarkAttach(b *testing.B) {
 	needBPF(b)
-	target := exec.Command("sleep", "1000")
-	if err := target.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer target.Process.Kill()
-	time.Sleep(100 * time.Millisecond) // sleep's libraries mapped
-	mods, err := allocator.ForProcess(target.Process.Pid)
-	if err != nil {
-		b.Fatal(err)
-	}
-	probes, err := allocator.Bind(mods)
-	if err != nil {
-		b.Fatal(err)
-	}
-	placed := Place(probes)
+	pid, placed := libcTarget(b)
 	k, err := probeKernel(lacking(""))
 	if err != nil {
 		b.Fatal(err)
@@ -64,7 +48,7 @@ func BenchmarkAttach(b *testing.B) {
 			defer objs.Close()
 			var attach, detach time.Duration
 			for b.Loop() {
-				a := &Attachment{PID: target.Process.Pid}
+				a := &Attachment{PID: pid}
 				start := time.Now()
 				if err := objs.Attach(a, placed); err != nil {
 					b.Fatal(err)

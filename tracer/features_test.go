@@ -2,9 +2,13 @@ package tracer
 
 import (
 	"errors"
+	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf/features"
+
+	"github.com/memtrace/memtrace/allocator"
 )
 
 // TestFeatures probes the running kernel with features hidden, as on an
@@ -67,4 +71,82 @@ func TestLoadPerProbe(t *testing.T) {
 			t.Fatalf("%s: %v", lacks, err)
 		}
 	}
+}
+
+// TestDetachStale: after an exec, probes the new program still needs stay
+// in place and only the others go; a file's uprobe_multi links go whole.
+func TestDetachStale(t *testing.T) {
+	needBPF(t)
+	pid, placed := libcTarget(t)
+	keep := placed[:len(placed)-1]
+	for _, tc := range []struct {
+		lacks       string
+		kept, links int // after DetachStale(keep)
+	}{
+		{"uprobe_multi", len(keep), len(keep) + countReturns(keep)},
+		{"", 0, 0}, // libc's two links held the dropped function too
+	} {
+		k, err := probeKernel(lacking(tc.lacks))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.lacks == "" && k.Attach != AttachMulti {
+			continue
+		}
+		o := DefaultOptions()
+		o.RingBytes = 1 << 16
+		objs, err := load(o, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := &Attachment{PID: pid}
+		if err := objs.Attach(a, placed); err != nil {
+			t.Fatal(err)
+		}
+		err = a.DetachStale(keep)
+		kept, links := a.Probes(), len(a.entries)+len(a.returns)
+		if err == nil {
+			err = objs.Attach(a, keep)
+		}
+		after := a.Probes()
+		a.Detach()
+		objs.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kept != tc.kept || links != tc.links || after != len(keep) {
+			t.Errorf("%s: %d probes in %d links kept, %d after Attach; want %d in %d, %d",
+				k.Attach, kept, links, after, tc.kept, tc.links, len(keep))
+		}
+	}
+}
+
+func countReturns(ps []Placement) int {
+	n := 0
+	for _, p := range ps {
+		if needsReturn(p.Func) {
+			n++
+		}
+	}
+	return n
+}
+
+// libcTarget starts a process for the test's lifetime and returns its pid
+// and the placements of its allocator (libc) and of the wrappers named.
+func libcTarget(tb testing.TB) (int, []Placement) {
+	target := exec.Command("sleep", "1000")
+	if err := target.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { target.Process.Kill(); target.Wait() })
+	time.Sleep(100 * time.Millisecond) // sleep's libraries mapped
+	mods, err := allocator.ForProcess(target.Process.Pid)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	probes, err := allocator.Bind(mods)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return target.Process.Pid, Place(probes)
 }

@@ -18,16 +18,19 @@ out=${MEMTRACE_KERNELS_OUT:-$repo/bin/kernels}
 # Per kernel, the whole run (boot, tests, power-off) must end within this.
 limit=${MEMTRACE_KERNELS_TIMEOUT:-600}
 # A subset of the end-to-end tests that covers every mode: `--` with exact
-# figures (leaks, threads, wrappers, dlopen, exit status), -p, the leak
-# check (and -f), --detail, whole host (a new libc in a chroot, cgroup and
-# comm filters, exits), sampling, bad input, the refusal of a kernel, the
-# per-probe path against uprobe_multi. Not TestHostPicksUpNewProcesses:
-# under TCG its short-lived process is often gone before memtrace reads
-# its mappings, and its call sites go unnamed (figures are right).
-E2E_TESTS=${E2E_TESTS:-'^(TestLeaksExact|TestThreads|TestAttachRunning|TestCommandStatus|TestWrappers|TestDlopenUnloaded|TestDetailStacks|TestUnwindChains|TestWrapperRules|TestExceptionsUnchanged|TestWrappersOnOverlay|TestFailOnLeak|TestFollowForks|TestLeakCheckAttached|TestSampledEstimates|TestHostCgroup|TestBadInput|TestKernelRefused|TestPerProbeSameFigures)$'}
+# figures (every allocator function, static, jemalloc, a preload through
+# exec, wrappers, dlopen, exit status), -p, the leak check, --detail, whole
+# host (a new libc in a chroot, cgroup and comm filters, exits), sampling,
+# bad input, the refusal of a kernel, the per-probe path against
+# uprobe_multi. Left out, as they measure the machine more than the
+# kernel under TCG on a busy host: TestThreads (1.6 M events at full
+# speed: the starved reader loses some), TestHostPicksUpNewProcesses (its
+# short-lived process is gone before memtrace reads its mappings), and
+# TestFollowForks (-f; the slowest, a minute per guest).
+E2E_TESTS=${E2E_TESTS:-'^(TestLeaksExact|TestAttachRunning|TestCommandStatus|TestWrappers|TestDlopenUnloaded|TestDetailStacks|TestUnwindChains|TestWrapperRules|TestExceptionsUnchanged|TestWrappersOnOverlay|TestFailOnLeak|TestLeakCheckAttached|TestSampledEstimates|TestHostCgroup|TestBadInput|TestKernelRefused|TestPerProbeSameFigures)$'}
 # Runs of BenchmarkAttach per attach path.
 BENCH_RUNS=${BENCH_RUNS:-3}
-TRACER_TESTS=${TRACER_TESTS:-'^(TestFeatures|TestLoadPerProbe|TestLoadModes|TestRecordLayout|TestExpDraw|TestSampleDecision)$'}
+TRACER_TESTS=${TRACER_TESTS:-'^(TestFeatures|TestLoadPerProbe|TestDetachStale|TestLoadModes|TestRecordLayout|TestExpDraw|TestSampleDecision)$'}
 
 if [ "$(id -u)" != 0 ]; then
 	echo "test-kernels: needs root (apt-get, and BPF inside the guests)" >&2
@@ -70,28 +73,31 @@ modules_for() {
 	for m in "$@"; do visit "$m"; done
 }
 
-# prepare downloads and unpacks a kernel package and builds its initramfs:
-# $cache/$pkg/{vmlinuz,initrd.gz}.
+# prepare downloads and unpacks a kernel package once, keeping its vmlinuz
+# and the modules the guest needs, then builds its initramfs (every time,
+# so that a changed init is used): $cache/$pkg/{vmlinuz,initrd.gz}.
 prepare() {
 	local pkg=$1 dir=$cache/$1
-	[ -s "$dir/initrd.gz" ] && return
-	rm -rf "$dir" && mkdir -p "$dir/deb" "$dir/root/bin" "$dir/root/lib/modules"
-	(cd "$dir/deb" && apt-get download -q "$pkg" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
-	dpkg -x "$dir"/deb/*.deb "$dir/x"
-	cp "$dir"/x/boot/vmlinuz-* "$dir/vmlinuz"
+	if ! [ -s "$dir/vmlinuz" ]; then
+		rm -rf "$dir" && mkdir -p "$dir/deb" "$dir/root/bin" "$dir/root/lib/modules"
+		(cd "$dir/deb" && apt-get download -q "$pkg" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
+		dpkg -x "$dir"/deb/*.deb "$dir/x"
+		local m f
+		modules_for "$dir/x/lib/modules" virtio_pci 9pnet_virtio 9p overlay |
+			while read -r m f; do
+				case $f in
+				*.xz) xz -dc "$f" >"$dir/root/lib/modules/$m.ko" ;;
+				*) cp "$f" "$dir/root/lib/modules/$m.ko" ;;
+				esac
+				echo "$m" >>"$dir/root/modules.order"
+			done
+		cp "$dir"/x/boot/vmlinuz-* "$dir/vmlinuz.part"
+		rm -rf "$dir/deb" "$dir/x"
+		mv "$dir/vmlinuz.part" "$dir/vmlinuz"
+	fi
 	cp /bin/busybox "$dir/root/bin/busybox"
 	cp "$here/init" "$dir/root/init"
-	local m f
-	modules_for "$dir/x/lib/modules" virtio_pci 9pnet_virtio 9p overlay |
-		while read -r m f; do
-			case $f in
-			*.xz) xz -dc "$f" >"$dir/root/lib/modules/$m.ko" ;;
-			*) cp "$f" "$dir/root/lib/modules/$m.ko" ;;
-			esac
-			echo "$m" >>"$dir/root/modules.order"
-		done
 	(cd "$dir/root" && find . | cpio -o -H newc --quiet | gzip -1 >"$dir/initrd.gz")
-	rm -rf "$dir/deb" "$dir/x"
 }
 
 # guest_script writes what the guest runs, as root, with CI=true.
