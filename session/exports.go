@@ -25,14 +25,23 @@ import (
 
 // ExportConfig holds the flags of the exports.
 type ExportConfig struct {
-	PprofFile    string
-	FoldedFile   string
-	FoldedValue  folded.Value
+	ExportFiles
 	Listen       string
 	ListenPublic bool
-	HTMLFile     string
-	Colors       []htmlreport.ColorRule
 }
+
+// ExportFiles holds the flags of the export files, which live runs and
+// replay both write.
+type ExportFiles struct {
+	PprofFile   string
+	FoldedFile  string
+	FoldedValue folded.Value
+	HTMLFile    string
+	Colors      []htmlreport.ColorRule
+}
+
+// any says whether a file is asked for.
+func (c *ExportFiles) any() bool { return c.PprofFile != "" || c.FoldedFile != "" || c.HTMLFile != "" }
 
 // metricsEvery: how often the --listen endpoint gets a fresh snapshot
 // (a deep copy of the table: not every rate period).
@@ -115,30 +124,56 @@ func (s *session) exportEvent(e *event.Event) {
 	}
 }
 
+// exportMark gives the --html history a mark, so the page draws it.
+func (s *session) exportMark(m aggregate.Mark) {
+	if s.exports != nil && s.exports.history != nil {
+		s.exports.history.Mark(m.Time, m.PID, m.Label)
+	}
+}
+
 // writeExports writes the export files from the final snapshot.
 func (s *session) writeExports() error {
-	if s.cfg.PprofFile == "" && s.cfg.FoldedFile == "" && s.cfg.HTMLFile == "" {
+	if !s.cfg.ExportFiles.any() {
 		return nil
 	}
 	snap := s.freshSnapshot()
 	now := time.Now()
-	if h := s.exports.history; h != nil {
-		h.Sample(monotonicNow(), snap, s.table) // the end of the run
-		o := htmlreport.Options{Title: "memtrace " + strings.Join(s.title(), " "), Colors: s.cfg.Colors}
-		if err := writeFile(s.cfg.HTMLFile, func(f *os.File) error {
-			return htmlreport.Write(f, h.History(), snap, s.exportSources(), o)
+	return writeExportFiles(&s.cfg.ExportFiles, s.exports.history, snap, s.exportSources(), exportEnd{
+		title: "memtrace " + strings.Join(s.title(), " "), start: s.exports.start, time: now,
+		ns: monotonicNow(), blocks: s.table})
+}
+
+// exportEnd is the moment the export files show, beyond its snapshot.
+type exportEnd struct {
+	title       string
+	start, time time.Time // wall clock: the run's start, the moment shown
+	// ns is the moment on the history's clock (kernel monotonic ns);
+	// blocks lists the live blocks then, for the last heap map.
+	ns     uint64
+	blocks history.BlockSource
+}
+
+// writeExportFiles writes --html, --pprof and --folded from snap; h is the
+// --html history (nil without --html), given its last sample here. Live
+// runs and replay both call it.
+func writeExportFiles(c *ExportFiles, h *history.Collector, snap aggregate.Snapshot, src pprofout.Sources, e exportEnd) error {
+	if h != nil && c.HTMLFile != "" {
+		h.Sample(e.ns, snap, e.blocks) // the end of the run
+		o := htmlreport.Options{Title: e.title, Colors: c.Colors}
+		if err := writeFile(c.HTMLFile, func(f *os.File) error {
+			return htmlreport.Write(f, h.History(), snap, src, o)
 		}); err != nil {
 			return fmt.Errorf("--html: %w", err)
 		}
 	}
-	prof := pprofout.Build(snap, s.exportSources(), pprofout.Options{Time: now, Duration: now.Sub(s.exports.start)})
-	if s.cfg.PprofFile != "" {
-		if err := writeFile(s.cfg.PprofFile, func(f *os.File) error { return prof.Write(f) }); err != nil {
+	prof := pprofout.Build(snap, src, pprofout.Options{Time: e.time, Duration: e.time.Sub(e.start)})
+	if c.PprofFile != "" {
+		if err := writeFile(c.PprofFile, func(f *os.File) error { return prof.Write(f) }); err != nil {
 			return fmt.Errorf("--pprof: %w", err)
 		}
 	}
-	if s.cfg.FoldedFile != "" {
-		if err := writeFile(s.cfg.FoldedFile, func(f *os.File) error { return folded.Write(f, prof, s.cfg.FoldedValue) }); err != nil {
+	if c.FoldedFile != "" {
+		if err := writeFile(c.FoldedFile, func(f *os.File) error { return folded.Write(f, prof, c.FoldedValue) }); err != nil {
 			return fmt.Errorf("--folded: %w", err)
 		}
 	}

@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/callstack"
+	"github.com/memtrace/memtrace/history"
+	"github.com/memtrace/memtrace/pprofout"
 	"github.com/memtrace/memtrace/recording"
 	"github.com/memtrace/memtrace/report"
 	"github.com/memtrace/memtrace/symbolize"
@@ -30,6 +33,7 @@ type ReplayConfig struct {
 	PeakTol aggregate.PeakTolerance
 	TolSet  bool
 	SymbolizeConfig
+	ExportFiles // --pprof, --folded, --html as of --at (exports.go)
 }
 
 // At is --at: a time since the start, the peak, or a mark.
@@ -103,6 +107,9 @@ func Replay(c *ReplayConfig, stdout, stderr io.Writer) int {
 	} else {
 		err = report.WriteText(out, rp.snap, rp.res, o)
 	}
+	if err == nil {
+		err = rp.writeExports(c)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "memtrace: %v\n", err)
 		return ExitError
@@ -133,6 +140,27 @@ type replayed struct {
 	readErr error
 	// missing says why --at found no such moment ("" when it did).
 	missing string
+	// The exports' part: the table as of snap, the --html history and
+	// the moment snap shows (kernel monotonic ns).
+	table   *aggregate.Table
+	history *history.Collector
+	endNS   uint64
+}
+
+// writeExports writes the export files of the moment replayed, as the
+// live run writes them at its end.
+func (rp *replayed) writeExports(c *ReplayConfig) error {
+	if !c.ExportFiles.any() {
+		return nil
+	}
+	src := pprofout.Sources{Symbolizer: rp.res, Mappings: rp.res}
+	if rp.info.Detail {
+		src.Stacks = recordedStacks{frames: rp.stacks, code: codeView{rp.res}, depth: max(rp.info.StackDepth, 1)}
+	}
+	since := time.Duration(rp.endNS - min(rp.endNS, rp.info.StartNS))
+	return writeExportFiles(&c.ExportFiles, rp.history, rp.snap, pprofout.NewCache(src).Sources(), exportEnd{
+		title: "memtrace replay " + filepath.Base(c.File), start: rp.info.Start, time: rp.info.Start.Add(since),
+		ns: rp.endNS, blocks: rp.table})
 }
 
 // replay reads the recording into a new Table up to --at (all of it by
@@ -162,6 +190,13 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	rp.res.Offline()
 	t := aggregate.NewTable()
 	f := newFeeder(c, t)
+	rp.table = t
+	if c.HTMLFile != "" {
+		h := history.New(history.Options{})
+		rp.history = h
+		// Sampled at each rate tick, as a live run samples it.
+		f.onTick = func(now uint64) { h.Sample(now, t.Snapshot(), t) }
+	}
 	done := false
 	marks := 0
 	warned := map[string]bool{}
@@ -197,6 +232,10 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 		}
 		f.apply(t, &rec)
 		n++
+		rp.endNS = max(rp.endNS, recordTime(&rec))
+		if rp.history != nil {
+			observe(rp.history, &rec)
+		}
 		switch {
 		case c.At.kind == "mark" && rec.Kind == recording.KindMark && rec.Mark.Label == c.At.label:
 			if marks++; marks == c.At.nth {
@@ -219,7 +258,21 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 		}
 		rp.snap = t.Snapshot()
 	}
+	if c.At.kind == "time" {
+		rp.endNS = rp.info.StartNS + uint64(c.At.time)
+	}
 	return rp, rp.readErr
+}
+
+// observe gives the --html history what a live run gives it: events and
+// marks.
+func observe(h *history.Collector, rec *recording.Record) {
+	switch rec.Kind {
+	case recording.KindEvent:
+		h.Observe(&rec.Event)
+	case recording.KindMark:
+		h.Mark(rec.Mark.Time, rec.Mark.PID, rec.Mark.Label)
+	}
 }
 
 // recordTime is the time a record happened at (0 when it has none).
@@ -274,6 +327,7 @@ type feeder struct {
 	c        *ReplayConfig
 	nextTick uint64 // recomputed rates: the next period's end
 	started  bool
+	onTick   func(now uint64) // after each rate period ends (nil: nothing)
 }
 
 func newFeeder(c *ReplayConfig, t *aggregate.Table) *feeder {
@@ -300,6 +354,9 @@ func (f *feeder) apply(t *aggregate.Table, rec *recording.Record) {
 		f.tickTo(t, recordTime(rec))
 	}
 	rec.ApplyTo(t)
+	if rec.Kind == recording.KindTick && f.onTick != nil {
+		f.onTick(rec.Time)
+	}
 }
 
 // tickTo ends the recomputed rates' periods up to now.
@@ -309,6 +366,9 @@ func (f *feeder) tickTo(t *aggregate.Table, now uint64) {
 	}
 	for f.nextTick <= now {
 		t.Tick(f.nextTick)
+		if f.onTick != nil {
+			f.onTick(f.nextTick)
+		}
 		f.nextTick += uint64(f.c.Rates.Period)
 	}
 }

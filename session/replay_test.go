@@ -3,11 +3,13 @@ package session
 import (
 	"io"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/event"
+	"github.com/memtrace/memtrace/history"
 	"github.com/memtrace/memtrace/recording"
 )
 
@@ -98,5 +100,54 @@ func TestReplayAt(t *testing.T) {
 	at, _ := ParseAt("mark:five#2")
 	if rp, _ := replay(&ReplayConfig{File: path, At: at}, io.Discard); rp.missing == "" {
 		t.Errorf("a second mark 'five' was found")
+	}
+}
+
+// TestReplayHistory: with --html, the replay samples the history at each
+// recorded tick and gives it the marks, up to --at; the page's last moment
+// is the one replayed.
+func TestReplayHistory(t *testing.T) {
+	path := writeRun(t)
+	const start = uint64(1000e9)
+	tests := []struct {
+		at    string
+		ticks int // samples at 1 s, 2 s, ...
+		marks int
+		end   uint64
+	}{
+		{"", 10, 1, start + 10e9},
+		{"4s", 4, 0, start + 4e9},
+		{"mark:five", 4, 1, start + 5e9}, // the tick at 5 s comes after the mark
+	}
+	for _, tc := range tests {
+		at, err := ParseAt(tc.at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rp, err := replay(&ReplayConfig{File: path, At: at, ExportFiles: ExportFiles{HTMLFile: "page.html"}}, io.Discard)
+		if err != nil || rp.history == nil {
+			t.Fatalf("--at %q: %v, history %v", tc.at, err, rp.history)
+		}
+		h := rp.history.History()
+		if len(h.Processes) != 1 {
+			t.Fatalf("--at %q: %d processes in the history", tc.at, len(h.Processes))
+		}
+		p := h.Processes[0]
+		var got, want []uint64
+		for _, s := range p.Samples {
+			got = append(got, s.Time, s.LiveBytes)
+		}
+		for s := uint64(1); s <= uint64(tc.ticks); s++ {
+			want = append(want, start+s*1e9, min(s, 3)*1000)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("--at %q: samples (time, live) %v, want %v", tc.at, got, want)
+		}
+		if len(p.Marks) != tc.marks || (tc.marks > 0 && p.Marks[0] != (history.Mark{Time: start + 5e9, Label: "five"})) {
+			t.Errorf("--at %q: marks %v, want %d (five at 5 s)", tc.at, p.Marks, tc.marks)
+		}
+		if rp.endNS != tc.end {
+			t.Errorf("--at %q: end %d, want %d", tc.at, rp.endNS, tc.end)
+		}
 	}
 }

@@ -140,6 +140,7 @@ func (s *session) onMark(e *event.Event) {
 		_ = s.res.Capture(int(e.PID)) // a mark is flushed at once: with what symbolizes it
 	}
 	m := s.table.Mark(e.PID, label, e.Time)
+	s.exportMark(m) // --html's history (exports.go)
 	if s.cfg.JSON {
 		if err := report.WriteMark(s.out, m); err != nil {
 			s.log.Warn("write mark", "err", err)

@@ -2,8 +2,6 @@ package main
 
 import (
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -26,16 +24,7 @@ func TestHTML(t *testing.T) {
 		t.Errorf("JSON peak %d, want 3000000", peak)
 	}
 	dom := headless.Load(t, page)
-	for _, id := range []string{"timeline", "rates", "flame", "heapmap", "sizes"} {
-		if !regexp.MustCompile(`<section id="` + id + `"[^>]*data-drawn="1"`).MatchString(dom) {
-			t.Errorf("section %s not drawn", id)
-		}
-	}
-	m := regexp.MustCompile(`data-max="(\d+)" data-peak="(\d+)"`).FindStringSubmatch(dom)
-	want := strconv.FormatUint(peak, 10)
-	if m == nil || m[1] != want || m[2] != want {
-		t.Errorf("timeline max, peak = %v, want %s", m, want)
-	}
+	checkPage(t, dom, peak, nil) // e2e_replay_exports_test.go
 	if !strings.Contains(dom, `id="peak-label"`) {
 		t.Errorf("peak not labelled")
 	}

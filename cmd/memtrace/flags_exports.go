@@ -16,17 +16,10 @@ import (
 // addExportFlags registers the export flags on fs; the returned check
 // runs after parsing.
 func addExportFlags(fs *pflag.FlagSet, c *session.ExportConfig) (check func() error) {
-	fs.StringVar(&c.PprofFile, "pprof", "", "at the end, write the heap profile to `FILE` (gzipped profile.proto, Go's heap sample types)")
-	fs.StringVar(&c.FoldedFile, "folded", "", "at the end, write folded stacks (flamegraph.pl, speedscope) to `FILE`")
-	value := fs.String("folded-value", "live", "what --folded counts: live (bytes), allocated (bytes) or allocs")
+	checkFiles := addExportFileFlags(fs, &c.ExportFiles)
 	fs.StringVar(&c.Listen, "listen", "", "serve /metrics (Prometheus) and /debug/pprof/heap on `ADDR` while tracing, e.g. 127.0.0.1:9464")
 	fs.BoolVar(&c.ListenPublic, "listen-public", false, "allow --listen on an address other hosts can reach (the data shows what processes do)")
-	fs.StringVar(&c.HTMLFile, "html", "", "at the end, write a self-contained HTML report (timeline, rates, flame graph, heap map, sizes) to `FILE`")
-	colors := fs.String("colors", "", "with --html: colour the call sites matching each line's pattern (\"PATTERN COLOR\" per line, in `FILE`)")
 	return func() error {
-		if *colors != "" && c.HTMLFile == "" {
-			return fmt.Errorf("%w: --colors colours the --html report: give --html too", errUsage)
-		}
 		if c.Listen != "" {
 			// Checked now, so a mistake fails before anything is loaded.
 			err := metrics.CheckAddress(c.Listen, c.ListenPublic)
@@ -36,6 +29,22 @@ func addExportFlags(fs *pflag.FlagSet, c *session.ExportConfig) (check func() er
 			if err != nil {
 				return fmt.Errorf("%w: --listen: %w", errUsage, err)
 			}
+		}
+		return checkFiles()
+	}
+}
+
+// addExportFileFlags registers the flags of the export files, which live
+// runs and replay share.
+func addExportFileFlags(fs *pflag.FlagSet, c *session.ExportFiles) (check func() error) {
+	fs.StringVar(&c.PprofFile, "pprof", "", "at the end, write the heap profile to `FILE` (gzipped profile.proto, Go's heap sample types)")
+	fs.StringVar(&c.FoldedFile, "folded", "", "at the end, write folded stacks (flamegraph.pl, speedscope) to `FILE`")
+	value := fs.String("folded-value", "live", "what --folded counts: live (bytes), allocated (bytes) or allocs")
+	fs.StringVar(&c.HTMLFile, "html", "", "at the end, write a self-contained HTML report (timeline, rates, flame graph, heap map, sizes) to `FILE`")
+	colors := fs.String("colors", "", "with --html: colour the call sites matching each line's pattern (\"PATTERN COLOR\" per line, in `FILE`)")
+	return func() error {
+		if *colors != "" && c.HTMLFile == "" {
+			return fmt.Errorf("%w: --colors colours the --html report: give --html too", errUsage)
 		}
 		if *colors != "" {
 			f, err := os.Open(*colors)

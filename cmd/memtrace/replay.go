@@ -17,7 +17,9 @@ func replayCommand(code *int, stdout, stderr io.Writer) *cobra.Command {
 		Use:   "replay FILE",
 		Short: "print the report of a run recorded with --record, or of a moment in it (--at)",
 		Long: "Prints the report the recorded run printed at its end (the same tables or\n" +
-			"NDJSON, per call site), or, with --at, as of an earlier moment.",
+			"NDJSON, per call site), or, with --at, as of an earlier moment. --pprof,\n" +
+			"--folded and --html write the files the live run would have written, as of\n" +
+			"the same moment.",
 		Args: exactArgs(1, "memtrace replay takes one recording (memtrace replay FILE [flags])"),
 	}
 	fs := cmd.Flags()
@@ -32,12 +34,16 @@ func replayCommand(code *int, stdout, stderr io.Writer) *cobra.Command {
 	fs.Var(peakTolerance{&c.PeakTol}, "peak-tolerance", "recompute the peak snapshot with tolerance `T` (default: the recorded run's)")
 	checkRates := addRateFlags(fs, &c.Rates)
 	addSymbolizeFlags(fs, &c.SymbolizeConfig)
+	checkExports := addExportFileFlags(fs, &c.ExportFiles)
 	fs.MarkHidden("watch") // a replay has no live view
 	cmd.RunE = func(_ *cobra.Command, args []string) error {
 		c.File = args[0]
 		c.RatesOK = fs.Changed("half-life") || fs.Changed("period")
 		c.TolSet = fs.Changed("peak-tolerance")
 		if err := checkRates(); err != nil {
+			return err
+		}
+		if err := checkExports(); err != nil {
 			return err
 		}
 		var err error
