@@ -47,6 +47,10 @@ type Info struct {
 	StackDepth int  `json:"stack_depth"`
 	// Marks are the --mark functions, by index.
 	Marks []string `json:"marks"`
+	// Kernel and Attach: the kernel release the run traced on and the
+	// attach path it took (the live report's "kernel" and "attach").
+	Kernel string `json:"kernel,omitempty"`
+	Attach string `json:"attach,omitempty"`
 }
 
 // Record tags. Allocations carry the allocator function in their tag's

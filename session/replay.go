@@ -98,7 +98,8 @@ func Replay(c *ReplayConfig, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "memtrace: --at %s: %s\n", c.At.String(), rp.missing)
 		return ExitUsage
 	}
-	o := report.Options{Top: c.Top, Sort: c.Sort, Final: c.At.kind == "" && err == nil, Raw: c.Raw, Host: rp.info.Mode == "host"}
+	o := report.Options{Top: c.Top, Sort: c.Sort, Final: c.At.kind == "" && err == nil, Raw: c.Raw, Host: rp.info.Mode == "host",
+		Kernel: rp.info.Kernel, Attach: rp.info.Attach}
 	if c.Detail {
 		o.Stacks = recordedStacks{frames: rp.stacks, code: codeView{rp.res}, depth: max(rp.info.StackDepth, 1)}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/memtrace/memtrace/event"
 	"github.com/memtrace/memtrace/recording"
 	"github.com/memtrace/memtrace/report"
+	"github.com/memtrace/memtrace/tracer"
 )
 
 // timeState is the session's part about time: the recording (--record),
@@ -42,6 +43,9 @@ func (s *session) openTime(args []string) error {
 	}
 	info := recording.Info{Start: time.Now(), StartNS: monotonicNow(), Hostname: host, Args: args, Mode: mode,
 		SampleBytes: s.cfg.SampleBytes, Detail: s.cfg.Detail, StackDepth: s.cfg.StackDepth, Marks: s.cfg.Marks}
+	if k, err := tracer.ProbeKernel(); err == nil { // probed once per process: what load uses
+		info.Kernel, info.Attach = k.Release, string(k.Attach)
+	}
 	w, err := recording.Create(s.cfg.Record, info)
 	if err != nil {
 		return fmt.Errorf("--record: %w", err)
