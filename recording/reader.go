@@ -266,16 +266,7 @@ func (r *Reader) uvarint() uint64 {
 		return 0
 	}
 	v, n := binary.Uvarint(r.buf[r.pos:])
-	if n <= 0 {
-		if n < 0 {
-			r.corrupt("varint overflows 64 bits")
-		} else {
-			r.short()
-		}
-		return 0
-	}
-	r.pos += n
-	return v
+	return r.consumed(v, n)
 }
 
 func (r *Reader) varint() int64 {
@@ -283,6 +274,12 @@ func (r *Reader) varint() int64 {
 		return 0
 	}
 	v, n := binary.Varint(r.buf[r.pos:])
+	return int64(r.consumed(uint64(v), n))
+}
+
+// consumed moves past a varint of n bytes (encoding/binary's n: 0 = too
+// short, < 0 = overflow) and returns v, or 0 after recording the error.
+func (r *Reader) consumed(v uint64, n int) uint64 {
 	if n <= 0 {
 		if n < 0 {
 			r.corrupt("varint overflows 64 bits")
