@@ -133,7 +133,13 @@ func TestWrapperRules(t *testing.T) {
 func TestWrappersOnOverlay(t *testing.T) {
 	needBPF(t)
 	bin := fixtureCXX(t, "cxx.cc")
+	// The upper layer on a tmpfs of its own: an overlay's upper layer cannot
+	// be an overlay (the kernel matrix's guests run on one).
 	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Fatalf("mount tmpfs: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
 	merged := filepath.Join(dir, "merged")
 	for _, d := range []string{"upper", "work", "merged"} {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
