@@ -3,7 +3,6 @@ package tracer
 import (
 	"testing"
 	"time"
-
 )
 
 // BenchmarkAttach attaches libc's full probe set (allocator functions and
