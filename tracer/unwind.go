@@ -1,7 +1,6 @@
 package tracer
 
 import (
-	"bufio"
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
@@ -10,14 +9,13 @@ import (
 	"log/slog"
 	"os"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
+	"github.com/memtrace/memtrace/symbolize"
 	"github.com/memtrace/memtrace/unwind"
 )
 
@@ -121,20 +119,29 @@ func (t *Objects) PreloadTables(pid int) error {
 	if t.tables == nil {
 		return nil
 	}
-	maps, err := readCodeMappings(pid)
+	maps, err := codeMappings(pid)
 	if err != nil {
 		return err
 	}
+	type file struct {
+		dev   string
+		inode uint64
+	}
+	seen := map[file]bool{}
 	for _, m := range maps {
+		if seen[file{m.Dev, m.Inode}] {
+			continue // one mapping of each file will do
+		}
+		seen[file{m.Dev, m.Inode}] = true
 		// The key maps shows is the file's as the process sees it; on
 		// overlayfs the walk sees the layer's file: ask the kernel.
-		path := fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.start, m.end)
+		path := mapFile(pid, m)
 		key, err := t.tables.keyOfPath(path)
 		if err == nil {
 			err = t.tables.load(key, path)
 		}
 		if err != nil {
-			t.tables.log.Info("unwind table", "file", m.path, "err", err)
+			t.tables.log.Info("unwind table", "file", m.Path, "err", err)
 		}
 	}
 	return nil
@@ -343,80 +350,42 @@ func toFileOffsets(f *elf.File, tab *unwind.Table) (*unwind.Table, error) {
 	return out, nil
 }
 
-// codeMapping is an executable file mapping of /proc/PID/maps.
-type codeMapping struct {
-	start, end uint64
-	key        fileKey
-	path       string
-}
-
-func readCodeMappings(pid int) ([]codeMapping, error) {
+// codeMappings returns pid's executable file mappings.
+func codeMappings(pid int) ([]symbolize.Mapping, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
 	if err != nil {
 		return nil, fmt.Errorf("read mappings of %d: %w", pid, err)
 	}
 	defer f.Close()
-	var out []codeMapping
-	seen := map[fileKey]bool{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		m, ok := parseCodeMapping(sc.Text())
-		if !ok || seen[m.key] {
-			continue
-		}
-		seen[m.key] = true
-		out = append(out, m)
-	}
-	return out, sc.Err()
-}
-
-// parseCodeMapping parses a maps line of an executable file mapping.
-func parseCodeMapping(line string) (codeMapping, bool) {
-	fields := strings.Fields(line)
-	if len(fields) < 6 || !strings.Contains(fields[1], "x") || !strings.HasPrefix(fields[5], "/") {
-		return codeMapping{}, false
-	}
-	lo, hi, ok := strings.Cut(fields[0], "-")
-	maj, min, ok2 := strings.Cut(fields[3], ":")
-	if !ok || !ok2 {
-		return codeMapping{}, false
-	}
-	start, e1 := strconv.ParseUint(lo, 16, 64)
-	end, e2 := strconv.ParseUint(hi, 16, 64)
-	ma, e3 := strconv.ParseUint(maj, 16, 32)
-	mi, e4 := strconv.ParseUint(min, 16, 32)
-	ino, e5 := strconv.ParseUint(fields[4], 10, 64)
-	if err := errors.Join(e1, e2, e3, e4, e5); err != nil || ino == 0 {
-		return codeMapping{}, false
-	}
-	return codeMapping{start: start, end: end, key: fileKey{ma<<20 | mi, ino}, path: strings.Join(fields[5:], " ")}, true
-}
-
-// mappedFile returns a path that opens the file mapped at pc in pid.
-func mappedFile(pid int, pc uint64) (string, error) {
-	maps, err := readCodeMappingsAll(pid)
-	if err != nil {
-		return "", err
-	}
-	for _, m := range maps {
-		if pc >= m.start && pc < m.end {
-			return fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.start, m.end), nil
-		}
-	}
-	return "", fmt.Errorf("no file mapped at %#x in process %d", pc, pid)
-}
-
-// readCodeMappingsAll is readCodeMappings without merging a file's mappings.
-func readCodeMappingsAll(pid int) ([]codeMapping, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	all, err := symbolize.ParseMaps(f)
 	if err != nil {
 		return nil, fmt.Errorf("read mappings of %d: %w", pid, err)
 	}
-	var out []codeMapping
-	for _, l := range strings.Split(string(b), "\n") {
-		if m, ok := parseCodeMapping(l); ok {
+	var out []symbolize.Mapping
+	for _, m := range all {
+		if m.Executable() && m.FileBacked() {
 			out = append(out, m)
 		}
 	}
 	return out, nil
+}
+
+// mapFile is a path that opens the file of a mapping of pid's, wherever it
+// lives (another mount namespace, deleted).
+func mapFile(pid int, m symbolize.Mapping) string {
+	return fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.Start, m.End)
+}
+
+// mappedFile returns a path that opens the file mapped at pc in pid.
+func mappedFile(pid int, pc uint64) (string, error) {
+	maps, err := codeMappings(pid)
+	if err != nil {
+		return "", err
+	}
+	for _, m := range maps {
+		if pc >= m.Start && pc < m.End {
+			return mapFile(pid, m), nil
+		}
+	}
+	return "", fmt.Errorf("no file mapped at %#x in process %d", pc, pid)
 }

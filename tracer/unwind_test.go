@@ -9,29 +9,6 @@ import (
 	"github.com/memtrace/memtrace/unwind"
 )
 
-func TestParseCodeMapping(t *testing.T) {
-	tests := []struct {
-		line string
-		want codeMapping
-		ok   bool
-	}{
-		{"7f1c2a428000-7f1c2a5bd000 r-xp 00028000 fe:01 1312 /usr/lib/x86_64-linux-gnu/libc.so.6",
-			codeMapping{0x7f1c2a428000, 0x7f1c2a5bd000, fileKey{0xfe<<20 | 1, 1312}, "/usr/lib/x86_64-linux-gnu/libc.so.6"}, true},
-		{"55d0c1a00000-55d0c1a01000 r-xp 00001000 103:02 99 /tmp/a b (deleted)",
-			codeMapping{0x55d0c1a00000, 0x55d0c1a01000, fileKey{0x103<<20 | 2, 99}, "/tmp/a b (deleted)"}, true},
-		{"7f1c2a400000-7f1c2a428000 r--p 00000000 fe:01 1312 /usr/lib/x86_64-linux-gnu/libc.so.6", codeMapping{}, false}, // not code
-		{"7ffd5e9f5000-7ffd5e9f7000 r-xp 00000000 00:00 0 [vdso]", codeMapping{}, false},                                 // no file
-		{"7f0000000000-7f0000001000 r-xp 00000000 00:00 0", codeMapping{}, false},                                        // anonymous (JIT)
-		{"garbage", codeMapping{}, false},
-	}
-	for _, tt := range tests {
-		got, ok := parseCodeMapping(tt.line)
-		if ok != tt.ok || got != tt.want {
-			t.Errorf("parseCodeMapping(%q) = %+v, %v; want %+v, %v", tt.line, got, ok, tt.want, tt.ok)
-		}
-	}
-}
-
 func TestStackStore(t *testing.T) {
 	var s stackStore
 	a := s.intern([]uint64{1, 2, 3}, true)
