@@ -20,6 +20,7 @@ import (
 	"github.com/memtrace/memtrace/report"
 	"github.com/memtrace/memtrace/symbolize"
 	"github.com/memtrace/memtrace/tracer"
+	"github.com/memtrace/memtrace/unwind"
 )
 
 // pollWait bounds how stale a report can be: the probes do not wake the
@@ -210,7 +211,7 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 		opts.StackDepth = s.cfg.StackDepth
 	}
 	opts.Wraps = s.cfg.WrapperRule.Wraps
-	opts.UnwindCacheDir = unwindCacheDir()
+	opts.UnwindCacheDir = unwind.DefaultCacheDir() // tables kept across runs
 	if opts.WakeupBytes > opts.RingBytes/4 {
 		opts.WakeupBytes = opts.RingBytes / 4
 	}

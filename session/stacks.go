@@ -5,7 +5,6 @@ import (
 	"github.com/memtrace/memtrace/callstack"
 	"github.com/memtrace/memtrace/symbolize"
 	"github.com/memtrace/memtrace/tracer"
-	"github.com/memtrace/memtrace/unwind"
 )
 
 // stackSource gives the report each --detail site's checked stack: the raw
@@ -24,8 +23,6 @@ func (s stackSource) Stack(pid uint32, site aggregate.SiteSnapshot) callstack.St
 	return callstack.Build(s.code, int(pid), frames, complete, s.depth)
 }
 
-// unwindCacheDir keeps unwind tables across runs (unwind.DefaultCacheDir).
-func unwindCacheDir() string { return unwind.DefaultCacheDir() }
 
 // codeView adapts symbolize.Resolver to callstack.Code.
 type codeView struct{ *symbolize.Resolver }
