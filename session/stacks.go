@@ -23,7 +23,6 @@ func (s stackSource) Stack(pid uint32, site aggregate.SiteSnapshot) callstack.St
 	return callstack.Build(s.code, int(pid), frames, complete, s.depth)
 }
 
-
 // codeView adapts symbolize.Resolver to callstack.Code.
 type codeView struct{ *symbolize.Resolver }
 
