@@ -106,10 +106,7 @@ func (e *procEstimate) site(i uint32) *estSums {
 
 // alloc accounts a sampled heap block of size bytes at site si.
 func (e *procEstimate) alloc(p *process, si uint32, size uint64) {
-	s, w := float64(max(size, 1)), SampleWeight(size, e.n)
-	if size == 0 {
-		s = 0 // it weighs as one byte; it holds none
-	}
+	s, w := estWeighed(size, e.n)
 	st := e.site(si)
 	st.add(s, w)
 	st.store(&p.sites[si].stats)
@@ -120,9 +117,15 @@ func (e *procEstimate) alloc(p *process, si uint32, size uint64) {
 	}
 }
 
+// estWeighed is a sampled block's size for the sums and its weight: a
+// zero-size block weighs as one byte and holds none.
+func estWeighed(size, n uint64) (s, w float64) {
+	return float64(size), SampleWeight(size, n)
+}
+
 // release accounts a sampled heap block leaving the live set.
 func (e *procEstimate) release(p *process, b liveBlock) {
-	s, w := float64(b.size), SampleWeight(b.size, e.n)
+	s, w := estWeighed(b.size, e.n)
 	st := e.site(b.site)
 	st.remove(s, w)
 	st.store(&p.sites[b.site].stats)

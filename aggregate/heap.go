@@ -7,11 +7,18 @@ func (p *process) alloc(addr, size uint64, callSite siteID, ms uint32) {
 	if addr == 0 {
 		return // a failed allocation allocated nothing
 	}
+	stack := callSite.stack
+	if p.parts != nil {
+		callSite.stack = -1 // a call site; the stack goes to its breakdown
+	}
 	si := p.siteIndex(callSite, Heap)
 	if old, replaced := p.live.insert(addr, liveBlock{size: size, site: si, ms: ms}); replaced {
-		p.release(old)
+		p.release(addr, old)
 	}
 	p.touch(si) // peak.go
+	if p.parts != nil {
+		p.parts.add(addr, size, si, stack, p.est) // stack_parts.go
+	}
 	if p.est != nil {
 		p.est.alloc(p, si, size) // sampled: weighted estimates (estimate.go)
 		return
@@ -41,12 +48,15 @@ func (p *process) free(addr uint64) {
 		p.unmatchedFrees++
 		return
 	}
-	p.release(b)
+	p.release(addr, b)
 }
 
-// release accounts for b leaving the live set.
-func (p *process) release(b liveBlock) {
+// release accounts for b, at addr, leaving the live set.
+func (p *process) release(addr uint64, b liveBlock) {
 	p.touch(b.site) // peak.go
+	if p.parts != nil {
+		p.parts.remove(addr, b.size, p.est)
+	}
 	if p.est != nil {
 		p.est.release(p, b)
 		return

@@ -39,6 +39,9 @@ type process struct {
 
 	// est holds the weighted sums of sampled mode (estimate.go); nil when exact.
 	est *procEstimate
+	// parts is the per-stack breakdown of the heap sites (stack_parts.go);
+	// nil without SetStackBreakdown.
+	parts *stackParts
 
 	// leaf is the current event's leaf call site, kept by a site it creates.
 	leaf uint64

@@ -54,6 +54,11 @@ type SiteSnapshot struct {
 	// LiveBytesStderr is the standard error of LiveBytes when the heap
 	// figures are estimates (Snapshot.SampleBytes > 0); 0 otherwise.
 	LiveBytesStderr float64
+	// Stacks breaks a heap site's figures down by whole stack, largest
+	// live bytes first, when the Table keeps that breakdown
+	// (SetStackBreakdown: sampled mode's stacks); they sum to Stats. Nil
+	// otherwise.
+	Stacks []StackShare
 }
 
 // ProcessSnapshot is one process's statistics at snapshot time.

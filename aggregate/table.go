@@ -27,6 +27,7 @@ type Table struct {
 	rates *rateTable // decaying rates (table_rates.go); nil until SetHalfLives
 
 	sampleBytes uint64 // sampled mode's mean (estimate.go); 0 = exact
+	breakdown   bool   // sites are call sites, stacks a breakdown (stack_parts.go)
 
 	obs     Observer      // sees every input (observer.go); nil: none
 	marks   []Mark        // marks.go
@@ -47,6 +48,7 @@ func (t *Table) proc(pid uint32) *process {
 	if p == nil {
 		p = newProcess(pid)
 		t.initEstimate(p)
+		t.initParts(p)
 		t.procs[pid] = p
 	}
 	t.last = p
@@ -90,7 +92,7 @@ func (t *Table) Apply(e *event.Event) {
 		p.realloc(e.OldAddr, e.Addr, e.Size, siteID{e.CallSite, e.StackID}, t.ms(e.Time))
 		t.checkPeak(p, e.Time)
 	case event.Mmap:
-		p.mmap(e.Addr, e.Size, siteID{e.CallSite, e.StackID})
+		p.mmap(e.Addr, e.Size, t.mappedSite(e))
 	case event.Munmap:
 		if e.Size != 0 {
 			p.munmap(e.Addr, rangeEnd(e.Addr, e.Size))
@@ -98,6 +100,15 @@ func (t *Table) Apply(e *event.Event) {
 	case event.Mremap:
 		p.mremap(e.OldAddr, e.OldSize, e.Addr, e.Size)
 	}
+}
+
+// mappedSite is a mapping's site: with the stack breakdown, its call site
+// alone (mappings are not broken down).
+func (t *Table) mappedSite(e *event.Event) siteID {
+	if t.breakdown {
+		return siteID{e.CallSite, -1}
+	}
+	return siteID{e.CallSite, e.StackID}
 }
 
 // ms converts an event time to the milliseconds since the first event that

@@ -35,12 +35,15 @@ var memtraceModes = []memtraceMode{
 	// Exact, and every event written to a recording (compressed; the file
 	// is /dev/null so that only the encoding and compression count).
 	{name: "memtrace --record", args: []string{"--record", "/dev/null"}},
-	// Sampled: the traps remain, the events mostly do not.
+	// Sampled: the traps remain, the events mostly do not; each sample's
+	// stack is unwound (target 1.1x the floor).
 	{name: "memtrace sampled 512K", args: []string{"--sample-bytes", "512K"}},
-	{name: "memtrace sampled 64K", args: []string{"--sample-bytes", "64K"}},
+	{name: "memtrace sampled 64K", args: []string{"--sample-bytes", "64K"}, xFloor: 1.1},
 	// Unwinding through 12 frames without frame pointers, every allocation
-	// (target 2.5x the floor) or sampled ones only (target 1.1x).
+	// (target 2.5x the floor) or sampled ones only (target 1.1x), with
+	// and without --detail (the same walk; only the tables differ).
 	{name: "memtrace --detail, 12 frames", args: []string{"--detail"}, xFloor: 2.5, env: []string{"MALLOCFREE_DEPTH=12"}},
+	{name: "memtrace sampled 64K, 12 frames", args: []string{"--sample-bytes", "64K"}, xFloor: 1.1, env: []string{"MALLOCFREE_DEPTH=12"}},
 	{name: "memtrace sampled 64K --detail, 12 frames", args: []string{"--sample-bytes", "64K", "--detail"}, xFloor: 1.1, env: []string{"MALLOCFREE_DEPTH=12"}},
 	// operator new/delete: charged to new's caller by the walk, no wrapper
 	// probe; target 1.15x memtrace exact's malloc/free overhead.

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"io"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/pprof/profile"
 
 	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/callstack"
 	"github.com/memtrace/memtrace/pprofout"
 	"github.com/memtrace/memtrace/symbolize"
 )
@@ -36,11 +38,7 @@ func TestMetrics(t *testing.T) {
 	}})
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
-	resp, err := srv.Client().Get(srv.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
+	b := get(t, srv, "/metrics")
 	var got []string
 	for _, l := range strings.Split(string(b), "\n") {
 		if strings.HasPrefix(l, "memtrace_") {
@@ -64,15 +62,7 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 
-	resp, err = srv.Client().Get(srv.URL + "/debug/pprof/heap")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := profile.Parse(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(p.Sample) != 4 {
+	if p := heapProfile(t, srv); len(p.Sample) != 4 {
 		t.Errorf("/debug/pprof/heap: %d samples, want 4", len(p.Sample))
 	}
 }
@@ -100,4 +90,70 @@ func TestListen(t *testing.T) {
 			l.Close()
 		}
 	}
+}
+
+type stacks map[int32][]symbolize.Frame
+
+func (s stacks) Stack(pid uint32, site aggregate.SiteSnapshot) callstack.Stack {
+	return callstack.Stack{Frames: s[site.StackID]}
+}
+
+// TestHeapProfileStacks: a site broken down by stack (sampled mode) is one
+// call-site series in /metrics and one sample per stack, whole, in
+// /debug/pprof/heap.
+func TestHeapProfileStacks(t *testing.T) {
+	frame := func(addr uint64, fn string) symbolize.Frame {
+		return symbolize.Frame{Address: addr, Function: fn, Module: "/bin/prog"}
+	}
+	site := heapSite(1, 30)
+	site.Stacks = []aggregate.StackShare{
+		{StackID: 4, Stats: aggregate.Stats{Allocs: 1, AllocBytes: 20, LiveAllocs: 1, LiveBytes: 20}},
+		{StackID: 5, Stats: aggregate.Stats{Allocs: 1, AllocBytes: 10, LiveAllocs: 1, LiveBytes: 10}},
+	}
+	site.Allocs, site.LiveAllocs = 2, 2
+	s := New(Options{Top: 5, Sources: pprofout.Sources{Symbolizer: names{1: "a"},
+		Stacks: stacks{4: {frame(1, "a"), frame(7, "left"), frame(9, "main")}, 5: {frame(1, "a"), frame(8, "right"), frame(9, "main")}}}})
+	s.Update(aggregate.Snapshot{SampleBytes: 64, Processes: []aggregate.ProcessSnapshot{
+		{PID: 10, Comm: "prog", Heap: site.Stats, Sites: []aggregate.SiteSnapshot{site}},
+	}})
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	b := get(t, srv, "/metrics")
+	if n := strings.Count(string(b), "\nmemtrace_callsite_live_bytes{"); n != 1 || !strings.Contains(string(b), `function="a",module="prog",pid="10"} 30`) {
+		t.Errorf("want one call-site series of 30 bytes, got %d:\n%s", n, b)
+	}
+	var got []string
+	for _, sm := range heapProfile(t, srv).Sample {
+		var fns []string
+		for _, l := range sm.Location {
+			fns = append(fns, l.Line[0].Function.Name)
+		}
+		got = append(got, strings.Join(fns, "/")+" "+strconv.FormatInt(sm.Value[3], 10))
+	}
+	if want := "a/left/main 20, a/right/main 10"; strings.Join(got, ", ") != want {
+		t.Errorf("/debug/pprof/heap samples %q, want %q", strings.Join(got, ", "), want)
+	}
+}
+
+func get(t *testing.T, srv *httptest.Server, path string) []byte {
+	t.Helper()
+	resp, err := srv.Client().Get(srv.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func heapProfile(t *testing.T, srv *httptest.Server) *profile.Profile {
+	t.Helper()
+	p, err := profile.ParseData(get(t, srv, "/debug/pprof/heap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

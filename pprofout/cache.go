@@ -88,8 +88,11 @@ func (c *Cache) Warm(snap aggregate.Snapshot) {
 			if s.Category != aggregate.Heap || s.LiveBytes == 0 {
 				continue
 			}
-			if src.Stacks != nil && s.StackID >= 0 {
-				for _, f := range src.Stacks.Stack(p.PID, s).Frames {
+			for _, st := range s.ByStack() { // sampled mode: each stack of the site
+				if src.Stacks == nil || st.StackID < 0 || st.LiveBytes == 0 {
+					continue
+				}
+				for _, f := range src.Stacks.Stack(p.PID, st).Frames {
 					if src.Mappings != nil {
 						src.Mappings.MappingOf(int(p.PID), f.CallAddress)
 					}

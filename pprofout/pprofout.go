@@ -62,9 +62,10 @@ func Write(w io.Writer, snap aggregate.Snapshot, src Sources, o Options) error {
 
 // Build returns the profile of snap's heap call sites (anonymous mappings
 // made with mmap are not heap blocks and are left out). Each sample is one
-// call site of one process, labelled with "pid" (numeric) and "comm". In
-// sampled mode the values are the snapshot's estimates and Period is the
-// sampling mean in bytes.
+// call site of one process, or one stack of a call site that has a stack
+// breakdown (SiteSnapshot.Stacks), labelled with "pid" (numeric) and
+// "comm". In sampled mode the values are the snapshot's estimates and
+// Period is the sampling mean in bytes.
 func Build(snap aggregate.Snapshot, src Sources, o Options) *profile.Profile {
 	b := &builder{
 		p: &profile.Profile{
@@ -103,11 +104,16 @@ func Build(snap aggregate.Snapshot, src Sources, o Options) *profile.Profile {
 			}
 			return cmp.Compare(a.StackID, c.StackID)
 		})
-		for _, s := range sites {
-			if s.Category != aggregate.Heap || (s.Allocs == 0 && s.LiveAllocs == 0) {
+		for _, site := range sites {
+			if site.Category != aggregate.Heap {
 				continue
 			}
-			b.addSample(ps, s)
+			// Sampled mode: one sample per stack of the site.
+			for _, s := range site.ByStack() {
+				if s.Allocs != 0 || s.LiveAllocs != 0 {
+					b.addSample(ps, s)
+				}
+			}
 		}
 	}
 	return b.p
@@ -149,7 +155,7 @@ func (b *builder) addSample(ps aggregate.ProcessSnapshot, s aggregate.SiteSnapsh
 }
 
 // frames are the site's stack, innermost first: the checked stack with
-// --detail, else the call site alone.
+// --detail or sampled mode's breakdown, else the call site alone.
 func (b *builder) frames(pid uint32, s aggregate.SiteSnapshot) []symbolize.Frame {
 	if b.src.Stacks != nil && s.StackID >= 0 {
 		if st := b.src.Stacks.Stack(pid, s); len(st.Frames) > 0 {

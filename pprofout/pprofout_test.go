@@ -2,6 +2,7 @@ package pprofout
 
 import (
 	"bytes"
+	"fmt"
 	"strconv"
 	"testing"
 
@@ -79,22 +80,8 @@ func TestBuild(t *testing.T) {
 		t.Fatalf("%d samples, want %d:\n%v", len(p.Sample), len(want), p)
 	}
 	for i, s := range p.Sample {
-		var got sample
+		got := sample{stack: stackOf(s)}
 		copy(got.values[:], s.Value)
-		for j, l := range s.Location {
-			if j > 0 {
-				got.stack += "/"
-			}
-			if len(l.Line) == 0 {
-				got.stack += "@0x" + strconv.FormatUint(l.Address, 16)
-			}
-			for k, ln := range l.Line {
-				if k > 0 {
-					got.stack += ","
-				}
-				got.stack += ln.Function.Name + ":" + strconv.FormatInt(ln.Line, 10)
-			}
-		}
 		got.module = s.Location[0].Mapping.File
 		if got != want[i] {
 			t.Errorf("sample %d: %+v, want %+v", i, got, want[i])
@@ -119,5 +106,54 @@ func TestSampled(t *testing.T) {
 	p := Build(s, Sources{}, Options{})
 	if p.Period != 65536 || len(p.Comments) != 2 {
 		t.Errorf("period %d, comments %q", p.Period, p.Comments)
+	}
+}
+
+// stackOf writes a sample's lines, innermost first, "/" between locations.
+func stackOf(s *profile.Sample) string {
+	out := ""
+	for j, l := range s.Location {
+		if j > 0 {
+			out += "/"
+		}
+		if len(l.Line) == 0 {
+			out += "@0x" + strconv.FormatUint(l.Address, 16)
+		}
+		for k, ln := range l.Line {
+			if k > 0 {
+				out += ","
+			}
+			out += ln.Function.Name + ":" + strconv.FormatInt(ln.Line, 10)
+		}
+	}
+	return out
+}
+
+// TestStackBreakdown: a site broken down by stack (sampled mode) gives one
+// sample per stack, with the stack's figures; a share without a stack
+// has the call site alone; a share with nothing is left out.
+func TestStackBreakdown(t *testing.T) {
+	snap := aggregate.Snapshot{SampleBytes: 4096, Processes: []aggregate.ProcessSnapshot{{
+		PID: 7, Comm: "prog",
+		Sites: []aggregate.SiteSnapshot{{Address: 0x1010, StackID: -1,
+			Stats: aggregate.Stats{Allocs: 5, AllocBytes: 500, Frees: 1, FreedBytes: 100, LiveAllocs: 4, LiveBytes: 400},
+			Stacks: []aggregate.StackShare{
+				{StackID: 2, Stats: aggregate.Stats{Allocs: 3, AllocBytes: 300, LiveAllocs: 3, LiveBytes: 300}},
+				{StackID: -1, Stats: aggregate.Stats{Allocs: 2, AllocBytes: 200, Frees: 1, FreedBytes: 100, LiveAllocs: 1, LiveBytes: 100}},
+				{StackID: 3},
+			}}},
+	}}}
+	p := Build(snap, Sources{Symbolizer: code, Mappings: code, Stacks: fakeStacks{2: {code[0x1010], code[0x1020], code[0x1030]}}}, Options{})
+	want := []string{
+		"[3 300 3 300] leaf:3/helper:5,outer:9/main:20",
+		"[2 200 1 100] leaf:3",
+	}
+	if len(p.Sample) != len(want) {
+		t.Fatalf("%d samples, want %d:\n%v", len(p.Sample), len(want), p)
+	}
+	for i, s := range p.Sample {
+		if got := fmt.Sprint(s.Value) + " " + stackOf(s); got != want[i] {
+			t.Errorf("sample %d: %s, want %s", i, got, want[i])
+		}
 	}
 }

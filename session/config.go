@@ -40,6 +40,19 @@ type Config struct {
 	ExportConfig    // --pprof, --folded, --html, --listen (exports.go)
 }
 
+// takesStacks says whether the probes unwind stacks (and a recording
+// holds them): --detail, and every sampled allocation in sampled mode
+// (cheap: only samples are unwound).
+func takesStacks(detail bool, sampleBytes uint64) bool { return detail || sampleBytes > 0 }
+
+// stacksAsBreakdown says whether the stacks taken only break each call
+// site's figures down (for the exports), the tables staying one row per
+// call site: sampled mode without --detail.
+func stacksAsBreakdown(detail bool, sampleBytes uint64) bool { return !detail && sampleBytes > 0 }
+
+func (c *Config) takesStacks() bool       { return takesStacks(c.Detail, c.SampleBytes) }
+func (c *Config) stacksAsBreakdown() bool { return stacksAsBreakdown(c.Detail, c.SampleBytes) }
+
 // RateConfig holds the flags of decaying rates and the live view.
 type RateConfig struct {
 	// HalfLives of the decaying averages, shortest first.

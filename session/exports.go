@@ -62,7 +62,7 @@ type exportState struct {
 // startExports starts the --listen endpoint; stop ends it.
 func (s *session) startExports() (stop func(), err error) {
 	src := pprofout.Sources{Symbolizer: s.res, Mappings: s.res}
-	if s.cfg.Detail {
+	if s.cfg.takesStacks() { // whole stacks: --detail's sites, sampled mode's breakdown
 		src.Stacks = stackSource{objs: s.objs, code: codeView{s.res}, depth: s.cfg.StackDepth}
 	}
 	s.exports = &exportState{start: time.Now(), names: pprofout.NewCache(src)}

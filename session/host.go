@@ -289,6 +289,7 @@ func (s *session) hostExec(e *event.Event) {
 		// The probes reset its counts at the exec itself; only the old
 		// program's sampled blocks are left to forget.
 		s.objs.ForgetBlocks(pid, s.table.LiveAddrs(pid))
+		s.objs.ForgetStacks(pid)
 		s.table.Forget(pid)
 		s.res.Forget(int(pid))
 	}
@@ -359,6 +360,7 @@ func (s *session) flushExits() error {
 	for _, pid := range h.exitPIDs {
 		if !s.table.Known(uint32(pid)) { // not a new process with the same PID
 			s.res.Forget(pid)
+			s.objs.ForgetStacks(uint32(pid)) // sampled mode takes stacks: keep them bounded
 		}
 	}
 	h.exits, h.exitPIDs = nil, nil

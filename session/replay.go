@@ -155,7 +155,7 @@ func (rp *replayed) writeExports(c *ReplayConfig) error {
 		return nil
 	}
 	src := pprofout.Sources{Symbolizer: rp.res, Mappings: rp.res}
-	if rp.info.Detail {
+	if takesStacks(rp.info.Detail, rp.info.SampleBytes) {
 		src.Stacks = recordedStacks{frames: rp.stacks, code: codeView{rp.res}, depth: max(rp.info.StackDepth, 1)}
 	}
 	since := time.Duration(rp.endNS - min(rp.endNS, rp.info.StartNS))
@@ -190,6 +190,7 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	rp := &replayed{info: r.Info(), res: symbolize.NewResolver(c.resolverOptions()...), stacks: map[int32][]uint64{}}
 	rp.res.Offline()
 	t := aggregate.NewTable()
+	t.SetStackBreakdown(stacksAsBreakdown(rp.info.Detail, rp.info.SampleBytes)) // as the live run
 	f := newFeeder(c, t)
 	rp.table = t
 	if c.HTMLFile != "" {
@@ -374,7 +375,7 @@ func (f *feeder) tickTo(t *aggregate.Table, now uint64) {
 	}
 }
 
-// recordedStacks gives --detail's stacks from a recording.
+// recordedStacks gives the recorded stacks (--detail, sampled mode).
 type recordedStacks struct {
 	frames map[int32][]uint64
 	code   codeView

@@ -195,6 +195,7 @@ func (s *session) run() (int, error) {
 func (s *session) newState() {
 	s.table = aggregate.NewTable()
 	s.table.SetSampleBytes(s.cfg.SampleBytes) // --sample-bytes (0 = exact)
+	s.table.SetStackBreakdown(s.cfg.stacksAsBreakdown())
 	s.res = symbolize.NewResolver(s.cfg.resolverOptions()...)
 	s.targets = map[int]*target{}
 	s.exitedPIDs = make(chan int, 16)
@@ -207,7 +208,7 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 	opts := tracer.DefaultOptions()
 	opts.RingBytes = s.cfg.RingBytes
 	opts.SampleBytes = s.cfg.SampleBytes
-	if s.cfg.Detail {
+	if s.cfg.takesStacks() {
 		opts.StackDepth = s.cfg.StackDepth
 	}
 	opts.Wraps = s.cfg.WrapperRule.Wraps
@@ -230,7 +231,7 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 		return nil, err
 	}
 	s.objs, s.drain = objs, d
-	s.recordStacks() // --record --detail (timeline.go)
+	s.recordStacks() // --record with stacks (timeline.go)
 	return func() {
 		d.Close()
 		objs.Close()

@@ -184,9 +184,10 @@ func printable(s string) bool {
 	return strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != '\t' }) < 0
 }
 
-// recordStacks gives the recording the --detail stacks; load calls it.
+// recordStacks gives the recording the stacks (--detail, sampled mode);
+// load calls it.
 func (s *session) recordStacks() {
-	if s.time != nil && s.time.rec != nil && s.cfg.Detail {
+	if s.time != nil && s.time.rec != nil && s.cfg.takesStacks() {
 		s.time.rec.SetStacks(func(id int32) ([]uint64, error) {
 			frames, complete := s.objs.Stack(id)
 			if complete {

@@ -148,7 +148,7 @@ func (d *Drainer) decodeStack(raw *memtraceEvent, rest []byte) {
 	}
 	d.ev.Stack = d.frames[charged:]
 	d.ev.StackComplete = raw.Flags&eventStackComplete != 0
-	d.ev.StackID = d.objs.stacks.intern(d.ev.Stack, d.ev.StackComplete)
+	d.ev.StackID = d.objs.stacks.intern(raw.Pid, d.ev.Stack, d.ev.StackComplete)
 }
 
 // eventStackComplete is EVENT_STACK_COMPLETE.

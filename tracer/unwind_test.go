@@ -11,22 +11,31 @@ import (
 
 func TestStackStore(t *testing.T) {
 	var s stackStore
-	a := s.intern([]uint64{1, 2, 3}, true)
-	b := s.intern([]uint64{1, 2, 3}, false) // same frames, not complete: another stack
-	c := s.intern([]uint64{1, 2}, true)
-	if a == b || a == c || b == c {
-		t.Fatalf("ids %d %d %d, want three different", a, b, c)
+	a := s.intern(7, []uint64{1, 2, 3}, true)
+	b := s.intern(7, []uint64{1, 2, 3}, false) // same frames, not complete: another stack
+	c := s.intern(7, []uint64{1, 2}, true)
+	d := s.intern(8, []uint64{1, 2}, true) // another process's addresses: another stack
+	if a == b || a == c || b == c || d == c {
+		t.Fatalf("ids %d %d %d %d, want four different", a, b, c, d)
 	}
 	buf := []uint64{1, 2, 3}
-	if got := s.intern(buf, true); got != a {
+	if got := s.intern(7, buf, true); got != a {
 		t.Errorf("same stack again: id %d, want %d", got, a)
 	}
 	buf[0] = 9 // the store keeps its own copy
 	if st := s.stacks[a]; st.frames[0] != 1 || !st.complete {
 		t.Errorf("stored stack %+v changed with the caller's buffer", st)
 	}
-	if got := s.intern(nil, true); got != -1 {
+	if got := s.intern(7, nil, true); got != -1 {
 		t.Errorf("empty stack: id %d, want -1", got)
+	}
+	// Forgetting a process drops its stacks only; ids are not reused.
+	s.forget(7)
+	if _, ok := s.stacks[a]; ok || len(s.stacks) != 1 || len(s.ids) != 1 {
+		t.Errorf("after forget(7): %d stacks, %d keys, want pid 8's alone", len(s.stacks), len(s.ids))
+	}
+	if got := s.intern(7, []uint64{1, 2, 3}, true); got == a || got == b || got == c || got == d {
+		t.Errorf("stack interned again after forget: id %d reused", got)
 	}
 }
 

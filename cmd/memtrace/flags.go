@@ -82,7 +82,7 @@ func traceFlags(fs *pflag.FlagSet, c *session.Config) func(command []string) err
 	fs.IntVar(&c.RingBytes, "ring-size", 64<<20, "ring buffer `BYTES`, a power of two (4 MiB when sampling)")
 	fs.BoolVarP(&c.Verbose, "verbose", "v", false, "log what is attached, and where")
 	fs.BoolVar(&c.Detail, "detail", false, "group by whole call stack and print each stack under its row")
-	fs.IntVar(&c.StackDepth, "stack-depth", 16, "`N` frames per stack with --detail (at most 126)")
+	fs.IntVar(&c.StackDepth, "stack-depth", 16, "`N` frames per stack with --detail, and per sampled allocation's stack in sampled mode (at most 126)")
 	var wrapperFile string
 	var extraWrappers []string
 	noWrappers := false
