@@ -17,6 +17,9 @@ type Finder struct {
 	Allocator string
 	// Self is memtrace's PID, never scanned.
 	Self int
+	// Extra, when set, gives more probes for a process's modules (the
+	// --mark functions): placed, like the allocator's, once per file.
+	Extra func(mods []allocator.Module) []allocator.Probe
 
 	placed map[probeKey]bool
 	files  map[fileKey]string // each file probed, by identity: its name in the first process seen
@@ -70,6 +73,9 @@ func (f *Finder) Scan(pid int) (Found, error) {
 	probes, err := allocator.Bind(mods)
 	if err != nil {
 		return found, fmt.Errorf("process %d: %w", pid, err)
+	}
+	if f.Extra != nil {
+		probes = append(probes, f.Extra(mods)...)
 	}
 	var fresh []allocator.Probe
 	files := map[fileKey]bool{}
