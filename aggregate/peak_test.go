@@ -1,6 +1,7 @@
 package aggregate
 
 import (
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -140,6 +141,15 @@ func TestMarks(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("mark %d = %+v, want %+v", i, got[i], want[i])
 		}
+	}
+	// A forgotten process's marks are no one's; its PID's next process
+	// numbers its own from 1.
+	tb.Forget(7)
+	tb.Mark(7, "c", 13)
+	got = tb.Snapshot().Marks
+	want = []Mark{{0, "a", 1, 10}, {8, "x", 1, 11}, {0, "b", 2, 12}, {7, "c", 1, 13}}
+	if !slices.Equal(got, want) {
+		t.Errorf("after Forget: marks %+v, want %+v", got, want)
 	}
 }
 
