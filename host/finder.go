@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/memtrace/memtrace/allocator"
+	"github.com/memtrace/memtrace/event"
 	"github.com/memtrace/memtrace/tracer"
 )
 
@@ -105,13 +106,16 @@ func (f *Finder) Placed(found Found) {
 	}
 	for i, k := range found.keys {
 		f.placed[k] = true
+		if found.New[i].Func >= event.FuncMark {
+			continue // not an allocator's file for that (Files)
+		}
 		if _, ok := f.files[k.file]; !ok {
 			f.files[k.file] = found.New[i].Module
 		}
 	}
 }
 
-// Files lists the distinct files probed, by the name the first process
+// Files lists the distinct allocator files probed, by the name the first process
 // that mapped each gave it.
 func (f *Finder) Files() []string {
 	var out []string
