@@ -63,6 +63,10 @@ type hostState struct {
 	lastPID uint32
 	// marked counts, per --mark function, the files it is probed in.
 	marked map[string]int
+	// execComms are the names of the programs executed by processes not
+	// seen yet: a short-lived one may be gone before its first event is
+	// read, and /proc with it.
+	execComms map[uint32]string
 }
 
 type pendingScan struct {
@@ -73,11 +77,12 @@ type pendingScan struct {
 func (s *session) runHost() (int, error) {
 	s.newState()
 	h := &hostState{
-		finder: &host.Finder{Allocator: s.cfg.Allocator, Self: os.Getpid()},
-		filter: host.Filter{Comm: s.cfg.Comm, Cgroup: s.cfg.CgroupPath},
-		att:    &tracer.Attachment{PID: 0},
-		scans:  map[int]*pendingScan{},
-		marked: map[string]int{},
+		finder:    &host.Finder{Allocator: s.cfg.Allocator, Self: os.Getpid()},
+		filter:    host.Filter{Comm: s.cfg.Comm, Cgroup: s.cfg.CgroupPath},
+		att:       &tracer.Attachment{PID: 0},
+		scans:     map[int]*pendingScan{},
+		marked:    map[string]int{},
+		execComms: map[uint32]string{},
 	}
 	if len(s.cfg.Marks) > 0 {
 		h.finder.Extra = func(mods []allocator.Module) []allocator.Probe {
@@ -302,7 +307,13 @@ func (s *session) hostSeen(pid uint32) {
 	}
 	h.lastPID = pid
 	if !s.table.Known(pid) {
-		s.table.AddProcess(pid, host.Comm(int(pid)))
+		comm, ok := h.execComms[pid]
+		if ok {
+			delete(h.execComms, pid)
+		} else {
+			comm = host.Comm(int(pid))
+		}
+		s.table.AddProcess(pid, comm)
 		_ = s.res.Capture(int(pid))
 	}
 }
@@ -324,6 +335,7 @@ func (s *session) hostExec(e *event.Event) {
 		h.lastPID = 0
 	}
 	if e.Size != 0 { // it passes --comm and --cgroup
+		h.execComms[pid] = e.Comm
 		// Its program is mapped now, its libraries soon: read what is
 		// there at once, in case it exits before the scan (a short-lived
 		// process's call sites are mostly in its program).
@@ -337,6 +349,7 @@ func (s *session) hostExec(e *event.Event) {
 func (s *session) hostExit(pid uint32, comm string, when uint64) {
 	h := s.host
 	delete(h.scans, int(pid))
+	delete(h.execComms, pid)
 	if h.lastPID == pid {
 		h.lastPID = 0
 	}
@@ -422,6 +435,11 @@ func (s *session) sweepHost() {
 		if !host.Alive(int(pid)) {
 			s.hostExit(pid, "", monotonicNow())
 			gone++
+		}
+	}
+	for pid := range s.host.execComms {
+		if !host.Alive(int(pid)) {
+			delete(s.host.execComms, pid)
 		}
 	}
 	n := s.objs.Sweep(func(pid uint32) bool { return host.Alive(int(pid)) })

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -118,7 +119,8 @@ func runHostPhases(t *testing.T, args ...string) (string, int) {
 // peak snapshot, exactly as the tolerance rule keeps it.
 func TestHostMarksAndPeak(t *testing.T) {
 	needBPF(t)
-	out, pid := runHostPhases(t, "--sample-bytes", "0")
+	rec := filepath.Join(t.TempDir(), "host.rec")
+	out, pid := runHostPhases(t, "--sample-bytes", "0", "--record", rec)
 
 	var labels []string
 	for i, m := range hostTimeRecords(t, out, "mark", pid) {
@@ -157,6 +159,24 @@ func TestHostMarksAndPeak(t *testing.T) {
 		t.Errorf("live at the peak by function %v, want %v", got, sites)
 	}
 	t.Logf("peak: live %d of %d (%d snapshots): %v", pk.LiveBytes, pk.PeakLiveBytes, pk.Snapshots, got)
+
+	// The recording has the marks, and its replay as of the last one the
+	// same peak (nothing was allocated after it).
+	r2 := runMemtrace(t, "replay", "--json", "--top", "0", "--at", "mark:kept", rec)
+	if r2.code != 0 {
+		t.Fatalf("replay: exit %d\n%s", r2.code, r2.stderr)
+	}
+	labels = nil
+	for _, m := range hostTimeRecords(t, r2.stdout, "mark", pid) {
+		labels = append(labels, m.Label)
+	}
+	if !slices.Equal(labels, phaseMarks) {
+		t.Errorf("replayed marks %q, want %q", labels, phaseMarks)
+	}
+	want.Final = false // a report as of a mark
+	if peaks := hostTimeRecords(t, r2.stdout, "peak", pid); len(peaks) != 1 || peaks[0] != want {
+		t.Errorf("replayed peak records %+v, want %+v", peaks, want)
+	}
 }
 
 // TestHostPeakSampled: in sampled mode (the whole-host default) the peak
