@@ -92,6 +92,9 @@ type procEstimate struct {
 	n     uint64
 	heap  estSums
 	sites []estSums // by site index; mapped sites stay zero (mmaps are not sampled)
+	// peakVar[i] is site i's liveVar saved with its figures at the peak
+	// snapshot (peak.go: touch), read where peakStats[i] is.
+	peakVar []float64
 	// exact allocation counts, counted by the probes (SetExactCounts).
 	exact                   bool
 	exactAllocs, exactBytes uint64
@@ -102,6 +105,33 @@ func (e *procEstimate) site(i uint32) *estSums {
 		e.sites = append(e.sites, estSums{})
 	}
 	return &e.sites[i]
+}
+
+// savePeak saves site si's variance before its first change since the
+// peak snapshot.
+func (e *procEstimate) savePeak(si uint32) {
+	for int(si) >= len(e.peakVar) {
+		e.peakVar = append(e.peakVar, 0)
+	}
+	var v float64
+	if int(si) < len(e.sites) {
+		v = e.sites[si].liveVar
+	}
+	e.peakVar[si] = v
+}
+
+// peakStderr is site i's standard error at the peak snapshot.
+func (e *procEstimate) peakStderr(p *process, i int) float64 {
+	var v float64
+	switch {
+	case p.peakSeq[i] != p.peak.count:
+		if i < len(e.sites) {
+			v = e.sites[i].liveVar // unchanged since the snapshot
+		}
+	case i < len(e.peakVar):
+		v = e.peakVar[i]
+	}
+	return math.Sqrt(max(v, 0))
 }
 
 // alloc accounts a sampled heap block of size bytes at site si.

@@ -4,7 +4,8 @@ package aggregate
 // each exited process is snapshotted alone, reported, and forgotten.
 
 // SnapshotOf returns a snapshot holding pid alone (no process if the
-// Table does not hold it). Like Snapshot, it shares nothing with the Table.
+// Table does not hold it), with its marks. Like Snapshot, it shares
+// nothing with the Table.
 func (t *Table) SnapshotOf(pid uint32) Snapshot {
 	s := Snapshot{Time: t.newest, LostEvents: t.totalLost, SampleBytes: t.sampleBytes}
 	if p := t.procs[pid]; p != nil {
@@ -12,6 +13,11 @@ func (t *Table) SnapshotOf(pid uint32) Snapshot {
 		ps.Peak = p.peakSnapshot(t.peakTol)
 		s.Processes = []ProcessSnapshot{ps}
 		t.fillRates(s.Processes)
+	}
+	for _, m := range t.marks {
+		if m.PID == pid {
+			s.Marks = append(s.Marks, m)
+		}
 	}
 	return s
 }

@@ -1,5 +1,7 @@
 package aggregate
 
+import "math"
+
 // The peak snapshot: per process, a copy of every heap site's figures at
 // a moment whose live bytes are within a tolerance T of the true peak. It
 // follows IBM's rule for heap snapshots: a new snapshot is taken only when
@@ -34,7 +36,9 @@ type peakState struct {
 	taken bool
 	time  uint64
 	live  uint64
-	count uint64 // snapshots taken; the kept one is number count
+	// liveVar is the variance estimate of live (sampled mode; 0 when exact).
+	liveVar float64
+	count   uint64 // snapshots taken; the kept one is number count
 	// next: live bytes above it take a new snapshot; live + T as of the
 	// snapshot. T only grows with the peak, so the guarantee holds for
 	// the T of any later peak too.
@@ -46,6 +50,9 @@ type peakState struct {
 func (p *process) touch(si uint32) {
 	if p.peakSeq[si] != p.peak.count {
 		p.peakSeq[si], p.peakStats[si] = p.peak.count, p.sites[si].stats
+		if p.est != nil {
+			p.est.savePeak(si) // the standard error at the snapshot too (estimate.go)
+		}
 	}
 }
 
@@ -74,6 +81,9 @@ func (t *Table) checkPeak(p *process, now uint64) {
 		return
 	}
 	ps.taken, ps.time, ps.live = true, now, live
+	if p.est != nil {
+		ps.liveVar = p.est.heap.liveVar
+	}
 	ps.next = live + t.peakTol.of(p.peakHeap)
 	if ps.next < live {
 		ps.next = ^uint64(0) // T so large it overflows: one snapshot is enough
@@ -92,6 +102,10 @@ type PeakSnapshot struct {
 	Tolerance uint64
 	// Snapshots counts the snapshots taken for the process.
 	Snapshots uint64
+	// LiveBytesStderr is the standard error of LiveBytes in sampled mode
+	// (the Table's SampleBytes > 0: every figure here is an estimate); 0
+	// when exact.
+	LiveBytesStderr float64
 	// Sites are the heap sites live then (LiveBytes > 0), with their
 	// figures then; rates are not kept.
 	Sites []SiteSnapshot
@@ -103,13 +117,20 @@ func (p *process) peakSnapshot(tol PeakTolerance) *PeakSnapshot {
 		return nil
 	}
 	out := &PeakSnapshot{Time: ps.time, LiveBytes: ps.live, Tolerance: tol.of(p.peakHeap), Snapshots: ps.count}
+	if p.est != nil {
+		out.LiveBytesStderr = math.Sqrt(max(ps.liveVar, 0))
+	}
 	for i := range p.sites {
 		s := &p.sites[i]
 		if s.cat != Heap {
 			continue
 		}
 		if st := p.atPeak(i); st.LiveBytes > 0 {
-			out.Sites = append(out.Sites, SiteSnapshot{Address: s.addr, StackID: s.stack, Category: Heap, Stats: st})
+			site := SiteSnapshot{Address: s.addr, StackID: s.stack, Category: Heap, Stats: st}
+			if p.est != nil {
+				site.LiveBytesStderr = p.est.peakStderr(p, i)
+			}
+			out.Sites = append(out.Sites, site)
 		}
 	}
 	return out

@@ -1,6 +1,7 @@
 package aggregate
 
 import (
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -91,6 +92,41 @@ func TestPeakSnapshot(t *testing.T) {
 	}
 }
 
+// In sampled mode the snapshot keeps the standard errors of its moment:
+// the process's and each site's, as a snapshot of the table then gave them.
+func TestPeakSnapshotSampled(t *testing.T) {
+	const a, b = 0x401000, 0x402000
+	tb := NewTable()
+	tb.SetSampleBytes(4096)
+	tb.SetPeakTolerance(PeakTolerance{})
+	apply := func(kind event.Kind, addr, size, site uint64) {
+		tb.Apply(&event.Event{PID: 1, Kind: kind, Addr: addr, Size: size, CallSite: site, StackID: -1, Time: addr})
+	}
+	for i := range uint64(8) {
+		apply(event.Alloc, 0x10000+i*0x100, 100+i, a)
+	}
+	apply(event.Alloc, 0x20000, 700, b)
+	then := tb.Snapshot().Processes[0] // at the peak
+	apply(event.Free, 0x10000, 0, 0)   // a changes, b does not
+	apply(event.Alloc, 0x30000, 10, a) // below the peak: no snapshot
+	pk := tb.Snapshot().Processes[0].Peak
+	if pk.LiveBytes != then.Heap.LiveBytes || pk.LiveBytesStderr != then.LiveBytesStderr || pk.LiveBytesStderr == 0 {
+		t.Errorf("peak live %d ± %g, want %d ± %g", pk.LiveBytes, pk.LiveBytesStderr, then.Heap.LiveBytes, then.LiveBytesStderr)
+	}
+	want := map[uint64]float64{}
+	for _, s := range then.Sites {
+		want[s.Address] = s.LiveBytesStderr
+	}
+	for _, s := range pk.Sites {
+		if s.LiveBytesStderr != want[s.Address] || s.LiveBytesStderr == 0 {
+			t.Errorf("site %#x: stderr %g at the peak, want %g", s.Address, s.LiveBytesStderr, want[s.Address])
+		}
+	}
+	if len(pk.Sites) != 2 {
+		t.Errorf("%d sites at the peak, want 2", len(pk.Sites))
+	}
+}
+
 func TestMarks(t *testing.T) {
 	tb := NewTable()
 	tb.Mark(7, "a", 10)
@@ -105,6 +141,15 @@ func TestMarks(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("mark %d = %+v, want %+v", i, got[i], want[i])
 		}
+	}
+	// A forgotten process's marks are no one's; its PID's next process
+	// numbers its own from 1.
+	tb.Forget(7)
+	tb.Mark(7, "c", 13)
+	got = tb.Snapshot().Marks
+	want = []Mark{{0, "a", 1, 10}, {8, "x", 1, 11}, {0, "b", 2, 12}, {7, "c", 1, 13}}
+	if !slices.Equal(got, want) {
+		t.Errorf("after Forget: marks %+v, want %+v", got, want)
 	}
 }
 

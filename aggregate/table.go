@@ -150,13 +150,22 @@ func (t *Table) MarkExited(pid uint32, when uint64) {
 	}
 }
 
-// Forget drops everything about pid.
+// Forget drops everything about pid. Its marks stay in the list, which
+// dumps index by position, but under PID 0 (no process), so that a new
+// process given the same PID is not shown them.
 func (t *Table) Forget(pid uint32) {
 	if t.obs != nil {
 		t.obs.Forgot(pid)
 	}
 	if t.last != nil && t.last.pid == pid {
 		t.last = nil
+	}
+	if p := t.procs[pid]; p != nil && p.marks > 0 {
+		for i := range t.marks {
+			if t.marks[i].PID == pid {
+				t.marks[i].PID = 0
+			}
+		}
 	}
 	delete(t.procs, pid)
 }

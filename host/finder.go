@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/memtrace/memtrace/allocator"
+	"github.com/memtrace/memtrace/event"
 	"github.com/memtrace/memtrace/tracer"
 )
 
@@ -17,6 +18,9 @@ type Finder struct {
 	Allocator string
 	// Self is memtrace's PID, never scanned.
 	Self int
+	// Extra, when set, gives more probes for a process's modules (the
+	// --mark functions): placed, like the allocator's, once per file.
+	Extra func(mods []allocator.Module) []allocator.Probe
 
 	placed map[probeKey]bool
 	files  map[fileKey]string // each file probed, by identity: its name in the first process seen
@@ -71,6 +75,9 @@ func (f *Finder) Scan(pid int) (Found, error) {
 	if err != nil {
 		return found, fmt.Errorf("process %d: %w", pid, err)
 	}
+	if f.Extra != nil {
+		probes = append(probes, f.Extra(mods)...)
+	}
 	var fresh []allocator.Probe
 	files := map[fileKey]bool{}
 	for _, p := range probes {
@@ -99,13 +106,16 @@ func (f *Finder) Placed(found Found) {
 	}
 	for i, k := range found.keys {
 		f.placed[k] = true
+		if found.New[i].Func >= event.FuncMark {
+			continue // not an allocator's file for that (Files)
+		}
 		if _, ok := f.files[k.file]; !ok {
 			f.files[k.file] = found.New[i].Module
 		}
 	}
 }
 
-// Files lists the distinct files probed, by the name the first process
+// Files lists the distinct allocator files probed, by the name the first process
 // that mapped each gave it.
 func (f *Finder) Files() []string {
 	var out []string

@@ -2,10 +2,14 @@ package host
 
 import (
 	"os"
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/memtrace/memtrace/allocator"
+	"github.com/memtrace/memtrace/event"
 	"github.com/memtrace/memtrace/tracer"
 )
 
@@ -97,5 +101,62 @@ func TestScanSelfAndKernelThread(t *testing.T) {
 	}
 	if _, err := f.Scan(2); err == nil { // kthreadd
 		t.Error("a kernel thread has an allocator")
+	}
+}
+
+// TestScanExtra: Extra's probes (--mark's) are found in a process's
+// modules and, like the allocator's, placed once per file: a second
+// process on the same files brings nothing new. Excluded from Files.
+func TestScanExtra(t *testing.T) {
+	var procs []*exec.Cmd
+	for range 2 {
+		c := exec.Command("sleep", "30")
+		if err := c.Start(); err != nil {
+			t.Skip(err)
+		}
+		defer func() { c.Process.Kill(); c.Wait() }()
+		procs = append(procs, c)
+	}
+	f := Finder{Self: os.Getpid(), Extra: func(mods []allocator.Module) []allocator.Probe {
+		probes := allocator.BindNamed(mods, []string{"clock_nanosleep"})
+		for i := range probes {
+			probes[i].Func = event.FuncMark
+		}
+		return probes
+	}}
+	var found Found
+	var err error
+	for range 100 { // until its libraries are mapped
+		if found, err = f.Scan(procs[0].Process.Pid); err == nil && len(found.Missing) == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	marks := 0
+	for _, p := range found.New {
+		if p.Func == event.FuncMark {
+			marks++
+			if p.Symbol != "clock_nanosleep" {
+				t.Errorf("extra probe %+v", p)
+			}
+		}
+	}
+	if marks != 1 || len(found.New) < 3 {
+		t.Fatalf("%d extra probes among %d, want 1 and the allocator's", marks, len(found.New))
+	}
+	for _, g := range found.ByPath() {
+		f.Placed(g)
+	}
+	for _, name := range f.Files() {
+		if !strings.Contains(name, "libc") {
+			t.Errorf("allocator files %v: want libc alone", f.Files())
+		}
+	}
+	again, err := f.Scan(procs[1].Process.Pid)
+	if err != nil || len(again.New) != 0 {
+		t.Errorf("second process: %d new probes (%v), want none", len(again.New), err)
 	}
 }

@@ -19,6 +19,11 @@ import (
 // the sort key and cut to Top (all of them in a report of exited
 // processes), then the call sites of all processes ranked together and
 // cut to Top, heap then mmap, each with its process's pid and comm.
+// Then the peak snapshots, readable with hundreds of processes: the text
+// shows the Top processes by peak live bytes and, ranked together, the
+// Top heap sites live at their peaks; JSON gives every listed process its
+// peak record and at most Top peak_callsite records. Last, the marks of
+// the listed processes (text: the last Top).
 
 // hostSite is one call site of one process, in the host-wide ranking.
 type hostSite struct {
@@ -34,6 +39,12 @@ type hostView struct {
 	heap, mapped []hostSite // shown, ranked
 	heapTotal    int
 	mappedTotal  int
+	// peaks are the processes with a peak snapshot, by peak live bytes,
+	// cut to Top; peakSites their sites live then, ranked together.
+	peaks          []aggregate.ProcessSnapshot
+	totalPeaks     int
+	peakSites      []hostSite
+	peakSitesTotal int
 }
 
 func newHostView(s aggregate.Snapshot, o Options) hostView {
@@ -53,7 +64,33 @@ func newHostView(s aggregate.Snapshot, o Options) hostView {
 	}
 	v.heapTotal, v.mappedTotal = len(v.heap), len(v.mapped)
 	v.heap, v.mapped = topHostSites(v.heap, o), topHostSites(v.mapped, o)
+	v.rankPeaks(s, o)
 	return v
+}
+
+// rankPeaks picks the processes of the text's "at the peak" section and
+// their sites.
+func (v *hostView) rankPeaks(s aggregate.Snapshot, o Options) {
+	for _, p := range s.Processes {
+		if p.Peak != nil {
+			v.peaks = append(v.peaks, p)
+		}
+	}
+	v.totalPeaks = len(v.peaks)
+	slices.SortFunc(v.peaks, func(a, b aggregate.ProcessSnapshot) int {
+		return cmp.Or(cmp.Compare(b.PeakLiveBytes, a.PeakLiveBytes), cmp.Compare(a.PID, b.PID))
+	})
+	if o.Top > 0 && len(v.peaks) > o.Top {
+		v.peaks = v.peaks[:o.Top]
+	}
+	for _, p := range v.peaks {
+		for _, site := range p.Peak.Sites {
+			v.peakSites = append(v.peakSites, hostSite{pid: p.PID, comm: p.Comm, SiteSnapshot: site})
+		}
+	}
+	v.peakSitesTotal = len(v.peakSites)
+	o.Sort = SortLive
+	v.peakSites = topHostSites(v.peakSites, o)
 }
 
 // topHostSites ranks sites as topSites does, ties going to the lower pid.
@@ -106,10 +143,18 @@ func writeHostText(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options)
 		if total == 0 {
 			continue
 		}
-		if err := writeHostSites(&b, c, sites, total, sym, o); err != nil {
+		what := "heap call sites across the host"
+		if c == aggregate.Mapped {
+			what = "anonymous mmap call sites across the host"
+		}
+		if err := writeHostSites(&b, c, sites, shownOf(what+" by "+o.Sort.describe(c), len(sites), total), sym, o); err != nil {
 			return err
 		}
 	}
+	if err := writeHostPeaks(&b, v, sym, o); err != nil {
+		return err
+	}
+	writeHostMarks(&b, s, v, o)
 	if lost > 0 && v.totalProcs > 0 {
 		b.WriteByte('\n')
 		writeLostWarning(&b, lost)
@@ -200,17 +245,17 @@ func commLabel(c string) string {
 	return c
 }
 
-func writeHostSites(b *bytes.Buffer, c aggregate.Category, sites []hostSite, total int, sym Symbolizer, o Options) error {
+// shownOf is a table's title: what it lists, and how many of how many.
+func shownOf(what string, shown, total int) string {
+	if shown < total {
+		return fmt.Sprintf("%s (top %d of %d):", what, shown, total)
+	}
+	return fmt.Sprintf("%s (all %d):", what, total)
+}
+
+func writeHostSites(b *bytes.Buffer, c aggregate.Category, sites []hostSite, title string, sym Symbolizer, o Options) error {
 	b.WriteByte('\n')
-	what := "heap call sites across the host"
-	if c == aggregate.Mapped {
-		what = "anonymous mmap call sites across the host"
-	}
-	if len(sites) < total {
-		fmt.Fprintf(b, "  %s by %s (top %d of %d):\n", what, o.Sort.describe(c), len(sites), total)
-	} else {
-		fmt.Fprintf(b, "  %s by %s (all %d):\n", what, o.Sort.describe(c), total)
-	}
+	b.WriteString("  " + title + "\n")
 	sampled := o.sampleBytes > 0 && c == aggregate.Heap
 	cols := heapColumns
 	if c == aggregate.Mapped {
@@ -254,9 +299,90 @@ func writeHostSites(b *bytes.Buffer, c aggregate.Category, sites []hostSite, tot
 	return nil
 }
 
+// writeHostPeaks is the text's "at the peak" section: the processes with
+// the highest peaks, when each one's kept snapshot was taken and what it
+// held, then the heap sites live at those snapshots, ranked together.
+func writeHostPeaks(b *bytes.Buffer, v hostView, sym Symbolizer, o Options) error {
+	if len(v.peaks) == 0 {
+		return nil
+	}
+	b.WriteByte('\n')
+	b.WriteString("  " + shownOf("at the peak: processes by peak live bytes", len(v.peaks), v.totalPeaks) + "\n")
+	sampled := o.sampleBytes > 0
+	head := []any{"PID", "COMM", est(sampled, "PEAK LIVE"), est(sampled, "LIVE AT SNAPSHOT")}
+	align := []tw.Align{tw.AlignRight, tw.AlignLeft, tw.AlignRight, tw.AlignRight}
+	if sampled {
+		head = append(head, "± LIVE")
+		align = append(align, tw.AlignRight)
+	}
+	head = append(head, "TOLERANCE", "SNAPSHOTS", "TAKEN AT")
+	align = append(align, tw.AlignRight, tw.AlignRight, tw.AlignRight)
+	var out bytes.Buffer
+	t := hostTable(&out, align)
+	t.Header(head...)
+	for _, p := range v.peaks {
+		pk := p.Peak
+		row := []string{strconv.FormatUint(uint64(p.PID), 10), commLabel(p.Comm),
+			byteCell(p.PeakLiveBytes, o.Raw), byteCell(pk.LiveBytes, o.Raw)}
+		if sampled {
+			row = append(row, byteCell(roundStderr(pk.LiveBytesStderr), o.Raw))
+		}
+		row = append(row, byteCell(pk.Tolerance, o.Raw), strconv.FormatUint(pk.Snapshots, 10),
+			"t="+monotonicSeconds(pk.Time))
+		if err := t.Append(row); err != nil {
+			return fmt.Errorf("add peak of process %d: %w", p.PID, err)
+		}
+	}
+	if err := t.Render(); err != nil {
+		return fmt.Errorf("render peaks: %w", err)
+	}
+	indentTable(b, out.String())
+	if v.peakSitesTotal == 0 {
+		return nil
+	}
+	o.Sort = SortLive
+	title := shownOf("heap call sites live at those peaks, by live bytes at the peak", len(v.peakSites), v.peakSitesTotal)
+	return writeHostSites(b, aggregate.Heap, v.peakSites, title, sym, o)
+}
+
+// writeHostMarks lists the marks of the listed processes, the last Top.
+func writeHostMarks(b *bytes.Buffer, s aggregate.Snapshot, v hostView, o Options) {
+	keep := map[uint32]bool{}
+	for _, p := range v.procs {
+		keep[p.PID] = true
+	}
+	var marks []aggregate.Mark
+	for _, m := range s.Marks {
+		if keep[m.PID] {
+			marks = append(marks, m)
+		}
+	}
+	if len(marks) == 0 {
+		return
+	}
+	total := len(marks)
+	if o.Top > 0 && total > o.Top {
+		marks = marks[total-o.Top:]
+	}
+	b.WriteByte('\n')
+	if len(marks) < total {
+		fmt.Fprintf(b, "  marks of those processes (last %d of %d):\n", len(marks), total)
+	} else {
+		fmt.Fprintf(b, "  marks of those processes (all %d):\n", total)
+	}
+	comms := map[uint32]string{}
+	for _, p := range v.procs {
+		comms[p.PID] = p.Comm
+	}
+	for _, m := range marks {
+		fmt.Fprintf(b, "    pid %d %s #%d %q at t=%s\n", m.PID, commLabel(comms[m.PID]), m.Seq, m.Label, monotonicSeconds(m.Time))
+	}
+}
+
 // writeHostJSON is WriteJSON's whole-host layout: the report line, the
-// process lines, then the heap and mmap callsite lines of all processes
-// ranked together.
+// marks of the listed processes, the process lines, then the heap and
+// mmap callsite lines of all processes ranked together, then each listed
+// process's peak line and its peak_callsite lines.
 func writeHostJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) error {
 	v := newHostView(s, o)
 	records := []any{o.Epoch.report(reportRecord{
@@ -273,6 +399,11 @@ func writeHostJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options)
 		Kernel:      o.Kernel,
 		Attach:      o.Attach,
 	})}
+	keep := map[uint32]bool{}
+	for _, p := range v.procs {
+		keep[p.PID] = true
+	}
+	records = append(records, markRecordsOf(s, keep, o.Epoch)...) // time.go
 	for _, p := range v.procs {
 		rp := rankedProcess{ProcessSnapshot: p}
 		pr := newProcessRecord(rp, s.Time, o.Final)
@@ -291,6 +422,9 @@ func writeHostJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options)
 			cr.epochRecord = o.Epoch.site(site.pid, site.SiteSnapshot)
 			records = append(records, cr)
 		}
+	}
+	for _, p := range v.procs {
+		records = append(records, peakRecords(rankedProcess{ProcessSnapshot: p}, sym, o)...) // time.go
 	}
 	return writeRecords(w, records)
 }

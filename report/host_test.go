@@ -104,3 +104,111 @@ func TestSampledText(t *testing.T) {
 		}
 	}
 }
+
+// withPeaks gives s's processes peak snapshots and marks: myserver's peak
+// held 1.25 MiB at two sites, worker's 2 MiB at one.
+func withPeaks(s aggregate.Snapshot) aggregate.Snapshot {
+	for i := range s.Processes {
+		p := &s.Processes[i]
+		pk := &aggregate.PeakSnapshot{Time: 4_000_000_000, Tolerance: 12 * KiB, Snapshots: 7, LiveBytesStderr: 2000.4}
+		if p.PID == 4242 {
+			pk.Sites = []aggregate.SiteSnapshot{
+				{Address: addrMakeBuffer, Category: aggregate.Heap, Stats: aggregate.Stats{Allocs: 12, AllocBytes: 1 * MiB, LiveAllocs: 12, LiveBytes: 1 * MiB}, LiveBytesStderr: 10},
+				{Address: addrParse, Category: aggregate.Heap, Stats: aggregate.Stats{Allocs: 9, AllocBytes: 256 * KiB, LiveAllocs: 1, LiveBytes: 256 * KiB}, LiveBytesStderr: 20},
+			}
+		} else {
+			pk.Sites = []aggregate.SiteSnapshot{
+				{Address: addrLibfoo, Category: aggregate.Heap, Stats: aggregate.Stats{Allocs: 20, AllocBytes: 2 * MiB, LiveAllocs: 20, LiveBytes: 2 * MiB}, LiveBytesStderr: 30},
+			}
+		}
+		for _, site := range pk.Sites {
+			pk.LiveBytes += site.LiveBytes
+		}
+		p.Peak = pk
+	}
+	s.Marks = []aggregate.Mark{{PID: 77, Label: "start", Seq: 1, Time: 1e9}, {PID: 4242, Label: "loaded", Seq: 1, Time: 2e9},
+		{PID: 77, Label: "done", Seq: 2, Time: 3e9}}
+	return s
+}
+
+// TestHostJSONPeaks: each listed process's peak line and its
+// peak_callsite lines (at most Top, by live bytes) follow the call
+// sites; the listed processes' marks follow the report line; sampled
+// figures are marked.
+func TestHostJSONPeaks(t *testing.T) {
+	lines := jsonLines(t, withPeaks(sampledSnapshot()), fixtureSymbols, Options{Top: 1, Host: true})
+	var got []string
+	for _, l := range lines {
+		m := decodeLine(t, l)
+		typ := m["type"].(string)
+		rec := typ
+		switch typ {
+		case "mark":
+			rec += ":" + m["label"].(string)
+		case "peak":
+			if keys := objectKeys(t, []byte(l)); !slices.Equal(keys, jsonFields["peak"]) {
+				t.Errorf("peak fields %v, want %v", keys, jsonFields["peak"])
+			}
+			if m["sampled"] != true || m["live_bytes_stderr"].(interface{ String() string }).String() != "2000" ||
+				m["live_bytes"].(interface{ String() string }).String() != "2097152" {
+				t.Errorf("peak line %s", l)
+			}
+			rec += ":" + m["comm"].(string)
+		case "peak_callsite":
+			if keys := objectKeys(t, []byte(l)); !slices.Equal(keys, jsonFields["callsite"]) {
+				t.Errorf("peak_callsite fields %v, want those of callsite", keys)
+			}
+			if m["sampled"] != true || m["live_bytes_stderr"].(interface{ String() string }).String() != "30" || m["comm"] != "worker" {
+				t.Errorf("peak_callsite line %s", l)
+			}
+			rec += ":" + m["address"].(string)
+		}
+		got = append(got, rec)
+	}
+	// Top 1: worker leads by live bytes; only its peak and top peak site.
+	want := []string{"report", "mark:start", "mark:done", "process", "callsite", "callsite", "peak:worker", "peak_callsite:0x7f3a00001234"}
+	if !slices.Equal(got, want) {
+		t.Errorf("records %v, want %v", got, want)
+	}
+}
+
+// TestHostTextPeaks: the "at the peak" section ranks processes by peak
+// live bytes, cut to Top, then their sites at the peak ranked together;
+// sampled figures are marked; the listed processes' last Top marks end
+// the report.
+func TestHostTextPeaks(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteText(&b, withPeaks(sampledSnapshot()), fixtureSymbols, Options{Top: 2, Host: true, Raw: true}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"  at the peak: processes by peak live bytes (all 2):\n" +
+			"    PID  COMM      ~PEAK LIVE  ~LIVE AT SNAPSHOT  ± LIVE  TOLERANCE  SNAPSHOTS  TAKEN AT\n" +
+			"     77  worker       2199552            2097152    2000      12288          7  t=4.000s\n" +
+			"   4242  myserver     1310720            1310720    2000      12288          7  t=4.000s\n",
+		"  heap call sites live at those peaks, by live bytes at the peak (top 2 of 3):\n",
+		"     77  worker    2097152      30       20     2097152      20       0  [unknown] libfoo.so.1+0x1234",
+		"   4242  myserver  1048576      10       12     1048576      12       0  make_buffer(unsigned long)",
+		"  marks of those processes (last 2 of 3):\n" +
+			"    pid 4242 myserver #1 \"loaded\" at t=2.000s\n" +
+			"    pid 77 worker #2 \"done\" at t=3.000s\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestSampledPeakText: with -p and --, a sampled peak's figures are
+// marked as estimates too, with the standard error at the snapshot.
+func TestSampledPeakText(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteText(&b, withPeaks(sampledSnapshot()), fixtureSymbols, Options{Top: DefaultTop}); err != nil {
+		t.Fatal(err)
+	}
+	want := "  at the peak, t=4.000s: live ~2.0 MiB ± 2.0 KiB, within 12.0 KiB of the peak ~2.1 MiB (7 snapshots taken)\n"
+	if out := b.String(); !strings.Contains(out, want) || !strings.Contains(out, "heap call sites live at the peak (all 1):") {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+}

@@ -26,6 +26,9 @@ var jsonFields = map[string][]string{
 		"live_bytes", "live_allocs", "allocs", "alloc_bytes", "frees", "freed_bytes", "final",
 		"offset", "time_ns", "rates", "inlined", "comm", "sampled", "sample_bytes", "live_bytes_stderr",
 		"leaf_function", "leaf_file", "leaf_line", "leaf_module", "leaf_address"},
+	"peak": {"type", "pid", "comm", "time_ns", "live_bytes", "peak_live_bytes", "tolerance_bytes",
+		"snapshots", "final", "sampled", "sample_bytes", "live_bytes_stderr"},
+	"mark": {"type", "pid", "label", "seq", "time_ns"},
 }
 
 // detailFields end callsite records only with --detail.
@@ -248,7 +251,8 @@ func TestJSONRecordsMatchDocs(t *testing.T) {
 		}
 	}
 	// The record structs and the lists above must agree too.
-	for typ, v := range map[string]any{"report": reportRecord{}, "process": processRecord{}, "callsite": callsiteRecord{}} {
+	for typ, v := range map[string]any{"report": reportRecord{}, "process": processRecord{}, "callsite": callsiteRecord{},
+		"peak": peakRecord{}, "mark": markRecord{}} {
 		want := jsonFields[typ]
 		switch typ {
 		case "report":

@@ -29,6 +29,11 @@ type peakRecord struct {
 	ToleranceBytes uint64 `json:"tolerance_bytes"`
 	Snapshots      uint64 `json:"snapshots"`
 	Final          bool   `json:"final"`
+	// Sampled mode (estimate.go): live_bytes and peak_live_bytes are
+	// estimates; live_bytes' standard error at the snapshot.
+	Sampled         bool   `json:"sampled"`
+	SampleBytes     uint64 `json:"sample_bytes"`
+	LiveBytesStderr uint64 `json:"live_bytes_stderr"`
 }
 
 // markRecord is one mark: the program called a --mark function.
@@ -57,6 +62,11 @@ func markRecords(s aggregate.Snapshot, procs []rankedProcess, e *Epoch) []any {
 	for _, p := range procs {
 		keep[p.PID] = true
 	}
+	return markRecordsOf(s, keep, e)
+}
+
+// markRecordsOf lists the marks of the processes in keep.
+func markRecordsOf(s aggregate.Snapshot, keep map[uint32]bool, e *Epoch) []any {
 	marks := s.Marks
 	if e != nil && e.Marks <= len(marks) {
 		marks = marks[e.Marks:]
@@ -83,15 +93,32 @@ func peakRecords(p rankedProcess, sym Symbolizer, o Options) []any {
 	if pk == nil {
 		return nil
 	}
-	out := []any{peakRecord{Type: typePeak, PID: p.PID, Comm: p.Comm, TimeNS: pk.Time, LiveBytes: pk.LiveBytes,
-		PeakLiveBytes: p.PeakLiveBytes, ToleranceBytes: pk.Tolerance, Snapshots: pk.Snapshots, Final: o.Final}}
+	r := peakRecord{Type: typePeak, PID: p.PID, Comm: p.Comm, TimeNS: pk.Time, LiveBytes: pk.LiveBytes,
+		PeakLiveBytes: p.PeakLiveBytes, ToleranceBytes: pk.Tolerance, Snapshots: pk.Snapshots, Final: o.Final}
+	if p.SampleBytes > 0 {
+		r.Sampled, r.SampleBytes, r.LiveBytesStderr = true, p.SampleBytes, roundStderr(pk.LiveBytesStderr)
+	}
+	out := []any{r}
 	for _, site := range peakSites(pk, o) {
 		cr := newCallsiteRecord(p.PID, site, sym, pk.Time, o)
 		cr.Type = typePeakCallsite
-		cr.Comm = p.Comm
+		fillSiteSampling(&cr, p.Comm, site, p.SampleBytes) // comm, and estimates marked (estimate.go)
 		out = append(out, cr)
 	}
 	return out
+}
+
+// peakLine says when a process's kept snapshot was taken and what it
+// held, its figures marked as estimates in sampled mode.
+func peakLine(p aggregate.ProcessSnapshot, raw bool) string {
+	pk := p.Peak
+	mark, se := "", ""
+	if p.SampleBytes > 0 {
+		mark, se = estMark, " ± "+stderrText(pk.LiveBytesStderr, raw)
+	}
+	return fmt.Sprintf("at the peak, t=%s: live %s%s%s, within %s of the peak %s%s (%s taken)",
+		monotonicSeconds(pk.Time), mark, byteText(pk.LiveBytes, raw), se, byteText(pk.Tolerance, raw),
+		mark, byteText(p.PeakLiveBytes, raw), count(pk.Snapshots, "snapshot"))
 }
 
 // writePeakText prints the "at the peak" table of a process.
@@ -100,10 +127,7 @@ func writePeakText(b *bytes.Buffer, p rankedProcess, sym Symbolizer, o Options) 
 	if pk == nil || len(pk.Sites) == 0 {
 		return nil
 	}
-	b.WriteByte('\n')
-	fmt.Fprintf(b, "  at the peak, t=%s: live %s, within %s of the peak %s (%s taken)\n",
-		monotonicSeconds(pk.Time), byteText(pk.LiveBytes, o.Raw), byteText(pk.Tolerance, o.Raw),
-		byteText(p.PeakLiveBytes, o.Raw), count(pk.Snapshots, "snapshot"))
+	b.WriteString("\n  " + peakLine(p.ProcessSnapshot, o.Raw) + "\n")
 	sites := peakSites(pk, o)
 	o.Sort = SortLive
 	title := fmt.Sprintf("heap call sites live at the peak (all %d):", len(pk.Sites))

@@ -17,7 +17,8 @@ import (
 )
 
 // The whole-host mode (no target): probes without a PID filter on every
-// distinct allocator file in use, found process by process; raw
+// distinct allocator file in use, found process by process (and on the
+// --mark functions of every file that has them, the same way); raw
 // tracepoints on exec (a new program may bring a new allocator file) and
 // exit (a process's final records are reported, then it is dropped, so
 // that memory stays bounded however long the run). Sampled by default.
@@ -55,10 +56,17 @@ type hostState struct {
 	scans map[int]*pendingScan
 	// exits are the snapshots of processes that exited, not yet written.
 	exits      []aggregate.ProcessSnapshot
+	exitMarks  []aggregate.Mark
 	exitPIDs   []int
 	exitsSince time.Time
 	// lastPID is the PID of the previous event, whose process is known.
 	lastPID uint32
+	// marked counts, per --mark function, the files it is probed in.
+	marked map[string]int
+	// execComms are the names of the programs executed by processes not
+	// seen yet: a short-lived one may be gone before its first event is
+	// read, and /proc with it.
+	execComms map[uint32]string
 }
 
 type pendingScan struct {
@@ -69,10 +77,18 @@ type pendingScan struct {
 func (s *session) runHost() (int, error) {
 	s.newState()
 	h := &hostState{
-		finder: &host.Finder{Allocator: s.cfg.Allocator, Self: os.Getpid()},
-		filter: host.Filter{Comm: s.cfg.Comm, Cgroup: s.cfg.CgroupPath},
-		att:    &tracer.Attachment{PID: 0},
-		scans:  map[int]*pendingScan{},
+		finder:    &host.Finder{Allocator: s.cfg.Allocator, Self: os.Getpid()},
+		filter:    host.Filter{Comm: s.cfg.Comm, Cgroup: s.cfg.CgroupPath},
+		att:       &tracer.Attachment{PID: 0},
+		scans:     map[int]*pendingScan{},
+		marked:    map[string]int{},
+		execComms: map[uint32]string{},
+	}
+	if len(s.cfg.Marks) > 0 {
+		h.finder.Extra = func(mods []allocator.Module) []allocator.Probe {
+			probes, _ := s.bindMarks(mods) // most processes have none: no warning each (timeline.go)
+			return probes
+		}
 	}
 
 	release, err := s.load(func(o *tracer.Options) {
@@ -118,6 +134,11 @@ func (s *session) runHost() (int, error) {
 	}
 	if len(files) == 0 {
 		s.log.Warn("no allocator in use yet: waiting for processes to start")
+	}
+	for _, name := range s.cfg.Marks {
+		if h.marked[name] == 0 {
+			s.log.Warn("--mark: function found in no traced process yet: probed when one that has it starts", "function", name)
+		}
 	}
 
 	sigs := make(chan os.Signal, 2)
@@ -214,6 +235,12 @@ func (s *session) scanProcess(pid int) (retry bool, err error) {
 		}
 		h.finder.Placed(g)
 		s.log.Info("probed", "pid", pid, "module", g.New[0].Module, "path", g.New[0].Path, "probes", len(g.New))
+		for _, p := range g.New {
+			if p.Func >= event.FuncMark {
+				h.marked[p.Symbol]++
+				s.log.Info("mark probed", "pid", pid, "function", p.Symbol, "module", p.Module, "path", p.Path)
+			}
+		}
 	}
 	return false, nil
 }
@@ -251,7 +278,6 @@ func (s *session) runScans() {
 
 // hostApply accounts one event of the whole-host mode.
 func (s *session) hostApply(e *event.Event) {
-	h := s.host
 	switch e.Kind {
 	case event.Exec:
 		s.hostExec(e)
@@ -267,16 +293,29 @@ func (s *session) hostApply(e *event.Event) {
 		s.scheduleScan(int(e.PID))
 		return
 	}
-	if e.PID != h.lastPID {
-		h.lastPID = e.PID
-		if !s.table.Known(e.PID) {
-			// First seen (a process running since before, or a fork):
-			// its name and mappings now, while it lives.
-			s.table.AddProcess(e.PID, host.Comm(int(e.PID)))
-			_ = s.res.Capture(int(e.PID))
-		}
-	}
+	s.hostSeen(e.PID)
 	s.table.Apply(e)
+}
+
+// hostSeen registers the process of an event: when first seen (a process
+// running since before, or a fork), its name and mappings are read now,
+// while it lives.
+func (s *session) hostSeen(pid uint32) {
+	h := s.host
+	if pid == h.lastPID {
+		return
+	}
+	h.lastPID = pid
+	if !s.table.Known(pid) {
+		comm, ok := h.execComms[pid]
+		if ok {
+			delete(h.execComms, pid)
+		} else {
+			comm = host.Comm(int(pid))
+		}
+		s.table.AddProcess(pid, comm)
+		_ = s.res.Capture(int(pid))
+	}
 }
 
 // hostExec: a process executed a new program. The old program's
@@ -297,6 +336,7 @@ func (s *session) hostExec(e *event.Event) {
 		h.lastPID = 0
 	}
 	if e.Size != 0 { // it passes --comm and --cgroup
+		h.execComms[pid] = e.Comm
 		// Its program is mapped now, its libraries soon: read what is
 		// there at once, in case it exits before the scan (a short-lived
 		// process's call sites are mostly in its program).
@@ -310,6 +350,7 @@ func (s *session) hostExec(e *event.Event) {
 func (s *session) hostExit(pid uint32, comm string, when uint64) {
 	h := s.host
 	delete(h.scans, int(pid))
+	delete(h.execComms, pid)
 	if h.lastPID == pid {
 		h.lastPID = 0
 	}
@@ -331,6 +372,7 @@ func (s *session) hostExit(pid uint32, comm string, when uint64) {
 		h.exitsSince = time.Now()
 	}
 	h.exits = append(h.exits, snap.Processes...)
+	h.exitMarks = append(h.exitMarks, snap.Marks...)
 	h.exitPIDs = append(h.exitPIDs, int(pid))
 	s.objs.Forget(pid, s.table.LiveAddrs(pid))
 	s.table.Forget(pid)
@@ -343,7 +385,7 @@ func (s *session) flushExits() error {
 	if len(h.exits) == 0 {
 		return nil
 	}
-	snap := aggregate.Snapshot{Time: monotonicNow(), Processes: h.exits, SampleBytes: s.cfg.SampleBytes}
+	snap := aggregate.Snapshot{Time: monotonicNow(), Processes: h.exits, SampleBytes: s.cfg.SampleBytes, Marks: h.exitMarks}
 	if _, total, err := s.objs.Lost(); err == nil {
 		snap.LostEvents = total
 	}
@@ -363,7 +405,7 @@ func (s *session) flushExits() error {
 			s.objs.ForgetStacks(uint32(pid)) // sampled mode takes stacks: keep them bounded
 		}
 	}
-	h.exits, h.exitPIDs = nil, nil
+	h.exits, h.exitPIDs, h.exitMarks = nil, nil, nil
 	return err
 }
 
@@ -395,6 +437,11 @@ func (s *session) sweepHost() {
 		if !host.Alive(int(pid)) {
 			s.hostExit(pid, "", monotonicNow())
 			gone++
+		}
+	}
+	for pid := range s.host.execComms {
+		if !host.Alive(int(pid)) {
+			delete(s.host.execComms, pid)
 		}
 	}
 	n := s.objs.Sweep(func(pid uint32) bool { return host.Alive(int(pid)) })

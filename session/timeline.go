@@ -106,10 +106,20 @@ func (s *session) closeTime(ok bool) error {
 // markProbes are the probes of the --mark functions found in mods. Each
 // one's attach cookie is FuncMark plus the function's index.
 func (s *session) markProbes(pid int, mods []allocator.Module) []allocator.Probe {
-	if len(s.cfg.Marks) == 0 {
-		return nil
+	probes, missing := s.bindMarks(mods)
+	for _, name := range missing {
+		s.log.Warn("--mark: function not found in the process's modules", "pid", pid, "function", name)
 	}
-	probes := allocator.BindNamed(mods, s.cfg.Marks)
+	return probes
+}
+
+// bindMarks finds the --mark functions in mods; missing lists those it
+// did not find.
+func (s *session) bindMarks(mods []allocator.Module) (probes []allocator.Probe, missing []string) {
+	if len(s.cfg.Marks) == 0 {
+		return nil, nil
+	}
+	probes = allocator.BindNamed(mods, s.cfg.Marks)
 	found := map[string]bool{}
 	for i := range probes {
 		found[probes[i].Symbol] = true
@@ -121,10 +131,10 @@ func (s *session) markProbes(pid int, mods []allocator.Module) []allocator.Probe
 	}
 	for _, name := range s.cfg.Marks {
 		if !found[name] {
-			s.log.Warn("--mark: function not found in the process's modules", "pid", pid, "function", name)
+			missing = append(missing, name)
 		}
 	}
-	return probes
+	return probes, missing
 }
 
 // onMark accounts a mark: the table lists it, --json prints it at once,
@@ -139,6 +149,9 @@ func (s *session) onMark(e *event.Event) {
 		if i := int(e.Size); i < len(s.cfg.Marks) {
 			label = s.cfg.Marks[i]
 		}
+	}
+	if s.host != nil {
+		s.hostSeen(e.PID) // its first event may be a mark (host.go)
 	}
 	if s.time.rec != nil {
 		_ = s.res.Capture(int(e.PID)) // a mark is flushed at once: with what symbolizes it

@@ -57,7 +57,7 @@ func (p peakTolerance) Set(s string) error {
 func addTimeFlags(fs *pflag.FlagSet, c *session.TimeConfig) func() error {
 	c.PeakTol = aggregate.DefaultPeakTolerance
 	fs.StringVar(&c.Record, "record", "", "write a recording of the run to `FILE`, for memtrace replay (docs/recording.md)")
-	fs.Var(nameList{&c.Marks}, "mark", "probe function `FUNC` of the target: each call is a mark labelled with its first argument (repeatable)")
+	fs.Var(nameList{&c.Marks}, "mark", "probe function `FUNC` of the target (whole host: of every traced process): each call is a mark labelled with its first argument (repeatable)")
 	fs.Var(peakTolerance{&c.PeakTol}, "peak-tolerance", "keep a snapshot of the heap within `T` bytes (64K), or percent (0.5%), of its peak")
 	fs.StringVar(&c.DumpDir, "dump-dir", "", "write one NDJSON report per epoch (each -i interval, mark, and the end) as `DIR`/memtrace-0001.ndjson, ...")
 	return func() error {
