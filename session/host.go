@@ -148,16 +148,8 @@ func (s *session) runHost() (int, error) {
 	defer s.live.stop()
 	raisePriority()
 
-	var tick <-chan time.Time
-	if s.cfg.Interval > 0 {
-		t := time.NewTicker(s.cfg.Interval)
-		defer t.Stop()
-		tick = t.C
-	}
-	var deadline <-chan time.Time
-	if s.cfg.Duration > 0 {
-		deadline = time.After(s.cfg.Duration)
-	}
+	tick, deadline, stopTimers := s.runTimers()
+	defer stopTimers()
 	sweep := time.NewTicker(sweepEvery)
 	defer sweep.Stop()
 	for {

@@ -113,16 +113,8 @@ func (s *session) run() (int, error) {
 	defer s.live.stop()
 	raisePriority()
 
-	var tick <-chan time.Time
-	if s.cfg.Interval > 0 {
-		t := time.NewTicker(s.cfg.Interval)
-		defer t.Stop()
-		tick = t.C
-	}
-	var deadline <-chan time.Time
-	if s.cfg.Duration > 0 {
-		deadline = time.After(s.cfg.Duration)
-	}
+	tick, deadline, stopTimers := s.runTimers()
+	defer stopTimers()
 	var stops <-chan launch.Stop
 	var done <-chan syscall.WaitStatus
 	if child != nil {
@@ -482,4 +474,18 @@ func monotonicNow() uint64 {
 	var ts unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 	return uint64(ts.Nano())
+}
+
+// runTimers are the main loop's timers: the -i interval's reports (nil
+// without -i) and the -d deadline (nil without -d).
+func (s *session) runTimers() (tick, deadline <-chan time.Time, stop func()) {
+	stop = func() {}
+	if s.cfg.Interval > 0 {
+		t := time.NewTicker(s.cfg.Interval)
+		tick, stop = t.C, t.Stop
+	}
+	if s.cfg.Duration > 0 {
+		deadline = time.After(s.cfg.Duration)
+	}
+	return tick, deadline, stop
 }
