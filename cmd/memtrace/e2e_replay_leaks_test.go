@@ -120,6 +120,26 @@ func TestReplayLeaks(t *testing.T) {
 		}
 	})
 
+	// C++: blocks reached only by heuristics, and the runtime's own
+	// blocks, suppressed by default (the replay matches the suppressions
+	// again on the recorded stacks).
+	t.Run("C++ heuristics and default suppressions", func(t *testing.T) {
+		bin := fixtureCXX(t, "leak/leaks.cc")
+		live := runMemtrace(t, "--raw", "--record", rec("cxx"), "--", bin)
+		if live.code != 0 || !strings.Contains(live.stdout, "newarray           : 72 bytes in 1 blocks") {
+			t.Fatalf("live: exit %d, no heuristic line\n%s\n%s", live.code, live.stdout, live.stderr)
+		}
+		r := runMemtrace(t, "replay", "--raw", rec("cxx"))
+		if r.code != 0 || r.stdout != live.stdout {
+			t.Errorf("replay (exit %d) differs from the live report\nreplay:\n%s\nlive:\n%s", r.code, r.stdout, live.stdout)
+		}
+		nodef := runMemtrace(t, "--raw", "--no-default-suppressions", "--", bin)
+		r = runMemtrace(t, "replay", "--raw", "--no-default-suppressions", rec("cxx"))
+		if got, want := leakSection(t, r.stdout), leakSection(t, nodef.stdout); got != want || !strings.Contains(got, "suppressed: 0 bytes") {
+			t.Errorf("replay --no-default-suppressions differs from the live run with it\nreplay:\n%s\nlive:\n%s", got, want)
+		}
+	})
+
 	// One detail recording without --fail-on-leak, judged again by replay
 	// as live runs with each setting judged themselves. The fixture loses
 	// 260 bytes definitely and indirectly, 64 possibly; 344 stay reachable.
