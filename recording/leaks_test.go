@@ -5,8 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"reflect"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/event"
@@ -194,5 +197,54 @@ func TestDeepStack(t *testing.T) {
 	}
 	if stacks != 3000 {
 		t.Errorf("%d stacks read, want 3000", stacks)
+	}
+}
+
+// TestLeakCheckMutated damages the decompressed bytes of a leak check
+// record (overwritten, cut short) and reads the result: an error or
+// records, never a panic, a hang or a class out of range.
+func TestLeakCheckMutated(t *testing.T) {
+	file, _, lc := recordAll(t, 3000, aggregate.PeakTolerance{})
+	zr, err := zstd.NewReader(bytes.NewReader(file[headerLen:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := io.ReadAll(zr)
+	zr.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The leak check is the last record: its blocks take at least 4
+	// bytes each.
+	from := len(plain) - 4*len(lc.Blocks)
+	if len(lc.Blocks) < 50 || from < 0 {
+		t.Fatalf("fixture: %d blocks in %d bytes", len(lc.Blocks), len(plain))
+	}
+	zw, _ := zstd.NewWriter(nil)
+	rng := rand.New(rand.NewPCG(5, 6))
+	errs := 0
+	for i := range 300 {
+		b := append([]byte(nil), plain...)
+		for range 1 + rng.IntN(4) {
+			b[from+rng.IntN(len(b)-from)] = byte(rng.IntN(256))
+		}
+		if i%3 == 0 {
+			b = b[:from+rng.IntN(len(b)-from)]
+		}
+		damaged := zw.EncodeAll(b, append([]byte(nil), file[:headerLen]...))
+		checks, err := readLeakChecks(t, damaged)
+		if err != nil {
+			errs++
+		}
+		for _, c := range checks {
+			for _, blk := range c.Blocks {
+				if blk.Class > leakcheck.Definite || blk.Heuristic > leakcheck.AllHeuristics {
+					t.Fatalf("damaged record %d read a block %+v", i, blk)
+				}
+			}
+		}
+	}
+	if errs == 0 {
+		t.Errorf("no damaged record gave an error")
 	}
 }
