@@ -189,6 +189,7 @@ func (s *session) runLeakCheck(pid int, threads []leakcheck.Thread, regs []uint6
 	}
 	s.leaks().judge(r, blocks, leakStacks{s.detailStacks(), s.res})
 	r.took = time.Since(start)
+	s.log.Info("leak check done", "pid", pid, "took", r.took)
 }
 
 // checkBlocks runs the check of r's process: its live blocks (and those it
