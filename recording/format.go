@@ -10,8 +10,10 @@ import (
 // stream of records.
 const Magic = "MEMTRACE"
 
-// Version is the format version this package writes and reads.
-const Version = 1
+// Version is the format version this package writes. It reads every
+// version from 1: a version-1 file is a version-2 file without leak check
+// records or the info's leak fields.
+const Version = 2
 
 const headerLen = len(Magic) + 4
 
@@ -51,6 +53,16 @@ type Info struct {
 	// attach path it took (the live report's "kernel" and "attach").
 	Kernel string `json:"kernel,omitempty"`
 	Attach string `json:"attach,omitempty"`
+	// LeakCheck: the run checked its processes for leaks (version 2 on);
+	// the leak check records hold what it found. The fields after it are
+	// the live run's settings for judging the results, a replay's
+	// defaults: --leak-kinds, --fail-on-leak's BYTES (nil without it),
+	// the --suppressions patterns and --no-default-suppressions.
+	LeakCheck             bool     `json:"leak_check,omitempty"`
+	LeakKinds             string   `json:"leak_kinds,omitempty"`
+	FailOnLeak            *uint64  `json:"fail_on_leak,omitempty"`
+	Suppressions          []string `json:"suppressions,omitempty"`
+	NoDefaultSuppressions bool     `json:"no_default_suppressions,omitempty"`
 }
 
 // Record tags. Allocations carry the allocator function in their tag's
@@ -77,6 +89,7 @@ const (
 	tagPeakTol      = 0x12
 	tagMaps         = 0x13
 	tagStack        = 0x14
+	tagLeakCheck    = 0x15
 	tagAlloc        = 0x40 // | func
 	tagRealloc      = 0x60 // | func
 	funcMask        = 0x1f

@@ -48,6 +48,8 @@ const (
 	KindMaps
 	// KindStack: the stack StackID is Frames.
 	KindStack
+	// KindLeakCheck: Leak, a process's leak check (PID and Time are its).
+	KindLeakCheck
 )
 
 // Record is one decoded record. Next reuses it: slices and strings are
@@ -65,10 +67,11 @@ type Record struct {
 	Maps          []symbolize.CodeMapping
 	StackID       int32
 	Frames        []uint64
+	Leak          LeakCheck
 }
 
 // ApplyTo gives the record to t as the live run gave it. Records that are
-// not Table inputs (maps, stacks) do nothing.
+// not Table inputs (maps, stacks, leak checks) do nothing.
 func (r *Record) ApplyTo(t *aggregate.Table) {
 	switch r.Kind {
 	case KindEvent:
@@ -138,8 +141,8 @@ func NewReader(in io.Reader) (*Reader, error) {
 	if _, err := io.ReadFull(in, hdr); err != nil || string(hdr[:len(Magic)]) != Magic {
 		return nil, ErrNotRecording
 	}
-	if v := binary.LittleEndian.Uint16(hdr[len(Magic):]); v != Version {
-		return nil, fmt.Errorf("%w: %d (this memtrace reads version %d)", ErrVersion, v, Version)
+	if v := binary.LittleEndian.Uint16(hdr[len(Magic):]); v < 1 || v > Version {
+		return nil, fmt.Errorf("%w: %d (this memtrace reads versions 1 to %d)", ErrVersion, v, Version)
 	}
 	// Bounded: a corrupt frame header must not make it allocate gigabytes
 	// (the writer's windows are 8 MiB at most).
@@ -476,8 +479,12 @@ func (r *Reader) decode(tag byte, rec *Record) (done bool, err error) {
 		*rec = Record{Kind: KindStack, StackID: int32(r.u32())}
 		n := r.count()
 		for i := 0; i < n && r.err == nil; i++ {
+			r.ensure(binary.MaxVarintLen64) // a deep stack can outrun the record head
 			rec.Frames = append(rec.Frames, r.uvarint())
 		}
+		return true, r.err
+	case tagLeakCheck:
+		r.decodeLeakCheck(rec)
 		return true, r.err
 	default:
 		r.corrupt(fmt.Sprintf("unknown record tag %#x", tag))

@@ -72,6 +72,13 @@ func record(tb testing.TB, events int) ([]byte, aggregate.Snapshot) {
 }
 
 func recordTol(tb testing.TB, events int, tol aggregate.PeakTolerance) ([]byte, aggregate.Snapshot) {
+	file, snap, _ := recordAll(tb, events, tol)
+	return file, snap
+}
+
+// recordAll is recordTol that also ends with a leak check of process 100
+// (fixtureLeakCheck), which it returns.
+func recordAll(tb testing.TB, events int, tol aggregate.PeakTolerance) ([]byte, aggregate.Snapshot, LeakCheck) {
 	var buf bytes.Buffer
 	w, err := NewWriter(&buf, Info{Mode: "pid", Args: []string{"-p", "100"}})
 	if err != nil {
@@ -84,10 +91,12 @@ func recordTol(tb testing.TB, events int, tol aggregate.PeakTolerance) ([]byte, 
 	t.SetObserver(w)
 	w.MapsChanged(100)
 	feed(t, events, tol)
+	lc := fixtureLeakCheck(t, 100)
+	w.LeakCheck(&lc)
 	if err := w.Close(); err != nil {
 		tb.Fatal(err)
 	}
-	return buf.Bytes(), t.Snapshot()
+	return buf.Bytes(), t.Snapshot(), lc
 }
 
 // replay reads every record it can into a new Table.

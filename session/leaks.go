@@ -3,6 +3,7 @@ package session
 import (
 	"cmp"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"github.com/memtrace/memtrace/event"
 	"github.com/memtrace/memtrace/launch"
 	"github.com/memtrace/memtrace/leakcheck"
+	"github.com/memtrace/memtrace/recording"
 	"github.com/memtrace/memtrace/report"
 	"github.com/memtrace/memtrace/symbolize"
 	"github.com/memtrace/memtrace/tracer"
@@ -28,6 +30,8 @@ const ExitLeak = 10
 // leakState is the leak check's part of a session: results per process,
 // and the blocks forked children inherited from their parents.
 type leakState struct {
+	// cfg judges the results: suppressions, --leak-kinds, --fail-on-leak.
+	cfg     *LeakConfig
 	results map[int]*leakResult
 	// inherited: with -f, a forked child starts with its parent's live
 	// blocks (same addresses, same contents); they are blocks of the
@@ -85,18 +89,24 @@ type lossRecord struct {
 	frames   []symbolize.Frame
 	// truncated: the stack stops short of main (no frame pointers).
 	truncated bool
+	key       string // the stack as grouped (classify)
 }
 
 func (s *session) leaks() *leakState {
 	if s.leak == nil {
-		s.leak = &leakState{
-			results:   map[int]*leakResult{},
-			inherited: map[int]map[uint64]heldBlock{},
-			printed:   map[int]bool{},
-			vforked:   map[int]bool{},
-		}
+		s.leak = newLeakState(&s.cfg.LeakConfig)
 	}
 	return s.leak
+}
+
+func newLeakState(cfg *LeakConfig) *leakState {
+	return &leakState{
+		cfg:       cfg,
+		results:   map[int]*leakResult{},
+		inherited: map[int]map[uint64]heldBlock{},
+		printed:   map[int]bool{},
+		vforked:   map[int]bool{},
+	}
 }
 
 // leakCheckAtExit checks a process stopped at its exit, before its address
@@ -133,7 +143,9 @@ func (s *session) leakCheckRunning() {
 		}
 		f, err := launch.Freeze(pid)
 		if err != nil {
-			s.leaks().results[pid] = &leakResult{pid: pid, comm: comm(pid), when: "when the run ended", err: err}
+			r := &leakResult{pid: pid, comm: comm(pid), when: "when the run ended", err: err}
+			s.leaks().results[pid] = r
+			s.recordLeakCheck(r, nil)
 			s.log.Warn("leak check: cannot stop the process", "pid", pid, "err", err)
 			continue
 		}
@@ -158,65 +170,104 @@ func gpRegs(r *unix.PtraceRegs) []uint64 {
 		r.R8, r.R9, r.R10, r.R11, r.R12, r.R13, r.R14, r.R15}
 }
 
-// runLeakCheck classifies pid's live blocks and keeps the result.
+// runLeakCheck classifies pid's live blocks and keeps the result, in the
+// recording too.
 func (s *session) runLeakCheck(pid int, threads []leakcheck.Thread, regs []uint64, unknownHeap bool, when string) {
 	start := time.Now()
-	r := &leakResult{pid: pid, comm: comm(pid), when: when, sites: map[aggregate.SiteKey]*siteLeak{}}
+	r := &leakResult{pid: pid, comm: comm(pid), when: when}
 	r.cwd, _ = os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
 	s.leaks().results[pid] = r
 	// Every event up to the stop: the last frees matter.
 	if _, err := s.drain.Poll(0, s.apply); err != nil {
 		s.log.Warn("drain before the leak check", "pid", pid, "err", err)
 	}
-	var blocks []leakcheck.Block
-	var sites []aggregate.SiteKey
+	blocks, err := s.checkBlocks(r, threads, regs, unknownHeap)
+	r.err = err
+	s.recordLeakCheck(r, blocks)
+	if err != nil {
+		return
+	}
+	s.leaks().judge(r, blocks, leakStacks{s.detailStacks(), s.res})
+	r.took = time.Since(start)
+	s.log.Info("leak check done", "pid", pid, "took", r.took)
+}
+
+// checkBlocks runs the check of r's process: its live blocks (and those it
+// inherited), by address, each with its class.
+func (s *session) checkBlocks(r *leakResult, threads []leakcheck.Thread, regs []uint64, unknownHeap bool) ([]recording.LeakBlock, error) {
+	pid := r.pid
+	var blocks []recording.LeakBlock
 	s.table.ForEachLiveSite(uint32(pid), func(addr, size uint64, site aggregate.SiteKey) bool {
-		blocks = append(blocks, leakcheck.Block{Addr: addr, Size: size})
-		sites = append(sites, site)
+		blocks = append(blocks, recording.LeakBlock{Addr: addr, Size: size, Site: site})
 		return true
 	})
 	for addr, h := range s.leaks().inherited[pid] {
-		blocks = append(blocks, leakcheck.Block{Addr: addr, Size: h.size})
-		sites = append(sites, h.site)
+		blocks = append(blocks, recording.LeakBlock{Addr: addr, Size: h.size, Site: h.site})
 	}
+	// By address: the order the recording keeps, so that a replay judges
+	// the blocks in the same order.
+	recording.SortLeakBlocks(blocks)
 	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/maps")
 	if err != nil {
-		r.err = err
-		return
+		return nil, err
 	}
 	maps, err := leakcheck.ParseMaps(f)
 	f.Close()
 	if err != nil {
-		r.err = err
-		return
+		return nil, err
 	}
-	sorted := slices.Clone(blocks)
-	slices.SortFunc(sorted, func(a, b leakcheck.Block) int { return cmp.Compare(a.Addr, b.Addr) })
-	roots := leakcheck.Roots(maps, leakcheck.RootOptions{Threads: threads, UnknownHeap: unknownHeap, Blocks: sorted})
+	in := make([]leakcheck.Block, len(blocks))
+	for i, b := range blocks {
+		in[i] = leakcheck.Block{Addr: b.Addr, Size: b.Size}
+	}
+	roots := leakcheck.Roots(maps, leakcheck.RootOptions{Threads: threads, UnknownHeap: unknownHeap, Blocks: in})
 	mem := leakcheck.OpenProcessMemory(pid)
 	defer mem.Close()
 	res, err := leakcheck.Check(leakcheck.Input{
-		Blocks: blocks, Mem: mem, Roots: roots, Registers: regs,
+		Blocks: in, Mem: mem, Roots: roots, Registers: regs,
 		Heuristics: s.cfg.Heuristics, Maps: maps,
 		IgnoreInterior: leakcheck.GlibcChunkHeader,
 	})
 	if err != nil {
-		r.err = err
-		return
+		return nil, err
+	}
+	for i := range blocks {
+		blocks[i].Class, blocks[i].Heuristic, blocks[i].Indirect = res.Class[i], res.Heuristic[i], res.IndirectBytes[i]
 	}
 	r.bytes = res.ScannedBytes
-	s.classify(r, blocks, sites, res)
-	r.took = time.Since(start)
 	s.log.Info("leak check", "pid", pid, "blocks", len(blocks), "roots", len(roots),
-		"scanned", res.ScannedBytes, "skipped", res.SkippedBytes, "took", r.took)
-	if s.cfg.FailOnLeak && r.counted > s.cfg.FailBytes {
-		s.leaks().over = append(s.leaks().over, r)
+		"scanned", res.ScannedBytes, "skipped", res.SkippedBytes)
+	return blocks, nil
+}
+
+// recordLeakCheck writes a check's result into the recording (--record),
+// for a replay to judge again.
+func (s *session) recordLeakCheck(r *leakResult, blocks []recording.LeakBlock) {
+	if s.time == nil || s.time.rec == nil {
+		return
+	}
+	c := recording.LeakCheck{PID: uint32(r.pid), Time: monotonicNow(), Comm: r.comm, When: r.when, Cwd: r.cwd,
+		ScannedBytes: r.bytes, Blocks: blocks}
+	if r.err != nil {
+		c.Err = r.err.Error()
+	}
+	s.time.rec.LeakCheck(&c)
+}
+
+// judge applies the suppressions and --leak-kinds to a check's blocks
+// (sorted by address): r's figures per process and per site, its loss
+// records, and whether it fails --fail-on-leak.
+func (l *leakState) judge(r *leakResult, blocks []recording.LeakBlock, stacks leakStacks) {
+	r.sites = map[aggregate.SiteKey]*siteLeak{}
+	l.classify(r, blocks, stacks)
+	if l.cfg.FailOnLeak && r.counted > l.cfg.FailBytes {
+		l.over = append(l.over, r)
 	}
 }
 
 // classify applies the suppressions and sums the classes per process and
 // per site.
-func (s *session) classify(r *leakResult, blocks []leakcheck.Block, sites []aggregate.SiteKey, res *leakcheck.Result) {
+func (l *leakState) classify(r *leakResult, blocks []recording.LeakBlock, stacks leakStacks) {
 	type key struct {
 		site  aggregate.SiteKey
 		class leakcheck.Class
@@ -227,7 +278,7 @@ func (s *session) classify(r *leakResult, blocks []leakcheck.Block, sites []aggr
 		if f, ok := frames[site]; ok {
 			return f
 		}
-		f, tr := s.siteStack(r.pid, site)
+		f, tr := stacks.of(r.pid, site)
 		frames[site], truncated[site] = f, tr
 		return f
 	}
@@ -255,18 +306,19 @@ func (s *session) classify(r *leakResult, blocks []leakcheck.Block, sites []aggr
 		stackKey[site] = b.String()
 		return stackKey[site]
 	}
-	for i, b := range blocks {
-		c := res.Class[i]
-		k := key{sites[i], c}
+	for i := range blocks {
+		b := &blocks[i]
+		c := b.Class
+		k := key{b.Site, c}
 		sup, seen := supp[k]
 		if !seen {
-			sup = s.cfg.Suppressions.Match(c, matchFrames(stackOf(sites[i])))
+			sup = l.cfg.Suppressions.Match(c, matchFrames(stackOf(b.Site)))
 			supp[k] = sup
 		}
-		sl := r.sites[sites[i]]
+		sl := r.sites[b.Site]
 		if sl == nil {
 			sl = &siteLeak{}
-			r.sites[sites[i]] = sl
+			r.sites[b.Site] = sl
 		}
 		if sup != nil {
 			r.suppBytes += b.Size
@@ -277,7 +329,7 @@ func (s *session) classify(r *leakResult, blocks []leakcheck.Block, sites []aggr
 		}
 		r.totals.Add(c, b.Size)
 		sl.totals.Add(c, b.Size)
-		if h := res.Heuristic[i]; h != 0 && c == leakcheck.Reachable {
+		if h := b.Heuristic; h != 0 && c == leakcheck.Reachable {
 			if r.heuristic == nil {
 				r.heuristic = map[leakcheck.Heuristic]*[2]uint64{}
 			}
@@ -287,25 +339,25 @@ func (s *session) classify(r *leakResult, blocks []leakcheck.Block, sites []aggr
 			r.heuristic[h][0] += b.Size
 			r.heuristic[h][1]++
 		}
-		if s.cfg.LeakKinds.Has(c) {
+		if l.cfg.LeakKinds.Has(c) {
 			r.counted += b.Size
 		}
-		rk := recordKey{c, keyOf(sites[i])}
+		rk := recordKey{c, keyOf(b.Site)}
 		lr := records[rk]
 		if lr == nil {
-			lr = &lossRecord{class: c, site: sites[i]}
+			lr = &lossRecord{class: c, site: b.Site, key: rk.stack}
 			records[rk] = lr
 		}
 		lr.bytes += b.Size
 		lr.blocks++
-		lr.indirect += res.IndirectBytes[i]
+		lr.indirect += b.Indirect
 	}
 	for _, lr := range records {
 		lr.frames, lr.truncated = stackOf(lr.site), truncated[lr.site]
 		r.records = append(r.records, *lr)
 	}
-	// Largest first, then by class (definite first) and address, so the
-	// order is stable.
+	// Largest first, then by class (definite first), address and stack,
+	// so the order is the same in every run and replay.
 	slices.SortFunc(r.records, func(a, b lossRecord) int {
 		if c := cmp.Compare(b.bytes+b.indirect, a.bytes+a.indirect); c != 0 {
 			return c
@@ -313,25 +365,40 @@ func (s *session) classify(r *leakResult, blocks []leakcheck.Block, sites []aggr
 		if c := cmp.Compare(b.class, a.class); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.site.Address, b.site.Address)
+		if c := cmp.Compare(a.site.Address, b.site.Address); c != 0 {
+			return c
+		}
+		return strings.Compare(a.key, b.key)
 	})
 }
 
-// siteStack is a site's stack: the whole one with --detail, otherwise its
-// call site alone.
-func (s *session) siteStack(pid int, site aggregate.SiteKey) ([]symbolize.Frame, bool) {
-	if s.cfg.Detail && s.objs != nil {
-		src := stackSource{objs: s.objs, code: codeView{s.res}, depth: s.cfg.StackDepth}
-		st := src.Stack(uint32(pid), aggregate.SiteSnapshot{Address: site.Address, StackID: site.StackID})
+// leakStacks gives the leak check each site's stack: the whole one with
+// --detail (stacks set), otherwise its call site alone.
+type leakStacks struct {
+	stacks report.StackSource // nil without --detail
+	res    *symbolize.Resolver
+}
+
+func (l leakStacks) of(pid int, site aggregate.SiteKey) ([]symbolize.Frame, bool) {
+	if l.stacks != nil {
+		st := l.stacks.Stack(uint32(pid), aggregate.SiteSnapshot{Address: site.Address, StackID: site.StackID})
 		if len(st.Frames) > 0 {
 			return st.Frames, st.Truncated
 		}
 	}
-	f := s.res.Resolve(pid, site.Address)
+	f := l.res.Resolve(pid, site.Address)
 	if f.Address == 0 {
 		f.Address = site.Address
 	}
-	return []symbolize.Frame{f}, s.cfg.Detail
+	return []symbolize.Frame{f}, l.stacks != nil
+}
+
+// detailStacks is the --detail stack source (nil without it).
+func (s *session) detailStacks() report.StackSource {
+	if !s.cfg.Detail || s.objs == nil {
+		return nil
+	}
+	return stackSource{objs: s.objs, code: codeView{s.res}, depth: s.cfg.StackDepth}
 }
 
 // matchFrames turns symbolized frames into what suppressions match.
@@ -463,32 +530,40 @@ func (s *session) onFork(st launch.Stop) error {
 	return nil
 }
 
-// leakExitCode is memtrace's status: ExitLeak when a checked process lost
+// leakExitCode is memtrace's status after the run (leakState.exitCode).
+func (s *session) leakExitCode(code int) int {
+	if s.leak == nil {
+		return code
+	}
+	return s.leak.exitCode(code, s.stderr)
+}
+
+// exitCode is memtrace's status: ExitLeak when a checked process lost
 // more than --fail-on-leak allows, with a line on stderr for each.
 // A check that could not run fails the run too (ExitError): --fail-on-leak
 // must not pass a build it could not check.
-func (s *session) leakExitCode(code int) int {
-	if s.leak == nil || !s.cfg.FailOnLeak {
+func (l *leakState) exitCode(code int, stderr io.Writer) int {
+	if !l.cfg.FailOnLeak {
 		return code
 	}
 	failed := false
-	pids := make([]int, 0, len(s.leak.results))
-	for pid := range s.leak.results {
+	pids := make([]int, 0, len(l.results))
+	for pid := range l.results {
 		pids = append(pids, pid)
 	}
 	slices.Sort(pids)
 	for _, pid := range pids {
-		if r := s.leak.results[pid]; r.err != nil {
-			fmt.Fprintf(s.stderr, "memtrace: pid %d %s: leak check failed: %v\n", r.pid, r.comm, r.err)
+		if r := l.results[pid]; r.err != nil {
+			fmt.Fprintf(stderr, "memtrace: pid %d %s: leak check failed: %v\n", r.pid, r.comm, r.err)
 			failed = true
 		}
 	}
-	for _, r := range s.leak.over {
-		fmt.Fprintf(s.stderr, "memtrace: pid %d %s: %d bytes lost (%s) %s, more than --fail-on-leak=%d\n",
-			r.pid, r.comm, r.counted, s.cfg.LeakKinds, r.when, s.cfg.FailBytes)
+	for _, r := range l.over {
+		fmt.Fprintf(stderr, "memtrace: pid %d %s: %d bytes lost (%s) %s, more than --fail-on-leak=%d\n",
+			r.pid, r.comm, r.counted, l.cfg.LeakKinds, r.when, l.cfg.FailBytes)
 	}
 	switch {
-	case len(s.leak.over) > 0:
+	case len(l.over) > 0:
 		return ExitLeak
 	case failed:
 		return ExitError

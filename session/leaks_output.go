@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,37 +16,65 @@ import (
 )
 
 // writeReport writes a report in the chosen format, then what the leak
-// check adds: its section (text), the NDJSON copy (--json-file) and the CI
-// annotations.
+// check adds (writeReport).
 func (s *session) writeReport(snap aggregate.Snapshot, o report.Options) error {
 	k := s.objs.Kernel()
 	o.Kernel, o.Attach = k.Release, string(k.Attach)
+	var leaks *leakState
 	if s.cfg.LeakCheck {
-		o.Leaks = s.leaks()
+		leaks = s.leaks()
 	}
-	if s.cfg.JSON {
-		if err := report.WriteJSON(s.out, snap, s.res, o); err != nil {
+	return writeReport(s.cfg.output(s.out, s.stderr, s.cfg.JSON), snap, s.res, o, leaks)
+}
+
+// output is where reports go with these flags.
+func (c *LeakConfig) output(out, stderr io.Writer, json bool) reportOutput {
+	w := reportOutput{out: out, stderr: stderr, json: json}
+	if c.JSONFileW != nil { // a nil *os.File is no nil io.Writer
+		w.jsonFile = c.JSONFileW
+	}
+	return w
+}
+
+// reportOutput is where reports go: stdout (or -o) in text or NDJSON, the
+// --json-file copy, stderr for what NDJSON cannot carry.
+type reportOutput struct {
+	out, stderr io.Writer
+	json        bool
+	jsonFile    io.Writer // nil without --json-file
+}
+
+// writeReport writes a report in the chosen format, then what the leak
+// check adds (leaks nil: no check): its section (text), the NDJSON copy
+// (--json-file) and the CI annotations. A live run and a replay write
+// theirs with it.
+func writeReport(w reportOutput, snap aggregate.Snapshot, res *symbolize.Resolver, o report.Options, leaks *leakState) error {
+	if leaks != nil {
+		o.Leaks = leaks
+	}
+	if w.json {
+		if err := report.WriteJSON(w.out, snap, res, o); err != nil {
 			return err
 		}
-	} else if err := report.WriteText(s.out, snap, s.res, o); err != nil {
+	} else if err := report.WriteText(w.out, snap, res, o); err != nil {
 		return err
 	}
-	if s.cfg.JSONFileW != nil {
-		if err := report.WriteJSON(s.cfg.JSONFileW, snap, s.res, o); err != nil {
+	if w.jsonFile != nil {
+		if err := report.WriteJSON(w.jsonFile, snap, res, o); err != nil {
 			return fmt.Errorf("--json-file: %w", err)
 		}
 	}
-	if !s.cfg.LeakCheck {
+	if leaks == nil {
 		return nil
 	}
 	// Each checked process's leak section once, after its final report.
 	var done []*leakResult
 	for _, p := range snap.Processes {
-		r := s.leaks().results[int(p.PID)]
-		if r == nil || s.leaks().printed[r.pid] || !o.Final {
+		r := leaks.results[int(p.PID)]
+		if r == nil || leaks.printed[r.pid] || !o.Final {
 			continue
 		}
-		s.leaks().printed[r.pid] = true
+		leaks.printed[r.pid] = true
 		done = append(done, r)
 	}
 	if len(done) == 0 {
@@ -53,33 +82,33 @@ func (s *session) writeReport(snap aggregate.Snapshot, o report.Options) error {
 	}
 	// With --json, stdout is NDJSON only: the records carry the figures,
 	// and the listing goes to stderr when --fail-on-leak may fail the run.
-	w, listed := s.out, done
-	if s.cfg.JSON {
-		w = s.stderr
-		if !s.cfg.FailOnLeak {
+	out, listed := w.out, done
+	if w.json {
+		out = w.stderr
+		if !leaks.cfg.FailOnLeak {
 			listed = nil
 		}
 	}
 	var b bytes.Buffer
 	for _, r := range listed {
-		s.writeLeakText(&b, r)
+		leaks.writeLeakText(&b, r)
 	}
-	if _, err := w.Write(b.Bytes()); err != nil {
+	if _, err := out.Write(b.Bytes()); err != nil {
 		return err
 	}
 	if os.Getenv("GITHUB_ACTIONS") == "true" {
 		var a bytes.Buffer
 		for _, r := range done {
-			s.writeAnnotations(&a, r)
+			leaks.writeAnnotations(&a, r)
 		}
-		s.stderr.Write(a.Bytes())
+		w.stderr.Write(a.Bytes())
 	}
 	return nil
 }
 
 // writeLeakText prints a process's leak summary as valgrind does, then its
 // lost blocks by call site, with stacks.
-func (s *session) writeLeakText(b *bytes.Buffer, r *leakResult) {
+func (l *leakState) writeLeakText(b *bytes.Buffer, r *leakResult) {
 	fmt.Fprintf(b, "\npid %d %s: leak check %s\n", r.pid, r.comm, r.when)
 	if r.err != nil {
 		fmt.Fprintf(b, "  leak check failed: %v\n", r.err)
@@ -99,18 +128,18 @@ func (s *session) writeLeakText(b *bytes.Buffer, r *leakResult) {
 		}
 	}
 	fmt.Fprintf(b, "  %16s: %d bytes in %d blocks\n", "suppressed", r.suppBytes, r.suppBlocks)
-	shown := r.shownRecords(s.cfg.LeakKinds)
+	shown := r.shownRecords(l.cfg.LeakKinds)
 	if len(shown) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "\n  lost blocks by call site (%s):\n", shownKinds(s.cfg.LeakKinds))
+	fmt.Fprintf(b, "\n  lost blocks by call site (%s):\n", shownKinds(l.cfg.LeakKinds))
 	for _, lr := range shown {
 		total := strconv.FormatUint(lr.bytes, 10)
 		if lr.class == leakcheck.Definite && lr.indirect > 0 {
 			total = fmt.Sprintf("%d (%d direct, %d indirect)", lr.bytes+lr.indirect, lr.bytes, lr.indirect)
 		}
 		fmt.Fprintf(b, "  %s bytes in %d blocks are %s", total, lr.blocks, lr.class.Title())
-		if s.cfg.FailOnLeak && s.cfg.LeakKinds.Has(lr.class) {
+		if l.cfg.FailOnLeak && l.cfg.LeakKinds.Has(lr.class) {
 			b.WriteString(" [counted by --fail-on-leak]")
 		}
 		b.WriteByte('\n')
@@ -173,7 +202,7 @@ func frameLabels(f symbolize.Frame) (string, string, string) {
 // blocks: ::error for the classes --fail-on-leak counts, ::warning for the
 // other lost ones, at the first frame of each stack that has a source line
 // (in the workspace when there is one).
-func (s *session) writeAnnotations(b *bytes.Buffer, r *leakResult) {
+func (l *leakState) writeAnnotations(b *bytes.Buffer, r *leakResult) {
 	if r.err != nil {
 		return
 	}
@@ -183,7 +212,7 @@ func (s *session) writeAnnotations(b *bytes.Buffer, r *leakResult) {
 			continue
 		}
 		level := "warning"
-		if s.cfg.FailOnLeak && s.cfg.LeakKinds.Has(lr.class) {
+		if l.cfg.FailOnLeak && l.cfg.LeakKinds.Has(lr.class) {
 			level = "error"
 		}
 		f, ok := annotationFrame(lr.frames, ws)

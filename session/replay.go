@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,12 @@ type ReplayConfig struct {
 	TolSet  bool
 	SymbolizeConfig
 	ExportFiles // --pprof, --folded, --html as of --at (exports.go)
+	// LeakConfig: --leak-check, --fail-on-leak, --leak-kinds,
+	// --suppressions, --no-default-suppressions, --json-file; LeakSet
+	// says which were given, the others are the recorded run's
+	// (replay_leaks.go).
+	LeakConfig
+	LeakSet ReplayLeakFlags
 }
 
 // At is --at: a time since the start, the peak, or a mark.
@@ -98,16 +105,19 @@ func Replay(c *ReplayConfig, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "memtrace: --at %s: %s\n", c.At.String(), rp.missing)
 		return ExitUsage
 	}
+	lc, lerr := c.leakSettings(rp.info)
+	if lerr != nil {
+		fmt.Fprintf(stderr, "memtrace: %v\n", lerr)
+		return ExitUsage
+	}
 	o := report.Options{Top: c.Top, Sort: c.Sort, Final: c.At.kind == "" && err == nil, Raw: c.Raw, Host: rp.info.Mode == "host",
 		Kernel: rp.info.Kernel, Attach: rp.info.Attach}
-	if c.Detail {
-		o.Stacks = recordedStacks{frames: rp.stacks, code: codeView{rp.res}, depth: max(rp.info.StackDepth, 1)}
+	// --fail-on-leak implies --detail, as in the live run.
+	if c.Detail || (lc.FailOnLeak && rp.info.Detail) {
+		o.Stacks = rp.recordedStacks()
 	}
-	if c.JSON {
-		err = report.WriteJSON(out, rp.snap, rp.res, o)
-	} else {
-		err = report.WriteText(out, rp.snap, rp.res, o)
-	}
+	leaks := rp.judgeLeaks(&lc)
+	err = writeReport(lc.output(out, stderr, c.JSON), rp.snap, rp.res, o, leaks)
 	if err == nil {
 		err = rp.writeExports(c)
 	}
@@ -115,10 +125,19 @@ func Replay(c *ReplayConfig, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "memtrace: %v\n", err)
 		return ExitError
 	}
+	code := ExitOK
 	if rp.readErr != nil {
-		return ExitError
+		code = ExitError
 	}
-	return ExitOK
+	if leaks != nil {
+		code = leaks.exitCode(code, stderr)
+	}
+	return code
+}
+
+// recordedStacks is the --detail stack source of a recording.
+func (rp *replayed) recordedStacks() recordedStacks {
+	return recordedStacks{frames: rp.stacks, code: codeView{rp.res}, depth: max(rp.info.StackDepth, 1)}
 }
 
 func (a At) String() string {
@@ -146,6 +165,8 @@ type replayed struct {
 	table   *aggregate.Table
 	history *history.Collector
 	endNS   uint64
+	// leakChecks are the leak checks recorded up to the moment replayed.
+	leakChecks []recording.LeakCheck
 }
 
 // writeExports writes the export files of the moment replayed, as the
@@ -156,7 +177,7 @@ func (rp *replayed) writeExports(c *ReplayConfig) error {
 	}
 	src := pprofout.Sources{Symbolizer: rp.res, Mappings: rp.res}
 	if takesStacks(rp.info.Detail, rp.info.SampleBytes) {
-		src.Stacks = recordedStacks{frames: rp.stacks, code: codeView{rp.res}, depth: max(rp.info.StackDepth, 1)}
+		src.Stacks = rp.recordedStacks()
 	}
 	since := time.Duration(rp.endNS - min(rp.endNS, rp.info.StartNS))
 	return writeExportFiles(&c.ExportFiles, rp.history, rp.snap, pprofout.NewCache(src).Sources(), exportEnd{
@@ -232,6 +253,12 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 			rp.snap, done = t.Snapshot(), true
 			continue
 		}
+		if rec.Kind == recording.KindLeakCheck {
+			lc := rec.Leak
+			lc.Blocks = slices.Clone(lc.Blocks)
+			rp.leakChecks = append(rp.leakChecks, lc)
+			continue
+		}
 		f.apply(t, &rec)
 		n++
 		rp.endNS = max(rp.endNS, recordTime(&rec))
@@ -282,7 +309,7 @@ func recordTime(rec *recording.Record) uint64 {
 	switch rec.Kind {
 	case recording.KindEvent:
 		return rec.Event.Time
-	case recording.KindTick, recording.KindExited, recording.KindMark:
+	case recording.KindTick, recording.KindExited, recording.KindMark, recording.KindLeakCheck:
 		return rec.Time
 	}
 	return 0
@@ -303,7 +330,7 @@ func peakRecord(c *ReplayConfig) (int, error) {
 	var rec recording.Record
 	n := 0
 	for r.Next(&rec) == nil {
-		if rec.Kind == recording.KindMaps || rec.Kind == recording.KindStack {
+		if rec.Kind == recording.KindMaps || rec.Kind == recording.KindStack || rec.Kind == recording.KindLeakCheck {
 			continue
 		}
 		f.apply(t, &rec)

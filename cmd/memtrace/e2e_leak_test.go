@@ -470,7 +470,8 @@ func TestFollowForks(t *testing.T) {
 		}
 		// The child exits first.
 		vgChild, vgParent := vg[order[0]], vg[order[1]]
-		r := runMemtrace(t, "-f", "--fail-on-leak", "--json", "--top", "0", "--", bin)
+		rec := filepath.Join(t.TempDir(), "fork.rec")
+		r := runMemtrace(t, "-f", "--fail-on-leak", "--json", "--top", "0", "--record", rec, "--", bin)
 		if r.code != exitLeak {
 			t.Fatalf("exit %d, want %d; stderr:\n%s", r.code, exitLeak, r.stderr)
 		}
@@ -496,6 +497,13 @@ func TestFollowForks(t *testing.T) {
 		if !strings.Contains(r.stderr, fmt.Sprintf("pid %d %s: 64 bytes lost", child.PID, child.Comm)) {
 			t.Errorf("stderr does not name the child:\n%s", r.stderr)
 		}
+		// Replayed: both checks, the child's inherited blocks included
+		// (they are in no table of its own), and the same status.
+		rp := runMemtrace(t, "replay", "--json", "--top", "0", rec)
+		if rp.code != exitLeak {
+			t.Errorf("replay: exit %d, want %d\n%s", rp.code, exitLeak, rp.stderr)
+		}
+		sameLeaks(t, r.stdout, rp.stdout)
 	})
 	for _, mode := range []string{"exec", "spawn"} {
 		t.Run(mode, func(t *testing.T) {
@@ -525,7 +533,8 @@ func TestLeakCheckAttached(t *testing.T) {
 	target, stdin, lines := startReady(t, bin)
 	defer target.Process.Kill()
 
-	mt := exec.Command(memtrace(t), "--json", "--top", "0", "--leak-check", "-v", "-p", strconv.Itoa(target.Process.Pid))
+	rec := filepath.Join(t.TempDir(), "attach.rec")
+	mt := exec.Command(memtrace(t), "--json", "--top", "0", "--leak-check", "-v", "--record", rec, "-p", strconv.Itoa(target.Process.Pid))
 	var mtOut strings.Builder
 	mt.Stdout = &mtOut
 	mtErr, _ := mt.StderrPipe()
@@ -564,6 +573,15 @@ func TestLeakCheckAttached(t *testing.T) {
 		"in_old_block": {ReachableBytes: 40, ReachableBlocks: 1},
 		"kept_global":  {ReachableBytes: 72, ReachableBlocks: 1},
 	}, nil)
+	// The check of a frozen process replays too.
+	r := runMemtrace(t, "replay", "--json", "--top", "0", rec)
+	if r.code != 0 {
+		t.Fatalf("replay: exit %d\n%s", r.code, r.stderr)
+	}
+	sameLeaks(t, mtOut.String(), r.stdout)
+	if got, want := r.stdout, liveFinal(mtOut.String()); got != want {
+		t.Errorf("replay differs from the live final report\nreplay:\n%s\nlive:\n%s", got, want)
+	}
 }
 
 // TestLeakFlagsBad: mistakes in the leak flags are usage errors.

@@ -119,31 +119,15 @@ func (f heuristicsFlag) Set(s string) error {
 // to run after parsing (it needs the target mode).
 func addLeakFlags(fs *pflag.FlagSet, c *session.Config) func() error {
 	l := &c.LeakConfig
-	l.LeakKinds = leakcheck.KindsOf(leakcheck.Definite, leakcheck.Indirect)
 	l.Heuristics = leakcheck.AllHeuristics
-	fs.Var(optionalBool{&l.LeakCheck, &l.LeakCheckSet}, "leak-check",
-		"classify live blocks at exit as definitely/indirectly/possibly lost or still reachable (default on with a command; with -p, when the run ends)")
-	fs.Lookup("leak-check").NoOptDefVal = "true"
-	fs.Var(failFlag{l}, "fail-on-leak",
+	loadSuppressions := addJudgeFlags(fs, l,
+		"classify live blocks at exit as definitely/indirectly/possibly lost or still reachable (default on with a command; with -p, when the run ends)",
 		"exit 10 when a process's lost bytes (of --leak-kinds) exceed `BYTES` (0 when not given); implies --leak-check and --detail")
-	fs.Lookup("fail-on-leak").NoOptDefVal = "true"
-	fs.Var(kindsFlag{&l.LeakKinds}, "leak-kinds", "`KINDS` of leaks --fail-on-leak counts: definite,indirect,possible,reachable, all or none")
 	fs.Var(heuristicsFlag{&l.Heuristics}, "leak-check-heuristics", "`HEURISTICS`: interior pointers taken as start pointers, as valgrind's: stdstring,length64,newarray,multipleinheritance, all or none")
 	fs.BoolVarP(&l.Follow, "follow", "f", false, "follow the processes the command forks: each is traced and leak-checked at its own exit")
-	var files []string
-	fs.Var(nameList{&files}, "suppressions", "`FILE` of leak:PATTERN suppressions (LeakSanitizer format); repeatable")
-	fs.BoolVar(&l.NoDefaultSupp, "no-default-suppressions", false, "do not suppress the C/C++ runtime's own reachable allocations")
-	fs.StringVar(&l.JSONFile, "json-file", "", "also write the NDJSON records to `PATH`")
 	return func() error {
-		for _, f := range files {
-			ss, err := leakcheck.ReadSuppressionFile(f)
-			if err != nil {
-				return fmt.Errorf("%w: --suppressions: %w", errUsage, err)
-			}
-			l.Suppressions = append(l.Suppressions, ss...)
-		}
-		if !l.NoDefaultSupp {
-			l.Suppressions = append(l.Suppressions, leakcheck.DefaultSuppressions...)
+		if err := loadSuppressions(); err != nil {
+			return err
 		}
 		if l.Follow && len(c.Command) == 0 {
 			return fmt.Errorf("%w: -f/--follow needs a command (-- COMMAND)", errUsage)
@@ -167,6 +151,53 @@ func addLeakFlags(fs *pflag.FlagSet, c *session.Config) func() error {
 				return fmt.Errorf("%w: the leak check needs every allocation: drop --sample-bytes", errUsage)
 			}
 			l.LeakCheck = false
+		}
+		return nil
+	}
+}
+
+// addReplayLeakFlags registers the leak flags of memtrace replay: those
+// that judge the recorded checks. The check itself ran in the live run, so
+// --leak-check-heuristics and -f have no say here.
+func addReplayLeakFlags(fs *pflag.FlagSet, c *session.ReplayConfig) func() error {
+	loadSuppressions := addJudgeFlags(fs, &c.LeakConfig,
+		"show the recorded leak check (default: when the run made one)",
+		"exit 10 when a process's lost bytes (of --leak-kinds) exceed `BYTES` (0 when not given; default: the recorded run's)")
+	for _, name := range []string{"leak-kinds", "suppressions", "no-default-suppressions"} {
+		f := fs.Lookup(name)
+		f.DefValue, f.Usage = "", f.Usage+" (default: the recorded run's)"
+	}
+	return func() error {
+		c.LeakSet = session.ReplayLeakFlags{Kinds: fs.Changed("leak-kinds"), Fail: fs.Changed("fail-on-leak"),
+			Suppressions: fs.Changed("suppressions") || fs.Changed("no-default-suppressions")}
+		return loadSuppressions()
+	}
+}
+
+// addJudgeFlags registers the flags a live run and a replay share: whether
+// to check, and how the results are judged and written. The function it
+// returns reads the suppression files and opens --json-file.
+func addJudgeFlags(fs *pflag.FlagSet, l *session.LeakConfig, checkUsage, failUsage string) func() error {
+	l.LeakKinds = leakcheck.KindsOf(leakcheck.Definite, leakcheck.Indirect)
+	fs.Var(optionalBool{&l.LeakCheck, &l.LeakCheckSet}, "leak-check", checkUsage)
+	fs.Lookup("leak-check").NoOptDefVal = "true"
+	fs.Var(failFlag{l}, "fail-on-leak", failUsage)
+	fs.Lookup("fail-on-leak").NoOptDefVal = "true"
+	fs.Var(kindsFlag{&l.LeakKinds}, "leak-kinds", "`KINDS` of leaks --fail-on-leak counts: definite,indirect,possible,reachable, all or none")
+	var files []string
+	fs.Var(nameList{&files}, "suppressions", "`FILE` of leak:PATTERN suppressions (LeakSanitizer format); repeatable")
+	fs.BoolVar(&l.NoDefaultSupp, "no-default-suppressions", false, "do not suppress the C/C++ runtime's own reachable allocations")
+	fs.StringVar(&l.JSONFile, "json-file", "", "also write the NDJSON records to `PATH`")
+	return func() error {
+		for _, f := range files {
+			ss, err := leakcheck.ReadSuppressionFile(f)
+			if err != nil {
+				return fmt.Errorf("%w: --suppressions: %w", errUsage, err)
+			}
+			l.Suppressions = append(l.Suppressions, ss...)
+		}
+		if !l.NoDefaultSupp {
+			l.Suppressions = append(l.Suppressions, leakcheck.DefaultSuppressions...)
 		}
 		if l.JSONFile != "" {
 			f, err := os.Create(l.JSONFile)

@@ -17,9 +17,10 @@ func replayCommand(code *int, stdout, stderr io.Writer) *cobra.Command {
 		Use:   "replay FILE",
 		Short: "print the report of a run recorded with --record, or of a moment in it (--at)",
 		Long: "Prints the report the recorded run printed at its end (the same tables or\n" +
-			"NDJSON, per call site), or, with --at, as of an earlier moment. --pprof,\n" +
-			"--folded and --html write the files the live run would have written, as of\n" +
-			"the same moment.",
+			"NDJSON, per call site, and its leak check), or, with --at, as of an earlier\n" +
+			"moment. --pprof, --folded and --html write the files the live run would have\n" +
+			"written, as of the same moment. The leak flags judge the recorded check\n" +
+			"again (each one not given is the recorded run's); --fail-on-leak exits 10.",
 		Args: exactArgs(1, "memtrace replay takes one recording (memtrace replay FILE [flags])"),
 	}
 	fs := cmd.Flags()
@@ -35,6 +36,7 @@ func replayCommand(code *int, stdout, stderr io.Writer) *cobra.Command {
 	checkRates := addRateFlags(fs, &c.Rates)
 	addSymbolizeFlags(fs, &c.SymbolizeConfig)
 	checkExports := addExportFileFlags(fs, &c.ExportFiles)
+	checkLeaks := addReplayLeakFlags(fs, c)
 	fs.MarkHidden("watch") // a replay has no live view
 	cmd.RunE = func(_ *cobra.Command, args []string) error {
 		c.File = args[0]
@@ -44,6 +46,9 @@ func replayCommand(code *int, stdout, stderr io.Writer) *cobra.Command {
 			return err
 		}
 		if err := checkExports(); err != nil {
+			return err
+		}
+		if err := checkLeaks(); err != nil {
 			return err
 		}
 		var err error
