@@ -45,7 +45,7 @@ func TestSampledStacks(t *testing.T) {
 
 	// The profile: a sample per chain, adding up to the row.
 	want := map[string][4]int64{
-		"make_block/left/main":        {30, 245760, 30, 245760},
+		"make_block/left/main":         {30, 245760, 30, 245760},
 		"make_block/middle/right/main": {20, 327680, 15, 245760},
 	}
 	got := fixtureSamples(t, readProfile(t, pprofFile))
