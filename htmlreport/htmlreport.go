@@ -177,12 +177,16 @@ func buildProcess(p history.Process, final aggregate.ProcessSnapshot, src pprofo
 	d := processData{PID: p.PID, Comm: p.Comm, AllocSizes: trimZeros(p.AllocSizes[:]),
 		Top: []int{}, Rates: []rateData{}, Marks: []markData{}, Maps: []mapData{}, Sites: []siteData{}, Groups: []groupData{}}
 
-	// Name the sites; sites of one call site (with --detail, one per
-	// stack) form a group: one colour, one timeline layer, one legend entry.
+	// Name the sites; sites of one call site (with --detail, or broken
+	// down by stack in sampled mode, one per stack) form a group: one
+	// colour, one timeline layer, one legend entry.
 	groupOf := map[string]int{}
 	finalSites := map[aggregate.SiteKey]aggregate.Stats{}
-	for _, s := range final.Sites {
-		if s.Category == aggregate.Heap {
+	for _, site := range final.Sites {
+		if site.Category != aggregate.Heap {
+			continue
+		}
+		for _, s := range site.ByStack() { // as the history has them
 			finalSites[s.Key()] = s.Stats
 		}
 	}

@@ -305,6 +305,9 @@ function drawFlame() {
     d.style.background = node.color || (depth === 0 ? "#ddd" : "#e8c9a0");
     d.textContent = node.name;
     var v = node.value;
+    // The frame's path from the root and its exact figure, for the tests.
+    d.dataset.path = names.join(";");
+    d.dataset.value = String(v);
     d.addEventListener("mousemove", function (ev) {
       showTip(ev, node.full + "\n" + fmtExact(v) + " B (" + fmtBytes(v) + "), " + (100 * v / root.value).toFixed(1) + "% of all");
     });
