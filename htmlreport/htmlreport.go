@@ -122,6 +122,9 @@ type processData struct {
 	Marks      []markData `json:"marks"`
 	Maps       []mapData  `json:"maps"`
 	AllocSizes []uint64   `json:"allocSizes"`
+	// AllocatedRest is what the sites left out of the page allocated
+	// (allocatedOnly).
+	AllocatedRest uint64 `json:"allocatedRest"`
 }
 
 // groupData is a call site (its leaf frame), the unit of colours.
@@ -190,7 +193,9 @@ func buildProcess(p history.Process, final aggregate.ProcessSnapshot, src pprofo
 			finalSites[s.Key()] = s.Stats
 		}
 	}
-	for _, k := range p.Sites {
+	extra, rest := allocatedOnly(p.Sites, finalSites)
+	d.AllocatedRest = rest
+	for _, k := range append(slices.Clone(p.Sites), extra...) {
 		sd := site(p.PID, k, src)
 		key := sd.Label + "\x00" + sd.Location + "\x00" + sd.Module
 		g, ok := groupOf[key]
@@ -284,6 +289,43 @@ func buildProcess(p history.Process, final aggregate.ProcessSnapshot, src pprofo
 		d.Maps = append(d.Maps, md)
 	}
 	return d
+}
+
+// allocatedSites bounds the sites named for the flame graph's bytes
+// allocated over the run beyond those of the history, so that the page
+// stays small: a site's stack takes up to a few KB.
+var allocatedSites = 500
+
+// allocatedOnly returns the sites of final (by stack) that allocated but
+// that the history does not name, having never been among the largest
+// live at its moments (short-lived blocks), the largest allocated first,
+// at most allocatedSites of them; rest is what the others allocated.
+func allocatedOnly(named []aggregate.SiteKey, final map[aggregate.SiteKey]aggregate.Stats) (extra []aggregate.SiteKey, rest uint64) {
+	known := make(map[aggregate.SiteKey]bool, len(named))
+	for _, k := range named {
+		known[k] = true
+	}
+	for k, st := range final {
+		if !known[k] && st.AllocBytes > 0 {
+			extra = append(extra, k)
+		}
+	}
+	slices.SortFunc(extra, func(a, b aggregate.SiteKey) int {
+		if r := cmp.Compare(final[b].AllocBytes, final[a].AllocBytes); r != 0 {
+			return r
+		}
+		if r := cmp.Compare(a.Address, b.Address); r != 0 {
+			return r
+		}
+		return cmp.Compare(a.StackID, b.StackID)
+	})
+	if len(extra) > allocatedSites {
+		for _, k := range extra[allocatedSites:] {
+			rest += final[k].AllocBytes
+		}
+		extra = extra[:allocatedSites]
+	}
+	return extra, rest
 }
 
 // site names a call site and its stack, outermost frame first.

@@ -1,6 +1,7 @@
 package htmlreport
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -19,7 +20,7 @@ import (
 // chains are the stacks of testdata/sampled_stacks.c's call site
 // make_block (address 10): main -> left -> make_block and main -> right ->
 // middle -> make_block, innermost first.
-var chains = map[int32][]uint64{1: {10, 11, 13}, 2: {10, 12, 14, 15}}
+var chains = map[int32][]uint64{1: {10, 11, 13}, 2: {10, 12, 14, 15}, 3: {10, 16, 13}}
 
 type chainStacks struct{ names }
 
@@ -31,7 +32,7 @@ func (c chainStacks) Stack(pid uint32, s aggregate.SiteSnapshot) callstack.Stack
 	return st
 }
 
-var chainNames = names{10: "make_block", 11: "left", 12: "middle", 13: "main", 14: "right", 15: "main"}
+var chainNames = names{10: "make_block", 11: "left", 12: "middle", 13: "main", 14: "right", 15: "main", 16: "churn"}
 
 // TestSampledStacks: a sampled run without --detail keeps one call site
 // broken down by stack (aggregate's SetStackBreakdown); the flame graph
@@ -40,7 +41,9 @@ var chainNames = names{10: "make_block", 11: "left", 12: "middle", 13: "main", 1
 // call site. The fixture's figures: left keeps 30 blocks of 8192 bytes,
 // right allocates 20 of 16384 and frees 5 after the peak, and one block of
 // 1024 bytes has no stack; at --sample-bytes 64 each weighs 1 to within
-// rounding.
+// rounding. A third chain, through churn, allocates 10 blocks of 4096
+// bytes and frees them between two moments: the history never names it,
+// the bytes allocated over the run do.
 func TestSampledStacks(t *testing.T) {
 	tb := aggregate.NewTable()
 	tb.SetSampleBytes(64)
@@ -67,6 +70,9 @@ func TestSampledStacks(t *testing.T) {
 		right = append(right, alloc(16384, 2))
 	}
 	alloc(1024, -1)
+	for range 10 {
+		apply(event.Event{Kind: event.Free, Func: event.FuncFree, Addr: alloc(4096, 3)})
+	}
 	c.Sample(1e8, tb.Snapshot(), tb) // the peak
 	for _, a := range right[:5] {
 		apply(event.Event{Kind: event.Free, Func: event.FuncFree, Addr: a})
@@ -119,12 +125,25 @@ func TestSampledStacks(t *testing.T) {
 		"main;left;make_block":         "allocated 245760 in 30, live at the end 245760",
 		"main;right;middle;make_block": "allocated 327680 in 20, live at the end 245760",
 		"make_block":                   "allocated 1024 in 1, live at the end 1024",
+		"main;churn;make_block":        "allocated 40960 in 10, live at the end 0",
 	}
 	if fmt.Sprint(got) != fmt.Sprint(wantSites) {
 		t.Errorf("sites:\n%v\nwant\n%v", got, wantSites)
 	}
 	if len(p.Groups) != 1 || p.Groups[0].Label != "make_block" {
 		t.Errorf("groups %+v, want make_block alone", p.Groups)
+	}
+
+	// Past the bound on sites named for what they allocated, the rest is
+	// one figure.
+	defer func(n int) { allocatedSites = n }(allocatedSites)
+	allocatedSites = 0
+	var buf bytes.Buffer
+	if err := Write(&buf, c.History(), final, pprofout.Sources{Symbolizer: chainNames, Stacks: chainStacks{chainNames}}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"allocatedRest":40960}`) || strings.Contains(buf.String(), "churn") {
+		t.Errorf("allocatedSites 0: churn's 40960 bytes not in allocatedRest")
 	}
 }
 

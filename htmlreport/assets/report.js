@@ -281,6 +281,7 @@ function flameTree() {
     if (rest > 0) add([["(smaller call sites)", "call sites below the largest at this moment"]], rest, DATA.otherColor);
   } else {
     p.sites.forEach(function (s, si) { if (s.allocated > 0) add(s.stack, s.allocated, siteColor(si)); });
+    if (p.allocatedRest > 0) add([["(smaller call sites)", "call sites below the largest allocated"]], p.allocatedRest, DATA.otherColor);
   }
   return root;
 }
