@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -91,11 +92,6 @@ func TestSampledStacks(t *testing.T) {
 	f.Close()
 
 	// Live bytes at the peak, as drawn.
-	dom := headless.Load(t, path)
-	var frames []string
-	for _, m := range regexp.MustCompile(`<div class="frame" data-path="([^"]*)" data-value="(\d+)"[^>]*>([^<]*)<`).FindAllStringSubmatch(dom, -1) {
-		frames = append(frames, m[3]+" "+m[1]+" "+m[2])
-	}
 	want := []string{
 		"all  574464",
 		"main main 573440",
@@ -106,8 +102,24 @@ func TestSampledStacks(t *testing.T) {
 		"make_block main;left;make_block 245760",
 		"make_block make_block 1024",
 	}
-	if strings.Join(frames, "\n") != strings.Join(want, "\n") {
+	if frames := flameFrames(t, path); strings.Join(frames, "\n") != strings.Join(want, "\n") {
 		t.Errorf("flame graph frames:\n%s\nwant\n%s", strings.Join(frames, "\n"), strings.Join(want, "\n"))
+	}
+	// Allocated over the run, as drawn: churn's chain too.
+	want = []string{
+		"all  615424",
+		"main main 614400",
+		"right main;right 327680",
+		"middle main;right;middle 327680",
+		"make_block main;right;middle;make_block 327680",
+		"left main;left 245760",
+		"make_block main;left;make_block 245760",
+		"churn main;churn 40960",
+		"make_block main;churn;make_block 40960",
+		"make_block make_block 1024",
+	}
+	if frames := flameFrames(t, path+"#flame=allocated"); strings.Join(frames, "\n") != strings.Join(want, "\n") {
+		t.Errorf("flame graph frames, allocated:\n%s\nwant\n%s", strings.Join(frames, "\n"), strings.Join(want, "\n"))
 	}
 
 	// Allocated over the run, and the live bytes of the last moment, from
@@ -142,9 +154,24 @@ func TestSampledStacks(t *testing.T) {
 	if err := Write(&buf, c.History(), final, pprofout.Sources{Symbolizer: chainNames, Stacks: chainStacks{chainNames}}, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(buf.String(), `"allocatedRest":40960}`) || strings.Contains(buf.String(), "churn") {
-		t.Errorf("allocatedSites 0: churn's 40960 bytes not in allocatedRest")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
+	frames := flameFrames(t, path+"#flame=allocated")
+	if strings.Contains(buf.String(), "churn") || !slices.Contains(frames, "(smaller call sites) (smaller call sites) 40960") {
+		t.Errorf("allocatedSites 0: churn's 40960 bytes not one block of their own:\n%s", strings.Join(frames, "\n"))
+	}
+}
+
+// flameFrames loads a page and returns its flame graph's frames as drawn:
+// name, path from the root and figure.
+func flameFrames(t *testing.T, url string) []string {
+	t.Helper()
+	var frames []string
+	for _, m := range regexp.MustCompile(`<div class="frame" data-path="([^"]*)" data-value="(\d+)"[^>]*>([^<]*)<`).FindAllStringSubmatch(headless.Load(t, url), -1) {
+		frames = append(frames, m[3]+" "+m[1]+" "+m[2])
+	}
+	return frames
 }
 
 // pageProcess reads the first process of the data a page carries.

@@ -39,9 +39,10 @@ func TestHTML(t *testing.T) {
 // testdata/sampled_stacks.c reaches make_block's call site by two chains;
 // at --sample-bytes 64 every block weighs exactly 1, so the figures are
 // the true ones. The live run's page: bytes allocated over the run per
-// chain, and each chain's live bytes at the end; replaying the run's
-// recording --at peak: the flame graph as drawn at the peak (before right
-// frees 5 blocks), and allocated as of then.
+// chain, as drawn and in the page's data, and each chain's live bytes at
+// the end; replaying the run's recording --at peak: the flame graph as
+// drawn at the peak (before right frees 5 blocks), and allocated as of
+// then.
 func TestHTMLSampledStacks(t *testing.T) {
 	needBPF(t)
 	bin := fixture(t, "sampled_stacks.c")
@@ -50,11 +51,8 @@ func TestHTMLSampledStacks(t *testing.T) {
 	if r := runMemtrace(t, "--sample-bytes", "64", "--html", page, "--record", rec, "--", bin); r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	dom := headless.Load(t, page)
-	for _, chain := range []string{"main;left;make_block", "main;right;middle;make_block"} {
-		if !strings.Contains(dom, `data-path="`+chain+`"`) {
-			t.Errorf("the flame graph does not draw %s", chain)
-		}
+	if got, w := chainFrames(t, page+"#flame=allocated"), "main;right;middle;make_block 327680, main;left;make_block 245760"; got != w {
+		t.Errorf("flame graph of bytes allocated: %s, want %s", got, w)
 	}
 	want := map[string]string{
 		"main;left;make_block":         "allocated 245760 in 30, live at the last moment 245760",
@@ -68,12 +66,7 @@ func TestHTMLSampledStacks(t *testing.T) {
 	if r := runMemtrace(t, "replay", rec, "--at", "peak", "--html", atPeak); r.code != 0 {
 		t.Fatalf("replay: exit %d: %s", r.code, r.stderr)
 	}
-	dom = headless.Load(t, atPeak)
-	var frames []string
-	for _, m := range regexp.MustCompile(`<div class="frame" data-path="([^"]*make_block)" data-value="(\d+)"`).FindAllStringSubmatch(dom, -1) {
-		frames = append(frames, m[1]+" "+m[2])
-	}
-	if got, w := strings.Join(frames, ", "), "main;right;middle;make_block 327680, main;left;make_block 245760"; got != w {
+	if got, w := chainFrames(t, atPeak), "main;right;middle;make_block 327680, main;left;make_block 245760"; got != w {
 		t.Errorf("flame graph at the peak: %s, want %s", got, w)
 	}
 	want = map[string]string{
@@ -83,6 +76,17 @@ func TestHTMLSampledStacks(t *testing.T) {
 	if got := chainFigures(t, atPeak); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("replay --at peak's page, make_block's stacks:\n%v\nwant\n%v", got, want)
 	}
+}
+
+// chainFrames loads a page and returns the frames of make_block its flame
+// graph draws, each with its path from the root and its figure.
+func chainFrames(t *testing.T, url string) string {
+	t.Helper()
+	var frames []string
+	for _, m := range regexp.MustCompile(`<div class="frame" data-path="([^"]*make_block)" data-value="(\d+)"`).FindAllStringSubmatch(headless.Load(t, url), -1) {
+		frames = append(frames, m[1]+" "+m[2])
+	}
+	return strings.Join(frames, ", ")
 }
 
 // chainFigures reads make_block's stacks from a page's data: per stack

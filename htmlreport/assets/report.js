@@ -534,7 +534,11 @@ function init() {
   });
   if (DATA.processes.length < 2) document.getElementById("proc-pick").style.display = "none";
   sel.addEventListener("change", function () { pickProcess(Number(sel.value)); });
+  // "#flame=allocated" in the address opens the flame graph on the bytes
+  // allocated over the run (a link to that view; the tests read it).
+  if (/(^#|&)flame=allocated(&|$)/.test(location.hash)) state.flameMode = "allocated";
   document.querySelectorAll("input[name=flame-mode]").forEach(function (r) {
+    r.checked = r.value === state.flameMode;
     r.addEventListener("change", function () { state.flameMode = r.value; state.zoom = null; drawFlame(); });
   });
   document.getElementById("map-slider").addEventListener("input", function (ev) {
