@@ -106,6 +106,10 @@ type processData struct {
 	Comm   string      `json:"comm"`
 	Sites  []siteData  `json:"sites"`
 	Groups []groupData `json:"groups"`
+	// Frames are the frames of the sites' stacks, each once: [label, full
+	// name + location]. Stacks share most of their frames, so the page
+	// names each once.
+	Frames [][2]string `json:"frames"`
 	// Top are the groups with their own timeline layer and legend entry.
 	Top []int `json:"top"`
 	// Times are seconds since the first sample.
@@ -137,12 +141,11 @@ type groupData struct {
 }
 
 type siteData struct {
-	Label    string     `json:"label"`
-	Full     string     `json:"full"`
-	Location string     `json:"loc"`
-	Module   string     `json:"module"`
-	Group    int        `json:"group"`
-	Stack    [][]string `json:"stack"` // outermost first: [label, full name + location]
+	// The leaf frame's names, which its group carries.
+	Label, Full, Location, Module string `json:"-"`
+
+	Group int   `json:"group"`
+	Stack []int `json:"stack"` // outermost first, by index into processData.Frames
 	// Allocated over the run (final snapshot).
 	Allocated uint64 `json:"allocated"`
 	Allocs    uint64 `json:"allocs"`
@@ -178,7 +181,18 @@ func buildProcess(p history.Process, final aggregate.ProcessSnapshot, src pprofo
 	}
 	// Empty lists, not null: the script iterates them.
 	d := processData{PID: p.PID, Comm: p.Comm, AllocSizes: trimZeros(p.AllocSizes[:]),
-		Top: []int{}, Rates: []rateData{}, Marks: []markData{}, Maps: []mapData{}, Sites: []siteData{}, Groups: []groupData{}}
+		Top: []int{}, Rates: []rateData{}, Marks: []markData{}, Maps: []mapData{}, Sites: []siteData{}, Groups: []groupData{},
+		Frames: [][2]string{}}
+	frameIdx := map[[2]string]int{}
+	frameOf := func(f [2]string) int {
+		i, ok := frameIdx[f]
+		if !ok {
+			i = len(d.Frames)
+			frameIdx[f] = i
+			d.Frames = append(d.Frames, f)
+		}
+		return i
+	}
 
 	// Name the sites; sites of one call site (with --detail, or broken
 	// down by stack in sampled mode, one per stack) form a group: one
@@ -196,7 +210,7 @@ func buildProcess(p history.Process, final aggregate.ProcessSnapshot, src pprofo
 	extra, rest := allocatedOnly(p.Sites, finalSites)
 	d.AllocatedRest = rest
 	for _, k := range append(slices.Clone(p.Sites), extra...) {
-		sd := site(p.PID, k, src)
+		sd := site(p.PID, k, src, frameOf)
 		key := sd.Label + "\x00" + sd.Location + "\x00" + sd.Module
 		g, ok := groupOf[key]
 		if !ok {
@@ -328,8 +342,9 @@ func allocatedOnly(named []aggregate.SiteKey, final map[aggregate.SiteKey]aggreg
 	return extra, rest
 }
 
-// site names a call site and its stack, outermost frame first.
-func site(pid uint32, k aggregate.SiteKey, src pprofout.Sources) siteData {
+// site names a call site and its stack, outermost frame first, each frame
+// by frameOf's index of its [label, full name + location].
+func site(pid uint32, k aggregate.SiteKey, src pprofout.Sources, frameOf func([2]string) int) siteData {
 	var frames []symbolize.Frame
 	if src.Stacks != nil && k.StackID >= 0 {
 		frames = src.Stacks.Stack(pid, aggregate.SiteSnapshot{Address: k.Address, StackID: k.StackID}).Frames
@@ -350,7 +365,7 @@ func site(pid uint32, k aggregate.SiteKey, src pprofout.Sources) siteData {
 		if f.File != "" {
 			full += " at " + f.File + ":" + fmt.Sprint(f.Line)
 		}
-		sd.Stack = append(sd.Stack, []string{report.FunctionLabel(f), full})
+		sd.Stack = append(sd.Stack, frameOf([2]string{report.FunctionLabel(f), full}))
 	}
 	return sd
 }

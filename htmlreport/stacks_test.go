@@ -129,7 +129,7 @@ func TestSampledStacks(t *testing.T) {
 	for i, s := range p.Sites {
 		var fns []string
 		for _, fr := range s.Stack {
-			fns = append(fns, fr[0])
+			fns = append(fns, p.Frames[fr][0])
 		}
 		got[strings.Join(fns, ";")] = fmt.Sprintf("allocated %d in %d, live at the end %d", s.Allocated, s.Allocs, liveAt(p, len(p.Times)-1, i))
 	}

@@ -105,11 +105,12 @@ func chainFigures(t *testing.T, page string) map[string]string {
 	var d struct {
 		Processes []struct {
 			Sites []struct {
-				Stack     [][]string `json:"stack"`
-				Allocated uint64     `json:"allocated"`
-				Allocs    uint64     `json:"allocs"`
+				Stack     []int  `json:"stack"`
+				Allocated uint64 `json:"allocated"`
+				Allocs    uint64 `json:"allocs"`
 			} `json:"sites"`
-			SiteLive [][]uint64 `json:"siteLive"`
+			Frames   [][2]string `json:"frames"`
+			SiteLive [][]uint64  `json:"siteLive"`
 		} `json:"processes"`
 	}
 	if err := json.Unmarshal(m[1], &d); err != nil || len(d.Processes) != 1 {
@@ -126,7 +127,7 @@ func chainFigures(t *testing.T, page string) map[string]string {
 	for i, s := range p.Sites {
 		var fns []string
 		for _, f := range s.Stack {
-			fns = append(fns, f[0])
+			fns = append(fns, p.Frames[f][0])
 		}
 		if len(fns) < 2 || fns[len(fns)-1] != "make_block" {
 			continue // the call site alone: the heap map's key for its blocks

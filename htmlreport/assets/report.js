@@ -91,6 +91,8 @@ function groupLiveAt(i) {
   for (var si in m) { var k = P().sites[si].group; g[k] = (g[k] || 0) + m[si]; }
   return g;
 }
+// stackOf: a site's stack, outermost first, as [label, full] frames.
+function stackOf(s) { return s.stack.map(function (f) { return P().frames[f]; }); }
 function siteColor(si) { return P().groups[P().sites[si].group].color; }
 function nearestSample(t) {
   var ts = P().t, best = 0;
@@ -276,11 +278,11 @@ function flameTree() {
   };
   if (state.flameMode === "live") {
     var m = siteLiveAt(state.moment), known = 0;
-    for (var si in m) { add(p.sites[si].stack, m[si], siteColor(si)); known += m[si]; }
+    for (var si in m) { add(stackOf(p.sites[si]), m[si], siteColor(si)); known += m[si]; }
     var rest = p.live[state.moment] - known;
     if (rest > 0) add([["(smaller call sites)", "call sites below the largest at this moment"]], rest, DATA.otherColor);
   } else {
-    p.sites.forEach(function (s, si) { if (s.allocated > 0) add(s.stack, s.allocated, siteColor(si)); });
+    p.sites.forEach(function (s, si) { if (s.allocated > 0) add(stackOf(s), s.allocated, siteColor(si)); });
     if (p.allocatedRest > 0) add([["(smaller call sites)", "call sites below the largest allocated"]], p.allocatedRest, DATA.otherColor);
   }
   return root;
