@@ -44,8 +44,8 @@ type Options struct {
 }
 
 // Write writes the page for h. final is the run's last snapshot (what was
-// allocated over the run, per call site); src names call sites and their
-// stacks.
+// allocated over the run, per call site, or per stack where a site is
+// broken down by stack); src names call sites and their stacks.
 func Write(w io.Writer, h history.History, final aggregate.Snapshot, src pprofout.Sources, o Options) error {
 	if o.Legend <= 0 {
 		o.Legend = len(DefaultPalette)
@@ -307,7 +307,7 @@ func buildProcess(p history.Process, final aggregate.ProcessSnapshot, src pprofo
 
 // allocatedSites bounds the sites named for the flame graph's bytes
 // allocated over the run beyond those of the history, so that the page
-// stays small: a site's stack takes up to a few KB.
+// stays small: each brings its stack and the frames not yet named.
 var allocatedSites = 500
 
 // allocatedOnly returns the sites of final (by stack) that allocated but
