@@ -312,7 +312,8 @@ function drawFlame() {
     d.dataset.path = names.join(";");
     d.dataset.value = String(v);
     d.addEventListener("mousemove", function (ev) {
-      showTip(ev, node.full + "\n" + fmtExact(v) + " B (" + fmtBytes(v) + "), " + (100 * v / root.value).toFixed(1) + "% of all");
+      // "~": a sampled run's figures are estimates, marked as in the tables.
+      showTip(ev, node.full + "\n" + (DATA.sampleBytes ? "~" : "") + fmtExact(v) + " B (" + fmtBytes(v) + "), " + (100 * v / root.value).toFixed(1) + "% of all");
     });
     d.addEventListener("mouseleave", hideTip);
     d.addEventListener("click", function () { state.zoom = names.length ? names : null; hideTip(); drawFlame(); });
