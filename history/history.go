@@ -88,7 +88,8 @@ type Sample struct {
 	LiveBlocks  uint64
 	MappedBytes uint64 // anonymous mappings (mmap) live
 	// Sites holds the live bytes of the largest call sites at this moment
-	// (at most MaxSites), by index into Process.Sites.
+	// (at most MaxSites), by index into Process.Sites; a call site broken
+	// down by stack (aggregate.SiteSnapshot.Stacks) is one entry per stack.
 	Sites map[int]uint64
 	Rates []aggregate.RateSnapshot
 }
@@ -252,10 +253,18 @@ func (c *Collector) evict(snap aggregate.Snapshot) {
 func (c *Collector) sample(p *proc, ps *aggregate.ProcessSnapshot, t uint64) Sample {
 	s := Sample{Time: t, LiveBytes: ps.Heap.LiveBytes, LiveBlocks: ps.Heap.LiveAllocs,
 		MappedBytes: ps.Mapped.LiveBytes, Rates: ps.Rates}
+	// A site broken down by stack (sampled mode's stacks) counts as one
+	// site per stack, as --detail's sites are: the flame graph draws
+	// whole stacks, the timeline groups them back by call site.
 	var heap []aggregate.SiteSnapshot
-	for _, st := range ps.Sites {
-		if st.Category == aggregate.Heap && st.LiveBytes > 0 {
-			heap = append(heap, st)
+	for _, site := range ps.Sites {
+		if site.Category != aggregate.Heap {
+			continue
+		}
+		for _, st := range site.ByStack() {
+			if st.LiveBytes > 0 {
+				heap = append(heap, st)
+			}
 		}
 	}
 	slices.SortFunc(heap, func(a, b aggregate.SiteSnapshot) int { return cmp.Compare(b.LiveBytes, a.LiveBytes) })

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"maps"
 	"testing"
 
 	"github.com/memtrace/memtrace/aggregate"
@@ -130,5 +131,29 @@ func TestEvict(t *testing.T) {
 	}
 	if len(pids) != 2 || pids[0] != 1 || pids[1] != 4 {
 		t.Errorf("kept %v, want [1 4]", pids)
+	}
+}
+
+// TestStackBreakdown: a call site broken down by stack (sampled mode's
+// stacks) is one timeline site per stack with live bytes, as --detail's
+// sites are.
+func TestStackBreakdown(t *testing.T) {
+	c := New(Options{})
+	c.Sample(10, aggregate.Snapshot{Processes: []aggregate.ProcessSnapshot{{PID: 1, Comm: "p",
+		Heap: aggregate.Stats{LiveBytes: 700},
+		Sites: []aggregate.SiteSnapshot{{Address: 1, StackID: -1, Stats: aggregate.Stats{LiveBytes: 700},
+			Stacks: []aggregate.StackShare{
+				{StackID: 4, Stats: aggregate.Stats{LiveBytes: 500}},
+				{StackID: -1, Stats: aggregate.Stats{LiveBytes: 200}},
+				{StackID: 7, Stats: aggregate.Stats{AllocBytes: 90}}, // nothing live
+			}}}}}}, nil)
+	p := c.History().Processes[0]
+	got := map[aggregate.SiteKey]uint64{}
+	for i, v := range p.Samples[0].Sites {
+		got[p.Sites[i]] = v
+	}
+	want := map[aggregate.SiteKey]uint64{{Address: 1, StackID: 4}: 500, {Address: 1, StackID: -1}: 200}
+	if !maps.Equal(got, want) {
+		t.Errorf("sites %v, want %v", got, want)
 	}
 }

@@ -44,8 +44,8 @@ type Options struct {
 }
 
 // Write writes the page for h. final is the run's last snapshot (what was
-// allocated over the run, per call site); src names call sites and their
-// stacks.
+// allocated over the run, per call site, or per stack where a site is
+// broken down by stack); src names call sites and their stacks.
 func Write(w io.Writer, h history.History, final aggregate.Snapshot, src pprofout.Sources, o Options) error {
 	if o.Legend <= 0 {
 		o.Legend = len(DefaultPalette)
@@ -106,6 +106,10 @@ type processData struct {
 	Comm   string      `json:"comm"`
 	Sites  []siteData  `json:"sites"`
 	Groups []groupData `json:"groups"`
+	// Frames are the frames of the sites' stacks, each once: [label, full
+	// name + location]. Stacks share most of their frames, so the page
+	// names each once.
+	Frames [][2]string `json:"frames"`
 	// Top are the groups with their own timeline layer and legend entry.
 	Top []int `json:"top"`
 	// Times are seconds since the first sample.
@@ -122,6 +126,9 @@ type processData struct {
 	Marks      []markData `json:"marks"`
 	Maps       []mapData  `json:"maps"`
 	AllocSizes []uint64   `json:"allocSizes"`
+	// AllocatedRest is what the sites left out of the page allocated
+	// (allocatedOnly).
+	AllocatedRest uint64 `json:"allocatedRest"`
 }
 
 // groupData is a call site (its leaf frame), the unit of colours.
@@ -134,12 +141,11 @@ type groupData struct {
 }
 
 type siteData struct {
-	Label    string     `json:"label"`
-	Full     string     `json:"full"`
-	Location string     `json:"loc"`
-	Module   string     `json:"module"`
-	Group    int        `json:"group"`
-	Stack    [][]string `json:"stack"` // outermost first: [label, full name + location]
+	// The leaf frame's names, which its group carries.
+	Label, Full, Location, Module string `json:"-"`
+
+	Group int   `json:"group"`
+	Stack []int `json:"stack"` // outermost first, by index into processData.Frames
 	// Allocated over the run (final snapshot).
 	Allocated uint64 `json:"allocated"`
 	Allocs    uint64 `json:"allocs"`
@@ -175,19 +181,36 @@ func buildProcess(p history.Process, final aggregate.ProcessSnapshot, src pprofo
 	}
 	// Empty lists, not null: the script iterates them.
 	d := processData{PID: p.PID, Comm: p.Comm, AllocSizes: trimZeros(p.AllocSizes[:]),
-		Top: []int{}, Rates: []rateData{}, Marks: []markData{}, Maps: []mapData{}, Sites: []siteData{}, Groups: []groupData{}}
+		Top: []int{}, Rates: []rateData{}, Marks: []markData{}, Maps: []mapData{}, Sites: []siteData{}, Groups: []groupData{},
+		Frames: [][2]string{}}
+	frameIdx := map[[2]string]int{}
+	frameOf := func(f [2]string) int {
+		i, ok := frameIdx[f]
+		if !ok {
+			i = len(d.Frames)
+			frameIdx[f] = i
+			d.Frames = append(d.Frames, f)
+		}
+		return i
+	}
 
-	// Name the sites; sites of one call site (with --detail, one per
-	// stack) form a group: one colour, one timeline layer, one legend entry.
+	// Name the sites; sites of one call site (with --detail, or broken
+	// down by stack in sampled mode, one per stack) form a group: one
+	// colour, one timeline layer, one legend entry.
 	groupOf := map[string]int{}
 	finalSites := map[aggregate.SiteKey]aggregate.Stats{}
-	for _, s := range final.Sites {
-		if s.Category == aggregate.Heap {
+	for _, site := range final.Sites {
+		if site.Category != aggregate.Heap {
+			continue
+		}
+		for _, s := range site.ByStack() { // as the history has them
 			finalSites[s.Key()] = s.Stats
 		}
 	}
-	for _, k := range p.Sites {
-		sd := site(p.PID, k, src)
+	extra, rest := allocatedOnly(p.Sites, finalSites)
+	d.AllocatedRest = rest
+	for _, k := range append(slices.Clone(p.Sites), extra...) {
+		sd := site(p.PID, k, src, frameOf)
 		key := sd.Label + "\x00" + sd.Location + "\x00" + sd.Module
 		g, ok := groupOf[key]
 		if !ok {
@@ -282,8 +305,46 @@ func buildProcess(p history.Process, final aggregate.ProcessSnapshot, src pprofo
 	return d
 }
 
-// site names a call site and its stack, outermost frame first.
-func site(pid uint32, k aggregate.SiteKey, src pprofout.Sources) siteData {
+// allocatedSites bounds the sites named for the flame graph's bytes
+// allocated over the run beyond those of the history, so that the page
+// stays small: each brings its stack and the frames not yet named.
+var allocatedSites = 500
+
+// allocatedOnly returns the sites of final (by stack) that allocated but
+// that the history does not name, having never been among the largest
+// live at its moments (short-lived blocks), the largest allocated first,
+// at most allocatedSites of them; rest is what the others allocated.
+func allocatedOnly(named []aggregate.SiteKey, final map[aggregate.SiteKey]aggregate.Stats) (extra []aggregate.SiteKey, rest uint64) {
+	known := make(map[aggregate.SiteKey]bool, len(named))
+	for _, k := range named {
+		known[k] = true
+	}
+	for k, st := range final {
+		if !known[k] && st.AllocBytes > 0 {
+			extra = append(extra, k)
+		}
+	}
+	slices.SortFunc(extra, func(a, b aggregate.SiteKey) int {
+		if r := cmp.Compare(final[b].AllocBytes, final[a].AllocBytes); r != 0 {
+			return r
+		}
+		if r := cmp.Compare(a.Address, b.Address); r != 0 {
+			return r
+		}
+		return cmp.Compare(a.StackID, b.StackID)
+	})
+	if len(extra) > allocatedSites {
+		for _, k := range extra[allocatedSites:] {
+			rest += final[k].AllocBytes
+		}
+		extra = extra[:allocatedSites]
+	}
+	return extra, rest
+}
+
+// site names a call site and its stack, outermost frame first, each frame
+// by frameOf's index of its [label, full name + location].
+func site(pid uint32, k aggregate.SiteKey, src pprofout.Sources, frameOf func([2]string) int) siteData {
 	var frames []symbolize.Frame
 	if src.Stacks != nil && k.StackID >= 0 {
 		frames = src.Stacks.Stack(pid, aggregate.SiteSnapshot{Address: k.Address, StackID: k.StackID}).Frames
@@ -304,7 +365,7 @@ func site(pid uint32, k aggregate.SiteKey, src pprofout.Sources) siteData {
 		if f.File != "" {
 			full += " at " + f.File + ":" + fmt.Sprint(f.Line)
 		}
-		sd.Stack = append(sd.Stack, []string{report.FunctionLabel(f), full})
+		sd.Stack = append(sd.Stack, frameOf([2]string{report.FunctionLabel(f), full}))
 	}
 	return sd
 }

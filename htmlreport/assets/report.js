@@ -91,6 +91,8 @@ function groupLiveAt(i) {
   for (var si in m) { var k = P().sites[si].group; g[k] = (g[k] || 0) + m[si]; }
   return g;
 }
+// stackOf: a site's stack, outermost first, as [label, full] frames.
+function stackOf(s) { return s.stack.map(function (f) { return P().frames[f]; }); }
 function siteColor(si) { return P().groups[P().sites[si].group].color; }
 function nearestSample(t) {
   var ts = P().t, best = 0;
@@ -276,11 +278,12 @@ function flameTree() {
   };
   if (state.flameMode === "live") {
     var m = siteLiveAt(state.moment), known = 0;
-    for (var si in m) { add(p.sites[si].stack, m[si], siteColor(si)); known += m[si]; }
+    for (var si in m) { add(stackOf(p.sites[si]), m[si], siteColor(si)); known += m[si]; }
     var rest = p.live[state.moment] - known;
     if (rest > 0) add([["(smaller call sites)", "call sites below the largest at this moment"]], rest, DATA.otherColor);
   } else {
-    p.sites.forEach(function (s, si) { if (s.allocated > 0) add(s.stack, s.allocated, siteColor(si)); });
+    p.sites.forEach(function (s, si) { if (s.allocated > 0) add(stackOf(s), s.allocated, siteColor(si)); });
+    if (p.allocatedRest > 0) add([["(smaller call sites)", "call sites below the largest allocated"]], p.allocatedRest, DATA.otherColor);
   }
   return root;
 }
@@ -305,8 +308,12 @@ function drawFlame() {
     d.style.background = node.color || (depth === 0 ? "#ddd" : "#e8c9a0");
     d.textContent = node.name;
     var v = node.value;
+    // The frame's path from the root and its exact figure, for the tests.
+    d.dataset.path = names.join(";");
+    d.dataset.value = String(v);
     d.addEventListener("mousemove", function (ev) {
-      showTip(ev, node.full + "\n" + fmtExact(v) + " B (" + fmtBytes(v) + "), " + (100 * v / root.value).toFixed(1) + "% of all");
+      // "~": a sampled run's figures are estimates, marked as in the tables.
+      showTip(ev, node.full + "\n" + (DATA.sampleBytes ? "~" : "") + fmtExact(v) + " B (" + fmtBytes(v) + "), " + (100 * v / root.value).toFixed(1) + "% of all");
     });
     d.addEventListener("mouseleave", hideTip);
     d.addEventListener("click", function () { state.zoom = names.length ? names : null; hideTip(); drawFlame(); });
@@ -530,7 +537,11 @@ function init() {
   });
   if (DATA.processes.length < 2) document.getElementById("proc-pick").style.display = "none";
   sel.addEventListener("change", function () { pickProcess(Number(sel.value)); });
+  // "#flame=allocated" in the address opens the flame graph on the bytes
+  // allocated over the run (a link to that view; the tests read it).
+  if (/(^#|&)flame=allocated(&|$)/.test(location.hash)) state.flameMode = "allocated";
   document.querySelectorAll("input[name=flame-mode]").forEach(function (r) {
+    r.checked = r.value === state.flameMode;
     r.addEventListener("change", function () { state.flameMode = r.value; state.zoom = null; drawFlame(); });
   });
   document.getElementById("map-slider").addEventListener("input", function (ev) {
