@@ -205,6 +205,7 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 	}
 	opts.Wraps = s.cfg.WrapperRule.Wraps
 	opts.UnwindCacheDir = unwind.DefaultCacheDir() // tables kept across runs
+	opts.Log = s.log
 	if opts.WakeupBytes > opts.RingBytes/4 {
 		opts.WakeupBytes = opts.RingBytes / 4
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 
 	"github.com/cilium/ebpf"
@@ -41,6 +42,8 @@ type Options struct {
 	UnwindRows uint32
 	// UnwindCacheDir keeps built unwind tables across runs; "": memory only.
 	UnwindCacheDir string
+	// Log gets the unwind tables' diagnostics; nil: slog.Default().
+	Log *slog.Logger
 	// SampleBytes > 0 samples allocations: on average one sample per
 	// SampleBytes bytes allocated, decided in BPF (see sample() in
 	// bpf/memtrace.bpf.c); 0 traces every call.
@@ -171,7 +174,7 @@ func load(o Options, k Kernel) (*Objects, error) {
 			return nil, fmt.Errorf("cgroup %s: %w (is it a cgroup v2 directory?)", o.CgroupPath, err)
 		}
 	}
-	t.tables = newTables(t.objs.FileKeyOf, t.objs.UnwindRows, t.objs.UnwindFiles, spec.Maps["unwind_rows"].MaxEntries, o.Wraps, o.UnwindCacheDir)
+	t.tables = newTables(t.objs.FileKeyOf, t.objs.UnwindRows, t.objs.UnwindFiles, spec.Maps["unwind_rows"].MaxEntries, o.Wraps, o.UnwindCacheDir, o.Log)
 	return &t, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"sort"
@@ -57,13 +58,16 @@ type missRequest struct {
 	key fileKey
 }
 
-func newTables(keyOf *ebpf.Program, rows, files *ebpf.Map, capacity uint32, wraps func(string) bool, cacheDir string) *tables {
+func newTables(keyOf *ebpf.Program, rows, files *ebpf.Map, capacity uint32, wraps func(string) bool, cacheDir string, log *slog.Logger) *tables {
+	if log == nil {
+		log = slog.Default()
+	}
 	if wraps == nil {
 		wraps = func(string) bool { return false }
 	}
 	t := &tables{
 		keyOf: keyOf, rows: rows, files: files, cap: capacity, wraps: wraps,
-		cache: unwind.NewCache(cacheDir), log: slog.Default(),
+		cache: unwind.NewCache(cacheDir), log: log,
 		loaded: map[fileKey]bool{}, reqs: make(chan missRequest, 1024), done: make(chan struct{}),
 	}
 	go t.serve()
@@ -99,7 +103,7 @@ func (t *tables) serve() {
 			continue
 		}
 		if err := t.load(r.key, path); err != nil {
-			t.log.Info("unwind table", "file", path, "err", err)
+			t.logLoad(path, err)
 		}
 	}
 }
@@ -141,7 +145,7 @@ func (t *Objects) PreloadTables(pid int) error {
 			err = t.tables.load(key, path)
 		}
 		if err != nil {
-			t.tables.log.Info("unwind table", "file", m.Path, "err", err)
+			t.tables.logLoad(m.Path, err)
 		}
 	}
 	return nil
@@ -160,7 +164,7 @@ func (t *Objects) PreloadTableFiles(paths []string) {
 			err = t.tables.load(key, p)
 		}
 		if err != nil {
-			t.tables.log.Info("unwind table", "file", p, "err", err)
+			t.tables.logLoad(p, err)
 		}
 	}
 }
@@ -388,4 +392,15 @@ func mappedFile(pid int, pc uint64) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no file mapped at %#x in process %d", pc, pid)
+}
+
+// logLoad logs a table that could not be loaded. A process that exited
+// before its files were read is routine (whole-host mode sees thousands):
+// only -v -v shows it; the walk asks again if the file is met later.
+func (t *tables) logLoad(file string, err error) {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+		t.log.Debug("unwind table", "file", file, "err", err)
+		return
+	}
+	t.log.Info("unwind table", "file", file, "err", err)
 }
