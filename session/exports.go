@@ -192,8 +192,13 @@ func (s *session) freshSnapshot() aggregate.Snapshot {
 		s.table.SetTotalLost(total)
 	}
 	s.setExactCounts()           // sampled mode: the probes' exact counts (host.go)
-	s.table.Tick(monotonicNow()) // rates up to now (live.go)
-	return s.table.Snapshot()
+	now := monotonicNow()
+	s.table.Tick(now) // rates up to now (live.go)
+	snap := s.table.Snapshot()
+	if snap.Time == 0 {
+		snap.Time = now // no event yet: the report is as of now, not of t=0
+	}
+	return snap
 }
 
 // title names the run: the command, or the PIDs, or the host.
