@@ -14,8 +14,10 @@ import (
 
 // TestHostExportsExited: processes that exit during a whole-host run are
 // in the end's --pprof and --folded files, folded by comm: five runs of
-// the fixture give one sample per call site (or stack, with --detail)
-// with the allocations of all five, nothing in use, no pid, the label
+// the fixture give one sample per call site (or stack, with --detail or
+// sampled)
+// with the allocations of all five (exact, or every block sampled),
+// nothing in use, no pid, the label
 // exited=true and processes=5.
 func TestHostExportsExited(t *testing.T) {
 	needBPF(t)
@@ -26,13 +28,15 @@ func TestHostExportsExited(t *testing.T) {
 		args  []string
 		stack map[string]string // function: its stack, outermost first
 	}{
-		{"call sites", nil, map[string]string{"host_leak": "host_leak", "host_churn": "host_churn"}},
-		{"stacks", []string{"--detail"}, map[string]string{"host_leak": "main;host_leak", "host_churn": "main;host_churn"}},
+		{"call sites", []string{"--sample-bytes", "0"}, map[string]string{"host_leak": "host_leak", "host_churn": "host_churn"}},
+		{"stacks", []string{"--sample-bytes", "0", "--detail"}, map[string]string{"host_leak": "main;host_leak", "host_churn": "main;host_churn"}},
+		// Sampled mode's breakdown by stack; every block sampled, weighing 1.
+		{"sampled stacks", []string{"--sample-bytes", "1"}, map[string]string{"host_leak": "main;host_leak", "host_churn": "main;host_churn"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			prof, fold := filepath.Join(dir, "host.pb.gz"), filepath.Join(dir, "host.folded")
-			h := startHost(t, append([]string{"--comm", "mt-exitprof", "--sample-bytes", "0",
+			h := startHost(t, append([]string{"--comm", "mt-exitprof",
 				"--pprof", prof, "--folded", fold, "--folded-value", "allocated"}, tc.args...)...)
 			// The first waits until its libc is probed; the others wait
 			// 200 ms, for memtrace to read their exec and their mappings.
@@ -67,7 +71,7 @@ func TestHostExportsExited(t *testing.T) {
 				if _, ok := want[fn]; !ok {
 					continue // the C runtime's own allocations, if any
 				}
-				if st := strings.Join(fns, ";"); !strings.HasSuffix(st, tc.stack[fn]) || (tc.args == nil && st != fn) {
+				if st := strings.Join(fns, ";"); !strings.HasSuffix(st, tc.stack[fn]) || (tc.stack[fn] == fn && st != fn) {
 					t.Errorf("%s: stack %s, want %s", fn, st, tc.stack[fn])
 				}
 				if s.Label["comm"][0] != "mt-exitprof" || s.Label[pprofout.ExitedLabel][0] != "true" ||
