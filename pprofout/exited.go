@@ -2,9 +2,9 @@ package pprofout
 
 import (
 	"cmp"
+	"encoding/binary"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/symbolize"
@@ -25,18 +25,21 @@ const OtherStacks = "[other stacks]"
 // Exited folds the heap allocations of processes that exited (whole-host
 // mode forgets them) by comm and resolved stack, so that repeated runs of
 // one program merge and the memory held stays bounded however long the
-// run. Stacks are resolved when the process is added, while its mappings
-// are known. Not safe for concurrent use.
+// run: distinct frames are kept once, a stack is a list of them. Stacks
+// are resolved when the process is added, while its mappings are known.
+// Not safe for concurrent use.
 type Exited struct {
 	max    int
-	stacks map[string]*exitedStack // by comm and the stack's key
-	procs  map[string]int64        // processes added, by comm
+	stacks map[string]*exitedStack // by comm and frame IDs
+	frames map[string]int          // frame IDs by the frames' keys
+	byID   []*exitedFrame
+	procs  map[string]int64 // processes added, by comm
 }
 
 type exitedStack struct {
 	comm              string
 	key               string
-	frames            []exitedFrame
+	frames            []*exitedFrame
 	allocs, allocByte int64
 }
 
@@ -50,9 +53,9 @@ type exitedFrame struct {
 }
 
 // NewExited returns an empty Exited holding at most max distinct stacks
-// (per comm, one more: OtherStacks).
+// (and, per comm, one OtherStacks).
 func NewExited(max int) *Exited {
-	return &Exited{max: max, stacks: map[string]*exitedStack{}, procs: map[string]int64{}}
+	return &Exited{max: max, stacks: map[string]*exitedStack{}, frames: map[string]int{}, procs: map[string]int64{}}
 }
 
 // Add folds the heap sites of p, a process's final snapshot, resolving
@@ -67,33 +70,58 @@ func (x *Exited) Add(p aggregate.ProcessSnapshot, src Sources) {
 			if s.Allocs == 0 {
 				continue
 			}
-			frames := x.resolve(p.PID, s, src)
-			var b strings.Builder
-			b.WriteString(p.Comm)
-			for _, f := range frames {
-				b.WriteByte(0)
-				b.WriteString(f.key)
-			}
-			k := b.String()
-			e := x.stacks[k]
-			if e == nil {
-				if len(x.stacks) >= x.max {
-					k = p.Comm + "\x00\x00" + OtherStacks
-					e = x.stacks[k]
-					frames = []exitedFrame{{f: symbolize.Frame{Function: OtherStacks}, key: OtherStacks}}
-				}
-				if e == nil {
-					e = &exitedStack{comm: p.Comm, key: k, frames: frames}
-					x.stacks[k] = e
-				}
-			}
+			e := x.stack(p.Comm, resolveExited(p.PID, s, src))
 			e.allocs += int64(s.Allocs)
 			e.allocByte += int64(s.AllocBytes)
 		}
 	}
 }
 
-func (x *Exited) resolve(pid uint32, s aggregate.SiteSnapshot, src Sources) []exitedFrame {
+// stack returns the stack of comm with frames, added if new and there is
+// room, else the comm's OtherStacks.
+func (x *Exited) stack(comm string, frames []exitedFrame) *exitedStack {
+	key, known := x.stackKey(comm, frames)
+	if e := x.stacks[key]; known && e != nil {
+		return e
+	}
+	if len(x.stacks) >= x.max {
+		frames = []exitedFrame{{f: symbolize.Frame{Function: OtherStacks}, key: OtherStacks}}
+		key, known = x.stackKey(comm, frames)
+		if e := x.stacks[key]; known && e != nil {
+			return e
+		}
+	}
+	e := &exitedStack{comm: comm}
+	for _, f := range frames {
+		id, ok := x.frames[f.key]
+		if !ok {
+			id = len(x.byID)
+			x.frames[f.key] = id
+			x.byID = append(x.byID, &f)
+		}
+		e.frames = append(e.frames, x.byID[id])
+	}
+	e.key, _ = x.stackKey(comm, frames)
+	x.stacks[e.key] = e
+	return e
+}
+
+// stackKey is comm and the IDs of frames; known says all had one.
+func (x *Exited) stackKey(comm string, frames []exitedFrame) (string, bool) {
+	b := []byte(comm)
+	for _, f := range frames {
+		id, ok := x.frames[f.key]
+		if !ok {
+			return "", false
+		}
+		b = binary.LittleEndian.AppendUint32(append(b, 0), uint32(id))
+	}
+	return string(b), true
+}
+
+// resolveExited resolves the stack of s, a site of process pid, and keys
+// its frames by what is the same in every run of a program.
+func resolveExited(pid uint32, s aggregate.SiteSnapshot, src Sources) []exitedFrame {
 	fs := resolveFrames(src, pid, s)
 	out := make([]exitedFrame, len(fs))
 	for i, f := range fs {
@@ -103,7 +131,7 @@ func (x *Exited) resolve(pid uint32, s aggregate.SiteSnapshot, src Sources) []ex
 			e.m, e.mapped = src.Mappings.MappingOf(int(pid), pc)
 		}
 		switch {
-		case e.mapped: // the file and the offset in it: the same in every run
+		case e.mapped: // the file and the offset in it
 			e.key = e.m.Path + "@" + strconv.FormatUint(pc-e.m.Start+e.m.Offset, 16)
 		case f.Function != "":
 			e.key = f.Module + ":" + f.Function + ":" + f.File + ":" + strconv.Itoa(f.Line)

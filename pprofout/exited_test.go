@@ -94,8 +94,8 @@ func TestExited(t *testing.T) {
 	if p.Sample[1].Location[0] != p.Sample[2].Location[0] {
 		t.Errorf("leaf has two locations")
 	}
-	if x.Len() != 3 {
-		t.Errorf("Len %d, want 3", x.Len())
+	if x.Len() != 3 || len(x.byID) != 3 { // leaf/main, leaf, mid; frames leaf, main, mid
+		t.Errorf("%d stacks of %d frames, want 3 of 3", x.Len(), len(x.byID))
 	}
 }
 

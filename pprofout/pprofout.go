@@ -222,7 +222,7 @@ func (b *builder) location(pid uint32, f symbolize.Frame) *profile.Location {
 // mappings are gone and differ run by run (ASLR): each file's executable
 // mapping is given start 0, so an address is its offset from the
 // mapping's start in every run.
-func (b *builder) exitedLocation(e exitedFrame) *profile.Location {
+func (b *builder) exitedLocation(e *exitedFrame) *profile.Location {
 	k := locKey{exited: e.key}
 	if l := b.locations[k]; l != nil {
 		return l

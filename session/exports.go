@@ -65,7 +65,7 @@ type exportState struct {
 
 // maxExitedStacks bounds the distinct stacks (by comm) of exited
 // processes that --pprof and --folded keep in whole-host mode.
-const maxExitedStacks = 100_000
+const maxExitedStacks = 50_000
 
 // startExports starts the --listen endpoint; stop ends it.
 func (s *session) startExports() (stop func(), err error) {
