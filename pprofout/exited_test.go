@@ -116,3 +116,20 @@ func TestExitedBound(t *testing.T) {
 		t.Errorf("samples %v, want %v", got, want)
 	}
 }
+
+// BenchmarkExitedAdd: a short-lived program run again and again, at a new
+// load address each time, holds the same stacks: the memory it takes is
+// per run only (B/op), what is kept does not grow (stacks reported).
+func BenchmarkExitedAdd(b *testing.B) {
+	code := movedCode{}
+	src := Sources{Symbolizer: code, Mappings: code, Stacks: code}
+	x := NewExited(1000)
+	b.ReportAllocs()
+	for i := range b.N {
+		base := uint64(0x10000 + i%4096*0x1000)
+		code[i] = base
+		x.Add(ccProcess(uint32(i), base, 5), src)
+		delete(code, i)
+	}
+	b.ReportMetric(float64(x.Len()), "stacks")
+}
