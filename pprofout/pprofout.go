@@ -68,8 +68,9 @@ func Write(w io.Writer, snap aggregate.Snapshot, src Sources, o Options) error {
 // call site of one process, or one stack of a call site that has a stack
 // breakdown (SiteSnapshot.Stacks), labelled with "pid" (numeric) and
 // "comm"; then, with Options.Exited, one sample per comm and stack of the
-// processes that exited, labelled "comm", "exited" and "processes". In sampled mode the values are the snapshot's estimates and
-// Period is the sampling mean in bytes.
+// processes that exited, labelled "comm", "exited" and "processes". In
+// sampled mode the values are the snapshot's estimates and Period is the
+// sampling mean in bytes.
 func Build(snap aggregate.Snapshot, src Sources, o Options) *profile.Profile {
 	b := &builder{
 		p: &profile.Profile{
