@@ -58,14 +58,13 @@ type Stack struct {
 // Stacks folds a profile built by pprofout: identical stacks are summed,
 // zero values dropped, and the result sorted by stack. Inlined functions
 // are frames of their own. When the profile holds several processes, each
-// stack starts with a frame "COMM (PID)".
+// stack starts with a frame "COMM (PID)", or "COMM (exited)" for the
+// processes of one comm that exited during a whole-host run.
 func Stacks(p *profile.Profile, v Value) []Stack {
 	idx := v.sampleIndex()
-	pids := map[int64]bool{}
+	pids := map[string]bool{}
 	for _, s := range p.Sample {
-		if pid := s.NumLabel["pid"]; len(pid) > 0 {
-			pids[pid[0]] = true
-		}
+		pids[processFrame(s)] = true
 	}
 	sums := map[string]int64{}
 	for _, s := range p.Sample {
@@ -115,6 +114,9 @@ func processFrame(s *profile.Sample) string {
 	comm := ""
 	if c := s.Label["comm"]; len(c) > 0 {
 		comm = c[0]
+	}
+	if len(s.Label[pprofout.ExitedLabel]) > 0 {
+		return clean(comm) + " (exited)"
 	}
 	pid := int64(0)
 	if p := s.NumLabel["pid"]; len(p) > 0 {

@@ -5,11 +5,13 @@ import (
 	"testing"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/memtrace/memtrace/pprofout"
 )
 
 // TestWrite: frames run outermost first, inlined functions are frames of
 // their own, equal stacks are summed, zero values dropped; with several
-// processes each stack starts at its process.
+// processes each stack starts at its process, exited ones folded by comm.
 func TestWrite(t *testing.T) {
 	main := &profile.Function{ID: 1, Name: "main"}
 	outer := &profile.Function{ID: 2, Name: "outer"}
@@ -22,6 +24,10 @@ func TestWrite(t *testing.T) {
 		return &profile.Sample{Location: locs, Value: []int64{v, v, v, v},
 			Label: map[string][]string{"comm": {"p"}}, NumLabel: map[string][]int64{"pid": {pid}}}
 	}
+	exited := func(v int64, locs ...*profile.Location) *profile.Sample {
+		return &profile.Sample{Location: locs, Value: []int64{v, v, v, v},
+			Label: map[string][]string{"comm": {"p"}, pprofout.ExitedLabel: {"true"}}, NumLabel: map[string][]int64{pprofout.ExitedCount: {3}}}
+	}
 	tests := []struct {
 		name    string
 		samples []*profile.Sample
@@ -32,6 +38,8 @@ func TestWrite(t *testing.T) {
 		}, "main;libx.so+0x234 3\nmain;outer;std::vector<int: odd>::push 12\n"},
 		{"two processes", []*profile.Sample{sample(1, 5, lMain), sample(2, 6, lMain)},
 			"p (1);main 5\np (2);main 6\n"},
+		{"one live, exited ones", []*profile.Sample{sample(1, 5, lMain), exited(4, lMain)},
+			"p (1);main 5\np (exited);main 4\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

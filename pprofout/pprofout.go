@@ -50,6 +50,9 @@ type Options struct {
 	Time time.Time
 	// Duration is how long the trace ran until then.
 	Duration time.Duration
+	// Exited, when not nil, adds the processes that exited during the run
+	// (whole-host mode): their allocations, none in use.
+	Exited *Exited
 }
 
 // Write writes the profile of snap's heap call sites to w, gzipped.
@@ -64,8 +67,10 @@ func Write(w io.Writer, snap aggregate.Snapshot, src Sources, o Options) error {
 // made with mmap are not heap blocks and are left out). Each sample is one
 // call site of one process, or one stack of a call site that has a stack
 // breakdown (SiteSnapshot.Stacks), labelled with "pid" (numeric) and
-// "comm". In sampled mode the values are the snapshot's estimates and
-// Period is the sampling mean in bytes.
+// "comm"; then, with Options.Exited, one sample per comm and stack of the
+// processes that exited, labelled "comm", "exited" and "processes". In
+// sampled mode the values are the snapshot's estimates and Period is the
+// sampling mean in bytes.
 func Build(snap aggregate.Snapshot, src Sources, o Options) *profile.Profile {
 	b := &builder{
 		p: &profile.Profile{
@@ -116,12 +121,20 @@ func Build(snap aggregate.Snapshot, src Sources, o Options) *profile.Profile {
 			}
 		}
 	}
+	if o.Exited != nil {
+		for _, e := range o.Exited.sorted() {
+			b.addExited(e, o.Exited.procs[e.comm])
+		}
+	}
 	return b.p
 }
 
+// locKey names a location by process and address, or by the key of an
+// exited process's frame.
 type locKey struct {
-	pid  uint32
-	addr uint64
+	pid    uint32
+	addr   uint64
+	exited string
 }
 
 type funcKey struct{ name, file string }
@@ -132,6 +145,7 @@ type mapKey struct {
 	pid    uint32
 	start  uint64
 	module string
+	exited bool // start is the file offset, of an exited process's mapping
 }
 
 type builder struct {
@@ -148,23 +162,38 @@ func (b *builder) addSample(ps aggregate.ProcessSnapshot, s aggregate.SiteSnapsh
 		Label:    map[string][]string{"comm": {ps.Comm}},
 		NumLabel: map[string][]int64{"pid": {int64(ps.PID)}},
 	}
-	for _, f := range b.frames(ps.PID, s) {
+	for _, f := range resolveFrames(b.src, ps.PID, s) {
 		sm.Location = append(sm.Location, b.location(ps.PID, f))
 	}
 	b.p.Sample = append(b.p.Sample, sm)
 }
 
-// frames are the site's stack, innermost first: the checked stack with
-// --detail or sampled mode's breakdown, else the call site alone.
-func (b *builder) frames(pid uint32, s aggregate.SiteSnapshot) []symbolize.Frame {
-	if b.src.Stacks != nil && s.StackID >= 0 {
-		if st := b.src.Stacks.Stack(pid, s); len(st.Frames) > 0 {
+// addExited adds the sample of one stack of exited processes: no pid (n
+// processes of its comm were folded), nothing in use.
+func (b *builder) addExited(e *exitedStack, n int64) {
+	sm := &profile.Sample{
+		Value:    []int64{e.allocs, e.allocByte, 0, 0},
+		Label:    map[string][]string{"comm": {e.comm}, ExitedLabel: {"true"}},
+		NumLabel: map[string][]int64{ExitedCount: {n}},
+	}
+	for _, f := range e.frames {
+		sm.Location = append(sm.Location, b.exitedLocation(f))
+	}
+	b.p.Sample = append(b.p.Sample, sm)
+}
+
+// resolveFrames returns the site's stack, innermost first: the checked
+// stack with --detail or sampled mode's breakdown, else the call site
+// alone.
+func resolveFrames(src Sources, pid uint32, s aggregate.SiteSnapshot) []symbolize.Frame {
+	if src.Stacks != nil && s.StackID >= 0 {
+		if st := src.Stacks.Stack(pid, s); len(st.Frames) > 0 {
 			return st.Frames
 		}
 	}
 	f := symbolize.Frame{Address: s.Address}
-	if b.src.Symbolizer != nil {
-		f = b.src.Symbolizer.Resolve(int(pid), s.Address)
+	if src.Symbolizer != nil {
+		f = src.Symbolizer.Resolve(int(pid), s.Address)
 		if f.Address == 0 {
 			f.Address = s.Address
 		}
@@ -172,19 +201,54 @@ func (b *builder) frames(pid uint32, s aggregate.SiteSnapshot) []symbolize.Frame
 	return []symbolize.Frame{f}
 }
 
+// callAddress is the call instruction's address: what a profiler's pc for
+// a caller frame stands for.
+func callAddress(f symbolize.Frame) uint64 {
+	if f.CallAddress == 0 && f.Address > 0 {
+		return f.Address - 1
+	}
+	return f.CallAddress
+}
+
 func (b *builder) location(pid uint32, f symbolize.Frame) *profile.Location {
-	k := locKey{pid, f.Address}
+	k := locKey{pid: pid, addr: f.Address}
 	if l := b.locations[k]; l != nil {
 		return l
 	}
-	// The call instruction's address: what a profiler's pc for a caller
-	// frame stands for.
-	addr := f.CallAddress
-	if addr == 0 && f.Address > 0 {
-		addr = f.Address - 1
+	addr := callAddress(f)
+	return b.newLocation(k, f, addr, b.mapping(pid, f, addr))
+}
+
+// exitedLocation is the location of a frame of exited processes. Their
+// mappings are gone and differ run by run (ASLR): each file's executable
+// mapping is given start 0, so an address is its offset from the
+// mapping's start in every run.
+func (b *builder) exitedLocation(e *exitedFrame) *profile.Location {
+	k := locKey{exited: e.key}
+	if l := b.locations[k]; l != nil {
+		return l
 	}
-	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Address: addr}
-	l.Mapping = b.mapping(pid, f, addr)
+	addr := callAddress(e.f)
+	var m *profile.Mapping
+	switch {
+	case e.mapped:
+		addr -= e.m.Start
+		mk := mapKey{start: e.m.Offset, module: e.m.Path, exited: true}
+		if m = b.mappings[mk]; m == nil {
+			m = b.newMapping(mk, symbolize.CodeMapping{Start: 0, End: e.m.End - e.m.Start,
+				Offset: e.m.Offset, Path: e.m.Path, BuildID: e.m.BuildID})
+		}
+	case e.f.Module != "":
+		mk := mapKey{module: e.f.Module, exited: true}
+		if m = b.mappings[mk]; m == nil {
+			m = b.newMapping(mk, symbolize.CodeMapping{Path: e.f.Module})
+		}
+	}
+	return b.newLocation(k, e.f, addr, m)
+}
+
+func (b *builder) newLocation(k locKey, f symbolize.Frame, addr uint64, m *profile.Mapping) *profile.Location {
+	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Address: addr, Mapping: m}
 	if len(f.Inlined) > 0 {
 		// Innermost first, the function it was inlined into last: the
 		// order profile.proto wants.
@@ -237,6 +301,10 @@ func (b *builder) mapping(pid uint32, f symbolize.Frame, pc uint64) *profile.Map
 	if m := b.mappings[k]; m != nil {
 		return m
 	}
+	return b.newMapping(k, cm)
+}
+
+func (b *builder) newMapping(k mapKey, cm symbolize.CodeMapping) *profile.Mapping {
 	m := &profile.Mapping{ID: uint64(len(b.p.Mapping) + 1), Start: cm.Start, Limit: cm.End,
 		Offset: cm.Offset, File: cm.Path, BuildID: cm.BuildID}
 	b.mappings[k] = m

@@ -57,15 +57,7 @@ func snapshot() aggregate.Snapshot {
 // a frame without a symbol keeps its address and module; mmap sites are
 // not heap and are left out. The profile survives a write and a parse.
 func TestBuild(t *testing.T) {
-	p := Build(snapshot(), Sources{Symbolizer: code, Mappings: code, Stacks: fakeStacks{1: {code[0x1010], code[0x1030]}}}, Options{})
-	var buf bytes.Buffer
-	if err := p.Write(&buf); err != nil {
-		t.Fatal(err)
-	}
-	p, err := profile.Parse(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := roundTrip(t, Build(snapshot(), Sources{Symbolizer: code, Mappings: code, Stacks: fakeStacks{1: {code[0x1010], code[0x1030]}}}, Options{}))
 	type sample struct {
 		values [4]int64
 		stack  string // lines, innermost first, "/" between locations
@@ -107,6 +99,20 @@ func TestSampled(t *testing.T) {
 	if p.Period != 65536 || len(p.Comments) != 2 {
 		t.Errorf("period %d, comments %q", p.Period, p.Comments)
 	}
+}
+
+// roundTrip writes p and parses it back.
+func roundTrip(t *testing.T, p *profile.Profile) *profile.Profile {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := p.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Parse(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // stackOf writes a sample's lines, innermost first, "/" between locations.

@@ -57,7 +57,15 @@ type exportState struct {
 	// names caches what the exports resolved, so that in whole-host mode
 	// the call sites of processes that exited still have names at the end.
 	names *pprofout.Cache
+	// exited folds the processes that exited (whole-host mode, --pprof or
+	// --folded), resolved with src while their mappings are known.
+	exited *pprofout.Exited
+	src    pprofout.Sources
 }
+
+// maxExitedStacks bounds the distinct stacks (by comm) of exited
+// processes that --pprof and --folded keep in whole-host mode.
+const maxExitedStacks = 50_000
 
 // startExports starts the --listen endpoint; stop ends it.
 func (s *session) startExports() (stop func(), err error) {
@@ -65,7 +73,10 @@ func (s *session) startExports() (stop func(), err error) {
 	if s.cfg.takesStacks() { // whole stacks: --detail's sites, sampled mode's breakdown
 		src.Stacks = stackSource{objs: s.objs, code: codeView{s.res}, depth: s.cfg.StackDepth}
 	}
-	s.exports = &exportState{start: time.Now(), names: pprofout.NewCache(src)}
+	s.exports = &exportState{start: time.Now(), names: pprofout.NewCache(src), src: src}
+	if s.host != nil && (s.cfg.PprofFile != "" || s.cfg.FoldedFile != "") {
+		s.exports.exited = pprofout.NewExited(maxExitedStacks)
+	}
 	if s.cfg.HTMLFile != "" {
 		s.exports.history = history.New(history.Options{})
 	}
@@ -124,6 +135,18 @@ func (s *session) exportEvent(e *event.Event) {
 	}
 }
 
+// exportExited folds the final snapshots of processes that exited into
+// the --pprof and --folded files' figures; whole-host mode calls it
+// before it forgets their mappings and stacks.
+func (s *session) exportExited(procs []aggregate.ProcessSnapshot) {
+	if s.exports == nil || s.exports.exited == nil {
+		return
+	}
+	for _, p := range procs {
+		s.exports.exited.Add(p, s.exports.src) // not the cache: it would keep every PID's answers
+	}
+}
+
 // exportMark gives the --html history a mark, so the page draws it.
 func (s *session) exportMark(m aggregate.Mark) {
 	if s.exports != nil && s.exports.history != nil {
@@ -140,7 +163,7 @@ func (s *session) writeExports() error {
 	now := time.Now()
 	return writeExportFiles(&s.cfg.ExportFiles, s.exports.history, snap, s.exportSources(), exportEnd{
 		title: "memtrace " + strings.Join(s.title(), " "), start: s.exports.start, time: now,
-		ns: monotonicNow(), blocks: s.table})
+		ns: monotonicNow(), blocks: s.table, exited: s.exports.exited})
 }
 
 // exportEnd is the moment the export files show, beyond its snapshot.
@@ -151,6 +174,9 @@ type exportEnd struct {
 	// blocks lists the live blocks then, for the last heap map.
 	ns     uint64
 	blocks history.BlockSource
+	// exited: the processes that exited during the run, for --pprof and
+	// --folded (nil but in whole-host mode).
+	exited *pprofout.Exited
 }
 
 // writeExportFiles writes --html, --pprof and --folded from snap; h is the
@@ -166,7 +192,7 @@ func writeExportFiles(c *ExportFiles, h *history.Collector, snap aggregate.Snaps
 			return fmt.Errorf("--html: %w", err)
 		}
 	}
-	prof := pprofout.Build(snap, src, pprofout.Options{Time: e.time, Duration: e.time.Sub(e.start)})
+	prof := pprofout.Build(snap, src, pprofout.Options{Time: e.time, Duration: e.time.Sub(e.start), Exited: e.exited})
 	if c.PprofFile != "" {
 		if err := writeFile(c.PprofFile, func(f *os.File) error { return prof.Write(f) }); err != nil {
 			return fmt.Errorf("--pprof: %w", err)

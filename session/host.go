@@ -391,6 +391,7 @@ func (s *session) flushExits() error {
 	} else {
 		err = report.WriteText(s.out, snap, s.res, o)
 	}
+	s.exportExited(h.exits) // exports.go: while their mappings and stacks are known
 	for _, pid := range h.exitPIDs {
 		if !s.table.Known(uint32(pid)) { // not a new process with the same PID
 			s.res.Forget(pid)

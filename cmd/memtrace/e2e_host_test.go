@@ -359,16 +359,7 @@ func TestHostPicksUpNewProcesses(t *testing.T) {
 	onHost := exec.Command(own, "-1", "5")
 	inRoot := exec.Command("unshare", "-m", "chroot", root, "/mt-newproc", "-1", "7")
 	for _, c := range []*exec.Cmd{onHost, inRoot} {
-		start, err := c.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		h.waitFor(t, "msg=probed pid="+strconv.Itoa(c.Process.Pid)+" ", 30*time.Second)
-		start.Write([]byte{1})
-		start.Close()
+		h.startProbed(t, c) // e2e_host_exports_test.go
 		if err := c.Wait(); err != nil {
 			t.Fatalf("%v: %v", c.Args, err)
 		}

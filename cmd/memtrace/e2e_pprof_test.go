@@ -53,11 +53,7 @@ func TestPprof(t *testing.T) {
 		if l.Mapping == nil || l.Mapping.File != bin || l.Mapping.BuildID != buildIDOf(t, bin) {
 			t.Errorf("%s: mapping %+v, want file %s build-id %s", fn, l.Mapping, bin, buildIDOf(t, bin))
 		}
-		v := got[fn]
-		for i := range v {
-			v[i] += s.Value[i]
-		}
-		got[fn] = v
+		addValues(got, fn, s.Value)
 	}
 	for fn, want := range phaseFigures {
 		if got[fn] != want {

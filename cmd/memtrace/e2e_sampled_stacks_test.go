@@ -115,11 +115,7 @@ func fixtureSamples(t *testing.T, p *profile.Profile) map[string][4]int64 {
 			continue
 		}
 		k := strings.Join(fns, "/")
-		v := m[k]
-		for i := range v {
-			v[i] += s.Value[i]
-		}
-		m[k] = v
+		addValues(m, k, s.Value)
 	}
 	return m
 }
