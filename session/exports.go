@@ -217,7 +217,7 @@ func (s *session) freshSnapshot() aggregate.Snapshot {
 		}
 		s.table.SetTotalLost(total)
 	}
-	s.setExactCounts()           // sampled mode: the probes' exact counts (host.go)
+	s.setExactCounts() // sampled mode: the probes' exact counts (host.go)
 	now := monotonicNow()
 	s.table.Tick(now) // rates up to now (live.go)
 	snap := s.table.Snapshot()
