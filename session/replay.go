@@ -165,6 +165,9 @@ type replayed struct {
 	table   *aggregate.Table
 	history *history.Collector
 	endNS   uint64
+	// exited folds the processes a whole-host recording saw exit before
+	// that moment, as the live run's exports fold them (nil otherwise).
+	exited *pprofout.Exited
 	// leakChecks are the leak checks recorded up to the moment replayed.
 	leakChecks []recording.LeakCheck
 }
@@ -175,14 +178,32 @@ func (rp *replayed) writeExports(c *ReplayConfig) error {
 	if !c.ExportFiles.any() {
 		return nil
 	}
+	since := time.Duration(rp.endNS - min(rp.endNS, rp.info.StartNS))
+	return writeExportFiles(&c.ExportFiles, rp.history, rp.snap, pprofout.NewCache(rp.exportSources()).Sources(), exportEnd{
+		title: "memtrace replay " + filepath.Base(c.File), start: rp.info.Start, time: rp.info.Start.Add(since),
+		ns: rp.endNS, blocks: rp.table, exited: rp.exited})
+}
+
+// exportSources resolves the exports' call sites and stacks from the
+// recording.
+func (rp *replayed) exportSources() pprofout.Sources {
 	src := pprofout.Sources{Symbolizer: rp.res, Mappings: rp.res}
 	if takesStacks(rp.info.Detail, rp.info.SampleBytes) {
 		src.Stacks = rp.recordedStacks()
 	}
-	since := time.Duration(rp.endNS - min(rp.endNS, rp.info.StartNS))
-	return writeExportFiles(&c.ExportFiles, rp.history, rp.snap, pprofout.NewCache(src).Sources(), exportEnd{
-		title: "memtrace replay " + filepath.Base(c.File), start: rp.info.Start, time: rp.info.Start.Add(since),
-		ns: rp.endNS, blocks: rp.table})
+	return src
+}
+
+// foldExited gives rp.exited the final snapshot of pid, about to be
+// forgotten, if it exited: whole-host mode forgets a process when it
+// exits (folded, as the live run's exportExited does) and when it
+// executes a new program (not folded: the old program's figures are void).
+func (rp *replayed) foldExited(t *aggregate.Table, pid uint32) {
+	for _, p := range t.SnapshotOf(pid).Processes {
+		if p.Exited {
+			rp.exited.Add(p, rp.exportSources())
+		}
+	}
 }
 
 // replay reads the recording into a new Table up to --at (all of it by
@@ -214,6 +235,9 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	t.SetStackBreakdown(stacksAsBreakdown(rp.info.Detail, rp.info.SampleBytes)) // as the live run
 	f := newFeeder(c, t)
 	rp.table = t
+	if rp.info.Mode == "host" && (c.PprofFile != "" || c.FoldedFile != "") {
+		rp.exited = pprofout.NewExited(maxExitedStacks)
+	}
 	if c.HTMLFile != "" {
 		h := history.New(history.Options{})
 		rp.history = h
@@ -258,6 +282,9 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 			lc.Blocks = slices.Clone(lc.Blocks)
 			rp.leakChecks = append(rp.leakChecks, lc)
 			continue
+		}
+		if rec.Kind == recording.KindForgot && rp.exited != nil {
+			rp.foldExited(t, rec.PID)
 		}
 		f.apply(t, &rec)
 		n++

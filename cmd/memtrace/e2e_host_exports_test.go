@@ -1,15 +1,21 @@
 package main
 
 import (
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/memtrace/memtrace/pprofout"
+	"github.com/memtrace/memtrace/recording"
 )
 
 // TestHostExportsExited: processes that exit during a whole-host run are
@@ -18,7 +24,9 @@ import (
 // sampled)
 // with the allocations of all five (exact, or every block sampled),
 // nothing in use, no pid, the label
-// exited=true and processes=5.
+// exited=true and processes=5. The run is recorded: replay writes the
+// same files, and replay --at a moment after the first run's exit folds
+// that one alone.
 func TestHostExportsExited(t *testing.T) {
 	needBPF(t)
 	bin := fixture(t, "hostproc.c")
@@ -35,8 +43,9 @@ func TestHostExportsExited(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			prof, fold := filepath.Join(dir, "host.pb.gz"), filepath.Join(dir, "host.folded")
-			h := startHost(t, append([]string{"--comm", "mt-exitprof",
+			file := func(name string) string { return filepath.Join(dir, name) }
+			prof, fold, rec := file("host.pb.gz"), file("host.folded"), file("host.rec")
+			h := startHost(t, append([]string{"--comm", "mt-exitprof", "--record", rec,
 				"--pprof", prof, "--folded", fold, "--folded-value", "allocated"}, tc.args...)...)
 			// The first waits until its libc is probed; the others wait
 			// 200 ms, for memtrace to read their exec and their mappings.
@@ -45,6 +54,8 @@ func TestHostExportsExited(t *testing.T) {
 			if err := first.Wait(); err != nil {
 				t.Fatal(err)
 			}
+			firstGone := monotonicNS()
+			time.Sleep(time.Second) // a moment between it and the others, for replay --at
 			for range 4 {
 				if out, err := exec.Command("chroot", root, "/mt-exitprof", "200", "5").CombinedOutput(); err != nil {
 					t.Fatalf("fixture: %v %s", err, out)
@@ -98,8 +109,92 @@ func TestHostExportsExited(t *testing.T) {
 					t.Errorf("folded stacks lack %q:\n%s", line, b)
 				}
 			}
+
+			// Replay: the same files.
+			if r := runMemtrace(t, "replay", "--pprof", file("replay.pb.gz"), "--folded", file("replay.folded"),
+				"--folded-value", "allocated", rec); r.code != 0 {
+				t.Fatalf("replay: exit %d\n%s", r.code, r.stderr)
+			}
+			if got, want := profileSamples(t, file("replay.pb.gz")), profileSamples(t, prof); got != want {
+				t.Errorf("replay --pprof:\n%s\nlive:\n%s", got, want)
+			}
+			if rf, err := os.ReadFile(file("replay.folded")); err != nil || string(rf) != string(b) {
+				t.Errorf("replay --folded (%v):\n%s\nlive:\n%s", err, rf, b)
+			}
+
+			// Replay --at half a second after the first run's exit: it
+			// alone is folded.
+			at := time.Duration(firstGone-recordingStart(t, rec)) + 500*time.Millisecond
+			if r := runMemtrace(t, "replay", "--at", at.String(), "--pprof", file("at.pb.gz"), rec); r.code != 0 {
+				t.Fatalf("replay --at: exit %d\n%s", r.code, r.stderr)
+			}
+			got = map[string][4]int64{}
+			for _, s := range readProfile(t, file("at.pb.gz")).Sample {
+				if len(s.Location) == 0 || len(s.Location[0].Line) == 0 {
+					continue
+				}
+				if fn := s.Location[0].Line[0].Function.Name; want[fn] != [4]int64{} {
+					if n := s.NumLabel[pprofout.ExitedCount]; len(n) != 1 || n[0] != 1 {
+						t.Errorf("--at %s: %s processes %v, want 1", at, fn, n)
+					}
+					addValues(got, fn, s.Value)
+				}
+			}
+			for fn, w := range map[string][4]int64{"host_leak": {3, 3000, 0, 0}, "host_churn": {3, 1500, 0, 0}} {
+				if got[fn] != w {
+					t.Errorf("--at %s: %s %v, want %v", at, fn, got[fn], w)
+				}
+			}
 		})
 	}
+}
+
+// profileSamples lists a --pprof file's samples, sorted, each with its
+// values, labels and locations (address, mapping, functions): all but
+// the time fields.
+func profileSamples(t *testing.T, path string) string {
+	t.Helper()
+	var out []string
+	for _, s := range readProfile(t, path).Sample {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%v", s.Value)
+		for _, k := range slices.Sorted(maps.Keys(s.Label)) {
+			fmt.Fprintf(&b, " %s=%v", k, s.Label[k])
+		}
+		for _, k := range slices.Sorted(maps.Keys(s.NumLabel)) {
+			fmt.Fprintf(&b, " %s=%v", k, s.NumLabel[k])
+		}
+		for _, l := range s.Location {
+			fmt.Fprintf(&b, " | %#x", l.Address)
+			if l.Mapping != nil {
+				fmt.Fprintf(&b, " %s+%#x@%#x", l.Mapping.File, l.Mapping.Offset, l.Mapping.Start)
+			}
+			for _, ln := range l.Line {
+				fmt.Fprintf(&b, " %s:%s:%d", ln.Function.Name, ln.Function.Filename, ln.Line)
+			}
+		}
+		out = append(out, b.String())
+	}
+	slices.Sort(out)
+	return strings.Join(out, "\n")
+}
+
+// recordingStart is the kernel monotonic time (ns) a recording started at.
+func recordingStart(t *testing.T, path string) uint64 {
+	t.Helper()
+	r, err := recording.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	return r.Info().StartNS
+}
+
+// monotonicNS is the kernel monotonic clock (ns), the clock of event times.
+func monotonicNS() uint64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
 }
 
 // startProbed starts c, a fixture run with wait -1, and lets it allocate
