@@ -5,9 +5,10 @@
  * arrives on stdin), then makes exactly 2*N
  * allocation calls: host_leak leaks N blocks of 1000 bytes, host_churn
  * allocates and frees N blocks of 500 bytes. It prints nothing (stdio
- * would allocate) and exits.
+ * would allocate), waits HOLD_MS more (still running when memtrace ends)
+ * and exits.
  *
- * Usage: hostproc WAIT_MS N
+ * Usage: hostproc WAIT_MS N [HOLD_MS]
  */
 #include <stdlib.h>
 #include <time.h>
@@ -34,7 +35,9 @@ int main(int argc, char **argv)
 {
 	long ms = argc > 1 ? atol(argv[1]) : 0;
 	int n = argc > 2 ? atoi(argv[2]) : 5;
+	long hold = argc > 3 ? atol(argv[3]) : 0;
 	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	struct timespec held = {hold / 1000, (hold % 1000) * 1000000L};
 
 	if (ms > 0)
 		nanosleep(&ts, 0);
@@ -45,5 +48,7 @@ int main(int argc, char **argv)
 	}
 	host_leak(n);
 	host_churn(n);
+	if (hold > 0)
+		nanosleep(&held, 0);
 	return 0;
 }

@@ -24,9 +24,10 @@ import (
 // sampled)
 // with the allocations of all five (exact, or every block sampled),
 // nothing in use, no pid, the label
-// exited=true and processes=5. The run is recorded: replay writes the
-// same files, and replay --at a moment after the first run's exit folds
-// that one alone.
+// exited=true and processes=5; a sixth, still running at the end, is
+// there as itself. The run is recorded: replay writes the same files,
+// and replay --at a moment after the first run's exit folds that one
+// alone.
 func TestHostExportsExited(t *testing.T) {
 	needBPF(t)
 	bin := fixture(t, "hostproc.c")
@@ -55,7 +56,13 @@ func TestHostExportsExited(t *testing.T) {
 				t.Fatal(err)
 			}
 			firstGone := monotonicNS()
-			time.Sleep(time.Second) // a moment between it and the others, for replay --at
+			// One that allocates 2 and 2, then runs until memtrace ends.
+			held := exec.Command("chroot", root, "/mt-exitprof", "200", "2", "60000")
+			if err := held.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { held.Process.Kill(); held.Wait() })
+			time.Sleep(time.Second) // a moment between the first and the others, for replay --at
 			for range 4 {
 				if out, err := exec.Command("chroot", root, "/mt-exitprof", "200", "5").CombinedOutput(); err != nil {
 					t.Fatalf("fixture: %v %s", err, out)
@@ -67,7 +74,7 @@ func TestHostExportsExited(t *testing.T) {
 			// 3 + 4*5 calls each: host_leak of 1000 bytes, host_churn of 500.
 			want := map[string][4]int64{"host_leak": {23, 23000, 0, 0}, "host_churn": {23, 11500, 0, 0}}
 			p := readProfile(t, prof)
-			got := map[string][4]int64{}
+			got, gotHeld := map[string][4]int64{}, map[string][4]int64{}
 			for _, s := range p.Sample {
 				var fns []string
 				for i := len(s.Location) - 1; i >= 0; i-- {
@@ -85,18 +92,27 @@ func TestHostExportsExited(t *testing.T) {
 				if st := strings.Join(fns, ";"); !strings.HasSuffix(st, tc.stack[fn]) || (tc.stack[fn] == fn && st != fn) {
 					t.Errorf("%s: stack %s, want %s", fn, st, tc.stack[fn])
 				}
+				if l := s.Location[0]; l.Mapping == nil || l.Mapping.File != filepath.Join(root, "mt-exitprof") && l.Mapping.File != "/mt-exitprof" {
+					t.Errorf("%s: mapping %+v, want the fixture", fn, l.Mapping)
+				}
+				if pid := s.NumLabel["pid"]; len(pid) == 1 && pid[0] == int64(held.Process.Pid) {
+					addValues(gotHeld, fn, s.Value)
+					continue
+				}
 				if s.Label["comm"][0] != "mt-exitprof" || s.Label[pprofout.ExitedLabel][0] != "true" ||
 					s.NumLabel["pid"] != nil || s.NumLabel[pprofout.ExitedCount][0] != 5 {
 					t.Errorf("%s: labels %v %v, want comm mt-exitprof, exited true, processes 5, no pid", fn, s.Label, s.NumLabel)
-				}
-				if l := s.Location[0]; l.Mapping == nil || l.Mapping.File != filepath.Join(root, "mt-exitprof") && l.Mapping.File != "/mt-exitprof" {
-					t.Errorf("%s: mapping %+v, want the fixture", fn, l.Mapping)
 				}
 				addValues(got, fn, s.Value)
 			}
 			for fn, w := range want {
 				if got[fn] != w {
 					t.Errorf("%s: %v, want %v", fn, got[fn], w)
+				}
+			}
+			for fn, w := range map[string][4]int64{"host_leak": {2, 2000, 2, 2000}, "host_churn": {2, 1000, 0, 0}} {
+				if gotHeld[fn] != w {
+					t.Errorf("running %s: %v, want %v", fn, gotHeld[fn], w)
 				}
 			}
 			b, err := os.ReadFile(fold)
@@ -130,8 +146,8 @@ func TestHostExportsExited(t *testing.T) {
 			}
 			got = map[string][4]int64{}
 			for _, s := range readProfile(t, file("at.pb.gz")).Sample {
-				if len(s.Location) == 0 || len(s.Location[0].Line) == 0 {
-					continue
+				if len(s.Location) == 0 || len(s.Location[0].Line) == 0 || s.Label[pprofout.ExitedLabel] == nil {
+					continue // the running one's, if it allocated by then
 				}
 				if fn := s.Location[0].Line[0].Function.Name; want[fn] != [4]int64{} {
 					if n := s.NumLabel[pprofout.ExitedCount]; len(n) != 1 || n[0] != 1 {
