@@ -108,59 +108,48 @@ func (c *Cache) Warm(snap aggregate.Snapshot) {
 	}
 }
 
+// cached answers k from m under mu, else asks fill and keeps its answer
+// when keep says it is final (a miss may resolve later: not kept).
+func cached[K comparable, V any](mu *sync.Mutex, m map[K]V, k K, fill func() V, keep func(V) bool) V {
+	mu.Lock()
+	v, ok := m[k]
+	mu.Unlock()
+	if ok {
+		return v
+	}
+	v = fill()
+	if keep(v) {
+		mu.Lock()
+		m[k] = v
+		mu.Unlock()
+	}
+	return v
+}
+
 type cachedSymbolizer struct{ c *Cache }
 
 func (s cachedSymbolizer) Resolve(pid int, ret uint64) symbolize.Frame {
-	k := cacheKey{pid, ret}
-	s.c.mu.Lock()
-	f, ok := s.c.frames[k]
-	s.c.mu.Unlock()
-	if ok {
-		return f
-	}
-	f = s.c.src.Symbolizer.Resolve(pid, ret)
-	if f.Module != "" { // only what resolved: a miss may resolve later
-		s.c.mu.Lock()
-		s.c.frames[k] = f
-		s.c.mu.Unlock()
-	}
-	return f
+	return cached(&s.c.mu, s.c.frames, cacheKey{pid, ret},
+		func() symbolize.Frame { return s.c.src.Symbolizer.Resolve(pid, ret) },
+		func(f symbolize.Frame) bool { return f.Module != "" })
 }
 
 type cachedStacks struct{ c *Cache }
 
 func (s cachedStacks) Stack(pid uint32, site aggregate.SiteSnapshot) callstack.Stack {
-	k := stackKey{pid, site.Key()}
-	s.c.mu.Lock()
-	st, ok := s.c.stacks[k]
-	s.c.mu.Unlock()
-	if ok {
-		return st
-	}
-	st = s.c.src.Stacks.Stack(pid, site)
-	if len(st.Frames) > 0 {
-		s.c.mu.Lock()
-		s.c.stacks[k] = st
-		s.c.mu.Unlock()
-	}
-	return st
+	return cached(&s.c.mu, s.c.stacks, stackKey{pid, site.Key()},
+		func() callstack.Stack { return s.c.src.Stacks.Stack(pid, site) },
+		func(st callstack.Stack) bool { return len(st.Frames) > 0 })
 }
 
 type cachedMappings struct{ c *Cache }
 
 func (s cachedMappings) MappingOf(pid int, pc uint64) (symbolize.CodeMapping, bool) {
-	k := cacheKey{pid, pc}
-	s.c.mu.Lock()
-	a, ok := s.c.mappings[k]
-	s.c.mu.Unlock()
-	if ok {
-		return a.m, a.ok
-	}
-	m, found := s.c.src.Mappings.MappingOf(pid, pc)
-	if found {
-		s.c.mu.Lock()
-		s.c.mappings[k] = mappingAnswer{m, true}
-		s.c.mu.Unlock()
-	}
-	return m, found
+	a := cached(&s.c.mu, s.c.mappings, cacheKey{pid, pc},
+		func() mappingAnswer {
+			m, found := s.c.src.Mappings.MappingOf(pid, pc)
+			return mappingAnswer{m, found}
+		},
+		func(a mappingAnswer) bool { return a.ok })
+	return a.m, a.ok
 }
