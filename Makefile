@@ -7,8 +7,11 @@ CC      ?= gcc
 
 all: build
 
+# CGO_ENABLED=0: a static binary. With gcc present, go links libc
+# dynamically for cgo; the binary would then need a libc in a scratch image,
+# and in whole-host mode it would map the very libc it probes.
 build:
-	$(GO) build -o $(BIN)/memtrace ./cmd/memtrace
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/memtrace ./cmd/memtrace
 
 # Build memtrace and a small leaking C program, trace it, show the table.
 demo: build

@@ -68,7 +68,10 @@ func memtrace(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "memtrace")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		// Built as `make build` builds it: static (TestStaticBinary).
+		cmd := exec.Command("go", "build", "-o", binPath, ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			buildErr = &buildError{out: string(out), err: err}
 		}

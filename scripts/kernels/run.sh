@@ -177,7 +177,7 @@ summarize() {
 
 mkdir -p "$out/bin" "$cache"
 echo "test-kernels: building the test binaries"
-(cd "$repo" && go build -o "$out/bin/memtrace" ./cmd/memtrace &&
+(cd "$repo" && CGO_ENABLED=0 go build -o "$out/bin/memtrace" ./cmd/memtrace &&
 	go test -c -o "$out/bin/e2e.test" ./cmd/memtrace &&
 	go test -c -o "$out/bin/tracer.test" ./tracer)
 
