@@ -104,10 +104,10 @@ func TestMaps(t *testing.T) {
 		t.Errorf("alloc sizes %v", p.AllocSizes[:8])
 	}
 	// A mark makes the next sample a heap-map moment.
-	c.Mark(1010, 1, "m")
+	c.Mark(1010, 1, "m", nil)
 	c.Sample(1020, snap(24, 24), oneBlock{})
 	p = c.History().Processes[0]
-	if last := p.Maps[len(p.Maps)-1]; last.Time != 1020 || p.Marks[0] != (Mark{1010, "m"}) {
+	if last := p.Maps[len(p.Maps)-1]; last.Time != 1020 || p.Marks[0] != (Mark{Time: 1010, Label: "m"}) {
 		t.Errorf("after a mark: last map at %d, marks %v", last.Time, p.Marks)
 	}
 }

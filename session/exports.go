@@ -101,16 +101,16 @@ func (s *session) startExports() (stop func(), err error) {
 	}, nil
 }
 
-// exportTick runs every rate period: the endpoint gets a fresh snapshot
-// every metricsEvery.
-func (s *session) exportTick() {
+// exportTick runs every rate period, with the period's end: the endpoint
+// gets a fresh snapshot every metricsEvery.
+func (s *session) exportTick(now uint64) {
 	e := s.exports
 	if e == nil {
 		return
 	}
 	if e.history != nil {
 		snap := s.table.Snapshot()
-		e.history.Sample(monotonicNow(), snap, s.table)
+		e.history.Sample(now, snap, s.table)
 		if s.host != nil {
 			e.names.Warm(snap) // before exited processes are forgotten
 		}
@@ -120,6 +120,14 @@ func (s *session) exportTick() {
 	}
 	e.lastMetrics = time.Now()
 	e.metrics.Update(s.freshSnapshot())
+}
+
+// exportApplied hands the --html history every event once the table has
+// applied it: a short run's points and moments (history.After).
+func (s *session) exportApplied(e *event.Event) {
+	if s.exports != nil && s.exports.history != nil {
+		s.exports.history.After(e, s.table)
+	}
 }
 
 // exportEvent hands the --html history every event the table gets.
@@ -150,7 +158,7 @@ func (s *session) exportExited(procs []aggregate.ProcessSnapshot) {
 // exportMark gives the --html history a mark, so the page draws it.
 func (s *session) exportMark(m aggregate.Mark) {
 	if s.exports != nil && s.exports.history != nil {
-		s.exports.history.Mark(m.Time, m.PID, m.Label)
+		s.exports.history.Mark(m.Time, m.PID, m.Label, s.table)
 	}
 }
 
@@ -184,7 +192,7 @@ type exportEnd struct {
 // runs and replay both call it.
 func writeExportFiles(c *ExportFiles, h *history.Collector, snap aggregate.Snapshot, src pprofout.Sources, e exportEnd) error {
 	if h != nil && c.HTMLFile != "" {
-		h.Sample(e.ns, snap, e.blocks) // the end of the run
+		h.End(e.ns, snap, e.blocks) // the end of the run
 		o := htmlreport.Options{Title: e.title, Colors: c.Colors}
 		if err := writeFile(c.HTMLFile, func(f *os.File) error {
 			return htmlreport.Write(f, h.History(), snap, src, o)

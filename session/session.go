@@ -241,6 +241,7 @@ func (s *session) apply(e *event.Event) {
 	}
 	if s.host != nil {
 		s.hostApply(e) // exec, exit, processes seen for the first time (host.go)
+		s.exportApplied(e)
 		return
 	}
 	if e.Kind == event.CodeMap {
@@ -252,6 +253,7 @@ func (s *session) apply(e *event.Event) {
 	}
 	s.noteInherited(e) // -f: a forked child's inherited blocks (leaks.go)
 	s.table.Apply(e)
+	s.exportApplied(e)
 }
 
 func (s *session) allExited() bool {
