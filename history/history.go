@@ -387,10 +387,24 @@ func (c *Collector) point(p *proc, ps *aggregate.ProcessSnapshot, t uint64, bloc
 			return
 		}
 		p.takeMap(s.Time, s.Turnover, blocks, c.o, why)
+		p.peakCandidate(s.LiveBytes)
 		return
 	}
-	if !ps.Exited && (!p.hasMap || p.mapDue || s.Time-p.lastMap >= p.mapEvery) {
+	// An empty heap (a process not yet started) is no moment to show.
+	if !ps.Exited && s.LiveBytes > 0 && (!p.hasMap || p.mapDue || s.Time-p.lastMap >= p.mapEvery) {
 		p.takeMap(s.Time, s.Turnover, blocks, c.o, "")
+		p.peakCandidate(s.LiveBytes)
+	}
+}
+
+// peakCandidate makes the heap-map moment just taken the peak's when its
+// live bytes are the highest a moment has had: a mark at the peak gives
+// the peak's exact moment.
+func (p *proc) peakCandidate(live uint64) {
+	if p.peakMap != nil && live >= p.peakLive {
+		m := p.Maps[len(p.Maps)-1]
+		m.Why = "peak"
+		p.peakMap, p.peakLive = &m, live
 	}
 }
 

@@ -108,18 +108,26 @@ func (s *session) exportTick(now uint64) {
 	if e == nil {
 		return
 	}
-	if e.history != nil {
-		snap := s.table.Snapshot()
-		e.history.Sample(now, snap, s.table)
-		if s.host != nil {
-			e.names.Warm(snap) // before exited processes are forgotten
-		}
-	}
+	s.historyTick(now)
 	if e.metrics == nil || time.Since(e.lastMetrics) < metricsEvery {
 		return
 	}
 	e.lastMetrics = time.Now()
 	e.metrics.Update(s.freshSnapshot())
+}
+
+// historyTick gives the --html history a point at every tick of the
+// table's rates (the recording has each one: a replay samples there too).
+func (s *session) historyTick(now uint64) {
+	e := s.exports
+	if e == nil || e.history == nil {
+		return
+	}
+	snap := s.table.Snapshot()
+	e.history.Sample(now, snap, s.table)
+	if s.host != nil {
+		e.names.Warm(snap) // before exited processes are forgotten
+	}
 }
 
 // exportApplied hands the --html history every event once the table has
@@ -228,6 +236,7 @@ func (s *session) freshSnapshot() aggregate.Snapshot {
 	s.setExactCounts() // sampled mode: the probes' exact counts (host.go)
 	now := monotonicNow()
 	s.table.Tick(now) // rates up to now (live.go)
+	s.historyTick(now)
 	snap := s.table.Snapshot()
 	if snap.Time == 0 {
 		snap.Time = now // no event yet: the report is as of now, not of t=0

@@ -133,6 +133,11 @@ func (s *session) run() (int, error) {
 				break
 			}
 			err := s.onStop(st)
+			if err == nil {
+				// The ring is read empty just before the command goes on: the
+				// reader spreads its first events from here (tracer.Drainer.Poll).
+				_, err = s.drain.Poll(0, s.apply)
+			}
 			st.Resume()
 			if err != nil {
 				syscall.Kill(st.PID, syscall.SIGKILL)
