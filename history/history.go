@@ -11,7 +11,16 @@
 //     while a process is idle), a snapshot of the aggregate
 //     (aggregate.Table.Snapshot) and, optionally, the table itself as a
 //     BlockSource, from which it takes heap-map moments of its own choosing;
-//   - Mark(time, pid, label) for a named moment.
+//   - Mark(time, pid, label, src) for a named moment;
+//   - After(e, src) with every event once the aggregate has applied it:
+//     the points and heap-map moments that a run too short for its
+//     periodic samples needs (see After);
+//   - End(now, snap, blocks) once, at the end.
+//
+// Every point, mark and moment carries the process's heap turnover then
+// (bytes allocated plus bytes freed, massif's --time-unit=B), so that a
+// run whose wall time says nothing can be drawn against the bytes it
+// turned over.
 //
 // A live run calls them from its session loop; a replayed recording calls
 // them from its own loop, with the event times of the recording, and gets
@@ -27,6 +36,7 @@ import (
 	"cmp"
 	"math/bits"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/memtrace/memtrace/aggregate"
@@ -49,6 +59,15 @@ type Options struct {
 	// smallest is dropped, so a whole-host run stays bounded too.
 	MaxProcesses int
 	MapEvery     time.Duration // first spacing of heap-map moments (default 250ms; doubles when full)
+	// Young is how long after a process's first event After takes
+	// points by turnover (default 1s): the periodic samples (every rate
+	// period) draw the rest of a run.
+	Young time.Duration
+	// StepBytes is the first turnover between two of After's points
+	// (default 64 KiB); it doubles every YoungPoints/4 points, and After
+	// takes at most YoungPoints (default 512) per process.
+	StepBytes   uint64
+	YoungPoints int
 }
 
 func (o *Options) defaults() {
@@ -70,6 +89,15 @@ func (o *Options) defaults() {
 	if o.MaxProcesses <= 0 {
 		o.MaxProcesses = 100
 	}
+	if o.Young <= 0 {
+		o.Young = time.Second
+	}
+	if o.StepBytes == 0 {
+		o.StepBytes = 64 << 10
+	}
+	if o.YoungPoints < 4 {
+		o.YoungPoints = 512
+	}
 }
 
 // SizeBuckets is the length of the size histograms: bucket i counts
@@ -84,6 +112,7 @@ func (h *SizeHistogram) add(size uint64) { h[bits.Len64(size)]++ }
 // Sample is one timeline point of one process.
 type Sample struct {
 	Time        uint64 // kernel monotonic ns
+	Turnover    uint64 // heap bytes allocated plus freed so far
 	LiveBytes   uint64
 	LiveBlocks  uint64
 	MappedBytes uint64 // anonymous mappings (mmap) live
@@ -103,7 +132,11 @@ type Run struct {
 
 // HeapMap is the heap at one moment: where the live blocks were.
 type HeapMap struct {
-	Time      uint64
+	Time     uint64
+	Turnover uint64
+	// Why says which moment it is: "mark", "peak", "end", several of
+	// them ("mark, peak"), or "" for one taken every MapEvery.
+	Why       string
 	Runs      []Run // sorted by address
 	LiveSizes SizeHistogram
 	// Granule is the size of the cells runs are made of: each cell is
@@ -113,16 +146,18 @@ type HeapMap struct {
 
 // Mark is a named moment.
 type Mark struct {
-	Time  uint64
-	Label string
+	Time     uint64
+	Label    string
+	Turnover uint64
 }
 
 // Peak is the highest live heap the aggregate measured (Bytes) and the
 // sample with the most live bytes (Time): the two agree when the peak
 // lasted a sampling period.
 type Peak struct {
-	Time  uint64
-	Bytes uint64
+	Time     uint64
+	Bytes    uint64
+	Turnover uint64
 }
 
 // Process is one process's history.
@@ -164,6 +199,20 @@ type proc struct {
 	mapDue       bool   // a mark asked for a heap-map moment
 	granule      uint64 // of the last heap-map moment
 	lastBlocks   int    // blocks in the last heap-map moment
+	lastTime     uint64 // of the last point: points keep time order
+
+	// After's state: the first event's time, the young points taken,
+	// their step and the turnover of the next one; the aggregate's peak
+	// snapshots seen, and the heap map of the highest point so far
+	// (peakMap, taken when live bytes top peakLive by 1/64).
+	started    bool
+	first      uint64
+	young      int
+	step, next uint64
+	peakSnaps  uint64
+	peakLive   uint64
+	peakMap    *HeapMap
+	markMaps   int // maps taken at marks (at most MaxMaps)
 }
 
 // New returns an empty Collector.
@@ -194,13 +243,112 @@ func (c *Collector) Observe(e *event.Event) {
 	}
 }
 
-// Mark records a named moment of process pid; the next Sample takes a
-// heap-map moment, so the map can be seen at each mark.
-func (c *Collector) Mark(t uint64, pid uint32, label string) {
-	p := c.proc(pid)
-	p.Marks = append(p.Marks, Mark{t, label})
-	p.mapDue = true
+// Source is the aggregate as After, Mark and End read it
+// (aggregate.Table is one).
+type Source interface {
+	BlockSource
+	SnapshotOf(pid uint32) aggregate.Snapshot
+	HeapStats(pid uint32) aggregate.Stats
+	PeakSnapshots(pid uint32) uint64
 }
+
+// Mark records a named moment of process pid. With src, the moment gets
+// a timeline point and a heap-map moment at once (for the first MaxMaps
+// marks of a process; later ones, and all without src, make the next
+// Sample take one).
+func (c *Collector) Mark(t uint64, pid uint32, label string, src Source) {
+	p := c.proc(pid)
+	m := Mark{Time: t, Label: label}
+	if src == nil || p.markMaps >= c.o.MaxMaps {
+		if src != nil {
+			m.Turnover = turnover(src.HeapStats(pid))
+		}
+		p.Marks = append(p.Marks, m)
+		p.mapDue = true
+		return
+	}
+	p.markMaps++
+	snap := src.SnapshotOf(pid)
+	if len(snap.Processes) == 0 {
+		p.Marks = append(p.Marks, m)
+		return
+	}
+	ps := &snap.Processes[0]
+	m.Turnover = turnover(ps.Heap)
+	p.Marks = append(p.Marks, m)
+	c.point(p, ps, t, src, "mark")
+}
+
+// After takes event e, which the aggregate src has just applied, and
+// adds what a short run needs beyond the periodic samples:
+//   - while the process is young (Young since its first event), a point
+//     every time its heap turnover has grown by a step;
+//   - a point and a heap-map moment when its live heap tops the highest
+//     point so far by 1/64 as the aggregate takes a new peak snapshot (the
+//     last such moment is kept: the peak's).
+//
+// Every decision rests on the events alone, so a replay takes the same
+// points as the live run.
+func (c *Collector) After(e *event.Event, src Source) {
+	switch e.Kind {
+	case event.Alloc, event.Free, event.Realloc:
+	default:
+		return
+	}
+	p := c.proc(e.PID)
+	if !p.started {
+		p.started, p.first, p.step = true, e.Time, c.o.StepBytes
+	}
+	st := src.HeapStats(e.PID)
+	tv := turnover(st)
+	peak := false
+	if n := src.PeakSnapshots(e.PID); n != p.peakSnaps {
+		p.peakSnaps = n
+		peak = st.LiveBytes > 0 && (p.peakMap == nil || st.LiveBytes >= p.peakLive+p.peakLive/64)
+	}
+	young := p.young < c.o.YoungPoints && e.Time-p.first < uint64(c.o.Young) && tv >= p.next
+	if !young && !peak {
+		return
+	}
+	if young {
+		p.young++
+		if p.young%(c.o.YoungPoints/4) == 0 {
+			p.step *= 2
+		}
+		p.next = tv + p.step
+	}
+	snap := src.SnapshotOf(e.PID)
+	if len(snap.Processes) == 0 {
+		return
+	}
+	c.sampleBytes = snap.SampleBytes
+	ps := &snap.Processes[0]
+	p.Comm = ps.Comm
+	c.point(p, ps, e.Time, src, "")
+	if peak {
+		m := p.heapMap(p.lastTime, tv, src, c.o)
+		m.Why = "peak"
+		p.peakMap, p.peakLive = &m, st.LiveBytes
+	}
+}
+
+// End takes the last point of every process in snap, at now, and a
+// heap-map moment of each that still has live blocks.
+func (c *Collector) End(now uint64, snap aggregate.Snapshot, blocks BlockSource) {
+	c.sampleBytes = snap.SampleBytes
+	for i := range snap.Processes {
+		ps := &snap.Processes[i]
+		p := c.proc(ps.PID)
+		p.Comm = ps.Comm
+		why := "end"
+		if ps.Heap.LiveAllocs == 0 || blocks == nil {
+			why = ""
+		}
+		c.point(p, ps, now, blocks, why)
+	}
+}
+
+func turnover(s aggregate.Stats) uint64 { return s.AllocBytes + s.FreedBytes }
 
 // Sample takes a snapshot of the aggregate at time now; blocks (may be
 // nil) gives the heap map when a moment is due.
@@ -213,17 +361,61 @@ func (c *Collector) Sample(now uint64, snap aggregate.Snapshot, blocks BlockSour
 		if ps.Exited && len(p.Samples) > 0 && p.pending == nil && p.Samples[len(p.Samples)-1].Time >= ps.ExitTime {
 			continue // nothing new since it exited
 		}
-		s := c.sample(p, ps, now)
-		if s.LiveBytes > p.maxLive || p.Peak.Time == 0 {
-			p.maxLive, p.Peak.Time = s.LiveBytes, s.Time
-		}
-		p.Peak.Bytes = ps.PeakLiveBytes
-		p.add(s, c.o.MaxSamples)
-		if blocks != nil && !ps.Exited && (!p.hasMap || p.mapDue || s.Time-p.lastMap >= p.mapEvery) {
-			p.takeMap(s.Time, blocks, c.o)
-		}
+		c.point(p, ps, now, blocks, "")
 	}
 	c.evict(snap)
+}
+
+// point adds a timeline point of p at time t (or its last point's, if
+// later) and takes a heap-map moment: always when why says which one it
+// is, else when one is due.
+func (c *Collector) point(p *proc, ps *aggregate.ProcessSnapshot, t uint64, blocks BlockSource, why string) {
+	t = max(t, p.lastTime)
+	p.lastTime = t
+	s := c.sample(p, ps, t)
+	if s.LiveBytes > p.maxLive || p.Peak.Time == 0 {
+		p.maxLive, p.Peak.Time, p.Peak.Turnover = s.LiveBytes, s.Time, s.Turnover
+	}
+	p.Peak.Bytes = ps.PeakLiveBytes
+	p.add(s, c.o.MaxSamples)
+	if blocks == nil {
+		return
+	}
+	if why != "" {
+		if n := len(p.Maps); n > 0 && p.Maps[n-1].Turnover == s.Turnover && p.Maps[n-1].Why != "" {
+			p.Maps[n-1].Why = joinWhy(p.Maps[n-1].Why, why) // the same heap: nothing was allocated or freed since
+			return
+		}
+		p.takeMap(s.Time, s.Turnover, blocks, c.o, why)
+		p.peakCandidate(s.LiveBytes)
+		return
+	}
+	// An empty heap (a process not yet started) is no moment to show.
+	if !ps.Exited && s.LiveBytes > 0 && (!p.hasMap || p.mapDue || s.Time-p.lastMap >= p.mapEvery) {
+		p.takeMap(s.Time, s.Turnover, blocks, c.o, "")
+		p.peakCandidate(s.LiveBytes)
+	}
+}
+
+// peakCandidate makes the heap-map moment just taken the peak's when its
+// live bytes are the highest a moment has had: a mark at the peak gives
+// the peak's exact moment.
+func (p *proc) peakCandidate(live uint64) {
+	if p.peakMap != nil && live >= p.peakLive {
+		m := p.Maps[len(p.Maps)-1]
+		m.Why = "peak"
+		p.peakMap, p.peakLive = &m, live
+	}
+}
+
+func joinWhy(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "" || a == b || strings.Contains(a, b):
+		return a
+	}
+	return a + ", " + b
 }
 
 // evict drops gone processes, smallest heap first, down to MaxProcesses.
@@ -251,7 +443,7 @@ func (c *Collector) evict(snap aggregate.Snapshot) {
 }
 
 func (c *Collector) sample(p *proc, ps *aggregate.ProcessSnapshot, t uint64) Sample {
-	s := Sample{Time: t, LiveBytes: ps.Heap.LiveBytes, LiveBlocks: ps.Heap.LiveAllocs,
+	s := Sample{Time: t, Turnover: turnover(ps.Heap), LiveBytes: ps.Heap.LiveBytes, LiveBlocks: ps.Heap.LiveAllocs,
 		MappedBytes: ps.Mapped.LiveBytes, Rates: ps.Rates}
 	// A site broken down by stack (sampled mode's stacks) counts as one
 	// site per stack, as --detail's sites are: the flame graph draws
@@ -323,9 +515,33 @@ func (p *proc) flush() {
 	}
 }
 
-func (p *proc) takeMap(t uint64, blocks BlockSource, o Options) {
+func (p *proc) takeMap(t, turnover uint64, blocks BlockSource, o Options, why string) {
+	m := p.heapMap(t, turnover, blocks, o)
+	m.Why = why
+	p.Maps = append(p.Maps, m)
+	p.lastMap, p.hasMap, p.mapDue = t, true, false
+	if len(p.Maps) > o.MaxMaps {
+		// Drop every other periodic moment but the newest; space them
+		// twice as far. Moments with a reason (marks, the end) stay.
+		kept := p.Maps[:0]
+		periodic := 0
+		for i, mm := range p.Maps {
+			if mm.Why == "" {
+				periodic++
+			}
+			if mm.Why != "" || periodic%2 == 1 || i == len(p.Maps)-1 {
+				kept = append(kept, mm)
+			}
+		}
+		p.Maps = kept
+		p.mapEvery *= 2
+	}
+}
+
+// heapMap draws the process's live blocks now.
+func (p *proc) heapMap(t, turnover uint64, blocks BlockSource, o Options) HeapMap {
 	bs := make([]block, 0, p.lastBlocks)
-	m := HeapMap{Time: t}
+	m := HeapMap{Time: t, Turnover: turnover}
 	blocks.ForEachLiveSite(p.PID, func(addr, size uint64, k aggregate.SiteKey) bool {
 		bs = append(bs, block{addr, addr + max(size, 1), p.site(k)})
 		m.LiveSizes.add(size)
@@ -335,19 +551,7 @@ func (p *proc) takeMap(t uint64, blocks BlockSource, o Options) {
 	slices.SortFunc(bs, func(a, b block) int { return cmp.Compare(a.addr, b.addr) })
 	m.Runs, m.Granule = coarsen(bs, o.MaxRuns, p.granule)
 	p.granule = m.Granule
-	p.Maps = append(p.Maps, m)
-	p.lastMap, p.hasMap, p.mapDue = t, true, false
-	if len(p.Maps) > o.MaxMaps {
-		// Drop every other moment but the newest; space them twice as far.
-		kept := p.Maps[:0]
-		for i, mm := range p.Maps {
-			if i%2 == 0 || i == len(p.Maps)-1 {
-				kept = append(kept, mm)
-			}
-		}
-		p.Maps = kept
-		p.mapEvery *= 2
-	}
+	return m
 }
 
 // block is a live block [addr, end) of a site.
@@ -450,8 +654,25 @@ func (c *Collector) History() History {
 	h := History{SampleBytes: c.sampleBytes}
 	for _, p := range c.procs {
 		p.flush()
-		h.Processes = append(h.Processes, p.Process)
+		q := p.Process
+		q.Maps = withPeak(q.Maps, p.peakMap)
+		h.Processes = append(h.Processes, q)
 	}
 	slices.SortFunc(h.Processes, func(a, b Process) int { return cmp.Compare(a.PID, b.PID) })
 	return h
+}
+
+// withPeak returns maps with the peak's moment in its place by turnover
+// (a new list), or the moment there already, now saying it is the peak's.
+func withPeak(maps []HeapMap, peak *HeapMap) []HeapMap {
+	if peak == nil {
+		return maps
+	}
+	i, found := slices.BinarySearchFunc(maps, peak.Turnover, func(m HeapMap, tv uint64) int { return cmp.Compare(m.Turnover, tv) })
+	out := slices.Clone(maps)
+	if found {
+		out[i].Why = joinWhy(out[i].Why, "peak")
+		return out
+	}
+	return slices.Insert(out, i, *peak)
 }

@@ -1,7 +1,10 @@
 package history
 
 import (
+	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/memtrace/memtrace/aggregate"
@@ -104,10 +107,10 @@ func TestMaps(t *testing.T) {
 		t.Errorf("alloc sizes %v", p.AllocSizes[:8])
 	}
 	// A mark makes the next sample a heap-map moment.
-	c.Mark(1010, 1, "m")
+	c.Mark(1010, 1, "m", nil)
 	c.Sample(1020, snap(24, 24), oneBlock{})
 	p = c.History().Processes[0]
-	if last := p.Maps[len(p.Maps)-1]; last.Time != 1020 || p.Marks[0] != (Mark{1010, "m"}) {
+	if last := p.Maps[len(p.Maps)-1]; last.Time != 1020 || p.Marks[0] != (Mark{Time: 1010, Label: "m"}) {
 		t.Errorf("after a mark: last map at %d, marks %v", last.Time, p.Marks)
 	}
 }
@@ -155,5 +158,80 @@ func TestStackBreakdown(t *testing.T) {
 	want := map[aggregate.SiteKey]uint64{{Address: 1, StackID: 4}: 500, {Address: 1, StackID: -1}: 200}
 	if !maps.Equal(got, want) {
 		t.Errorf("sites %v, want %v", got, want)
+	}
+}
+
+// TestAfter: a short run fed event by event through an aggregate.Table
+// (phases.c's shape, in blocks of 100 bytes): a point per step of
+// turnover while young, then none; the marks at their turnover, each with
+// a heap-map moment; the peak's moment is the mark's there; the end's.
+func TestAfter(t *testing.T) {
+	tb := aggregate.NewTable()
+	tb.AddProcess(1, "p")
+	c := New(Options{StepBytes: 100, YoungPoints: 8, Young: 1000})
+	now := uint64(0)
+	apply := func(k event.Kind, addr uint64) {
+		now++
+		e := event.Event{PID: 1, Time: now, Kind: k, Addr: addr, StackID: -1, CallSite: 0x10}
+		if k == event.Alloc {
+			e.Size = 100
+		}
+		c.Observe(&e)
+		tb.Apply(&e)
+		c.After(&e, tb)
+	}
+	mark := func(label string) {
+		now++
+		m := tb.Mark(1, label, now)
+		c.Mark(m.Time, 1, m.Label, tb)
+	}
+	for i := uint64(1); i <= 3; i++ { // churn: 300 allocated and freed
+		apply(event.Alloc, 0x1000*i)
+		apply(event.Free, 0x1000*i)
+	}
+	mark("churn")
+	for i := uint64(1); i <= 4; i++ { // peak: 400 live
+		apply(event.Alloc, 0x1000*i)
+	}
+	mark("peak")
+	apply(event.Free, 0x1000)
+	mark("kept")
+	c.End(now+1, tb.Snapshot(), tb)
+	p := c.History().Processes[0]
+
+	var points []uint64
+	for _, s := range p.Samples {
+		points = append(points, s.Turnover, s.LiveBytes)
+	}
+	// Young points every step of turnover (100, doubling after every
+	// two points: 100, 200, 400): at 100, 200, 400 and 600; the mark
+	// churn's; then the peak's, each time live tops the last by 1/64 as
+	// the table takes a peak snapshot (800, 900, 1000; at 100 it was the
+	// young point); the marks peak's and kept's; the end's.
+	want := []uint64{100, 100, 200, 0, 400, 0, 600, 0, // young
+		600, 0, // mark "churn"
+		800, 200, 900, 300, 1000, 400, // peak points
+		1000, 400, // mark "peak"
+		1100, 300, // mark "kept"
+		1100, 300} // end
+	if !slices.Equal(points, want) {
+		t.Errorf("points (turnover, live) %v\nwant %v", points, want)
+	}
+	var marks []Mark
+	for _, m := range p.Marks {
+		marks = append(marks, Mark{Label: m.Label, Turnover: m.Turnover})
+	}
+	if w := []Mark{{Label: "churn", Turnover: 600}, {Label: "peak", Turnover: 1000}, {Label: "kept", Turnover: 1100}}; !slices.Equal(marks, w) {
+		t.Errorf("marks %v, want %v", marks, w)
+	}
+	var moments []string
+	for _, m := range p.Maps {
+		moments = append(moments, fmt.Sprintf("%d %q %d", m.Turnover, m.Why, len(m.Runs)))
+	}
+	if got, w := strings.Join(moments, ", "), `100 "" 1, 600 "mark" 0, 1000 "mark, peak" 4, 1100 "mark, end" 3`; got != w {
+		t.Errorf("heap-map moments %s\nwant %s", got, w)
+	}
+	if p.Peak.Turnover != 1000 || p.Peak.Bytes != 400 {
+		t.Errorf("peak %+v, want 400 bytes at turnover 1000", p.Peak)
 	}
 }

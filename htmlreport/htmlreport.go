@@ -16,6 +16,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/history"
@@ -112,8 +113,14 @@ type processData struct {
 	Frames [][2]string `json:"frames"`
 	// Top are the groups with their own timeline layer and legend entry.
 	Top []int `json:"top"`
-	// Times are seconds since the first sample.
-	Times   []float64  `json:"t"`
+	// Times are seconds since the first sample; Turnover the heap bytes
+	// allocated plus freed by then (massif's --time-unit=B).
+	Times    []float64 `json:"t"`
+	Turnover []uint64  `json:"x"`
+	// Axis is what the pictures are drawn against: "time", or "bytes"
+	// (turnover) for a process traced for less than ShortRun, whose wall
+	// time says little.
+	Axis    string     `json:"axis"`
 	Live    []uint64   `json:"live"`
 	Blocks  []uint64   `json:"blocks"`
 	Mapped  []uint64   `json:"mapped"`
@@ -121,6 +128,7 @@ type processData struct {
 	Rates   []rateData `json:"rates"`
 	Peak    struct {
 		T     float64 `json:"t"`
+		X     uint64  `json:"x"`
 		Bytes uint64  `json:"bytes"`
 	} `json:"peak"`
 	Marks      []markData `json:"marks"`
@@ -160,11 +168,14 @@ type rateData struct {
 
 type markData struct {
 	T     float64 `json:"t"`
+	X     uint64  `json:"x"`
 	Label string  `json:"label"`
 }
 
 type mapData struct {
-	T float64 `json:"t"`
+	T   float64 `json:"t"`
+	X   uint64  `json:"x"`
+	Why string  `json:"why"` // "mark", "peak", "end" or several; "" for a periodic moment
 	// Runs: per run, its start minus the previous run's end (the first:
 	// its address), its length and its site.
 	Runs      []int64  `json:"runs"`
@@ -269,6 +280,7 @@ func buildProcess(p history.Process, final aggregate.ProcessSnapshot, src pprofo
 				Alloc: make([]float64, len(d.Times)), Freed: make([]float64, len(d.Times)), Net: make([]float64, len(d.Times))})
 		}
 		d.Times = append(d.Times, sec(s.Time))
+		d.Turnover = append(d.Turnover, s.Turnover)
 		d.Live = append(d.Live, s.LiveBytes)
 		d.Blocks = append(d.Blocks, s.LiveBlocks)
 		d.Mapped = append(d.Mapped, s.MappedBytes)
@@ -289,12 +301,16 @@ func buildProcess(p history.Process, final aggregate.ProcessSnapshot, src pprofo
 			rd.Net = append(rd.Net, r.NetBytesPerSec)
 		}
 	}
-	d.Peak.T, d.Peak.Bytes = sec(p.Peak.Time), p.Peak.Bytes
+	d.Axis = "time"
+	if last := p.Samples[len(p.Samples)-1]; last.Time-t0 < uint64(ShortRun) && last.Turnover > 0 {
+		d.Axis = "bytes"
+	}
+	d.Peak.T, d.Peak.X, d.Peak.Bytes = sec(p.Peak.Time), p.Peak.Turnover, p.Peak.Bytes
 	for _, m := range p.Marks {
-		d.Marks = append(d.Marks, markData{sec(m.Time), m.Label})
+		d.Marks = append(d.Marks, markData{sec(m.Time), m.Turnover, m.Label})
 	}
 	for _, m := range p.Maps {
-		md := mapData{T: sec(m.Time), LiveSizes: trimZeros(m.LiveSizes[:]), Runs: []int64{}}
+		md := mapData{T: sec(m.Time), X: m.Turnover, Why: m.Why, LiveSizes: trimZeros(m.LiveSizes[:]), Runs: []int64{}}
 		prev := uint64(0)
 		for _, r := range m.Runs {
 			md.Runs = append(md.Runs, int64(r.Start-prev), int64(r.End-r.Start), int64(r.Site))
@@ -304,6 +320,13 @@ func buildProcess(p history.Process, final aggregate.ProcessSnapshot, src pprofo
 	}
 	return d
 }
+
+// ShortRun: a process traced for less time is drawn against the bytes it
+// turned over rather than time. Its rates (one value per rate period,
+// 100 ms by default) would be fewer than ten points, and the times of its
+// events are the reader's estimates between two reads of the ring
+// (tracer.Drainer.Poll), while its turnover is exact.
+const ShortRun = time.Second
 
 // allocatedSites bounds the sites named for the flame graph's bytes
 // allocated over the run beyond those of the history, so that the page

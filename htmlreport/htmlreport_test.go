@@ -62,19 +62,19 @@ func phases(t *testing.T) (history.History, aggregate.Snapshot) {
 		live := map[aggregate.SiteKey]uint64{}
 		switch {
 		case i == 3:
-			c.Mark(now, 1, "grow")
+			c.Mark(now, 1, "grow", nil)
 			all[grow] = run(100, 10000, 0x10000)
 			for range 100 {
 				c.Observe(&event.Event{Kind: event.Alloc, PID: 1, Size: 10000})
 			}
 		case i == 6:
-			c.Mark(now, 1, "spike")
+			c.Mark(now, 1, "spike", nil)
 			all[spike] = run(40, 50000, 0x200000)
 			for range 40 {
 				c.Observe(&event.Event{Kind: event.Alloc, PID: 1, Size: 50000})
 			}
 		case i == 12:
-			c.Mark(now, 1, "settle")
+			c.Mark(now, 1, "settle", nil)
 			delete(all, spike)
 			all[settle] = run(10, 4096, 0x10000+100*10016)
 		}

@@ -101,25 +101,41 @@ func (s *session) startExports() (stop func(), err error) {
 	}, nil
 }
 
-// exportTick runs every rate period: the endpoint gets a fresh snapshot
-// every metricsEvery.
-func (s *session) exportTick() {
+// exportTick runs every rate period, with the period's end: the endpoint
+// gets a fresh snapshot every metricsEvery.
+func (s *session) exportTick(now uint64) {
 	e := s.exports
 	if e == nil {
 		return
 	}
-	if e.history != nil {
-		snap := s.table.Snapshot()
-		e.history.Sample(monotonicNow(), snap, s.table)
-		if s.host != nil {
-			e.names.Warm(snap) // before exited processes are forgotten
-		}
-	}
+	s.historyTick(now)
 	if e.metrics == nil || time.Since(e.lastMetrics) < metricsEvery {
 		return
 	}
 	e.lastMetrics = time.Now()
 	e.metrics.Update(s.freshSnapshot())
+}
+
+// historyTick gives the --html history a point at every tick of the
+// table's rates (the recording has each one: a replay samples there too).
+func (s *session) historyTick(now uint64) {
+	e := s.exports
+	if e == nil || e.history == nil {
+		return
+	}
+	snap := s.table.Snapshot()
+	e.history.Sample(now, snap, s.table)
+	if s.host != nil {
+		e.names.Warm(snap) // before exited processes are forgotten
+	}
+}
+
+// exportApplied hands the --html history every event once the table has
+// applied it: a short run's points and moments (history.After).
+func (s *session) exportApplied(e *event.Event) {
+	if s.exports != nil && s.exports.history != nil {
+		s.exports.history.After(e, s.table)
+	}
 }
 
 // exportEvent hands the --html history every event the table gets.
@@ -150,7 +166,7 @@ func (s *session) exportExited(procs []aggregate.ProcessSnapshot) {
 // exportMark gives the --html history a mark, so the page draws it.
 func (s *session) exportMark(m aggregate.Mark) {
 	if s.exports != nil && s.exports.history != nil {
-		s.exports.history.Mark(m.Time, m.PID, m.Label)
+		s.exports.history.Mark(m.Time, m.PID, m.Label, s.table)
 	}
 }
 
@@ -184,7 +200,7 @@ type exportEnd struct {
 // runs and replay both call it.
 func writeExportFiles(c *ExportFiles, h *history.Collector, snap aggregate.Snapshot, src pprofout.Sources, e exportEnd) error {
 	if h != nil && c.HTMLFile != "" {
-		h.Sample(e.ns, snap, e.blocks) // the end of the run
+		h.End(e.ns, snap, e.blocks) // the end of the run
 		o := htmlreport.Options{Title: e.title, Colors: c.Colors}
 		if err := writeFile(c.HTMLFile, func(f *os.File) error {
 			return htmlreport.Write(f, h.History(), snap, src, o)
@@ -220,6 +236,7 @@ func (s *session) freshSnapshot() aggregate.Snapshot {
 	s.setExactCounts() // sampled mode: the probes' exact counts (host.go)
 	now := monotonicNow()
 	s.table.Tick(now) // rates up to now (live.go)
+	s.historyTick(now)
 	snap := s.table.Snapshot()
 	if snap.Time == 0 {
 		snap.Time = now // no event yet: the report is as of now, not of t=0

@@ -114,8 +114,9 @@ func (l *liveRates) onTick(time.Time) {
 	if _, err := l.s.drain.Poll(0, l.s.apply); err != nil {
 		l.s.log.Warn("drain", "err", err)
 	}
-	l.s.table.Tick(monotonicNow())
-	l.s.exportTick() // exports.go
+	now := monotonicNow()
+	l.s.table.Tick(now)
+	l.s.exportTick(now) // exports.go: the history's point at the tick's time, as a replay has it
 	if l.view != nil && time.Since(l.lastFrame) >= l.refresh {
 		l.push()
 	}

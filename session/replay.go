@@ -290,7 +290,7 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 		n++
 		rp.endNS = max(rp.endNS, recordTime(&rec))
 		if rp.history != nil {
-			observe(rp.history, &rec)
+			observe(rp.history, t, &rec)
 		}
 		switch {
 		case c.At.kind == "mark" && rec.Kind == recording.KindMark && rec.Mark.Label == c.At.label:
@@ -320,14 +320,15 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	return rp, rp.readErr
 }
 
-// observe gives the --html history what a live run gives it: events and
-// marks.
-func observe(h *history.Collector, rec *recording.Record) {
+// observe gives the --html history what a live run gives it: events
+// (applied to t) and marks.
+func observe(h *history.Collector, t *aggregate.Table, rec *recording.Record) {
 	switch rec.Kind {
 	case recording.KindEvent:
 		h.Observe(&rec.Event)
+		h.After(&rec.Event, t)
 	case recording.KindMark:
-		h.Mark(rec.Mark.Time, rec.Mark.PID, rec.Mark.Label)
+		h.Mark(rec.Mark.Time, rec.Mark.PID, rec.Mark.Label, t)
 	}
 }
 

@@ -133,18 +133,22 @@ func TestReplayHistory(t *testing.T) {
 			t.Fatalf("--at %q: %d processes in the history", tc.at, len(h.Processes))
 		}
 		p := h.Processes[0]
-		var got, want []uint64
+		// The tick's point is the last at its time (the events' points,
+		// history.After, come before it at the same time).
+		last := map[uint64]uint64{}
 		for _, s := range p.Samples {
-			got = append(got, s.Time, s.LiveBytes)
+			last[s.Time] = s.LiveBytes
 		}
+		var got, want []uint64
 		for s := uint64(1); s <= uint64(tc.ticks); s++ {
+			got = append(got, start+s*1e9, last[start+s*1e9])
 			want = append(want, start+s*1e9, min(s, 3)*1000)
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("--at %q: samples (time, live) %v, want %v", tc.at, got, want)
 		}
-		if len(p.Marks) != tc.marks || (tc.marks > 0 && p.Marks[0] != (history.Mark{Time: start + 5e9, Label: "five"})) {
-			t.Errorf("--at %q: marks %v, want %d (five at 5 s)", tc.at, p.Marks, tc.marks)
+		if len(p.Marks) != tc.marks || (tc.marks > 0 && p.Marks[0] != (history.Mark{Time: start + 5e9, Label: "five", Turnover: 7000})) {
+			t.Errorf("--at %q: marks %v, want %d (five at 5 s, 7000 bytes turned over)", tc.at, p.Marks, tc.marks)
 		}
 		if rp.endNS != tc.end {
 			t.Errorf("--at %q: end %d, want %d", tc.at, rp.endNS, tc.end)

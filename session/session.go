@@ -133,6 +133,11 @@ func (s *session) run() (int, error) {
 				break
 			}
 			err := s.onStop(st)
+			if err == nil {
+				// The ring is read empty just before the command goes on: the
+				// reader spreads its first events from here (tracer.Drainer.Poll).
+				_, err = s.drain.Poll(0, s.apply)
+			}
 			st.Resume()
 			if err != nil {
 				syscall.Kill(st.PID, syscall.SIGKILL)
@@ -241,6 +246,7 @@ func (s *session) apply(e *event.Event) {
 	}
 	if s.host != nil {
 		s.hostApply(e) // exec, exit, processes seen for the first time (host.go)
+		s.exportApplied(e)
 		return
 	}
 	if e.Kind == event.CodeMap {
@@ -252,6 +258,7 @@ func (s *session) apply(e *event.Event) {
 	}
 	s.noteInherited(e) // -f: a forked child's inherited blocks (leaks.go)
 	s.table.Apply(e)
+	s.exportApplied(e)
 }
 
 func (s *session) allExited() bool {

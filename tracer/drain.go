@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"golang.org/x/sys/unix"
+	"math/bits"
 	"os"
 	"time"
 	"unsafe"
@@ -30,6 +31,9 @@ type Drainer struct {
 	Short uint64
 	// Events counts the events handed over.
 	Events uint64
+	// last is when the reader last found the ring empty: the events read
+	// next happened after it.
+	last uint64
 }
 
 // NewDrainer opens a reader on the objects' ring buffer.
@@ -38,7 +42,7 @@ func (t *Objects) NewDrainer() (*Drainer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open ring buffer reader: %w", err)
 	}
-	return &Drainer{objs: t, rd: rd}, nil
+	return &Drainer{objs: t, rd: rd, last: monotonicNS()}, nil
 }
 
 // Close unblocks a Poll in progress and releases the reader.
@@ -52,15 +56,21 @@ func (d *Drainer) Close() error {
 // now without waiting. fn must not keep the pointer.
 func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 	d.rd.SetDeadline(time.Now().Add(wait))
+	defer func() { d.last = monotonicNS() }() // the ring was empty then
 	n := 0
 	// The probes do not timestamp allocator events (it cost more than a
-	// fifth of their work): every event of a batch gets the time the batch
-	// was read (once the wait is over), on the same clock as bpf_ktime_get_ns.
-	var stamp uint64
+	// fifth of their work). The events of a batch happened between the
+	// moment the ring was last seen empty (d.last) and the moment the
+	// batch is read (stamp, once the wait is over): each gets a time in
+	// between, in proportion to the bytes of the ring read up to it, so
+	// that the events of a short run keep their order in time (see
+	// spread). The clock is bpf_ktime_get_ns's.
+	var stamp, total, read uint64
 	for {
 		err := d.rd.ReadInto(&d.rec)
 		if stamp == 0 {
 			stamp = monotonicNS()
+			total = uint64(d.rec.Remaining) + recordBytes(len(d.rec.RawSample))
 		}
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -68,6 +78,7 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 			}
 			return n, fmt.Errorf("read ring buffer: %w", err)
 		}
+		read += recordBytes(len(d.rec.RawSample))
 		if len(d.rec.RawSample) < int(unsafe.Sizeof(memtraceEvent{})) {
 			d.Short++
 			continue
@@ -76,7 +87,7 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 		raw := (*memtraceEvent)(unsafe.Pointer(&d.rec.RawSample[0]))
 		t := raw.Time
 		if t == 0 {
-			t = stamp
+			t = spread(d.last, stamp, read, total)
 		}
 		if raw.Kind == kindUnwindMiss {
 			// A file the walk met has no table yet: build it aside, so
@@ -119,6 +130,25 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 			return n, nil
 		}
 	}
+}
+
+// recordBytes is what a record of n bytes takes in the ring: an 8-byte
+// header, rounded up to 8 bytes.
+func recordBytes(n int) uint64 { return uint64(n+8+7) &^ 7 }
+
+// spread is the time of the event whose record ends read bytes into a
+// batch of total bytes read at stamp, the ring having been empty at from:
+// the events are taken to have come at an even pace in between. Records
+// that came while the batch was read (read > total) get stamp.
+func spread(from, stamp, read, total uint64) uint64 {
+	if from >= stamp || total == 0 || read >= total {
+		return stamp
+	}
+	span := stamp - from
+	// span*read/total without overflow: spans are short, reads are < 4 GiB.
+	hi, lo := bits.Mul64(span, read)
+	q, _ := bits.Div64(hi, lo, total)
+	return from + q
 }
 
 // kindUnwindMiss: the walk met a file without a table (KIND_UNWIND_MISS).

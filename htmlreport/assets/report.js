@@ -11,7 +11,7 @@ window.addEventListener("error", function (e) {
 var DATA = JSON.parse(document.getElementById("data").textContent);
 var SVGNS = "http://www.w3.org/2000/svg";
 var HL_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"];
-var state = { proc: null, moment: 0, map: 0, flameMode: "live", zoom: null, playing: null };
+var state = { proc: null, moment: 0, map: 0, flameMode: "live", zoom: null, playing: null, axis: null };
 
 // ---- formatting ----------------------------------------------------------
 
@@ -25,7 +25,11 @@ function fmtBytes(n) {
   return (neg ? "-" : "") + s + " " + units[i];
 }
 function fmtExact(n) { return Math.round(n).toLocaleString("en-US"); }
-function fmtSec(t) { return t.toFixed(t < 10 ? 2 : 1) + " s"; }
+function fmtSec(t) {
+  if (t > 0 && t < 1e-3) return parseFloat((t * 1e6).toFixed(1)) + " µs";
+  if (t > 0 && t < 1) return parseFloat((t * 1e3).toFixed(t < 0.01 ? 2 : 1)) + " ms";
+  return t.toFixed(t < 10 ? 2 : 1) + " s";
+}
 
 // ---- SVG helpers ---------------------------------------------------------
 
@@ -80,6 +84,17 @@ function byteTicks(max, n) {
 // ---- data access ---------------------------------------------------------
 
 function P() { return state.proc; }
+// The x axis: time, or the heap bytes turned over (allocated plus freed,
+// massif's --time-unit=B) for a run too short for time to say much (the
+// process's "axis"); the radio buttons or "#x=time" / "#x=bytes" choose.
+function byBytes() { return (state.axis || P().axis) === "bytes"; }
+function XS() { return byBytes() ? P().x : P().t; }
+function xOf(o) { return byBytes() ? o.x : o.t; }
+function fmtX(v) { return byBytes() ? fmtBytes(v) : fmtSec(v); }
+function xTicks(max, n) { return byBytes() ? byteTicks(max, n) : niceTicks(max, n); }
+// fmtAt names a moment (a sample index's, or a map's): its time, and
+// with the bytes axis the bytes turned over by then.
+function fmtAt(t, x) { return "t=" + fmtSec(t) + (byBytes() ? " after " + fmtBytes(x) + " turned over" : ""); }
 function siteLiveAt(i) {
   var m = {}, a = P().siteLive[i] || [];
   for (var k = 0; k < a.length; k += 2) m[a[k]] = a[k + 1];
@@ -95,13 +110,13 @@ function groupLiveAt(i) {
 function stackOf(s) { return s.stack.map(function (f) { return P().frames[f]; }); }
 function siteColor(si) { return P().groups[P().sites[si].group].color; }
 function nearestSample(t) {
-  var ts = P().t, best = 0;
+  var ts = XS(), best = 0;
   for (var i = 0; i < ts.length; i++) if (Math.abs(ts[i] - t) < Math.abs(ts[best] - t)) best = i;
   return best;
 }
 function mapAt(t) {
   var maps = P().maps, best = -1;
-  for (var i = 0; i < maps.length; i++) if (maps[i].t <= t + 1e-9) best = i;
+  for (var i = 0; i < maps.length; i++) if (xOf(maps[i]) <= t + 1e-9) best = i;
   return Math.max(best, 0);
 }
 
@@ -109,13 +124,13 @@ function mapAt(t) {
 
 function drawStatus() {
   var p = P(), i = state.moment;
-  var s = p.comm + " (pid " + p.pid + ")   t=" + fmtSec(p.t[i]) + "   live " + fmtBytes(p.live[i]) +
+  var s = p.comm + " (pid " + p.pid + ")   " + fmtAt(p.t[i], p.x[i]) + "   live " + fmtBytes(p.live[i]) +
     " in " + fmtExact(p.blocks[i]) + " blocks   mapped " + fmtBytes(p.mapped[i]) +
     "   peak " + fmtBytes(p.peak.bytes);
-  if (p.maps.length) s += "   heap map at " + fmtSec(p.maps[state.map].t);
+  if (p.maps.length) s += "   heap map at " + fmtX(xOf(p.maps[state.map]));
   var last = null;
-  p.marks.forEach(function (m) { if (m.t <= p.t[i] + 1e-9) last = m; });
-  if (last) s += "   last mark: " + last.label + " at " + fmtSec(last.t);
+  p.marks.forEach(function (m) { if (xOf(m) <= XS()[i] + 1e-9) last = m; });
+  if (last) s += "   last mark: " + last.label + " at " + fmtX(xOf(last));
   if (DATA.sampleBytes) s += "   (sampled: estimates, 1 sample per " + fmtBytes(DATA.sampleBytes) + ")";
   document.getElementById("status").textContent = s;
 }
@@ -124,10 +139,44 @@ function drawStatus() {
 
 var TL = { w: 1000, h: 320, l: 70, r: 20, t: 28, b: 30 };
 
+// markRows places the marks' labels above the plot, each in the first row
+// where it overlaps no other label; it returns the rows used.
+function markRows(svg, marks, x, W) {
+  var ends = [];
+  marks.forEach(function (m) {
+    var t = text(svg, 0, 0, m.label, { "class": "mark-label" });
+    var w = t.getComputedTextLength();
+    svg.removeChild(t);
+    var px = x(xOf(m));
+    m.anchorEnd = px + 3 + w > W - 2; // no room right of the line: left of it
+    m.x0 = m.anchorEnd ? px - 3 - w : px + 3;
+    m.x1 = m.x0 + w;
+    var r = 0;
+    while (r < ends.length && ends[r] + 6 > m.x0) r++;
+    ends[r] = m.x1;
+    m.row = r;
+  });
+  return Math.max(ends.length, 1);
+}
+
+// markOverlaps counts the pairs of drawn mark labels whose boxes meet
+// (the page checks itself; the tests read it).
+function markOverlaps(svg) {
+  var boxes = Array.prototype.map.call(svg.querySelectorAll(".mark-label"), function (t) { return t.getBBox(); });
+  var n = 0;
+  for (var i = 0; i < boxes.length; i++) for (var j = i + 1; j < boxes.length; j++) {
+    var a = boxes[i], b = boxes[j];
+    if (a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height) n++;
+  }
+  return n;
+}
+
+var MARK_ROW = 13;
+
 function drawTimeline() {
   var p = P(), sec = document.getElementById("timeline");
   var svg = svgBox(sec.querySelector(".chart"), TL.w, TL.h);
-  var n = p.t.length, tmax = p.t[n - 1] || 1;
+  var xs = XS(), n = xs.length, tmax = xs[n - 1] || 1;
   var layers = [];
   // Stack: the top sites, then the other sites (live minus the top).
   var tops = p.top.map(function () { return new Array(n); });
@@ -142,7 +191,12 @@ function drawTimeline() {
   layers.push({ v: other, color: DATA.otherColor, name: "other call sites" });
   var ymax = Math.max(maxStack, Math.max.apply(null, p.mapped), p.peak.bytes, 1) * 1.08;
   var x = function (t) { return TL.l + (TL.w - TL.l - TL.r) * t / tmax; };
-  var y = function (v) { return TL.h - TL.b - (TL.h - TL.t - TL.b) * v / ymax; };
+  // Marks close together get rows of labels; the plot moves down.
+  var marks = p.marks.map(function (m) { return Object.assign({}, m); }).sort(function (a, b) { return xOf(a) - xOf(b); });
+  var extra = (markRows(svg, marks, x, TL.w) - 1) * MARK_ROW;
+  var L = Object.assign({}, TL, { t: TL.t + extra, h: TL.h + extra });
+  svg.setAttribute("viewBox", "0 0 " + L.w + " " + L.h);
+  var y = function (v) { return L.h - L.b - (L.h - L.t - L.b) * v / ymax; };
   svg.dataset.max = String(maxStack);
   svg.dataset.peak = String(p.peak.bytes);
 
@@ -151,39 +205,41 @@ function drawTimeline() {
     el("line", { "class": "grid", x1: TL.l, x2: TL.w - TL.r, y1: y(v), y2: y(v) }, ax);
     text(ax, TL.l - 6, y(v) + 4, fmtBytes(v), { "text-anchor": "end" });
   });
-  niceTicks(tmax, 8).forEach(function (t) {
-    text(ax, x(t), TL.h - TL.b + 16, fmtSec(t), { "text-anchor": "middle" });
+  xTicks(tmax, 8).forEach(function (t) {
+    text(ax, x(t), L.h - L.b + 16, fmtX(t), { "text-anchor": "middle" });
   });
   el("line", { x1: TL.l, x2: TL.w - TL.r, y1: y(0), y2: y(0) }, ax);
 
   var base = new Array(n).fill(0);
   layers.forEach(function (L) {
     var top = base.map(function (b, i) { return b + L.v[i]; });
-    var d = "M" + x(p.t[0]) + "," + y(base[0]);
-    for (var i = 0; i < n; i++) d += "L" + x(p.t[i]) + "," + y(top[i]);
-    for (i = n - 1; i >= 0; i--) d += "L" + x(p.t[i]) + "," + y(base[i]);
+    var d = "M" + x(xs[0]) + "," + y(base[0]);
+    for (var i = 0; i < n; i++) d += "L" + x(xs[i]) + "," + y(top[i]);
+    for (i = n - 1; i >= 0; i--) d += "L" + x(xs[i]) + "," + y(base[i]);
     el("path", { d: d + "Z", fill: L.color, stroke: "none", "class": "layer" }, svg).appendChild(document.createElementNS(SVGNS, "title")).textContent = L.name;
     base = top;
   });
   if (Math.max.apply(null, p.mapped) > 0) {
     var d = "";
-    for (i = 0; i < n; i++) d += (i ? "L" : "M") + x(p.t[i]) + "," + y(p.mapped[i]);
+    for (i = 0; i < n; i++) d += (i ? "L" : "M") + x(xs[i]) + "," + y(p.mapped[i]);
     el("path", { d: d, fill: "none", stroke: "#333", "stroke-dasharray": "5 3", "class": "mapped" }, svg);
   }
-  p.marks.forEach(function (mk) {
-    var g = el("g", { "class": "mark" }, svg);
-    el("line", { x1: x(mk.t), x2: x(mk.t), y1: TL.t - 8, y2: y(0) }, g);
-    text(g, x(mk.t) + 3, TL.t - 10, mk.label, { "class": "mark-label" });
+  marks.forEach(function (mk) {
+    var g = el("g", { "class": "mark" }, svg), ly = TL.t - 10 + mk.row * MARK_ROW;
+    el("line", { x1: x(xOf(mk)), x2: x(xOf(mk)), y1: ly + 2, y2: y(0) }, g);
+    text(g, mk.x0, ly, mk.label, { "class": "mark-label" });
   });
+  svg.dataset.markOverlaps = String(markOverlaps(svg));
+  svg.dataset.points = String(n);
   if (p.peak.bytes > 0) {
-    var g = el("g", { "class": "peak" }, svg);
-    el("circle", { cx: x(p.peak.t), cy: y(p.peak.bytes), r: 4 }, g);
-    var right = x(p.peak.t) > TL.w * 0.7;
-    text(g, x(p.peak.t) + (right ? -8 : 8), y(p.peak.bytes) - 6, "peak " + fmtBytes(p.peak.bytes),
+    var g = el("g", { "class": "peak" }, svg), px = x(xOf(p.peak));
+    el("circle", { cx: px, cy: y(p.peak.bytes), r: 4 }, g);
+    var right = px > TL.w * 0.7;
+    text(g, px + (right ? -8 : 8), y(p.peak.bytes) - 6, "peak " + fmtBytes(p.peak.bytes),
       { id: "peak-label", "text-anchor": right ? "end" : "start" });
   }
-  el("line", { "class": "cursor", x1: x(p.t[state.moment]), x2: x(p.t[state.moment]), y1: TL.t, y2: y(0) }, svg);
-  var hit = el("rect", { x: TL.l, y: TL.t, width: TL.w - TL.l - TL.r, height: TL.h - TL.t - TL.b, fill: "transparent" }, svg);
+  el("line", { "class": "cursor", x1: x(xs[state.moment]), x2: x(xs[state.moment]), y1: L.t, y2: y(0) }, svg);
+  var hit = el("rect", { x: L.l, y: L.t, width: L.w - L.l - L.r, height: L.h - L.t - L.b, fill: "transparent" }, svg);
   var toT = function (ev) {
     var r = svg.getBoundingClientRect();
     var vx = (ev.clientX - r.left) * TL.w / r.width;
@@ -191,7 +247,7 @@ function drawTimeline() {
   };
   hit.addEventListener("mousemove", function (ev) {
     var i = nearestSample(toT(ev)), m = groupLiveAt(i);
-    var s = "t=" + fmtSec(p.t[i]) + "\nlive   " + fmtExact(p.live[i]) + " B in " + fmtExact(p.blocks[i]) + " blocks\nmapped " + fmtExact(p.mapped[i]) + " B";
+    var s = fmtAt(p.t[i], p.x[i]) + "\nlive   " + fmtExact(p.live[i]) + " B in " + fmtExact(p.blocks[i]) + " blocks\nmapped " + fmtExact(p.mapped[i]) + " B";
     p.top.forEach(function (g) { if (m[g]) s += "\n" + fmtExact(m[g]).padStart(12) + " B  " + p.groups[g].label; });
     showTip(ev, s);
   });
@@ -209,6 +265,18 @@ function drawRates() {
     sec.dataset.drawn = "1";
     return;
   }
+  if (byBytes()) {
+    // Rates are per second, one value per rate period: a short run has
+    // few or none. Say so, with what the run did.
+    var span = p.t[p.t.length - 1];
+    box.textContent = "This process was traced for " + fmtSec(span) + ": too short for rates per second (one value per rate period), " +
+      "so the pictures are drawn against the bytes it turned over (allocated plus freed: " + fmtBytes(p.x[p.x.length - 1]) + "). " +
+      "Draw them against time to see the rates.";
+    box.dataset.short = "1";
+    sec.dataset.drawn = "1";
+    return;
+  }
+  delete box.dataset.short;
   var svg = svgBox(box, TL.w, TL.h), n = p.t.length, tmax = p.t[n - 1] || 1;
   var lo = Infinity, hi = 0;
   p.rates.forEach(function (r) {
@@ -396,7 +464,7 @@ function drawHeapMap() {
   var L = p.layout, m = p.maps[state.map];
   slider.max = String(p.maps.length - 1);
   slider.value = String(state.map);
-  document.getElementById("map-time").textContent = "t=" + fmtSec(m.t) + " (" + (state.map + 1) + "/" + p.maps.length + ")";
+  document.getElementById("map-time").textContent = fmtAt(m.t, m.x) + (m.why ? " (" + m.why + ")" : "") + " [" + (state.map + 1) + "/" + p.maps.length + "]";
   canvas.width = L.W;
   canvas.height = L.rows;
   canvas.style.height = Math.max(L.rows, 60) + "px";
@@ -428,13 +496,19 @@ function drawHeapMap() {
   // Marks along the slider.
   var marks = document.getElementById("map-marks");
   marks.textContent = "";
-  var tmax = p.maps[p.maps.length - 1].t || 1;
-  p.marks.forEach(function (mk) {
+  var tmax = xOf(p.maps[p.maps.length - 1]) || 1, ends = [];
+  p.marks.slice().sort(function (a, b) { return xOf(a) - xOf(b); }).forEach(function (mk) {
     var s = document.createElement("span");
     s.textContent = "▾ " + mk.label;
-    s.style.left = (100 * Math.min(mk.t / tmax, 1)) + "%";
+    s.style.left = (100 * Math.min(xOf(mk) / tmax, 1)) + "%";
     marks.appendChild(s);
+    // A row of its own when it would run into a label on the left.
+    var r = 0, x0 = s.offsetLeft - s.offsetWidth / 2;
+    while (r < ends.length && ends[r] + 4 > x0) r++;
+    ends[r] = x0 + s.offsetWidth;
+    s.style.top = (r * 1.2) + "em";
   });
+  marks.style.height = (Math.max(ends.length, 1) * 1.2) + "em";
   drawLegend(sec.querySelector(".legend"));
   sec.dataset.drawn = "1";
 }
@@ -472,7 +546,7 @@ function drawSizes() {
   var p = P(), sec = document.getElementById("sizes"), m = p.maps[state.map];
   var sets = [
     { title: "allocation sizes over the run (count)", h: p.allocSizes, color: "#4e79a7" },
-    { title: m ? "live block sizes at " + fmtSec(m.t) + " (count)" : "live block sizes: no heap-map moment", h: m ? m.liveSizes : [], color: "#f28e2b" },
+    { title: m ? "live block sizes at " + fmtX(xOf(m)) + " (count)" : "live block sizes: no heap-map moment", h: m ? m.liveSizes : [], color: "#f28e2b" },
   ];
   var n = Math.max(1, Math.max.apply(null, sets.map(function (s) { return s.h.length; })));
   var W = 1000, H = 200, l = 60, gap = 40, pw = (W - l - gap) / 2;
@@ -501,7 +575,7 @@ function drawSizes() {
 
 function choose(i) {
   state.moment = i;
-  state.map = mapAt(P().t[i]);
+  state.map = mapAt(XS()[i]);
   drawAll();
 }
 
@@ -516,6 +590,8 @@ function drawAll() {
 
 function pickProcess(k) {
   state.proc = DATA.processes[k];
+  var axis = state.axis || state.proc.axis;
+  document.querySelectorAll("input[name=axis]").forEach(function (r) { r.checked = r.value === axis; });
   var p = state.proc, best = 0;
   for (var i = 0; i < p.live.length; i++) if (p.live[i] > p.live[best]) best = i;
   state.zoom = null;
@@ -540,13 +616,18 @@ function init() {
   // "#flame=allocated" in the address opens the flame graph on the bytes
   // allocated over the run (a link to that view; the tests read it).
   if (/(^#|&)flame=allocated(&|$)/.test(location.hash)) state.flameMode = "allocated";
+  var ax = /(^#|&)x=(time|bytes)(&|$)/.exec(location.hash);
+  if (ax) state.axis = ax[2];
+  document.querySelectorAll("input[name=axis]").forEach(function (r) {
+    r.addEventListener("change", function () { state.axis = r.value; drawAll(); });
+  });
   document.querySelectorAll("input[name=flame-mode]").forEach(function (r) {
     r.checked = r.value === state.flameMode;
     r.addEventListener("change", function () { state.flameMode = r.value; state.zoom = null; drawFlame(); });
   });
   document.getElementById("map-slider").addEventListener("input", function (ev) {
     state.map = Number(ev.target.value);
-    state.moment = nearestSample(P().maps[state.map].t);
+    state.moment = nearestSample(xOf(P().maps[state.map]));
     drawAll();
   });
   document.getElementById("play").addEventListener("click", function (ev) {
@@ -557,12 +638,12 @@ function init() {
     state.playing = setInterval(function () {
       var p = P();
       if (state.map >= p.maps.length - 1) { stop(); return; }
-      var from = state.map >= 0 ? p.maps[state.map].t : -1;
+      var from = state.map >= 0 ? xOf(p.maps[state.map]) : -1;
       state.map++;
-      state.moment = nearestSample(p.maps[state.map].t);
+      state.moment = nearestSample(xOf(p.maps[state.map]));
       drawAll();
       // Pause at marks, as MemMon did.
-      if (p.marks.some(function (m) { return m.t > from && m.t <= p.maps[state.map].t; })) stop();
+      if (p.marks.some(function (m) { return xOf(m) > from && xOf(m) <= xOf(p.maps[state.map]); })) stop();
     }, 500);
   });
   // Start with the process whose heap grew highest.
