@@ -61,9 +61,9 @@ func TestMarkFunctions(t *testing.T) {
 	for _, s := range syms {
 		addr[s.Name] = s
 	}
-	marked := markFunctions(f, tab, func(name string) bool { return name == "inner" })
-	if !marked {
-		t.Fatal("nothing marked")
+	marked, named := markFunctions(f, tab, func(name string) bool { return name == "inner" })
+	if !marked || !named {
+		t.Fatalf("marked %v, named %v, want true true", marked, named)
 	}
 	tests := []struct {
 		fn   string
@@ -79,6 +79,36 @@ func TestMarkFunctions(t *testing.T) {
 			if !ok || r.Flags != tt.want {
 				t.Errorf("%s at %#x: row %+v (found %v), want flags %#x", tt.fn, pc, r, ok, tt.want)
 			}
+		}
+	}
+}
+
+// TestMarkStripped: a stripped executable (no function symbol left, as
+// Debian ships programs) has all its code flagged unnamed and is known to
+// have no names, so the probes stop looking for a named caller in it.
+func TestMarkStripped(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "stacks")
+	if out, err := exec.Command("gcc", "-O2", "-s", "-o", bin, "../testdata/stacks.c").CombinedOutput(); err != nil {
+		t.Skipf("gcc: %v: %s", err, out)
+	}
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tab, err := unwind.Build(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked, named := markFunctions(f, tab, func(string) bool { return true })
+	if !marked || named {
+		t.Fatalf("marked %v, named %v, want true false", marked, named)
+	}
+	text := f.Section(".text")
+	for _, r := range tab.Rows {
+		if r.PC >= text.Addr && r.PC < text.Addr+text.Size && r.Flags != unwind.FlagAnon {
+			t.Errorf("row %+v in .text: flags %#x, want %#x", r, r.Flags, unwind.FlagAnon)
 		}
 	}
 }
