@@ -1,7 +1,7 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -41,22 +41,19 @@ func TestSqlitePeakNamed(t *testing.T) {
 			var peak peakRecord
 			var peaks int
 			var atPeak, sites shareOfUnnamed
-			f, err := os.Open(out)
+			b, err := os.ReadFile(out)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer f.Close()
-			sc := bufio.NewScanner(f)
-			sc.Buffer(make([]byte, 1<<20), 1<<20)
-			for sc.Scan() {
+			for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
 				var s siteRecord
-				if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
-					t.Fatalf("%v: %q", err, sc.Bytes())
+				if err := json.Unmarshal(line, &s); err != nil {
+					t.Fatalf("%v: %q", err, line)
 				}
 				switch {
 				case s.Type == "peak":
 					peaks++
-					if err := json.Unmarshal(sc.Bytes(), &peak); err != nil {
+					if err := json.Unmarshal(line, &peak); err != nil {
 						t.Fatal(err)
 					}
 				case s.Type == "peak_callsite" && s.Category == "heap":
