@@ -367,7 +367,9 @@ func originOf(e *dwarf.Entry) dwarf.Offset {
 // its place. When f is kept out of line and the tail is inlined back into
 // it, DWARF shows f inlined into f, called at the line and column that
 // declare f: no call in the source, so no frame of the chain.
-// A real recursive call inlined into itself is at another place.
+// A real recursive call inlined into itself is at another place. Files are
+// not compared: with LTO the origin is in another unit, whose files are
+// numbered otherwise.
 func (c *nameCache) splitBack(e *dwarf.Entry, parent dwarf.Offset) bool {
 	if originOf(e) != parent {
 		return false
@@ -377,15 +379,13 @@ func (c *nameCache) splitBack(e *dwarf.Entry, parent dwarf.Offset) bool {
 		return false
 	}
 	call := place{}
-	call.file, _ = e.Val(dwarf.AttrCallFile).(int64)
 	call.line, _ = e.Val(dwarf.AttrCallLine).(int64)
 	call.column, _ = e.Val(dwarf.AttrCallColumn).(int64)
 	return call == decl && call.line > 0
 }
 
-// place is a declaration's or a call's file (an index in the unit's line
-// table), line and column (0 when not given).
-type place struct{ file, line, column int64 }
+// place is a declaration's or a call's line and column (0 when not given).
+type place struct{ line, column int64 }
 
 // declOf reads where the function at off is declared, once per function.
 func (c *nameCache) declOf(off dwarf.Offset) (place, bool) {
@@ -399,7 +399,6 @@ func (c *nameCache) declOf(off dwarf.Offset) (place, bool) {
 		return place{}, false
 	}
 	var p place
-	p.file, _ = e.Val(dwarf.AttrDeclFile).(int64)
 	p.line, _ = e.Val(dwarf.AttrDeclLine).(int64)
 	p.column, _ = e.Val(dwarf.AttrDeclColumn).(int64)
 	if c.decls == nil {
