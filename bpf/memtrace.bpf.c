@@ -69,8 +69,9 @@ struct vm_area_struct {
 #define MAX_WRAPPER_FRAMES 8
 /*
  * A chain that can still end in a charged name is followed further:
- * Debian's SQLite reaches sqlite3Malloc from its page cache through up to
- * 8 stripped static functions (11 frames from malloc).
+ * Debian's SQLite reaches sqlite3Malloc from its page cache through
+ * stripped static functions, its named caller up to 11 frames above
+ * malloc's caller.
  */
 #define MAX_CHAIN_FRAMES 32
 /* Binary search steps over a file's rows: tables of up to 2^24 rows. */

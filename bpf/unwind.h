@@ -21,8 +21,8 @@
  * only while that can still be so: after a wrapper, or while the unnamed
  * frames since it are all in one file that has named functions. When the
  * walk cannot get that far, the frame above the last wrapper seen is
- * charged, or the allocator's caller. No probe is placed on the wrappers, so nothing can
- * stand in the way of an exception unwinding through them.
+ * charged, or the allocator's caller. No probe is placed on the wrappers,
+ * so nothing can stand in the way of an exception unwinding through them.
  */
 #ifndef MEMTRACE_UNWIND_H
 #define MEMTRACE_UNWIND_H

@@ -12,7 +12,8 @@ import (
 // TestSqlitePeakNamed: on Debian's sqlite3, whose libsqlite3 is stripped
 // down to its exported names, at most 5% of the bytes live at the peak, and
 // of the bytes allocated, are charged to code without a name. The page
-// cache reaches sqlite3Malloc through up to eight unnamed static functions;
+// cache reaches sqlite3Malloc through unnamed static functions, its named
+// caller up to 11 frames above malloc's caller;
 // before the walk followed such chains past 8 frames, 73% of the peak of
 // testdata/sqlite/workload.sql (13788853 of 18915006 bytes) and 49% of
 // pcache.sql's went to unnamed calls in it, mostly one. The peak's call
