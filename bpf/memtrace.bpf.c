@@ -67,6 +67,13 @@ struct vm_area_struct {
 /* The deepest stack kept, and the frames walked looking for the charged call site. */
 #define MAX_STACK 127
 #define MAX_WRAPPER_FRAMES 8
+/*
+ * A chain that can still end in a charged name is followed further:
+ * Debian's SQLite reaches sqlite3Malloc from its page cache through
+ * stripped static functions, its named caller up to 11 frames above
+ * malloc's caller.
+ */
+#define MAX_CHAIN_FRAMES 32
 /* Binary search steps over a file's rows: tables of up to 2^24 rows. */
 #define SEARCH_STEPS 24
 /* Offsets in a signal frame's ucontext (uc_mcontext.gregs[REG_RBP], [REG_RSP], [REG_RIP]). */

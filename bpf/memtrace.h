@@ -108,6 +108,7 @@ struct unwind_file {
 #define FILE_PENDING 1  /* user space was asked for the table and has not answered */
 #define FILE_NO_CFI 2   /* no unwind information: follow frame pointers */
 #define FILE_UNMARKED 4 /* no row is a wrapper or anonymous: charging needs no lookup */
+#define FILE_NO_NAMES 8 /* no named function in its code: unnamed frames in it lead to no named caller */
 
 /*
  * The outermost allocator call a thread is inside, from its entry probe to

@@ -15,10 +15,14 @@
  * The same walk decides who is charged: the first frame, within
  * MAX_WRAPPER_FRAMES, that is neither an allocation wrapper (operator new,
  * strdup, zmalloc, …) nor unnamed code (no symbol of its file covers it: a
- * stripped library's internal allocation helper). When the walk cannot get
- * that far, the frame above the last wrapper seen is charged, or the
- * allocator's caller. No probe is placed on the wrappers, so nothing can
- * stand in the way of an exception unwinding through them.
+ * stripped library's internal allocation helpers). Unnamed frames are
+ * skipped only when the named function above them is in their own file,
+ * so frames past MAX_WRAPPER_FRAMES are looked at, up to MAX_CHAIN_FRAMES,
+ * only while that can still be so: after a wrapper, or while the unnamed
+ * frames since it are all in one file that has named functions. When the
+ * walk cannot get that far, the frame above the last wrapper seen is
+ * charged, or the allocator's caller. No probe is placed on the wrappers,
+ * so nothing can stand in the way of an exception unwinding through them.
  */
 #ifndef MEMTRACE_UNWIND_H
 #define MEMTRACE_UNWIND_H
@@ -50,7 +54,11 @@ struct walk {
 	__u64 map_start, map_end, map_delta; /* offset in file = pc + map_delta */
 	struct unwind_file file;
 	struct file_key map_key;
-	/* The unnamed frames met since the last wrapper: none, all in anon_key's file, or several files. */
+	/*
+	 * The unnamed frames met since the last wrapper: none, all in
+	 * anon_key's file, or in several files or a file without names (no
+	 * named frame above them is charged).
+	 */
 	struct file_key anon_key;
 	__u8 anon;
 };
@@ -293,7 +301,8 @@ static long walk_frame(__u64 i, void *ctx)
 			charge_next = 1; /* the frame above, unless it is a wrapper too */
 			w->anon = ANON_NONE;
 		} else if (w->anon == ANON_NONE) {
-			w->anon = ANON_ONE_FILE;
+			/* In a file without names no named caller in its file can be charged. */
+			w->anon = f->flags & FILE_NO_NAMES ? ANON_FILES : ANON_ONE_FILE;
 			w->anon_key = w->map_key;
 		} else if (w->anon_key.dev != w->map_key.dev || w->anon_key.ino != w->map_key.ino) {
 			w->anon = ANON_FILES;
@@ -304,7 +313,8 @@ static long walk_frame(__u64 i, void *ctx)
 		w->end = STEP_STOP;
 		return 1;
 	}
-	if (i >= MAX_WRAPPER_FRAMES && !w->limit) {
+	/* Past MAX_WRAPPER_FRAMES, only a chain that can still end in a charged name goes on. */
+	if (i >= MAX_WRAPPER_FRAMES && !w->limit && (i >= MAX_CHAIN_FRAMES || w->anon == ANON_FILES)) {
 		w->end = STEP_STOP;
 		return 1;
 	}

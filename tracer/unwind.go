@@ -29,6 +29,7 @@ const (
 	filePending  = 1
 	fileNoCFI    = 2
 	fileUnmarked = 4
+	fileNoNames  = 8
 )
 
 // tables loads files' unwind tables into the probes' maps: up front for the
@@ -267,7 +268,7 @@ func (t *tables) build(path string) ([]byte, uint32, error) {
 	}
 	defer f.Close()
 	tab = tab.Clone()
-	marked := markFunctions(f, tab, t.wraps)
+	marked, named := markFunctions(f, tab, t.wraps)
 	rows, err := toFileOffsets(f, tab)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", path, err)
@@ -280,18 +281,21 @@ func (t *tables) build(path string) ([]byte, uint32, error) {
 	if !marked {
 		flags |= fileUnmarked
 	}
+	if !named {
+		flags |= fileNoNames
+	}
 	return b, flags, nil
 }
 
 // markFunctions flags the code of allocation wrappers, and code no named
-// function covers, in tab; it reports whether it flagged anything.
-func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) bool {
+// function covers, in tab; it reports whether it flagged anything, and
+// whether any named function lies in .text.
+func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (marked, named bool) {
 	type fn struct {
 		start, end uint64
 		name       string
 	}
 	var fns []fn
-	marked := false
 	for _, read := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
 		syms, _ := read()
 		for _, s := range syms {
@@ -308,7 +312,7 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) bool
 	// Unnamed code: the gaps between named functions in .text.
 	text := f.Section(".text")
 	if text == nil {
-		return marked
+		return marked, true
 	}
 	sort.Slice(fns, func(i, j int) bool { return fns[i].start < fns[j].start })
 	at, end := text.Addr, text.Addr+text.Size
@@ -316,6 +320,7 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) bool
 		if x.end <= at || x.start >= end {
 			continue
 		}
+		named = true
 		if x.start > at {
 			tab.Mark(at, x.start, unwind.FlagAnon)
 			marked = true
@@ -326,7 +331,7 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) bool
 		tab.Mark(at, end, unwind.FlagAnon)
 		marked = true
 	}
-	return marked
+	return marked, named
 }
 
 // toFileOffsets re-keys the rows of executable segments by file offset;
