@@ -48,6 +48,9 @@ var epochFields = []string{"epoch_allocs", "epoch_alloc_bytes", "epoch_frees", "
 
 var reportEpochFields = []string{"epoch", "epoch_start_ns"}
 
+// jvmProcessFields and jvmFields end a JVM's process and heap callsite records.
+var jvmProcessFields, jvmFields = []string{"jvm_categories"}, []string{"jvm_category"}
+
 var stackFrameFields = []string{"function", "file", "line", "module", "address", "inlined"}
 
 var mmapFields = []string{"live_bytes", "live_regions", "maps", "mapped_bytes", "unmaps",
@@ -245,7 +248,7 @@ func TestJSONRecordsMatchDocs(t *testing.T) {
 			t.Errorf("docs/json.md does not document `mmap.%s`", f)
 		}
 	}
-	for _, f := range slices.Concat(detailFields, leakProcessFields, epochFields, reportEpochFields) {
+	for _, f := range slices.Concat(detailFields, leakProcessFields, epochFields, reportEpochFields, jvmProcessFields, jvmFields) {
 		if !strings.Contains(doc, "`"+f+"`") {
 			t.Errorf("docs/json.md does not document field `%s`", f)
 		}
@@ -258,9 +261,9 @@ func TestJSONRecordsMatchDocs(t *testing.T) {
 		case "report":
 			want = slices.Concat(want, reportEpochFields)
 		case "process":
-			want = slices.Concat(want, leakProcessFields, epochFields)
+			want = slices.Concat(want, leakProcessFields, epochFields, jvmProcessFields)
 		case "callsite":
-			want = slices.Concat(want, leakFields, epochFields, detailFields)
+			want = slices.Concat(want, leakFields, epochFields, detailFields, jvmFields)
 		}
 		if got := jsonTags(v); !slices.Equal(got, want) {
 			t.Errorf("%s struct tags %v, want %v", typ, got, want)

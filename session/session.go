@@ -293,6 +293,8 @@ func (s *session) onStop(st launch.Stop) error {
 		if err != nil {
 			return err
 		}
+		// A java launcher's libjvm.so, which it dlopens later (jvm.go).
+		mods = append(mods, allocator.JVMForCommand(exe)...)
 		if err := s.attach(t, mods); err != nil {
 			return err
 		}
@@ -349,6 +351,7 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 	s.objs.PreloadTableFiles(paths)
 	s.log.Info("unwind tables loaded", "pid", t.pid, "took", time.Since(start))
 	probes = append(probes, s.markProbes(t.pid, mods)...) // --mark (timeline.go)
+	probes = append(probes, s.jvmProbes(t.pid, mods)...)  // the JVM's categories (jvm.go)
 	placed := tracer.Place(probes)
 	for _, p := range placed {
 		s.log.Info("probe", "pid", t.pid, "function", p.Symbol, "module", p.Module,
