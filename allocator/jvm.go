@@ -2,12 +2,14 @@ package allocator
 
 import (
 	"bytes"
+	"cmp"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -17,14 +19,17 @@ const JVMLibrary = "libjvm.so"
 // jvmFuncs are HotSpot's os::malloc and os::realloc, by the mangled prefix
 // of every overload (with or without a NativeCallStack), and which integer
 // argument (1-based) is the NMT category, MEMFLAGS. Every allocation the
-// JVM makes for itself (AllocateHeap, os::strdup, CHeapObj, arenas' chunks)
-// goes through one of them.
+// JVM makes for itself (AllocateHeap, CHeapObj, arenas' chunks) goes
+// through one of them; os::strdup and os::strdup_check_oom too, but the
+// compiler inlined os::malloc into them: they call malloc themselves.
 var jvmFuncs = []struct {
 	prefix string
 	arg    int
 }{
-	{"_ZN2os6mallocEm8MEMFLAGS", 2},    // os::malloc(size_t, MEMFLAGS, …)
-	{"_ZN2os7reallocEPvm8MEMFLAGS", 3}, // os::realloc(void*, size_t, MEMFLAGS, …)
+	{"_ZN2os6mallocEm8MEMFLAGS", 2},              // os::malloc(size_t, MEMFLAGS, …)
+	{"_ZN2os7reallocEPvm8MEMFLAGS", 3},           // os::realloc(void*, size_t, MEMFLAGS, …)
+	{"_ZN2os6strdupEPKc8MEMFLAGS", 2},            // os::strdup(const char*, MEMFLAGS)
+	{"_ZN2os16strdup_check_oomEPKc8MEMFLAGS", 2}, // os::strdup_check_oom(const char*, MEMFLAGS)
 }
 
 // jvmNames is the array of the categories' names, indexed by MEMFLAGS
@@ -94,6 +99,7 @@ func JVMProbes(m Module) (probes []Probe, names []string, err error) {
 	if len(probes) == 0 {
 		return nil, nil, fmt.Errorf("%s: no os::malloc or os::realloc in its symbol table", m.Module)
 	}
+	slices.SortFunc(probes, func(a, b Probe) int { return cmp.Compare(a.Offset, b.Offset) })
 	if table == nil {
 		return nil, nil, fmt.Errorf("%s: no NMTUtil::_memory_type_names in its symbol table", m.Module)
 	}

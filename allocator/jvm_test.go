@@ -36,7 +36,8 @@ func TestJVMProbes(t *testing.T) {
 			t.Errorf("%s: offset %#x size %d func %d", p.Symbol, p.Offset, p.Size, p.Func)
 		}
 	}
-	wantProbes := "_ZN2os6mallocEm8MEMFLAGS/2 _ZN2os6mallocEm8MEMFLAGSRK15NativeCallStack/2 " +
+	wantProbes := "_ZN2os6strdupEPKc8MEMFLAGS/2 _ZN2os16strdup_check_oomEPKc8MEMFLAGS/2 " +
+		"_ZN2os6mallocEm8MEMFLAGS/2 _ZN2os6mallocEm8MEMFLAGSRK15NativeCallStack/2 " +
 		"_ZN2os7reallocEPvm8MEMFLAGSRK15NativeCallStack/3 _ZN2os7reallocEPvm8MEMFLAGS/3"
 	if strings.Join(got, " ") != wantProbes {
 		t.Errorf("probes %v, want %s", got, wantProbes)

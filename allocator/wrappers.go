@@ -22,7 +22,7 @@ var DefaultWrappers = []string{
 	"getline", "getdelim", "__getdelim",
 	"realpath", "canonicalize_file_name", "get_current_dir_name", "tempnam",
 	// HotSpot (the JVM): matched by qualified name, every overload (see Wraps).
-	"AllocateHeap", "ReallocateHeap", "NMTPreInitAllocation::do_alloc",
+	"AllocateHeap", "ReallocateHeap", "NMTPreInitAllocation::do_alloc", "os::strdup_check_oom",
 }
 
 // ReadWrapperFile reads wrapper names, one per line; blank lines and lines

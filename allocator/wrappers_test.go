@@ -66,6 +66,7 @@ func TestWrapperRuleQualified(t *testing.T) {
 		{def, "_Z12AllocateHeapm8MEMFLAGSN17AllocFailStrategy13AllocFailEnumE", true}, // named, unqualified
 		{def, "_Z14ReallocateHeapPcm8MEMFLAGSN17AllocFailStrategy13AllocFailEnumE", true},
 		{def, "_ZN20NMTPreInitAllocation8do_allocEm", true},   // named, qualified
+		{def, "_ZN2os16strdup_check_oomEPKc8MEMFLAGS", true},  // named, qualified
 		{def, "_ZNK3Foo7xmallocEv", true},                     // const method, automatic last component
 		{def, "_ZNSt3pmr7reallocEv", true},                    // std:: prefix
 		{def, "_ZL12AllocateHeapm", true},                     // local linkage
