@@ -154,10 +154,10 @@ type Event struct {
 	// call; 0 when none did. Its name is the process's (aggregate's
 	// SetJVMCategories).
 	JVMCategory uint8
-	PID           uint32
-	TID           uint32
-	Kind          Kind
-	Func          Func
+	PID         uint32
+	TID         uint32
+	Kind        Kind
+	Func        Func
 	// StackID numbers the user stack (--detail) among those the tracer
 	// has seen (see tracer.Stacks); -1 when no stack is kept.
 	StackID int32
