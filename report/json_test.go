@@ -297,3 +297,28 @@ func readDoc() (string, error) {
 	b, err := os.ReadFile("../docs/json.md")
 	return string(b), err
 }
+
+// A JVM's records end with its categories; other processes' have none.
+func TestJSONJVMCategories(t *testing.T) {
+	site := aggregate.SiteSnapshot{Address: 0x10, JVMCategory: "Symbol", Stats: aggregate.Stats{LiveBytes: 40, LiveAllocs: 2, Allocs: 2, AllocBytes: 40}}
+	jvm := aggregate.ProcessSnapshot{PID: 1, Heap: site.Stats, Sites: []aggregate.SiteSnapshot{site},
+		JVM: []aggregate.JVMCategoryStats{{Name: "Symbol", Stats: site.Stats}, {Name: "", Stats: aggregate.Stats{}}}}
+	other := aggregate.ProcessSnapshot{PID: 2, Heap: site.Stats, Sites: []aggregate.SiteSnapshot{{Address: 0x10, Stats: site.Stats}}}
+	lines := jsonLines(t, snapshotOf(0, jvm, other), fakeSymbolizer{}, Options{})
+	var got []string
+	for _, l := range lines {
+		if i := strings.Index(l, `"jvm_categor`); i >= 0 {
+			got = append(got, l[i:])
+		} else if !strings.Contains(l, `"type":"report"`) {
+			got = append(got, "none")
+		}
+	}
+	want := []string{
+		`"jvm_categories":[{"name":"Symbol","live_bytes":40,"live_allocs":2,"allocs":2,"alloc_bytes":40,"frees":0,"freed_bytes":0},{"name":"","live_bytes":0,"live_allocs":0,"allocs":0,"alloc_bytes":0,"frees":0,"freed_bytes":0}]}`,
+		`"jvm_category":"Symbol"}`,
+		"none", "none",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
