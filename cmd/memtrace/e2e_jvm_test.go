@@ -62,6 +62,7 @@ type jvmRecord struct {
 	Module        string `json:"module"`
 	LiveBytes     uint64 `json:"live_bytes"`
 	LiveAllocs    uint64 `json:"live_allocs"`
+	Allocs        uint64 `json:"allocs"`
 	JVMCategory   *string
 	JVMCategories []struct {
 		Name       string `json:"name"`
@@ -87,13 +88,21 @@ func (r *jvmRecord) UnmarshalJSON(b []byte) error {
 // jvmWrappers are the JVM's allocation wrappers: none may be a call site.
 var jvmWrappers = regexp.MustCompile(`^(os::(malloc|realloc|strdup|strdup_check_oom)|AllocateHeap|ReallocateHeap|NMTPreInitAllocation::do_alloc)\(`)
 
-// TestJVMCallSites: on the JVM, the top call sites are the JVM functions
-// that asked for memory, never os::malloc and kin; the JVM runs as it does
-// untraced; its heap sites carry their NMT category.
+// TestJVMCallSites: on the JVM, the call sites are the JVM functions that
+// asked for memory, not os::malloc and kin (98.5% of the live heap was
+// charged to them before); the JVM runs as it does untraced; its heap
+// sites carry their NMT category.
+//
+// A few allocations may still be charged to a wrapper: the walk stops at
+// the allocator's caller when bpf_find_vma cannot take the process's mmap
+// lock (a trylock), which the JVM's threads hold often while it starts.
+// Seen here: one or two calls in a run, once 106 KiB of 7 MiB. So every
+// site is read (--top 0), and wrappers may hold at most 2% of the live
+// heap and of the calls.
 func TestJVMCallSites(t *testing.T) {
 	needBPF(t)
 	dir := javaClasses(t)
-	mt := exec.Command(memtrace(t), "--json", "--top", "30", "--", "java", "-cp", dir, "Idle")
+	mt := exec.Command(memtrace(t), "--json", "--top", "0", "--", "java", "-cp", dir, "Idle")
 	mt.Stdin = strings.NewReader("\n")
 	var stdout, stderr strings.Builder
 	mt.Stdout, mt.Stderr = &stdout, &stderr
@@ -117,32 +126,40 @@ func TestJVMCallSites(t *testing.T) {
 	if strings.Join(printed, " ") != "ready bye" {
 		t.Errorf("the JVM printed %q, want ready <pid>, bye", printed)
 	}
-	sites, categorized := 0, 0
 	var cats []string
+	var sites []jvmRecord
+	var live, calls, wrapperLive, wrapperCalls uint64
 	for _, r := range recs {
 		switch {
 		case r.Type == "process" && r.Final:
 			for _, c := range r.JVMCategories {
 				cats = append(cats, c.Name)
 			}
-		case r.Type == "callsite" && r.Category == "heap":
-			sites++
+		case r.Type == "callsite" && r.Category == "heap" && r.Final:
+			sites = append(sites, r)
+			live, calls = live+r.LiveBytes, calls+r.Allocs
 			if jvmWrappers.MatchString(r.Function) {
-				t.Errorf("call site %s (%d live bytes): a wrapper is charged", r.Function, r.LiveBytes)
+				t.Logf("call site %s: %d live bytes, %d calls charged to a wrapper", r.Function, r.LiveBytes, r.Allocs)
+				wrapperLive, wrapperCalls = wrapperLive+r.LiveBytes, wrapperCalls+r.Allocs
 			}
 			if r.JVMCategory == nil {
 				t.Errorf("call site %s: no jvm_category", r.Function)
-			} else if *r.JVMCategory != "" {
-				categorized++
 			}
 		}
 	}
-	if sites != 30 {
-		t.Errorf("%d heap call sites, want 30", sites)
+	if wrapperLive*50 > live || wrapperCalls*50 > calls {
+		t.Errorf("wrappers charged with %d of %d live bytes, %d of %d calls: more than 2%%", wrapperLive, live, wrapperCalls, calls)
 	}
-	// Most of the top sites are the JVM's own, through os::malloc.
-	if categorized < 20 {
-		t.Errorf("%d of 30 top sites have an NMT category, want at least 20", categorized)
+	// The JVM's top sites by live bytes (the report's order) allocate
+	// through os::malloc: they have a category. (Others are libraries':
+	// libstdc++'s emergency pool, libnet's init.)
+	if len(sites) < 10 {
+		t.Fatalf("%d heap call sites", len(sites))
+	}
+	for _, r := range sites[:10] {
+		if filepath.Base(r.Module) == "libjvm.so" && (r.JVMCategory == nil || *r.JVMCategory == "") {
+			t.Errorf("top site %s (%s, %d live bytes) has no NMT category", r.Function, r.Module, r.LiveBytes)
+		}
 	}
 	for _, want := range []string{"Symbol", "GC", "Class", "Internal", "Arena Chunk"} {
 		found := false
@@ -211,28 +228,45 @@ func TestJVMCategoriesMatchNMT(t *testing.T) {
 		}
 	}
 	time.Sleep(2 * time.Second) // at rest: class loading and compilations done
-	out, err := exec.Command("jcmd", pid, "VM.native_memory", "summary", "scale=b").CombinedOutput()
-	if err != nil {
-		t.Fatalf("jcmd: %v\n%s", err, out)
-	}
-	nmt := parseNMT(t, string(out))
-	// A report begun after jcmd returned: the second from now.
-	var proc *jvmRecord
-	for reports := 0; reports < 2 || proc == nil; {
-		l := next()
-		if !strings.HasPrefix(l, "{") {
-			continue
+	// The JVM is at rest, not frozen: its chunk pool's cleaner runs every
+	// 5 s, a compilation may finish. A comparison that such a change fell
+	// into is taken again, up to three times in all; each one is logged.
+	var failures []string
+	for attempt := 1; attempt <= 3; attempt++ {
+		out, err := exec.Command("jcmd", pid, "VM.native_memory", "summary", "scale=b").CombinedOutput()
+		if err != nil {
+			t.Fatalf("jcmd: %v\n%s", err, out)
 		}
-		var r jvmRecord
-		if err := json.Unmarshal([]byte(l), &r); err != nil {
-			t.Fatalf("%v: %s", err, l)
+		nmt := parseNMT(t, string(out))
+		// A report begun after jcmd returned: the second from now.
+		var proc *jvmRecord
+		for reports := 0; reports < 2 || proc == nil; {
+			l := next()
+			if !strings.HasPrefix(l, "{") {
+				continue
+			}
+			var r jvmRecord
+			if err := json.Unmarshal([]byte(l), &r); err != nil {
+				t.Fatalf("%v: %s", err, l)
+			}
+			switch {
+			case r.Type == "report":
+				reports++
+			case r.Type == "process" && reports == 2:
+				proc = &r
+			}
 		}
-		switch {
-		case r.Type == "report":
-			reports++
-		case r.Type == "process" && reports == 2:
-			proc = &r
+		table, failed, checked := compareNMT(nmt, proc)
+		t.Logf("attempt %d: malloc bytes by NMT category, jcmd summary vs memtrace (live bytes - %d per block):\n%s",
+			attempt, nmtOverhead, table)
+		if checked < 5 {
+			t.Fatalf("only %d categories of 32 KiB or more:\n%s", checked, out)
 		}
+		if failed == "" {
+			failures = nil
+			break
+		}
+		failures = append(failures, failed)
 	}
 	io.WriteString(stdin, "\n")
 	stdin.Close()
@@ -241,12 +275,21 @@ func TestJVMCategoriesMatchNMT(t *testing.T) {
 	if err := mt.Wait(); err != nil {
 		t.Fatalf("memtrace: %v\n%s", err, stderr.String())
 	}
+	for i, f := range failures {
+		t.Errorf("attempt %d: %s", i+1, f)
+	}
+}
+
+// compareNMT compares NMT's malloc bytes per category with memtrace's
+// (live bytes less nmtOverhead per block): a table of every category, the
+// categories of 32 KiB or more (smaller ones move by a few blocks) that
+// differ by more than 5%, and how many were checked.
+func compareNMT(nmt nmtSummary, proc *jvmRecord) (table, failed string, checked int) {
 	got := map[string]uint64{}
-	var table strings.Builder
 	for _, c := range proc.JVMCategories {
 		got[c.Name] = c.LiveBytes - nmtOverhead*c.LiveAllocs
 	}
-	checked := 0
+	var tb, fb strings.Builder
 	for _, c := range nmt.order {
 		want := nmt.malloc[c]
 		if c == "Arena Chunk" {
@@ -256,20 +299,16 @@ func TestJVMCategoriesMatchNMT(t *testing.T) {
 			want += nmt.arena
 		}
 		diff := (float64(got[c]) - float64(want)) / float64(max(want, 1)) * 100
-		fmt.Fprintf(&table, "%-24s NMT %9d  memtrace %9d  %+6.2f%%\n", c, want, got[c], diff)
-		// Small categories move by a few blocks at rest: 5% holds above 32 KiB.
+		fmt.Fprintf(&tb, "%-24s NMT %9d  memtrace %9d  %+6.2f%%\n", c, want, got[c], diff)
 		if want < 32<<10 {
 			continue
 		}
 		checked++
 		if diff > 5 || diff < -5 {
-			t.Errorf("%s: memtrace %d bytes, NMT %d: %+.2f%%", c, got[c], want, diff)
+			fmt.Fprintf(&fb, "%s: memtrace %d bytes, NMT %d: %+.2f%%; ", c, got[c], want, diff)
 		}
 	}
-	t.Logf("malloc bytes by NMT category, jcmd summary vs memtrace (live bytes - %d per block):\n%s", nmtOverhead, table.String())
-	if checked < 5 {
-		t.Errorf("only %d categories of 32 KiB or more:\n%s", checked, out)
-	}
+	return tb.String(), fb.String(), checked
 }
 
 // nmtSummary is what the test reads from NMT's summary: each category's
