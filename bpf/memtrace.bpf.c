@@ -504,7 +504,8 @@ static __always_inline void emit_code_map(__u64 map)
 	e->e.stack_id = -1;
 	if (bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)head[1]) < 0)
 		e->path[0] = 0;
-	bpf_ringbuf_submit(e, wake_flags());
+	/* dlopen is rare: wake the reader, so that a JVM's probes go in soon (session/jvm.go). */
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
 /*

@@ -36,6 +36,8 @@ type target struct {
 	// execs counts the programs it has run.
 	execs int
 	comm  string
+	// jvm: its JVM category probes are placed (jvm.go).
+	jvm bool
 }
 
 // session is one run: it owns the table and is driven by one goroutine.
@@ -247,6 +249,7 @@ func (s *session) apply(e *event.Event) {
 		if err := s.res.AddLibrary(int(e.PID), e.Path, e.Addr); err != nil {
 			s.log.Info("dlopen'ed library", "pid", e.PID, "path", e.Path, "err", err)
 		}
+		s.jvmLoaded(e) // jvm.go; before the table, which takes longer
 		s.objs.PreloadTableFiles([]string{e.Path})
 		return
 	}
@@ -351,7 +354,9 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 	s.objs.PreloadTableFiles(paths)
 	s.log.Info("unwind tables loaded", "pid", t.pid, "took", time.Since(start))
 	probes = append(probes, s.markProbes(t.pid, mods)...) // --mark (timeline.go)
-	probes = append(probes, s.jvmProbes(t.pid, mods)...)  // the JVM's categories (jvm.go)
+	jvm := s.jvmProbes(t.pid, mods)                       // the JVM's categories (jvm.go)
+	t.jvm = len(jvm) > 0
+	probes = append(probes, jvm...)
 	placed := tracer.Place(probes)
 	for _, p := range placed {
 		s.log.Info("probe", "pid", t.pid, "function", p.Symbol, "module", p.Module,

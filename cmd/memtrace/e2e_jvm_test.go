@@ -349,3 +349,49 @@ func parseNMT(t *testing.T, out string) nmtSummary {
 	}
 	return s
 }
+
+// TestJVMDlopened: a launcher that is not a JDK's bin/java dlopens
+// libjvm.so; memtrace places the category probes at dlopen's return. The
+// JVM's first allocations, before they are in, have no category: the test
+// asks only that categories come out, and that the launcher runs as it
+// does untraced.
+func TestJVMDlopened(t *testing.T) {
+	needBPF(t)
+	javaClasses(t) // a JDK, or skip
+	java, err := exec.LookPath("java")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if java, err = filepath.EvalSymlinks(java); err != nil {
+		t.Fatal(err)
+	}
+	jdk := filepath.Dir(filepath.Dir(java))
+	embed := fixture(t, "jvm/embed.c", "-I"+filepath.Join(jdk, "include"), "-I"+filepath.Join(jdk, "include", "linux"), "-ldl")
+	r := runMemtrace(t, "--json", "--top", "1", "--", embed, filepath.Join(jdk, "lib", "server", "libjvm.so"))
+	if r.code != 0 {
+		t.Fatalf("exit code %d\n%s", r.code, r.stderr)
+	}
+	named := 0
+	printed := ""
+	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		if !strings.HasPrefix(l, "{") {
+			printed += l
+			continue
+		}
+		var rec jvmRecord
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		for _, c := range rec.JVMCategories {
+			if c.Name != "" && rec.Final {
+				named++
+			}
+		}
+	}
+	if printed != "found" {
+		t.Errorf("the launcher printed %q, want found", printed)
+	}
+	if named == 0 {
+		t.Errorf("no NMT category:\n%s", r.stdout)
+	}
+}
