@@ -668,9 +668,10 @@ int entry(struct pt_regs *ctx)
 }
 
 /*
- * jvm_entry: HotSpot's os::malloc and os::realloc in libjvm.so, entry only
- * (the JVM unwinds through its frames with exceptions and signals: never a
- * return probe). It remembers the NMT category argument (MEMFLAGS) and
+ * jvm_entry: HotSpot's os::malloc and os::realloc in libjvm.so (and
+ * os::strdup, into which os::malloc is inlined), entry only (the JVM
+ * unwinds through its frames with exceptions and signals: never a return
+ * probe). It remembers the NMT category argument (MEMFLAGS) and
  * where the function's code lies; the allocator call that returns into
  * that code carries the category (jvm_category). The attach cookie's low
  * byte says which argument is the category, its high 32 bits how many
