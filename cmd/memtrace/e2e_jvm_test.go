@@ -18,20 +18,9 @@ import (
 // The JVM tests run Debian's OpenJDK 17 (openjdk-17-jdk-headless, which CI
 // installs) on a class compiled here with javac.
 
-// idleJava prints its pid, then waits for a line on stdin: a JVM at rest,
-// for as long as the test needs.
-const idleJava = `public class Idle {
-    public static void main(String[] a) throws Exception {
-        System.out.println("ready " + ProcessHandle.current().pid());
-        System.out.flush();
-        System.in.read();
-        System.out.println("bye");
-    }
-}
-`
-
-// javaClasses compiles idleJava and returns the class directory; it skips
-// (fails under CI=true) without a JDK.
+// javaClasses compiles testdata/jvm/Idle.java (it prints "ready PID",
+// then waits for a line on stdin: a JVM at rest) and returns the class
+// directory; it skips (fails under CI=true) without a JDK.
 func javaClasses(t *testing.T) string {
 	t.Helper()
 	for _, tool := range []string{"java", "javac", "jcmd"} {
@@ -43,10 +32,7 @@ func javaClasses(t *testing.T) string {
 		}
 	}
 	dir := t.TempDir()
-	src := filepath.Join(dir, "Idle.java")
-	if err := os.WriteFile(src, []byte(idleJava), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	src := filepath.Join("..", "..", "testdata", "jvm", "Idle.java")
 	if out, err := exec.Command("javac", "-d", dir, src).CombinedOutput(); err != nil {
 		t.Fatalf("javac: %v\n%s", err, out)
 	}
