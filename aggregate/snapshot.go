@@ -46,6 +46,11 @@ type SiteSnapshot struct {
 	// tracer.Objects.Stack); -1 when stacks are not taken or one failed.
 	StackID  int32
 	Category Category
+	// JVMCategory is the NMT category (its name, as the JVM's libjvm.so
+	// spells it) that HotSpot's os::malloc or os::realloc asked for when
+	// they made this site's allocations; "" when they did not (outside a
+	// JVM, or an allocation the JVM made otherwise).
+	JVMCategory string
 	Stats
 	// Rates are the decaying averages of this site's counters, one per
 	// half-life, shortest first, as of the last Tick (nil when the Table
@@ -102,6 +107,11 @@ type ProcessSnapshot struct {
 	// Peak is the heap as of the peak snapshot (peak.go); nil before the
 	// first allocation.
 	Peak *PeakSnapshot
+
+	// JVM is the heap by NMT category when the process is a JVM whose
+	// categories memtrace reads (SetJVMCategories), largest live bytes
+	// first, then the heap no category claims (Name ""); nil otherwise.
+	JVM []JVMCategoryStats
 }
 
 // Snapshot is a deep copy of a Table: reports are built from it, never from

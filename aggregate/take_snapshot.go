@@ -44,9 +44,11 @@ func (p *process) snapshot() ProcessSnapshot {
 		Sites:               make([]SiteSnapshot, len(p.sites)),
 	}
 	for i, st := range p.sites {
-		ps.Sites[i] = SiteSnapshot{Address: st.addr, Leaf: st.leaf, StackID: st.stack, Category: st.cat, Stats: st.stats}
+		ps.Sites[i] = SiteSnapshot{Address: st.addr, Leaf: st.leaf, StackID: st.stack, Category: st.cat, Stats: st.stats,
+			JVMCategory: p.jvmName(st.jvm)}
 	}
-	p.est.fill(&ps) // sampled mode: standard errors, exact counts (estimate.go)
+	p.est.fill(&ps)                           // sampled mode: standard errors, exact counts (estimate.go)
+	ps.JVM = jvmSummary(p.jvmNames, ps.Sites) // jvm.go
 	p.parts.fill(&ps, p.est)
 	return ps
 }

@@ -378,7 +378,7 @@ static __always_inline __u64 wake_flags(void)
 /* emit writes a record without a stack: frees, unmappings, and allocations when no stack is kept. */
 static __always_inline void emit(__u8 kind, __u8 func, __u64 addr, __u64 size,
 				 __u64 old_addr, __u64 old_size, __u64 call_site, __u64 leaf,
-				 __u64 wake)
+				 __u64 wake, __u8 flags)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct event *e;
@@ -400,7 +400,7 @@ static __always_inline void emit(__u8 kind, __u8 func, __u64 addr, __u64 size,
 	e->tid = (__u32)id;
 	e->kind = kind;
 	e->func = func;
-	e->flags = 0;
+	e->flags = flags;
 	e->pad = 0;
 	e->stack_id = -1;
 	bpf_ringbuf_submit(e, wake ? BPF_RB_FORCE_WAKEUP : wake_flags());
@@ -408,12 +408,26 @@ static __always_inline void emit(__u8 kind, __u8 func, __u64 addr, __u64 size,
 
 #include "unwind.h"
 
-/* report_site reports an allocation with its charged call site (emit_site). */
-static __always_inline void report_site(struct pt_regs *ctx, __u8 kind, __u8 func, __u64 addr,
-					__u64 size, __u64 old_addr, __u64 old_size)
+/*
+ * jvm_category is the JVM category of the call s ends, 0 for none: the
+ * category os::malloc or os::realloc last asked for on this thread, if this
+ * call returns into that function's code (so a category whose os::malloc
+ * made no call never reaches another block). For other processes it costs
+ * one branch.
+ */
+static __always_inline __u8 jvm_category(struct pt_regs *ctx, struct inflight *s)
+{
+	if (!s->jvm_cat || PT_REGS_IP(ctx) - s->jvm_pc >= s->jvm_len)
+		return 0;
+	return s->jvm_cat;
+}
+
+/* report_site reports the allocation s made with its charged call site (emit_site). */
+static __always_inline void report_site(struct pt_regs *ctx, struct inflight *s, __u8 kind,
+					__u64 addr, __u64 size, __u64 old_addr, __u64 old_size)
 {
 	struct site_args a = {.addr = addr, .size = size, .old_addr = old_addr, .old_size = old_size,
-			      .kind = kind, .func = func};
+			      .kind = kind, .func = s->func, .cat = jvm_category(ctx, s)};
 
 	emit_site(ctx, &a);
 }
@@ -497,7 +511,8 @@ static __always_inline void emit_code_map(__u64 map)
 	e->e.stack_id = -1;
 	if (bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)head[1]) < 0)
 		e->path[0] = 0;
-	bpf_ringbuf_submit(e, wake_flags());
+	/* dlopen is rare: wake the reader, so that a JVM's probes go in soon (session/jvm.go). */
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
 /*
@@ -544,7 +559,7 @@ static __always_inline void alloc_done(struct pt_regs *ctx, struct inflight *s, 
 		if (!sampled_block(s, addr, s->size))
 			return;
 	}
-	report_site(ctx, KIND_ALLOC, s->func, addr, s->size, 0, 0);
+	report_site(ctx, s, KIND_ALLOC, addr, s->size, 0, 0);
 }
 
 /*
@@ -565,9 +580,9 @@ static __always_inline void realloc_sampled(struct pt_regs *ctx, struct inflight
 		seen = sampled_block(s, ret, s->size);
 	}
 	if (seen)
-		report_site(ctx, KIND_REALLOC, s->func, ret, s->size, old, 0);
+		report_site(ctx, s, KIND_REALLOC, ret, s->size, old, 0);
 	else if (old)
-		emit(KIND_FREE, s->func, old, 0, 0, 0, 0, 0, 0);
+		emit(KIND_FREE, s->func, old, 0, 0, 0, 0, 0, 0, 0);
 }
 
 /* emit_proc writes a whole-host process event with the process's comm. */
@@ -649,13 +664,46 @@ int entry(struct pt_regs *ctx)
 		 * free. Sampled: only the free of a sampled block is reported.
 		 */
 		if (a1 && !nested(ctx) && (!sample_bytes || take_sampled(a1)))
-			emit(KIND_FREE, FUNC_FREE, a1, 0, 0, 0, 0, 0, 0);
+			emit(KIND_FREE, FUNC_FREE, a1, 0, 0, 0, 0, 0, 0, 0);
 		break;
 	case FUNC_MUNMAP:
 		if (!nested(ctx))
-			emit(KIND_MUNMAP, FUNC_MUNMAP, a1, a2, 0, 0, 0, 0, 0);
+			emit(KIND_MUNMAP, FUNC_MUNMAP, a1, a2, 0, 0, 0, 0, 0, 0);
 		break;
 	}
+	return 0;
+}
+
+/*
+ * jvm_entry: HotSpot's os::malloc and os::realloc in libjvm.so (and
+ * os::strdup, into which os::malloc is inlined), entry only (the JVM
+ * unwinds through its frames with exceptions and signals: never a return
+ * probe). It remembers the NMT category argument (MEMFLAGS) and
+ * where the function's code lies; the allocator call that returns into
+ * that code carries the category (jvm_category). The attach cookie's low
+ * byte says which argument is the category, its high 32 bits how many
+ * bytes of code follow the probe.
+ */
+SEC("uprobe.multi")
+int jvm_entry(struct pt_regs *ctx)
+{
+	__u64 c = bpf_get_attach_cookie(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx);
+	struct inflight *s;
+	__u8 cat;
+
+	/* Both read first: the verifier refuses a ctx offset chosen at run time. */
+	barrier_var(a2);
+	barrier_var(a3);
+	cat = (c & 0xff) == 3 ? a3 : a2;
+	if (!wanted())
+		return 0;
+	s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0,
+				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s)
+		return 0;
+	s->jvm_pc = PT_REGS_IP(ctx);
+	s->jvm_len = c >> 32;
+	s->jvm_cat = cat < EVENT_CAT_MAX - 1 ? cat + 1 : EVENT_CAT_MAX;
 	return 0;
 }
 
@@ -688,7 +736,7 @@ int ret(struct pt_regs *ctx)
 			realloc_sampled(ctx, s, ret);
 			return 0;
 		}
-		report_site(ctx, KIND_REALLOC, s->func, ret, s->size, s->old_addr, 0);
+		report_site(ctx, s, KIND_REALLOC, ret, s->size, s->old_addr, 0);
 		return 0;
 	case FUNC_POSIX_MEMALIGN:
 		/* Returns 0 on success and stores the block through its first argument. */
@@ -701,11 +749,11 @@ int ret(struct pt_regs *ctx)
 		return 0;
 	case FUNC_MMAP:
 		if (ret != MAP_FAILED)
-			report_site(ctx, KIND_MMAP, s->func, ret, s->size, 0, 0);
+			report_site(ctx, s, KIND_MMAP, ret, s->size, 0, 0);
 		return 0;
 	case FUNC_MREMAP:
 		if (ret != MAP_FAILED)
-			report_site(ctx, KIND_MREMAP, s->func, ret, s->size, s->old_addr, s->old_size);
+			report_site(ctx, s, KIND_MREMAP, ret, s->size, s->old_addr, s->old_size);
 		return 0;
 	default:
 		if (ret)

@@ -39,6 +39,12 @@ enum func_id {
 
 /* event.flags */
 #define EVENT_STACK_COMPLETE 1 /* the unwind reached the thread's outermost frame */
+/*
+ * Bits 1-7: 1 + the JVM's NMT category (MEMFLAGS) of the allocation, 0 for
+ * none: set when HotSpot's os::malloc or os::realloc made the call (jvm_entry).
+ */
+#define EVENT_CAT_SHIFT 1
+#define EVENT_CAT_MAX 127
 
 /*
  * One ring-buffer record. 72 bytes, no implicit padding. With a stack
@@ -121,7 +127,15 @@ struct inflight {
 	__u64 old_size;  /* mremap */
 	__u8 func;
 	__u8 drawn;      /* sampled mode: countdown holds a draw */
-	__u8 pad[6];
+	/*
+	 * The JVM (jvm_entry): 1 + the category the last os::malloc or
+	 * os::realloc entered on this thread asked for (0: none yet), and
+	 * that function's code from the probe on: [jvm_pc, jvm_pc + jvm_len).
+	 */
+	__u8 jvm_cat;
+	__u8 pad[1];
+	__u32 jvm_len;
+	__u64 jvm_pc;
 	/*
 	 * Sampled mode: bytes this thread may still allocate before its next
 	 * sample, a draw from an exponential distribution (a Poisson process

@@ -116,7 +116,7 @@ static __always_inline void ask_table(struct vma_found *v)
 	struct unwind_file pending = {.flags = FILE_PENDING};
 
 	if (bpf_map_update_elem(&unwind_files, &v->key, &pending, BPF_NOEXIST) == 0)
-		emit(KIND_UNWIND_MISS, 0, v->addr, v->key.dev, v->key.ino, 0, 0, 0, 1);
+		emit(KIND_UNWIND_MISS, 0, v->addr, v->key.dev, v->key.ino, 0, 0, 0, 1, 0);
 }
 
 /*
@@ -359,6 +359,7 @@ static long walk_frame(__u64 i, void *ctx)
 struct site_args {
 	__u64 addr, size, old_addr, old_size;
 	__u8 kind, func;
+	__u8 cat; /* 1 + the JVM category, 0: none (jvm_category) */
 };
 
 /*
@@ -398,7 +399,7 @@ __noinline int emit_site(struct pt_regs *ctx, struct site_args *a)
 	bpf_loop(MAX_STACK + MAX_WRAPPER_FRAMES, walk_frame, 0, 0);
 	if (!stack_depth) {
 		emit(a->kind, a->func, a->addr, a->size, a->old_addr, a->old_size,
-		     w->charged_pc & ~FRAME_EXACT, PT_REGS_IP(ctx), 0);
+		     w->charged_pc & ~FRAME_EXACT, PT_REGS_IP(ctx), 0, a->cat << EVENT_CAT_SHIFT);
 		return 0;
 	}
 	rec->e.time = 0;
@@ -412,7 +413,7 @@ __noinline int emit_site(struct pt_regs *ctx, struct site_args *a)
 	rec->e.tid = (__u32)id;
 	rec->e.kind = a->kind;
 	rec->e.func = a->func;
-	rec->e.flags = w->end == STEP_END ? EVENT_STACK_COMPLETE : 0;
+	rec->e.flags = (w->end == STEP_END ? EVENT_STACK_COMPLETE : 0) | a->cat << EVENT_CAT_SHIFT;
 	rec->e.pad = w->charged;
 	rec->e.stack_id = -1;
 	n = w->n;

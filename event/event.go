@@ -149,10 +149,15 @@ type Event struct {
 	Stack []uint64
 	// StackComplete: the unwind reached the thread's outermost frame.
 	StackComplete bool
-	PID           uint32
-	TID           uint32
-	Kind          Kind
-	Func          Func
+	// JVMCategory is 1 + the JVM's NMT category (HotSpot's MEMFLAGS) that
+	// os::malloc or os::realloc asked for when it made this allocation
+	// call; 0 when none did. Its name is the process's (aggregate's
+	// SetJVMCategories).
+	JVMCategory uint8
+	PID         uint32
+	TID         uint32
+	Kind        Kind
+	Func        Func
 	// StackID numbers the user stack (--detail) among those the tracer
 	// has seen (see tracer.Stacks); -1 when no stack is kept.
 	StackID int32

@@ -45,12 +45,14 @@ func WriteJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) err
 		pr := newProcessRecord(p, s.Time, o.Final)
 		fillProcessSampling(&pr, p, s.SampleBytes) // estimate.go
 		fillProcessLeaks(&pr, o.Leaks, p.PID)      // json_leaks.go
+		fillProcessJVM(&pr, p)                     // jvm.go
 		pr.epochRecord = o.Epoch.process(p.ProcessSnapshot)
 		records = append(records, pr)
 		for _, site := range p.heap {
 			cr := newCallsiteRecord(p.PID, site, sym, s.Time, o)
 			fillSiteSampling(&cr, p.Comm, site, s.SampleBytes)
 			fillSiteLeaks(&cr, o.Leaks, p.PID, site)
+			fillSiteJVM(&cr, p, site) // jvm.go
 			cr.epochRecord = o.Epoch.site(p.PID, site)
 			records = append(records, cr)
 		}

@@ -68,6 +68,8 @@ type processRecord struct {
 	leakRecord
 	// Dumps only (epoch.go): the activity since the previous dump.
 	epochRecord
+	// A JVM only (jvm.go): its heap by NMT category.
+	JVMCategories []jvmCategoryRecord `json:"jvm_categories,omitempty"`
 }
 
 // mmapTotals are a process's anonymous-mapping totals.
@@ -130,6 +132,8 @@ type callsiteRecord struct {
 	// short of the thread's first function.
 	Stack          []stackFrame `json:"stack,omitempty"`
 	StackTruncated *bool        `json:"stack_truncated,omitempty"`
+	// A JVM's heap sites only (jvm.go): the NMT category of their calls.
+	JVMCategory *string `json:"jvm_category,omitempty"`
 }
 
 // inlineFrame is one source-level frame of an inline chain.

@@ -48,6 +48,9 @@ var epochFields = []string{"epoch_allocs", "epoch_alloc_bytes", "epoch_frees", "
 
 var reportEpochFields = []string{"epoch", "epoch_start_ns"}
 
+// jvmProcessFields and jvmFields end a JVM's process and heap callsite records.
+var jvmProcessFields, jvmFields = []string{"jvm_categories"}, []string{"jvm_category"}
+
 var stackFrameFields = []string{"function", "file", "line", "module", "address", "inlined"}
 
 var mmapFields = []string{"live_bytes", "live_regions", "maps", "mapped_bytes", "unmaps",
@@ -245,7 +248,7 @@ func TestJSONRecordsMatchDocs(t *testing.T) {
 			t.Errorf("docs/json.md does not document `mmap.%s`", f)
 		}
 	}
-	for _, f := range slices.Concat(detailFields, leakProcessFields, epochFields, reportEpochFields) {
+	for _, f := range slices.Concat(detailFields, leakProcessFields, epochFields, reportEpochFields, jvmProcessFields, jvmFields) {
 		if !strings.Contains(doc, "`"+f+"`") {
 			t.Errorf("docs/json.md does not document field `%s`", f)
 		}
@@ -258,9 +261,9 @@ func TestJSONRecordsMatchDocs(t *testing.T) {
 		case "report":
 			want = slices.Concat(want, reportEpochFields)
 		case "process":
-			want = slices.Concat(want, leakProcessFields, epochFields)
+			want = slices.Concat(want, leakProcessFields, epochFields, jvmProcessFields)
 		case "callsite":
-			want = slices.Concat(want, leakFields, epochFields, detailFields)
+			want = slices.Concat(want, leakFields, epochFields, detailFields, jvmFields)
 		}
 		if got := jsonTags(v); !slices.Equal(got, want) {
 			t.Errorf("%s struct tags %v, want %v", typ, got, want)
@@ -293,4 +296,29 @@ func typeTags(rt reflect.Type) []string {
 func readDoc() (string, error) {
 	b, err := os.ReadFile("../docs/json.md")
 	return string(b), err
+}
+
+// A JVM's records end with its categories; other processes' have none.
+func TestJSONJVMCategories(t *testing.T) {
+	site := aggregate.SiteSnapshot{Address: 0x10, JVMCategory: "Symbol", Stats: aggregate.Stats{LiveBytes: 40, LiveAllocs: 2, Allocs: 2, AllocBytes: 40}}
+	jvm := aggregate.ProcessSnapshot{PID: 1, Heap: site.Stats, Sites: []aggregate.SiteSnapshot{site},
+		JVM: []aggregate.JVMCategoryStats{{Name: "Symbol", Stats: site.Stats}, {Name: "", Stats: aggregate.Stats{}}}}
+	other := aggregate.ProcessSnapshot{PID: 2, Heap: site.Stats, Sites: []aggregate.SiteSnapshot{{Address: 0x10, Stats: site.Stats}}}
+	lines := jsonLines(t, snapshotOf(0, jvm, other), fakeSymbolizer{}, Options{})
+	var got []string
+	for _, l := range lines {
+		if i := strings.Index(l, `"jvm_categor`); i >= 0 {
+			got = append(got, l[i:])
+		} else if !strings.Contains(l, `"type":"report"`) {
+			got = append(got, "none")
+		}
+	}
+	want := []string{
+		`"jvm_categories":[{"name":"Symbol","live_bytes":40,"live_allocs":2,"allocs":2,"alloc_bytes":40,"frees":0,"freed_bytes":0},{"name":"","live_bytes":0,"live_allocs":0,"allocs":0,"alloc_bytes":0,"frees":0,"freed_bytes":0}]}`,
+		`"jvm_category":"Symbol"}`,
+		"none", "none",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }

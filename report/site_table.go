@@ -65,11 +65,11 @@ func writeTitledSites(b *bytes.Buffer, p rankedProcess, c aggregate.Category,
 	var out bytes.Buffer
 	t := tablewriter.NewTable(&out,
 		tablewriter.WithRenderer(renderer.NewBlueprint(plainRendition)),
-		tablewriter.WithHeaderAlignmentConfig(estimateAlignment(siteAlignment(o), c, o)),
-		tablewriter.WithRowAlignmentConfig(estimateAlignment(siteAlignment(o), c, o)),
+		tablewriter.WithHeaderAlignmentConfig(jvmSiteAlignment(estimateAlignment(siteAlignment(o), c, o), p, c)),
+		tablewriter.WithRowAlignmentConfig(jvmSiteAlignment(estimateAlignment(siteAlignment(o), c, o), p, c)),
 		tablewriter.WithHeaderAutoFormat(tw.Off), // headers are written as shown ("~LIVE" stays whole)
 	)
-	t.Header(estimateHeader(siteColumns(c, o), c, o)...) // sampled: marks, ± LIVE (estimate.go)
+	t.Header(jvmHeader(estimateHeader(siteColumns(c, o), c, o), p, c)...) // sampled: marks, ± LIVE (estimate.go); a JVM's categories (jvm.go)
 	var stacks [][]string
 	for _, s := range sites {
 		// Symbolize only what is shown: resolution can read ELF and DWARF.
@@ -89,6 +89,7 @@ func writeTitledSites(b *bytes.Buffer, p rankedProcess, c aggregate.Category,
 		}
 		row = siteRow(row, s, o) // NET RATE with --sort rate
 		row = estimateRow(row, s, c, o)
+		row = jvmRow(row, p, s)
 		if err := t.Append(row); err != nil {
 			return fmt.Errorf("add %s call site %s: %w", c, hex(s.Address), err)
 		}

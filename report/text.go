@@ -42,6 +42,9 @@ func WriteText(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) err
 	for _, p := range procs {
 		b.WriteByte('\n')
 		writeProcessHeader(&b, p, o.Raw)
+		if err := writeJVMText(&b, p, o.Raw); err != nil { // jvm.go
+			return fmt.Errorf("text report for pid %d: %w", p.PID, err)
+		}
 		if err := writeSiteTables(&b, p, sym, o); err != nil {
 			return fmt.Errorf("text report for pid %d: %w", p.PID, err)
 		}

@@ -36,6 +36,8 @@ type target struct {
 	// execs counts the programs it has run.
 	execs int
 	comm  string
+	// jvm: its JVM category probes are placed (jvm.go).
+	jvm bool
 }
 
 // session is one run: it owns the table and is driven by one goroutine.
@@ -253,6 +255,7 @@ func (s *session) apply(e *event.Event) {
 		if err := s.res.AddLibrary(int(e.PID), e.Path, e.Addr); err != nil {
 			s.log.Info("dlopen'ed library", "pid", e.PID, "path", e.Path, "err", err)
 		}
+		s.jvmLoaded(e) // jvm.go; before the table, which takes longer
 		s.objs.PreloadTableFiles([]string{e.Path})
 		return
 	}
@@ -300,6 +303,8 @@ func (s *session) onStop(st launch.Stop) error {
 		if err != nil {
 			return err
 		}
+		// A java launcher's libjvm.so, which it dlopens later (jvm.go).
+		mods = append(mods, allocator.JVMForCommand(exe)...)
 		if err := s.attach(t, mods); err != nil {
 			return err
 		}
@@ -356,6 +361,9 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 	s.objs.PreloadTableFiles(paths)
 	s.log.Info("unwind tables loaded", "pid", t.pid, "took", time.Since(start))
 	probes = append(probes, s.markProbes(t.pid, mods)...) // --mark (timeline.go)
+	jvm := s.jvmProbes(t.pid, mods)                       // the JVM's categories (jvm.go)
+	t.jvm = len(jvm) > 0
+	probes = append(probes, jvm...)
 	placed := tracer.Place(probes)
 	for _, p := range placed {
 		s.log.Info("probe", "pid", t.pid, "function", p.Symbol, "module", p.Module,

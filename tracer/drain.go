@@ -99,7 +99,7 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 			Time: t, Addr: raw.Addr, Size: raw.Size,
 			OldAddr: raw.OldAddr, OldSize: raw.OldSize, CallSite: raw.CallSite, Leaf: raw.Leaf,
 			PID: raw.Pid, TID: raw.Tid, Kind: event.Kind(raw.Kind), Func: event.Func(raw.Func),
-			StackID: -1,
+			StackID: -1, JVMCategory: raw.Flags >> eventCatShift,
 		}
 		if rest := d.rec.RawSample[unsafe.Sizeof(memtraceEvent{}):]; d.objs.stackDepth > 0 && len(rest) >= 8 && isSiteKind(d.ev.Kind) {
 			d.decodeStack(raw, rest)
@@ -181,8 +181,11 @@ func (d *Drainer) decodeStack(raw *memtraceEvent, rest []byte) {
 	d.ev.StackID = d.objs.stacks.intern(raw.Pid, d.ev.Stack, d.ev.StackComplete)
 }
 
-// eventStackComplete is EVENT_STACK_COMPLETE.
-const eventStackComplete = 1
+// eventStackComplete is EVENT_STACK_COMPLETE, eventCatShift EVENT_CAT_SHIFT.
+const (
+	eventStackComplete = 1
+	eventCatShift      = 1
+)
 
 func monotonicNS() uint64 {
 	var ts unix.Timespec

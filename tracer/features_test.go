@@ -124,7 +124,7 @@ func TestDetachStale(t *testing.T) {
 func countReturns(ps []Placement) int {
 	n := 0
 	for _, p := range ps {
-		if needsReturn(p.Func) {
+		if needsReturn(p) {
 			n++
 		}
 	}

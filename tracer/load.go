@@ -100,6 +100,7 @@ type Objects struct {
 // the test programs (draw_test, sample_test) nor their map.
 type objects struct {
 	Entry        *ebpf.Program `ebpf:"entry"`
+	JvmEntry     *ebpf.Program `ebpf:"jvm_entry"`
 	Ret          *ebpf.Program `ebpf:"ret"`
 	OnExec       *ebpf.Program `ebpf:"on_exec"`
 	OnExit       *ebpf.Program `ebpf:"on_exit"`
@@ -117,7 +118,7 @@ type objects struct {
 }
 
 func (o *objects) Close() error {
-	return _MemtraceClose(o.Entry, o.Ret, o.OnExec, o.OnExit, o.FileKeyOf, o.Events, o.Inflight,
+	return _MemtraceClose(o.Entry, o.JvmEntry, o.Ret, o.OnExec, o.OnExit, o.FileKeyOf, o.Events, o.Inflight,
 		o.LostByPid, o.LostTotal, o.UnwindRows, o.UnwindFiles, o.Scratch, o.Sampled, o.ProcCounts, o.CgroupFilter)
 }
 

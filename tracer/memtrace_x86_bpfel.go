@@ -64,7 +64,10 @@ type memtraceInflight struct {
 	OldSize   uint64
 	Func      uint8
 	Drawn     uint8
-	Pad       [6]uint8
+	JvmCat    uint8
+	Pad       [1]uint8
+	JvmLen    uint32
+	JvmPc     uint64
 	Countdown int64
 }
 
@@ -143,6 +146,7 @@ const (
 	memtraceProgDrawTest         = "draw_test"
 	memtraceProgEntry            = "entry"
 	memtraceProgFileKeyOf        = "file_key_of"
+	memtraceProgJvmEntry         = "jvm_entry"
 	memtraceProgOnExec           = "on_exec"
 	memtraceProgOnExit           = "on_exit"
 	memtraceProgRet              = "ret"
@@ -211,6 +215,7 @@ type memtraceProgramSpecs struct {
 	DrawTest   *ebpf.ProgramSpec `ebpf:"draw_test"`
 	Entry      *ebpf.ProgramSpec `ebpf:"entry"`
 	FileKeyOf  *ebpf.ProgramSpec `ebpf:"file_key_of"`
+	JvmEntry   *ebpf.ProgramSpec `ebpf:"jvm_entry"`
 	OnExec     *ebpf.ProgramSpec `ebpf:"on_exec"`
 	OnExit     *ebpf.ProgramSpec `ebpf:"on_exit"`
 	Ret        *ebpf.ProgramSpec `ebpf:"ret"`
@@ -336,6 +341,7 @@ type memtracePrograms struct {
 	DrawTest   *ebpf.Program `ebpf:"draw_test"`
 	Entry      *ebpf.Program `ebpf:"entry"`
 	FileKeyOf  *ebpf.Program `ebpf:"file_key_of"`
+	JvmEntry   *ebpf.Program `ebpf:"jvm_entry"`
 	OnExec     *ebpf.Program `ebpf:"on_exec"`
 	OnExit     *ebpf.Program `ebpf:"on_exit"`
 	Ret        *ebpf.Program `ebpf:"ret"`
@@ -347,6 +353,7 @@ func (p *memtracePrograms) Close() error {
 		p.DrawTest,
 		p.Entry,
 		p.FileKeyOf,
+		p.JvmEntry,
 		p.OnExec,
 		p.OnExit,
 		p.Ret,

@@ -86,13 +86,13 @@ func traceFlags(fs *pflag.FlagSet, c *session.Config) func(command []string) err
 	var wrapperFile string
 	var extraWrappers []string
 	noWrappers := false
-	fs.Var(nameList{&extraWrappers}, "wrapper", "also treat function `NAME` as an allocation wrapper (repeatable)")
+	fs.Var(nameList{&extraWrappers}, "wrapper", "also treat function `NAME` as an allocation wrapper (repeatable; C++: mangled, or qualified as os::malloc)")
 	fs.StringVar(&wrapperFile, "wrappers", "", "`FILE` of allocation wrapper names, one per line")
 	fs.BoolVar(&noWrappers, "no-default-wrappers", false, "do not treat operator new, strdup, asprintf … as wrappers")
 	noAuto := false
 	var notWrappers []string
-	fs.BoolVar(&noAuto, "no-auto-wrappers", false, "do not recognize wrappers by name (zmalloc, xmalloc, g_malloc, sqlite3Malloc, …)")
-	fs.Var(nameList{&notWrappers}, "not-wrapper", "never treat function `NAME` as an allocation wrapper (repeatable)")
+	fs.BoolVar(&noAuto, "no-auto-wrappers", false, "do not recognize wrappers by name (zmalloc, xmalloc, g_malloc, sqlite3Malloc, os::malloc, …)")
+	fs.Var(nameList{&notWrappers}, "not-wrapper", "never treat function `NAME` as an allocation wrapper (repeatable; C++: mangled, or qualified as os::malloc)")
 	checkRates := addRateFlags(fs, &c.RateConfig)
 	addSymbolizeFlags(fs, &c.SymbolizeConfig)
 	checkHost := addHostFlags(fs, c)
