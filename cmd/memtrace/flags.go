@@ -66,18 +66,42 @@ func parseFlags(args []string, stderr io.Writer) (*session.Config, error) {
 	return c, nil
 }
 
+// addReportFlags registers the flags that choose how reports are written,
+// the same for a trace and a replay: --top, --sort, --json, --raw and -o.
+// The check it returns reads --sort and validates --top.
+func addReportFlags(fs *pflag.FlagSet, top *int, sort *report.SortKey, json, raw *bool, output *string) func() error {
+	var sortKey string
+	fs.IntVar(top, "top", report.DefaultTop, "call sites shown per process (`N`; 0 = all)")
+	fs.StringVar(&sortKey, "sort", "live", "order call sites by `KEY`: live, allocated, allocs or rate")
+	addFormatFlags(fs, json, raw, "write NDJSON records (docs/json.md) instead of tables")
+	fs.StringVarP(output, "output", "o", "", "write reports to `FILE` instead of stdout")
+	return func() error {
+		k, err := report.ParseSortKey(sortKey)
+		if err != nil {
+			return fmt.Errorf("%w: --sort: %w", errUsage, err)
+		}
+		*sort = k
+		if *top < 0 {
+			return fmt.Errorf("%w: --top must be >= 0", errUsage)
+		}
+		return nil
+	}
+}
+
+// addFormatFlags registers --json and --raw, which a trace, a replay and a
+// diff share.
+func addFormatFlags(fs *pflag.FlagSet, json, raw *bool, jsonUsage string) {
+	fs.BoolVar(json, "json", false, jsonUsage)
+	fs.BoolVar(raw, "raw", false, "exact byte counts instead of human units")
+}
+
 // traceFlags registers a trace's flags on fs and returns the check to run
 // after parsing, given the arguments left (the command).
 func traceFlags(fs *pflag.FlagSet, c *session.Config) func(command []string) error {
-	var sortKey string
 	fs.VarP(pidList{&c.PIDs}, "pid", "p", "`PID`(s) to trace; repeatable or comma-separated")
 	fs.DurationVarP(&c.Duration, "duration", "d", 0, "stop after `D` (0 = until the targets exit or Ctrl-C)")
 	fs.DurationVarP(&c.Interval, "interval", "i", 0, "print a report every `D` as well as at the end")
-	fs.IntVar(&c.Top, "top", report.DefaultTop, "call sites shown per process (`N`; 0 = all)")
-	fs.StringVar(&sortKey, "sort", "live", "order call sites by `KEY`: live, allocated, allocs or rate")
-	fs.BoolVar(&c.JSON, "json", false, "write NDJSON records (docs/json.md) instead of tables")
-	fs.BoolVar(&c.Raw, "raw", false, "exact byte counts instead of human units")
-	fs.StringVarP(&c.Output, "output", "o", "", "write reports to `FILE` instead of stdout")
+	checkReport := addReportFlags(fs, &c.Top, &c.Sort, &c.JSON, &c.Raw, &c.Output)
 	fs.StringVar(&c.Allocator, "allocator", "", "probe the allocator in `FILE` instead of the one the target binds to")
 	fs.IntVar(&c.RingBytes, "ring-size", 64<<20, "ring buffer `BYTES`, a power of two (4 MiB when sampling)")
 	fs.BoolVarP(&c.Verbose, "verbose", "v", false, "log what is attached, and where")
@@ -119,16 +143,12 @@ func traceFlags(fs *pflag.FlagSet, c *session.Config) func(command []string) err
 		if c.StackDepth < 1 || c.StackDepth >= tracer.MaxStackDepth {
 			return fmt.Errorf("%w: --stack-depth must be between 1 and %d", errUsage, tracer.MaxStackDepth-1)
 		}
-		k, err := report.ParseSortKey(sortKey)
-		if err != nil {
-			return fmt.Errorf("%w: --sort: %w", errUsage, err)
+		if err := checkReport(); err != nil {
+			return err
 		}
-		c.Sort = k
 		switch {
 		case len(c.PIDs) > 0 && len(c.Command) > 0:
 			return fmt.Errorf("%w: give -p or a command, not both", errUsage)
-		case c.Top < 0:
-			return fmt.Errorf("%w: --top must be >= 0", errUsage)
 		case c.Duration < 0 || c.Interval < 0:
 			return fmt.Errorf("%w: durations must be positive", errUsage)
 		}
