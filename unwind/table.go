@@ -27,7 +27,7 @@ const (
 	KindRBP Kind = 2
 	// KindPLT: the PLT's expression, CFA = rsp + 8 + ((rip & 15) >= N ? 8 : 0)
 	// with N in CFAOffset: 11 for GNU ld's lazy PLT, 9 for its IBT PLT
-	// (-z ibtplt, TestPLTThreshold). The rip is the PC looked up.
+	// (-z ibtplt; TestPLT). The rip is the PC looked up.
 	KindPLT Kind = 3
 	// KindDerefRBP: CFA = *(rbp + CFAOffset), and the caller's rbp is at
 	// *(rbp). GCC's stack realignment through a DRAP register:

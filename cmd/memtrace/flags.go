@@ -66,6 +66,10 @@ func parseFlags(args []string, stderr io.Writer) (*session.Config, error) {
 	return c, nil
 }
 
+// maxRingBytes is the largest ring buffer the kernel takes: its size is a
+// power of two that fits a map's u32 max_entries.
+const maxRingBytes = 1 << 31
+
 // addReportFlags registers the flags that choose how reports are written,
 // the same for a trace and a replay: --top, --sort, --json, --raw and -o.
 // The check it returns reads --sort and validates --top.
@@ -103,7 +107,8 @@ func traceFlags(fs *pflag.FlagSet, c *session.Config) func(command []string) err
 	fs.DurationVarP(&c.Interval, "interval", "i", 0, "print a report every `D` as well as at the end")
 	checkReport := addReportFlags(fs, &c.Top, &c.Sort, &c.JSON, &c.Raw, &c.Output)
 	fs.StringVar(&c.Allocator, "allocator", "", "probe the allocator in `FILE` instead of the one the target binds to")
-	fs.IntVar(&c.RingBytes, "ring-size", 64<<20, "ring buffer `BYTES`, a power of two (4 MiB when sampling)")
+	ringBytes, ringSet := uint64(64<<20), false
+	fs.Var(byteSize{&ringBytes, &ringSet, maxRingBytes}, "ring-size", "ring buffer `BYTES`, a power of two (4 MiB when sampling)")
 	fs.BoolVarP(&c.Verbose, "verbose", "v", false, "log what is attached, and where")
 	fs.BoolVar(&c.Detail, "detail", false, "group by whole call stack and print each stack under its row")
 	fs.IntVar(&c.StackDepth, "stack-depth", 16, "`N` frames per stack with --detail, and per sampled allocation's stack in sampled mode (at most 126)")
@@ -125,6 +130,7 @@ func traceFlags(fs *pflag.FlagSet, c *session.Config) func(command []string) err
 	checkExports := addExportFlags(fs, &c.ExportConfig)
 	return func(command []string) error {
 		c.Command = command
+		c.RingBytes = int(ringBytes)
 		if err := checkRates(); err != nil {
 			return err
 		}
