@@ -213,3 +213,25 @@ func TestDebuginfodOffline(t *testing.T) {
 		}
 	}
 }
+
+// TestDebuginfodReplay: a run recorded without debuginfod is replayed with
+// it: the replay downloads the debug file and resolves exactly.
+func TestDebuginfodReplay(t *testing.T) {
+	needBPF(t)
+	needTools(t, "objcopy", "strip", "readelf", "debuginfod")
+	fx := symFixtures[0]
+	lines := siteLines(t, fx.src)
+	run, serveDir, id := stripForDebuginfod(t, fixture(t, fx.src, "-fPIE", "-pie"))
+	url := startDebuginfod(t, serveDir, id)
+	rec := filepath.Join(t.TempDir(), "run.mtr")
+	noDebug := emptyDir(t, t.TempDir())
+	if r := runMemtraceEnv(t, nil, "--no-debuginfod", "--debug-dir", noDebug, "--record", rec, "--", run); r.code != 0 {
+		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
+	}
+	env := []string{"DEBUGINFOD_URLS=" + url, "DEBUGINFOD_CACHE_PATH=" + filepath.Join(t.TempDir(), "cache")}
+	r := runMemtraceEnv(t, env, "replay", "--debug-dir", noDebug, "--json", "--top", "0", rec)
+	if r.code != 0 {
+		t.Fatalf("replay: exit %d: %s", r.code, r.stderr)
+	}
+	checkSymSites(t, fx, lines, run, true, parseSymSites(t, r.stdout))
+}
