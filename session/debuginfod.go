@@ -3,18 +3,28 @@ package session
 import (
 	"log/slog"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/memtrace/memtrace/symbolize"
 )
 
-// DefaultDebuginfodWait is how long the final report waits, at most, for
-// debug files still downloading from debuginfod (--debuginfod-wait).
+// DefaultDebuginfodWait is how long the reports wait, at most and in all,
+// for debug files still downloading from debuginfod (--debuginfod-wait).
 const DefaultDebuginfodWait = 30 * time.Second
 
-// debuginfod returns the client of the servers in DEBUGINFOD_URLS, or nil
-// when there are none or --no-debuginfod is given.
-func (c SymbolizeConfig) debuginfod(log *slog.Logger) *symbolize.Debuginfod {
+// downloads is a run's debuginfod client and what is left of the time the
+// reports may wait for it. A nil *downloads downloads nothing.
+type downloads struct {
+	d    *symbolize.Debuginfod
+	left time.Duration
+	log  *slog.Logger
+}
+
+// newDownloads starts the client of the servers in DEBUGINFOD_URLS, or
+// returns nil when there are none or --no-debuginfod is given.
+func newDownloads(c SymbolizeConfig, log *slog.Logger) *downloads {
 	if c.NoDebuginfod {
 		return nil
 	}
@@ -24,28 +34,57 @@ func (c SymbolizeConfig) debuginfod(log *slog.Logger) *symbolize.Debuginfod {
 	}
 	dc.Log = log
 	log.Info("debuginfod", "urls", dc.URLs, "cache", dc.CacheDir, "timeout", dc.Timeout)
-	return symbolize.NewDebuginfod(dc)
+	return &downloads{d: symbolize.NewDebuginfod(dc), left: c.DebuginfodWait, log: log}
 }
 
-// waitDebuginfo lets the downloads under way finish before the final
-// report, for --debuginfod-wait at most: tracing is over, and nothing but
-// the report waits. What is not there by then is reported without.
-func waitDebuginfo(d *symbolize.Debuginfod, wait time.Duration, log *slog.Logger) {
-	if d == nil {
+// client is the client to give the resolver (nil: none).
+func (w *downloads) client() *symbolize.Debuginfod {
+	if w == nil {
+		return nil
+	}
+	return w.d
+}
+
+// wait lets the downloads under way finish before a report, for what is
+// left of --debuginfod-wait: called only once tracing is over (or nothing
+// is left to trace), so nothing but the report waits. What is not there by
+// then is reported without.
+func (w *downloads) wait() {
+	if w == nil {
 		return
 	}
+	n := w.d.Pending()
+	if n == 0 {
+		return
+	}
+	if w.left <= 0 {
+		w.log.Warn("debuginfod: downloads unfinished, reported without them", "left", n)
+		return
+	}
+	w.log.Info("debuginfod: waiting for downloads", "pending", n, "at_most", w.left)
 	start := time.Now()
-	if left := d.Wait(wait); left > 0 {
-		log.Warn("debuginfod: downloads unfinished, reported without them", "left", left, "waited", wait)
-		return
-	}
-	if took := time.Since(start); took >= time.Millisecond {
-		log.Info("debuginfod: waited for downloads", "took", took.Round(time.Millisecond))
+	defer func() { w.left -= time.Since(start) }()
+	// Ctrl-C or SIGTERM ends the wait, not the run: the report follows.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	done := make(chan int, 1)
+	go func(max time.Duration) { done <- w.d.Wait(max) }(w.left)
+	select {
+	case left := <-done:
+		if left > 0 {
+			w.log.Warn("debuginfod: downloads unfinished, reported without them", "left", left, "waited", w.left)
+			return
+		}
+		w.log.Info("debuginfod: downloads done", "took", time.Since(start).Round(time.Millisecond))
+	case sig := <-sigs:
+		w.left = 0 // and no more waiting
+		w.log.Warn("debuginfod: waiting for downloads interrupted, reported without them", "signal", sig)
 	}
 }
 
-// waitDebuginfoAtExit waits for the downloads when the last traced process
-// stops at its exit and is about to be leak-checked: its loss records are
+// waitDebuginfoAtExit waits for the downloads when the last traced process stops
+// at its exit and is about to be leak-checked: its loss records are
 // resolved then, and with nothing left to trace the wait costs no more
 // than the final report's would. With other processes still traced, it
 // does not wait: tracing goes on.
@@ -58,12 +97,12 @@ func (s *session) waitDebuginfoAtExit(pid int) {
 			return
 		}
 	}
-	waitDebuginfo(s.debuginfod, s.cfg.DebuginfodWait, s.log)
+	s.downloads.wait()
 }
 
-// closeDebuginfo stops what is still downloading (nil: nothing).
-func closeDebuginfo(d *symbolize.Debuginfod) {
-	if d != nil {
-		d.Close()
+// close stops what is still downloading.
+func (w *downloads) close() {
+	if w != nil {
+		w.d.Close()
 	}
 }

@@ -76,7 +76,7 @@ type pendingScan struct {
 
 func (s *session) runHost() (int, error) {
 	s.newState()
-	defer closeDebuginfo(s.debuginfod)
+	defer s.downloads.close()
 	h := &hostState{
 		finder:    &host.Finder{Allocator: s.cfg.Allocator, Self: os.Getpid()},
 		filter:    host.Filter{Comm: s.cfg.Comm, Cgroup: s.cfg.CgroupPath},
@@ -448,7 +448,7 @@ func (s *session) finishHost() error {
 	if _, err := s.drain.Poll(0, s.apply); err != nil {
 		return err
 	}
-	waitDebuginfo(s.debuginfod, s.cfg.DebuginfodWait, s.log)
+	s.downloads.wait()
 	if err := s.flushExits(); err != nil {
 		return err
 	}

@@ -233,9 +233,9 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	// Recorded modules with no debug information ask debuginfod as a live
 	// run's do; diagnostics are warnings only, as replay has no -v.
 	log := slog.New(slog.NewTextHandler(warn, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	dbg := c.debuginfod(log)
-	defer closeDebuginfo(dbg)
-	rp := &replayed{info: r.Info(), res: symbolize.NewResolver(c.resolverOptions(dbg)...), stacks: map[int32][]uint64{}}
+	dl := newDownloads(c.SymbolizeConfig, log)
+	defer dl.close()
+	rp := &replayed{info: r.Info(), res: symbolize.NewResolver(c.resolverOptions(dl.client())...), stacks: map[int32][]uint64{}}
 	rp.res.Offline()
 	t := aggregate.NewTable()
 	t.SetStackBreakdown(stacksAsBreakdown(rp.info.Detail, rp.info.SampleBytes)) // as the live run
@@ -323,7 +323,7 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	if c.At.kind == "time" {
 		rp.endNS = rp.info.StartNS + uint64(c.At.time)
 	}
-	waitDebuginfo(dbg, c.DebuginfodWait, log) // before anything is resolved
+	dl.wait() // before anything is resolved
 	return rp, rp.readErr
 }
 

@@ -49,7 +49,7 @@ type session struct {
 	drain          *tracer.Drainer
 	table          *aggregate.Table
 	res            *symbolize.Resolver
-	debuginfod     *symbolize.Debuginfod // nil without servers (debuginfod.go)
+	downloads      *downloads // debuginfod; nil without servers (debuginfod.go)
 	targets        map[int]*target
 	exitedPIDs     chan int
 	live           *liveRates   // decaying rates and --watch (live.go)
@@ -64,7 +64,7 @@ func (s *session) run() (int, error) {
 		return s.runHost() // no target: every process (host.go)
 	}
 	s.newState()
-	defer closeDebuginfo(s.debuginfod)
+	defer s.downloads.close()
 
 	// Check the targets before loading anything, so a typo fails fast.
 	for _, pid := range s.cfg.PIDs {
@@ -190,8 +190,8 @@ func (s *session) newState() {
 	s.table = aggregate.NewTable()
 	s.table.SetSampleBytes(s.cfg.SampleBytes) // --sample-bytes (0 = exact)
 	s.table.SetStackBreakdown(s.cfg.stacksAsBreakdown())
-	s.debuginfod = s.cfg.debuginfod(s.log)
-	s.res = symbolize.NewResolver(s.cfg.resolverOptions(s.debuginfod)...)
+	s.downloads = newDownloads(s.cfg.SymbolizeConfig, s.log)
+	s.res = symbolize.NewResolver(s.cfg.resolverOptions(s.downloads.client())...)
 	s.targets = map[int]*target{}
 	s.exitedPIDs = make(chan int, 16)
 	s.startTime() // the recording sees every input (timeline.go)
@@ -424,7 +424,7 @@ func (s *session) finish() error {
 		return err
 	}
 	s.leakCheckRunning() // -p targets, frozen for the check (leaks.go)
-	waitDebuginfo(s.debuginfod, s.cfg.DebuginfodWait, s.log)
+	s.downloads.wait()
 	// Processes whose final records were printed at their exit are not repeated.
 	final := []int{}
 	for pid, t := range s.targets {

@@ -180,6 +180,21 @@ func (d *Debuginfod) start(id string) *fetch {
 	return f
 }
 
+// Pending is how many look-ups are under way.
+func (d *Debuginfod) Pending() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, f := range d.fetches {
+		select {
+		case <-f.done:
+		default:
+			n++
+		}
+	}
+	return n
+}
+
 // Wait waits until every look-up started is done, or for at most max, and
 // returns how many are still under way.
 func (d *Debuginfod) Wait(max time.Duration) int {

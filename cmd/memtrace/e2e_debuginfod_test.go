@@ -235,3 +235,114 @@ func TestDebuginfodReplay(t *testing.T) {
 	}
 	checkSymSites(t, fx, lines, run, true, parseSymSites(t, r.stdout))
 }
+
+// TestDebuginfodWait: a server that accepts and never answers holds the
+// reports back for --debuginfod-wait in all, or until Ctrl-C; then they
+// come out without the file, and memtrace exits as usual.
+func TestDebuginfodWait(t *testing.T) {
+	needBPF(t)
+	needTools(t, "objcopy", "strip", "readelf")
+	run, _, _ := stripForDebuginfod(t, fixture(t, "inlined.c", "-fPIE", "-pie"))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	env := []string{"DEBUGINFOD_URLS=http://" + l.Addr().String(), "DEBUGINFOD_TIMEOUT=600",
+		"DEBUGINFOD_CACHE_PATH=" + filepath.Join(t.TempDir(), "cache")}
+	noDebug := emptyDir(t, t.TempDir())
+	sites := func(t *testing.T, out string) {
+		t.Helper()
+		n := 0
+		for _, s := range parseSymSites(t, out) {
+			if s.Module == run {
+				n++
+				if s.Function != "" {
+					t.Errorf("site named %q without its debug file", s.Function)
+				}
+			}
+		}
+		if n != 4 {
+			t.Errorf("%d call sites in the fixture, want 4", n)
+		}
+	}
+
+	t.Run("bounded", func(t *testing.T) {
+		// Leak check at exit and final report: one budget for both.
+		r := runMemtraceEnv(t, env, "-v", "--debuginfod-wait", "1s", "--debug-dir", noDebug, "--json", "--top", "0", "--", run)
+		if r.code != 0 {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		waits := regexp.MustCompile(`msg="debuginfod: waiting for downloads" pending=\d+ at_most=`).FindAllString(r.stderr, -1)
+		if len(waits) != 1 || !regexp.MustCompile(`level=WARN msg="debuginfod: downloads unfinished, reported without them" left=\d+ waited=1s\n`).MatchString(r.stderr) {
+			t.Errorf("want one wait of 1s, then the warning:\n%s", r.stderr)
+		}
+		sites(t, r.stdout)
+	})
+	t.Run("Ctrl-C", func(t *testing.T) {
+		cmd := exec.Command(memtrace(t), "-v", "--debuginfod-wait", "10m", "--debug-dir", noDebug, "--json", "--top", "0", "--", run)
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "DEBUGINFOD_") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		cmd.Env = append(cmd.Env, env...)
+		var stdout bytes.Buffer
+		cmd.Stdout = &stdout
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var log strings.Builder
+		buf := make([]byte, 4096)
+		for !strings.Contains(log.String(), `msg="debuginfod: waiting for downloads"`) {
+			n, err := stderr.Read(buf)
+			log.Write(buf[:n])
+			if err != nil {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("memtrace ended before waiting: %v\n%s", err, log.String())
+			}
+		}
+		cmd.Process.Signal(os.Interrupt)
+		rest := make(chan string)
+		go func() {
+			var b bytes.Buffer
+			b.ReadFrom(stderr)
+			rest <- b.String()
+		}()
+		select {
+		case s := <-rest:
+			log.WriteString(s)
+		case <-time.After(60 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("memtrace still waits after Ctrl-C:\n%s", log.String())
+		}
+		err = cmd.Wait()
+		if err != nil {
+			t.Fatalf("memtrace: %v\n%s", err, log.String())
+		}
+		if !strings.Contains(log.String(), `level=WARN msg="debuginfod: waiting for downloads interrupted, reported without them" signal=interrupt`) {
+			t.Errorf("no warning of the interrupted wait:\n%s", log.String())
+		}
+		sites(t, stdout.String())
+	})
+}
