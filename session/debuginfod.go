@@ -61,13 +61,13 @@ func (w *downloads) wait() {
 		w.log.Warn("debuginfod: downloads unfinished, reported without them", "left", n)
 		return
 	}
-	w.log.Info("debuginfod: waiting for downloads", "pending", n, "at_most", w.left)
-	start := time.Now()
-	defer func() { w.left -= time.Since(start) }()
 	// Ctrl-C or SIGTERM ends the wait, not the run: the report follows.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	w.log.Info("debuginfod: waiting for downloads", "pending", n, "at_most", w.left)
+	start := time.Now()
+	defer func() { w.left -= time.Since(start) }()
 	done := make(chan int, 1)
 	go func(max time.Duration) { done <- w.d.Wait(max) }(w.left)
 	select {
