@@ -29,6 +29,9 @@ func newDownloads(c SymbolizeConfig, log *slog.Logger) *downloads {
 		return nil
 	}
 	dc, ok := symbolize.DebuginfodFromEnv(os.Getenv)
+	if len(dc.Unsupported) > 0 {
+		log.Warn("debuginfod: only http and https servers are asked", "ignored", dc.Unsupported)
+	}
 	if !ok {
 		return nil
 	}

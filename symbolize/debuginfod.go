@@ -36,8 +36,11 @@ var ErrNoDebuginfo = errors.New("no server has the debug file")
 
 // DebuginfodConfig says where to ask and where to keep what comes back.
 type DebuginfodConfig struct {
-	// URLs of the servers, asked in order.
+	// URLs of the servers, asked in order: http:// and https:// only.
 	URLs []string
+	// Unsupported are the other URLs of DEBUGINFOD_URLS (file://, …),
+	// not asked.
+	Unsupported []string
 	// CacheDir is the cache shared with elfutils' client.
 	CacheDir string
 	// Timeout bounds connecting, waiting for an answer, and any pause in
@@ -62,13 +65,20 @@ const defaultCacheMiss = 600 * time.Second
 const maxDebuginfoBytes = 8 << 30
 
 // DebuginfodFromEnv reads the settings elfutils' client reads: the servers
-// in DEBUGINFOD_URLS (space-separated; ok is false when there are none),
+// in DEBUGINFOD_URLS (space-separated; ok is false when there are none that
+// speak http or https: with none to ask, no miss is cached either),
 // the cache in DEBUGINFOD_CACHE_PATH, else ~/.debuginfod_client_cache if
 // it exists, else $XDG_CACHE_HOME/debuginfod_client, else
 // ~/.cache/debuginfod_client; DEBUGINFOD_TIMEOUT and DEBUGINFOD_MAXTIME in
 // seconds.
 func DebuginfodFromEnv(getenv func(string) string) (c DebuginfodConfig, ok bool) {
-	c.URLs = strings.Fields(getenv("DEBUGINFOD_URLS"))
+	for _, u := range strings.Fields(getenv("DEBUGINFOD_URLS")) {
+		if strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://") {
+			c.URLs = append(c.URLs, u)
+		} else {
+			c.Unsupported = append(c.Unsupported, u)
+		}
+	}
 	c.CacheDir = debuginfodCacheDir(getenv)
 	c.Timeout = DefaultDebuginfodTimeout
 	if s, err := strconv.Atoi(getenv("DEBUGINFOD_TIMEOUT")); err == nil && s > 0 {
@@ -349,9 +359,6 @@ var errBadDebugFile = errors.New("not an ELF file with the module's build-id")
 // temporary file renamed once checked, so that a concurrent reader (another
 // tool sharing the cache) never sees a partial file.
 func (d *Debuginfod) download(ctx context.Context, server, id, dir, target string) (int64, error) {
-	if !strings.HasPrefix(server, "http://") && !strings.HasPrefix(server, "https://") {
-		return 0, fmt.Errorf("%s: only http and https are supported", server)
-	}
 	if d.cfg.MaxTime > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d.cfg.MaxTime)

@@ -44,13 +44,16 @@ func TestDebuginfodFromEnv(t *testing.T) {
 			DebuginfodConfig{URLs: []string{"http://s"}, CacheDir: "/.cache/debuginfod_client", Timeout: DefaultDebuginfodTimeout}, true},
 		{"timeouts", map[string]string{"HOME": home, "DEBUGINFOD_URLS": "http://s", "DEBUGINFOD_TIMEOUT": "3", "DEBUGINFOD_MAXTIME": "20"},
 			DebuginfodConfig{URLs: []string{"http://s"}, CacheDir: home + "/.cache/debuginfod_client", Timeout: 3 * time.Second, MaxTime: 20 * time.Second}, true},
+		{"file:// is not asked", map[string]string{"HOME": home, "DEBUGINFOD_URLS": "file:///srv/debug ftp://x"},
+			DebuginfodConfig{Unsupported: []string{"file:///srv/debug", "ftp://x"}, CacheDir: home + "/.cache/debuginfod_client", Timeout: DefaultDebuginfodTimeout}, false},
 		{"bad timeouts keep the defaults", map[string]string{"HOME": home, "DEBUGINFOD_URLS": "http://s", "DEBUGINFOD_TIMEOUT": "x", "DEBUGINFOD_MAXTIME": "-1"},
 			DebuginfodConfig{URLs: []string{"http://s"}, CacheDir: home + "/.cache/debuginfod_client", Timeout: DefaultDebuginfodTimeout}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok := DebuginfodFromEnv(func(k string) string { return tc.env[k] })
 			if ok != tc.ok || got.CacheDir != tc.want.CacheDir || got.Timeout != tc.want.Timeout ||
-				got.MaxTime != tc.want.MaxTime || strings.Join(got.URLs, "|") != strings.Join(tc.want.URLs, "|") {
+				got.MaxTime != tc.want.MaxTime || strings.Join(got.URLs, "|") != strings.Join(tc.want.URLs, "|") ||
+				strings.Join(got.Unsupported, "|") != strings.Join(tc.want.Unsupported, "|") {
 				t.Errorf("got %+v, %v; want %+v, %v", got, ok, tc.want, tc.ok)
 			}
 		})
