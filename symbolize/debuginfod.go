@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -119,6 +120,8 @@ type Debuginfod struct {
 	slots  chan struct{} // downloads at once
 	wg     sync.WaitGroup
 
+	uid, gid int // the cache's owner (own)
+
 	mu      sync.Mutex
 	fetches map[string]*fetch
 	down    map[string]error // servers that could not be reached: not asked again
@@ -154,8 +157,54 @@ func NewDebuginfod(c DebuginfodConfig) *Debuginfod {
 		MaxIdleConnsPerHost:   maxParallelFetches,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Debuginfod{cfg: c, log: log, client: &http.Client{Transport: tr}, ctx: ctx, cancel: cancel,
+	d := &Debuginfod{cfg: c, log: log, client: &http.Client{Transport: tr}, ctx: ctx, cancel: cancel,
 		slots: make(chan struct{}, maxParallelFetches), fetches: map[string]*fetch{}, down: map[string]error{}}
+	d.uid, d.gid = ownerOf(c.CacheDir)
+	return d
+}
+
+// ownerOf is the owner of path, or of its nearest ancestor that exists.
+func ownerOf(path string) (uid, gid int) {
+	for p := filepath.Clean(path); ; p = filepath.Dir(p) {
+		if fi, err := os.Stat(p); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				return int(st.Uid), int(st.Gid)
+			}
+			return -1, -1
+		}
+		if p == filepath.Dir(p) {
+			return -1, -1
+		}
+	}
+}
+
+// The cache may be a user's (memtrace run as root with that user's HOME
+// or DEBUGINFOD_CACHE_PATH): what memtrace adds to it goes to the cache's
+// owner, or the user's gdb could not replace it.
+
+// mkdir makes dir (mode 0700, as elfutils) and its missing parents, owned
+// as the cache.
+func (d *Debuginfod) mkdir(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if parent := filepath.Dir(dir); parent != dir {
+		if err := d.mkdir(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	d.own(dir)
+	return nil
+}
+
+// own gives path to the cache's owner, when that is not us.
+func (d *Debuginfod) own(path string) {
+	if d.uid >= 0 && d.uid != os.Geteuid() {
+		os.Lchown(path, d.uid, d.gid)
+	}
 }
 
 // start looks up id in the background, once per id.
@@ -265,9 +314,10 @@ func (d *Debuginfod) Fetch(ctx context.Context, id string) (string, error) {
 		errs = append(errs, err)
 	}
 	// Remembered as elfutils does, by an empty file.
-	if err := os.MkdirAll(dir, 0o700); err == nil {
+	if err := d.mkdir(dir); err == nil {
 		if f, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666); err == nil {
 			f.Close()
+			d.own(target)
 		}
 	}
 	if len(errs) == 0 {
@@ -380,7 +430,7 @@ func (d *Debuginfod) download(ctx context.Context, server, id, dir, target strin
 	if resp.StatusCode != http.StatusOK {
 		return 0, statusError{url, resp.Status}
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := d.mkdir(dir); err != nil {
 		return 0, err
 	}
 	tmp, err := os.CreateTemp(dir, "debuginfo.")
@@ -412,6 +462,7 @@ func (d *Debuginfod) download(ctx context.Context, server, id, dir, target strin
 	if err := tmp.Chmod(0o400); err != nil {
 		return n, err
 	}
+	d.own(tmp.Name())
 	if err := os.Rename(tmp.Name(), target); err != nil {
 		return n, err
 	}

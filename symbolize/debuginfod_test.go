@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -326,5 +327,39 @@ func TestResolverDebuginfod(t *testing.T) {
 	}
 	if n := srv.requests.Load() - before; n != 0 {
 		t.Errorf("%d requests for a cached file", n)
+	}
+}
+
+// Run as root in a user's cache, memtrace leaves what it adds to that
+// user, as gdb (run by the user) must be able to replace it.
+func TestDebuginfodCacheOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown needs root")
+	}
+	_, _, debug, id := debugFixture(t)
+	ts := httptest.NewServer(&debugServer{files: map[string][]byte{id: debug}})
+	defer ts.Close()
+	home := tempDir(t)
+	const uid, gid = 12345, 23456
+	if err := os.Chown(home, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(home, ".cache", "debuginfod_client")
+	d := NewDebuginfod(DebuginfodConfig{URLs: []string{ts.URL}, CacheDir: cache, Timeout: 5 * time.Second})
+	defer d.Close()
+	const missing = "0123456789abcdef0123456789abcdef01234567"
+	for _, want := range []string{id, missing} {
+		d.Fetch(context.Background(), want)
+	}
+	for _, p := range []string{filepath.Dir(cache), cache, filepath.Join(cache, id), filepath.Join(cache, id, "debuginfo"),
+		filepath.Join(cache, missing), filepath.Join(cache, missing, "debuginfo")} {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Errorf("%s: %v", p, err)
+			continue
+		}
+		if st := fi.Sys().(*syscall.Stat_t); st.Uid != uid || st.Gid != gid {
+			t.Errorf("%s owned by %d:%d, want %d:%d", p, st.Uid, st.Gid, uid, gid)
+		}
 	}
 }
