@@ -90,7 +90,8 @@ type SymbolizeConfig struct {
 	// NoDebuginfod: never download debug files, whatever DEBUGINFOD_URLS
 	// says (debuginfod.go).
 	NoDebuginfod bool
-	// DebuginfodWait bounds how long the final report waits for downloads.
+	// DebuginfodWait bounds how long, in all, the reports wait for
+	// downloads (--debuginfod-wait).
 	DebuginfodWait time.Duration
 }
 

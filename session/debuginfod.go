@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/memtrace/memtrace/event"
 	"github.com/memtrace/memtrace/symbolize"
 )
 
@@ -51,8 +52,9 @@ func (w *downloads) client() *symbolize.Debuginfod {
 // wait lets the downloads under way finish before a report, for what is
 // left of --debuginfod-wait: called only once tracing is over (or nothing
 // is left to trace), so nothing but the report waits. What is not there by
-// then is reported without.
-func (w *downloads) wait() {
+// then is reported without. idle (nil: none) runs every pollWait while it
+// waits: the probes may still write events, and the ring must not fill.
+func (w *downloads) wait(idle func()) {
 	if w == nil {
 		return
 	}
@@ -70,19 +72,29 @@ func (w *downloads) wait() {
 	defer signal.Stop(sigs)
 	w.log.Info("debuginfod: waiting for downloads", "pending", n, "at_most", w.left)
 	start := time.Now()
-	defer func() { w.left -= time.Since(start) }()
-	done := make(chan int, 1)
-	go func(max time.Duration) { done <- w.d.Wait(max) }(w.left)
-	select {
-	case left := <-done:
-		if left > 0 {
-			w.log.Warn("debuginfod: downloads unfinished, reported without them", "left", left, "waited", w.left)
+	budget := w.left
+	defer func() { w.left = max(budget-time.Since(start), 0) }()
+	tick := time.NewTicker(pollWait)
+	defer tick.Stop()
+	for {
+		select {
+		case sig := <-sigs:
+			budget = 0 // and no more waiting
+			w.log.Warn("debuginfod: waiting for downloads interrupted, reported without them", "signal", sig)
+			return
+		case <-tick.C:
+		}
+		if idle != nil {
+			idle()
+		}
+		if n = w.d.Pending(); n == 0 {
+			w.log.Info("debuginfod: downloads done", "took", time.Since(start).Round(time.Millisecond))
 			return
 		}
-		w.log.Info("debuginfod: downloads done", "took", time.Since(start).Round(time.Millisecond))
-	case sig := <-sigs:
-		w.left = 0 // and no more waiting
-		w.log.Warn("debuginfod: waiting for downloads interrupted, reported without them", "signal", sig)
+		if time.Since(start) >= budget {
+			w.log.Warn("debuginfod: downloads unfinished, reported without them", "left", n, "waited", budget)
+			return
+		}
 	}
 }
 
@@ -100,7 +112,20 @@ func (s *session) waitDebuginfoAtExit(pid int) {
 			return
 		}
 	}
-	s.downloads.wait()
+	// The process is stopped at its exit: what is in the ring came before,
+	// and counts.
+	s.downloads.wait(func() {
+		if _, err := s.drain.Poll(0, s.apply); err != nil {
+			s.log.Warn("drain", "err", err)
+		}
+	})
+}
+
+// waitDebuginfoAtEnd waits for the downloads before the final report. The
+// run has ended: what the probes still write (-p targets, the whole host)
+// is drained so the ring does not fill, and not counted.
+func (s *session) waitDebuginfoAtEnd() {
+	s.downloads.wait(func() { _, _ = s.drain.Poll(0, func(*event.Event) {}) })
 }
 
 // close stops what is still downloading.

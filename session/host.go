@@ -448,7 +448,7 @@ func (s *session) finishHost() error {
 	if _, err := s.drain.Poll(0, s.apply); err != nil {
 		return err
 	}
-	s.downloads.wait()
+	s.waitDebuginfoAtEnd()
 	if err := s.flushExits(); err != nil {
 		return err
 	}

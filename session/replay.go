@@ -323,7 +323,7 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	if c.At.kind == "time" {
 		rp.endNS = rp.info.StartNS + uint64(c.At.time)
 	}
-	dl.wait() // before anything is resolved
+	dl.wait(nil) // before anything is resolved
 	return rp, rp.readErr
 }
 

@@ -424,7 +424,7 @@ func (s *session) finish() error {
 		return err
 	}
 	s.leakCheckRunning() // -p targets, frozen for the check (leaks.go)
-	s.downloads.wait()
+	s.waitDebuginfoAtEnd()
 	// Processes whose final records were printed at their exit are not repeated.
 	final := []int{}
 	for pid, t := range s.targets {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -345,4 +346,86 @@ func TestDebuginfodWait(t *testing.T) {
 		}
 		sites(t, stdout.String())
 	})
+}
+
+// TestDebuginfodAttached: with -p, the download starts when memtrace reads
+// the running process's mappings, while it traces; the report that ends
+// the run names the stripped program's call site exactly.
+func TestDebuginfodAttached(t *testing.T) {
+	needBPF(t)
+	needTools(t, "objcopy", "strip", "readelf", "debuginfod")
+	run, serveDir, id := stripForDebuginfod(t, fixture(t, "running.c"))
+	url := startDebuginfod(t, serveDir, id)
+	line := 0
+	src, err := os.ReadFile(filepath.Join("..", "..", "testdata", "running.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range strings.Split(string(src), "\n") {
+		if strings.Contains(l, "sink = malloc(1000);") {
+			line = i + 1
+		}
+	}
+	target, stdin, lines := startReady(t, run)
+	defer target.Process.Kill()
+	cmd := exec.Command(memtrace(t), "-v", "--debug-dir", emptyDir(t, t.TempDir()), "--json", "--top", "0", "-p", fmt.Sprint(target.Process.Pid))
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DEBUGINFOD_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "DEBUGINFOD_URLS="+url, "DEBUGINFOD_CACHE_PATH="+filepath.Join(t.TempDir(), "cache"))
+	var stdout bytes.Buffer
+	var log syncBuffer
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitAttached(t, stderr, &log)
+	fmt.Fprintln(stdin, "go")
+	expectLine(t, lines, "done")
+	fmt.Fprintln(stdin, "exit")
+	target.Wait()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("memtrace: %v\n%s", err, log.String())
+	}
+	if !regexp.MustCompile(`msg="debuginfod: fetched" build_id=` + id).MatchString(log.String()) {
+		t.Errorf("-v does not say the file was fetched:\n%s", log.String())
+	}
+	found := false
+	for _, s := range parseSymSites(t, stdout.String()) {
+		if s.Module != run {
+			continue
+		}
+		if s.Function == "leak_after" && filepath.Base(s.File) == "running.c" && s.Line == line && s.Allocs == 5 && s.AllocBytes == 5000 {
+			found = true
+			continue
+		}
+		t.Errorf("call site %s at %s:%d (%d allocs of %d bytes)", s.Function, s.File, s.Line, s.Allocs, s.AllocBytes)
+	}
+	if !found {
+		t.Errorf("no call site leak_after at running.c:%d with 5 allocs of 5000 bytes:\n%s", line, stdout.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer goroutine and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
