@@ -307,9 +307,12 @@ func (d *Debuginfod) Fetch(ctx context.Context, id string) (string, error) {
 		if ctx.Err() != nil {
 			return "", fmt.Errorf("debuginfod: %s: %w", id, ctx.Err())
 		}
-		var st statusError
-		if !errors.As(err, &st) && !errors.Is(err, errBadDebugFile) {
+		switch {
+		case errors.As(err, new(netError)):
 			d.markDown(u, err)
+		case !errors.As(err, new(statusError)) && !errors.Is(err, errBadDebugFile):
+			// Our side (the cache cannot be written): no miss to remember.
+			return "", fmt.Errorf("debuginfod: %s: %w", id, err)
 		}
 		errs = append(errs, err)
 	}
@@ -402,6 +405,13 @@ type statusError struct {
 
 func (e statusError) Error() string { return e.url + ": " + e.status }
 
+// netError: the server could not be reached, did not answer in time, or
+// broke off the transfer.
+type netError struct{ err error }
+
+func (e netError) Error() string { return e.err.Error() }
+func (e netError) Unwrap() error { return e.err }
+
 // errBadDebugFile: what came back is not the module's debug file.
 var errBadDebugFile = errors.New("not an ELF file with the module's build-id")
 
@@ -424,7 +434,7 @@ func (d *Debuginfod) download(ctx context.Context, server, id, dir, target strin
 	req.Header.Set("User-Agent", "memtrace")
 	resp, err := d.client.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, netError{err}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -447,6 +457,9 @@ func (d *Debuginfod) download(ctx context.Context, server, id, dir, target strin
 	if err != nil {
 		if c := context.Cause(ctx); c != nil {
 			err = c
+		}
+		if body.readErr != nil || ctx.Err() != nil {
+			err = netError{err}
 		}
 		return n, fmt.Errorf("%s: %w", url, err)
 	}
@@ -471,16 +484,21 @@ func (d *Debuginfod) download(ctx context.Context, server, id, dir, target strin
 
 var errStalled = errors.New("transfer stalled")
 
-// progressReader calls onRead after each read that returned bytes.
+// progressReader calls onRead after each read that returned bytes, and
+// keeps the read error (to tell it from a write error).
 type progressReader struct {
-	r      io.Reader
-	onRead func()
+	r       io.Reader
+	onRead  func()
+	readErr error
 }
 
 func (p *progressReader) Read(b []byte) (int, error) {
 	n, err := p.r.Read(b)
 	if n > 0 {
 		p.onRead()
+	}
+	if err != nil && err != io.EOF {
+		p.readErr = err
 	}
 	return n, err
 }

@@ -363,3 +363,26 @@ func TestDebuginfodCacheOwner(t *testing.T) {
 		}
 	}
 }
+
+// A cache that cannot be written is our problem, not the server's: no
+// miss is remembered, and the server is asked again.
+func TestDebuginfodCacheUnwritable(t *testing.T) {
+	_, _, debug, id := debugFixture(t)
+	srv := &debugServer{files: map[string][]byte{id: debug}}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	file := filepath.Join(tempDir(t), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := NewDebuginfod(DebuginfodConfig{URLs: []string{ts.URL}, CacheDir: filepath.Join(file, "cache"), Timeout: 5 * time.Second})
+	defer d.Close()
+	for i := 0; i < 2; i++ {
+		if path, err := d.Fetch(context.Background(), id); err == nil || errors.Is(err, ErrNoDebuginfo) {
+			t.Errorf("Fetch = %q, %v; want an error of the cache", path, err)
+		}
+	}
+	if n := srv.requests.Load(); n != 2 {
+		t.Errorf("%d requests, want 2 (the server stays in use)", n)
+	}
+}
