@@ -386,3 +386,52 @@ func TestDebuginfodCacheUnwritable(t *testing.T) {
 		t.Errorf("%d requests, want 2 (the server stays in use)", n)
 	}
 }
+
+// BenchmarkResolveDebuginfod: warm lookups in a stripped module whose
+// debug file came from debuginfod (the module reached through latest)
+// against the same file found under a debug directory, side by side.
+func BenchmarkResolveDebuginfod(b *testing.B) {
+	needTool(b, "gcc")
+	needTool(b, "objcopy")
+	dir := tempDir(b)
+	bin := buildFixture(b, dir, "leak", "-O2", "-g")
+	stripped := stripCopy(b, bin, "leak-stripped")
+	id := buildIDOf(b, bin)
+	debugDir := filepath.Join(dir, "debug")
+	dbg := filepath.Join(debugDir, ".build-id", id[:2], id[2:]+".debug")
+	cache := filepath.Join(dir, "cache")
+	for _, p := range []string{dbg, filepath.Join(cache, id, "debuginfo")} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		run(b, "objcopy", "--only-keep-debug", bin, p)
+	}
+	fx := startFixture(b, stripped)
+	addrs := []uint64{fx.addr("LEAK_A"), fx.addr("LEAK_B"), fx.addr("LEAK_C")}
+	d := NewDebuginfod(DebuginfodConfig{URLs: []string{"http://127.0.0.1:1"}, CacheDir: cache}) // the cache has it
+	defer d.Close()
+	for _, bc := range []struct {
+		name string
+		opts []Option
+	}{
+		{"debug-dir", []Option{WithDebugDirs(debugDir)}},
+		{"debuginfod", []Option{WithDebugDirs(), WithDebuginfod(d)}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			r := NewResolver(bc.opts...)
+			defer r.Close()
+			if err := r.Capture(fx.pid()); err != nil {
+				b.Fatal(err)
+			}
+			if f := r.Resolve(fx.pid(), addrs[0]); f.Function != "leak_a" {
+				b.Fatalf("resolved to %s", showFrame(f))
+			}
+			for b.Loop() {
+				for _, a := range addrs {
+					r.Resolve(fx.pid(), a)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(addrs)), "ns/addr")
+		})
+	}
+}
