@@ -224,6 +224,7 @@ func (s *session) freshSnapshot() aggregate.Snapshot {
 	if snap.Time == 0 {
 		snap.Time = now // no event yet: the report is as of now, not of t=0
 	}
+	s.readFootprints(&snap) // footprint.go
 	return snap
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/event"
+	"github.com/memtrace/memtrace/footprint"
 	"github.com/memtrace/memtrace/launch"
 	"github.com/memtrace/memtrace/report"
 	"github.com/memtrace/memtrace/symbolize"
@@ -36,6 +37,8 @@ type target struct {
 	// execs counts the programs it has run.
 	execs int
 	comm  string
+	// malloc is the module malloc binds to (footprint.go).
+	malloc string
 }
 
 // session is one run: it owns the table and is driven by one goroutine.
@@ -56,6 +59,8 @@ type session struct {
 	host           *hostState   // whole-host mode (host.go); nil with -p and --
 	time           *timeState   // --record, --mark, --dump-dir (timeline.go)
 	exports        *exportState // --pprof, --folded, --html, --listen (exports.go)
+	// exitFootprints are the readings taken at exit stops (footprint.go).
+	exitFootprints map[int]footprint.Reading
 }
 
 func (s *session) run() (int, error) {
@@ -303,7 +308,8 @@ func (s *session) onStop(st launch.Stop) error {
 		if err := s.res.Capture(st.PID); err != nil {
 			s.log.Warn("read mappings at exit", "pid", st.PID, "err", err)
 		}
-		s.leakCheckAtExit(st) // while its memory is still there (leaks.go)
+		s.readExitFootprint(st.PID) // footprint.go
+		s.leakCheckAtExit(st)       // while its memory is still there (leaks.go)
 		s.markExited(st.PID)
 	}
 	return nil
@@ -335,6 +341,7 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 	if err != nil {
 		return fmt.Errorf("process %d: %w", t.pid, err)
 	}
+	t.malloc = mallocModule(probes) // footprint.go
 	// The unwind tables of its code (and of the libraries a command stopped
 	// at exec will map) before its probes, so that its first allocations
 	// are charged and unwound right.

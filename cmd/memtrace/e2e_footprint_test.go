@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// footprintFields are the NDJSON footprint and mapping-state fields.
+type footprintFields struct {
+	Type      string `json:"type"`
+	Category  string `json:"category"`
+	Final     bool   `json:"final"`
+	LiveBytes uint64 `json:"live_bytes"`
+	Allocs    uint64 `json:"allocs"`
+	Footprint struct {
+		RSS           uint64 `json:"rss_bytes"`
+		RSSAnon       uint64 `json:"rss_anon_bytes"`
+		RSSFile       uint64 `json:"rss_file_bytes"`
+		RSSShmem      uint64 `json:"rss_shmem_bytes"`
+		HeapResident  uint64 `json:"heap_resident_bytes"`
+		HeapRetained  uint64 `json:"heap_retained_bytes"`
+		AnonResident  uint64 `json:"anon_resident_bytes"`
+		StackResident uint64 `json:"stack_resident_bytes"`
+		FileResident  uint64 `json:"file_resident_bytes"`
+		Unexplained   uint64 `json:"unexplained_bytes"`
+	} `json:"footprint"`
+	Mmap struct {
+		LiveBytes uint64 `json:"live_bytes"`
+		Maps      uint64 `json:"maps"`
+		mapState
+	} `json:"mmap"`
+	mapState
+}
+
+type mapState struct {
+	Reserved  uint64 `json:"reserved_bytes"`
+	Committed uint64 `json:"committed_bytes"`
+	Resident  uint64 `json:"resident_bytes"`
+}
+
+// stdioBuffer is the block printf allocates for stdout before the
+// fixtures' work: live, and not among the figures they print.
+const stdioBuffer = 4096
+
+// TestFootprintFixtures runs testdata/footprint.c's modes under memtrace.
+// Each fixture reads its own /proc at its end and exits at once; memtrace
+// reads it at its exit stop: one state, so the kernel's figures must
+// agree exactly (RssFile apart: exiting maps code pages).
+func TestFootprintFixtures(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "footprint.c")
+	tests := []struct {
+		mode  string
+		check func(t *testing.T, proc, site footprintFields, own map[string]uint64)
+	}{{
+		mode: "frag",
+		check: func(t *testing.T, p, _ footprintFields, own map[string]uint64) {
+			f := p.Footprint
+			exact(t, "live_bytes", p.LiveBytes, own["live"]+stdioBuffer)
+			exact(t, "heap_resident_bytes", f.HeapResident, own["heap_resident"])
+			exact(t, "heap_retained_bytes", f.HeapRetained, f.HeapResident-p.LiveBytes)
+			if f.HeapResident < own["must_keep"] {
+				t.Errorf("heap_resident_bytes %d < %d, the pages live blocks touch", f.HeapResident, own["must_keep"])
+			}
+		},
+	}, {
+		mode: "reserve",
+		check: func(t *testing.T, p, site footprintFields, own map[string]uint64) {
+			want := mapState{Reserved: own["reserved"], Committed: own["committed"], Resident: own["resident"]}
+			if p.Mmap.mapState != want || site.mapState != want {
+				t.Errorf("mmap states: process %+v, site %+v, want %+v", p.Mmap.mapState, site.mapState, want)
+			}
+			exact(t, "mmap.live_bytes", p.Mmap.LiveBytes, own["reserved"])
+			exact(t, "mmap.maps (MAP_FIXED inside the reservation is no new map)", p.Mmap.Maps, 1)
+			exact(t, "anon_resident_bytes", p.Footprint.AnonResident, own["resident"])
+		},
+	}, {
+		mode: "large",
+		check: func(t *testing.T, p, _ footprintFields, own map[string]uint64) {
+			exact(t, "live_bytes", p.LiveBytes, own["live"]+stdioBuffer)
+			exact(t, "heap_resident_bytes", p.Footprint.HeapResident, own["heap_resident"])
+		},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.mode, func(t *testing.T) {
+			r := runMemtrace(t, "--json", "--", bin, tc.mode)
+			if r.code != 0 {
+				t.Fatalf("exit %d\n%s", r.code, r.stderr)
+			}
+			own := fixtureFigures(r.stderr)
+			var proc, site footprintFields
+			sc := bufio.NewScanner(strings.NewReader(r.stdout))
+			sc.Buffer(make([]byte, 1<<20), 1<<20)
+			for sc.Scan() {
+				if !strings.HasPrefix(sc.Text(), "{") {
+					continue // the fixture's own line
+				}
+				var rec footprintFields
+				if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+					t.Fatalf("%v: %s", err, sc.Bytes())
+				}
+				switch {
+				case rec.Type == "process" && rec.Final:
+					proc = rec
+				case rec.Type == "callsite" && rec.Category == "mmap":
+					site = rec
+				}
+			}
+			f := proc.Footprint
+			exact(t, "rss_anon_bytes", f.RSSAnon, own["rss_anon"])
+			exact(t, "rss_shmem_bytes", f.RSSShmem, own["rss_shmem"])
+			exact(t, "rss_bytes", f.RSS, f.RSSAnon+f.RSSFile+f.RSSShmem)
+			exact(t, "the breakdown's sum", f.HeapResident+f.AnonResident+f.StackResident+f.FileResident+f.Unexplained, f.RSS)
+			if f.Unexplained*50 > f.RSS {
+				t.Errorf("unexplained %d > 2%% of RSS %d", f.Unexplained, f.RSS)
+			}
+			tc.check(t, proc, site, own)
+			if t.Failed() {
+				t.Logf("fixture's own reading: %v\nstdout:\n%s", own, r.stdout)
+			}
+		})
+	}
+}
+
+// fixtureFigures parses the "key value" lines a fixture printed.
+func fixtureFigures(stderr string) map[string]uint64 {
+	m := map[string]uint64{}
+	for _, l := range strings.Split(stderr, "\n") {
+		k, v, ok := strings.Cut(l, " ")
+		if n, err := strconv.ParseUint(v, 10, 64); ok && err == nil {
+			m[k] = n
+		}
+	}
+	return m
+}
+
+func exact(t *testing.T, what string, got, want uint64) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s = %d, want %d", what, got, want)
+	}
+}
