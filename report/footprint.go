@@ -1,6 +1,9 @@
 package report
 
 import (
+	"bytes"
+	"strconv"
+
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/footprint"
 )
@@ -53,4 +56,34 @@ func retained(p aggregate.ProcessSnapshot) uint64 {
 
 func newMappingState(s footprint.State) mappingState {
 	return mappingState{ReservedBytes: s.Reserved, CommittedBytes: s.Committed, ResidentBytes: s.Resident}
+}
+
+// writeFootprintText prints the footprint lines of a process header: the
+// mappings by state, the RSS and its breakdown, and what can be done
+// about memory the heap retains. Nothing without a reading.
+func writeFootprintText(b *bytes.Buffer, p rankedProcess, raw bool) {
+	f := p.Footprint
+	if f == nil {
+		return
+	}
+	if hasMapped(p) {
+		m := p.MappedState
+		line(b, "mmap state:", "reserved %s, committed %s, resident %s",
+			byteText(m.Reserved, raw), byteText(m.Committed, raw), byteText(m.Resident, raw))
+	}
+	line(b, "rss:", "%s (anon %s, file %s, shmem %s)", byteText(f.RSS, raw),
+		byteText(f.RSSAnon, raw), byteText(f.RSSFile, raw), byteText(f.RSSShmem, raw))
+	ret := retained(p.ProcessSnapshot)
+	util := "-"
+	if f.HeapResident > 0 {
+		util = strconv.FormatUint(min(p.Heap.LiveBytes, f.HeapResident)*100/f.HeapResident, 10) + "%"
+	}
+	line(b, "heap rss:", "%s = live %s + retained %s (utilization %s)", byteText(f.HeapResident, raw),
+		byteText(f.HeapResident-ret, raw), byteText(ret, raw), util)
+	line(b, "rest of rss:", "mmap %s, stacks %s, files %s, unexplained %s", byteText(f.AnonResident, raw),
+		byteText(f.StackResident, raw), byteText(f.FileResident, raw), byteText(f.Unexplained, raw))
+	if ret > 1<<20 && ret > f.HeapResident/2 {
+		line(b, "", "most of the heap's RSS holds no live block: see README \"Footprint\"")
+		line(b, "", "(malloc_trim(0), MALLOC_ARENA_MAX, jemalloc's dirty_decay_ms)")
+	}
 }
