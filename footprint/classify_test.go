@@ -94,7 +94,7 @@ func TestClassify(t *testing.T) {
 		}
 	}
 	// The untracked 40 kB at 0x7f4000000000 has no glibc header: unexplained.
-	r.RSSAnon = (1024 + 64 + 2048 + 512 + 256 + 32 + 12 + 16 + 40) << 10
+	r.RSSAnon = (1024 + 64 + 2048 + 512 + 32 + 12 + 16 + 40) << 10
 	r.RSSFile, r.RSSShmem = 4<<10, 4<<10
 	r.RSS = r.RSSAnon + r.RSSFile + r.RSSShmem
 	r.settle()
