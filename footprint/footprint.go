@@ -45,6 +45,10 @@ type Reading struct {
 	Unexplained uint64
 	// Ranges holds the state of each tracked range, in the order given.
 	Ranges []State
+	// Attached: memtrace attached to the process while it ran (-p), so
+	// its heap holds blocks memtrace never saw allocated; they count as
+	// resident and not as live. Set by the caller.
+	Attached bool
 }
 
 // Options say what Read needs to know of the process.

@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"strconv"
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/footprint"
@@ -74,15 +73,22 @@ func writeFootprintText(b *bytes.Buffer, p rankedProcess, raw bool) {
 	line(b, "rss:", "%s (anon %s, file %s, shmem %s)", byteText(f.RSS, raw),
 		byteText(f.RSSAnon, raw), byteText(f.RSSFile, raw), byteText(f.RSSShmem, raw))
 	ret := retained(p.ProcessSnapshot)
-	util := "-"
-	if f.HeapResident > 0 {
-		util = strconv.FormatUint(min(p.Heap.LiveBytes, f.HeapResident)*100/f.HeapResident, 10) + "%"
+	switch {
+	case f.HeapResident < p.Heap.LiveBytes:
+		line(b, "heap rss:", "%s, less than live %s (blocks not all touched yet)",
+			byteText(f.HeapResident, raw), byteText(p.Heap.LiveBytes, raw))
+	case f.Attached:
+		// Blocks allocated before memtrace attached are in RAM but not live
+		// to memtrace: they are in the retained part, and said to be.
+		line(b, "heap rss:", "%s = live %s + retained or allocated before attach %s",
+			byteText(f.HeapResident, raw), byteText(p.Heap.LiveBytes, raw), byteText(ret, raw))
+	default:
+		line(b, "heap rss:", "%s = live %s + retained %s (utilization %d%%)", byteText(f.HeapResident, raw),
+			byteText(p.Heap.LiveBytes, raw), byteText(ret, raw), p.Heap.LiveBytes*100/max(f.HeapResident, 1))
 	}
-	line(b, "heap rss:", "%s = live %s + retained %s (utilization %s)", byteText(f.HeapResident, raw),
-		byteText(f.HeapResident-ret, raw), byteText(ret, raw), util)
 	line(b, "rest of rss:", "mmap %s, stacks %s, files %s, unexplained %s", byteText(f.AnonResident, raw),
 		byteText(f.StackResident, raw), byteText(f.FileResident, raw), byteText(f.Unexplained, raw))
-	if ret > 1<<20 && ret > f.HeapResident/2 {
+	if ret > 1<<20 && ret > f.HeapResident/2 && !f.Attached {
 		line(b, "", "most of the heap's RSS holds no live block: see README \"Footprint\"")
 		line(b, "", "(malloc_trim(0), MALLOC_ARENA_MAX, jemalloc's dirty_decay_ms)")
 	}

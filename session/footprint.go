@@ -2,6 +2,7 @@ package session
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/memtrace/memtrace/aggregate"
@@ -30,6 +31,7 @@ func (s *session) readFootprints(snap *aggregate.Snapshot) {
 			s.log.Debug("footprint", "pid", pid, "err", err)
 			continue
 		}
+		r.Attached = slices.Contains(s.cfg.PIDs, pid)
 		p.SetFootprint(r)
 	}
 }
