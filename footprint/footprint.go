@@ -45,6 +45,11 @@ type Reading struct {
 	Unexplained uint64
 	// Ranges holds the state of each tracked range, in the order given.
 	Ranges []State
+	// Cgroup is the process's cgroup (v2) path, and CgroupMemory that
+	// cgroup's memory.current: what the cgroup is charged, all its
+	// processes and its page cache included. "" and 0 when unknown.
+	Cgroup       string
+	CgroupMemory uint64
 	// Attached: memtrace attached to the process while it ran (-p), so
 	// its heap holds blocks memtrace never saw allocated; they count as
 	// resident and not as live. Set by the caller.
@@ -60,4 +65,8 @@ type Options struct {
 	// recognized by their headers; otherwise every untracked anonymous
 	// mapping that is no stack is taken to be the allocator's.
 	Glibc bool
+	// Detect: the caller does not know the allocator (whole host); Read
+	// takes it for glibc's unless the process maps jemalloc, tcmalloc or
+	// mimalloc.
+	Detect bool
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // Read takes one reading of pid: /proc/PID/status for the RSS, smaps for
@@ -30,6 +32,9 @@ func Read(pid int, o Options) (Reading, error) {
 	if err != nil {
 		return Reading{}, fmt.Errorf("footprint of %d: %w", pid, err)
 	}
+	if o.Detect {
+		o.Glibc = !mapsOtherAllocator(vmas)
+	}
 	mem := &procMemory{dir: dir}
 	defer mem.close()
 	r := classify(vmas, threadSPs(dir), o, mem)
@@ -37,7 +42,53 @@ func Read(pid int, o Options) (Reading, error) {
 		return Reading{}, fmt.Errorf("footprint of %d: %w", pid, err)
 	}
 	r.settle()
+	r.Cgroup, r.CgroupMemory = cgroupMemory(dir)
 	return r, nil
+}
+
+// otherAllocators are the shared libraries of allocators that replace
+// glibc's malloc.
+var otherAllocators = []string{"libjemalloc.so", "libtcmalloc", "libmimalloc.so"}
+
+func mapsOtherAllocator(vmas []vma) bool {
+	for i := range vmas {
+		base := filepath.Base(vmas[i].path)
+		for _, a := range otherAllocators {
+			if strings.HasPrefix(base, a) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// cgroupMemory reads the process's memory cgroup from /proc/PID/cgroup
+// and what that cgroup is charged: memory.current under cgroup v2
+// ("0::/system.slice/x.service"), memory.usage_in_bytes under v1's memory
+// controller ("4:memory:/x"), which hybrid hosts use. "" and 0 when
+// unknown (the root cgroup has neither file).
+func cgroupMemory(dir string) (string, uint64) {
+	b, err := os.ReadFile(dir + "/cgroup")
+	if err != nil {
+		return "", 0
+	}
+	var file, path string
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(l, ":", 3)
+		switch {
+		case len(f) < 3:
+		case slices.Contains(strings.Split(f[1], ","), "memory"):
+			file, path = filepath.Join("/sys/fs/cgroup/memory", f[2], "memory.usage_in_bytes"), f[2]
+		case f[0] == "0" && f[1] == "" && file == "":
+			file, path = filepath.Join("/sys/fs/cgroup", f[2], "memory.current"), f[2]
+		}
+	}
+	cur, err := os.ReadFile(file)
+	if err != nil {
+		return path, 0
+	}
+	n, _ := strconv.ParseUint(strings.TrimSpace(string(cur)), 10, 64)
+	return path, n
 }
 
 // settle computes Unexplained from the RSS and the categories.

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/footprint"
@@ -21,6 +22,8 @@ type footprintRecord struct {
 	StackResidentBytes uint64 `json:"stack_resident_bytes"`
 	FileResidentBytes  uint64 `json:"file_resident_bytes"`
 	UnexplainedBytes   uint64 `json:"unexplained_bytes"`
+	Cgroup             string `json:"cgroup"`
+	CgroupMemoryBytes  uint64 `json:"cgroup_memory_bytes"`
 }
 
 func newFootprintRecord(p aggregate.ProcessSnapshot) footprintRecord {
@@ -39,6 +42,8 @@ func newFootprintRecord(p aggregate.ProcessSnapshot) footprintRecord {
 		StackResidentBytes: f.StackResident,
 		FileResidentBytes:  f.FileResident,
 		UnexplainedBytes:   f.Unexplained,
+		Cgroup:             f.Cgroup,
+		CgroupMemoryBytes:  f.CgroupMemory,
 	}
 }
 
@@ -92,4 +97,43 @@ func writeFootprintText(b *bytes.Buffer, p rankedProcess, raw bool) {
 		line(b, "", "most of the heap's RSS holds no live block: see README \"Footprint\"")
 		line(b, "", "(malloc_trim(0), MALLOC_ARENA_MAX, jemalloc's dirty_decay_ms)")
 	}
+}
+
+// SortRSS ranks processes by their RSS (whole host: what the kernel
+// charges them), mmap sites by resident bytes and heap sites by live
+// bytes, whose residency is the heap's as a whole.
+const SortRSS SortKey = "rss"
+
+func rss(p aggregate.ProcessSnapshot) uint64 {
+	if p.Footprint == nil {
+		return 0
+	}
+	return p.Footprint.RSS
+}
+
+func compareResident(a, b aggregate.SiteSnapshot) int {
+	return cmp.Or(cmp.Compare(b.Mapping.Resident, a.Mapping.Resident), cmp.Compare(b.LiveBytes, a.LiveBytes))
+}
+
+// footprintColumns are the whole-host process table's footprint columns.
+var footprintColumns = []any{"RSS", "HEAP RSS", "MMAP RSS", "STACKS", "UNEXPLAINED", "CGROUP MEM"}
+
+// anyFootprint says whether the table gets footprint columns: not when
+// no process has a reading (a replayed recording, tests' snapshots).
+func anyFootprint(procs []aggregate.ProcessSnapshot) bool {
+	for _, p := range procs {
+		if p.Footprint != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func footprintCells(p aggregate.ProcessSnapshot, raw bool) []string {
+	f := p.Footprint
+	if f == nil {
+		return []string{"-", "-", "-", "-", "-", "-"}
+	}
+	return []string{byteCell(f.RSS, raw), byteCell(f.HeapResident, raw), byteCell(f.AnonResident, raw),
+		byteCell(f.StackResident, raw), byteCell(f.Unexplained, raw), byteCell(f.CgroupMemory, raw)}
 }

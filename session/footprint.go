@@ -24,15 +24,21 @@ func (s *session) readFootprints(snap *aggregate.Snapshot) {
 			continue
 		}
 		if p.Exited {
+			s.lastFootprint(p)
 			continue
 		}
-		r, err := footprint.Read(pid, footprint.Options{Ranges: p.Regions, Glibc: s.glibcMalloc(pid)})
+		r, err := footprint.Read(pid, s.footprintOptions(pid, p.Regions))
 		if err != nil {
 			s.log.Debug("footprint", "pid", pid, "err", err)
+			s.lastFootprint(p)
 			continue
 		}
-		r.Attached = slices.Contains(s.cfg.PIDs, pid)
+		r.Attached = s.host != nil || slices.Contains(s.cfg.PIDs, pid)
 		p.SetFootprint(r)
+		if s.lastFootprints == nil {
+			s.lastFootprints = map[int]lastReading{}
+		}
+		s.lastFootprints[pid] = lastReading{r: r, regions: p.Regions}
 	}
 }
 
@@ -46,7 +52,7 @@ func (s *session) readExitFootprint(pid int) {
 	if len(snap.Processes) == 0 {
 		return
 	}
-	r, err := footprint.Read(pid, footprint.Options{Ranges: snap.Processes[0].Regions, Glibc: s.glibcMalloc(pid)})
+	r, err := footprint.Read(pid, s.footprintOptions(pid, snap.Processes[0].Regions))
 	if err != nil {
 		s.log.Warn("footprint at exit", "pid", pid, "err", err)
 		return
@@ -57,13 +63,37 @@ func (s *session) readExitFootprint(pid int) {
 	s.exitFootprints[pid] = r
 }
 
-// glibcMalloc reports whether pid's malloc is glibc's, whose mappings are
-// then recognized by their headers (footprint.Options.Glibc).
-func (s *session) glibcMalloc(pid int) bool {
-	if t := s.targets[pid]; t != nil && t.malloc != "" {
-		return isGlibc(t.malloc)
+// lastReading is a process's latest footprint and the regions it split.
+type lastReading struct {
+	r       footprint.Reading
+	regions []footprint.Range
+}
+
+// lastFootprint gives a process that can no longer be read (it exited,
+// whole host or -p) its latest reading, whose time is that of an earlier
+// report; the mapping states only if its regions have not changed since.
+// The reading is then dropped: a process is reported exited once.
+func (s *session) lastFootprint(p *aggregate.ProcessSnapshot) {
+	last, ok := s.lastFootprints[int(p.PID)]
+	if !ok {
+		return
 	}
-	return true
+	delete(s.lastFootprints, int(p.PID))
+	if !slices.Equal(last.regions, p.Regions) {
+		last.r.Ranges = nil
+	}
+	p.SetFootprint(last.r)
+}
+
+// footprintOptions says what a reading of pid needs: its tracked regions
+// and whether its malloc is glibc's, whose mappings are then recognized
+// by their headers. Whole host, the reading decides from the files the
+// process maps.
+func (s *session) footprintOptions(pid int, regions []footprint.Range) footprint.Options {
+	if t := s.targets[pid]; t != nil && t.malloc != "" {
+		return footprint.Options{Ranges: regions, Glibc: isGlibc(t.malloc)}
+	}
+	return footprint.Options{Ranges: regions, Detect: true}
 }
 
 // mallocModule is the module malloc binds to among probes.

@@ -61,6 +61,7 @@ type session struct {
 	exports        *exportState // --pprof, --folded, --html, --listen (exports.go)
 	// exitFootprints are the readings taken at exit stops (footprint.go).
 	exitFootprints map[int]footprint.Reading
+	lastFootprints map[int]lastReading // the latest reading of each process
 }
 
 func (s *session) run() (int, error) {
