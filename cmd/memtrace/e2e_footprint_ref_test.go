@@ -54,9 +54,11 @@ func within(t *testing.T, what string, got, want uint64, pct float64) {
 
 func checkUnexplained(t *testing.T, p footprintFields) {
 	t.Helper()
-	if f := p.Footprint; f.Unexplained*50 > f.RSS {
+	f := p.Footprint
+	if f.Unexplained*50 > f.RSS {
 		t.Errorf("unexplained %d > 2%% of RSS %d", f.Unexplained, f.RSS)
 	}
+	t.Logf("unexplained %d of RSS %d (%.2f%%)", f.Unexplained, f.RSS, 100*float64(f.Unexplained)/float64(f.RSS))
 }
 
 // TestFootprintJVM compares the mappings' reserved and committed bytes
