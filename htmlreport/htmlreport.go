@@ -113,13 +113,16 @@ type processData struct {
 	// Top are the groups with their own timeline layer and legend entry.
 	Top []int `json:"top"`
 	// Times are seconds since the first sample.
-	Times   []float64  `json:"t"`
-	Live    []uint64   `json:"live"`
-	Blocks  []uint64   `json:"blocks"`
-	Mapped  []uint64   `json:"mapped"`
-	SiteLiv [][]uint64 `json:"siteLive"` // per sample: site, bytes, site, bytes...
-	Rates   []rateData `json:"rates"`
-	Peak    struct {
+	Times  []float64 `json:"t"`
+	Live   []uint64  `json:"live"`
+	Blocks []uint64  `json:"blocks"`
+	Mapped []uint64  `json:"mapped"`
+	// Resident is the heap's resident bytes (the footprint), 0 without a
+	// reading.
+	Resident []uint64   `json:"resident"`
+	SiteLiv  [][]uint64 `json:"siteLive"` // per sample: site, bytes, site, bytes...
+	Rates    []rateData `json:"rates"`
+	Peak     struct {
 		T     float64 `json:"t"`
 		Bytes uint64  `json:"bytes"`
 	} `json:"peak"`
@@ -272,6 +275,7 @@ func buildProcess(p history.Process, final aggregate.ProcessSnapshot, src pprofo
 		d.Live = append(d.Live, s.LiveBytes)
 		d.Blocks = append(d.Blocks, s.LiveBlocks)
 		d.Mapped = append(d.Mapped, s.MappedBytes)
+		d.Resident = append(d.Resident, s.HeapResident)
 		ids := slices.Sorted(maps.Keys(s.Sites)) // a stable page for a given run
 		sl := make([]uint64, 0, 2*len(ids))
 		for _, i := range ids {

@@ -54,6 +54,9 @@ type exportState struct {
 	serving     chan error
 	lastMetrics time.Time
 	history     *history.Collector // --html
+	// lastFootprint is when the history's snapshot last got footprint
+	// readings (footprintEvery apart: smaps costs more than a sample).
+	lastFootprint time.Time
 	// names caches what the exports resolved, so that in whole-host mode
 	// the call sites of processes that exited still have names at the end.
 	names *pprofout.Cache
@@ -110,6 +113,10 @@ func (s *session) exportTick() {
 	}
 	if e.history != nil {
 		snap := s.table.Snapshot()
+		if time.Since(e.lastFootprint) >= footprintEvery {
+			e.lastFootprint = time.Now()
+			s.readFootprints(&snap) // footprint.go: the timeline's heap resident
+		}
 		e.history.Sample(monotonicNow(), snap, s.table)
 		if s.host != nil {
 			e.names.Warm(snap) // before exited processes are forgotten

@@ -4,12 +4,17 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/event"
 	"github.com/memtrace/memtrace/footprint"
 )
+
+// footprintEvery is how often the --html timeline gets a footprint
+// reading; reports and --listen's refreshes take their own.
+const footprintEvery = time.Second
 
 // readFootprints gives every process of snap a footprint reading: a fresh
 // one while it runs, the one taken at its exit stop once it has exited
@@ -72,13 +77,12 @@ type lastReading struct {
 // lastFootprint gives a process that can no longer be read (it exited,
 // whole host or -p) its latest reading, whose time is that of an earlier
 // report; the mapping states only if its regions have not changed since.
-// The reading is then dropped: a process is reported exited once.
+// Whole host drops it when the process is (hostExit).
 func (s *session) lastFootprint(p *aggregate.ProcessSnapshot) {
 	last, ok := s.lastFootprints[int(p.PID)]
 	if !ok {
 		return
 	}
-	delete(s.lastFootprints, int(p.PID))
 	if !slices.Equal(last.regions, p.Regions) {
 		last.r.Ranges = nil
 	}
