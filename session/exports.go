@@ -115,7 +115,7 @@ func (s *session) exportTick() {
 		snap := s.table.Snapshot()
 		if time.Since(e.lastFootprint) >= footprintEvery {
 			e.lastFootprint = time.Now()
-			s.readFootprints(&snap) // footprint.go: the timeline's heap resident
+			s.readFootprints(&snap, false) // footprint.go: the timeline's heap resident
 		}
 		e.history.Sample(monotonicNow(), snap, s.table)
 		if s.host != nil {
@@ -126,7 +126,7 @@ func (s *session) exportTick() {
 		return
 	}
 	e.lastMetrics = time.Now()
-	e.metrics.Update(s.freshSnapshot())
+	e.metrics.Update(s.freshSnapshot(false))
 }
 
 // exportEvent hands the --html history every event the table gets.
@@ -166,7 +166,7 @@ func (s *session) writeExports() error {
 	if !s.cfg.ExportFiles.any() {
 		return nil
 	}
-	snap := s.freshSnapshot()
+	snap := s.freshSnapshot(false) // after the final report: its readings
 	now := time.Now()
 	return writeExportFiles(&s.cfg.ExportFiles, s.exports.history, snap, s.exportSources(), exportEnd{
 		title: "memtrace " + strings.Join(s.title(), " "), start: s.exports.start, time: now,
@@ -217,7 +217,7 @@ func (s *session) exportSources() pprofout.Sources { return s.exports.names.Sour
 
 // freshSnapshot is the table as of now, with the probes' lost-event and
 // exact counts and the rates brought up to date.
-func (s *session) freshSnapshot() aggregate.Snapshot {
+func (s *session) freshSnapshot(final bool) aggregate.Snapshot {
 	if per, total, err := s.objs.Lost(); err == nil {
 		for pid, n := range per {
 			s.table.SetLost(pid, n)
@@ -231,7 +231,7 @@ func (s *session) freshSnapshot() aggregate.Snapshot {
 	if snap.Time == 0 {
 		snap.Time = now // no event yet: the report is as of now, not of t=0
 	}
-	s.readFootprints(&snap) // footprint.go
+	s.readFootprints(&snap, final) // footprint.go
 	return snap
 }
 

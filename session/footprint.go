@@ -16,11 +16,19 @@ import (
 // reading; reports and --listen's refreshes take their own.
 const footprintEvery = time.Second
 
+// footprintDuty bounds what readings cost: a process is read again only
+// once footprintDuty times its last reading's duration has passed (the
+// latest reading stands in meanwhile), so readings take at most 1% of a
+// core per process, however many mappings or resident pages it has. The
+// final report always reads afresh.
+const footprintDuty = 100
+
 // readFootprints gives every process of snap a footprint reading: a fresh
-// one while it runs, the one taken at its exit stop once it has exited
-// (its memory is gone by the report). A process that cannot be read (it
-// just exited, a zombie) keeps none, and says so at debug level.
-func (s *session) readFootprints(snap *aggregate.Snapshot) {
+// one while it runs (or, within footprintDuty of the last, that one), the
+// one taken at its exit stop once it has exited, else its latest. A
+// process that cannot be read (it just exited, a zombie) keeps its latest
+// reading, if any, and says so at debug level.
+func (s *session) readFootprints(snap *aggregate.Snapshot, fresh bool) {
 	for i := range snap.Processes {
 		p := &snap.Processes[i]
 		pid := int(p.PID)
@@ -28,10 +36,12 @@ func (s *session) readFootprints(snap *aggregate.Snapshot) {
 			p.SetFootprint(r)
 			continue
 		}
-		if p.Exited {
+		last, ok := s.lastFootprints[pid]
+		if p.Exited || (ok && !fresh && time.Since(last.at) < footprintDuty*last.took) {
 			s.lastFootprint(p)
 			continue
 		}
+		start := time.Now()
 		r, err := footprint.Read(pid, s.footprintOptions(pid, p.Regions))
 		if err != nil {
 			s.log.Debug("footprint", "pid", pid, "err", err)
@@ -43,7 +53,7 @@ func (s *session) readFootprints(snap *aggregate.Snapshot) {
 		if s.lastFootprints == nil {
 			s.lastFootprints = map[int]lastReading{}
 		}
-		s.lastFootprints[pid] = lastReading{r: r, regions: p.Regions}
+		s.lastFootprints[pid] = lastReading{r: r, regions: p.Regions, at: start, took: time.Since(start)}
 	}
 }
 
@@ -72,6 +82,8 @@ func (s *session) readExitFootprint(pid int) {
 type lastReading struct {
 	r       footprint.Reading
 	regions []footprint.Range
+	at      time.Time     // when it was taken
+	took    time.Duration // how long it took
 }
 
 // lastFootprint gives a process that can no longer be read (it exited,

@@ -443,7 +443,7 @@ func (s *session) finish() error {
 
 // report prints a report of the given processes (nil = all).
 func (s *session) report(final bool, pids []int) error {
-	snap := s.freshSnapshot() // exports.go
+	snap := s.freshSnapshot(final) // exports.go
 	if pids != nil {
 		keep := map[uint32]bool{}
 		for _, p := range pids {
