@@ -54,7 +54,44 @@ func (s *session) readFootprints(snap *aggregate.Snapshot, fresh bool) {
 			s.lastFootprints = map[int]lastReading{}
 		}
 		s.lastFootprints[pid] = lastReading{r: r, regions: p.Regions, at: start, took: time.Since(start)}
+		s.recordFootprint(pid, r, p.Regions)
 	}
+}
+
+// recordFootprint writes a fresh reading to the --record file, so that a
+// replay shows the footprint the live run showed.
+func (s *session) recordFootprint(pid int, r footprint.Reading, regions []footprint.Range) {
+	if s.time != nil && s.time.rec != nil {
+		s.time.rec.Footprint(uint32(pid), monotonicNow(), r, regions)
+	}
+}
+
+// withFootprints attaches recorded readings (pid -> latest, replay.go) to
+// a replayed snapshot, each range's state to the region it was read for.
+func withFootprints(snap *aggregate.Snapshot, recorded map[uint32]recordedFootprint) {
+	for i := range snap.Processes {
+		p := &snap.Processes[i]
+		rf, ok := recorded[p.PID]
+		if !ok {
+			continue
+		}
+		byRange := make(map[footprint.Range]footprint.State, len(rf.ranges))
+		for j, g := range rf.ranges {
+			byRange[g] = rf.r.Ranges[j]
+		}
+		r := rf.r
+		r.Ranges = make([]footprint.State, len(p.Regions))
+		for j, g := range p.Regions {
+			r.Ranges[j] = byRange[g]
+		}
+		p.SetFootprint(r)
+	}
+}
+
+// recordedFootprint is a footprint record: the reading and its ranges.
+type recordedFootprint struct {
+	r      footprint.Reading
+	ranges []footprint.Range
 }
 
 // readExitFootprint reads a process stopped at its exit, when its memory
@@ -76,6 +113,7 @@ func (s *session) readExitFootprint(pid int) {
 		s.exitFootprints = map[int]footprint.Reading{}
 	}
 	s.exitFootprints[pid] = r
+	s.recordFootprint(pid, r, snap.Processes[0].Regions)
 }
 
 // lastReading is a process's latest footprint and the regions it split.

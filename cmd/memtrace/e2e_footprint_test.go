@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -141,5 +143,62 @@ func exact(t *testing.T, what string, got, want uint64) {
 	t.Helper()
 	if got != want {
 		t.Errorf("%s = %d, want %d", what, got, want)
+	}
+}
+
+// finalRecords returns the final process record and the mmap call site
+// of an NDJSON output (the fixture's own lines skipped), as raw JSON
+// objects so that every field is compared.
+func finalRecords(t *testing.T, out string) (proc, site map[string]any) {
+	t.Helper()
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if !strings.HasPrefix(sc.Text(), "{") {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case m["type"] == "process" && m["final"] == true:
+			proc = m
+		case m["type"] == "callsite" && m["category"] == "mmap":
+			site = m
+		}
+	}
+	return proc, site
+}
+
+// TestFootprintReplay: a recorded run's replay shows the footprint the
+// live run showed (the reading is recorded), mapping states included.
+func TestFootprintReplay(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "footprint.c")
+	rec := filepath.Join(t.TempDir(), "run.rec")
+	live := runMemtrace(t, "--json", "--record", rec, "--", bin, "reserve")
+	if live.code != 0 {
+		t.Fatalf("exit %d\n%s", live.code, live.stderr)
+	}
+	replayed := runMemtrace(t, "replay", rec, "--json")
+	if replayed.code != 0 {
+		t.Fatalf("replay exit %d\n%s", replayed.code, replayed.stderr)
+	}
+	lp, ls := finalRecords(t, live.stdout)
+	rp, rs := finalRecords(t, replayed.stdout)
+	if lp == nil || rp == nil || ls == nil || rs == nil {
+		t.Fatalf("missing records:\nlive:\n%s\nreplay:\n%s", live.stdout, replayed.stdout)
+	}
+	if f := lp["footprint"].(map[string]any); f["rss_bytes"].(float64) == 0 {
+		t.Fatalf("the live run has no footprint: %v", f)
+	}
+	if !reflect.DeepEqual(lp["footprint"], rp["footprint"]) || !reflect.DeepEqual(lp["mmap"], rp["mmap"]) {
+		t.Errorf("footprint or mmap differ:\nlive   %v %v\nreplay %v %v", lp["footprint"], lp["mmap"], rp["footprint"], rp["mmap"])
+	}
+	for _, k := range []string{"reserved_bytes", "committed_bytes", "resident_bytes"} {
+		if ls[k] != rs[k] {
+			t.Errorf("mmap site %s: live %v, replay %v", k, ls[k], rs[k])
+		}
 	}
 }
