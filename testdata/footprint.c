@@ -8,6 +8,10 @@
 //   reserve  64 MiB of PROT_NONE committed piecewise (mprotect, MAP_FIXED),
 //            partly touched, partly given back with madvise(MADV_DONTNEED)
 //   large    ten 1 MiB blocks (glibc mmaps each), four freed
+//
+// With a second argument "hold", it waits for a line on stdin before the
+// work and for the end of stdin after its reading (whole-host tests read
+// it while it waits).
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <malloc.h>
@@ -147,13 +151,26 @@ static void large(void)
 	fprintf(stderr, "heap_resident %lu\n", resident(0, 0, 1, p, N));
 }
 
+// wait_stdin reads stdin until a newline (line) or its end.
+static void wait_stdin(int line)
+{
+	char c;
+
+	while (read(0, &c, 1) == 1)
+		if (line && c == '\n')
+			return;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
+	int hold = argc > 2 && !strcmp(argv[2], "hold");
 
 	// stderr is unbuffered; stdout's buffer is made here, before the reading.
 	printf("footprint %s\n", mode);
 	fflush(stdout);
+	if (hold)
+		wait_stdin(1);
 	if (!strcmp(mode, "frag"))
 		frag();
 	else if (!strcmp(mode, "reserve"))
@@ -165,5 +182,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	status();
+	if (hold) {
+		fprintf(stderr, "ready\n");
+		wait_stdin(0);
+	}
 	_exit(0);
 }

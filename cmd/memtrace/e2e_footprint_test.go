@@ -3,11 +3,14 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"io"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // footprintFields are the NDJSON footprint and mapping-state fields.
@@ -200,5 +203,67 @@ func TestFootprintReplay(t *testing.T) {
 		if ls[k] != rs[k] {
 			t.Errorf("mmap site %s: live %v, replay %v", k, ls[k], rs[k])
 		}
+	}
+}
+
+// TestHostFootprint: whole host, the fragmentation fixture (started after
+// memtrace, so its blocks are all seen) is read at the final report while
+// it waits, with --sort rss; its footprint must be its own /proc reading.
+func TestHostFootprint(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "footprint.c")
+	h := startHost(t, "--comm", filepath.Base(bin)[:min(15, len(filepath.Base(bin)))], "--sample-bytes", "0", "--sort", "rss")
+	fx := exec.Command(bin, "frag", "hold")
+	stdin, _ := fx.StdinPipe()
+	stderr, _ := fx.StderrPipe()
+	if err := fx.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer fx.Wait()
+	defer stdin.Close()
+	time.Sleep(time.Second) // its exec is seen and its libc probed
+	io.WriteString(stdin, "go\n")
+	var own strings.Builder
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() && sc.Text() != "ready" {
+		own.WriteString(sc.Text() + "\n")
+	}
+	h.stop(t)
+	figures := fixtureFigures(own.String())
+	var p footprintFields
+	var sort string
+	for _, l := range strings.Split(h.stdout.String(), "\n") {
+		var rec struct {
+			footprintFields
+			PID  int    `json:"pid"`
+			Sort string `json:"sort"`
+		}
+		if json.Unmarshal([]byte(l), &rec) != nil {
+			continue
+		}
+		switch {
+		case rec.Type == "report" && rec.Final:
+			sort = rec.Sort
+		case rec.Type == "process" && rec.Final && rec.PID == fx.Process.Pid:
+			p = rec.footprintFields
+		}
+	}
+	if sort != "rss" {
+		t.Errorf("final report sort %q, want rss", sort)
+	}
+	f := p.Footprint
+	// stdout's buffer was allocated before the wait: seen or not, depending
+	// on whether the fixture's libc was probed by then.
+	if p.LiveBytes != figures["live"] && p.LiveBytes != figures["live"]+stdioBuffer {
+		t.Errorf("live_bytes = %d, want %d (+ %d)", p.LiveBytes, figures["live"], stdioBuffer)
+	}
+	exact(t, "rss_anon_bytes", f.RSSAnon, figures["rss_anon"])
+	exact(t, "heap_resident_bytes", f.HeapResident, figures["heap_resident"])
+	exact(t, "heap_retained_bytes", f.HeapRetained, f.HeapResident-p.LiveBytes)
+	if f.Unexplained*50 > f.RSS {
+		t.Errorf("unexplained %d > 2%% of RSS %d", f.Unexplained, f.RSS)
+	}
+	if t.Failed() {
+		t.Logf("fixture: %v\nmemtrace:\n%s\n%s", figures, h.stdout.String(), h.errors())
 	}
 }
