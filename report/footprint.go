@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"cmp"
 
+	"github.com/olekukonko/tablewriter/tw"
+
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/footprint"
 )
@@ -136,4 +138,37 @@ func footprintCells(p aggregate.ProcessSnapshot, raw bool) []string {
 	}
 	return []string{byteCell(f.RSS, raw), byteCell(f.HeapResident, raw), byteCell(f.AnonResident, raw),
 		byteCell(f.StackResident, raw), byteCell(f.Unexplained, raw), byteCell(f.CgroupMemory, raw)}
+}
+
+// showStates says whether a site table gets COMMITTED and RESIDENT
+// columns: mmap sites of a process with a footprint reading (LIVE is their
+// reserved bytes).
+func showStates(p rankedProcess, c aggregate.Category) bool {
+	return c == aggregate.Mapped && p.Footprint != nil
+}
+
+// The two columns go before FUNCTION, the third column from the end.
+func statesHeader(cols []any, on bool) []any {
+	if !on {
+		return cols
+	}
+	i := len(cols) - 3
+	return append(append(append([]any{}, cols[:i]...), "COMMITTED", "RESIDENT"), cols[i:]...)
+}
+
+func statesAlignment(a tw.CellAlignment, on bool) tw.CellAlignment {
+	if !on {
+		return a
+	}
+	pc := a.PerColumn
+	i := len(pc) - 3
+	return tw.CellAlignment{PerColumn: append(append(append([]tw.Align{}, pc[:i]...), tw.AlignRight, tw.AlignRight), pc[i:]...)}
+}
+
+func statesRow(row []string, s aggregate.SiteSnapshot, on, raw bool) []string {
+	if !on {
+		return row
+	}
+	i := len(row) - 3
+	return append(append(append([]string{}, row[:i]...), byteCell(s.Mapping.Committed, raw), byteCell(s.Mapping.Resident, raw)), row[i:]...)
 }

@@ -55,6 +55,8 @@ func TestFootprintText(t *testing.T) {
 		"  rest of rss: mmap 5.0 MiB, stacks 0 B, files 1.0 MiB, unexplained 4.0 MiB\n",
 		"most of the heap's RSS holds no live block",
 		"  heap rss:    9.0 MiB = live 8.0 MiB + retained 1.0 MiB (utilization 88%)\n",
+		"UNMAPPED  COMMITTED  RESIDENT  FUNCTION",
+		"1.0 MiB   1.0 MiB  [unknown]",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text lacks %q:\n%s", want, out)
