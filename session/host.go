@@ -324,6 +324,7 @@ func (s *session) hostExec(e *event.Event) {
 		s.table.Forget(pid)
 		s.res.Forget(int(pid))
 	}
+	delete(s.lastFootprints, int(pid)) // a new address space (footprint.go)
 	if h.lastPID == pid {
 		h.lastPID = 0
 	}

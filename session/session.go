@@ -291,6 +291,7 @@ func (s *session) onStop(st launch.Stop) error {
 			s.objs.Forget(uint32(st.PID), s.table.LiveAddrs(uint32(st.PID))) // sampled blocks, counts
 			s.table.Forget(uint32(st.PID))
 			s.res.Forget(st.PID)
+			delete(s.lastFootprints, st.PID) // footprint.go
 			// attach removes the probes the new program does not need.
 			s.log.Info("exec: statistics restart", "pid", st.PID, "exe", exe)
 		}
