@@ -18,8 +18,9 @@ func benchHeap() int {
 }
 
 // BenchmarkRead measures one reading of this process, side by side with
-// what the kernel's part alone costs (reading /proc/self/smaps and
-// status, parsing nothing):
+// reading /proc/self/smaps and status without parsing them (the kernel's
+// part of a reading below manyMappings mappings; above, Read takes maps
+// and pagemap instead):
 //   - mappings=100000: 100 000 one-page anonymous mappings, every other
 //     one PROT_NONE so that the kernel cannot merge them; the 50 000
 //     accessible ones are tracked ranges (each one's state is computed).
