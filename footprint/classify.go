@@ -26,7 +26,8 @@ func classify(vmas []vma, sps []uint64, o Options, mem memory) Reading {
 		for ri < len(o.Ranges) && o.Ranges[ri].End <= v.start {
 			ri++
 		}
-		stack := v.path == "[stack]" || holdsSP(v, sps)
+		stack := v.path == "[stack]" || holdsSP(v, sps) ||
+			(i > 0 && ri < len(o.Ranges) && o.Ranges[ri] == Range{vmas[i-1].start, v.end} && threadGuard(&vmas[i-1], v))
 		rest := v.rss
 		tracked := false
 		for j := ri; j < len(o.Ranges) && o.Ranges[j].Start < v.end; j++ {
@@ -94,7 +95,11 @@ func staticData(prev, v *vma) bool {
 
 // threadGuard reports whether prev is the guard page of a thread stack v,
 // as glibc lays them out: a small PROT_NONE mapping right below it. It
-// serves threads whose stack pointer could not be read (running ones).
+// serves threads whose stack pointer could not be read (running ones, or
+// gone: at a process's exit stop its other threads have ended, their
+// stacks still mapped). For a traced mmap (glibc maps a stack with its
+// guard in one call) the guard and the stack must be the whole traced
+// range: a PROT_NONE gap in a reservation committed piecewise is no guard.
 func threadGuard(prev, v *vma) bool {
 	return prev.end == v.start && prev.anonymous() && !prev.accessible() &&
 		prev.end-prev.start <= 1<<20 && v.accessible()

@@ -43,6 +43,9 @@ Rss:                 512 kB
 7f3000000000-7f3000001000 ---p 00000000 00:00 0
 7f3000001000-7f3000801000 rw-p 00000000 00:00 0
 Rss:                  32 kB
+7f3100000000-7f3100001000 ---p 00000000 00:00 0
+7f3100001000-7f3100101000 rw-p 00000000 00:00 0
+Rss:                  16 kB
 7f4000000000-7f4000010000 rw-p 00000000 00:00 0
 Rss:                  40 kB
 7f5000000000-7f5000001000 rw-s 00000000 00:01 99 /dev/zero (deleted)
@@ -69,13 +72,14 @@ func TestClassify(t *testing.T) {
 		{0x7f2000000000, 0x7f2000180000}, // a reservation committed in part
 		{0x7f2000200000, 0x7f2000280000}, // a region sharing its VMA with other memory
 		{0x7f3000000000, 0x7f3000801000}, // a thread stack made by a traced mmap
+		{0x7f3100000000, 0x7f3100101000}, // another, whose thread has ended: found by its guard
 	}}
 	sp := []uint64{0x7f3000800f00}
 	r := classify(vmas, sp, o, mem)
 	want := Reading{
 		HeapResident:  (1024 + 64 + 2048) << 10,
 		AnonResident:  (256 + 256) << 10, // the range inside the VMA, and the one sharing it
-		StackResident: (32 + 12) << 10,
+		StackResident: (32 + 16 + 12) << 10,
 		FileResident:  (4 + 16 + 4) << 10, // the .bss after the data segment included
 	}
 	if r.HeapResident != want.HeapResident || r.AnonResident != want.AnonResident ||
@@ -87,6 +91,7 @@ func TestClassify(t *testing.T) {
 		{Reserved: 0x180000, Committed: 0x80000, Resident: 256 << 10},
 		{Reserved: 0x80000, Committed: 0x80000, Resident: 256 << 10},
 		{Reserved: 0x801000, Committed: 0x800000, Resident: 32 << 10},
+		{Reserved: 0x101000, Committed: 0x100000, Resident: 16 << 10},
 	}
 	for i, st := range states {
 		if r.Ranges[i] != st {
@@ -94,7 +99,7 @@ func TestClassify(t *testing.T) {
 		}
 	}
 	// The untracked 40 kB at 0x7f4000000000 has no glibc header: unexplained.
-	r.RSSAnon = (1024 + 64 + 2048 + 512 + 32 + 12 + 16 + 40) << 10
+	r.RSSAnon = (1024 + 64 + 2048 + 512 + 32 + 16 + 12 + 16 + 40) << 10
 	r.RSSFile, r.RSSShmem = 4<<10, 4<<10
 	r.RSS = r.RSSAnon + r.RSSFile + r.RSSShmem
 	r.settle()
