@@ -8,12 +8,15 @@
 //   reserve  64 MiB of PROT_NONE committed piecewise (mprotect, MAP_FIXED),
 //            partly touched, partly given back with madvise(MADV_DONTNEED)
 //   large    ten 1 MiB blocks (glibc mmaps each), four freed
+//   arenas   four threads keep 2000 blocks of 1000 bytes each: glibc gives
+//            them arenas of their own
 //
 // With a second argument "hold", it waits for a line on stdin before the
 // work and for the end of stdin after its reading (whole-host tests read
 // it while it waits).
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <pthread.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,6 +164,30 @@ static void wait_stdin(int line)
 			return;
 }
 
+enum { THREADS = 4, PER_THREAD = 2000, BLOCK = 1000 };
+static void *kept[THREADS * PER_THREAD];
+
+static void *keep_blocks(void *arg)
+{
+	void **p = arg;
+
+	for (int i = 0; i < PER_THREAD; i++)
+		p[i] = malloc(BLOCK);
+	return NULL;
+}
+
+static void arenas(void)
+{
+	pthread_t t[THREADS];
+
+	for (int i = 0; i < THREADS; i++)
+		pthread_create(&t[i], NULL, keep_blocks, &kept[i * PER_THREAD]);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+	fprintf(stderr, "live %lu\n", (unsigned long)THREADS * PER_THREAD * BLOCK);
+	fprintf(stderr, "heap_resident %lu\n", resident(0, 0, 1, kept, THREADS * PER_THREAD));
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -177,8 +204,10 @@ int main(int argc, char **argv)
 		reserve();
 	else if (!strcmp(mode, "large"))
 		large();
+	else if (!strcmp(mode, "arenas"))
+		arenas();
 	else {
-		fprintf(stderr, "usage: footprint frag|reserve|large\n");
+		fprintf(stderr, "usage: footprint frag|reserve|large|arenas [hold]\n");
 		return 2;
 	}
 	status();

@@ -88,6 +88,21 @@ func TestFootprintFixtures(t *testing.T) {
 			exact(t, "live_bytes", p.LiveBytes, own["live"]+stdioBuffer)
 			exact(t, "heap_resident_bytes", p.Footprint.HeapResident, own["heap_resident"])
 		},
+	}, {
+		mode: "arenas",
+		check: func(t *testing.T, p, _ footprintFields, own map[string]uint64) {
+			// pthread_create allocates too (its threads' TLS): a little more.
+			if p.LiveBytes < own["live"]+stdioBuffer || p.LiveBytes > own["live"]+2*stdioBuffer {
+				t.Errorf("live_bytes = %d, want %d and a few hundred bytes", p.LiveBytes, own["live"]+stdioBuffer)
+			}
+			exact(t, "heap_resident_bytes ([heap] and the threads' arenas)", p.Footprint.HeapResident, own["heap_resident"])
+			// The threads' stacks, mapped by pthread_create's traced mmap,
+			// are found by their guard pages once the threads have ended.
+			exact(t, "anon_resident_bytes", p.Footprint.AnonResident, 0)
+			if p.Footprint.StackResident < p.Mmap.Resident {
+				t.Errorf("stack_resident_bytes %d < the stacks' mmap resident_bytes %d", p.Footprint.StackResident, p.Mmap.Resident)
+			}
+		},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.mode, func(t *testing.T) {
