@@ -67,25 +67,35 @@ func (s *session) recordFootprint(pid int, r footprint.Reading, regions []footpr
 }
 
 // withFootprints attaches recorded readings (pid -> latest, replay.go) to
-// a replayed snapshot, each range's state to the region it was read for.
+// a replayed snapshot.
 func withFootprints(snap *aggregate.Snapshot, recorded map[uint32]recordedFootprint) {
 	for i := range snap.Processes {
 		p := &snap.Processes[i]
-		rf, ok := recorded[p.PID]
-		if !ok {
-			continue
+		if rf, ok := recorded[p.PID]; ok {
+			p.SetFootprint(aligned(rf.r, rf.ranges, p.Regions))
 		}
-		byRange := make(map[footprint.Range]footprint.State, len(rf.ranges))
-		for j, g := range rf.ranges {
-			byRange[g] = rf.r.Ranges[j]
-		}
-		r := rf.r
-		r.Ranges = make([]footprint.State, len(p.Regions))
-		for j, g := range p.Regions {
-			r.Ranges[j] = byRange[g]
-		}
-		p.SetFootprint(r)
 	}
+}
+
+// aligned is r, read with ranges, for the regions of a later snapshot:
+// each region gets the state of the range it equals (a region made or
+// cut since the reading has none).
+func aligned(r footprint.Reading, ranges, regions []footprint.Range) footprint.Reading {
+	if slices.Equal(ranges, regions) {
+		return r
+	}
+	byRange := make(map[footprint.Range]footprint.State, len(ranges))
+	for j, g := range ranges {
+		if j < len(r.Ranges) {
+			byRange[g] = r.Ranges[j]
+		}
+	}
+	states := make([]footprint.State, len(regions))
+	for j, g := range regions {
+		states[j] = byRange[g]
+	}
+	r.Ranges = states
+	return r
 }
 
 // recordedFootprint is a footprint record: the reading and its ranges.
@@ -124,19 +134,14 @@ type lastReading struct {
 	took    time.Duration // how long it took
 }
 
-// lastFootprint gives a process that can no longer be read (it exited,
-// whole host or -p) its latest reading, whose time is that of an earlier
-// report; the mapping states only if its regions have not changed since.
-// Whole host drops it when the process is (hostExit).
+// lastFootprint gives a process its latest reading, when it is not read
+// afresh (it exited, or was read within footprintDuty); a region made or
+// cut since has no state. Whole host drops it when the process is
+// (hostExit).
 func (s *session) lastFootprint(p *aggregate.ProcessSnapshot) {
-	last, ok := s.lastFootprints[int(p.PID)]
-	if !ok {
-		return
+	if last, ok := s.lastFootprints[int(p.PID)]; ok {
+		p.SetFootprint(aligned(last.r, last.regions, p.Regions))
 	}
-	if !slices.Equal(last.regions, p.Regions) {
-		last.r.Ranges = nil
-	}
-	p.SetFootprint(last.r)
 }
 
 // footprintOptions says what a reading of pid needs: its tracked regions
