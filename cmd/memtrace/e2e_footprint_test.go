@@ -56,9 +56,9 @@ const stdioBuffer = 4096
 // agree exactly (RssFile apart: exiting maps code pages).
 func TestFootprintFixtures(t *testing.T) {
 	needBPF(t)
-	bin := fixture(t, "footprint.c")
 	tests := []struct {
 		mode  string
+		flags []string // gcc's: -ljemalloc links jemalloc in
 		check func(t *testing.T, proc, site footprintFields, own map[string]uint64)
 	}{{
 		mode: "frag",
@@ -103,9 +103,25 @@ func TestFootprintFixtures(t *testing.T) {
 				t.Errorf("stack_resident_bytes %d < the stacks' mmap resident_bytes %d", p.Footprint.StackResident, p.Mmap.Resident)
 			}
 		},
+	}, {
+		mode:  "large",
+		flags: []string{"-ljemalloc"},
+		check: func(t *testing.T, p, _ footprintFields, own map[string]uint64) {
+			// Every mapping of jemalloc's is heap: those of the live blocks,
+			// which the fixture finds, and its metadata's.
+			h := p.Footprint.HeapResident
+			if h < own["heap_resident"] || h > own["heap_resident"]+1<<20 {
+				t.Errorf("heap_resident_bytes %d, want the live blocks' mappings' %d and at most 1 MiB of metadata", h, own["heap_resident"])
+			}
+		},
 	}}
 	for _, tc := range tests {
-		t.Run(tc.mode, func(t *testing.T) {
+		name := tc.mode
+		if len(tc.flags) > 0 {
+			name += strings.Join(tc.flags, "")
+		}
+		t.Run(name, func(t *testing.T) {
+			bin := fixture(t, "footprint.c", tc.flags...)
 			r := runMemtrace(t, "--json", "--", bin, tc.mode)
 			if r.code != 0 {
 				t.Fatalf("exit %d\n%s", r.code, r.stderr)
