@@ -7,10 +7,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memtrace/memtrace/htmlreport/headless"
 )
 
 // footprintFields are the NDJSON footprint and mapping-state fields.
@@ -296,5 +299,32 @@ func TestHostFootprint(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("fixture: %v\nmemtrace:\n%s\n%s", figures, h.stdout.String(), h.errors())
+	}
+}
+
+// TestFootprintHTML: the --html timeline draws the heap's resident bytes
+// (readings once a second) as a line. The fragmentation fixture's heap
+// grows to its end but for what malloc_trim gives back at the top (a few
+// pages), so the line's highest point is its final reading within 1%.
+func TestFootprintHTML(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "footprint.c")
+	page := filepath.Join(t.TempDir(), "report.html")
+	r := runMemtrace(t, "--json", "--html", page, "--", bin, "frag")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	p, _ := finalRecords(t, r.stdout)
+	final := uint64(p["footprint"].(map[string]any)["heap_resident_bytes"].(float64))
+	dom := headless.Load(t, page)
+	if !strings.Contains(dom, `class="resident"`) {
+		t.Fatalf("no resident line in the timeline")
+	}
+	m := regexp.MustCompile(`data-resident="(\d+)"`).FindStringSubmatch(dom)
+	if m == nil {
+		t.Fatalf("the timeline has no data-resident")
+	}
+	if got, _ := strconv.ParseUint(m[1], 10, 64); got == 0 || got > final+final/100 {
+		t.Errorf("timeline's highest heap resident %d, want in (0, %d + 1%%]", got, final)
 	}
 }
