@@ -325,6 +325,7 @@ func (s *session) hostExec(e *event.Event) {
 		s.table.Forget(pid)
 		s.res.Forget(int(pid))
 	}
+	delete(s.lastFootprints, int(pid)) // a new address space (footprint.go)
 	if h.lastPID == pid {
 		h.lastPID = 0
 	}
@@ -342,6 +343,7 @@ func (s *session) hostExec(e *event.Event) {
 // final records are held for the next batch, and it is dropped.
 func (s *session) hostExit(pid uint32, comm string, when uint64) {
 	h := s.host
+	defer delete(s.lastFootprints, int(pid))
 	delete(h.scans, int(pid))
 	delete(h.execComms, pid)
 	if h.lastPID == pid {
@@ -361,6 +363,9 @@ func (s *session) hostExit(pid uint32, comm string, when uint64) {
 	}
 	s.table.MarkExited(pid, when)
 	snap := s.table.SnapshotOf(pid)
+	for i := range snap.Processes {
+		s.lastFootprint(&snap.Processes[i]) // footprint.go: its memory is gone
+	}
 	if len(h.exits) == 0 {
 		h.exitsSince = time.Now()
 	}
