@@ -76,6 +76,7 @@ type pendingScan struct {
 
 func (s *session) runHost() (int, error) {
 	s.newState()
+	defer s.downloads.close()
 	h := &hostState{
 		finder:    &host.Finder{Allocator: s.cfg.Allocator, Self: os.Getpid()},
 		filter:    host.Filter{Comm: s.cfg.Comm, Cgroup: s.cfg.CgroupPath},
@@ -324,6 +325,7 @@ func (s *session) hostExec(e *event.Event) {
 		s.table.Forget(pid)
 		s.res.Forget(int(pid))
 	}
+	delete(s.lastFootprints, int(pid)) // a new address space (footprint.go)
 	if h.lastPID == pid {
 		h.lastPID = 0
 	}
@@ -341,6 +343,7 @@ func (s *session) hostExec(e *event.Event) {
 // final records are held for the next batch, and it is dropped.
 func (s *session) hostExit(pid uint32, comm string, when uint64) {
 	h := s.host
+	defer delete(s.lastFootprints, int(pid))
 	delete(h.scans, int(pid))
 	delete(h.execComms, pid)
 	if h.lastPID == pid {
@@ -360,6 +363,9 @@ func (s *session) hostExit(pid uint32, comm string, when uint64) {
 	}
 	s.table.MarkExited(pid, when)
 	snap := s.table.SnapshotOf(pid)
+	for i := range snap.Processes {
+		s.lastFootprint(&snap.Processes[i]) // footprint.go: its memory is gone
+	}
 	if len(h.exits) == 0 {
 		h.exitsSince = time.Now()
 	}
@@ -447,6 +453,7 @@ func (s *session) finishHost() error {
 	if _, err := s.drain.Poll(0, s.apply); err != nil {
 		return err
 	}
+	s.waitDebuginfoAtEnd()
 	if err := s.flushExits(); err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/event"
+	"github.com/memtrace/memtrace/footprint"
 	"github.com/memtrace/memtrace/launch"
 	"github.com/memtrace/memtrace/report"
 	"github.com/memtrace/memtrace/symbolize"
@@ -38,6 +39,8 @@ type target struct {
 	comm  string
 	// jvm: its JVM category probes are placed (jvm.go).
 	jvm bool
+	// malloc is the module malloc binds to (footprint.go).
+	malloc string
 }
 
 // session is one run: it owns the table and is driven by one goroutine.
@@ -51,6 +54,7 @@ type session struct {
 	drain          *tracer.Drainer
 	table          *aggregate.Table
 	res            *symbolize.Resolver
+	downloads      *downloads // debuginfod; nil without servers (debuginfod.go)
 	targets        map[int]*target
 	exitedPIDs     chan int
 	live           *liveRates   // decaying rates and --watch (live.go)
@@ -58,6 +62,9 @@ type session struct {
 	host           *hostState   // whole-host mode (host.go); nil with -p and --
 	time           *timeState   // --record, --mark, --dump-dir (timeline.go)
 	exports        *exportState // --pprof, --folded, --html, --listen (exports.go)
+	// exitFootprints are the readings taken at exit stops (footprint.go).
+	exitFootprints map[int]footprint.Reading
+	lastFootprints map[int]lastReading // the latest reading of each process
 }
 
 func (s *session) run() (int, error) {
@@ -65,6 +72,7 @@ func (s *session) run() (int, error) {
 		return s.runHost() // no target: every process (host.go)
 	}
 	s.newState()
+	defer s.downloads.close()
 
 	// Check the targets before loading anything, so a typo fails fast.
 	for _, pid := range s.cfg.PIDs {
@@ -195,7 +203,8 @@ func (s *session) newState() {
 	s.table = aggregate.NewTable()
 	s.table.SetSampleBytes(s.cfg.SampleBytes) // --sample-bytes (0 = exact)
 	s.table.SetStackBreakdown(s.cfg.stacksAsBreakdown())
-	s.res = symbolize.NewResolver(s.cfg.resolverOptions()...)
+	s.downloads = newDownloads(s.cfg.SymbolizeConfig, s.log)
+	s.res = symbolize.NewResolver(s.cfg.resolverOptions(s.downloads.client())...)
 	s.targets = map[int]*target{}
 	s.exitedPIDs = make(chan int, 16)
 	s.startTime() // the recording sees every input (timeline.go)
@@ -295,6 +304,7 @@ func (s *session) onStop(st launch.Stop) error {
 			s.objs.Forget(uint32(st.PID), s.table.LiveAddrs(uint32(st.PID))) // sampled blocks, counts
 			s.table.Forget(uint32(st.PID))
 			s.res.Forget(st.PID)
+			delete(s.lastFootprints, st.PID) // footprint.go
 			// attach removes the probes the new program does not need.
 			s.log.Info("exec: statistics restart", "pid", st.PID, "exe", exe)
 		}
@@ -315,7 +325,9 @@ func (s *session) onStop(st launch.Stop) error {
 		if err := s.res.Capture(st.PID); err != nil {
 			s.log.Warn("read mappings at exit", "pid", st.PID, "err", err)
 		}
-		s.leakCheckAtExit(st) // while its memory is still there (leaks.go)
+		s.waitDebuginfoAtExit(st.PID) // for the leak check's names (debuginfod.go)
+		s.readExitFootprint(st.PID)   // footprint.go
+		s.leakCheckAtExit(st)         // while its memory is still there (leaks.go)
 		s.markExited(st.PID)
 	}
 	return nil
@@ -347,6 +359,7 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 	if err != nil {
 		return fmt.Errorf("process %d: %w", t.pid, err)
 	}
+	t.malloc = mallocModule(probes) // footprint.go
 	// The unwind tables of its code (and of the libraries a command stopped
 	// at exec will map) before its probes, so that its first allocations
 	// are charged and unwound right.
@@ -435,6 +448,7 @@ func (s *session) finish() error {
 		return err
 	}
 	s.leakCheckRunning() // -p targets, frozen for the check (leaks.go)
+	s.waitDebuginfoAtEnd()
 	// Processes whose final records were printed at their exit are not repeated.
 	final := []int{}
 	for pid, t := range s.targets {
@@ -450,7 +464,7 @@ func (s *session) finish() error {
 
 // report prints a report of the given processes (nil = all).
 func (s *session) report(final bool, pids []int) error {
-	snap := s.freshSnapshot() // exports.go
+	snap := s.freshSnapshot(final) // exports.go
 	if pids != nil {
 		keep := map[uint32]bool{}
 		for _, p := range pids {
