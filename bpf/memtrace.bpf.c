@@ -103,6 +103,7 @@ const struct unwind_file *unused_unwind_file __attribute__((unused));
 const enum stack_limit *unused_stack_limit __attribute__((unused));
 const enum event_kind *unused_event_kind __attribute__((unused));
 const enum func_id *unused_func_id __attribute__((unused));
+const enum jvm_cookie *unused_jvm_cookie __attribute__((unused));
 const enum event_flag *unused_event_flag __attribute__((unused));
 const enum event_cat *unused_event_cat __attribute__((unused));
 const enum frame_bit *unused_frame_bit __attribute__((unused));
@@ -613,8 +614,8 @@ int entry(struct pt_regs *ctx)
  * unwinds through its frames with exceptions and signals: never a return
  * probe). It remembers the NMT category argument (MEMFLAGS) and
  * where the function's code lies; the allocator call that returns into
- * that code carries the category (jvm_category). The attach cookie's low
- * byte says which argument is the category, its high 32 bits how many
+ * that code carries the category (jvm_category). The attach cookie
+ * (enum jvm_cookie) says which argument is the category and how many
  * bytes of code follow the probe.
  */
 SEC("uprobe.multi")
@@ -627,7 +628,7 @@ int jvm_entry(struct pt_regs *ctx)
 	/* Both read first: the verifier refuses a ctx offset chosen at run time. */
 	barrier_var(a2);
 	barrier_var(a3);
-	cat = (c & 0xff) == 3 ? a3 : a2;
+	cat = (c & JVM_COOKIE_ARG_MASK) == 3 ? a3 : a2;
 	if (!wanted())
 		return 0;
 	s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0,
@@ -635,7 +636,7 @@ int jvm_entry(struct pt_regs *ctx)
 	if (!s)
 		return 0;
 	s->jvm_pc = PT_REGS_IP(ctx);
-	s->jvm_len = c >> 32;
+	s->jvm_len = c >> JVM_COOKIE_LEN_SHIFT;
 	s->jvm_cat = cat < EVENT_CAT_MAX - 1 ? cat + 1 : EVENT_CAT_MAX;
 	return 0;
 }

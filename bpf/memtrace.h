@@ -48,6 +48,15 @@ enum func_id {
 	FUNC_MARK, /* --mark: the cookie is FUNC_MARK + the function's index */
 };
 
+/*
+ * jvm_entry's attach cookie: the low byte is which argument holds the
+ * category (2 or 3), the high 32 bits how many bytes of code follow the probe.
+ */
+enum jvm_cookie {
+	JVM_COOKIE_ARG_MASK = 0xff,
+	JVM_COOKIE_LEN_SHIFT = 32,
+};
+
 /* event.flags */
 enum event_flag {
 	EVENT_STACK_COMPLETE = 1, /* the unwind reached the thread's outermost frame */

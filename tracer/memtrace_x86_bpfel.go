@@ -142,6 +142,13 @@ type memtraceInflight struct {
 	Countdown int64
 }
 
+type memtraceJvmCookie uint32
+
+const (
+	memtraceJvmCookieJVM_COOKIE_ARG_MASK  memtraceJvmCookie = 255
+	memtraceJvmCookieJVM_COOKIE_LEN_SHIFT memtraceJvmCookie = 32
+)
+
 type memtraceProcEvent struct {
 	_    structs.HostLayout
 	E    memtraceEvent
@@ -273,6 +280,7 @@ const (
 	memtraceVarUnusedFileKey     = "unused_file_key"
 	memtraceVarUnusedFrameBit    = "unused_frame_bit"
 	memtraceVarUnusedFuncId      = "unused_func_id"
+	memtraceVarUnusedJvmCookie   = "unused_jvm_cookie"
 	memtraceVarUnusedProcEvent   = "unused_proc_event"
 	memtraceVarUnusedRowFlag     = "unused_row_flag"
 	memtraceVarUnusedSampleKey   = "unused_sample_key"
@@ -373,6 +381,7 @@ type memtraceVariableSpecs struct {
 	UnusedFileKey     *ebpf.VariableSpec `ebpf:"unused_file_key"`
 	UnusedFrameBit    *ebpf.VariableSpec `ebpf:"unused_frame_bit"`
 	UnusedFuncId      *ebpf.VariableSpec `ebpf:"unused_func_id"`
+	UnusedJvmCookie   *ebpf.VariableSpec `ebpf:"unused_jvm_cookie"`
 	UnusedProcEvent   *ebpf.VariableSpec `ebpf:"unused_proc_event"`
 	UnusedRowFlag     *ebpf.VariableSpec `ebpf:"unused_row_flag"`
 	UnusedSampleKey   *ebpf.VariableSpec `ebpf:"unused_sample_key"`
@@ -454,6 +463,7 @@ type memtraceVariables struct {
 	UnusedFileKey     *ebpf.Variable `ebpf:"unused_file_key"`
 	UnusedFrameBit    *ebpf.Variable `ebpf:"unused_frame_bit"`
 	UnusedFuncId      *ebpf.Variable `ebpf:"unused_func_id"`
+	UnusedJvmCookie   *ebpf.Variable `ebpf:"unused_jvm_cookie"`
 	UnusedProcEvent   *ebpf.Variable `ebpf:"unused_proc_event"`
 	UnusedRowFlag     *ebpf.Variable `ebpf:"unused_row_flag"`
 	UnusedSampleKey   *ebpf.Variable `ebpf:"unused_sample_key"`
