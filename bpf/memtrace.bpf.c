@@ -32,7 +32,7 @@ struct signal_struct {
 struct task_struct {
 	struct task_struct *group_leader;
 	struct signal_struct *signal;
-	char comm[16];
+	char comm[COMM_LEN];
 } __attribute__((preserve_access_index));
 
 /* The fields that name the file a code address is mapped from. */
@@ -103,6 +103,7 @@ const struct unwind_file *unused_unwind_file __attribute__((unused));
 const enum stack_limit *unused_stack_limit __attribute__((unused));
 const enum event_kind *unused_event_kind __attribute__((unused));
 const enum func_id *unused_func_id __attribute__((unused));
+const enum comm_len *unused_comm_len __attribute__((unused));
 const enum jvm_cookie *unused_jvm_cookie __attribute__((unused));
 const enum event_flag *unused_event_flag __attribute__((unused));
 const enum event_cat *unused_event_cat __attribute__((unused));

@@ -194,6 +194,11 @@ struct code_event {
 	char path[256];
 };
 
+/* The kernel's TASK_COMM_LEN, terminating NUL included (tracer.CommLen). */
+enum comm_len {
+	COMM_LEN = 16,
+};
+
 /*
  * A process event of the whole-host mode. For KIND_EXEC e.size is 1 when
  * the process passes the --comm/--cgroup filters (its allocator must be
@@ -201,7 +206,7 @@ struct code_event {
  */
 struct proc_event {
 	struct event e;
-	char comm[16]; /* the thread group leader's comm */
+	char comm[COMM_LEN]; /* the thread group leader's comm */
 };
 
 /* Exact per-process counts of sampled mode, summed in BPF. */

@@ -65,8 +65,9 @@ type Options struct {
 // arithmetic has room for 2^40.
 const MaxSampleBytes = 1 << 40
 
-// CommLen is the kernel's comm length, terminating NUL included.
-const CommLen = 16
+// CommLen is the kernel's comm length, terminating NUL included (COMM_LEN
+// in bpf/memtrace.h).
+const CommLen = int(memtraceCommLenCOMM_LEN)
 
 // MaxStackDepth bounds --stack-depth (MAX_STACK in bpf/memtrace.h).
 const MaxStackDepth = int(memtraceStackLimitMAX_STACK)

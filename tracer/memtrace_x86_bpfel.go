@@ -25,6 +25,12 @@ type memtraceCodeEvent struct {
 	Path [256]int8
 }
 
+type memtraceCommLen uint32
+
+const (
+	memtraceCommLenCOMM_LEN memtraceCommLen = 16
+)
+
 type memtraceEvent struct {
 	_        structs.HostLayout
 	Time     uint64
@@ -271,6 +277,7 @@ const (
 	memtraceVarStackDepth        = "stack_depth"
 	memtraceVarUnusedAllocCounts = "unused_alloc_counts"
 	memtraceVarUnusedCodeEvent   = "unused_code_event"
+	memtraceVarUnusedCommLen     = "unused_comm_len"
 	memtraceVarUnusedEvent       = "unused_event"
 	memtraceVarUnusedEventCat    = "unused_event_cat"
 	memtraceVarUnusedEventFlag   = "unused_event_flag"
@@ -372,6 +379,7 @@ type memtraceVariableSpecs struct {
 	StackDepth        *ebpf.VariableSpec `ebpf:"stack_depth"`
 	UnusedAllocCounts *ebpf.VariableSpec `ebpf:"unused_alloc_counts"`
 	UnusedCodeEvent   *ebpf.VariableSpec `ebpf:"unused_code_event"`
+	UnusedCommLen     *ebpf.VariableSpec `ebpf:"unused_comm_len"`
 	UnusedEvent       *ebpf.VariableSpec `ebpf:"unused_event"`
 	UnusedEventCat    *ebpf.VariableSpec `ebpf:"unused_event_cat"`
 	UnusedEventFlag   *ebpf.VariableSpec `ebpf:"unused_event_flag"`
@@ -454,6 +462,7 @@ type memtraceVariables struct {
 	StackDepth        *ebpf.Variable `ebpf:"stack_depth"`
 	UnusedAllocCounts *ebpf.Variable `ebpf:"unused_alloc_counts"`
 	UnusedCodeEvent   *ebpf.Variable `ebpf:"unused_code_event"`
+	UnusedCommLen     *ebpf.Variable `ebpf:"unused_comm_len"`
 	UnusedEvent       *ebpf.Variable `ebpf:"unused_event"`
 	UnusedEventCat    *ebpf.Variable `ebpf:"unused_event_cat"`
 	UnusedEventFlag   *ebpf.Variable `ebpf:"unused_event_flag"`
