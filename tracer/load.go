@@ -46,7 +46,7 @@ type Options struct {
 	Log *slog.Logger
 	// SampleBytes > 0 samples allocations: on average one sample per
 	// SampleBytes bytes allocated, decided in BPF (see sample() in
-	// bpf/memtrace.bpf.c); 0 traces every call.
+	// bpf/sample.h); 0 traces every call.
 	SampleBytes uint64
 	// SampledBlocks bounds the sampled live blocks remembered in BPF (so
 	// that their frees are seen); 0 sizes it from the machine's memory.
