@@ -1,8 +1,11 @@
 package main
 
 import (
+	"io"
 	"strings"
 	"testing"
+
+	"github.com/memtrace/memtrace/session"
 )
 
 // TestParseBytes: the one byte-count form of every flag that takes bytes.
@@ -54,5 +57,40 @@ func TestByteSizeMax(t *testing.T) {
 	}
 	if err := (byteSize{&n, &set, 0}).Set("2G"); err != nil || n != 2<<30 || !set {
 		t.Errorf("2G without a ceiling: %d, %v, %v", n, set, err)
+	}
+}
+
+// TestByteFlags: every flag that takes bytes reads them with parseBytes.
+func TestByteFlags(t *testing.T) {
+	tests := []struct {
+		args []string
+		got  func(c *session.Config) uint64
+		want uint64
+	}{
+		{[]string{"--sample-bytes", "64k"}, func(c *session.Config) uint64 { return c.SampleBytes }, 64 << 10},
+		{[]string{"--ring-size", "8MiB"}, func(c *session.Config) uint64 { return uint64(c.RingBytes) }, 8 << 20},
+		{[]string{"--peak-tolerance", "2 KiB"}, func(c *session.Config) uint64 { return c.PeakTol.Bytes }, 2 << 10},
+		{[]string{"--fail-on-leak=1g"}, func(c *session.Config) uint64 { return c.FailBytes }, 1 << 30},
+	}
+	for _, tt := range tests {
+		c, err := parseFlags(append(tt.args, "--", "true"), io.Discard)
+		if err != nil {
+			t.Errorf("%v: %v", tt.args, err)
+			continue
+		}
+		if got := tt.got(c); got != tt.want {
+			t.Errorf("%v: %d, want %d", tt.args, got, tt.want)
+		}
+	}
+	var code int
+	diff := diffCommand(&code, io.Discard, io.Discard)
+	if err := diff.Flags().Parse([]string{"--fail-on-growth", "3M"}); err != nil {
+		t.Fatal(err)
+	}
+	if v := diff.Flags().Lookup("fail-on-growth").Value.String(); v != "3145728" {
+		t.Errorf("memtrace diff --fail-on-growth 3M: %s, want 3145728", v)
+	}
+	if _, err := parseFlags([]string{"--ring-size", "4G", "--", "true"}, io.Discard); err == nil || !strings.Contains(err.Error(), "at most 2147483648 bytes") {
+		t.Errorf("--ring-size 4G: %v, want a usage error", err)
 	}
 }
