@@ -13,6 +13,7 @@
 #include <bpf/bpf_core_read.h>
 
 #include "memtrace.h"
+#include "sample.h"
 
 /* The helpers used (probe_read_user, task storage) require a GPL-compatible license. */
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
@@ -112,6 +113,7 @@ const enum unwind_kind *unused_unwind_kind __attribute__((unused));
 const enum row_flag *unused_row_flag __attribute__((unused));
 const enum uc_offset *unused_uc_offset __attribute__((unused));
 const enum file_flag *unused_file_flag __attribute__((unused));
+const enum exp_bits *unused_exp_bits __attribute__((unused));
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -212,10 +214,6 @@ static __always_inline void count_lost(__u32 pid)
 			__sync_fetch_and_add(n, 1);
 	}
 }
-
-#include "sample.h"
-
-const enum exp_bits *unused_exp_bits __attribute__((unused)); /* in the BTF for bpf2go -type */
 
 /*
  * sampled_block decides an allocation at addr and, when sampled, remembers
