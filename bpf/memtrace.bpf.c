@@ -13,6 +13,7 @@
 #include <bpf/bpf_core_read.h>
 
 #include "memtrace.h"
+#include "sample.h"
 
 /* The helpers used (probe_read_user, task storage) require a GPL-compatible license. */
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
@@ -21,14 +22,6 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define MAP_FAILED ((__u64)-1)
 /* Records (with their 8-byte header) within which a crossing still wakes. */
 #define WAKEUP_WINDOW (32 * (sizeof(struct event) + 8))
-/* The exponential draw's table: 2^EXP_BITS buckets of the uniform. */
-#define EXP_BITS 12
-#define EXP_TABLE_SIZE (1 << EXP_BITS)
-#define EXP_FRAC_BITS (32 - EXP_BITS)
-/* Redraws past the bottom bucket; each is taken with probability 2^-12. */
-#define EXP_MAX_REDRAWS 4
-/* Sizes above this are clamped in the countdown (no allocation is that big). */
-#define SAMPLE_MAX_SIZE (1ULL << 62)
 
 /* The fields read for --comm and by the exit probe (CO-RE: offsets from the kernel's BTF). */
 struct signal_struct {
@@ -40,7 +33,7 @@ struct signal_struct {
 struct task_struct {
 	struct task_struct *group_leader;
 	struct signal_struct *signal;
-	char comm[16];
+	char comm[COMM_LEN];
 } __attribute__((preserve_access_index));
 
 /* The fields that name the file a code address is mapped from. */
@@ -64,8 +57,7 @@ struct vm_area_struct {
 	struct file *vm_file;
 } __attribute__((preserve_access_index));
 
-/* The deepest stack kept, and the frames walked looking for the charged call site. */
-#define MAX_STACK 127
+/* The frames walked looking for the charged call site (MAX_STACK: memtrace.h). */
 #define MAX_WRAPPER_FRAMES 8
 /*
  * A chain that can still end in a charged name is followed further:
@@ -76,10 +68,6 @@ struct vm_area_struct {
 #define MAX_CHAIN_FRAMES 32
 /* Binary search steps over a file's rows: tables of up to 2^24 rows. */
 #define SEARCH_STEPS 24
-/* Offsets in a signal frame's ucontext (uc_mcontext.gregs[REG_RBP], [REG_RSP], [REG_RIP]). */
-#define UC_RBP 120
-#define UC_RSP 160
-#define UC_RIP 168
 
 /* Set by the loader before load. */
 /* Wake the reader only when this many bytes wait: a wakeup per event costs more than the trap. */
@@ -89,16 +77,6 @@ const volatile __u64 wakeup_bytes = 1 << 20;
  * keeping at most stack_depth frames from the charged call site on.
  */
 const volatile __u32 stack_depth = 0;
-/*
- * Sampled mode (--sample-bytes): the mean number of bytes between samples;
- * 0 = exact (every call is an event).
- */
-const volatile __u64 sample_bytes = 0;
-/*
- * -ln(i/4096) in 16.16 fixed point, i = 0..4096 (entry 0 unused): the
- * inverse CDF of Exp(1) at 4096 points. Set by the loader (tracer/draw.go).
- */
-const volatile __u32 exp_table[EXP_TABLE_SIZE + 1] = {};
 /* Whole host: memtrace's own PID, whose calls are never traced. */
 const volatile __u32 self_pid = 0;
 /* --comm: only processes whose thread group leader has this comm. */
@@ -122,6 +100,20 @@ const struct sample_key *unused_sample_key __attribute__((unused));
 const struct unwind_row *unused_unwind_row __attribute__((unused));
 const struct file_key *unused_file_key __attribute__((unused));
 const struct unwind_file *unused_unwind_file __attribute__((unused));
+/* And the enums Go takes its constants from. */
+const enum stack_limit *unused_stack_limit __attribute__((unused));
+const enum event_kind *unused_event_kind __attribute__((unused));
+const enum func_id *unused_func_id __attribute__((unused));
+const enum comm_len *unused_comm_len __attribute__((unused));
+const enum jvm_cookie *unused_jvm_cookie __attribute__((unused));
+const enum event_flag *unused_event_flag __attribute__((unused));
+const enum event_cat *unused_event_cat __attribute__((unused));
+const enum frame_bit *unused_frame_bit __attribute__((unused));
+const enum unwind_kind *unused_unwind_kind __attribute__((unused));
+const enum row_flag *unused_row_flag __attribute__((unused));
+const enum uc_offset *unused_uc_offset __attribute__((unused));
+const enum file_flag *unused_file_flag __attribute__((unused));
+const enum exp_bits *unused_exp_bits __attribute__((unused));
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -202,14 +194,6 @@ struct {
 	__type(value, __u32);
 } cgroup_filter SEC(".maps");
 
-/* The draw test (tracer/draw_test.go): one draw, or one sampling decision, per slot. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1 << 16);
-	__type(key, __u32);
-	__type(value, __u64);
-} draws SEC(".maps");
-
 static __always_inline void count_lost(__u32 pid)
 {
 	__u32 zero = 0;
@@ -229,67 +213,6 @@ static __always_inline void count_lost(__u32 pid)
 		if (n)
 			__sync_fetch_and_add(n, 1);
 	}
-}
-
-/*
- * exp_draw returns a draw from Exp(1) in 16.16 fixed point, without
- * floating point: the top EXP_BITS bits of a random u32 pick a bucket i of
- * the uniform U, the other bits place U in it, and -ln U is interpolated
- * linearly between the table's -ln(i/4096) and -ln((i+1)/4096). U in the
- * bottom bucket (i = 0, where -ln has no bound) uses memorylessness: given
- * U < 1/4096, -ln U = ln 4096 + X' with X' ~ Exp(1) again, so it adds ln
- * 4096 and draws once more (bounded: 4 redraws in a row happen once in
- * 2^48 draws, and then the sum so far is kept).
- */
-static __always_inline __u64 exp_draw(void)
-{
-	__u64 base = 0, hi, lo;
-	__u32 r, i, f;
-
-	for (int k = 0; k < EXP_MAX_REDRAWS; k++) {
-		r = bpf_get_prandom_u32();
-		i = r >> EXP_FRAC_BITS;
-		f = r & ((1U << EXP_FRAC_BITS) - 1);
-		if (i == 0) {
-			base += exp_table[1]; /* ln 4096 */
-			continue;
-		}
-		hi = exp_table[i];
-		lo = exp_table[i + 1];
-		return base + hi - (((hi - lo) * f) >> EXP_FRAC_BITS);
-	}
-	return base;
-}
-
-/* draw_bytes returns a draw from Exp(mean sample_bytes), in bytes. */
-static __always_inline __s64 draw_bytes(void)
-{
-	return (__s64)((exp_draw() * sample_bytes) >> 16);
-}
-
-/*
- * sample decides whether an allocation of size bytes is sampled: the
- * thread's countdown of bytes to the next sample point drops by size, and
- * the allocation is sampled when a point falls inside it, which happens
- * with probability 1 - e^(-size/sample_bytes) independently of every other
- * allocation. Then the distance from its end to the next point is a fresh
- * draw (the exponential has no memory). Size 0 counts as 1 byte, so that
- * zero-size blocks are sampled (and weighed) too; user space weighs with
- * the same rule.
- */
-static __always_inline int sample(struct inflight *s, __u64 size)
-{
-	__s64 n = size == 0 ? 1 : size > SAMPLE_MAX_SIZE ? SAMPLE_MAX_SIZE : size;
-
-	if (!s->drawn) {
-		s->countdown = draw_bytes();
-		s->drawn = 1;
-	}
-	s->countdown -= n;
-	if (s->countdown > 0)
-		return 0;
-	s->countdown = draw_bytes();
-	return 1;
 }
 
 /*
@@ -375,10 +298,20 @@ static __always_inline __u64 wake_flags(void)
 	return BPF_RB_NO_WAKEUP;
 }
 
+/*
+ * What emit writes, besides pid and tid: the fields of struct event a probe
+ * knows. Callers pass a compound literal, so unnamed fields are 0; inlined,
+ * it compiles to the same stores as positional arguments.
+ */
+struct emit_args {
+	__u64 addr, size, old_addr, old_size;
+	__u64 call_site, leaf;
+	__u8 kind, func, flags;
+	__u8 wake; /* wake the reader at once */
+};
+
 /* emit writes a record without a stack: frees, unmappings, and allocations when no stack is kept. */
-static __always_inline void emit(__u8 kind, __u8 func, __u64 addr, __u64 size,
-				 __u64 old_addr, __u64 old_size, __u64 call_site, __u64 leaf,
-				 __u64 wake, __u8 flags)
+static __always_inline void emit(const struct emit_args *a)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct event *e;
@@ -390,20 +323,20 @@ static __always_inline void emit(__u8 kind, __u8 func, __u64 addr, __u64 size,
 	}
 	/* No timestamp: it cost ~24 ns per event; the reader stamps each batch. */
 	e->time = 0;
-	e->addr = addr;
-	e->size = size;
-	e->old_addr = old_addr;
-	e->old_size = old_size;
-	e->call_site = call_site;
-	e->leaf = leaf;
+	e->addr = a->addr;
+	e->size = a->size;
+	e->old_addr = a->old_addr;
+	e->old_size = a->old_size;
+	e->call_site = a->call_site;
+	e->leaf = a->leaf;
 	e->pid = id >> 32;
 	e->tid = (__u32)id;
-	e->kind = kind;
-	e->func = func;
-	e->flags = flags;
-	e->pad = 0;
+	e->kind = a->kind;
+	e->func = a->func;
+	e->flags = a->flags;
+	e->charged = 0;
 	e->stack_id = -1;
-	bpf_ringbuf_submit(e, wake ? BPF_RB_FORCE_WAKEUP : wake_flags());
+	bpf_ringbuf_submit(e, a->wake ? BPF_RB_FORCE_WAKEUP : wake_flags());
 }
 
 #include "unwind.h"
@@ -582,7 +515,7 @@ static __always_inline void realloc_sampled(struct pt_regs *ctx, struct inflight
 	if (seen)
 		report_site(ctx, s, KIND_REALLOC, ret, s->size, old, 0);
 	else if (old)
-		emit(KIND_FREE, s->func, old, 0, 0, 0, 0, 0, 0, 0);
+		emit(&(struct emit_args){.kind = KIND_FREE, .func = s->func, .addr = old});
 }
 
 /* emit_proc writes a whole-host process event with the process's comm. */
@@ -664,11 +597,11 @@ int entry(struct pt_regs *ctx)
 		 * free. Sampled: only the free of a sampled block is reported.
 		 */
 		if (a1 && !nested(ctx) && (!sample_bytes || take_sampled(a1)))
-			emit(KIND_FREE, FUNC_FREE, a1, 0, 0, 0, 0, 0, 0, 0);
+			emit(&(struct emit_args){.kind = KIND_FREE, .func = FUNC_FREE, .addr = a1});
 		break;
 	case FUNC_MUNMAP:
 		if (!nested(ctx))
-			emit(KIND_MUNMAP, FUNC_MUNMAP, a1, a2, 0, 0, 0, 0, 0, 0);
+			emit(&(struct emit_args){.kind = KIND_MUNMAP, .func = FUNC_MUNMAP, .addr = a1, .size = a2});
 		break;
 	}
 	return 0;
@@ -680,8 +613,8 @@ int entry(struct pt_regs *ctx)
  * unwinds through its frames with exceptions and signals: never a return
  * probe). It remembers the NMT category argument (MEMFLAGS) and
  * where the function's code lies; the allocator call that returns into
- * that code carries the category (jvm_category). The attach cookie's low
- * byte says which argument is the category, its high 32 bits how many
+ * that code carries the category (jvm_category). The attach cookie
+ * (enum jvm_cookie) says which argument is the category and how many
  * bytes of code follow the probe.
  */
 SEC("uprobe.multi")
@@ -694,7 +627,7 @@ int jvm_entry(struct pt_regs *ctx)
 	/* Both read first: the verifier refuses a ctx offset chosen at run time. */
 	barrier_var(a2);
 	barrier_var(a3);
-	cat = (c & 0xff) == 3 ? a3 : a2;
+	cat = (c & JVM_COOKIE_ARG_MASK) == 3 ? a3 : a2;
 	if (!wanted())
 		return 0;
 	s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0,
@@ -702,7 +635,7 @@ int jvm_entry(struct pt_regs *ctx)
 	if (!s)
 		return 0;
 	s->jvm_pc = PT_REGS_IP(ctx);
-	s->jvm_len = c >> 32;
+	s->jvm_len = c >> JVM_COOKIE_LEN_SHIFT;
 	s->jvm_cat = cat < EVENT_CAT_MAX - 1 ? cat + 1 : EVENT_CAT_MAX;
 	return 0;
 }
@@ -809,45 +742,3 @@ int on_exit(struct bpf_raw_tracepoint_args *ctx)
 	emit_proc(KIND_EXIT, 0, wake_flags());
 	return 0;
 }
-
-/* The draw test: one exp_draw() per slot of draws. */
-static long draw_one(__u64 i, void *ctx)
-{
-	__u32 k = i;
-	__u64 *v = bpf_map_lookup_elem(&draws, &k);
-
-	if (v)
-		*v = exp_draw();
-	return 0;
-}
-
-SEC("syscall")
-int draw_test(void *ctx)
-{
-	bpf_loop(1 << 16, draw_one, 0, 0);
-	return 0;
-}
-
-/*
- * The sampling test: each slot of draws holds an allocation size on input
- * and, on output, 1 if one thread's countdown sampled that allocation.
- */
-static long sample_one(__u64 i, void *ctx)
-{
-	__u32 k = i;
-	__u64 *v = bpf_map_lookup_elem(&draws, &k);
-
-	if (v)
-		*v = sample(ctx, *v);
-	return 0;
-}
-
-SEC("syscall")
-int sample_test(void *ctx)
-{
-	struct inflight s = {};
-
-	bpf_loop(1 << 16, sample_one, &s, 0);
-	return 0;
-}
-

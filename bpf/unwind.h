@@ -116,7 +116,8 @@ static __always_inline void ask_table(struct vma_found *v)
 	struct unwind_file pending = {.flags = FILE_PENDING};
 
 	if (bpf_map_update_elem(&unwind_files, &v->key, &pending, BPF_NOEXIST) == 0)
-		emit(KIND_UNWIND_MISS, 0, v->addr, v->key.dev, v->key.ino, 0, 0, 0, 1, 0);
+		emit(&(struct emit_args){.kind = KIND_UNWIND_MISS, .addr = v->addr, .size = v->key.dev,
+					 .old_addr = v->key.ino, .wake = 1});
 }
 
 /*
@@ -186,7 +187,10 @@ static __always_inline int apply_row(struct walk *w, struct unwind_row *r)
 		cfa = w->bp + off;
 		break;
 	case UNWIND_PLT:
-		/* cfa_off holds the threshold: 11 for GNU ld's lazy PLT, 9 for its IBT PLT. */
+		/*
+		 * cfa_off holds the threshold: 11 for GNU ld's lazy PLT, 9 for
+		 * its IBT PLT (-z ibtplt; unwind.KindPLT).
+		 */
 		cfa = w->sp + 8 + ((__s64)(w->pc & 15) >= off ? 8 : 0);
 		break;
 	case UNWIND_DEREF_RBP:
@@ -349,12 +353,6 @@ static long walk_frame(__u64 i, void *ctx)
 	return 0;
 }
 
-/*
- * emit_site reports an allocation with its charged call site and, when
- * stacks are kept, its stack: the probe's caller is the leaf; the walk
- * skips the wrapper chain above it and, with stack_depth, records
- * stack_depth frames from the charged one on.
- */
 /* What emit_site reports, besides the call site and stack it finds. */
 struct site_args {
 	__u64 addr, size, old_addr, old_size;
@@ -363,8 +361,12 @@ struct site_args {
 };
 
 /*
- * A global function: the verifier checks it once, not at each of its
- * callers (each would walk the whole unwinder again).
+ * emit_site reports an allocation with its charged call site and, when
+ * stacks are kept, its stack: the probe's caller is the leaf; the walk
+ * skips the wrapper chain above it and, with stack_depth, records
+ * stack_depth frames from the charged one on. A global function: the
+ * verifier checks it once, not at each of its callers (each would walk
+ * the whole unwinder again).
  */
 __noinline int emit_site(struct pt_regs *ctx, struct site_args *a)
 {
@@ -398,8 +400,10 @@ __noinline int emit_site(struct pt_regs *ctx, struct site_args *a)
 	}
 	bpf_loop(MAX_STACK + MAX_WRAPPER_FRAMES, walk_frame, 0, 0);
 	if (!stack_depth) {
-		emit(a->kind, a->func, a->addr, a->size, a->old_addr, a->old_size,
-		     w->charged_pc & ~FRAME_EXACT, PT_REGS_IP(ctx), 0, a->cat << EVENT_CAT_SHIFT);
+		emit(&(struct emit_args){.kind = a->kind, .func = a->func, .addr = a->addr, .size = a->size,
+					 .old_addr = a->old_addr, .old_size = a->old_size,
+					 .call_site = w->charged_pc & ~FRAME_EXACT, .leaf = PT_REGS_IP(ctx),
+					 .flags = a->cat << EVENT_CAT_SHIFT});
 		return 0;
 	}
 	rec->e.time = 0;
@@ -414,7 +418,7 @@ __noinline int emit_site(struct pt_regs *ctx, struct site_args *a)
 	rec->e.kind = a->kind;
 	rec->e.func = a->func;
 	rec->e.flags = (w->end == STEP_END ? EVENT_STACK_COMPLETE : 0) | a->cat << EVENT_CAT_SHIFT;
-	rec->e.pad = w->charged;
+	rec->e.charged = w->charged;
 	rec->e.stack_id = -1;
 	n = w->n;
 	if (n > MAX_STACK + MAX_WRAPPER_FRAMES)

@@ -54,7 +54,8 @@ func cookie(p Placement) uint64 {
 	if p.CategoryArg == 0 {
 		return uint64(p.Func)
 	}
-	return uint64(p.CategoryArg) | (p.Size-min(p.Size, uint64(p.Skip)))<<32
+	return uint64(p.CategoryArg)&uint64(memtraceJvmCookieJVM_COOKIE_ARG_MASK) |
+		(p.Size-min(p.Size, uint64(p.Skip)))<<memtraceJvmCookieJVM_COOKIE_LEN_SHIFT
 }
 
 // entryProg is the entry program of p's probe.

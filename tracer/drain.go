@@ -152,7 +152,7 @@ func spread(from, stamp, read, total uint64) uint64 {
 }
 
 // kindUnwindMiss: the walk met a file without a table (KIND_UNWIND_MISS).
-const kindUnwindMiss = 11
+const kindUnwindMiss = uint8(memtraceEventKindKIND_UNWIND_MISS)
 
 // isSiteKind reports whether records of kind carry a call site (and a stack).
 func isSiteKind(k event.Kind) bool {
@@ -164,14 +164,14 @@ func isSiteKind(k event.Kind) bool {
 }
 
 // decodeStack reads the frames after an allocation record: the leaf first,
-// then its callers; the record's pad byte is the charged frame's index.
+// then its callers; the record's charged byte is the charged frame's index.
 func (d *Drainer) decodeStack(raw *memtraceEvent, rest []byte) {
 	n := len(rest) / 8
 	d.frames = d.frames[:0]
 	for i := 0; i < n; i++ {
 		d.frames = append(d.frames, binary.NativeEndian.Uint64(rest[i*8:]))
 	}
-	charged := int(raw.Pad)
+	charged := int(raw.Charged)
 	if charged >= len(d.frames) {
 		// The walk found the charged frame but could not keep it (never expected).
 		return
@@ -181,10 +181,10 @@ func (d *Drainer) decodeStack(raw *memtraceEvent, rest []byte) {
 	d.ev.StackID = d.objs.stacks.intern(raw.Pid, d.ev.Stack, d.ev.StackComplete)
 }
 
-// eventStackComplete is EVENT_STACK_COMPLETE, eventCatShift EVENT_CAT_SHIFT.
+// The bits of struct event's flags (enum event_flag, enum event_cat).
 const (
-	eventStackComplete = 1
-	eventCatShift      = 1
+	eventStackComplete = uint8(memtraceEventFlagEVENT_STACK_COMPLETE)
+	eventCatShift      = uint8(memtraceEventCatEVENT_CAT_SHIFT)
 )
 
 func monotonicNS() uint64 {

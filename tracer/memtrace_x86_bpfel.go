@@ -25,6 +25,12 @@ type memtraceCodeEvent struct {
 	Path [256]int8
 }
 
+type memtraceCommLen uint32
+
+const (
+	memtraceCommLenCOMM_LEN memtraceCommLen = 16
+)
+
 type memtraceEvent struct {
 	_        structs.HostLayout
 	Time     uint64
@@ -39,9 +45,53 @@ type memtraceEvent struct {
 	Kind     uint8
 	Func     uint8
 	Flags    uint8
-	Pad      uint8
+	Charged  uint8
 	StackId  int32
 }
+
+type memtraceEventCat uint32
+
+const (
+	memtraceEventCatEVENT_CAT_SHIFT memtraceEventCat = 1
+	memtraceEventCatEVENT_CAT_MAX   memtraceEventCat = 127
+)
+
+type memtraceEventFlag uint32
+
+const (
+	memtraceEventFlagEVENT_STACK_COMPLETE memtraceEventFlag = 1
+)
+
+type memtraceEventKind uint32
+
+const (
+	memtraceEventKindKIND_ALLOC       memtraceEventKind = 1
+	memtraceEventKindKIND_FREE        memtraceEventKind = 2
+	memtraceEventKindKIND_REALLOC     memtraceEventKind = 3
+	memtraceEventKindKIND_MMAP        memtraceEventKind = 4
+	memtraceEventKindKIND_MUNMAP      memtraceEventKind = 5
+	memtraceEventKindKIND_MREMAP      memtraceEventKind = 6
+	memtraceEventKindKIND_CODE_MAP    memtraceEventKind = 7
+	memtraceEventKindKIND_EXEC        memtraceEventKind = 8
+	memtraceEventKindKIND_EXIT        memtraceEventKind = 9
+	memtraceEventKindKIND_MARK        memtraceEventKind = 10
+	memtraceEventKindKIND_UNWIND_MISS memtraceEventKind = 11
+)
+
+type memtraceExpBits uint32
+
+const (
+	memtraceExpBitsEXP_BITS memtraceExpBits = 12
+)
+
+type memtraceFileFlag uint32
+
+const (
+	memtraceFileFlagFILE_PENDING  memtraceFileFlag = 1
+	memtraceFileFlagFILE_NO_CFI   memtraceFileFlag = 2
+	memtraceFileFlagFILE_UNMARKED memtraceFileFlag = 4
+	memtraceFileFlagFILE_NO_NAMES memtraceFileFlag = 8
+)
 
 type memtraceFileKey struct {
 	_   structs.HostLayout
@@ -55,6 +105,33 @@ type memtraceFileKeyQuery struct {
 	Key   memtraceFileKey
 	Found uint64
 }
+
+type memtraceFrameBit uint32
+
+const (
+	memtraceFrameBitFRAME_EXACT_BIT memtraceFrameBit = 63
+)
+
+type memtraceFuncId uint32
+
+const (
+	memtraceFuncIdFUNC_MALLOC         memtraceFuncId = 1
+	memtraceFuncIdFUNC_CALLOC         memtraceFuncId = 2
+	memtraceFuncIdFUNC_REALLOC        memtraceFuncId = 3
+	memtraceFuncIdFUNC_REALLOCARRAY   memtraceFuncId = 4
+	memtraceFuncIdFUNC_POSIX_MEMALIGN memtraceFuncId = 5
+	memtraceFuncIdFUNC_ALIGNED_ALLOC  memtraceFuncId = 6
+	memtraceFuncIdFUNC_MEMALIGN       memtraceFuncId = 7
+	memtraceFuncIdFUNC_VALLOC         memtraceFuncId = 8
+	memtraceFuncIdFUNC_PVALLOC        memtraceFuncId = 9
+	memtraceFuncIdFUNC_FREE           memtraceFuncId = 10
+	memtraceFuncIdFUNC_MMAP           memtraceFuncId = 11
+	memtraceFuncIdFUNC_MUNMAP         memtraceFuncId = 12
+	memtraceFuncIdFUNC_MREMAP         memtraceFuncId = 13
+	memtraceFuncIdFUNC_WRAPPER        memtraceFuncId = 14
+	memtraceFuncIdFUNC_DLOPEN         memtraceFuncId = 15
+	memtraceFuncIdFUNC_MARK           memtraceFuncId = 16
+)
 
 type memtraceInflight struct {
 	_         structs.HostLayout
@@ -71,11 +148,27 @@ type memtraceInflight struct {
 	Countdown int64
 }
 
+type memtraceJvmCookie uint32
+
+const (
+	memtraceJvmCookieJVM_COOKIE_ARG_MASK  memtraceJvmCookie = 255
+	memtraceJvmCookieJVM_COOKIE_LEN_SHIFT memtraceJvmCookie = 32
+)
+
 type memtraceProcEvent struct {
 	_    structs.HostLayout
 	E    memtraceEvent
 	Comm [16]int8
 }
+
+type memtraceRowFlag uint32
+
+const (
+	memtraceRowFlagROW_KIND_MASK memtraceRowFlag = 7
+	memtraceRowFlagROW_RBP_SAVED memtraceRowFlag = 8
+	memtraceRowFlagROW_ANON      memtraceRowFlag = 64
+	memtraceRowFlagROW_WRAPPER   memtraceRowFlag = 128
+)
 
 type memtraceSampleKey struct {
 	_    structs.HostLayout
@@ -83,6 +176,12 @@ type memtraceSampleKey struct {
 	Pid  uint32
 	Pad  uint32
 }
+
+type memtraceStackLimit uint32
+
+const (
+	memtraceStackLimitMAX_STACK memtraceStackLimit = 127
+)
 
 type memtraceStackRecord struct {
 	_      structs.HostLayout
@@ -112,6 +211,14 @@ type memtraceStackRecord struct {
 	}
 }
 
+type memtraceUcOffset uint32
+
+const (
+	memtraceUcOffsetUC_RBP memtraceUcOffset = 120
+	memtraceUcOffsetUC_RSP memtraceUcOffset = 160
+	memtraceUcOffsetUC_RIP memtraceUcOffset = 168
+)
+
 type memtraceUnwindFile struct {
 	_     structs.HostLayout
 	First uint32
@@ -119,6 +226,18 @@ type memtraceUnwindFile struct {
 	Flags uint32
 	Pad   uint32
 }
+
+type memtraceUnwindKind uint32
+
+const (
+	memtraceUnwindKindUNWIND_UNDEFINED memtraceUnwindKind = 0
+	memtraceUnwindKindUNWIND_RSP       memtraceUnwindKind = 1
+	memtraceUnwindKindUNWIND_RBP       memtraceUnwindKind = 2
+	memtraceUnwindKindUNWIND_PLT       memtraceUnwindKind = 3
+	memtraceUnwindKindUNWIND_DEREF_RBP memtraceUnwindKind = 4
+	memtraceUnwindKindUNWIND_SIGNAL    memtraceUnwindKind = 5
+	memtraceUnwindKindUNWIND_END       memtraceUnwindKind = 6
+)
 
 type memtraceUnwindRow struct {
 	_       structs.HostLayout
@@ -133,7 +252,6 @@ type memtraceUnwindRow struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	memtraceMapCgroupFilter      = "cgroup_filter"
-	memtraceMapDraws             = "draws"
 	memtraceMapEvents            = "events"
 	memtraceMapInflight          = "inflight"
 	memtraceMapLostByPid         = "lost_by_pid"
@@ -143,14 +261,12 @@ const (
 	memtraceMapScratch           = "scratch"
 	memtraceMapUnwindFiles       = "unwind_files"
 	memtraceMapUnwindRows        = "unwind_rows"
-	memtraceProgDrawTest         = "draw_test"
 	memtraceProgEntry            = "entry"
 	memtraceProgFileKeyOf        = "file_key_of"
 	memtraceProgJvmEntry         = "jvm_entry"
 	memtraceProgOnExec           = "on_exec"
 	memtraceProgOnExit           = "on_exit"
 	memtraceProgRet              = "ret"
-	memtraceProgSampleTest       = "sample_test"
 	memtraceVarCommFilter        = "comm_filter"
 	memtraceVarExitHasGroupDead  = "exit_has_group_dead"
 	memtraceVarExpTable          = "exp_table"
@@ -161,11 +277,24 @@ const (
 	memtraceVarStackDepth        = "stack_depth"
 	memtraceVarUnusedAllocCounts = "unused_alloc_counts"
 	memtraceVarUnusedCodeEvent   = "unused_code_event"
+	memtraceVarUnusedCommLen     = "unused_comm_len"
 	memtraceVarUnusedEvent       = "unused_event"
+	memtraceVarUnusedEventCat    = "unused_event_cat"
+	memtraceVarUnusedEventFlag   = "unused_event_flag"
+	memtraceVarUnusedEventKind   = "unused_event_kind"
+	memtraceVarUnusedExpBits     = "unused_exp_bits"
+	memtraceVarUnusedFileFlag    = "unused_file_flag"
 	memtraceVarUnusedFileKey     = "unused_file_key"
+	memtraceVarUnusedFrameBit    = "unused_frame_bit"
+	memtraceVarUnusedFuncId      = "unused_func_id"
+	memtraceVarUnusedJvmCookie   = "unused_jvm_cookie"
 	memtraceVarUnusedProcEvent   = "unused_proc_event"
+	memtraceVarUnusedRowFlag     = "unused_row_flag"
 	memtraceVarUnusedSampleKey   = "unused_sample_key"
+	memtraceVarUnusedStackLimit  = "unused_stack_limit"
+	memtraceVarUnusedUcOffset    = "unused_uc_offset"
 	memtraceVarUnusedUnwindFile  = "unused_unwind_file"
+	memtraceVarUnusedUnwindKind  = "unused_unwind_kind"
 	memtraceVarUnusedUnwindRow   = "unused_unwind_row"
 	memtraceVarWakeupBytes       = "wakeup_bytes"
 )
@@ -212,14 +341,12 @@ type memtraceSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type memtraceProgramSpecs struct {
-	DrawTest   *ebpf.ProgramSpec `ebpf:"draw_test"`
-	Entry      *ebpf.ProgramSpec `ebpf:"entry"`
-	FileKeyOf  *ebpf.ProgramSpec `ebpf:"file_key_of"`
-	JvmEntry   *ebpf.ProgramSpec `ebpf:"jvm_entry"`
-	OnExec     *ebpf.ProgramSpec `ebpf:"on_exec"`
-	OnExit     *ebpf.ProgramSpec `ebpf:"on_exit"`
-	Ret        *ebpf.ProgramSpec `ebpf:"ret"`
-	SampleTest *ebpf.ProgramSpec `ebpf:"sample_test"`
+	Entry     *ebpf.ProgramSpec `ebpf:"entry"`
+	FileKeyOf *ebpf.ProgramSpec `ebpf:"file_key_of"`
+	JvmEntry  *ebpf.ProgramSpec `ebpf:"jvm_entry"`
+	OnExec    *ebpf.ProgramSpec `ebpf:"on_exec"`
+	OnExit    *ebpf.ProgramSpec `ebpf:"on_exit"`
+	Ret       *ebpf.ProgramSpec `ebpf:"ret"`
 }
 
 // memtraceMapSpecs contains maps before they are loaded into the kernel.
@@ -227,7 +354,6 @@ type memtraceProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type memtraceMapSpecs struct {
 	CgroupFilter *ebpf.MapSpec `ebpf:"cgroup_filter"`
-	Draws        *ebpf.MapSpec `ebpf:"draws"`
 	Events       *ebpf.MapSpec `ebpf:"events"`
 	Inflight     *ebpf.MapSpec `ebpf:"inflight"`
 	LostByPid    *ebpf.MapSpec `ebpf:"lost_by_pid"`
@@ -253,11 +379,24 @@ type memtraceVariableSpecs struct {
 	StackDepth        *ebpf.VariableSpec `ebpf:"stack_depth"`
 	UnusedAllocCounts *ebpf.VariableSpec `ebpf:"unused_alloc_counts"`
 	UnusedCodeEvent   *ebpf.VariableSpec `ebpf:"unused_code_event"`
+	UnusedCommLen     *ebpf.VariableSpec `ebpf:"unused_comm_len"`
 	UnusedEvent       *ebpf.VariableSpec `ebpf:"unused_event"`
+	UnusedEventCat    *ebpf.VariableSpec `ebpf:"unused_event_cat"`
+	UnusedEventFlag   *ebpf.VariableSpec `ebpf:"unused_event_flag"`
+	UnusedEventKind   *ebpf.VariableSpec `ebpf:"unused_event_kind"`
+	UnusedExpBits     *ebpf.VariableSpec `ebpf:"unused_exp_bits"`
+	UnusedFileFlag    *ebpf.VariableSpec `ebpf:"unused_file_flag"`
 	UnusedFileKey     *ebpf.VariableSpec `ebpf:"unused_file_key"`
+	UnusedFrameBit    *ebpf.VariableSpec `ebpf:"unused_frame_bit"`
+	UnusedFuncId      *ebpf.VariableSpec `ebpf:"unused_func_id"`
+	UnusedJvmCookie   *ebpf.VariableSpec `ebpf:"unused_jvm_cookie"`
 	UnusedProcEvent   *ebpf.VariableSpec `ebpf:"unused_proc_event"`
+	UnusedRowFlag     *ebpf.VariableSpec `ebpf:"unused_row_flag"`
 	UnusedSampleKey   *ebpf.VariableSpec `ebpf:"unused_sample_key"`
+	UnusedStackLimit  *ebpf.VariableSpec `ebpf:"unused_stack_limit"`
+	UnusedUcOffset    *ebpf.VariableSpec `ebpf:"unused_uc_offset"`
 	UnusedUnwindFile  *ebpf.VariableSpec `ebpf:"unused_unwind_file"`
+	UnusedUnwindKind  *ebpf.VariableSpec `ebpf:"unused_unwind_kind"`
 	UnusedUnwindRow   *ebpf.VariableSpec `ebpf:"unused_unwind_row"`
 	WakeupBytes       *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
@@ -283,7 +422,6 @@ func (o *memtraceObjects) Close() error {
 // It can be passed to loadMemtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type memtraceMaps struct {
 	CgroupFilter *ebpf.Map `ebpf:"cgroup_filter"`
-	Draws        *ebpf.Map `ebpf:"draws"`
 	Events       *ebpf.Map `ebpf:"events"`
 	Inflight     *ebpf.Map `ebpf:"inflight"`
 	LostByPid    *ebpf.Map `ebpf:"lost_by_pid"`
@@ -298,7 +436,6 @@ type memtraceMaps struct {
 func (m *memtraceMaps) Close() error {
 	return _MemtraceClose(
 		m.CgroupFilter,
-		m.Draws,
 		m.Events,
 		m.Inflight,
 		m.LostByPid,
@@ -325,11 +462,24 @@ type memtraceVariables struct {
 	StackDepth        *ebpf.Variable `ebpf:"stack_depth"`
 	UnusedAllocCounts *ebpf.Variable `ebpf:"unused_alloc_counts"`
 	UnusedCodeEvent   *ebpf.Variable `ebpf:"unused_code_event"`
+	UnusedCommLen     *ebpf.Variable `ebpf:"unused_comm_len"`
 	UnusedEvent       *ebpf.Variable `ebpf:"unused_event"`
+	UnusedEventCat    *ebpf.Variable `ebpf:"unused_event_cat"`
+	UnusedEventFlag   *ebpf.Variable `ebpf:"unused_event_flag"`
+	UnusedEventKind   *ebpf.Variable `ebpf:"unused_event_kind"`
+	UnusedExpBits     *ebpf.Variable `ebpf:"unused_exp_bits"`
+	UnusedFileFlag    *ebpf.Variable `ebpf:"unused_file_flag"`
 	UnusedFileKey     *ebpf.Variable `ebpf:"unused_file_key"`
+	UnusedFrameBit    *ebpf.Variable `ebpf:"unused_frame_bit"`
+	UnusedFuncId      *ebpf.Variable `ebpf:"unused_func_id"`
+	UnusedJvmCookie   *ebpf.Variable `ebpf:"unused_jvm_cookie"`
 	UnusedProcEvent   *ebpf.Variable `ebpf:"unused_proc_event"`
+	UnusedRowFlag     *ebpf.Variable `ebpf:"unused_row_flag"`
 	UnusedSampleKey   *ebpf.Variable `ebpf:"unused_sample_key"`
+	UnusedStackLimit  *ebpf.Variable `ebpf:"unused_stack_limit"`
+	UnusedUcOffset    *ebpf.Variable `ebpf:"unused_uc_offset"`
 	UnusedUnwindFile  *ebpf.Variable `ebpf:"unused_unwind_file"`
+	UnusedUnwindKind  *ebpf.Variable `ebpf:"unused_unwind_kind"`
 	UnusedUnwindRow   *ebpf.Variable `ebpf:"unused_unwind_row"`
 	WakeupBytes       *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
@@ -338,26 +488,22 @@ type memtraceVariables struct {
 //
 // It can be passed to loadMemtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type memtracePrograms struct {
-	DrawTest   *ebpf.Program `ebpf:"draw_test"`
-	Entry      *ebpf.Program `ebpf:"entry"`
-	FileKeyOf  *ebpf.Program `ebpf:"file_key_of"`
-	JvmEntry   *ebpf.Program `ebpf:"jvm_entry"`
-	OnExec     *ebpf.Program `ebpf:"on_exec"`
-	OnExit     *ebpf.Program `ebpf:"on_exit"`
-	Ret        *ebpf.Program `ebpf:"ret"`
-	SampleTest *ebpf.Program `ebpf:"sample_test"`
+	Entry     *ebpf.Program `ebpf:"entry"`
+	FileKeyOf *ebpf.Program `ebpf:"file_key_of"`
+	JvmEntry  *ebpf.Program `ebpf:"jvm_entry"`
+	OnExec    *ebpf.Program `ebpf:"on_exec"`
+	OnExit    *ebpf.Program `ebpf:"on_exit"`
+	Ret       *ebpf.Program `ebpf:"ret"`
 }
 
 func (p *memtracePrograms) Close() error {
 	return _MemtraceClose(
-		p.DrawTest,
 		p.Entry,
 		p.FileKeyOf,
 		p.JvmEntry,
 		p.OnExec,
 		p.OnExit,
 		p.Ret,
-		p.SampleTest,
 	)
 }
 
