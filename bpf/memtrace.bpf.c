@@ -18,6 +18,7 @@
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #define MAP_ANONYMOUS 0x20
+#define PROT_EXEC 0x4
 #define MAP_FAILED ((__u64)-1)
 /* Records (with their 8-byte header) within which a crossing still wakes. */
 #define WAKEUP_WINDOW (32 * (sizeof(struct event) + 8))
@@ -37,7 +38,10 @@ struct signal_struct {
 	} live;
 } __attribute__((preserve_access_index));
 
+struct mm_struct;
+
 struct task_struct {
+	struct mm_struct *mm;
 	struct task_struct *group_leader;
 	struct signal_struct *signal;
 	char comm[16];
@@ -399,6 +403,7 @@ static __always_inline void emit(__u8 kind, __u8 func, __u64 addr, __u64 size,
 	bpf_ringbuf_submit(e, wake ? BPF_RB_FORCE_WAKEUP : wake_flags());
 }
 
+#include "frames.h"
 #include "unwind.h"
 
 /* report_site reports an allocation with its charged call site (emit_site). */
@@ -632,6 +637,8 @@ int entry(struct pt_regs *ctx)
 		/* File mappings are not memory the program allocated. */
 		if (PT_REGS_PARM4(ctx) & MAP_ANONYMOUS)
 			enter(ctx, fn, a2, 0, 0);
+		else if (a3 & PROT_EXEC)
+			frames_invalidate(); /* code may come where cached code was */
 		break;
 	case FUNC_MREMAP:
 		enter(ctx, fn, a3, a1, a2);
@@ -645,6 +652,7 @@ int entry(struct pt_regs *ctx)
 			emit(KIND_FREE, FUNC_FREE, a1, 0, 0, 0, 0, 0, 0);
 		break;
 	case FUNC_MUNMAP:
+		frames_unmap(a1);
 		if (!nested(ctx))
 			emit(KIND_MUNMAP, FUNC_MUNMAP, a1, a2, 0, 0, 0, 0, 0);
 		break;
@@ -659,6 +667,8 @@ int ret(struct pt_regs *ctx)
 	struct inflight *s;
 
 	if (bpf_get_attach_cookie(ctx) == FUNC_DLOPEN) {
+		if (ret)
+			frames_invalidate(); /* a library may be where a dlclosed one was */
 		if (ret && wanted())
 			emit_code_map(ret);
 		return 0;

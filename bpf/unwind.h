@@ -43,6 +43,8 @@ struct walk {
 	__u8 exact;       /* pc is exact (interrupted by a signal), not a return address */
 	__u8 end;         /* STEP_END or STEP_STOP once the walk is over */
 	__u8 cached;      /* map_* and file describe the last file mapping met */
+	__u32 pid;
+	__u64 gen;        /* the process's frame cache generation (frames.h); 0: none */
 	/*
 	 * The last mapping met and its file's rows: consecutive frames are
 	 * mostly in one file, and bpf_find_vma is the walk's dearest step.
@@ -227,8 +229,11 @@ static long walk_frame(__u64 i, void *ctx)
 	struct walk *w;
 	struct vma_found v = {};
 	struct unwind_file *f;
-	struct unwind_row *r = 0;
-	__u32 zero = 0;
+	struct unwind_row *found, row = {}, *r = 0;
+	struct frame_key fk = {};
+	struct frame_info *fi, nfi = {};
+	struct file_key key;
+	__u32 zero = 0, fflags;
 	__u8 flags = 0, charge_next = 0;
 	int step;
 
@@ -242,6 +247,18 @@ static long walk_frame(__u64 i, void *ctx)
 	w = &rec->w;
 	v.addr = w->pc - (w->exact ? 0 : 1);
 
+	fk.pc = v.addr;
+	fk.pid = w->pid;
+	fi = w->gen ? bpf_map_lookup_elem(&frame_cache, &fk) : 0;
+	if (fi && fi->gen == w->gen) {
+		/* Seen before: no mapping, table or row to look up. */
+		key = fi->key;
+		fflags = fi->file_flags;
+		row = fi->row;
+		if (fi->has_row)
+			r = &row;
+		goto known;
+	}
 	if (w->cached && v.addr >= w->map_start && v.addr < w->map_end) {
 		v.off = v.addr + w->map_delta;
 	} else {
@@ -268,10 +285,25 @@ static long walk_frame(__u64 i, void *ctx)
 	}
 	f = &w->file;
 	if (!(f->flags & (FILE_NO_CFI | FILE_UNMARKED)) || w->limit) {
-		r = find_row(f, v.off);
-		if (r)
-			flags = r->kind & (ROW_WRAPPER | ROW_ANON);
+		found = find_row(f, v.off);
+		if (found) {
+			row = *found;
+			r = &row;
+		}
 	}
+	key = w->map_key;
+	fflags = f->flags;
+	if (w->gen) {
+		nfi.gen = w->gen;
+		nfi.key = key;
+		nfi.row = row;
+		nfi.file_flags = fflags;
+		nfi.has_row = r != 0;
+		bpf_map_update_elem(&frame_cache, &fk, &nfi, BPF_ANY);
+	}
+known:
+	if (r)
+		flags = r->kind & (ROW_WRAPPER | ROW_ANON);
 	if (w->chain) {
 		if (!flags) {
 			/*
@@ -282,8 +314,8 @@ static long walk_frame(__u64 i, void *ctx)
 			 */
 			w->chain = 0;
 			if (i > 0 && (w->anon == ANON_NONE ||
-				      (w->anon == ANON_ONE_FILE && w->anon_key.dev == w->map_key.dev &&
-				       w->anon_key.ino == w->map_key.ino))) {
+				      (w->anon == ANON_ONE_FILE && w->anon_key.dev == key.dev &&
+				       w->anon_key.ino == key.ino))) {
 				w->charged = i;
 				w->charged_pc = w->pc;
 				if (stack_depth)
@@ -294,8 +326,8 @@ static long walk_frame(__u64 i, void *ctx)
 			w->anon = ANON_NONE;
 		} else if (w->anon == ANON_NONE) {
 			w->anon = ANON_ONE_FILE;
-			w->anon_key = w->map_key;
-		} else if (w->anon_key.dev != w->map_key.dev || w->anon_key.ino != w->map_key.ino) {
+			w->anon_key = key;
+		} else if (w->anon_key.dev != key.dev || w->anon_key.ino != key.ino) {
 			w->anon = ANON_FILES;
 		}
 	}
@@ -313,7 +345,7 @@ static long walk_frame(__u64 i, void *ctx)
 		if (i < MAX_STACK + MAX_WRAPPER_FRAMES)
 			rec->frames[i] |= FRAME_EXACT;
 	}
-	if (f->flags & FILE_NO_CFI)
+	if (fflags & FILE_NO_CFI)
 		step = frame_pointer_step(w);
 	else if (r)
 		step = apply_row(w, r);
@@ -380,6 +412,8 @@ __noinline int emit_site(struct pt_regs *ctx, struct site_args *a)
 	w->anon = ANON_NONE;
 	w->n = 0;
 	w->limit = 0;
+	w->pid = id >> 32;
+	w->gen = frames_gen();
 	if (stack_depth) {
 		rec->frames[0] = w->pc;
 		w->n = 1;

@@ -56,6 +56,23 @@ type memtraceFileKeyQuery struct {
 	Found uint64
 }
 
+type memtraceFrameInfo struct {
+	_         structs.HostLayout
+	Gen       uint64
+	Key       memtraceFileKey
+	Row       memtraceUnwindRow
+	FileFlags uint32
+	HasRow    uint8
+	Pad       [3]uint8
+}
+
+type memtraceFrameKey struct {
+	_   structs.HostLayout
+	Pc  uint64
+	Pid uint32
+	Pad uint32
+}
+
 type memtraceInflight struct {
 	_         structs.HostLayout
 	Sp        uint64
@@ -72,6 +89,12 @@ type memtraceProcEvent struct {
 	_    structs.HostLayout
 	E    memtraceEvent
 	Comm [16]int8
+}
+
+type memtraceProcGen struct {
+	_   structs.HostLayout
+	Mm  uint64
+	Gen uint64
 }
 
 type memtraceSampleKey struct {
@@ -98,6 +121,9 @@ type memtraceStackRecord struct {
 		Exact     uint8
 		End       uint8
 		Cached    uint8
+		Pid       uint32
+		_         [4]byte
+		Gen       uint64
 		MapStart  uint64
 		MapEnd    uint64
 		MapDelta  uint64
@@ -132,10 +158,13 @@ const (
 	memtraceMapCgroupFilter      = "cgroup_filter"
 	memtraceMapDraws             = "draws"
 	memtraceMapEvents            = "events"
+	memtraceMapFrameCache        = "frame_cache"
+	memtraceMapGenCounter        = "gen_counter"
 	memtraceMapInflight          = "inflight"
 	memtraceMapLostByPid         = "lost_by_pid"
 	memtraceMapLostTotal         = "lost_total"
 	memtraceMapProcCounts        = "proc_counts"
+	memtraceMapProcGens          = "proc_gens"
 	memtraceMapSampled           = "sampled"
 	memtraceMapScratch           = "scratch"
 	memtraceMapUnwindFiles       = "unwind_files"
@@ -224,10 +253,13 @@ type memtraceMapSpecs struct {
 	CgroupFilter *ebpf.MapSpec `ebpf:"cgroup_filter"`
 	Draws        *ebpf.MapSpec `ebpf:"draws"`
 	Events       *ebpf.MapSpec `ebpf:"events"`
+	FrameCache   *ebpf.MapSpec `ebpf:"frame_cache"`
+	GenCounter   *ebpf.MapSpec `ebpf:"gen_counter"`
 	Inflight     *ebpf.MapSpec `ebpf:"inflight"`
 	LostByPid    *ebpf.MapSpec `ebpf:"lost_by_pid"`
 	LostTotal    *ebpf.MapSpec `ebpf:"lost_total"`
 	ProcCounts   *ebpf.MapSpec `ebpf:"proc_counts"`
+	ProcGens     *ebpf.MapSpec `ebpf:"proc_gens"`
 	Sampled      *ebpf.MapSpec `ebpf:"sampled"`
 	Scratch      *ebpf.MapSpec `ebpf:"scratch"`
 	UnwindFiles  *ebpf.MapSpec `ebpf:"unwind_files"`
@@ -280,10 +312,13 @@ type memtraceMaps struct {
 	CgroupFilter *ebpf.Map `ebpf:"cgroup_filter"`
 	Draws        *ebpf.Map `ebpf:"draws"`
 	Events       *ebpf.Map `ebpf:"events"`
+	FrameCache   *ebpf.Map `ebpf:"frame_cache"`
+	GenCounter   *ebpf.Map `ebpf:"gen_counter"`
 	Inflight     *ebpf.Map `ebpf:"inflight"`
 	LostByPid    *ebpf.Map `ebpf:"lost_by_pid"`
 	LostTotal    *ebpf.Map `ebpf:"lost_total"`
 	ProcCounts   *ebpf.Map `ebpf:"proc_counts"`
+	ProcGens     *ebpf.Map `ebpf:"proc_gens"`
 	Sampled      *ebpf.Map `ebpf:"sampled"`
 	Scratch      *ebpf.Map `ebpf:"scratch"`
 	UnwindFiles  *ebpf.Map `ebpf:"unwind_files"`
@@ -295,10 +330,13 @@ func (m *memtraceMaps) Close() error {
 		m.CgroupFilter,
 		m.Draws,
 		m.Events,
+		m.FrameCache,
+		m.GenCounter,
 		m.Inflight,
 		m.LostByPid,
 		m.LostTotal,
 		m.ProcCounts,
+		m.ProcGens,
 		m.Sampled,
 		m.Scratch,
 		m.UnwindFiles,
