@@ -120,13 +120,20 @@ struct inflight {
 	__u64 old_size;  /* mremap */
 	__u8 func;
 	__u8 drawn;      /* sampled mode: countdown holds a draw */
-	__u8 pad[6];
+	/*
+	 * noret: a session entry skipped this call's return (sampled mode,
+	 * not sampled); the call is in progress while ret_addr is still at sp.
+	 */
+	__u8 noret;
+	__u8 presampled; /* a session entry sampled and counted this call */
+	__u8 pad[4];
 	/*
 	 * Sampled mode: bytes this thread may still allocate before its next
 	 * sample, a draw from an exponential distribution (a Poisson process
 	 * over the thread's allocated bytes).
 	 */
 	__s64 countdown;
+	__u64 ret_addr;  /* with noret: the return address at sp on entry */
 };
 
 /* A library dlopen loaded: addr is its load bias, path its name. */

@@ -139,9 +139,12 @@ func (t *Objects) Attach(a *Attachment, probes []Placement) error {
 		if err != nil {
 			return errors.Join(fmt.Errorf("open %s: %w", path, err), made.Detach())
 		}
-		if t.kernel.Attach == AttachPerProbe {
+		switch t.kernel.Attach {
+		case AttachPerProbe:
 			err = t.attachPerProbe(&made, ex, a.PID, byPath[path])
-		} else {
+		case AttachSession:
+			err = t.attachSession(&made, ex, path, a.PID, byPath[path])
+		default:
 			err = t.attachMulti(&made, ex, a.PID, byPath[path])
 		}
 		if err != nil {

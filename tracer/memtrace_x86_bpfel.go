@@ -74,15 +74,18 @@ type memtraceFrameKey struct {
 }
 
 type memtraceInflight struct {
-	_         structs.HostLayout
-	Sp        uint64
-	Size      uint64
-	OldAddr   uint64
-	OldSize   uint64
-	Func      uint8
-	Drawn     uint8
-	Pad       [6]uint8
-	Countdown int64
+	_          structs.HostLayout
+	Sp         uint64
+	Size       uint64
+	OldAddr    uint64
+	OldSize    uint64
+	Func       uint8
+	Drawn      uint8
+	Noret      uint8
+	Presampled uint8
+	Pad        [4]uint8
+	Countdown  int64
+	RetAddr    uint64
 }
 
 type memtraceProcEvent struct {
@@ -176,6 +179,7 @@ const (
 	memtraceProgOnExit           = "on_exit"
 	memtraceProgRet              = "ret"
 	memtraceProgSampleTest       = "sample_test"
+	memtraceProgSession          = "session"
 	memtraceVarCommFilter        = "comm_filter"
 	memtraceVarExitHasGroupDead  = "exit_has_group_dead"
 	memtraceVarExpTable          = "exp_table"
@@ -244,6 +248,7 @@ type memtraceProgramSpecs struct {
 	OnExit     *ebpf.ProgramSpec `ebpf:"on_exit"`
 	Ret        *ebpf.ProgramSpec `ebpf:"ret"`
 	SampleTest *ebpf.ProgramSpec `ebpf:"sample_test"`
+	Session    *ebpf.ProgramSpec `ebpf:"session"`
 }
 
 // memtraceMapSpecs contains maps before they are loaded into the kernel.
@@ -378,6 +383,7 @@ type memtracePrograms struct {
 	OnExit     *ebpf.Program `ebpf:"on_exit"`
 	Ret        *ebpf.Program `ebpf:"ret"`
 	SampleTest *ebpf.Program `ebpf:"sample_test"`
+	Session    *ebpf.Program `ebpf:"session"`
 }
 
 func (p *memtracePrograms) Close() error {
@@ -389,6 +395,7 @@ func (p *memtracePrograms) Close() error {
 		p.OnExit,
 		p.Ret,
 		p.SampleTest,
+		p.Session,
 	)
 }
 

@@ -24,7 +24,7 @@ func (t *Objects) ProgramStats() ([]ProgramStats, error) {
 	for _, p := range []struct {
 		name string
 		prog *ebpf.Program
-	}{{"entry", t.objs.Entry}, {"ret", t.objs.Ret}, {"on_exec", t.objs.OnExec}, {"on_exit", t.objs.OnExit}} {
+	}{{"entry", t.objs.Entry}, {"ret", t.objs.Ret}, {"session", t.session}, {"on_exec", t.objs.OnExec}, {"on_exit", t.objs.OnExit}} {
 		if p.prog == nil {
 			continue
 		}
