@@ -80,6 +80,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Results, error) 
 		"consumer": r.consumer,
 		"livemem":  r.liveMemory,
 		"sqlite":   r.sqlite,
+		"blocks":   r.blocks,
 		"redis":    r.redis,
 	}
 	for _, name := range Sections {
