@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -109,4 +110,67 @@ func waitReapers(t *testing.T) {
 		}
 	}
 	t.Fatal("a reaper of per-probe links still runs after a minute")
+}
+
+// TestSampledAttachPaths: sampled mode takes the uprobe session path where
+// the kernel has it (Linux 6.13+: a call not sampled takes one trap), says
+// so in -v and in the report record's attach field, and gives the figures
+// the entry and return links give elsewhere: exact allocation counts, and
+// estimates within 4 standard errors (checkSampled), on either path.
+func TestSampledAttachPaths(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "sampling.c", "-lm")
+	for _, tc := range []struct{ lacks, want string }{
+		{"", "session"},
+		{"uprobe_session", "multi"},
+	} {
+		t.Run("lacks="+tc.lacks, func(t *testing.T) {
+			t.Setenv(lacksEnv, tc.lacks)
+			r := runMemtrace(t, "-v", "--json", "--top", "0", "--sample-bytes", "65536", "--", bin)
+			if r.code != 0 {
+				t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+			}
+			kernel := regexp.MustCompile(`msg=kernel release=(\S+) attach=(\S+) lacks="([^"]*)"`).FindStringSubmatch(r.stderr)
+			if kernel == nil {
+				t.Fatalf("no kernel line in -v:\n%s", r.stderr)
+			}
+			want := tc.want
+			switch {
+			case strings.Contains(kernel[3], "uprobe_multi links"):
+				want = "per-probe"
+			case strings.Contains(kernel[3], "uprobe sessions") && tc.lacks == "":
+				// An older kernel (6.6 to 6.12): sessions are what it lacks.
+				if kernelAtLeast(6, 13) {
+					t.Errorf("Linux %s lacks uprobe sessions according to memtrace", kernel[1])
+				}
+				want = "multi"
+			}
+			if kernel[2] != want {
+				t.Errorf("-v: attach=%s, want %s", kernel[2], want)
+			}
+			report := strings.SplitN(r.stdout, "\n", 2)[0]
+			if w := fmt.Sprintf(`"kernel":"%s","attach":"%s"}`, kernel[1], want); !strings.HasSuffix(report, w) {
+				t.Errorf("report record %s, want it to end %s", report, w)
+			}
+			checkSampled(t, r)
+		})
+	}
+}
+
+// kernelAtLeast reports whether the running kernel is at least major.minor.
+func kernelAtLeast(major, minor int) bool {
+	var u syscall.Utsname
+	if syscall.Uname(&u) != nil {
+		return false
+	}
+	var b []byte
+	for _, c := range u.Release {
+		if c == 0 {
+			break
+		}
+		b = append(b, byte(c))
+	}
+	var ma, mi int
+	fmt.Sscanf(string(b), "%d.%d", &ma, &mi)
+	return ma > major || ma == major && mi >= minor
 }
