@@ -38,7 +38,18 @@ struct signal_struct {
 	} live;
 } __attribute__((preserve_access_index));
 
-struct mm_struct;
+/* The page of a process's uprobe trampolines (in_outer). */
+struct xol_area {
+	unsigned long vaddr;
+} __attribute__((preserve_access_index));
+
+struct uprobes_state {
+	struct xol_area *xol_area;
+} __attribute__((preserve_access_index));
+
+struct mm_struct {
+	struct uprobes_state uprobes_state;
+} __attribute__((preserve_access_index));
 
 struct task_struct {
 	struct mm_struct *mm;
@@ -441,15 +452,25 @@ static __always_inline void report_site(struct pt_regs *ctx, __u8 kind, __u8 fun
  */
 static __always_inline int in_outer(struct inflight *s, __u64 sp)
 {
-	__u64 ra;
+	struct task_struct *t;
+	__u64 ra, xol;
 
 	if (!s->sp)
 		return 0;
 	if (!s->noret)
 		return s->sp >= sp;
-	if (sp >= s->sp)
+	if (sp >= s->sp || bpf_probe_read_user(&ra, sizeof(ra), (void *)s->sp))
 		return 0;
-	return bpf_probe_read_user(&ra, sizeof(ra), (void *)s->sp) == 0 && ra == s->ret_addr;
+	if (ra == s->ret_addr)
+		return 1;
+	/*
+	 * Another tracer's return probe on the same function (or another
+	 * memtrace's) replaced the return address with its trampoline, in
+	 * the process's uprobe page, after this entry read it.
+	 */
+	t = bpf_get_current_task_btf();
+	xol = BPF_CORE_READ(t, mm, uprobes_state.xol_area, vaddr);
+	return xol && ra >= xol && ra < xol + 4096;
 }
 
 /*

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -173,4 +174,48 @@ func kernelAtLeast(major, minor int) bool {
 	var ma, mi int
 	fmt.Sscanf(string(b), "%d.%d", &ma, &mi)
 	return ma > major || ma == major && mi >= minor
+}
+
+// TestSessionUnderAnotherTracer: on the session path an allocation that
+// is not sampled skips its return, and the calls nested in it (glibc's
+// malloc calling mmap) are recognized by its return address still on the
+// stack. Another tracer's return probe on malloc replaces that address
+// with its trampoline: the nested mmaps must still not count as the
+// program's mappings. The other tracer here is an exact memtrace -p.
+func TestSessionUnderAnotherTracer(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "bigblocks.c")
+	target, stdin, lines := startReady(t, bin)
+	defer target.Process.Kill()
+	pid := strconv.Itoa(target.Process.Pid)
+	start := func(args ...string) (*exec.Cmd, *strings.Builder, *bytes.Buffer) {
+		mt := exec.Command(memtrace(t), append([]string{"-v", "--json", "-p", pid}, args...)...)
+		var stdout strings.Builder
+		var log bytes.Buffer
+		mt.Stdout = &stdout
+		stderr, _ := mt.StderrPipe()
+		if err := mt.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitAttached(t, stderr, &log)
+		return mt, &stdout, &log
+	}
+	other, _, _ := start()
+	defer other.Process.Kill()
+	sampled, out, log := start("--sample-bytes", "64K")
+	defer sampled.Process.Kill()
+	fmt.Fprintln(stdin, "go")
+	expectLine(t, lines, "done")
+	fmt.Fprintln(stdin, "exit")
+	if err := target.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sampled.Wait(); err != nil {
+		t.Fatalf("sampled memtrace: %v\n%s", err, log)
+	}
+	other.Wait()
+	p := parseNDJSON(t, out.String()).finalProcess(t)
+	if p.Allocs != 1000 || p.Mmap.Maps != 0 {
+		t.Errorf("allocs %d, mmaps %d: want 1000 and 0 (the mmaps are malloc's and calloc's own)\n%s", p.Allocs, p.Mmap.Maps, log)
+	}
 }
