@@ -441,6 +441,20 @@ static __always_inline void report_site(struct pt_regs *ctx, __u8 kind, __u8 fun
 	emit_site(ctx, &a);
 }
 
+/* What bpf_find_vma found of a returnless call's code (in_outer). */
+struct code_range {
+	__u64 start, end;
+};
+
+static long vma_range(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
+{
+	struct code_range *c = ctx;
+
+	c->start = BPF_CORE_READ(vma, vm_start);
+	c->end = BPF_CORE_READ(vma, vm_end);
+	return 0;
+}
+
 /*
  * in_outer reports whether a call entered at sp is inside the thread's
  * recorded outer call. A call whose return probe runs is in flight until
@@ -448,12 +462,16 @@ static __always_inline void report_site(struct pt_regs *ctx, __u8 kind, __u8 fun
  * (nested, or tail-called). A call whose return a session skipped
  * (noret) leaves its state behind: a later call at or above its sp is
  * past it, and one below is inside it only while its return address is
- * still where it was (a frame of a later call would have overwritten it).
+ * still where it was (a later call from its caller overwrites it), and
+ * when it is called from the outer call's own code mapping (the allocator
+ * calling mmap; not the program, whose later frames may have left the
+ * slot untouched).
  */
 static __always_inline int in_outer(struct inflight *s, __u64 sp)
 {
+	struct code_range c = {};
 	struct task_struct *t;
-	__u64 ra, xol;
+	__u64 ra, xol, caller;
 
 	if (!s->sp)
 		return 0;
@@ -461,16 +479,21 @@ static __always_inline int in_outer(struct inflight *s, __u64 sp)
 		return s->sp >= sp;
 	if (sp >= s->sp || bpf_probe_read_user(&ra, sizeof(ra), (void *)s->sp))
 		return 0;
-	if (ra == s->ret_addr)
-		return 1;
-	/*
-	 * Another tracer's return probe on the same function (or another
-	 * memtrace's) replaced the return address with its trampoline, in
-	 * the process's uprobe page, after this entry read it.
-	 */
 	t = bpf_get_current_task_btf();
-	xol = BPF_CORE_READ(t, mm, uprobes_state.xol_area, vaddr);
-	return xol && ra >= xol && ra < xol + 4096;
+	if (ra != s->ret_addr) {
+		/*
+		 * Another tracer's return probe on the same function (or another
+		 * memtrace's) replaced the return address with its trampoline,
+		 * in the process's uprobe page, after this entry read it.
+		 */
+		xol = BPF_CORE_READ(t, mm, uprobes_state.xol_area, vaddr);
+		if (!xol || ra < xol || ra >= xol + 4096)
+			return 0;
+	}
+	if (bpf_probe_read_user(&caller, sizeof(caller), (void *)sp) ||
+	    bpf_find_vma(t, s->ip, vma_range, &c, 0))
+		return 0;
+	return caller >= c.start && caller < c.end;
 }
 
 /*
@@ -857,6 +880,7 @@ static __always_inline int session_enter(struct pt_regs *ctx, __u64 fn, __u64 si
 	}
 	s->noret = 1;
 	s->presampled = 0;
+	s->ip = PT_REGS_IP(ctx);
 	if (bpf_probe_read_user(&s->ret_addr, sizeof(s->ret_addr), (void *)sp))
 		s->sp = 0;
 	return 1;

@@ -134,6 +134,7 @@ struct inflight {
 	 */
 	__s64 countdown;
 	__u64 ret_addr;  /* with noret: the return address at sp on entry */
+	__u64 ip;        /* with noret: where the call was probed (its function's code) */
 };
 
 /* A library dlopen loaded: addr is its load bias, path its name. */

@@ -86,6 +86,7 @@ type memtraceInflight struct {
 	Pad        [4]uint8
 	Countdown  int64
 	RetAddr    uint64
+	Ip         uint64
 }
 
 type memtraceProcEvent struct {
