@@ -8,20 +8,23 @@
  * search. Measured with make bench (per-program figures): the return probe
  * of exact mode spent most of its time there.
  *
- * Entries are valid for one generation of their process's address space.
- * A process gets a new generation when its mm changes (exec), when it
- * unmaps part of a file mapping through libc's munmap, maps a file
- * executable through libc's mmap, or dlopen returns (a library mapped where
- * a dlclosed one was may reuse its addresses; ld.so maps and unmaps with
- * its own system calls, which no probe sees). Only pcs in file mappings
- * with a table are cached: anonymous code (a JIT) is never.
+ * An entry is valid for its process's address space (its mm, which exec
+ * replaces) and one epoch, host-wide: a new epoch begins when a traced
+ * process unmaps part of a file mapping through libc's munmap, maps a
+ * file executable through libc's mmap, or dlopen returns (a library mapped
+ * where a dlclosed one was may reuse its addresses; ld.so maps and unmaps
+ * with its own system calls, which no probe sees). These are rare, and
+ * one counter read per event is cheaper than a per-process lookup. Only
+ * pcs in file mappings with a table are cached: anonymous code (a JIT) is
+ * never.
  */
 #ifndef MEMTRACE_FRAMES_H
 #define MEMTRACE_FRAMES_H
 
 /* What the walk needs of a frame, cached. */
 struct frame_info {
-	__u64 gen;
+	__u64 epoch;
+	__u64 mm;
 	struct file_key key;   /* the file the pc is mapped from */
 	struct unwind_row row; /* its row, when has_row */
 	__u32 file_flags;      /* FILE_* of the file */
@@ -42,53 +45,45 @@ struct {
 	__type(value, struct frame_info);
 } frame_cache SEC(".maps");
 
-/* A process's current generation, and the address space it is for. */
-struct proc_gen {
-	__u64 mm;
-	__u64 gen;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1 << 14);
-	__type(key, __u32);
-	__type(value, struct proc_gen);
-} proc_gens SEC(".maps");
-
-/* The last generation handed out, host-wide: each one is used once. */
+/* The current epoch of the frame cache. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, __u64);
-} gen_counter SEC(".maps");
+} frame_epoch SEC(".maps");
 
-/* frames_gen returns the current process's generation; 0: none (no caching). */
-static __always_inline __u64 frames_gen(void)
+/* frames_epoch returns the cache's epoch (0: none, no caching). */
+static __always_inline __u64 frames_epoch(void)
 {
-	__u32 pid = bpf_get_current_pid_tgid() >> 32, zero = 0;
-	struct task_struct *t = bpf_get_current_task_btf();
-	struct proc_gen *g, fresh;
-	__u64 *n;
+	__u32 zero = 0;
+	__u64 *e = bpf_map_lookup_elem(&frame_epoch, &zero);
 
-	fresh.mm = (__u64)BPF_CORE_READ(t, mm);
-	g = bpf_map_lookup_elem(&proc_gens, &pid);
-	if (g && g->mm == fresh.mm)
-		return g->gen;
-	n = bpf_map_lookup_elem(&gen_counter, &zero);
-	if (!n)
-		return 0;
-	fresh.gen = __sync_fetch_and_add(n, 1) + 1;
-	bpf_map_update_elem(&proc_gens, &pid, &fresh, BPF_ANY);
-	return fresh.gen;
+	return e ? *e + 1 : 0;
 }
 
-/* frames_invalidate starts a new generation for the current process. */
+/* frames_mm returns the current process's address space, as a number. */
+static __always_inline __u64 frames_mm(void)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+
+	return (__u64)BPF_CORE_READ(t, mm);
+}
+
+/* frames_valid reports whether a cached frame holds for the walk's process now. */
+static __always_inline int frames_valid(struct frame_info *fi, __u64 epoch, __u64 mm)
+{
+	return fi && epoch && fi->epoch == epoch && fi->mm == mm;
+}
+
+/* frames_invalidate begins a new epoch: every cached frame is forgotten. */
 static __always_inline void frames_invalidate(void)
 {
-	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+	__u32 zero = 0;
+	__u64 *e = bpf_map_lookup_elem(&frame_epoch, &zero);
 
-	bpf_map_delete_elem(&proc_gens, &pid);
+	if (e)
+		__sync_fetch_and_add(e, 1);
 }
 
 /* What bpf_find_vma found at munmap's address. */

@@ -44,7 +44,8 @@ struct walk {
 	__u8 end;         /* STEP_END or STEP_STOP once the walk is over */
 	__u8 cached;      /* map_* and file describe the last file mapping met */
 	__u32 pid;
-	__u64 gen;        /* the process's frame cache generation (frames.h); 0: none */
+	__u64 epoch;      /* the frame cache's epoch (frames.h); 0: none */
+	__u64 mm;         /* the process's address space */
 	/*
 	 * The last mapping met and its file's rows: consecutive frames are
 	 * mostly in one file, and bpf_find_vma is the walk's dearest step.
@@ -249,8 +250,8 @@ static long walk_frame(__u64 i, void *ctx)
 
 	fk.pc = v.addr;
 	fk.pid = w->pid;
-	fi = w->gen ? bpf_map_lookup_elem(&frame_cache, &fk) : 0;
-	if (fi && fi->gen == w->gen) {
+	fi = w->epoch ? bpf_map_lookup_elem(&frame_cache, &fk) : 0;
+	if (frames_valid(fi, w->epoch, w->mm)) {
 		/* Seen before: no mapping, table or row to look up. */
 		key = fi->key;
 		fflags = fi->file_flags;
@@ -293,8 +294,9 @@ static long walk_frame(__u64 i, void *ctx)
 	}
 	key = w->map_key;
 	fflags = f->flags;
-	if (w->gen) {
-		nfi.gen = w->gen;
+	if (w->epoch) {
+		nfi.epoch = w->epoch;
+		nfi.mm = w->mm;
 		nfi.key = key;
 		nfi.row = row;
 		nfi.file_flags = fflags;
@@ -413,11 +415,23 @@ __noinline int emit_site(struct pt_regs *ctx, struct site_args *a)
 	w->n = 0;
 	w->limit = 0;
 	w->pid = id >> 32;
-	w->gen = frames_gen();
+	w->epoch = frames_epoch();
+	w->mm = frames_mm();
 	if (stack_depth) {
 		rec->frames[0] = w->pc;
 		w->n = 1;
 		w->limit = stack_depth; /* grows with the charged index */
+	} else {
+		/* A known caller that is neither a wrapper nor unnamed is charged: no walk. */
+		struct frame_key fk = {.pc = w->pc - 1, .pid = w->pid};
+		struct frame_info *fi = bpf_map_lookup_elem(&frame_cache, &fk);
+
+		if (frames_valid(fi, w->epoch, w->mm) &&
+		    !(fi->has_row && (fi->row.kind & (ROW_WRAPPER | ROW_ANON)))) {
+			emit(a->kind, a->func, a->addr, a->size, a->old_addr, a->old_size, w->pc,
+			     w->pc, 0);
+			return 0;
+		}
 	}
 	bpf_loop(MAX_STACK + MAX_WRAPPER_FRAMES, walk_frame, 0, 0);
 	if (!stack_depth) {

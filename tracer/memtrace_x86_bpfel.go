@@ -58,7 +58,8 @@ type memtraceFileKeyQuery struct {
 
 type memtraceFrameInfo struct {
 	_         structs.HostLayout
-	Gen       uint64
+	Epoch     uint64
+	Mm        uint64
 	Key       memtraceFileKey
 	Row       memtraceUnwindRow
 	FileFlags uint32
@@ -95,12 +96,6 @@ type memtraceProcEvent struct {
 	Comm [16]int8
 }
 
-type memtraceProcGen struct {
-	_   structs.HostLayout
-	Mm  uint64
-	Gen uint64
-}
-
 type memtraceSampleKey struct {
 	_    structs.HostLayout
 	Addr uint64
@@ -127,7 +122,8 @@ type memtraceStackRecord struct {
 		Cached    uint8
 		Pid       uint32
 		_         [4]byte
-		Gen       uint64
+		Epoch     uint64
+		Mm        uint64
 		MapStart  uint64
 		MapEnd    uint64
 		MapDelta  uint64
@@ -163,12 +159,11 @@ const (
 	memtraceMapDraws             = "draws"
 	memtraceMapEvents            = "events"
 	memtraceMapFrameCache        = "frame_cache"
-	memtraceMapGenCounter        = "gen_counter"
+	memtraceMapFrameEpoch        = "frame_epoch"
 	memtraceMapInflight          = "inflight"
 	memtraceMapLostByPid         = "lost_by_pid"
 	memtraceMapLostTotal         = "lost_total"
 	memtraceMapProcCounts        = "proc_counts"
-	memtraceMapProcGens          = "proc_gens"
 	memtraceMapSampled           = "sampled"
 	memtraceMapScratch           = "scratch"
 	memtraceMapUnwindFiles       = "unwind_files"
@@ -260,12 +255,11 @@ type memtraceMapSpecs struct {
 	Draws        *ebpf.MapSpec `ebpf:"draws"`
 	Events       *ebpf.MapSpec `ebpf:"events"`
 	FrameCache   *ebpf.MapSpec `ebpf:"frame_cache"`
-	GenCounter   *ebpf.MapSpec `ebpf:"gen_counter"`
+	FrameEpoch   *ebpf.MapSpec `ebpf:"frame_epoch"`
 	Inflight     *ebpf.MapSpec `ebpf:"inflight"`
 	LostByPid    *ebpf.MapSpec `ebpf:"lost_by_pid"`
 	LostTotal    *ebpf.MapSpec `ebpf:"lost_total"`
 	ProcCounts   *ebpf.MapSpec `ebpf:"proc_counts"`
-	ProcGens     *ebpf.MapSpec `ebpf:"proc_gens"`
 	Sampled      *ebpf.MapSpec `ebpf:"sampled"`
 	Scratch      *ebpf.MapSpec `ebpf:"scratch"`
 	UnwindFiles  *ebpf.MapSpec `ebpf:"unwind_files"`
@@ -319,12 +313,11 @@ type memtraceMaps struct {
 	Draws        *ebpf.Map `ebpf:"draws"`
 	Events       *ebpf.Map `ebpf:"events"`
 	FrameCache   *ebpf.Map `ebpf:"frame_cache"`
-	GenCounter   *ebpf.Map `ebpf:"gen_counter"`
+	FrameEpoch   *ebpf.Map `ebpf:"frame_epoch"`
 	Inflight     *ebpf.Map `ebpf:"inflight"`
 	LostByPid    *ebpf.Map `ebpf:"lost_by_pid"`
 	LostTotal    *ebpf.Map `ebpf:"lost_total"`
 	ProcCounts   *ebpf.Map `ebpf:"proc_counts"`
-	ProcGens     *ebpf.Map `ebpf:"proc_gens"`
 	Sampled      *ebpf.Map `ebpf:"sampled"`
 	Scratch      *ebpf.Map `ebpf:"scratch"`
 	UnwindFiles  *ebpf.Map `ebpf:"unwind_files"`
@@ -337,12 +330,11 @@ func (m *memtraceMaps) Close() error {
 		m.Draws,
 		m.Events,
 		m.FrameCache,
-		m.GenCounter,
+		m.FrameEpoch,
 		m.Inflight,
 		m.LostByPid,
 		m.LostTotal,
 		m.ProcCounts,
-		m.ProcGens,
 		m.Sampled,
 		m.Scratch,
 		m.UnwindFiles,
