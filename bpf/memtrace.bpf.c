@@ -193,9 +193,13 @@ struct {
 	__type(value, __u8);
 } sampled SEC(".maps");
 
-/* Sampled mode: exact allocation counts per process (user space deletes them at exit). */
+/*
+ * Sampled mode: exact allocation counts per process (user space deletes
+ * them at exit, and sums the CPUs' counts). Per CPU: every counted call
+ * adds to them, and a shared counter's atomic adds cost more.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 1 << 16);
 	__type(key, __u32);
@@ -354,8 +358,8 @@ static __always_inline void count_alloc(__u64 size)
 			return;
 		}
 	}
-	__sync_fetch_and_add(&c->allocs, 1);
-	__sync_fetch_and_add(&c->alloc_bytes, size);
+	c->allocs += 1;
+	c->alloc_bytes += size;
 }
 
 /*
