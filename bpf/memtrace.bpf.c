@@ -469,7 +469,7 @@ static long vma_range(struct task_struct *task, struct vm_area_struct *vma, void
  * still where it was (a later call from its caller overwrites it), and
  * when it is called from the outer call's own code mapping (the allocator
  * calling mmap; not the program, whose later frames may have left the
- * slot untouched).
+ * slot untouched). The first call found past it forgets it.
  */
 static __always_inline int in_outer(struct inflight *s, __u64 sp)
 {
@@ -482,7 +482,7 @@ static __always_inline int in_outer(struct inflight *s, __u64 sp)
 	if (!s->noret)
 		return s->sp >= sp;
 	if (sp >= s->sp || bpf_probe_read_user(&ra, sizeof(ra), (void *)s->sp))
-		return 0;
+		goto past;
 	t = bpf_get_current_task_btf();
 	if (ra != s->ret_addr) {
 		/*
@@ -492,12 +492,15 @@ static __always_inline int in_outer(struct inflight *s, __u64 sp)
 		 */
 		xol = BPF_CORE_READ(t, mm, uprobes_state.xol_area, vaddr);
 		if (!xol || ra < xol || ra >= xol + 4096)
-			return 0;
+			goto past;
 	}
 	if (bpf_probe_read_user(&caller, sizeof(caller), (void *)sp) ||
-	    bpf_find_vma(t, s->ip, vma_range, &c, 0))
-		return 0;
-	return caller >= c.start && caller < c.end;
+	    bpf_find_vma(t, s->ip, vma_range, &c, 0) || caller < c.start || caller >= c.end)
+		goto past;
+	return 1;
+past:
+	s->sp = 0;
+	return 0;
 }
 
 /*
