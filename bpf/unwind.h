@@ -393,11 +393,23 @@ __noinline int emit_site(struct pt_regs *ctx, struct site_args *a)
 {
 	struct stack_record *rec;
 	struct walk *w;
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id = bpf_get_current_pid_tgid(), pc = PT_REGS_IP(ctx);
+	__u64 epoch = frames_epoch(), mm = frames_mm();
+	struct frame_key fk = {.pc = pc - 1, .pid = id >> 32};
+	struct frame_info *fi;
 	__u32 zero = 0, n, size_out;
 
 	if (!a)
 		return 0;
+	if (!stack_depth) {
+		/* A known caller that is neither a wrapper nor unnamed is charged: no walk. */
+		fi = bpf_map_lookup_elem(&frame_cache, &fk);
+		if (frames_valid(fi, epoch, mm) &&
+		    !(fi->has_row && (fi->row.kind & (ROW_WRAPPER | ROW_ANON)))) {
+			emit(a->kind, a->func, a->addr, a->size, a->old_addr, a->old_size, pc, pc, 0);
+			return 0;
+		}
+	}
 	rec = bpf_map_lookup_elem(&scratch, &zero);
 	if (!rec)
 		return 0;
@@ -415,23 +427,12 @@ __noinline int emit_site(struct pt_regs *ctx, struct site_args *a)
 	w->n = 0;
 	w->limit = 0;
 	w->pid = id >> 32;
-	w->epoch = frames_epoch();
-	w->mm = frames_mm();
+	w->epoch = epoch;
+	w->mm = mm;
 	if (stack_depth) {
 		rec->frames[0] = w->pc;
 		w->n = 1;
 		w->limit = stack_depth; /* grows with the charged index */
-	} else {
-		/* A known caller that is neither a wrapper nor unnamed is charged: no walk. */
-		struct frame_key fk = {.pc = w->pc - 1, .pid = w->pid};
-		struct frame_info *fi = bpf_map_lookup_elem(&frame_cache, &fk);
-
-		if (frames_valid(fi, w->epoch, w->mm) &&
-		    !(fi->has_row && (fi->row.kind & (ROW_WRAPPER | ROW_ANON)))) {
-			emit(a->kind, a->func, a->addr, a->size, a->old_addr, a->old_size, w->pc,
-			     w->pc, 0);
-			return 0;
-		}
 	}
 	bpf_loop(MAX_STACK + MAX_WRAPPER_FRAMES, walk_frame, 0, 0);
 	if (!stack_depth) {
