@@ -213,6 +213,16 @@ func (k Kernel) adapt(spec *ebpf.CollectionSpec) error {
 	return nil
 }
 
+// AttachFor is the attach path a run with sampleBytes takes here
+// (Options.SampleBytes): AttachSession in sampled mode where the kernel
+// has uprobe sessions, k.Attach otherwise.
+func (k Kernel) AttachFor(sampleBytes uint64) AttachPath {
+	if sampleBytes > 0 && k.Attach == AttachMulti && k.sessions {
+		return AttachSession
+	}
+	return k.Attach
+}
+
 // Kernel returns what the running kernel offers, as probed by Load.
 func (t *Objects) Kernel() Kernel { return t.kernel }
 

@@ -165,9 +165,7 @@ func load(o Options, k Kernel) (*Objects, error) {
 		}
 		defer unix.Close(cgroup)
 	}
-	if o.SampleBytes > 0 && k.Attach == AttachMulti && k.sessions {
-		k.Attach = AttachSession
-	}
+	k.Attach = k.AttachFor(o.SampleBytes)
 	t := Objects{sampleBytes: o.SampleBytes, stackDepth: o.StackDepth, kernel: k}
 	var assign any = &t.objs
 	sess := sessionObjects{objects: &t.objs}
