@@ -19,6 +19,8 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #define MAP_ANONYMOUS 0x20
 #define PROT_EXEC 0x4
+/* No allocation of this many bytes can succeed (x86-64's user address space). */
+#define MAX_USER_SIZE (1ULL << 47)
 #define MAP_FAILED ((__u64)-1)
 /* Records (with their 8-byte header) within which a crossing still wakes. */
 #define WAKEUP_WINDOW (32 * (sizeof(struct event) + 8))
@@ -867,8 +869,11 @@ static __always_inline int session_enter(struct pt_regs *ctx, __u64 fn, __u64 si
 	struct inflight *s;
 	__u64 sp = PT_REGS_SP(ctx), a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx);
 
-	/* calloc fails when the product overflows: not counted, as in exact mode. */
-	if (fn == FUNC_CALLOC && a1 && size / a1 != a2)
+	/*
+	 * Calls that cannot succeed are not counted, as on the other paths:
+	 * a calloc whose product overflows, a size beyond the address space.
+	 */
+	if ((fn == FUNC_CALLOC && a1 && size / a1 != a2) || size >= MAX_USER_SIZE)
 		return 1;
 	s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0,
 				 BPF_LOCAL_STORAGE_GET_F_CREATE);

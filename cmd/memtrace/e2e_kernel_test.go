@@ -219,3 +219,37 @@ func TestSessionUnderAnotherTracer(t *testing.T) {
 		t.Errorf("allocs %d, mmaps %d: want 1000 and 0 (the mmaps are malloc's and calloc's own)\n%s", p.Allocs, p.Mmap.Maps, log)
 	}
 }
+
+// TestSampledFailedCalls: sampled mode's exact counts include the failed
+// calls of malloc-like functions on the session path only (counted at
+// entry, before the result is known), but never a request larger than the
+// address space nor a calloc whose size overflows (testdata/failing.c).
+func TestSampledFailedCalls(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "failing.c")
+	for _, lacks := range []string{"", "uprobe_session"} {
+		t.Setenv(lacksEnv, lacks)
+		out := filepath.Join(t.TempDir(), "out.json")
+		r := runMemtrace(t, "-v", "--json", "-o", out, "--sample-bytes", "64K", "--", bin)
+		if r.code != 0 {
+			t.Fatalf("lacking %q: exit %d, stderr:\n%s", lacks, r.code, r.stderr)
+		}
+		var failed uint64
+		if _, err := fmt.Sscanf(r.stdout, "failed=%d", &failed); err != nil {
+			t.Fatalf("fixture said %q", r.stdout)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := parseNDJSON(t, string(b)).finalProcess(t)
+		// The 64 TiB calls that succeeded, and the 100-byte ones, count everywhere.
+		want := [2]uint64{5 + 10 - failed, 500 + (10-failed)<<46}
+		if strings.Contains(r.stderr, "attach=session") {
+			want = [2]uint64{15, 500 + 10<<46}
+		}
+		if got := [2]uint64{p.Allocs, p.AllocBytes}; got != want {
+			t.Errorf("lacking %q (%d calls of 64 TiB failed): allocs, alloc_bytes %v, want %v", lacks, failed, got, want)
+		}
+	}
+}
