@@ -78,6 +78,8 @@ func (r *runner) blocks(ctx context.Context) ([]*Comparison, error) {
 			return []float64{o.wall.Seconds()}, nil, err
 		}},
 		under(memtraceModes[0].name),
+		// Without the leak check at exit, which reads the heap: tracing alone.
+		under("memtrace exact --leak-check=false", "--leak-check=false"),
 		under("memtrace sampled 512K", "--sample-bytes", "512K"),
 		{name: rowHeaptrack, skip: notInstalled("heaptrack"), run: func(ctx context.Context) ([]float64, *traceSummary, error) {
 			data := filepath.Join(r.tmp, "blocks-heaptrack")
