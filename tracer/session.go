@@ -8,6 +8,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 )
@@ -68,9 +69,13 @@ func linkCreateSession(prog *ebpf.Program, path string, offsets, cookies []uint6
 
 // haveUprobeSession probes for uprobe sessions as cilium/ebpf probes for
 // uprobe_multi: a session link on "/" fails with EBADF (not a regular
-// file) where the kernel has them, with EINVAL (or the program fails to
-// load) where it does not.
+// file) where the kernel has them. Older kernels answer EINVAL, or
+// EOPNOTSUPP (6.1 hands the attach type to kprobe_multi), or refuse the
+// program: any answer but EBADF or a permission error means no sessions.
 func haveUprobeSession() error {
+	if err := features.HaveBPFLinkUprobeMulti(); err != nil {
+		return err
+	}
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Name:         "probe_ups_link",
 		Type:         ebpf.Kprobe,
@@ -78,21 +83,21 @@ func haveUprobeSession() error {
 		AttachType:   ebpf.AttachType(attachTraceUprobeSession),
 		License:      "MIT",
 	})
-	if errors.Is(err, unix.E2BIG) || errors.Is(err, unix.EINVAL) {
-		return ebpf.ErrNotSupported
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
 		return err
+	case err != nil:
+		return ebpf.ErrNotSupported
 	}
 	defer prog.Close()
 	l, err := linkCreateSession(prog, "/", []uint64{0}, []uint64{0}, 0)
 	switch {
 	case errors.Is(err, unix.EBADF):
 		return nil
-	case errors.Is(err, unix.EINVAL):
-		return ebpf.ErrNotSupported
-	case err != nil:
+	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
 		return err
+	case err != nil:
+		return ebpf.ErrNotSupported
 	}
 	l.Close()
 	return errors.New("a uprobe session link on / was created")
