@@ -4,7 +4,7 @@
  * A call site seen once is decided once: what the walk learns of a pc (its
  * file's key and flags, its row, whether it is a wrapper or unnamed) is
  * kept per process and pc, so that the next allocation from there costs
- * two hash lookups instead of bpf_find_vma, a hash lookup and a binary
+ * one hash lookup instead of bpf_find_vma, a hash lookup and a binary
  * search. Measured with make bench (per-program figures): the return probe
  * of exact mode spent most of its time there.
  *
