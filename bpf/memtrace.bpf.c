@@ -19,6 +19,9 @@
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #define MAP_ANONYMOUS 0x20
+#define PROT_EXEC 0x4
+/* No allocation of this many bytes can succeed (x86-64's user address space). */
+#define MAX_USER_SIZE (1ULL << 47)
 #define MAP_FAILED ((__u64)-1)
 /* Records (with their 8-byte header) within which a crossing still wakes. */
 #define WAKEUP_WINDOW (32 * (sizeof(struct event) + 8))
@@ -30,7 +33,21 @@ struct signal_struct {
 	} live;
 } __attribute__((preserve_access_index));
 
+/* The page of a process's uprobe trampolines (in_outer). */
+struct xol_area {
+	unsigned long vaddr;
+} __attribute__((preserve_access_index));
+
+struct uprobes_state {
+	struct xol_area *xol_area;
+} __attribute__((preserve_access_index));
+
+struct mm_struct {
+	struct uprobes_state uprobes_state;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
+	struct mm_struct *mm;
 	struct task_struct *group_leader;
 	struct signal_struct *signal;
 	char comm[COMM_LEN];
@@ -177,9 +194,13 @@ struct {
 	__type(value, __u8);
 } sampled SEC(".maps");
 
-/* Sampled mode: exact allocation counts per process (user space deletes them at exit). */
+/*
+ * Sampled mode: exact allocation counts per process (user space deletes
+ * them at exit, and sums the CPUs' counts). Per CPU: every counted call
+ * adds to them, and a shared counter's atomic adds cost more.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 1 << 16);
 	__type(key, __u32);
@@ -216,20 +237,34 @@ static __always_inline void count_lost(__u32 pid)
 }
 
 /*
- * sampled_block decides an allocation at addr and, when sampled, remembers
- * it so that its free is reported. A block that cannot be remembered (the
- * map is full) is still reported, and its future free counts as lost.
+ * remember_sampled remembers a sampled block at addr so that its free is
+ * reported. A block that cannot be remembered (the map is full) is still
+ * reported, and its future free counts as lost.
  */
-static __always_inline int sampled_block(struct inflight *s, __u64 addr, __u64 size)
+static __always_inline void remember_sampled(__u64 addr)
 {
 	struct sample_key k = {.addr = addr, .pid = bpf_get_current_pid_tgid() >> 32};
 	__u8 one = 1;
 
-	if (!sample(s, size))
-		return 0;
 	if (bpf_map_update_elem(&sampled, &k, &one, BPF_ANY))
 		count_lost(k.pid);
+}
+
+/* sampled_block decides an allocation at addr and remembers it when sampled. */
+static __always_inline int sampled_block(struct inflight *s, __u64 addr, __u64 size)
+{
+	if (!sample(s, size))
+		return 0;
+	remember_sampled(addr);
 	return 1;
+}
+
+/* is_sampled reports whether addr is a sampled block, leaving it there. */
+static __always_inline int is_sampled(__u64 addr)
+{
+	struct sample_key k = {.addr = addr, .pid = bpf_get_current_pid_tgid() >> 32};
+
+	return bpf_map_lookup_elem(&sampled, &k) != 0;
 }
 
 /* take_sampled reports whether addr was a sampled block, and forgets it. */
@@ -255,8 +290,8 @@ static __always_inline void count_alloc(__u64 size)
 			return;
 		}
 	}
-	__sync_fetch_and_add(&c->allocs, 1);
-	__sync_fetch_and_add(&c->alloc_bytes, size);
+	c->allocs += 1;
+	c->alloc_bytes += size;
 }
 
 /*
@@ -339,6 +374,7 @@ static __always_inline void emit(const struct emit_args *a)
 	bpf_ringbuf_submit(e, a->wake ? BPF_RB_FORCE_WAKEUP : wake_flags());
 }
 
+#include "frames.h"
 #include "unwind.h"
 
 /*
@@ -365,31 +401,90 @@ static __always_inline void report_site(struct pt_regs *ctx, struct inflight *s,
 	emit_site(ctx, &a);
 }
 
+/* What bpf_find_vma found of a returnless call's code (in_outer). */
+struct code_range {
+	__u64 start, end;
+};
+
+static long vma_range(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
+{
+	struct code_range *c = ctx;
+
+	c->start = BPF_CORE_READ(vma, vm_start);
+	c->end = BPF_CORE_READ(vma, vm_end);
+	return 0;
+}
+
 /*
- * enter records the outermost allocator call of this thread. A call made
- * while another is in flight deeper in the stack frame order (sp at or below
- * the outer call's entry sp: nested, or tail-called) belongs to the outer call
- * and is not recorded: glibc's realloc calls mremap, aligned_alloc calls
- * memalign, and so on. State whose frame is already gone (sp above) is stale
- * and replaced. Who is charged is decided at the return (unwind.h's walk).
+ * in_outer reports whether a call entered at sp is inside the thread's
+ * recorded outer call. A call whose return probe runs is in flight until
+ * it clears its state, so any call at or below its entry sp is inside it
+ * (nested, or tail-called). A call whose return a session skipped
+ * (noret) leaves its state behind: a later call at or above its sp is
+ * past it, and one below is inside it only while its return address is
+ * still where it was (a later call from its caller overwrites it), and
+ * when it is called from the outer call's own code mapping (the allocator
+ * calling mmap; not the program, whose later frames may have left the
+ * slot untouched). The first call found past it forgets it.
  */
-static __always_inline void enter(struct pt_regs *ctx, __u8 func, __u64 size,
-				  __u64 old_addr, __u64 old_size)
+static __always_inline int in_outer(struct inflight *s, __u64 sp)
+{
+	struct code_range c = {};
+	struct task_struct *t;
+	__u64 ra, xol, caller;
+
+	if (!s->sp)
+		return 0;
+	if (!s->noret)
+		return s->sp >= sp;
+	if (sp >= s->sp || bpf_probe_read_user(&ra, sizeof(ra), (void *)s->sp))
+		goto past;
+	t = bpf_get_current_task_btf();
+	if (ra != s->ret_addr) {
+		/*
+		 * Another tracer's return probe on the same function (or another
+		 * memtrace's) replaced the return address with its trampoline,
+		 * in the process's uprobe page, after this entry read it.
+		 */
+		xol = BPF_CORE_READ(t, mm, uprobes_state.xol_area, vaddr);
+		if (!xol || ra < xol || ra >= xol + 4096)
+			goto past;
+	}
+	if (bpf_probe_read_user(&caller, sizeof(caller), (void *)sp) ||
+	    bpf_find_vma(t, s->ip, vma_range, &c, 0) || caller < c.start || caller >= c.end)
+		goto past;
+	return 1;
+past:
+	s->sp = 0;
+	return 0;
+}
+
+/*
+ * enter records the outermost allocator call of this thread and returns
+ * 1, or 0 for a call inside another (in_outer): it belongs to the outer
+ * call and is not recorded: glibc's realloc calls mremap, aligned_alloc
+ * calls memalign, malloc calls mmap, and so on. State whose frame is
+ * already gone is stale and replaced. Who is charged is decided at the
+ * return (unwind.h's walk).
+ */
+static __always_inline int enter(struct pt_regs *ctx, __u8 func, __u64 size,
+				 __u64 old_addr, __u64 old_size)
 {
 	struct inflight *s;
 	__u64 sp = PT_REGS_SP(ctx);
 
 	s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0,
 				 BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!s)
-		return;
-	if (s->sp && s->sp >= sp)
-		return;
+	if (!s || in_outer(s, sp))
+		return 0;
 	s->sp = sp;
 	s->size = size;
 	s->old_addr = old_addr;
 	s->old_size = old_size;
 	s->func = func;
+	s->noret = 0;
+	s->presampled = 0;
+	return 1;
 }
 
 /* nested reports whether an entry-only probe (free, munmap) fires inside an outer call. */
@@ -398,7 +493,7 @@ static __always_inline int nested(struct pt_regs *ctx)
 	struct inflight *s;
 
 	s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0, 0);
-	return s && s->sp && s->sp >= PT_REGS_SP(ctx);
+	return s && in_outer(s, PT_REGS_SP(ctx));
 }
 
 /*
@@ -487,7 +582,9 @@ static __always_inline void emit_mark(__u64 i, __u64 arg)
  */
 static __always_inline void alloc_done(struct pt_regs *ctx, struct inflight *s, __u64 addr)
 {
-	if (sample_bytes) {
+	if (sample_bytes && s->presampled) {
+		remember_sampled(addr); /* counted and sampled at entry (session) */
+	} else if (sample_bytes) {
 		count_alloc(s->size);
 		if (!sampled_block(s, addr, s->size))
 			return;
@@ -543,6 +640,44 @@ static __always_inline void emit_proc(__u8 kind, __u64 wanted, __u64 flags)
 }
 
 /*
+ * enter_call records the entry of an allocating call, reading its
+ * function's arguments (enter); 1 when recorded.
+ */
+static __always_inline int enter_call(struct pt_regs *ctx, __u64 fn)
+{
+	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx);
+
+	switch (fn) {
+	case FUNC_MALLOC:
+	case FUNC_VALLOC:
+	case FUNC_PVALLOC:
+		return enter(ctx, fn, a1, 0, 0);
+	case FUNC_CALLOC:
+		/* An overflowing product makes calloc fail, and failures are dropped. */
+		return enter(ctx, fn, a1 * a2, 0, 0);
+	case FUNC_REALLOC:
+		return enter(ctx, fn, a2, a1, 0);
+	case FUNC_REALLOCARRAY:
+		return enter(ctx, fn, a2 * a3, a1, 0);
+	case FUNC_POSIX_MEMALIGN:
+		return enter(ctx, fn, a3, a1, 0);
+	case FUNC_ALIGNED_ALLOC:
+	case FUNC_MEMALIGN:
+		return enter(ctx, fn, a2, 0, 0);
+	case FUNC_MMAP:
+		/* File mappings are not memory the program allocated. */
+		if (PT_REGS_PARM4(ctx) & MAP_ANONYMOUS)
+			return enter(ctx, fn, a2, 0, 0);
+		if (a3 & PROT_EXEC)
+			frames_invalidate(); /* code may come where cached code was */
+		return 0;
+	case FUNC_MREMAP:
+		return enter(ctx, fn, a3, a1, a2);
+	}
+	return 0;
+}
+
+/*
  * One entry program for every probed function, and one return program: the
  * attach cookie says which function. One program per role lets all of a
  * file's probes share one uprobe_multi link, whose removal waits for one RCU
@@ -552,7 +687,7 @@ SEC("uprobe.multi")
 int entry(struct pt_regs *ctx)
 {
 	__u64 fn = bpf_get_attach_cookie(ctx);
-	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx);
+	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx);
 
 	if (!wanted())
 		return 0;
@@ -561,48 +696,24 @@ int entry(struct pt_regs *ctx)
 		return 0;
 	}
 	switch (fn) {
-	case FUNC_MALLOC:
-	case FUNC_VALLOC:
-	case FUNC_PVALLOC:
-		enter(ctx, fn, a1, 0, 0);
-		break;
-	case FUNC_CALLOC:
-		/* An overflowing product makes calloc fail, and failures are dropped. */
-		enter(ctx, fn, a1 * a2, 0, 0);
-		break;
-	case FUNC_REALLOC:
-		enter(ctx, fn, a2, a1, 0);
-		break;
-	case FUNC_REALLOCARRAY:
-		enter(ctx, fn, a2 * a3, a1, 0);
-		break;
-	case FUNC_POSIX_MEMALIGN:
-		enter(ctx, fn, a3, a1, 0);
-		break;
-	case FUNC_ALIGNED_ALLOC:
-	case FUNC_MEMALIGN:
-		enter(ctx, fn, a2, 0, 0);
-		break;
-	case FUNC_MMAP:
-		/* File mappings are not memory the program allocated. */
-		if (PT_REGS_PARM4(ctx) & MAP_ANONYMOUS)
-			enter(ctx, fn, a2, 0, 0);
-		break;
-	case FUNC_MREMAP:
-		enter(ctx, fn, a3, a1, a2);
-		break;
 	case FUNC_FREE:
 		/*
 		 * free(NULL) does nothing; the caller is not needed to account a
-		 * free. Sampled: only the free of a sampled block is reported.
+		 * free. Sampled: only the free of a sampled block is reported
+		 * (looked up first: most are not, and then nothing else is read).
 		 */
-		if (a1 && !nested(ctx) && (!sample_bytes || take_sampled(a1)))
+		if (!a1 || (sample_bytes && !is_sampled(a1)) || nested(ctx))
+			break;
+		if (!sample_bytes || take_sampled(a1))
 			emit(&(struct emit_args){.kind = KIND_FREE, .func = FUNC_FREE, .addr = a1});
 		break;
 	case FUNC_MUNMAP:
+		frames_unmap(a1);
 		if (!nested(ctx))
 			emit(&(struct emit_args){.kind = KIND_MUNMAP, .func = FUNC_MUNMAP, .addr = a1, .size = a2});
 		break;
+	default:
+		enter_call(ctx, fn);
 	}
 	return 0;
 }
@@ -640,13 +751,15 @@ int jvm_entry(struct pt_regs *ctx)
 	return 0;
 }
 
-SEC("uretprobe.multi")
-int ret(struct pt_regs *ctx)
+/* on_return ends a recorded call and reports what it did (ret, session). */
+static __always_inline int on_return(struct pt_regs *ctx)
 {
 	__u64 ret = PT_REGS_RC(ctx), addr;
 	struct inflight *s;
 
 	if (bpf_get_attach_cookie(ctx) == FUNC_DLOPEN) {
+		if (ret)
+			frames_invalidate(); /* a library may be where a dlclosed one was */
 		if (ret && wanted())
 			emit_code_map(ret);
 		return 0;
@@ -693,6 +806,107 @@ int ret(struct pt_regs *ctx)
 			alloc_done(ctx, s, ret);
 		return 0;
 	}
+}
+
+SEC("uretprobe.multi")
+int ret(struct pt_regs *ctx)
+{
+	return on_return(ctx);
+}
+
+extern _Bool bpf_session_is_return(void) __ksym __weak;
+
+/*
+ * skippable_size gives the size asked by a call whose return a session
+ * may skip: the functions that only return a block, whose failure is
+ * NULL. 0 for the others (realloc, posix_memalign, mmap, mremap, dlopen:
+ * their return always runs).
+ */
+static __always_inline int skippable_size(struct pt_regs *ctx, __u64 fn, __u64 *size)
+{
+	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx);
+
+	switch (fn) {
+	case FUNC_MALLOC:
+	case FUNC_VALLOC:
+	case FUNC_PVALLOC:
+		*size = a1;
+		return 1;
+	case FUNC_CALLOC:
+		*size = a1 * a2;
+		return 1;
+	case FUNC_ALIGNED_ALLOC:
+	case FUNC_MEMALIGN:
+		*size = a2;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * session_enter is sampled mode's entry of a skippable call: it counts the
+ * call (exactly, failures included: whether it fails is not known yet),
+ * draws whether it is sampled, and returns 1 to skip the return unless it
+ * is. The call stays recorded (noret) so that what it calls (mmap,
+ * munmap) is not counted again. The session cookie is not needed: a
+ * return runs only for a call recorded here, in the task storage where the
+ * calls nested in it look.
+ */
+static __always_inline int session_enter(struct pt_regs *ctx, __u64 fn, __u64 size)
+{
+	struct inflight *s;
+	__u64 sp = PT_REGS_SP(ctx), a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx);
+
+	/*
+	 * Calls that cannot succeed are not counted, as on the other paths:
+	 * a calloc whose product overflows, a size beyond the address space.
+	 */
+	if ((fn == FUNC_CALLOC && a1 && size / a1 != a2) || size >= MAX_USER_SIZE)
+		return 1;
+	s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0,
+				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s || in_outer(s, sp))
+		return 1;
+	count_alloc(size);
+	s->sp = sp;
+	s->func = fn;
+	if (sample(s, size)) {
+		s->size = size;
+		s->old_addr = 0;
+		s->old_size = 0;
+		s->noret = 0;
+		s->presampled = 1;
+		return 0;
+	}
+	s->noret = 1;
+	s->presampled = 0;
+	s->ip = PT_REGS_IP(ctx);
+	if (bpf_probe_read_user(&s->ret_addr, sizeof(s->ret_addr), (void *)sp))
+		s->sp = 0;
+	return 1;
+}
+
+/*
+ * Sampled mode where the kernel has uprobe sessions (Linux 6.13+): one
+ * program runs at the entry and the return of the allocating functions,
+ * and an entry that returns non-zero has the kernel skip that call's
+ * return. A call that is not sampled then takes one trap, not two. Free,
+ * munmap and marks stay on the entry program.
+ */
+SEC("uprobe.session")
+int session(struct pt_regs *ctx)
+{
+	__u64 fn = bpf_get_attach_cookie(ctx), size;
+
+	if (bpf_session_is_return())
+		return on_return(ctx);
+	if (fn == FUNC_DLOPEN)
+		return 0;
+	if (!wanted())
+		return 1;
+	if (skippable_size(ctx, fn, &size))
+		return session_enter(ctx, fn, size);
+	return enter_call(ctx, fn) ? 0 : 1;
 }
 
 /*

@@ -177,8 +177,15 @@ struct inflight {
 	 * that function's code from the probe on: [jvm_pc, jvm_pc + jvm_len).
 	 */
 	__u8 jvm_cat;
-	__u8 pad[1];
+	/*
+	 * noret: a session entry skipped this call's return (sampled mode,
+	 * not sampled); the call is in progress while ret_addr is still at sp.
+	 */
+	__u8 noret;
+	__u8 presampled; /* a session entry sampled and counted this call */
+	__u8 pad[3];
 	__u32 jvm_len;
+	__u32 pad2;
 	__u64 jvm_pc;
 	/*
 	 * Sampled mode: bytes this thread may still allocate before its next
@@ -186,6 +193,8 @@ struct inflight {
 	 * over the thread's allocated bytes).
 	 */
 	__s64 countdown;
+	__u64 ret_addr;  /* with noret: the return address at sp on entry */
+	__u64 ip;        /* with noret: where the call was probed (its function's code) */
 };
 
 /* A library dlopen loaded: addr is its load bias, path its name. */

@@ -47,6 +47,9 @@ struct walk {
 	__u8 exact;       /* pc is exact (interrupted by a signal), not a return address */
 	__u8 end;         /* STEP_END or STEP_STOP once the walk is over */
 	__u8 cached;      /* map_* and file describe the last file mapping met */
+	__u32 pid;
+	__u64 epoch;      /* the frame cache's epoch (frames.h); 0: none */
+	__u64 mm;         /* the process's address space */
 	/*
 	 * The last mapping met and its file's rows: consecutive frames are
 	 * mostly in one file, and bpf_find_vma is the walk's dearest step.
@@ -239,8 +242,11 @@ static long walk_frame(__u64 i, void *ctx)
 	struct walk *w;
 	struct vma_found v = {};
 	struct unwind_file *f;
-	struct unwind_row *r = 0;
-	__u32 zero = 0;
+	struct unwind_row *found, row = {}, *r = 0;
+	struct frame_key fk = {};
+	struct frame_info *fi, nfi = {};
+	struct file_key key;
+	__u32 zero = 0, fflags;
 	__u8 flags = 0, charge_next = 0;
 	int step;
 
@@ -254,6 +260,18 @@ static long walk_frame(__u64 i, void *ctx)
 	w = &rec->w;
 	v.addr = w->pc - (w->exact ? 0 : 1);
 
+	fk.pc = v.addr;
+	fk.pid = w->pid;
+	fi = w->epoch ? bpf_map_lookup_elem(&frame_cache, &fk) : 0;
+	if (frames_valid(fi, w->epoch, w->mm)) {
+		/* Seen before: no mapping, table or row to look up. */
+		key = fi->key;
+		fflags = fi->file_flags;
+		row = fi->row;
+		if (fi->has_row)
+			r = &row;
+		goto known;
+	}
 	if (w->cached && v.addr >= w->map_start && v.addr < w->map_end) {
 		v.off = v.addr + w->map_delta;
 	} else {
@@ -280,10 +298,26 @@ static long walk_frame(__u64 i, void *ctx)
 	}
 	f = &w->file;
 	if (!(f->flags & (FILE_NO_CFI | FILE_UNMARKED)) || w->limit) {
-		r = find_row(f, v.off);
-		if (r)
-			flags = r->kind & (ROW_WRAPPER | ROW_ANON);
+		found = find_row(f, v.off);
+		if (found) {
+			row = *found;
+			r = &row;
+		}
 	}
+	key = w->map_key;
+	fflags = f->flags;
+	if (w->epoch) {
+		nfi.epoch = w->epoch;
+		nfi.mm = w->mm;
+		nfi.key = key;
+		nfi.row = row;
+		nfi.file_flags = fflags;
+		nfi.has_row = r != 0;
+		bpf_map_update_elem(&frame_cache, &fk, &nfi, BPF_ANY);
+	}
+known:
+	if (r)
+		flags = r->kind & (ROW_WRAPPER | ROW_ANON);
 	if (w->chain) {
 		if (!flags) {
 			/*
@@ -294,8 +328,8 @@ static long walk_frame(__u64 i, void *ctx)
 			 */
 			w->chain = 0;
 			if (i > 0 && (w->anon == ANON_NONE ||
-				      (w->anon == ANON_ONE_FILE && w->anon_key.dev == w->map_key.dev &&
-				       w->anon_key.ino == w->map_key.ino))) {
+				      (w->anon == ANON_ONE_FILE && w->anon_key.dev == key.dev &&
+				       w->anon_key.ino == key.ino))) {
 				w->charged = i;
 				w->charged_pc = w->pc;
 				if (stack_depth)
@@ -306,9 +340,9 @@ static long walk_frame(__u64 i, void *ctx)
 			w->anon = ANON_NONE;
 		} else if (w->anon == ANON_NONE) {
 			/* In a file without names no named caller in its file can be charged. */
-			w->anon = f->flags & FILE_NO_NAMES ? ANON_FILES : ANON_ONE_FILE;
-			w->anon_key = w->map_key;
-		} else if (w->anon_key.dev != w->map_key.dev || w->anon_key.ino != w->map_key.ino) {
+			w->anon = fflags & FILE_NO_NAMES ? ANON_FILES : ANON_ONE_FILE;
+			w->anon_key = key;
+		} else if (w->anon_key.dev != key.dev || w->anon_key.ino != key.ino) {
 			w->anon = ANON_FILES;
 		}
 	}
@@ -327,7 +361,7 @@ static long walk_frame(__u64 i, void *ctx)
 		if (i < MAX_STACK + MAX_WRAPPER_FRAMES)
 			rec->frames[i] |= FRAME_EXACT;
 	}
-	if (f->flags & FILE_NO_CFI)
+	if (fflags & FILE_NO_CFI)
 		step = frame_pointer_step(w);
 	else if (r)
 		step = apply_row(w, r);
@@ -372,11 +406,25 @@ __noinline int emit_site(struct pt_regs *ctx, struct site_args *a)
 {
 	struct stack_record *rec;
 	struct walk *w;
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id = bpf_get_current_pid_tgid(), pc = PT_REGS_IP(ctx);
+	__u64 epoch = frames_epoch(), mm = frames_mm();
+	struct frame_key fk = {.pc = pc - 1, .pid = id >> 32};
+	struct frame_info *fi;
 	__u32 zero = 0, n, size_out;
 
 	if (!a)
 		return 0;
+	if (!stack_depth) {
+		/* A known caller that is neither a wrapper nor unnamed is charged: no walk. */
+		fi = bpf_map_lookup_elem(&frame_cache, &fk);
+		if (frames_valid(fi, epoch, mm) &&
+		    !(fi->has_row && (fi->row.kind & (ROW_WRAPPER | ROW_ANON)))) {
+			emit(&(struct emit_args){.kind = a->kind, .func = a->func, .addr = a->addr, .size = a->size,
+						 .old_addr = a->old_addr, .old_size = a->old_size, .call_site = pc,
+						 .leaf = pc, .flags = a->cat << EVENT_CAT_SHIFT});
+			return 0;
+		}
+	}
 	rec = bpf_map_lookup_elem(&scratch, &zero);
 	if (!rec)
 		return 0;
@@ -393,6 +441,9 @@ __noinline int emit_site(struct pt_regs *ctx, struct site_args *a)
 	w->anon = ANON_NONE;
 	w->n = 0;
 	w->limit = 0;
+	w->pid = id >> 32;
+	w->epoch = epoch;
+	w->mm = mm;
 	if (stack_depth) {
 		rec->frames[0] = w->pc;
 		w->n = 1;

@@ -50,14 +50,25 @@ func (d *Drainer) Close() error {
 	return d.rd.Close()
 }
 
+// MaxBatch bounds the events one waiting Poll hands over (as the
+// OpenTelemetry profiler's maxEvents does): a ring that never empties
+// would otherwise keep Poll reading forever, and its caller's ticks,
+// signals, stops and deadline would go unserved. A variable for tests.
+var MaxBatch = 1 << 16
+
 // Poll waits up to wait for events (the probes wake the reader only when
-// much data is pending) and then hands every event in the ring to fn, in
-// order, returning when the ring is empty. wait <= 0 drains what is there
-// now without waiting. fn must not keep the pointer.
+// much data is pending) and then hands the events in the ring to fn, in
+// order, returning when the ring is empty or MaxBatch events were handed
+// over. wait <= 0 drains what the ring holds now without waiting, and
+// no more: the callers that pass it (exec, exit, the end) need every event
+// up to then, and a busy ring must not keep them there. fn must not keep
+// the pointer.
 func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 	d.rd.SetDeadline(time.Now().Add(wait))
 	defer func() { d.last = monotonicNS() }() // the ring was empty then
 	n := 0
+	// Bytes to read when draining: records are 8-byte aligned, after an 8-byte header.
+	draining, budget := wait <= 0, d.rd.AvailableBytes()
 	// The probes do not timestamp allocator events (it cost more than a
 	// fifth of their work). The events of a batch happened between the
 	// moment the ring was last seen empty (d.last) and the moment the
@@ -78,7 +89,9 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 			}
 			return n, fmt.Errorf("read ring buffer: %w", err)
 		}
-		read += recordBytes(len(d.rec.RawSample))
+		rb := recordBytes(len(d.rec.RawSample))
+		read += rb
+		budget -= int(rb)
 		if len(d.rec.RawSample) < int(unsafe.Sizeof(memtraceEvent{})) {
 			d.Short++
 			continue
@@ -125,8 +138,11 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 		fn(&d.ev)
 		n++
 		d.Events++
-		// A full drain stops once it has caught up, or a busy ring would keep it forever.
-		if wait <= 0 && d.rd.AvailableBytes() == 0 {
+		// A drain stops once it has read what was there when it began.
+		if draining && (budget <= 0 || d.rd.AvailableBytes() == 0) {
+			return n, nil
+		}
+		if !draining && n >= MaxBatch {
 			return n, nil
 		}
 	}

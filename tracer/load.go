@@ -95,6 +95,14 @@ type Objects struct {
 	stackDepth int
 	// kernel is what the running kernel offers (features.go).
 	kernel Kernel
+	// session is the uprobe session program (AttachSession only).
+	session *ebpf.Program
+}
+
+// sessionObjects are objects and the session program, on AttachSession.
+type sessionObjects struct {
+	*objects
+	Session *ebpf.Program `ebpf:"session"`
 }
 
 // objects is what a run loads: the tracing programs and their maps. (The
@@ -159,8 +167,15 @@ func load(o Options, k Kernel) (*Objects, error) {
 		}
 		defer unix.Close(cgroup)
 	}
+	k.Attach = k.AttachFor(o.SampleBytes)
 	t := Objects{sampleBytes: o.SampleBytes, stackDepth: o.StackDepth, kernel: k}
-	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
+	var assign any = &t.objs
+	sess := sessionObjects{objects: &t.objs}
+	if k.Attach == AttachSession {
+		// The session program only where the kernel can load it.
+		assign = &sess
+	}
+	if err := spec.LoadAndAssign(assign, nil); err != nil {
 		if errors.Is(err, os.ErrPermission) {
 			return nil, fmt.Errorf("%w: %w", ErrPermission, err)
 		}
@@ -170,6 +185,7 @@ func load(o Options, k Kernel) (*Objects, error) {
 		}
 		return nil, fmt.Errorf("load BPF programs: %w", err)
 	}
+	t.session = sess.Session
 	if cgroup >= 0 {
 		if err := t.objs.CgroupFilter.Put(uint32(0), uint32(cgroup)); err != nil {
 			t.objs.Close()
@@ -277,7 +293,7 @@ func sampledBlocks(o Options) uint32 {
 // Close releases the programs and maps. Attachments must be detached first.
 func (t *Objects) Close() error {
 	t.tables.close()
-	return errors.Join(t.DetachHost(), t.objs.Close())
+	return errors.Join(t.DetachHost(), t.objs.Close(), _MemtraceClose(t.session))
 }
 
 // Lost returns the events the kernel could not hand over, per process and in total.

@@ -112,6 +112,24 @@ const (
 	memtraceFrameBitFRAME_EXACT_BIT memtraceFrameBit = 63
 )
 
+type memtraceFrameInfo struct {
+	_         structs.HostLayout
+	Epoch     uint64
+	Mm        uint64
+	Key       memtraceFileKey
+	Row       memtraceUnwindRow
+	FileFlags uint32
+	HasRow    uint8
+	Pad       [3]uint8
+}
+
+type memtraceFrameKey struct {
+	_   structs.HostLayout
+	Pc  uint64
+	Pid uint32
+	Pad uint32
+}
+
 type memtraceFuncId uint32
 
 const (
@@ -134,18 +152,23 @@ const (
 )
 
 type memtraceInflight struct {
-	_         structs.HostLayout
-	Sp        uint64
-	Size      uint64
-	OldAddr   uint64
-	OldSize   uint64
-	Func      uint8
-	Drawn     uint8
-	JvmCat    uint8
-	Pad       [1]uint8
-	JvmLen    uint32
-	JvmPc     uint64
-	Countdown int64
+	_          structs.HostLayout
+	Sp         uint64
+	Size       uint64
+	OldAddr    uint64
+	OldSize    uint64
+	Func       uint8
+	Drawn      uint8
+	JvmCat     uint8
+	Noret      uint8
+	Presampled uint8
+	Pad        [3]uint8
+	JvmLen     uint32
+	Pad2       uint32
+	JvmPc      uint64
+	Countdown  int64
+	RetAddr    uint64
+	Ip         uint64
 }
 
 type memtraceJvmCookie uint32
@@ -200,6 +223,10 @@ type memtraceStackRecord struct {
 		Exact     uint8
 		End       uint8
 		Cached    uint8
+		Pid       uint32
+		_         [4]byte
+		Epoch     uint64
+		Mm        uint64
 		MapStart  uint64
 		MapEnd    uint64
 		MapDelta  uint64
@@ -253,6 +280,8 @@ type memtraceUnwindRow struct {
 const (
 	memtraceMapCgroupFilter      = "cgroup_filter"
 	memtraceMapEvents            = "events"
+	memtraceMapFrameCache        = "frame_cache"
+	memtraceMapFrameEpoch        = "frame_epoch"
 	memtraceMapInflight          = "inflight"
 	memtraceMapLostByPid         = "lost_by_pid"
 	memtraceMapLostTotal         = "lost_total"
@@ -267,6 +296,7 @@ const (
 	memtraceProgOnExec           = "on_exec"
 	memtraceProgOnExit           = "on_exit"
 	memtraceProgRet              = "ret"
+	memtraceProgSession          = "session"
 	memtraceVarCommFilter        = "comm_filter"
 	memtraceVarExitHasGroupDead  = "exit_has_group_dead"
 	memtraceVarExpTable          = "exp_table"
@@ -347,6 +377,7 @@ type memtraceProgramSpecs struct {
 	OnExec    *ebpf.ProgramSpec `ebpf:"on_exec"`
 	OnExit    *ebpf.ProgramSpec `ebpf:"on_exit"`
 	Ret       *ebpf.ProgramSpec `ebpf:"ret"`
+	Session   *ebpf.ProgramSpec `ebpf:"session"`
 }
 
 // memtraceMapSpecs contains maps before they are loaded into the kernel.
@@ -355,6 +386,8 @@ type memtraceProgramSpecs struct {
 type memtraceMapSpecs struct {
 	CgroupFilter *ebpf.MapSpec `ebpf:"cgroup_filter"`
 	Events       *ebpf.MapSpec `ebpf:"events"`
+	FrameCache   *ebpf.MapSpec `ebpf:"frame_cache"`
+	FrameEpoch   *ebpf.MapSpec `ebpf:"frame_epoch"`
 	Inflight     *ebpf.MapSpec `ebpf:"inflight"`
 	LostByPid    *ebpf.MapSpec `ebpf:"lost_by_pid"`
 	LostTotal    *ebpf.MapSpec `ebpf:"lost_total"`
@@ -423,6 +456,8 @@ func (o *memtraceObjects) Close() error {
 type memtraceMaps struct {
 	CgroupFilter *ebpf.Map `ebpf:"cgroup_filter"`
 	Events       *ebpf.Map `ebpf:"events"`
+	FrameCache   *ebpf.Map `ebpf:"frame_cache"`
+	FrameEpoch   *ebpf.Map `ebpf:"frame_epoch"`
 	Inflight     *ebpf.Map `ebpf:"inflight"`
 	LostByPid    *ebpf.Map `ebpf:"lost_by_pid"`
 	LostTotal    *ebpf.Map `ebpf:"lost_total"`
@@ -437,6 +472,8 @@ func (m *memtraceMaps) Close() error {
 	return _MemtraceClose(
 		m.CgroupFilter,
 		m.Events,
+		m.FrameCache,
+		m.FrameEpoch,
 		m.Inflight,
 		m.LostByPid,
 		m.LostTotal,
@@ -494,6 +531,7 @@ type memtracePrograms struct {
 	OnExec    *ebpf.Program `ebpf:"on_exec"`
 	OnExit    *ebpf.Program `ebpf:"on_exit"`
 	Ret       *ebpf.Program `ebpf:"ret"`
+	Session   *ebpf.Program `ebpf:"session"`
 }
 
 func (p *memtracePrograms) Close() error {
@@ -504,6 +542,7 @@ func (p *memtracePrograms) Close() error {
 		p.OnExec,
 		p.OnExit,
 		p.Ret,
+		p.Session,
 	)
 }
 
