@@ -102,6 +102,10 @@ type ProcessSnapshot struct {
 	// Peak is the heap as of the peak snapshot (peak.go); nil before the
 	// first allocation.
 	Peak *PeakSnapshot
+
+	// Resident is the resident anonymous memory by who made it resident
+	// (resident.go); nil when no fault of the process was sampled.
+	Resident *ResidentSnapshot
 }
 
 // Snapshot is a deep copy of a Table: reports are built from it, never from

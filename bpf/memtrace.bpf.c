@@ -400,15 +400,17 @@ static __always_inline void emit(__u8 kind, __u8 func, __u64 addr, __u64 size,
 }
 
 #include "unwind.h"
+#include "resident.h"
 
 /* report_site reports an allocation with its charged call site (emit_site). */
 static __always_inline void report_site(struct pt_regs *ctx, __u8 kind, __u8 func, __u64 addr,
 					__u64 size, __u64 old_addr, __u64 old_size)
 {
 	struct site_args a = {.addr = addr, .size = size, .old_addr = old_addr, .old_size = old_size,
+			      .pc = PT_REGS_IP(ctx), .sp = PT_REGS_SP(ctx), .bp = PT_REGS_FP(ctx),
 			      .kind = kind, .func = func};
 
-	emit_site(ctx, &a);
+	emit_site(&a);
 }
 
 /*

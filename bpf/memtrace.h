@@ -15,6 +15,7 @@ enum event_kind {
 	KIND_EXIT = 9,     /* whole host: a process (its last thread) exited: struct proc_event */
 	KIND_MARK = 10,    /* --mark: a marked function was called: struct code_event, path = label */
 	KIND_UNWIND_MISS = 11, /* a file has no unwind table yet: addr = pc, size = dev, old_addr = inode */
+	KIND_FAULT = 12, /* a sampled write fault: the page at addr (size bytes) may have become resident */
 };
 
 /* Which allocator entry point; mirrors event.Func in Go. */
@@ -88,6 +89,7 @@ enum unwind_kind {
 
 #define ROW_KIND_MASK 0x07
 #define ROW_RBP_SAVED 0x08
+#define ROW_MEMFN 0x20 /* libc's memory functions, the allocator, read(2): a fault there charges its caller */
 #define ROW_ANON 0x40    /* no named function covers this code */
 #define ROW_WRAPPER 0x80 /* an allocation wrapper: charge its caller */
 

@@ -43,6 +43,7 @@ struct walk {
 	__u8 exact;       /* pc is exact (interrupted by a signal), not a return address */
 	__u8 end;         /* STEP_END or STEP_STOP once the walk is over */
 	__u8 cached;      /* map_* and file describe the last file mapping met */
+	__u8 fault;       /* a page fault's walk: libc's memory functions are wrappers too */
 	/*
 	 * The last mapping met and its file's rows: consecutive frames are
 	 * mostly in one file, and bpf_find_vma is the walk's dearest step.
@@ -271,6 +272,9 @@ static long walk_frame(__u64 i, void *ctx)
 		r = find_row(f, v.off);
 		if (r)
 			flags = r->kind & (ROW_WRAPPER | ROW_ANON);
+		/* A fault in memset, malloc's internals or read(2) is charged to the caller. */
+		if (r && w->fault && (r->kind & ROW_MEMFN))
+			flags = ROW_WRAPPER;
 	}
 	if (w->chain) {
 		if (!flags) {
@@ -339,23 +343,24 @@ static long walk_frame(__u64 i, void *ctx)
 	return 0;
 }
 
-/*
- * emit_site reports an allocation with its charged call site and, when
- * stacks are kept, its stack: the probe's caller is the leaf; the walk
- * skips the wrapper chain above it and, with stack_depth, records
- * stack_depth frames from the charged one on.
- */
-/* What emit_site reports, besides the call site and stack it finds. */
+/* What emit_site reports, and where the walk starts. */
 struct site_args {
 	__u64 addr, size, old_addr, old_size;
+	__u64 pc, sp, bp; /* the registers the walk starts from */
 	__u8 kind, func;
+	__u8 exact;       /* pc is exact (a faulting instruction), not a return address */
+	__u8 fault;       /* charge past libc's memory functions (ROW_MEMFN) */
 };
 
 /*
+ * emit_site reports an event with its charged call site and, when stacks
+ * are kept, its stack: the frame at pc is the leaf (the allocator's caller,
+ * or the faulting instruction); the walk skips the wrapper chain above it
+ * and, with stack_depth, records stack_depth frames from the charged one on.
  * A global function: the verifier checks it once, not at each of its
  * callers (each would walk the whole unwinder again).
  */
-__noinline int emit_site(struct pt_regs *ctx, struct site_args *a)
+__noinline int emit_site(struct site_args *a)
 {
 	struct stack_record *rec;
 	struct walk *w;
@@ -368,27 +373,28 @@ __noinline int emit_site(struct pt_regs *ctx, struct site_args *a)
 	if (!rec)
 		return 0;
 	w = &rec->w;
-	w->pc = PT_REGS_IP(ctx);
-	w->sp = PT_REGS_SP(ctx);
-	w->bp = PT_REGS_FP(ctx);
+	w->pc = a->pc;
+	w->sp = a->sp;
+	w->bp = a->bp;
 	w->charged_pc = w->pc;
 	w->charged = 0;
 	w->chain = 1;
-	w->exact = 0;
+	w->exact = a->exact;
+	w->fault = a->fault;
 	w->end = 0;
 	w->cached = 0;
 	w->anon = ANON_NONE;
 	w->n = 0;
 	w->limit = 0;
 	if (stack_depth) {
-		rec->frames[0] = w->pc;
+		rec->frames[0] = w->pc | (a->exact ? FRAME_EXACT : 0);
 		w->n = 1;
 		w->limit = stack_depth; /* grows with the charged index */
 	}
 	bpf_loop(MAX_STACK + MAX_WRAPPER_FRAMES, walk_frame, 0, 0);
 	if (!stack_depth) {
 		emit(a->kind, a->func, a->addr, a->size, a->old_addr, a->old_size,
-		     w->charged_pc & ~FRAME_EXACT, PT_REGS_IP(ctx), 0);
+		     w->charged_pc & ~FRAME_EXACT, a->pc, 0);
 		return 0;
 	}
 	rec->e.time = 0;
@@ -397,7 +403,7 @@ __noinline int emit_site(struct pt_regs *ctx, struct site_args *a)
 	rec->e.old_addr = a->old_addr;
 	rec->e.old_size = a->old_size;
 	rec->e.call_site = w->charged_pc & ~FRAME_EXACT;
-	rec->e.leaf = PT_REGS_IP(ctx);
+	rec->e.leaf = a->pc;
 	rec->e.pid = id >> 32;
 	rec->e.tid = (__u32)id;
 	rec->e.kind = a->kind;

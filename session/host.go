@@ -112,6 +112,9 @@ func (s *session) runHost() (int, error) {
 	if err := s.objs.AttachHost(); err != nil {
 		return 0, err
 	}
+	if err := s.startResident(); err != nil { // resident.go
+		return 0, err
+	}
 	start := time.Now()
 	pids, err := host.PIDs()
 	if err != nil {
@@ -157,6 +160,7 @@ func (s *session) runHost() (int, error) {
 			return 0, err
 		}
 		s.runScans()
+		s.checkResidentDue() // resident.go
 		if len(h.exits) > 0 && (time.Since(h.exitsSince) >= exitFlush || len(h.exits) >= maxHeldExits) {
 			if err := s.flushExits(); err != nil {
 				return 0, err

@@ -157,7 +157,7 @@ const kindUnwindMiss = 11
 // isSiteKind reports whether records of kind carry a call site (and a stack).
 func isSiteKind(k event.Kind) bool {
 	switch k {
-	case event.Alloc, event.Realloc, event.Mmap, event.Mremap:
+	case event.Alloc, event.Realloc, event.Mmap, event.Mremap, event.Fault:
 		return true
 	}
 	return false

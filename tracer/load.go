@@ -59,6 +59,14 @@ type Options struct {
 	Comm string
 	// CgroupPath: only tasks in this cgroup v2 directory or below it.
 	CgroupPath string
+	// ResidentBytes > 0 samples write faults, on average one per
+	// ResidentBytes bytes (bpf/resident.h), once AttachFaults is called;
+	// 0: resident attribution is off.
+	ResidentBytes uint64
+	// FaultPIDs: only the processes given to TraceFaults have their faults
+	// sampled (-p and --); otherwise every process Host and its filters
+	// select.
+	FaultPIDs bool
 }
 
 // MaxSampleBytes bounds SampleBytes: the BPF countdown's fixed-point
@@ -94,31 +102,39 @@ type Objects struct {
 	stackDepth int
 	// kernel is what the running kernel offers (features.go).
 	kernel Kernel
+	// faultBytes is Options.ResidentBytes; faults the page-fault links.
+	faultBytes uint64
+	faults     []link.Link
 }
 
 // objects is what a run loads: the tracing programs and their maps, not
 // the test programs (draw_test, sample_test) nor their map.
 type objects struct {
-	Entry        *ebpf.Program `ebpf:"entry"`
-	Ret          *ebpf.Program `ebpf:"ret"`
-	OnExec       *ebpf.Program `ebpf:"on_exec"`
-	OnExit       *ebpf.Program `ebpf:"on_exit"`
-	Events       *ebpf.Map     `ebpf:"events"`
-	Inflight     *ebpf.Map     `ebpf:"inflight"`
-	LostByPid    *ebpf.Map     `ebpf:"lost_by_pid"`
-	LostTotal    *ebpf.Map     `ebpf:"lost_total"`
-	FileKeyOf    *ebpf.Program `ebpf:"file_key_of"`
-	UnwindRows   *ebpf.Map     `ebpf:"unwind_rows"`
-	UnwindFiles  *ebpf.Map     `ebpf:"unwind_files"`
-	Scratch      *ebpf.Map     `ebpf:"scratch"`
-	Sampled      *ebpf.Map     `ebpf:"sampled"`
-	ProcCounts   *ebpf.Map     `ebpf:"proc_counts"`
-	CgroupFilter *ebpf.Map     `ebpf:"cgroup_filter"`
+	Entry          *ebpf.Program `ebpf:"entry"`
+	Ret            *ebpf.Program `ebpf:"ret"`
+	OnExec         *ebpf.Program `ebpf:"on_exec"`
+	OnExit         *ebpf.Program `ebpf:"on_exit"`
+	Events         *ebpf.Map     `ebpf:"events"`
+	Inflight       *ebpf.Map     `ebpf:"inflight"`
+	LostByPid      *ebpf.Map     `ebpf:"lost_by_pid"`
+	LostTotal      *ebpf.Map     `ebpf:"lost_total"`
+	FileKeyOf      *ebpf.Program `ebpf:"file_key_of"`
+	UnwindRows     *ebpf.Map     `ebpf:"unwind_rows"`
+	UnwindFiles    *ebpf.Map     `ebpf:"unwind_files"`
+	Scratch        *ebpf.Map     `ebpf:"scratch"`
+	Sampled        *ebpf.Map     `ebpf:"sampled"`
+	ProcCounts     *ebpf.Map     `ebpf:"proc_counts"`
+	CgroupFilter   *ebpf.Map     `ebpf:"cgroup_filter"`
+	OnFaultUser    *ebpf.Program `ebpf:"on_fault_user"`
+	OnFaultKernel  *ebpf.Program `ebpf:"on_fault_kernel"`
+	FaultPids      *ebpf.Map     `ebpf:"fault_pids"`
+	FaultCountdown *ebpf.Map     `ebpf:"fault_countdown"`
 }
 
 func (o *objects) Close() error {
 	return _MemtraceClose(o.Entry, o.Ret, o.OnExec, o.OnExit, o.FileKeyOf, o.Events, o.Inflight,
-		o.LostByPid, o.LostTotal, o.UnwindRows, o.UnwindFiles, o.Scratch, o.Sampled, o.ProcCounts, o.CgroupFilter)
+		o.LostByPid, o.LostTotal, o.UnwindRows, o.UnwindFiles, o.Scratch, o.Sampled, o.ProcCounts, o.CgroupFilter,
+		o.OnFaultUser, o.OnFaultKernel, o.FaultPids, o.FaultCountdown)
 }
 
 // Load checks the kernel's prerequisites and loads the BPF objects.
@@ -157,7 +173,7 @@ func load(o Options, k Kernel) (*Objects, error) {
 		}
 		defer unix.Close(cgroup)
 	}
-	t := Objects{sampleBytes: o.SampleBytes, stackDepth: o.StackDepth, kernel: k}
+	t := Objects{sampleBytes: o.SampleBytes, stackDepth: o.StackDepth, kernel: k, faultBytes: o.ResidentBytes}
 	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
 		if errors.Is(err, os.ErrPermission) {
 			return nil, fmt.Errorf("%w: %w", ErrPermission, err)
@@ -214,6 +230,17 @@ func loadSpec(o Options) (*ebpf.CollectionSpec, error) {
 	if err := set("exp_table", ExpTable()); err != nil {
 		return nil, err
 	}
+	if o.ResidentBytes > MaxSampleBytes {
+		return nil, fmt.Errorf("resident bytes %d: at most %d", o.ResidentBytes, uint64(MaxSampleBytes))
+	}
+	if err := set("fault_sample_bytes", o.ResidentBytes); err != nil {
+		return nil, err
+	}
+	if o.FaultPIDs {
+		if err := set("fault_pid_filter", uint8(1)); err != nil {
+			return nil, err
+		}
+	}
 	if o.SampleBytes > 0 {
 		spec.Maps["sampled"].MaxEntries = sampledBlocks(o)
 	} else {
@@ -266,7 +293,7 @@ func sampledBlocks(o Options) uint32 {
 // Close releases the programs and maps. Attachments must be detached first.
 func (t *Objects) Close() error {
 	t.tables.close()
-	return errors.Join(t.DetachHost(), t.objs.Close())
+	return errors.Join(t.DetachFaults(), t.DetachHost(), t.objs.Close())
 }
 
 // Lost returns the events the kernel could not hand over, per process and in total.

@@ -43,6 +43,12 @@ type memtraceEvent struct {
 	StackId  int32
 }
 
+type memtraceFaultCountdown struct {
+	_     structs.HostLayout
+	Left  int64
+	Drawn uint64
+}
+
 type memtraceFileKey struct {
 	_   structs.HostLayout
 	Dev uint64
@@ -98,6 +104,8 @@ type memtraceStackRecord struct {
 		Exact     uint8
 		End       uint8
 		Cached    uint8
+		Fault     uint8
+		_         [7]byte
 		MapStart  uint64
 		MapEnd    uint64
 		MapDelta  uint64
@@ -132,6 +140,8 @@ const (
 	memtraceMapCgroupFilter      = "cgroup_filter"
 	memtraceMapDraws             = "draws"
 	memtraceMapEvents            = "events"
+	memtraceMapFaultCountdown    = "fault_countdown"
+	memtraceMapFaultPids         = "fault_pids"
 	memtraceMapInflight          = "inflight"
 	memtraceMapLostByPid         = "lost_by_pid"
 	memtraceMapLostTotal         = "lost_total"
@@ -145,11 +155,15 @@ const (
 	memtraceProgFileKeyOf        = "file_key_of"
 	memtraceProgOnExec           = "on_exec"
 	memtraceProgOnExit           = "on_exit"
+	memtraceProgOnFaultKernel    = "on_fault_kernel"
+	memtraceProgOnFaultUser      = "on_fault_user"
 	memtraceProgRet              = "ret"
 	memtraceProgSampleTest       = "sample_test"
 	memtraceVarCommFilter        = "comm_filter"
 	memtraceVarExitHasGroupDead  = "exit_has_group_dead"
 	memtraceVarExpTable          = "exp_table"
+	memtraceVarFaultPidFilter    = "fault_pid_filter"
+	memtraceVarFaultSampleBytes  = "fault_sample_bytes"
 	memtraceVarFilterCgroup      = "filter_cgroup"
 	memtraceVarFilterComm        = "filter_comm"
 	memtraceVarSampleBytes       = "sample_bytes"
@@ -208,30 +222,34 @@ type memtraceSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type memtraceProgramSpecs struct {
-	DrawTest   *ebpf.ProgramSpec `ebpf:"draw_test"`
-	Entry      *ebpf.ProgramSpec `ebpf:"entry"`
-	FileKeyOf  *ebpf.ProgramSpec `ebpf:"file_key_of"`
-	OnExec     *ebpf.ProgramSpec `ebpf:"on_exec"`
-	OnExit     *ebpf.ProgramSpec `ebpf:"on_exit"`
-	Ret        *ebpf.ProgramSpec `ebpf:"ret"`
-	SampleTest *ebpf.ProgramSpec `ebpf:"sample_test"`
+	DrawTest      *ebpf.ProgramSpec `ebpf:"draw_test"`
+	Entry         *ebpf.ProgramSpec `ebpf:"entry"`
+	FileKeyOf     *ebpf.ProgramSpec `ebpf:"file_key_of"`
+	OnExec        *ebpf.ProgramSpec `ebpf:"on_exec"`
+	OnExit        *ebpf.ProgramSpec `ebpf:"on_exit"`
+	OnFaultKernel *ebpf.ProgramSpec `ebpf:"on_fault_kernel"`
+	OnFaultUser   *ebpf.ProgramSpec `ebpf:"on_fault_user"`
+	Ret           *ebpf.ProgramSpec `ebpf:"ret"`
+	SampleTest    *ebpf.ProgramSpec `ebpf:"sample_test"`
 }
 
 // memtraceMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type memtraceMapSpecs struct {
-	CgroupFilter *ebpf.MapSpec `ebpf:"cgroup_filter"`
-	Draws        *ebpf.MapSpec `ebpf:"draws"`
-	Events       *ebpf.MapSpec `ebpf:"events"`
-	Inflight     *ebpf.MapSpec `ebpf:"inflight"`
-	LostByPid    *ebpf.MapSpec `ebpf:"lost_by_pid"`
-	LostTotal    *ebpf.MapSpec `ebpf:"lost_total"`
-	ProcCounts   *ebpf.MapSpec `ebpf:"proc_counts"`
-	Sampled      *ebpf.MapSpec `ebpf:"sampled"`
-	Scratch      *ebpf.MapSpec `ebpf:"scratch"`
-	UnwindFiles  *ebpf.MapSpec `ebpf:"unwind_files"`
-	UnwindRows   *ebpf.MapSpec `ebpf:"unwind_rows"`
+	CgroupFilter   *ebpf.MapSpec `ebpf:"cgroup_filter"`
+	Draws          *ebpf.MapSpec `ebpf:"draws"`
+	Events         *ebpf.MapSpec `ebpf:"events"`
+	FaultCountdown *ebpf.MapSpec `ebpf:"fault_countdown"`
+	FaultPids      *ebpf.MapSpec `ebpf:"fault_pids"`
+	Inflight       *ebpf.MapSpec `ebpf:"inflight"`
+	LostByPid      *ebpf.MapSpec `ebpf:"lost_by_pid"`
+	LostTotal      *ebpf.MapSpec `ebpf:"lost_total"`
+	ProcCounts     *ebpf.MapSpec `ebpf:"proc_counts"`
+	Sampled        *ebpf.MapSpec `ebpf:"sampled"`
+	Scratch        *ebpf.MapSpec `ebpf:"scratch"`
+	UnwindFiles    *ebpf.MapSpec `ebpf:"unwind_files"`
+	UnwindRows     *ebpf.MapSpec `ebpf:"unwind_rows"`
 }
 
 // memtraceVariableSpecs contains global variables before they are loaded into the kernel.
@@ -241,6 +259,8 @@ type memtraceVariableSpecs struct {
 	CommFilter        *ebpf.VariableSpec `ebpf:"comm_filter"`
 	ExitHasGroupDead  *ebpf.VariableSpec `ebpf:"exit_has_group_dead"`
 	ExpTable          *ebpf.VariableSpec `ebpf:"exp_table"`
+	FaultPidFilter    *ebpf.VariableSpec `ebpf:"fault_pid_filter"`
+	FaultSampleBytes  *ebpf.VariableSpec `ebpf:"fault_sample_bytes"`
 	FilterCgroup      *ebpf.VariableSpec `ebpf:"filter_cgroup"`
 	FilterComm        *ebpf.VariableSpec `ebpf:"filter_comm"`
 	SampleBytes       *ebpf.VariableSpec `ebpf:"sample_bytes"`
@@ -277,17 +297,19 @@ func (o *memtraceObjects) Close() error {
 //
 // It can be passed to loadMemtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type memtraceMaps struct {
-	CgroupFilter *ebpf.Map `ebpf:"cgroup_filter"`
-	Draws        *ebpf.Map `ebpf:"draws"`
-	Events       *ebpf.Map `ebpf:"events"`
-	Inflight     *ebpf.Map `ebpf:"inflight"`
-	LostByPid    *ebpf.Map `ebpf:"lost_by_pid"`
-	LostTotal    *ebpf.Map `ebpf:"lost_total"`
-	ProcCounts   *ebpf.Map `ebpf:"proc_counts"`
-	Sampled      *ebpf.Map `ebpf:"sampled"`
-	Scratch      *ebpf.Map `ebpf:"scratch"`
-	UnwindFiles  *ebpf.Map `ebpf:"unwind_files"`
-	UnwindRows   *ebpf.Map `ebpf:"unwind_rows"`
+	CgroupFilter   *ebpf.Map `ebpf:"cgroup_filter"`
+	Draws          *ebpf.Map `ebpf:"draws"`
+	Events         *ebpf.Map `ebpf:"events"`
+	FaultCountdown *ebpf.Map `ebpf:"fault_countdown"`
+	FaultPids      *ebpf.Map `ebpf:"fault_pids"`
+	Inflight       *ebpf.Map `ebpf:"inflight"`
+	LostByPid      *ebpf.Map `ebpf:"lost_by_pid"`
+	LostTotal      *ebpf.Map `ebpf:"lost_total"`
+	ProcCounts     *ebpf.Map `ebpf:"proc_counts"`
+	Sampled        *ebpf.Map `ebpf:"sampled"`
+	Scratch        *ebpf.Map `ebpf:"scratch"`
+	UnwindFiles    *ebpf.Map `ebpf:"unwind_files"`
+	UnwindRows     *ebpf.Map `ebpf:"unwind_rows"`
 }
 
 func (m *memtraceMaps) Close() error {
@@ -295,6 +317,8 @@ func (m *memtraceMaps) Close() error {
 		m.CgroupFilter,
 		m.Draws,
 		m.Events,
+		m.FaultCountdown,
+		m.FaultPids,
 		m.Inflight,
 		m.LostByPid,
 		m.LostTotal,
@@ -313,6 +337,8 @@ type memtraceVariables struct {
 	CommFilter        *ebpf.Variable `ebpf:"comm_filter"`
 	ExitHasGroupDead  *ebpf.Variable `ebpf:"exit_has_group_dead"`
 	ExpTable          *ebpf.Variable `ebpf:"exp_table"`
+	FaultPidFilter    *ebpf.Variable `ebpf:"fault_pid_filter"`
+	FaultSampleBytes  *ebpf.Variable `ebpf:"fault_sample_bytes"`
 	FilterCgroup      *ebpf.Variable `ebpf:"filter_cgroup"`
 	FilterComm        *ebpf.Variable `ebpf:"filter_comm"`
 	SampleBytes       *ebpf.Variable `ebpf:"sample_bytes"`
@@ -333,13 +359,15 @@ type memtraceVariables struct {
 //
 // It can be passed to loadMemtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type memtracePrograms struct {
-	DrawTest   *ebpf.Program `ebpf:"draw_test"`
-	Entry      *ebpf.Program `ebpf:"entry"`
-	FileKeyOf  *ebpf.Program `ebpf:"file_key_of"`
-	OnExec     *ebpf.Program `ebpf:"on_exec"`
-	OnExit     *ebpf.Program `ebpf:"on_exit"`
-	Ret        *ebpf.Program `ebpf:"ret"`
-	SampleTest *ebpf.Program `ebpf:"sample_test"`
+	DrawTest      *ebpf.Program `ebpf:"draw_test"`
+	Entry         *ebpf.Program `ebpf:"entry"`
+	FileKeyOf     *ebpf.Program `ebpf:"file_key_of"`
+	OnExec        *ebpf.Program `ebpf:"on_exec"`
+	OnExit        *ebpf.Program `ebpf:"on_exit"`
+	OnFaultKernel *ebpf.Program `ebpf:"on_fault_kernel"`
+	OnFaultUser   *ebpf.Program `ebpf:"on_fault_user"`
+	Ret           *ebpf.Program `ebpf:"ret"`
+	SampleTest    *ebpf.Program `ebpf:"sample_test"`
 }
 
 func (p *memtracePrograms) Close() error {
@@ -349,6 +377,8 @@ func (p *memtracePrograms) Close() error {
 		p.FileKeyOf,
 		p.OnExec,
 		p.OnExit,
+		p.OnFaultKernel,
+		p.OnFaultUser,
 		p.Ret,
 		p.SampleTest,
 	)

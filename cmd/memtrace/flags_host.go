@@ -66,6 +66,10 @@ func addHostFlags(fs *pflag.FlagSet, c *session.Config) func() error {
 	h := &c.HostConfig
 	fs.Var(byteSize{&h.SampleBytes, &h.SampleSet}, "sample-bytes",
 		"sample one allocation per `N` bytes on average and estimate (0 = trace every call; default 512K with no target, 0 with -p and --)")
+	h.ResidentBytes = tracer.DefaultResidentBytes
+	var residentSet bool
+	fs.Var(byteSize{&h.ResidentBytes, &residentSet}, "resident-bytes",
+		"resident memory by who made it resident: sample one write fault per `N` bytes of faults on average (0 = off; default 64K)")
 	fs.StringVar(&h.Comm, "comm", "", "with no target: only processes with command name `NAME`")
 	fs.StringVar(&h.Cgroup, "cgroup", "", "with no target: only processes in the cgroup v2 `PATH` (a directory, or a path as /proc/PID/cgroup shows it) or below it")
 	return func() error {

@@ -1,0 +1,135 @@
+/*
+ * Resident attribution, included by memtrace.bpf.c: who made anonymous
+ * memory resident. A page becomes resident at the fault that first writes
+ * it, and the kernel takes that fault anyway: a tracepoint on it adds no
+ * trap, and faults are ~100x rarer than allocations.
+ *
+ * Every write fault on a user address counts PAGE_SIZE bytes towards a
+ * countdown of bytes to the next sample, a draw from Exp(mean
+ * fault_sample_bytes), as sampled mode does for allocations: each fault is
+ * sampled with probability 1 - e^(-4096/fault_sample_bytes), independently
+ * of every other. Only a sampled fault pays for the stack walk and a ring
+ * record. Whether the page really became resident anonymous memory (not a
+ * file page, not shared memory) and for how long is for user space to
+ * tell, from /proc/PID/pagemap: that covers munmap, madvise, mremap, exit,
+ * exec, reclaim and swap at once, and costs the faults nothing.
+ */
+#ifndef MEMTRACE_RESIDENT_H
+#define MEMTRACE_RESIDENT_H
+
+#define PAGE_SIZE 4096
+/* x86 page fault error code bits. */
+#define PF_WRITE 0x2
+
+/*
+ * Set by the loader. fault_sample_bytes: the mean bytes of write faults
+ * between samples; 0 = resident attribution off (its programs are not
+ * attached). fault_pid_filter: -p and --, only the processes in fault_pids
+ * (a tracepoint has no PID filter of its own).
+ */
+const volatile __u64 fault_sample_bytes = 0;
+const volatile __u8 fault_pid_filter = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} fault_pids SEC(".maps");
+
+/*
+ * The countdown, per CPU: the faults of one CPU form one sequence, and
+ * each fault's chance stays independent of all others (the exponential
+ * has no memory), whichever process takes it. No per-thread storage to
+ * create on the fault path.
+ */
+struct fault_countdown {
+	__s64 left;
+	__u64 drawn;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fault_countdown);
+} fault_countdown SEC(".maps");
+
+static __always_inline __s64 fault_draw(void)
+{
+	return (__s64)((exp_draw() * fault_sample_bytes) >> 16);
+}
+
+/* fault_sample decides whether this fault (PAGE_SIZE bytes) is sampled. */
+static __always_inline int fault_sample(void)
+{
+	struct fault_countdown *c;
+	__u32 zero = 0;
+
+	c = bpf_map_lookup_elem(&fault_countdown, &zero);
+	if (!c)
+		return 0;
+	if (!c->drawn) {
+		c->left = fault_draw();
+		c->drawn = 1;
+	}
+	c->left -= PAGE_SIZE;
+	if (c->left > 0)
+		return 0;
+	c->left = fault_draw();
+	return 1;
+}
+
+static __always_inline int fault_wanted(void)
+{
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+
+	if (fault_pid_filter)
+		return bpf_map_lookup_elem(&fault_pids, &pid) != 0;
+	return wanted();
+}
+
+/*
+ * on_fault samples a write fault at address; uregs are the user registers
+ * (a kernel pointer): at the faulting instruction, or, for a fault taken
+ * by the kernel copying into user memory (read(2)), at the system call.
+ */
+static __always_inline void on_fault(__u64 address, struct pt_regs *uregs)
+{
+	struct pt_regs r;
+
+	if (!fault_wanted() || !fault_sample())
+		return;
+	if (bpf_probe_read_kernel(&r, sizeof(r), uregs))
+		return;
+	/* Exact pcs: the faulting instruction, or the one after the syscall (same function). */
+	struct site_args a = {.addr = address & ~(__u64)(PAGE_SIZE - 1), .size = PAGE_SIZE,
+			      .pc = PT_REGS_IP(&r), .sp = PT_REGS_SP(&r), .bp = PT_REGS_FP(&r),
+			      .old_size = fault_sample_bytes, .kind = KIND_FAULT, .exact = 1, .fault = 1};
+
+	emit_site(&a);
+}
+
+SEC("tp_btf/page_fault_user")
+int on_fault_user(__u64 *ctx)
+{
+	if (ctx[2] & PF_WRITE)
+		on_fault(ctx[0], (struct pt_regs *)ctx[1]);
+	return 0;
+}
+
+/*
+ * A fault the kernel takes on a user address while it copies into it (a
+ * read(2) into a fresh buffer): the user registers are the task's, saved
+ * at the system call.
+ */
+SEC("tp_btf/page_fault_kernel")
+int on_fault_kernel(__u64 *ctx)
+{
+	if ((__s64)ctx[0] <= 0 || !(ctx[2] & PF_WRITE))
+		return 0; /* a kernel address, or a read */
+	on_fault(ctx[0], (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()));
+	return 0;
+}
+
+#endif
