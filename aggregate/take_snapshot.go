@@ -47,7 +47,7 @@ func (p *process) snapshot() ProcessSnapshot {
 		ps.Sites[i] = SiteSnapshot{Address: st.addr, Leaf: st.leaf, StackID: st.stack, Category: st.cat, Stats: st.stats}
 	}
 	ps.Resident = p.resident.snapshot() // resident.go
-	p.est.fill(&ps) // sampled mode: standard errors, exact counts (estimate.go)
+	p.est.fill(&ps)                     // sampled mode: standard errors, exact counts (estimate.go)
 	p.parts.fill(&ps, p.est)
 	return ps
 }

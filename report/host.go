@@ -154,6 +154,9 @@ func writeHostText(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options)
 	if err := writeHostPeaks(&b, v, sym, o); err != nil {
 		return err
 	}
+	if err := writeHostResident(&b, s, sym, o); err != nil { // resident.go
+		return err
+	}
 	writeHostMarks(&b, s, v, o)
 	if lost > 0 && v.totalProcs > 0 {
 		b.WriteByte('\n')
@@ -426,5 +429,6 @@ func writeHostJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options)
 	for _, p := range v.procs {
 		records = append(records, peakRecords(rankedProcess{ProcessSnapshot: p}, sym, o)...) // time.go
 	}
+	records = append(records, hostResidentRecords(s, sym, o)...) // resident.go
 	return writeRecords(w, records)
 }

@@ -3,7 +3,10 @@
  * resident by writing it, and keeps it to the end. Sizes in MiB from argv
  * (default 64 32 16): malloc'ed and written by memset (charged past memset
  * and malloc), its own mmap written a byte a page, calloc'ed and written a
- * byte a page. With HOLD_MS set it sleeps that long before exiting.
+ * byte a page. With HOLD_MS set it sleeps that long before exiting. With
+ * WAIT set it reads a line before it allocates, and after "ready" another
+ * line, then releases everything (free, munmap), says "freed" and waits
+ * for its input to end.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,13 +48,28 @@ int main(int argc, char **argv)
 {
 	size_t a = argc > 1 ? atol(argv[1]) : 64, b = argc > 2 ? atol(argv[2]) : 32,
 	       c = argc > 3 ? atol(argv[3]) : 16;
-	const char *hold = getenv("HOLD_MS");
+	const char *hold = getenv("HOLD_MS"), *wait = getenv("WAIT");
+	char line[64];
+
+	if (wait && !fgets(line, sizeof(line), stdin))
+		return 1;
 
 	hold_malloc(a * MiB);
 	hold_mmap(b * MiB);
 	hold_calloc(c * MiB);
 	printf("ready\n");
 	fflush(stdout);
+	if (wait) {
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
+		free(keep[0]);
+		munmap(keep[1], b * MiB);
+		free(keep[2]);
+		printf("freed\n");
+		fflush(stdout);
+		while (fgets(line, sizeof(line), stdin))
+			;
+	}
 	if (hold) {
 		long ms = atol(hold);
 		struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};

@@ -16,8 +16,8 @@ import (
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
-	"github.com/memtrace/memtrace/symbolize"
 	"github.com/memtrace/memtrace/allocator"
+	"github.com/memtrace/memtrace/symbolize"
 	"github.com/memtrace/memtrace/unwind"
 )
 
