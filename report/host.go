@@ -130,7 +130,9 @@ func writeHostText(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options)
 		b.WriteString(samplingLine(s.SampleBytes, o.Raw) + "\n")
 	}
 	fmt.Fprintf(&b, "lost events: %d\n", lost)
-	if v.totalProcs == 0 {
+	if o.ResidentOnly {
+		b.WriteString("resident memory only: no allocator traced (--heap traces them)\n")
+	} else if v.totalProcs == 0 {
 		b.WriteString("no allocations traced\n")
 	} else if err := writeHostProcesses(&b, v, o); err != nil {
 		return err

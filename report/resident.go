@@ -164,8 +164,7 @@ func writeHostResident(b *bytes.Buffer, s aggregate.Snapshot, sym Symbolizer, o 
 		return nil
 	}
 	mean := procs[0].Resident.SampleBytes
-	fmt.Fprintf(b, "\n%s (1 write fault sampled per %s of faults):\n",
-		shownOf("resident by who made it resident, processes", len(procs), totalProcs), byteText(mean, o.Raw))
+	fmt.Fprintf(b, "\n%s\n", shownOf("processes by resident memory (1 write fault sampled per "+byteText(mean, o.Raw)+" of faults)", len(procs), totalProcs))
 	var out bytes.Buffer
 	t := hostTable(&out, []tw.Align{tw.AlignRight, tw.AlignLeft, tw.AlignRight, tw.AlignRight, tw.AlignRight})
 	t.Header("PID", "COMM", estMark+"RESIDENT", "± RESIDENT", "PAGES")
@@ -181,7 +180,7 @@ func writeHostResident(b *bytes.Buffer, s aggregate.Snapshot, sym Symbolizer, o 
 	}
 	indentTable(b, out.String())
 
-	fmt.Fprintf(b, "\n%s:\n", shownOf("resident call sites across the host", len(sites), totalSites))
+	fmt.Fprintf(b, "\n%s\n", shownOf("call sites across the host by who made memory resident", len(sites), totalSites))
 	out.Reset()
 	t = hostTable(&out, []tw.Align{tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignLeft, tw.AlignLeft, tw.AlignLeft, tw.AlignLeft})
 	t.Header(estMark+"RESIDENT", "± RESIDENT", "PAGES", "PID", "COMM", "FUNCTION", "FILE:LINE", "MODULE")

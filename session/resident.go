@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/memtrace/memtrace/event"
@@ -51,6 +52,42 @@ func (s *session) traceFaults(pid int) error {
 		return nil
 	}
 	return s.objs.TraceFaults(uint32(pid))
+}
+
+// scanResident prepares the whole host's resident-only mode for pid: no
+// probe, but the unwind tables of its code, so that its faults are charged
+// past libc's memory functions from the first (a fault met in a file with
+// no table yet is charged to the faulting instruction). retry says its
+// libraries are not mapped yet.
+func (s *session) scanResident(pid int) (retry bool) {
+	if !librariesMapped(pid) {
+		return true
+	}
+	if err := s.objs.PreloadTables(pid); err != nil {
+		s.log.Debug("unwind tables", "pid", pid, "err", err)
+	}
+	return false
+}
+
+// librariesMapped reports whether pid's dynamic linker has mapped its
+// libraries: right after exec the program and the linker are the only
+// files mapped. A static program, or a process gone, has nothing to wait for.
+func librariesMapped(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return true
+	}
+	files := map[string]bool{}
+	linker := false
+	for l := range strings.Lines(string(b)) {
+		f := strings.Fields(l)
+		if len(f) < 6 || !strings.HasPrefix(f[5], "/") {
+			continue
+		}
+		files[f[5]] = true
+		linker = linker || strings.Contains(f[5], "/ld-linux")
+	}
+	return !linker || len(files) > 2
 }
 
 // checkResidentDue checks the sampled pages when a check is due.

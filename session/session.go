@@ -485,6 +485,7 @@ func (s *session) report(final bool, pids []int) error {
 	}
 	o := report.Options{Top: s.cfg.Top, Sort: s.cfg.Sort, Final: final, Raw: s.cfg.Raw}
 	o.Host = s.cfg.Host() // whole-host layout
+	o.ResidentOnly = o.Host && !s.cfg.Heap
 	if s.cfg.Detail {
 		o.Stacks = stackSource{objs: s.objs, code: codeView{s.res}, depth: s.cfg.StackDepth}
 	}

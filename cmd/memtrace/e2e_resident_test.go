@@ -272,3 +272,65 @@ func rssAnon(t *testing.T, pid int) uint64 {
 	t.Fatal("no RssAnon in /proc/PID/status")
 	return 0
 }
+
+// TestResidentHost: the whole host's default, resident memory only (no
+// allocator probe). A process that exits is reported at its exit, then no
+// longer charged; one still running is, and matches its RssAnon.
+func TestResidentHost(t *testing.T) {
+	needBPF(t)
+	own := filepath.Join(binDir, "mt-resident")
+	copyFile(t, fixture(t, "resident.c"), own)
+	h := startHostWith(t, "--comm", "mt-resident", "--resident-bytes", residentSample)
+	if strings.Contains(h.errors(), "msg=probed") {
+		t.Errorf("allocator probes placed without --heap:\n%s", h.errors())
+	}
+
+	exits := exec.Command(own)
+	if out, err := exits.CombinedOutput(); err != nil {
+		t.Fatalf("fixture: %v\n%s", err, out)
+	}
+	stays := exec.Command(own)
+	stays.Env = append(os.Environ(), "WAIT=1")
+	stdin, _ := stays.StdinPipe()
+	stdout, _ := stays.StdoutPipe()
+	if err := stays.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stays.Process.Kill()
+	lines := bufio.NewReader(stdout)
+	time.Sleep(200 * time.Millisecond) // memtrace loads its program's unwind table
+	before := rssAnon(t, stays.Process.Pid)
+	io.WriteString(stdin, "go\n")
+	expectLine(t, lines, "ready")
+	after := rssAnon(t, stays.Process.Pid)
+	time.Sleep(1500 * time.Millisecond) // the exit's batch is written
+	h.cmd.Process.Signal(syscall.SIGINT)
+	if err := h.cmd.Wait(); err != nil {
+		t.Fatalf("memtrace: %v\n%s", err, h.errors())
+	}
+	out := h.stdout.String()
+	last := strings.LastIndex(out, `{"type":"report"`)
+	if last < 0 {
+		t.Fatalf("no report:\n%s", out)
+	}
+	t.Run("exited", func(t *testing.T) {
+		checkResident(t, residentByFunction(t, out[:last], exits.Process.Pid), cResident)
+		if got := residentByFunction(t, out[last:], exits.Process.Pid); len(got) > 0 {
+			t.Errorf("process %d exited, still charged in the final report: %v", exits.Process.Pid, got)
+		}
+	})
+	t.Run("running", func(t *testing.T) {
+		got := residentByFunction(t, out[last:], stays.Process.Pid)
+		checkResident(t, got, cResident)
+		var total residentEstimate
+		for _, e := range got {
+			total.bytes += e.bytes
+			total.stderr = math.Hypot(total.stderr, e.stderr)
+		}
+		gained := float64(after - before)
+		t.Logf("RssAnon gained %.1f MiB, estimate %.1f MiB ± %.2f MiB", gained/(1<<20), total.bytes/(1<<20), total.stderr/(1<<20))
+		if math.Abs(total.bytes-gained) > 4*total.stderr {
+			t.Errorf("resident estimate %.0f ± %.0f, RssAnon gained %.0f: more than 4 standard errors apart", total.bytes, total.stderr, gained)
+		}
+	})
+}

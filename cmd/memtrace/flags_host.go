@@ -65,7 +65,9 @@ func (b byteSize) Set(s string) error {
 func addHostFlags(fs *pflag.FlagSet, c *session.Config) func() error {
 	h := &c.HostConfig
 	fs.Var(byteSize{&h.SampleBytes, &h.SampleSet}, "sample-bytes",
-		"sample one allocation per `N` bytes on average and estimate (0 = trace every call; default 512K with no target, 0 with -p and --)")
+		"sample one allocation per `N` bytes on average and estimate (0 = trace every call; default 512K with --heap, 0 with -p and --); implies --heap")
+	fs.BoolVar(&h.Heap, "heap", false,
+		"with no target: also trace every process's allocator (a probe on malloc and free, a trap per call; without it, resident memory only)")
 	h.ResidentBytes = tracer.DefaultResidentBytes
 	var residentSet bool
 	fs.Var(byteSize{&h.ResidentBytes, &residentSet}, "resident-bytes",
@@ -73,8 +75,20 @@ func addHostFlags(fs *pflag.FlagSet, c *session.Config) func() error {
 	fs.StringVar(&h.Comm, "comm", "", "with no target: only processes with command name `NAME`")
 	fs.StringVar(&h.Cgroup, "cgroup", "", "with no target: only processes in the cgroup v2 `PATH` (a directory, or a path as /proc/PID/cgroup shows it) or below it")
 	return func() error {
+		if h.SampleSet {
+			h.Heap = true
+		}
+		if !c.Host() {
+			h.Heap = true // -p and --: exact heap tracing beside resident attribution
+		}
 		if !h.SampleSet && c.Host() {
 			h.SampleBytes = defaultHostSample
+		}
+		if !h.Heap && h.ResidentBytes == 0 {
+			return fmt.Errorf("%w: with no target, --resident-bytes 0 leaves nothing to trace: add --heap", errUsage)
+		}
+		if !h.Heap {
+			h.SampleBytes = 0 // no allocator is traced
 		}
 		if !fs.Changed("ring-size") && h.SampleBytes > 0 {
 			c.RingBytes = sampledRingBytes
