@@ -9,10 +9,11 @@
  * fault_sample_bytes), as sampled mode does for allocations: each fault is
  * sampled with probability 1 - e^(-4096/fault_sample_bytes), independently
  * of every other. Only a sampled fault pays for the stack walk and a ring
- * record. Whether the page really became resident anonymous memory (not a
- * file page, not shared memory) and for how long is for user space to
- * tell, from /proc/PID/pagemap: that covers munmap, madvise, mremap, exit,
- * exec, reclaim and swap at once, and costs the faults nothing.
+ * record, and only once the kernel has counted a page of anonymous memory
+ * resident (rss_stat, below). How long the page stays resident is for
+ * user space to tell, from /proc/PID/pagemap: that covers munmap, madvise,
+ * mremap, exit, exec, reclaim and swap at once, and costs the faults
+ * nothing.
  */
 #ifndef MEMTRACE_RESIDENT_H
 #define MEMTRACE_RESIDENT_H
@@ -90,24 +91,56 @@ static __always_inline int fault_wanted(void)
 }
 
 /*
+ * A sampled fault waits here, per CPU, for the kernel to say what it made
+ * resident. The page fault tracepoints fire with interrupts off, where
+ * bpf_find_vma can run once per program (its unlock waits for an irq_work
+ * until interrupts are back on), too few for a stack walk. rss_stat fires
+ * in the same fault once a page is counted, with interrupts on: the walk
+ * runs there, and only when the fault made anonymous memory resident
+ * (MM_ANONPAGES grew: a new page, a copy of the zero page or of a file
+ * page). A fault that ends otherwise (a file page, a copy-on-write between
+ * anonymous pages, an error) leaves its sample here, cleared by the CPU's
+ * next fault.
+ */
+struct fault_pending {
+	__u64 task; /* the faulting task; 0: no sample waits */
+	__u64 addr, pc, sp, bp;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fault_pending);
+} fault_pending SEC(".maps");
+
+/* MM_ANONPAGES of enum mm_counter_type (rss_stat's member). */
+#define MM_ANONPAGES 1
+
+/*
  * on_fault samples a write fault at address; uregs are the user registers
  * (a kernel pointer): at the faulting instruction, or, for a fault taken
  * by the kernel copying into user memory (read(2)), at the system call.
  */
 static __always_inline void on_fault(__u64 address, struct pt_regs *uregs)
 {
+	struct fault_pending *p;
 	struct pt_regs r;
+	__u32 zero = 0;
 
-	if (!fault_wanted() || !fault_sample())
+	if (!fault_wanted())
 		return;
-	if (bpf_probe_read_kernel(&r, sizeof(r), uregs))
+	p = bpf_map_lookup_elem(&fault_pending, &zero);
+	if (!p)
 		return;
-	/* Exact pcs: the faulting instruction, or the one after the syscall (same function). */
-	struct site_args a = {.addr = address & ~(__u64)(PAGE_SIZE - 1), .size = PAGE_SIZE,
-			      .pc = PT_REGS_IP(&r), .sp = PT_REGS_SP(&r), .bp = PT_REGS_FP(&r),
-			      .old_size = fault_sample_bytes, .kind = KIND_FAULT, .exact = 1, .fault = 1};
-
-	emit_site(&a);
+	p->task = 0;
+	if (!fault_sample() || bpf_probe_read_kernel(&r, sizeof(r), uregs))
+		return;
+	p->addr = address & ~(__u64)(PAGE_SIZE - 1);
+	p->pc = PT_REGS_IP(&r);
+	p->sp = PT_REGS_SP(&r);
+	p->bp = PT_REGS_FP(&r);
+	p->task = (__u64)bpf_get_current_task_btf();
 }
 
 SEC("tp_btf/page_fault_user")
@@ -129,6 +162,29 @@ int on_fault_kernel(__u64 *ctx)
 	if ((__s64)ctx[0] <= 0 || !(ctx[2] & PF_WRITE))
 		return 0; /* a kernel address, or a read */
 	on_fault(ctx[0], (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()));
+	return 0;
+}
+
+/*
+ * rss_stat (mm, member): a counter of mm's resident pages changed. When it
+ * is the current task's anonymous pages, in the fault a sample waits for,
+ * the sample is reported with its stack. Exact pcs: the faulting
+ * instruction, or the one after the system call (same function).
+ */
+SEC("tp_btf/rss_stat")
+int on_rss_stat(__u64 *ctx)
+{
+	struct fault_pending *p;
+	__u32 zero = 0;
+
+	p = bpf_map_lookup_elem(&fault_pending, &zero);
+	if (!p || !p->task || p->task != (__u64)bpf_get_current_task_btf() || (int)ctx[1] != MM_ANONPAGES)
+		return 0;
+	p->task = 0;
+	struct site_args a = {.addr = p->addr, .size = PAGE_SIZE, .pc = p->pc, .sp = p->sp, .bp = p->bp,
+			      .old_size = fault_sample_bytes, .kind = KIND_FAULT, .exact = 1, .fault = 1};
+
+	emit_site(&a);
 	return 0;
 }
 

@@ -49,6 +49,15 @@ type memtraceFaultCountdown struct {
 	Drawn uint64
 }
 
+type memtraceFaultPending struct {
+	_    structs.HostLayout
+	Task uint64
+	Addr uint64
+	Pc   uint64
+	Sp   uint64
+	Bp   uint64
+}
+
 type memtraceFileKey struct {
 	_   structs.HostLayout
 	Dev uint64
@@ -141,6 +150,7 @@ const (
 	memtraceMapDraws             = "draws"
 	memtraceMapEvents            = "events"
 	memtraceMapFaultCountdown    = "fault_countdown"
+	memtraceMapFaultPending      = "fault_pending"
 	memtraceMapFaultPids         = "fault_pids"
 	memtraceMapInflight          = "inflight"
 	memtraceMapLostByPid         = "lost_by_pid"
@@ -157,6 +167,7 @@ const (
 	memtraceProgOnExit           = "on_exit"
 	memtraceProgOnFaultKernel    = "on_fault_kernel"
 	memtraceProgOnFaultUser      = "on_fault_user"
+	memtraceProgOnRssStat        = "on_rss_stat"
 	memtraceProgRet              = "ret"
 	memtraceProgSampleTest       = "sample_test"
 	memtraceVarCommFilter        = "comm_filter"
@@ -229,6 +240,7 @@ type memtraceProgramSpecs struct {
 	OnExit        *ebpf.ProgramSpec `ebpf:"on_exit"`
 	OnFaultKernel *ebpf.ProgramSpec `ebpf:"on_fault_kernel"`
 	OnFaultUser   *ebpf.ProgramSpec `ebpf:"on_fault_user"`
+	OnRssStat     *ebpf.ProgramSpec `ebpf:"on_rss_stat"`
 	Ret           *ebpf.ProgramSpec `ebpf:"ret"`
 	SampleTest    *ebpf.ProgramSpec `ebpf:"sample_test"`
 }
@@ -241,6 +253,7 @@ type memtraceMapSpecs struct {
 	Draws          *ebpf.MapSpec `ebpf:"draws"`
 	Events         *ebpf.MapSpec `ebpf:"events"`
 	FaultCountdown *ebpf.MapSpec `ebpf:"fault_countdown"`
+	FaultPending   *ebpf.MapSpec `ebpf:"fault_pending"`
 	FaultPids      *ebpf.MapSpec `ebpf:"fault_pids"`
 	Inflight       *ebpf.MapSpec `ebpf:"inflight"`
 	LostByPid      *ebpf.MapSpec `ebpf:"lost_by_pid"`
@@ -301,6 +314,7 @@ type memtraceMaps struct {
 	Draws          *ebpf.Map `ebpf:"draws"`
 	Events         *ebpf.Map `ebpf:"events"`
 	FaultCountdown *ebpf.Map `ebpf:"fault_countdown"`
+	FaultPending   *ebpf.Map `ebpf:"fault_pending"`
 	FaultPids      *ebpf.Map `ebpf:"fault_pids"`
 	Inflight       *ebpf.Map `ebpf:"inflight"`
 	LostByPid      *ebpf.Map `ebpf:"lost_by_pid"`
@@ -318,6 +332,7 @@ func (m *memtraceMaps) Close() error {
 		m.Draws,
 		m.Events,
 		m.FaultCountdown,
+		m.FaultPending,
 		m.FaultPids,
 		m.Inflight,
 		m.LostByPid,
@@ -366,6 +381,7 @@ type memtracePrograms struct {
 	OnExit        *ebpf.Program `ebpf:"on_exit"`
 	OnFaultKernel *ebpf.Program `ebpf:"on_fault_kernel"`
 	OnFaultUser   *ebpf.Program `ebpf:"on_fault_user"`
+	OnRssStat     *ebpf.Program `ebpf:"on_rss_stat"`
 	Ret           *ebpf.Program `ebpf:"ret"`
 	SampleTest    *ebpf.Program `ebpf:"sample_test"`
 }
@@ -379,6 +395,7 @@ func (p *memtracePrograms) Close() error {
 		p.OnExit,
 		p.OnFaultKernel,
 		p.OnFaultUser,
+		p.OnRssStat,
 		p.Ret,
 		p.SampleTest,
 	)

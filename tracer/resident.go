@@ -19,12 +19,14 @@ const PageSize = 4096
 
 // AttachFaults attaches the page-fault programs (bpf/resident.h) as BTF
 // tracepoints: no kprobes, no tracefs. Faults taken in user mode, and
-// those the kernel takes copying into user memory (read(2)).
+// those the kernel takes copying into user memory (read(2)), are sampled;
+// rss_stat reports the samples that made anonymous memory resident.
 func (t *Objects) AttachFaults() error {
 	if t.faultBytes == 0 {
 		return errors.New("attach page-fault tracepoints: resident attribution is off")
 	}
-	for _, p := range []*ebpf.Program{t.objs.OnFaultUser, t.objs.OnFaultKernel} {
+	// rss_stat first: a sample never waits for a program not there yet.
+	for _, p := range []*ebpf.Program{t.objs.OnRssStat, t.objs.OnFaultUser, t.objs.OnFaultKernel} {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p})
 		if err != nil {
 			err = fmt.Errorf("attach tracepoint %s: %w", p, err)

@@ -334,3 +334,69 @@ func TestResidentHost(t *testing.T) {
 		}
 	})
 }
+
+// TestResidentExports: with --detail, resident stacks go to --pprof
+// (sample type resident_space) and --folded (--folded-value resident);
+// a recording replays to the same records and files.
+func TestResidentExports(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "resident.c")
+	dir := t.TempDir()
+	file := func(n string) string { return filepath.Join(dir, n) }
+	r := runMemtrace(t, "--json", "--detail", "--resident-bytes", residentSample, "--record", file("rec"),
+		"--pprof", file("live.pb.gz"), "--folded", file("live.folded"), "--folded-value", "resident", "--", bin)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	pid := finalPID(t, r.stdout)
+	live := residentByFunction(t, r.stdout, pid)
+	checkResident(t, live, cResident)
+	folded, err := os.ReadFile(file("live.folded"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for fn := range cResident {
+		want := fmt.Sprintf("main;%s %.0f\n", fn, live[fn].bytes)
+		if !strings.Contains(string(folded), want) {
+			t.Errorf("folded: no line %q in\n%s", want, folded)
+		}
+	}
+	resident := func(path string) map[string]int64 {
+		m := map[string]int64{}
+		p := readProfile(t, path)
+		if st := p.SampleType[4]; st.Type != "resident_space" || st.Unit != "bytes" {
+			t.Fatalf("sample type 4: %v, want resident_space/bytes", st)
+		}
+		for _, s := range p.Sample {
+			if l := s.Location[0]; len(l.Line) > 0 {
+				m[l.Line[0].Function.Name] += s.Value[4]
+			}
+		}
+		return m
+	}
+	prof := resident(file("live.pb.gz"))
+	for fn := range cResident {
+		if prof[fn] != int64(live[fn].bytes) {
+			t.Errorf("pprof resident_space of %s: %d, want %.0f", fn, prof[fn], live[fn].bytes)
+		}
+	}
+
+	rp := runMemtrace(t, "replay", "--json", "--pprof", file("replay.pb.gz"), "--folded", file("replay.folded"),
+		"--folded-value", "resident", file("rec"))
+	if rp.code != 0 {
+		t.Fatalf("replay: exit %d\n%s", rp.code, rp.stderr)
+	}
+	if got := residentByFunction(t, rp.stdout, pid); fmt.Sprint(got) != fmt.Sprint(live) {
+		t.Errorf("replayed resident records %v, live %v", got, live)
+	}
+	again, err := os.ReadFile(file("replay.folded"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(again) != string(folded) {
+		t.Errorf("replayed folded differs:\n%s\nlive:\n%s", again, folded)
+	}
+	if got := resident(file("replay.pb.gz")); fmt.Sprint(got) != fmt.Sprint(prof) {
+		t.Errorf("replayed pprof resident %v, live %v", got, prof)
+	}
+}
