@@ -117,6 +117,20 @@ struct {
 /* MM_ANONPAGES of enum mm_counter_type (rss_stat's member). */
 #define MM_ANONPAGES 1
 
+/* Kernels before 6.2 cache RSS counts per task (task_struct.rss_stat). */
+struct task_rss_stat {
+	int events;
+} __attribute__((preserve_access_index));
+
+struct task_struct___split_rss {
+	struct task_rss_stat rss_stat;
+} __attribute__((preserve_access_index));
+
+static __always_inline int split_rss_counting(void)
+{
+	return bpf_core_field_exists(((struct task_struct___split_rss *)0)->rss_stat);
+}
+
 /*
  * on_fault samples a write fault at address; uregs are the user registers
  * (a kernel pointer): at the faulting instruction, or, for a fault taken
@@ -136,6 +150,19 @@ static __always_inline void on_fault(__u64 address, struct pt_regs *uregs)
 	p->task = 0;
 	if (!fault_sample() || bpf_probe_read_kernel(&r, sizeof(r), uregs))
 		return;
+	if (split_rss_counting()) {
+		/*
+		 * Before 6.2 rss_stat fires only every 64 faults: walk here. The
+		 * charged frame is right (it is found before the walk leaves the
+		 * first file); a stack stops at its second file.
+		 */
+		struct site_args a = {.addr = address & ~(__u64)(PAGE_SIZE - 1), .size = PAGE_SIZE,
+				      .pc = PT_REGS_IP(&r), .sp = PT_REGS_SP(&r), .bp = PT_REGS_FP(&r),
+				      .old_size = fault_sample_bytes, .kind = KIND_FAULT, .exact = 1, .fault = 1};
+
+		emit_site(&a);
+		return;
+	}
 	p->addr = address & ~(__u64)(PAGE_SIZE - 1);
 	p->pc = PT_REGS_IP(&r);
 	p->sp = PT_REGS_SP(&r);
