@@ -400,3 +400,27 @@ func TestResidentExports(t *testing.T) {
 		t.Errorf("replayed pprof resident %v, live %v", got, prof)
 	}
 }
+
+// TestResidentStatic: a static binary whose allocator has no symbols
+// (malloc and free stripped) is traced, not refused: who made its memory
+// resident, by function.
+func TestResidentStatic(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "resident.c", "-static")
+	stripped := filepath.Join(binDir, "resident-static-noalloc")
+	args := []string{}
+	for _, s := range []string{"malloc", "free", "__libc_malloc", "__libc_free"} {
+		args = append(args, "--strip-symbol="+s)
+	}
+	if out, err := exec.Command("objcopy", append(args, bin, stripped)...).CombinedOutput(); err != nil {
+		t.Fatalf("objcopy: %v\n%s", err, out)
+	}
+	r := runMemtrace(t, "--json", "--resident-bytes", residentSample, "--", stripped)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "no allocator to probe: resident memory only") {
+		t.Errorf("no warning that no allocator is probed:\n%s", r.stderr)
+	}
+	checkResident(t, residentByFunction(t, r.stdout, finalPID(t, r.stdout)), cResident)
+}
