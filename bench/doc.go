@@ -19,4 +19,7 @@
 //   - consumer: decode+aggregate events/s on one core (Go benchmarks).
 //   - livemem: Go heap per live block (aggregate's BenchmarkLiveMemory).
 //   - sqlite, redis: real programs, untraced against traced.
+//   - resident: the whole host's default (resident memory only) against
+//     untraced, on faults.c and sqlite3; the accuracy fixtures'
+//     estimates over the truth; memtrace's own peak memory.
 package bench

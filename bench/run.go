@@ -74,6 +74,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Results, error) 
 		"livemem":  r.liveMemory,
 		"sqlite":   r.sqlite,
 		"redis":    r.redis,
+		"resident": r.resident, // resident.go
 	}
 	for _, name := range Sections {
 		if !cfg.has(name) {

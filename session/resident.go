@@ -95,8 +95,12 @@ func (s *session) checkResidentDue() {
 	if s.cfg.ResidentBytes == 0 || time.Now().Before(s.residentDue) {
 		return
 	}
+	start := time.Now()
 	s.checkResident()
-	s.residentDue = time.Now().Add(residentCheckEvery)
+	// A check costs tens of ms per GiB sampled (BenchmarkUnresidentPages):
+	// with much memory it runs less often, so that it stays under 5% of a
+	// CPU; released memory then stays charged longer.
+	s.residentDue = time.Now().Add(max(residentCheckEvery, 20*time.Since(start)))
 }
 
 // checkResident checks every process's sampled pages now.
