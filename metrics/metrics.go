@@ -199,6 +199,10 @@ var (
 	rateBytes      = desc("memtrace_rate_bytes_per_second", "Decaying average of heap bytes allocated, freed and net per second, per half-life.", "half_life", "kind")
 	lostEvents     = desc("memtrace_lost_events_total", "Events the kernel could not hand over (ring buffer full); non-zero means the figures are incomplete.")
 	siteLiveBytes  = desc("memtrace_callsite_live_bytes", "Heap live bytes of the top call sites, by function and module.", "function", "module")
+	// Resident memory by who made it resident (sampled page faults): estimates.
+	residentBytes       = desc("memtrace_resident_bytes", "Resident anonymous bytes, estimated from sampled page faults.")
+	residentBytesStderr = desc("memtrace_resident_bytes_stderr", "Standard error of memtrace_resident_bytes.")
+	siteResidentBytes   = desc("memtrace_callsite_resident_bytes", "Resident anonymous bytes of the top call sites by who made them resident, by function and module (estimates).", "function", "module")
 )
 
 // collector turns the latest snapshot into metrics at each scrape.
@@ -206,7 +210,8 @@ type collector struct{ s *Server }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{liveBytes, liveBlocks, allocations, allocatedBytes,
-		frees, freedBytes, peakLiveBytes, rateBytes, lostEvents, siteLiveBytes} {
+		frees, freedBytes, peakLiveBytes, rateBytes, lostEvents, siteLiveBytes,
+		residentBytes, residentBytesStderr, siteResidentBytes} {
 		ch <- d
 	}
 }
@@ -238,7 +243,25 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		for _, s := range c.s.topSites(p) {
 			gauge(siteLiveBytes, float64(s.live), s.function, s.module)
 		}
+		if r := p.Resident; r != nil {
+			gauge(residentBytes, float64(r.Bytes))
+			gauge(residentBytesStderr, r.Stderr)
+			for _, s := range c.s.topResident(p) {
+				gauge(siteResidentBytes, float64(s.live), s.function, s.module)
+			}
+		}
 	}
+}
+
+// topResident sums the process's resident sites by (function, module) and
+// keeps the Top largest.
+func (s *Server) topResident(p aggregate.ProcessSnapshot) []siteSeries {
+	byLabel := map[[2]string]uint64{}
+	for _, site := range p.Resident.Sites {
+		fn, _, mod := report.SiteLabels(s.o.Sources.Symbolizer, p.PID, site.Address)
+		byLabel[[2]string{fn, mod}] += site.Bytes
+	}
+	return s.topOf(byLabel)
 }
 
 type siteSeries struct {
@@ -258,6 +281,11 @@ func (s *Server) topSites(p aggregate.ProcessSnapshot) []siteSeries {
 		fn, _, mod := report.SiteLabels(s.o.Sources.Symbolizer, p.PID, site.Address)
 		byLabel[[2]string{fn, mod}] += site.LiveBytes
 	}
+	return s.topOf(byLabel)
+}
+
+// topOf orders series by value, largest first, and keeps the Top.
+func (s *Server) topOf(byLabel map[[2]string]uint64) []siteSeries {
 	out := make([]siteSeries, 0, len(byLabel))
 	for k, v := range byLabel {
 		out = append(out, siteSeries{k[0], k[1], v})
