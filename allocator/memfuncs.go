@@ -29,7 +29,7 @@ var memoryPrefixes = []string{
 	"__libc_malloc", "__libc_calloc", "__libc_realloc", "__libc_memalign", "__libc_read",
 	"__libc_pread", "_int_malloc", "_int_realloc", "_int_memalign", "sysmalloc", "tcache_",
 	"je_", "tc_", "_IO_file_read", "_IO_file_xsgetn", "_IO_new_file_underflow", "__underflow",
-	"__uflow", "_IO_getline", "runtime.mallocgc",
+	"__uflow", "_IO_getline", "runtime.mallocgc", "runtime.memclr", "runtime.memmove",
 }
 
 var memoryNames = func() map[string]bool {
