@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/memtrace/memtrace/event"
@@ -55,39 +55,33 @@ func (s *session) traceFaults(pid int) error {
 }
 
 // scanResident prepares the whole host's resident-only mode for pid: no
-// probe, but the unwind tables of its code, so that its faults are charged
-// past libc's memory functions from the first (a fault met in a file with
-// no table yet is charged to the faulting instruction). retry says its
-// libraries are not mapped yet.
+// probe, but the unwind tables of its allocator files (the C library:
+// its memory functions and malloc's internals), so that its faults there
+// are charged to their callers from the first; a fault met in a file with
+// no table yet is charged to the faulting instruction, and the table is
+// built then. Each file once, as the heap mode probes each once. retry
+// says its libraries are not mapped yet.
 func (s *session) scanResident(pid int) (retry bool) {
-	if !librariesMapped(pid) {
-		return true
-	}
-	if err := s.objs.PreloadTables(pid); err != nil {
-		s.log.Debug("unwind tables", "pid", pid, "err", err)
-	}
-	return false
-}
-
-// librariesMapped reports whether pid's dynamic linker has mapped its
-// libraries: right after exec the program and the linker are the only
-// files mapped. A static program, or a process gone, has nothing to wait for.
-func librariesMapped(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	h := s.host
+	found, err := h.finder.Scan(pid)
 	if err != nil {
+		return false // no allocator (Go, static), a kernel thread, gone
+	}
+	if len(found.Missing) > 0 {
 		return true
 	}
-	files := map[string]bool{}
-	linker := false
-	for l := range strings.Lines(string(b)) {
-		f := strings.Fields(l)
-		if len(f) < 6 || !strings.HasPrefix(f[5], "/") {
-			continue
+	var paths []string
+	for _, p := range found.New {
+		if !slices.Contains(paths, p.Path) {
+			paths = append(paths, p.Path)
 		}
-		files[f[5]] = true
-		linker = linker || strings.Contains(f[5], "/ld-linux")
 	}
-	return !linker || len(files) > 2
+	if len(paths) > 0 {
+		s.objs.PreloadTableFiles(paths)
+		s.log.Info("unwind tables loaded", "pid", pid, "files", paths)
+	}
+	h.finder.Placed(found)
+	return false
 }
 
 // checkResidentDue checks the sampled pages when a check is due.
