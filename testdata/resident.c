@@ -6,13 +6,14 @@
  * byte a page. With HOLD_MS set it sleeps that long before exiting. With
  * WAIT set it reads a line before it allocates, and after "ready" another
  * line, then releases everything (free, munmap), says "freed" and waits
- * for its input to end.
+ * for its input to end. With EXEC set it then executes that program.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MiB (1UL << 20)
 
@@ -69,6 +70,11 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		while (fgets(line, sizeof(line), stdin))
 			;
+	}
+	if (getenv("EXEC")) {
+		execl(getenv("EXEC"), getenv("EXEC"), (char *)NULL);
+		perror("exec");
+		return 1;
 	}
 	if (hold) {
 		long ms = atol(hold);

@@ -424,3 +424,23 @@ func TestResidentStatic(t *testing.T) {
 	}
 	checkResident(t, residentByFunction(t, r.stdout, finalPID(t, r.stdout)), cResident)
 }
+
+// TestResidentExec: memory made resident by a program that then executes
+// another is gone with its address space: no longer charged.
+func TestResidentExec(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "resident.c")
+	cmd := exec.Command(memtrace(t), "--json", "--resident-bytes", residentSample, "--", bin)
+	cmd.Env = append(os.Environ(), "EXEC=/bin/true")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("memtrace: %v\n%s", err, stderr.String())
+	}
+	got := residentByFunction(t, stdout.String(), finalPID(t, stdout.String()))
+	for fn := range cResident {
+		if e, ok := got[fn]; ok {
+			t.Errorf("%s's program executed another, still charged %.0f bytes", fn, e.bytes)
+		}
+	}
+}
