@@ -65,6 +65,8 @@ func TestQuick(t *testing.T) {
 		"startup":  {"memtrace -p"},
 		"consumer": {consumerRows[0].name, consumerRows[1].name, consumerRows[2].name},
 		"livemem":  {"1M live blocks"},
+		// The whole host's default against untraced (resident.go).
+		"resident-faults": {rowUntraced, rowHostDefault},
 	}
 	for id, names := range must {
 		c := byID[id]
