@@ -137,6 +137,10 @@ type processData struct {
 	// AllocatedRest is what the sites left out of the page allocated
 	// (allocatedOnly).
 	AllocatedRest uint64 `json:"allocatedRest"`
+	// Resident: resident memory by who made it resident (sampled page
+	// faults, estimates), one entry per site, for the flame graph's
+	// "resident" view.
+	Resident []residentData `json:"resident"`
 }
 
 // groupData is a call site (its leaf frame), the unit of colours.
@@ -157,6 +161,13 @@ type siteData struct {
 	// Allocated over the run (final snapshot).
 	Allocated uint64 `json:"allocated"`
 	Allocs    uint64 `json:"allocs"`
+}
+
+// residentData is one resident site: its stack (as siteData's) and its
+// estimated resident bytes.
+type residentData struct {
+	Stack []int  `json:"stack"`
+	Bytes uint64 `json:"bytes"`
 }
 
 type rateData struct {
@@ -216,6 +227,13 @@ func buildProcess(p history.Process, final aggregate.ProcessSnapshot, src pprofo
 		}
 		for _, s := range site.ByStack() { // as the history has them
 			finalSites[s.Key()] = s.Stats
+		}
+	}
+	d.Resident = []residentData{}
+	if r := final.Resident; r != nil {
+		for _, rs := range r.Sites {
+			sd := site(p.PID, aggregate.SiteKey{Address: rs.Address, StackID: rs.StackID}, src, frameOf)
+			d.Resident = append(d.Resident, residentData{Stack: sd.Stack, Bytes: rs.Bytes})
 		}
 	}
 	extra, rest := allocatedOnly(p.Sites, finalSites)

@@ -10,12 +10,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memtrace/memtrace/htmlreport/headless"
 )
 
 // Resident attribution, for real: the fixtures make known amounts of
@@ -441,6 +444,31 @@ func TestResidentExec(t *testing.T) {
 	for fn := range cResident {
 		if e, ok := got[fn]; ok {
 			t.Errorf("%s's program executed another, still charged %.0f bytes", fn, e.bytes)
+		}
+	}
+}
+
+// TestResidentHTML: --html with --detail draws the resident flame graph
+// (#flame=resident) in headless chromium: each fixture function's frame
+// with the bytes its resident records give.
+func TestResidentHTML(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "resident.c")
+	page := filepath.Join(t.TempDir(), "report.html")
+	r := runMemtrace(t, "--json", "--detail", "--top", "0", "--resident-bytes", residentSample, "--html", page, "--", bin)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	live := residentByFunction(t, r.stdout, finalPID(t, r.stdout))
+	dom := headless.Load(t, page+"#flame=resident")
+	for fn := range cResident {
+		m := regexp.MustCompile(`<div class="frame" data-path="main;` + fn + `" data-value="(\d+)"`).FindStringSubmatch(dom)
+		if m == nil {
+			t.Errorf("no resident frame main;%s drawn", fn)
+			continue
+		}
+		if want := fmt.Sprintf("%.0f", live[fn].bytes); m[1] != want {
+			t.Errorf("resident frame main;%s: %s bytes, want %s (the JSON's)", fn, m[1], want)
 		}
 	}
 }

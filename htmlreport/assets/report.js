@@ -349,6 +349,9 @@ function flameTree() {
     for (var si in m) { add(stackOf(p.sites[si]), m[si], siteColor(si)); known += m[si]; }
     var rest = p.live[state.moment] - known;
     if (rest > 0) add([["(smaller call sites)", "call sites below the largest at this moment"]], rest, DATA.otherColor);
+  } else if (state.flameMode === "resident") {
+    // Resident memory by who made it resident, at the end (estimates).
+    p.resident.forEach(function (r) { add(stackOf(r), r.bytes, DATA.otherColor); });
   } else {
     p.sites.forEach(function (s, si) { if (s.allocated > 0) add(stackOf(s), s.allocated, siteColor(si)); });
     if (p.allocatedRest > 0) add([["(smaller call sites)", "call sites below the largest allocated"]], p.allocatedRest, DATA.otherColor);
@@ -395,7 +398,8 @@ function drawFlame() {
     });
   };
   if (root.value <= 0) {
-    box.textContent = state.flameMode === "live" ? "Nothing live at this moment." : "Nothing allocated.";
+    box.textContent = state.flameMode === "live" ? "Nothing live at this moment." :
+      state.flameMode === "resident" ? "No resident memory sampled." : "Nothing allocated.";
   } else {
     // Ancestors of the zoomed frame stay on top at full width.
     var names = [];
@@ -616,6 +620,7 @@ function init() {
   // "#flame=allocated" in the address opens the flame graph on the bytes
   // allocated over the run (a link to that view; the tests read it).
   if (/(^#|&)flame=allocated(&|$)/.test(location.hash)) state.flameMode = "allocated";
+  if (/(^#|&)flame=resident(&|$)/.test(location.hash)) state.flameMode = "resident";
   var ax = /(^#|&)x=(time|bytes)(&|$)/.exec(location.hash);
   if (ax) state.axis = ax[2];
   document.querySelectorAll("input[name=axis]").forEach(function (r) {
