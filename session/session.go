@@ -408,6 +408,7 @@ func (s *session) markExited(pid int) {
 		s.log.Warn("drain at exit", "pid", pid, "err", err)
 	}
 	t.exited = true
+	s.objs.UntraceFaults(uint32(pid)) // its PID may be reused (resident.go)
 	s.table.MarkExited(uint32(pid), monotonicNow())
 	start := time.Now()
 	_ = t.att.Release()
