@@ -32,6 +32,11 @@ const (
 // pread (8 bytes a page) rather than one each.
 const pagemapGap = 512
 
+// pagemapChunk bounds one read to this many pages' entries (512 KiB), so
+// that the buffer does not grow with the process (a 64 GiB range would
+// need 128 MiB).
+const pagemapChunk = 64 << 10
+
 // startResident attaches the page-fault tracepoints when resident
 // attribution is on.
 func (s *session) startResident() error {
@@ -136,7 +141,8 @@ func unresidentPages(pid int, pages []uint64) ([]uint64, error) {
 	var buf []byte
 	for i := 0; i < len(pages); {
 		j := i + 1
-		for j < len(pages) && (pages[j]-pages[j-1])/tracer.PageSize < pagemapGap {
+		for j < len(pages) && (pages[j]-pages[j-1])/tracer.PageSize < pagemapGap &&
+			(pages[j]-pages[i])/tracer.PageSize < pagemapChunk {
 			j++
 		}
 		first, last := pages[i]/tracer.PageSize, pages[j-1]/tracer.PageSize

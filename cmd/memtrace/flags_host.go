@@ -16,7 +16,9 @@ import (
 // allocation of every process costs too much.
 const defaultHostSample = 512 << 10
 
-// sampledRingBytes is the ring buffer's default size when sampling: one
+// sampledRingBytes is the ring buffer's default size when sampling (and in
+// the whole host's resident-only default, whose sampled faults are fewer
+// still): one
 // event per sample_bytes allocated is a few thousand events per second at
 // the benchmark's heaviest load even at 64 KiB (the exact mode's 64 MiB
 // would sit idle, and its pages count in memtrace's resident memory).
@@ -90,7 +92,8 @@ func addHostFlags(fs *pflag.FlagSet, c *session.Config) func() error {
 		if !h.Heap {
 			h.SampleBytes = 0 // no allocator is traced
 		}
-		if !fs.Changed("ring-size") && h.SampleBytes > 0 {
+		// Sampled allocations, or sampled faults alone: few events.
+		if !fs.Changed("ring-size") && (h.SampleBytes > 0 || !h.Heap) {
 			c.RingBytes = sampledRingBytes
 		}
 		if !c.Host() && (h.Comm != "" || h.Cgroup != "") {
