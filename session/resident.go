@@ -76,9 +76,23 @@ func (s *session) scanResident(pid int) (retry bool) {
 		return true
 	}
 	var paths []string
+	var marks []tracer.Placement
 	for _, p := range found.New {
+		if p.Func >= event.FuncMark {
+			marks = append(marks, p) // --mark: probed as with --heap
+			continue
+		}
 		if !slices.Contains(paths, p.Path) {
 			paths = append(paths, p.Path)
+		}
+	}
+	if len(marks) > 0 {
+		if err := s.objs.Attach(h.att, marks); err != nil {
+			s.log.Warn("attach", "pid", pid, "err", err)
+		} else {
+			for _, p := range marks {
+				h.marked[p.Symbol]++
+			}
 		}
 	}
 	if len(paths) > 0 {
