@@ -76,23 +76,25 @@ func (s *session) scanResident(pid int) (retry bool) {
 		return true
 	}
 	var paths []string
-	var marks []tracer.Placement
-	for _, p := range found.New {
-		if p.Func >= event.FuncMark {
-			marks = append(marks, p) // --mark: probed as with --heap
+	for _, g := range found.ByPath() { // one file each
+		var marks []tracer.Placement
+		for _, p := range g.New {
+			if p.Func >= event.FuncMark {
+				marks = append(marks, p) // --mark: probed as with --heap
+			} else if !slices.Contains(paths, p.Path) {
+				paths = append(paths, p.Path)
+			}
+		}
+		if len(marks) == 0 {
 			continue
 		}
-		if !slices.Contains(paths, p.Path) {
-			paths = append(paths, p.Path)
-		}
-	}
-	if len(marks) > 0 {
 		if err := s.objs.Attach(h.att, marks); err != nil {
 			s.log.Warn("attach", "pid", pid, "err", err)
-		} else {
-			for _, p := range marks {
-				h.marked[p.Symbol]++
-			}
+			continue
+		}
+		for _, p := range marks {
+			h.marked[p.Symbol]++
+			s.log.Info("mark probed", "pid", pid, "function", p.Symbol, "module", p.Module, "path", p.Path)
 		}
 	}
 	if len(paths) > 0 {
