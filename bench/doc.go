@@ -20,6 +20,7 @@
 //   - livemem: Go heap per live block (aggregate's BenchmarkLiveMemory).
 //   - sqlite, redis: real programs, untraced against traced.
 //   - resident: the whole host's default (resident memory only) against
-//     untraced, on faults.c and sqlite3; the accuracy fixtures'
-//     estimates over the truth; memtrace's own peak memory.
+//     untraced, on faults.c and sqlite3; resident-accuracy: the accuracy
+//     fixtures' estimates over the truth; resident-memory: memtrace's own
+//     peak memory (idle, 1000 processes, one of 8 GiB).
 package bench

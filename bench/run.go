@@ -74,7 +74,10 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Results, error) 
 		"livemem":  r.liveMemory,
 		"sqlite":   r.sqlite,
 		"redis":    r.redis,
-		"resident": r.resident, // resident.go
+		// resident.go
+		"resident":          r.resident,
+		"resident-accuracy": r.residentAccuracySection,
+		"resident-memory":   r.residentMemorySection,
 	}
 	for _, name := range Sections {
 		if !cfg.has(name) {
