@@ -114,6 +114,29 @@ struct {
 	__type(value, struct fault_pending);
 } fault_pending SEC(".maps");
 
+/*
+ * Faulting instructions already known to be charged themselves (a named
+ * function that is no memory function, in a file with a table), per
+ * address space: most faults come from a few loops, and a known one is
+ * reported without a walk (without --detail). The mm pointer keys the
+ * address space, so an exec (a new mm) never finds the old program's.
+ */
+struct fault_site_key {
+	__u64 mm;
+	__u64 pc;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct fault_site_key);
+	__type(value, __u8);
+} fault_sites SEC(".maps");
+
+struct task_struct___mm {
+	void *mm;
+} __attribute__((preserve_access_index));
+
 /* MM_ANONPAGES of enum mm_counter_type (rss_stat's member). */
 #define MM_ANONPAGES 1
 
@@ -208,10 +231,22 @@ int on_rss_stat(__u64 *ctx)
 	if (!p || !p->task || p->task != (__u64)bpf_get_current_task_btf() || (int)ctx[1] != MM_ANONPAGES)
 		return 0;
 	p->task = 0;
+	struct fault_site_key k = {.pc = p->pc};
 	struct site_args a = {.addr = p->addr, .size = PAGE_SIZE, .pc = p->pc, .sp = p->sp, .bp = p->bp,
 			      .old_size = fault_sample_bytes, .kind = KIND_FAULT, .exact = 1, .fault = 1};
+	struct stack_record *rec;
+	__u8 one = 1;
 
+	k.mm = (__u64)BPF_CORE_READ((struct task_struct___mm *)bpf_get_current_task_btf(), mm);
+	if (!stack_depth && bpf_map_lookup_elem(&fault_sites, &k)) {
+		emit(KIND_FAULT, 0, a.addr, a.size, 0, a.old_size, a.pc, a.pc, 0);
+		return 0;
+	}
 	emit_site(&a);
+	/* The walk left its state in scratch: the leaf itself charged, and named? */
+	rec = bpf_map_lookup_elem(&scratch, &zero);
+	if (!stack_depth && rec && rec->w.charged == 0 && !rec->w.chain)
+		bpf_map_update_elem(&fault_sites, &k, &one, BPF_ANY);
 	return 0;
 }
 

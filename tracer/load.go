@@ -131,12 +131,13 @@ type objects struct {
 	FaultCountdown *ebpf.Map     `ebpf:"fault_countdown"`
 	OnRssStat      *ebpf.Program `ebpf:"on_rss_stat"`
 	FaultPending   *ebpf.Map     `ebpf:"fault_pending"`
+	FaultSites     *ebpf.Map     `ebpf:"fault_sites"`
 }
 
 func (o *objects) Close() error {
 	return _MemtraceClose(o.Entry, o.Ret, o.OnExec, o.OnExit, o.FileKeyOf, o.Events, o.Inflight,
 		o.LostByPid, o.LostTotal, o.UnwindRows, o.UnwindFiles, o.Scratch, o.Sampled, o.ProcCounts, o.CgroupFilter,
-		o.OnFaultUser, o.OnFaultKernel, o.FaultPids, o.FaultCountdown, o.OnRssStat, o.FaultPending)
+		o.OnFaultUser, o.OnFaultKernel, o.FaultPids, o.FaultCountdown, o.OnRssStat, o.FaultPending, o.FaultSites)
 }
 
 // Load checks the kernel's prerequisites and loads the BPF objects.

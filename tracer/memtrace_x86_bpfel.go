@@ -58,6 +58,12 @@ type memtraceFaultPending struct {
 	Bp   uint64
 }
 
+type memtraceFaultSiteKey struct {
+	_  structs.HostLayout
+	Mm uint64
+	Pc uint64
+}
+
 type memtraceFileKey struct {
 	_   structs.HostLayout
 	Dev uint64
@@ -152,6 +158,7 @@ const (
 	memtraceMapFaultCountdown    = "fault_countdown"
 	memtraceMapFaultPending      = "fault_pending"
 	memtraceMapFaultPids         = "fault_pids"
+	memtraceMapFaultSites        = "fault_sites"
 	memtraceMapInflight          = "inflight"
 	memtraceMapLostByPid         = "lost_by_pid"
 	memtraceMapLostTotal         = "lost_total"
@@ -255,6 +262,7 @@ type memtraceMapSpecs struct {
 	FaultCountdown *ebpf.MapSpec `ebpf:"fault_countdown"`
 	FaultPending   *ebpf.MapSpec `ebpf:"fault_pending"`
 	FaultPids      *ebpf.MapSpec `ebpf:"fault_pids"`
+	FaultSites     *ebpf.MapSpec `ebpf:"fault_sites"`
 	Inflight       *ebpf.MapSpec `ebpf:"inflight"`
 	LostByPid      *ebpf.MapSpec `ebpf:"lost_by_pid"`
 	LostTotal      *ebpf.MapSpec `ebpf:"lost_total"`
@@ -316,6 +324,7 @@ type memtraceMaps struct {
 	FaultCountdown *ebpf.Map `ebpf:"fault_countdown"`
 	FaultPending   *ebpf.Map `ebpf:"fault_pending"`
 	FaultPids      *ebpf.Map `ebpf:"fault_pids"`
+	FaultSites     *ebpf.Map `ebpf:"fault_sites"`
 	Inflight       *ebpf.Map `ebpf:"inflight"`
 	LostByPid      *ebpf.Map `ebpf:"lost_by_pid"`
 	LostTotal      *ebpf.Map `ebpf:"lost_total"`
@@ -334,6 +343,7 @@ func (m *memtraceMaps) Close() error {
 		m.FaultCountdown,
 		m.FaultPending,
 		m.FaultPids,
+		m.FaultSites,
 		m.Inflight,
 		m.LostByPid,
 		m.LostTotal,
