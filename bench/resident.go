@@ -286,7 +286,7 @@ func (r *runner) residentMemory(ctx context.Context) *Comparison {
 				return nil
 			})
 		}},
-		{name: fmt.Sprintf("-p of a process making %d GiB resident", big>>10), run: func(ctx context.Context) ([]float64, *traceSummary, error) {
+		{name: fmt.Sprintf("-p of a process making %d MiB resident", big), run: func(ctx context.Context) ([]float64, *traceSummary, error) {
 			target := command(ctx, bin, strconv.Itoa(big), "0", "0")
 			target.Env = append(os.Environ(), "WAIT=1")
 			stdin, _ := target.StdinPipe()
