@@ -120,10 +120,14 @@ struct {
  * address space: most faults come from a few loops, and a known one is
  * reported without a walk (without --detail). The mm pointer keys the
  * address space, so an exec (a new mm) never finds the old program's.
+ * (An instruction loaded later at the same address, after a dlclose and
+ * a dlopen, could be charged as the old one was: entries are not
+ * invalidated.)
  */
 struct fault_site_key {
 	__u64 mm;
 	__u64 pc;
+	__u64 pid; /* with mm: a freed mm_struct reused by another process is another key */
 };
 
 struct {
@@ -231,7 +235,7 @@ int on_rss_stat(__u64 *ctx)
 	if (!p || !p->task || p->task != (__u64)bpf_get_current_task_btf() || (int)ctx[1] != MM_ANONPAGES)
 		return 0;
 	p->task = 0;
-	struct fault_site_key k = {.pc = p->pc};
+	struct fault_site_key k = {.pc = p->pc, .pid = bpf_get_current_pid_tgid() >> 32};
 	struct site_args a = {.addr = p->addr, .size = PAGE_SIZE, .pc = p->pc, .sp = p->sp, .bp = p->bp,
 			      .old_size = fault_sample_bytes, .kind = KIND_FAULT, .exact = 1, .fault = 1};
 	struct stack_record *rec;

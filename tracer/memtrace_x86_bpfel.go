@@ -59,9 +59,10 @@ type memtraceFaultPending struct {
 }
 
 type memtraceFaultSiteKey struct {
-	_  structs.HostLayout
-	Mm uint64
-	Pc uint64
+	_   structs.HostLayout
+	Mm  uint64
+	Pc  uint64
+	Pid uint64
 }
 
 type memtraceFileKey struct {
