@@ -126,7 +126,7 @@ func (p *process) peakSnapshot(tol PeakTolerance) *PeakSnapshot {
 			continue
 		}
 		if st := p.atPeak(i); st.LiveBytes > 0 {
-			site := SiteSnapshot{Address: s.addr, StackID: s.stack, Category: Heap, Stats: st}
+			site := SiteSnapshot{Address: s.addr, StackID: s.stack, Category: Heap, Stats: st, JVMCategory: p.jvmName(s.jvm)}
 			if p.est != nil {
 				site.LiveBytesStderr = p.est.peakStderr(p, i)
 			}

@@ -47,13 +47,18 @@ type process struct {
 
 	// leaf is the current event's leaf call site, kept by a site it creates.
 	leaf uint64
+	// jvmNames name the JVM's categories (SetJVMCategories); nil: no JVM.
+	jvmNames []string
 }
 
 // siteID identifies a call site: the return address into the allocator's
-// caller and, in --detail mode, the id of the whole user stack (-1 without).
+// caller, in --detail mode the id of the whole user stack (-1 without),
+// and in a JVM the NMT category of its allocations (event.JVMCategory): a
+// site whose calls ask for two categories is two sites.
 type siteID struct {
 	addr  uint64
 	stack int32
+	jvm   uint8
 }
 
 // site is one (call site, category) pair's statistics.
@@ -61,6 +66,7 @@ type site struct {
 	addr      uint64
 	leaf      uint64 // the allocator's immediate caller, as first seen
 	stack     int32
+	jvm       uint8 // event.JVMCategory
 	cat       Category
 	stats     Stats
 	lastUnmap uint64 // unmapSeq of the last unmapping call counted in stats.Frees
@@ -84,7 +90,7 @@ func (p *process) siteIndex(key siteID, cat Category) uint32 {
 		return i
 	}
 	i := uint32(len(p.sites))
-	p.sites = append(p.sites, site{addr: key.addr, leaf: p.leaf, stack: key.stack, cat: cat})
+	p.sites = append(p.sites, site{addr: key.addr, leaf: p.leaf, stack: key.stack, jvm: key.jvm, cat: cat})
 	// New since the last peak snapshot: it held nothing then.
 	p.peakSeq = append(p.peakSeq, p.peak.count)
 	p.peakStats = append(p.peakStats, Stats{})

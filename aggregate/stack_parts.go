@@ -184,7 +184,7 @@ func (s SiteSnapshot) ByStack() []SiteSnapshot {
 	}
 	out := make([]SiteSnapshot, len(s.Stacks))
 	for i, sh := range s.Stacks {
-		out[i] = SiteSnapshot{Address: s.Address, Leaf: s.Leaf, StackID: sh.StackID, Category: s.Category, Stats: sh.Stats}
+		out[i] = SiteSnapshot{Address: s.Address, Leaf: s.Leaf, StackID: sh.StackID, Category: s.Category, Stats: sh.Stats, JVMCategory: s.JVMCategory}
 	}
 	return out
 }

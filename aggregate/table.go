@@ -84,12 +84,12 @@ func (t *Table) Apply(e *event.Event) {
 	p.leaf = e.Leaf
 	switch e.Kind {
 	case event.Alloc:
-		p.alloc(e.Addr, e.Size, siteID{e.CallSite, e.StackID}, t.ms(e.Time))
+		p.alloc(e.Addr, e.Size, siteID{e.CallSite, e.StackID, e.JVMCategory}, t.ms(e.Time))
 		t.checkPeak(p, e.Time)
 	case event.Free:
 		p.free(e.Addr)
 	case event.Realloc:
-		p.realloc(e.OldAddr, e.Addr, e.Size, siteID{e.CallSite, e.StackID}, t.ms(e.Time))
+		p.realloc(e.OldAddr, e.Addr, e.Size, siteID{e.CallSite, e.StackID, e.JVMCategory}, t.ms(e.Time))
 		t.checkPeak(p, e.Time)
 	case event.Mmap:
 		p.mmap(e.Addr, e.Size, t.mappedSite(e))
@@ -100,7 +100,7 @@ func (t *Table) Apply(e *event.Event) {
 	case event.Mremap:
 		p.mremap(e.OldAddr, e.OldSize, e.Addr, e.Size)
 	case event.Fault:
-		p.resident.fault(e.Addr, e.Size, e.OldSize, siteID{e.CallSite, e.StackID})
+		p.resident.fault(e.Addr, e.Size, e.OldSize, siteID{addr: e.CallSite, stack: e.StackID})
 	case event.Unresident:
 		p.resident.unresident(e.Addr)
 	}
@@ -110,9 +110,9 @@ func (t *Table) Apply(e *event.Event) {
 // alone (mappings are not broken down).
 func (t *Table) mappedSite(e *event.Event) siteID {
 	if t.breakdown {
-		return siteID{e.CallSite, -1}
+		return siteID{addr: e.CallSite, stack: -1}
 	}
-	return siteID{e.CallSite, e.StackID}
+	return siteID{addr: e.CallSite, stack: e.StackID}
 }
 
 // ms converts an event time to the milliseconds since the first event that

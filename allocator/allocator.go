@@ -29,6 +29,9 @@ type Probe struct {
 	Offset uint64
 	// Size is the symbol's size in bytes (0 when unknown).
 	Size uint64
+	// CategoryArg, when not 0, makes this a JVM category probe (jvm.go):
+	// entry only, reading HotSpot's MEMFLAGS from this argument (1-based).
+	CategoryArg int
 }
 
 // Functions lists what is probed, in order of preference when two names are

@@ -21,6 +21,8 @@ var DefaultWrappers = []string{
 	"asprintf", "__asprintf", "vasprintf",
 	"getline", "getdelim", "__getdelim",
 	"realpath", "canonicalize_file_name", "get_current_dir_name", "tempnam",
+	// HotSpot (the JVM): matched by qualified name, every overload (see Wraps).
+	"AllocateHeap", "ReallocateHeap", "NMTPreInitAllocation::do_alloc", "os::strdup_check_oom",
 }
 
 // ReadWrapperFile reads wrapper names, one per line; blank lines and lines
@@ -68,12 +70,96 @@ func NewWrapperRule(names []string, auto bool, not []string) WrapperRule {
 	return r
 }
 
-// Wraps reports whether the function named name is an allocation wrapper.
+// Wraps reports whether the function named name (as its symbol spells it,
+// mangled or not) is an allocation wrapper. A mangled C++ name also
+// matches by its qualified name without parameters ("os::malloc" for every
+// overload of os::malloc), in --wrapper and --not-wrapper alike; and, with
+// Auto, a qualified name whose last component is an allocator entry point
+// or a wrapper name is a wrapper (os::malloc, os::realloc, os::strdup,
+// Foo::xmalloc): a class or namespace that wraps the allocator.
 func (r WrapperRule) Wraps(name string) bool {
 	if r.Not[name] {
 		return false
 	}
-	return r.Names[name] || (r.Auto && AutoWrapper(name))
+	if r.Names[name] || (r.Auto && AutoWrapper(name)) {
+		return true
+	}
+	parts := cxxName(name)
+	if parts == nil {
+		return false
+	}
+	q := strings.Join(parts, "::")
+	if r.Not[q] {
+		return false
+	}
+	if r.Names[q] {
+		return true
+	}
+	last := parts[len(parts)-1]
+	return r.Auto && len(parts) > 1 && !r.Not[last] &&
+		(allocatorEntries[last] || r.Names[last] || AutoWrapper(last))
+}
+
+// allocatorEntries are the allocating entry points whose name, as the last
+// component of a qualified name, makes a wrapper (os::malloc).
+var allocatorEntries = map[string]bool{
+	"malloc": true, "calloc": true, "realloc": true, "reallocarray": true,
+	"posix_memalign": true, "aligned_alloc": true, "memalign": true,
+	"valloc": true, "pvalloc": true,
+}
+
+// cxxName returns the components of a mangled C++ function's qualified
+// name ("_ZN2os6mallocEm8MEMFLAGS": os, malloc), or nil when name is not
+// a mangled function name of the simple forms read here: a plain or
+// nested name made of identifiers (and std::), with any local-linkage
+// prefix and method qualifiers. Templates, operators, constructors and
+// the rest give nil: never a wrapper by this rule.
+func cxxName(name string) []string {
+	rest, ok := strings.CutPrefix(name, "_Z")
+	if !ok {
+		return nil
+	}
+	rest = strings.TrimPrefix(rest, "L")
+	if rest == "" || rest[0] != 'N' {
+		id, _ := sourceName(rest)
+		if id == "" {
+			return nil
+		}
+		return []string{id}
+	}
+	rest = strings.TrimLeft(rest[1:], "rVK") // cv-qualifiers of a method
+	rest = strings.TrimLeft(rest, "RO")      // ref-qualifier
+	var parts []string
+	if r, ok := strings.CutPrefix(rest, "St"); ok {
+		parts, rest = append(parts, "std"), r
+	}
+	for rest != "" && rest[0] != 'E' {
+		id, r := sourceName(rest)
+		if id == "" {
+			return nil
+		}
+		parts, rest = append(parts, id), r
+	}
+	if rest == "" || len(parts) == 0 {
+		return nil
+	}
+	return parts
+}
+
+// sourceName reads a <length><identifier> at the start of s.
+func sourceName(s string) (id, rest string) {
+	n := 0
+	i := 0
+	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		n = n*10 + int(s[i]-'0')
+		if n > len(s) {
+			return "", s
+		}
+	}
+	if i == 0 || n == 0 || i+n > len(s) {
+		return "", s
+	}
+	return s[i : i+n], s[i+n:]
 }
 
 // wrapperFamilies are the prefixes of allocation families (lower case,

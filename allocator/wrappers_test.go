@@ -50,3 +50,46 @@ func TestWrapperRule(t *testing.T) {
 		t.Error("the automatic rule applies when turned off")
 	}
 }
+
+// The C++ rule on the names HotSpot's libjvm.so (OpenJDK 17) really has.
+func TestWrapperRuleQualified(t *testing.T) {
+	def := NewWrapperRule(DefaultWrappers, true, nil)
+	tests := []struct {
+		rule WrapperRule
+		name string
+		want bool
+	}{
+		{def, "_ZN2os6mallocEm8MEMFLAGS", true},                                       // os::malloc(unsigned long, MEMFLAGS)
+		{def, "_ZN2os6mallocEm8MEMFLAGSRK15NativeCallStack", true},                    // … NativeCallStack const&
+		{def, "_ZN2os7reallocEPvm8MEMFLAGS", true},                                    // os::realloc
+		{def, "_ZN2os6strdupEPKc8MEMFLAGS", true},                                     // os::strdup: strdup is a named wrapper
+		{def, "_Z12AllocateHeapm8MEMFLAGSN17AllocFailStrategy13AllocFailEnumE", true}, // named, unqualified
+		{def, "_Z14ReallocateHeapPcm8MEMFLAGSN17AllocFailStrategy13AllocFailEnumE", true},
+		{def, "_ZN20NMTPreInitAllocation8do_allocEm", true},   // named, qualified
+		{def, "_ZN2os16strdup_check_oomEPKc8MEMFLAGS", true},  // named, qualified
+		{def, "_ZNK3Foo7xmallocEv", true},                     // const method, automatic last component
+		{def, "_ZNSt3pmr7reallocEv", true},                    // std:: prefix
+		{def, "_ZL12AllocateHeapm", true},                     // local linkage
+		{def, "_ZN2os4freeEPv", false},                        // releases: not a wrapper
+		{def, "_ZN20NMTPreInitAllocation7do_freeEPS_", false}, // same class, other method
+		{def, "_ZN7NMTUtil18_memory_type_namesE", false},      // a variable's name parses, names nothing
+		{def, "_Z6mallocm", false},                            // unqualified malloc is the allocator itself
+		{def, "_ZN3FooIiE6mallocEm", false},                   // templates are not read
+		{def, "_ZN3FooC1Ev", false},                           // constructor
+		{def, "_ZN99tooLongEv", false},                        // length past the end
+		{def, "_Z", false}, {def, "_ZN", false}, {def, "_ZN2osE", false}, {def, "malloc", false},
+		// Overridden both ways, by qualified or by mangled name.
+		{NewWrapperRule(DefaultWrappers, true, []string{"os::malloc"}), "_ZN2os6mallocEm8MEMFLAGS", false},
+		{NewWrapperRule(DefaultWrappers, true, []string{"_ZN2os6mallocEm8MEMFLAGS"}), "_ZN2os6mallocEm8MEMFLAGS", false},
+		{NewWrapperRule(DefaultWrappers, true, []string{"_ZN2os6mallocEm8MEMFLAGS"}), "_ZN2os6mallocEm8MEMFLAGSRK15NativeCallStack", true},
+		{NewWrapperRule(DefaultWrappers, true, []string{"AllocateHeap"}), "_Z12AllocateHeapm8MEMFLAGSN17AllocFailStrategy13AllocFailEnumE", false},
+		{NewWrapperRule([]string{"Arena::Amalloc"}, true, nil), "_ZN5Arena7AmallocEm", true},
+		{NewWrapperRule(nil, true, nil), "_Z12AllocateHeapm", false},         // --no-default-wrappers
+		{NewWrapperRule(nil, false, nil), "_ZN2os6mallocEm8MEMFLAGS", false}, // --no-auto-wrappers
+	}
+	for _, tt := range tests {
+		if got := tt.rule.Wraps(tt.name); got != tt.want {
+			t.Errorf("Wraps(%q) = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

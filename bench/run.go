@@ -49,6 +49,13 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Results, error) 
 		}
 	}()
 	res := &Results{Started: time.Now(), Host: hostInfo(), Config: cfg}
+	if r.noBPF == "" {
+		stats, err := enableBPFStats()
+		if err != nil {
+			return nil, err
+		}
+		defer stats.Close()
+	}
 
 	if tool("gcc") == "" {
 		return nil, fmt.Errorf("gcc is needed to build testdata/bench/mallocfree.c")
@@ -68,12 +75,14 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Results, error) 
 	}
 
 	sections := map[string]func(context.Context) ([]*Comparison, error){
-		"micro":    r.micro,
-		"startup":  r.startup,
-		"consumer": r.consumer,
-		"livemem":  r.liveMemory,
-		"sqlite":   r.sqlite,
-		"redis":    r.redis,
+		"micro":     r.micro,
+		"startup":   r.startup,
+		"consumer":  r.consumer,
+		"livemem":   r.liveMemory,
+		"footprint": r.footprint,
+		"sqlite":    r.sqlite,
+		"blocks":    r.blocks,
+		"redis":     r.redis,
 		// resident.go
 		"resident":          r.resident,
 		"resident-accuracy": r.residentAccuracySection,

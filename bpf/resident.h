@@ -243,7 +243,8 @@ int on_rss_stat(__u64 *ctx)
 
 	k.mm = (__u64)BPF_CORE_READ((struct task_struct___mm *)bpf_get_current_task_btf(), mm);
 	if (!stack_depth && bpf_map_lookup_elem(&fault_sites, &k)) {
-		emit(KIND_FAULT, 0, a.addr, a.size, 0, a.old_size, a.pc, a.pc, 0);
+		emit(&(struct emit_args){.kind = KIND_FAULT, .addr = a.addr, .size = a.size,
+					 .old_size = a.old_size, .call_site = a.pc, .leaf = a.pc});
 		return 0;
 	}
 	emit_site(&a);

@@ -15,10 +15,14 @@
  * The same walk decides who is charged: the first frame, within
  * MAX_WRAPPER_FRAMES, that is neither an allocation wrapper (operator new,
  * strdup, zmalloc, …) nor unnamed code (no symbol of its file covers it: a
- * stripped library's internal allocation helper). When the walk cannot get
- * that far, the frame above the last wrapper seen is charged, or the
- * allocator's caller. No probe is placed on the wrappers, so nothing can
- * stand in the way of an exception unwinding through them.
+ * stripped library's internal allocation helpers). Unnamed frames are
+ * skipped only when the named function above them is in their own file,
+ * so frames past MAX_WRAPPER_FRAMES are looked at, up to MAX_CHAIN_FRAMES,
+ * only while that can still be so: after a wrapper, or while the unnamed
+ * frames since it are all in one file that has named functions. When the
+ * walk cannot get that far, the frame above the last wrapper seen is
+ * charged, or the allocator's caller. No probe is placed on the wrappers,
+ * so nothing can stand in the way of an exception unwinding through them.
  */
 #ifndef MEMTRACE_UNWIND_H
 #define MEMTRACE_UNWIND_H
@@ -44,6 +48,9 @@ struct walk {
 	__u8 end;         /* STEP_END or STEP_STOP once the walk is over */
 	__u8 cached;      /* map_* and file describe the last file mapping met */
 	__u8 fault;       /* a page fault's walk: libc's memory functions are wrappers too */
+	__u32 pid;
+	__u64 epoch;      /* the frame cache's epoch (frames.h); 0: none */
+	__u64 mm;         /* the process's address space */
 	/*
 	 * The last mapping met and its file's rows: consecutive frames are
 	 * mostly in one file, and bpf_find_vma is the walk's dearest step.
@@ -51,7 +58,11 @@ struct walk {
 	__u64 map_start, map_end, map_delta; /* offset in file = pc + map_delta */
 	struct unwind_file file;
 	struct file_key map_key;
-	/* The unnamed frames met since the last wrapper: none, all in anon_key's file, or several files. */
+	/*
+	 * The unnamed frames met since the last wrapper: none, all in
+	 * anon_key's file, or in several files or a file without names (no
+	 * named frame above them is charged).
+	 */
 	struct file_key anon_key;
 	__u8 anon;
 };
@@ -109,7 +120,8 @@ static __always_inline void ask_table(struct vma_found *v)
 	struct unwind_file pending = {.flags = FILE_PENDING};
 
 	if (bpf_map_update_elem(&unwind_files, &v->key, &pending, BPF_NOEXIST) == 0)
-		emit(KIND_UNWIND_MISS, 0, v->addr, v->key.dev, v->key.ino, 0, 0, 0, 1);
+		emit(&(struct emit_args){.kind = KIND_UNWIND_MISS, .addr = v->addr, .size = v->key.dev,
+					 .old_addr = v->key.ino, .wake = 1});
 }
 
 /*
@@ -179,7 +191,10 @@ static __always_inline int apply_row(struct walk *w, struct unwind_row *r)
 		cfa = w->bp + off;
 		break;
 	case UNWIND_PLT:
-		/* cfa_off holds the threshold: 11 for GNU ld's lazy PLT, 9 for its IBT PLT. */
+		/*
+		 * cfa_off holds the threshold: 11 for GNU ld's lazy PLT, 9 for
+		 * its IBT PLT (-z ibtplt; unwind.KindPLT).
+		 */
 		cfa = w->sp + 8 + ((__s64)(w->pc & 15) >= off ? 8 : 0);
 		break;
 	case UNWIND_DEREF_RBP:
@@ -228,8 +243,11 @@ static long walk_frame(__u64 i, void *ctx)
 	struct walk *w;
 	struct vma_found v = {};
 	struct unwind_file *f;
-	struct unwind_row *r = 0;
-	__u32 zero = 0;
+	struct unwind_row *found, row = {}, *r = 0;
+	struct frame_key fk = {};
+	struct frame_info *fi, nfi = {};
+	struct file_key key;
+	__u32 zero = 0, fflags;
 	__u8 flags = 0, charge_next = 0;
 	int step;
 
@@ -243,6 +261,18 @@ static long walk_frame(__u64 i, void *ctx)
 	w = &rec->w;
 	v.addr = w->pc - (w->exact ? 0 : 1);
 
+	fk.pc = v.addr;
+	fk.pid = w->pid;
+	fi = w->epoch ? bpf_map_lookup_elem(&frame_cache, &fk) : 0;
+	if (frames_valid(fi, w->epoch, w->mm)) {
+		/* Seen before: no mapping, table or row to look up. */
+		key = fi->key;
+		fflags = fi->file_flags;
+		row = fi->row;
+		if (fi->has_row)
+			r = &row;
+		goto known;
+	}
 	if (w->cached && v.addr >= w->map_start && v.addr < w->map_end) {
 		v.off = v.addr + w->map_delta;
 	} else {
@@ -269,13 +299,29 @@ static long walk_frame(__u64 i, void *ctx)
 	}
 	f = &w->file;
 	if (!(f->flags & (FILE_NO_CFI | FILE_UNMARKED)) || w->limit) {
-		r = find_row(f, v.off);
-		if (r)
-			flags = r->kind & (ROW_WRAPPER | ROW_ANON);
-		/* A fault in memset, malloc's internals or read(2) is charged to the caller. */
-		if (r && w->fault && (r->kind & ROW_MEMFN))
-			flags = ROW_WRAPPER;
+		found = find_row(f, v.off);
+		if (found) {
+			row = *found;
+			r = &row;
+		}
 	}
+	key = w->map_key;
+	fflags = f->flags;
+	if (w->epoch) {
+		nfi.epoch = w->epoch;
+		nfi.mm = w->mm;
+		nfi.key = key;
+		nfi.row = row;
+		nfi.file_flags = fflags;
+		nfi.has_row = r != 0;
+		bpf_map_update_elem(&frame_cache, &fk, &nfi, BPF_ANY);
+	}
+known:
+	if (r)
+		flags = r->kind & (ROW_WRAPPER | ROW_ANON);
+	/* A fault in memset, malloc's internals or read(2) is charged to the caller. */
+	if (r && w->fault && (r->kind & ROW_MEMFN))
+		flags = ROW_WRAPPER;
 	if (w->chain) {
 		if (!flags) {
 			/*
@@ -286,8 +332,8 @@ static long walk_frame(__u64 i, void *ctx)
 			 */
 			w->chain = 0;
 			if (i > 0 && (w->anon == ANON_NONE ||
-				      (w->anon == ANON_ONE_FILE && w->anon_key.dev == w->map_key.dev &&
-				       w->anon_key.ino == w->map_key.ino))) {
+				      (w->anon == ANON_ONE_FILE && w->anon_key.dev == key.dev &&
+				       w->anon_key.ino == key.ino))) {
 				w->charged = i;
 				w->charged_pc = w->pc;
 				if (stack_depth)
@@ -297,9 +343,10 @@ static long walk_frame(__u64 i, void *ctx)
 			charge_next = 1; /* the frame above, unless it is a wrapper too */
 			w->anon = ANON_NONE;
 		} else if (w->anon == ANON_NONE) {
-			w->anon = ANON_ONE_FILE;
-			w->anon_key = w->map_key;
-		} else if (w->anon_key.dev != w->map_key.dev || w->anon_key.ino != w->map_key.ino) {
+			/* In a file without names no named caller in its file can be charged. */
+			w->anon = fflags & FILE_NO_NAMES ? ANON_FILES : ANON_ONE_FILE;
+			w->anon_key = key;
+		} else if (w->anon_key.dev != key.dev || w->anon_key.ino != key.ino) {
 			w->anon = ANON_FILES;
 		}
 	}
@@ -308,7 +355,8 @@ static long walk_frame(__u64 i, void *ctx)
 		w->end = STEP_STOP;
 		return 1;
 	}
-	if (i >= MAX_WRAPPER_FRAMES && !w->limit) {
+	/* Past MAX_WRAPPER_FRAMES, only a chain that can still end in a charged name goes on. */
+	if (i >= MAX_WRAPPER_FRAMES && !w->limit && (i >= MAX_CHAIN_FRAMES || w->anon == ANON_FILES)) {
 		w->end = STEP_STOP;
 		return 1;
 	}
@@ -317,7 +365,7 @@ static long walk_frame(__u64 i, void *ctx)
 		if (i < MAX_STACK + MAX_WRAPPER_FRAMES)
 			rec->frames[i] |= FRAME_EXACT;
 	}
-	if (f->flags & FILE_NO_CFI)
+	if (fflags & FILE_NO_CFI)
 		step = frame_pointer_step(w);
 	else if (r)
 		step = apply_row(w, r);
@@ -350,6 +398,7 @@ struct site_args {
 	__u8 kind, func;
 	__u8 exact;       /* pc is exact (a faulting instruction), not a return address */
 	__u8 fault;       /* charge past libc's memory functions (ROW_MEMFN) */
+	__u8 cat;         /* 1 + the JVM category, 0: none (jvm_category) */
 };
 
 /*
@@ -365,10 +414,24 @@ __noinline int emit_site(struct site_args *a)
 	struct stack_record *rec;
 	struct walk *w;
 	__u64 id = bpf_get_current_pid_tgid();
+	__u64 epoch = frames_epoch(), mm = frames_mm();
+	struct frame_key fk = {.pc = a ? a->pc - 1 : 0, .pid = id >> 32};
+	struct frame_info *fi;
 	__u32 zero = 0, n, size_out;
 
 	if (!a)
 		return 0;
+	if (!stack_depth && !a->exact) {
+		/* A known caller that is neither a wrapper nor unnamed is charged: no walk. */
+		fi = bpf_map_lookup_elem(&frame_cache, &fk);
+		if (frames_valid(fi, epoch, mm) &&
+		    !(fi->has_row && (fi->row.kind & (ROW_WRAPPER | ROW_ANON)))) {
+			emit(&(struct emit_args){.kind = a->kind, .func = a->func, .addr = a->addr, .size = a->size,
+						 .old_addr = a->old_addr, .old_size = a->old_size, .call_site = a->pc,
+						 .leaf = a->pc, .flags = a->cat << EVENT_CAT_SHIFT});
+			return 0;
+		}
+	}
 	rec = bpf_map_lookup_elem(&scratch, &zero);
 	if (!rec)
 		return 0;
@@ -386,6 +449,9 @@ __noinline int emit_site(struct site_args *a)
 	w->anon = ANON_NONE;
 	w->n = 0;
 	w->limit = 0;
+	w->pid = id >> 32;
+	w->epoch = epoch;
+	w->mm = mm;
 	if (stack_depth) {
 		rec->frames[0] = w->pc | (a->exact ? FRAME_EXACT : 0);
 		w->n = 1;
@@ -393,8 +459,10 @@ __noinline int emit_site(struct site_args *a)
 	}
 	bpf_loop(MAX_STACK + MAX_WRAPPER_FRAMES, walk_frame, 0, 0);
 	if (!stack_depth) {
-		emit(a->kind, a->func, a->addr, a->size, a->old_addr, a->old_size,
-		     w->charged_pc & ~FRAME_EXACT, a->pc, 0);
+		emit(&(struct emit_args){.kind = a->kind, .func = a->func, .addr = a->addr, .size = a->size,
+					 .old_addr = a->old_addr, .old_size = a->old_size,
+					 .call_site = w->charged_pc & ~FRAME_EXACT, .leaf = a->pc,
+					 .flags = a->cat << EVENT_CAT_SHIFT});
 		return 0;
 	}
 	rec->e.time = 0;
@@ -408,8 +476,8 @@ __noinline int emit_site(struct site_args *a)
 	rec->e.tid = (__u32)id;
 	rec->e.kind = a->kind;
 	rec->e.func = a->func;
-	rec->e.flags = w->end == STEP_END ? EVENT_STACK_COMPLETE : 0;
-	rec->e.pad = w->charged;
+	rec->e.flags = (w->end == STEP_END ? EVENT_STACK_COMPLETE : 0) | a->cat << EVENT_CAT_SHIFT;
+	rec->e.charged = w->charged;
 	rec->e.stack_id = -1;
 	n = w->n;
 	if (n > MAX_STACK + MAX_WRAPPER_FRAMES)

@@ -4,7 +4,8 @@
 // so recorded or synthetic streams replay through the same code as live ones.
 package event
 
-// Kind says what an event did to the process's memory.
+// Kind says what an event did to the process's memory. The values match
+// enum event_kind in bpf/memtrace.h (tracer's TestConstants).
 type Kind uint8
 
 const (
@@ -84,7 +85,7 @@ func (k Kind) String() string {
 }
 
 // Func identifies the allocator entry point that produced an event. The
-// values match FUNC_* in bpf/memtrace.h.
+// values match enum func_id in bpf/memtrace.h (tracer's TestConstants).
 type Func uint8
 
 const (
@@ -143,7 +144,10 @@ const FrameExact = uint64(1) << 63
 
 // Event is one allocator call as seen by the probes.
 type Event struct {
-	// Time is the kernel's monotonic clock at the call's return, in ns.
+	// Time is the kernel's monotonic clock, in ns. The probes read it only
+	// for CodeMap, Exec and Exit events; the others (allocator calls and
+	// marks) the reader places between the moment it last found the ring
+	// empty and the moment it read their batch (tracer's Drainer.Poll).
 	Time uint64
 	// Addr is the block or mapping the call produced or released.
 	Addr uint64
@@ -165,10 +169,15 @@ type Event struct {
 	Stack []uint64
 	// StackComplete: the unwind reached the thread's outermost frame.
 	StackComplete bool
-	PID           uint32
-	TID           uint32
-	Kind          Kind
-	Func          Func
+	// JVMCategory is 1 + the JVM's NMT category (HotSpot's MEMFLAGS) that
+	// os::malloc or os::realloc asked for when it made this allocation
+	// call; 0 when none did. Its name is the process's (aggregate's
+	// SetJVMCategories).
+	JVMCategory uint8
+	PID         uint32
+	TID         uint32
+	Kind        Kind
+	Func        Func
 	// StackID numbers the user stack (--detail) among those the tracer
 	// has seen (see tracer.Stacks); -1 when no stack is kept.
 	StackID int32

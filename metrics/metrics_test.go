@@ -178,8 +178,8 @@ func TestResidentMetrics(t *testing.T) {
 	want := []string{
 		`memtrace_callsite_resident_bytes{` + lv + `,function="a",module="prog",pid="10"} 500`,
 		`memtrace_callsite_resident_bytes{` + lv + `,function="b",module="prog",pid="10"} 350`,
-		`memtrace_resident_bytes{` + lv + `,pid="10"} 900`,
-		`memtrace_resident_bytes_stderr{` + lv + `,pid="10"} 30`,
+		`memtrace_resident_estimate_bytes{` + lv + `,pid="10"} 900`,
+		`memtrace_resident_estimate_bytes_stderr{` + lv + `,pid="10"} 30`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -12,8 +12,9 @@ const Magic = "MEMTRACE"
 
 // Version is the format version this package writes. It reads every
 // version from 1: a version-1 file is a version-2 file without leak check
-// records or the info's leak fields.
-const Version = 2
+// records or the info's leak fields; a version-2 file is a version-3 file
+// without footprint records.
+const Version = 3
 
 const headerLen = len(Magic) + 4
 
@@ -90,6 +91,7 @@ const (
 	tagMaps         = 0x13
 	tagStack        = 0x14
 	tagLeakCheck    = 0x15
+	tagFootprint    = 0x16
 	tagAlloc        = 0x40 // | func
 	tagRealloc      = 0x60 // | func
 	funcMask        = 0x1f

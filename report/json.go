@@ -45,12 +45,14 @@ func WriteJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) err
 		pr := newProcessRecord(p, s.Time, o.Final)
 		fillProcessSampling(&pr, p, s.SampleBytes) // estimate.go
 		fillProcessLeaks(&pr, o.Leaks, p.PID)      // json_leaks.go
+		fillProcessJVM(&pr, p)                     // jvm.go
 		pr.epochRecord = o.Epoch.process(p.ProcessSnapshot)
 		records = append(records, pr)
 		for _, site := range p.heap {
 			cr := newCallsiteRecord(p.PID, site, sym, s.Time, o)
 			fillSiteSampling(&cr, p.Comm, site, s.SampleBytes)
 			fillSiteLeaks(&cr, o.Leaks, p.PID, site)
+			fillSiteJVM(&cr, p, site) // jvm.go
 			cr.epochRecord = o.Epoch.site(p.PID, site)
 			records = append(records, cr)
 		}
@@ -110,9 +112,11 @@ func newProcessRecord(p rankedProcess, t uint64, final bool) processRecord {
 			Unmaps:        p.Mapped.Frees,
 			UnmappedBytes: p.Mapped.FreedBytes,
 			PeakLiveBytes: p.PeakMappedLiveBytes,
+			mappingState:  newMappingState(p.MappedState),
 		},
 		ExitTimeNS: exitTime(p),
 		Rates:      rateRecords(p.Rates),
+		Footprint:  newFootprintRecord(p.ProcessSnapshot),
 	}
 }
 
@@ -173,6 +177,7 @@ func newCallsiteRecord(pid uint32, s aggregate.SiteSnapshot, sym Symbolizer, t u
 		TimeNS:         t,
 		Rates:          rateRecords(s.Rates),
 		Inlined:        inlineRecord(f.Inlined),
+		mappingState:   newMappingState(s.Mapping),
 	}
 }
 

@@ -63,11 +63,15 @@ type processRecord struct {
 	Sampled         bool   `json:"sampled"`
 	SampleBytes     uint64 `json:"sample_bytes"`
 	LiveBytesStderr uint64 `json:"live_bytes_stderr"`
+	// Footprint: the kernel's reading of the process (footprint.go).
+	Footprint footprintRecord `json:"footprint"`
 	// The leak check (json_leaks.go): present only in runs that check.
 	LeakChecked *bool `json:"leak_checked,omitempty"`
 	leakRecord
 	// Dumps only (epoch.go): the activity since the previous dump.
 	epochRecord
+	// A JVM only (jvm.go): its heap by NMT category.
+	JVMCategories []jvmCategoryRecord `json:"jvm_categories,omitempty"`
 }
 
 // mmapTotals are a process's anonymous-mapping totals.
@@ -79,6 +83,15 @@ type mmapTotals struct {
 	Unmaps        uint64 `json:"unmaps"`
 	UnmappedBytes uint64 `json:"unmapped_bytes"`
 	PeakLiveBytes uint64 `json:"peak_live_bytes"`
+	// The live regions' address space by state, from the footprint.
+	mappingState
+}
+
+// mappingState is address space by NMT's states (footprint.State).
+type mappingState struct {
+	ReservedBytes  uint64 `json:"reserved_bytes"`
+	CommittedBytes uint64 `json:"committed_bytes"`
+	ResidentBytes  uint64 `json:"resident_bytes"`
 }
 
 // callsiteRecord is one call site of one category. For "mmap" the counters
@@ -121,6 +134,8 @@ type callsiteRecord struct {
 	LeafLine     int    `json:"leaf_line"`
 	LeafModule   string `json:"leaf_module"`
 	LeafAddress  string `json:"leaf_address"`
+	// An mmap site's regions by state (0 for heap sites; footprint.go).
+	mappingState
 	// The leak check's figures for the site's blocks (json_leaks.go):
 	// present only in runs that check.
 	leakRecord
@@ -130,6 +145,8 @@ type callsiteRecord struct {
 	// short of the thread's first function.
 	Stack          []stackFrame `json:"stack,omitempty"`
 	StackTruncated *bool        `json:"stack_truncated,omitempty"`
+	// A JVM's heap sites only (jvm.go): the NMT category of their calls.
+	JVMCategory *string `json:"jvm_category,omitempty"`
 }
 
 // inlineFrame is one source-level frame of an inline chain.

@@ -42,6 +42,9 @@ func WriteText(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) err
 	for _, p := range procs {
 		b.WriteByte('\n')
 		writeProcessHeader(&b, p, o.Raw)
+		if err := writeJVMText(&b, p, o.Raw); err != nil { // jvm.go
+			return fmt.Errorf("text report for pid %d: %w", p.PID, err)
+		}
 		if err := writeSiteTables(&b, p, sym, o); err != nil {
 			return fmt.Errorf("text report for pid %d: %w", p.PID, err)
 		}
@@ -119,6 +122,7 @@ func writeProcessHeader(b *bytes.Buffer, p rankedProcess, raw bool) {
 			byteText(m.AllocBytes, raw), count(m.Allocs, "call"),
 			byteText(m.FreedBytes, raw), count(m.Frees, "call"))
 	}
+	writeFootprintText(b, p, raw) // footprint.go
 
 	lostLine := strconv.FormatUint(p.LostEvents, 10)
 	if p.LostEvents > 0 {

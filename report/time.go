@@ -103,6 +103,7 @@ func peakRecords(p rankedProcess, sym Symbolizer, o Options) []any {
 		cr := newCallsiteRecord(p.PID, site, sym, pk.Time, o)
 		cr.Type = typePeakCallsite
 		fillSiteSampling(&cr, p.Comm, site, p.SampleBytes) // comm, and estimates marked (estimate.go)
+		fillSiteJVM(&cr, p, site)                          // a JVM's category (jvm.go)
 		out = append(out, cr)
 	}
 	return out

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"fmt"
 	"os"
 	"time"
 
@@ -34,7 +35,7 @@ type Config struct {
 	WrapperRule     allocator.WrapperRule
 	RateConfig      // --half-life, --period, --watch
 	HostConfig      // --sample-bytes, --comm, --cgroup
-	SymbolizeConfig // --debug-dir
+	SymbolizeConfig // --debug-dir, --no-debuginfod, --debuginfod-wait
 	LeakConfig      // --leak-check, --fail-on-leak, -f, --suppressions, --json-file
 	TimeConfig      // --record, --mark, --peak-tolerance, --dump-dir
 	ExportConfig    // --pprof, --folded, --html, --listen (exports.go)
@@ -93,14 +94,25 @@ type SymbolizeConfig struct {
 	// DebugDirs are the global debug directories (--debug-dir), nil for
 	// the default.
 	DebugDirs []string
+	// NoDebuginfod: never download debug files, whatever DEBUGINFOD_URLS
+	// says (debuginfod.go).
+	NoDebuginfod bool
+	// DebuginfodWait bounds how long, in all, the reports wait for
+	// downloads (--debuginfod-wait).
+	DebuginfodWait time.Duration
 }
 
-// resolverOptions configures the session's symbolize.Resolver.
-func (c SymbolizeConfig) resolverOptions() []symbolize.Option {
-	if c.DebugDirs == nil {
-		return nil
+// resolverOptions configures the session's symbolize.Resolver; d (nil for
+// none) downloads debug files.
+func (c SymbolizeConfig) resolverOptions(d *symbolize.Debuginfod) []symbolize.Option {
+	var opts []symbolize.Option
+	if c.DebugDirs != nil {
+		opts = append(opts, symbolize.WithDebugDirs(c.DebugDirs...))
 	}
-	return []symbolize.Option{symbolize.WithDebugDirs(c.DebugDirs...)}
+	if d != nil {
+		opts = append(opts, symbolize.WithDebuginfod(d))
+	}
+	return opts
 }
 
 // LeakConfig holds the flags of the leak check (leaks.go).
@@ -121,8 +133,24 @@ type LeakConfig struct {
 	Suppressions  leakcheck.Suppressions
 	NoDefaultSupp bool
 	// JSONFile: NDJSON written there as well as the human report.
-	JSONFile  string
-	JSONFileW *os.File
+	JSONFile string
+	// jsonFile is JSONFile, open from the start of the run to its end
+	// (openJSONFile).
+	jsonFile *os.File
+}
+
+// openJSONFile creates --json-file's file, when given, for the run about
+// to start, and returns what closes it at the end.
+func (c *LeakConfig) openJSONFile() (closeFile func(), err error) {
+	if c.JSONFile == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(c.JSONFile)
+	if err != nil {
+		return nil, fmt.Errorf("--json-file: %w", err)
+	}
+	c.jsonFile = f
+	return func() { f.Close(); c.jsonFile = nil }, nil
 }
 
 // TimeConfig holds the flags about time: the recording, marks, the peak

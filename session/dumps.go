@@ -27,6 +27,7 @@ func (s *session) dump(final bool) error {
 		d.epoch = report.FirstEpoch()
 	}
 	snap := s.table.Snapshot()
+	s.readFootprints(&snap, final) // footprint.go
 	o := report.Options{Top: 0, Sort: s.cfg.Sort, Final: final, Host: s.cfg.Host(), Epoch: d.epoch}
 	path := dumpName(d.dir, d.epoch.Number)
 	f, err := os.Create(path)

@@ -54,6 +54,9 @@ type exportState struct {
 	serving     chan error
 	lastMetrics time.Time
 	history     *history.Collector // --html
+	// lastFootprint is when the history's snapshot last got footprint
+	// readings (footprintEvery apart: smaps costs more than a sample).
+	lastFootprint time.Time
 	// names caches what the exports resolved, so that in whole-host mode
 	// the call sites of processes that exited still have names at the end.
 	names *pprofout.Cache
@@ -113,7 +116,7 @@ func (s *session) exportTick(now uint64) {
 		return
 	}
 	e.lastMetrics = time.Now()
-	e.metrics.Update(s.freshSnapshot())
+	e.metrics.Update(s.freshSnapshot(false))
 }
 
 // historyTick gives the --html history a point at every tick of the
@@ -124,6 +127,10 @@ func (s *session) historyTick(now uint64) {
 		return
 	}
 	snap := s.table.Snapshot()
+	if time.Since(e.lastFootprint) >= footprintEvery {
+		e.lastFootprint = time.Now()
+		s.readFootprints(&snap, false) // footprint.go: the timeline's heap resident
+	}
 	e.history.Sample(now, snap, s.table)
 	if s.host != nil {
 		e.names.Warm(snap) // before exited processes are forgotten
@@ -175,7 +182,7 @@ func (s *session) writeExports() error {
 	if !s.cfg.ExportFiles.any() {
 		return nil
 	}
-	snap := s.freshSnapshot()
+	snap := s.freshSnapshot(false) // after the final report: its readings
 	now := time.Now()
 	return writeExportFiles(&s.cfg.ExportFiles, s.exports.history, snap, s.exportSources(), exportEnd{
 		title: "memtrace " + strings.Join(s.title(), " "), start: s.exports.start, time: now,
@@ -226,7 +233,7 @@ func (s *session) exportSources() pprofout.Sources { return s.exports.names.Sour
 
 // freshSnapshot is the table as of now, with the probes' lost-event and
 // exact counts and the rates brought up to date.
-func (s *session) freshSnapshot() aggregate.Snapshot {
+func (s *session) freshSnapshot(final bool) aggregate.Snapshot {
 	if per, total, err := s.objs.Lost(); err == nil {
 		for pid, n := range per {
 			s.table.SetLost(pid, n)
@@ -241,6 +248,7 @@ func (s *session) freshSnapshot() aggregate.Snapshot {
 	if snap.Time == 0 {
 		snap.Time = now // no event yet: the report is as of now, not of t=0
 	}
+	s.readFootprints(&snap, final) // footprint.go
 	return snap
 }
 

@@ -76,6 +76,7 @@ type pendingScan struct {
 
 func (s *session) runHost() (int, error) {
 	s.newState()
+	defer s.downloads.close()
 	h := &hostState{
 		finder:    &host.Finder{Allocator: s.cfg.Allocator, Self: os.Getpid()},
 		filter:    host.Filter{Comm: s.cfg.Comm, Cgroup: s.cfg.CgroupPath},
@@ -334,6 +335,7 @@ func (s *session) hostExec(e *event.Event) {
 		s.table.Forget(pid)
 		s.res.Forget(int(pid))
 	}
+	delete(s.lastFootprints, int(pid)) // a new address space (footprint.go)
 	if h.lastPID == pid {
 		h.lastPID = 0
 	}
@@ -351,6 +353,7 @@ func (s *session) hostExec(e *event.Event) {
 // final records are held for the next batch, and it is dropped.
 func (s *session) hostExit(pid uint32, comm string, when uint64) {
 	h := s.host
+	defer delete(s.lastFootprints, int(pid))
 	delete(h.scans, int(pid))
 	delete(h.execComms, pid)
 	if h.lastPID == pid {
@@ -370,6 +373,9 @@ func (s *session) hostExit(pid uint32, comm string, when uint64) {
 	}
 	s.table.MarkExited(pid, when)
 	snap := s.table.SnapshotOf(pid)
+	for i := range snap.Processes {
+		s.lastFootprint(&snap.Processes[i]) // footprint.go: its memory is gone
+	}
 	if len(h.exits) == 0 {
 		h.exitsSince = time.Now()
 	}
@@ -458,6 +464,7 @@ func (s *session) finishHost() error {
 	if _, err := s.drain.Poll(0, s.apply); err != nil {
 		return err
 	}
+	s.waitDebuginfoAtEnd()
 	if err := s.flushExits(); err != nil {
 		return err
 	}
@@ -472,4 +479,20 @@ func (s *session) logEvents(start time.Time) {
 	d := time.Since(start)
 	s.log.Info("events read", "events", s.drain.Events, "seconds", d.Seconds(),
 		"per_second", float64(s.drain.Events)/d.Seconds())
+	// memtrace's own peak memory (make bench's bytes per live block).
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		s.log.Info("memtrace memory", "peak_rss_bytes", ru.Maxrss*1024)
+	}
+	// What each BPF program cost, when kernel.bpf_stats_enabled is on (make bench).
+	stats, err := s.objs.ProgramStats()
+	if err != nil {
+		s.log.Warn("bpf program stats", "err", err)
+	}
+	for _, p := range stats {
+		if p.Runs > 0 {
+			s.log.Info("bpf program", "name", p.Name, "runs", p.Runs, "run_ns", p.Runtime.Nanoseconds(),
+				"ns_per_run", float64(p.Runtime.Nanoseconds())/float64(p.Runs))
+		}
+	}
 }

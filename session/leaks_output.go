@@ -30,8 +30,8 @@ func (s *session) writeReport(snap aggregate.Snapshot, o report.Options) error {
 // output is where reports go with these flags.
 func (c *LeakConfig) output(out, stderr io.Writer, json bool) reportOutput {
 	w := reportOutput{out: out, stderr: stderr, json: json}
-	if c.JSONFileW != nil { // a nil *os.File is no nil io.Writer
-		w.jsonFile = c.JSONFileW
+	if c.jsonFile != nil { // a nil *os.File is no nil io.Writer
+		w.jsonFile = c.jsonFile
 	}
 	return w
 }

@@ -3,6 +3,7 @@ package session
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -92,6 +93,12 @@ func Replay(c *ReplayConfig, stdout, stderr io.Writer) int {
 		defer f.Close()
 		out = f
 	}
+	closeJSON, err := c.openJSONFile()
+	if err != nil {
+		fmt.Fprintf(stderr, "memtrace: %v\n", err)
+		return ExitUsage
+	}
+	defer closeJSON()
 	rp, err := replay(c, stderr)
 	if rp == nil {
 		fmt.Fprintf(stderr, "memtrace: %v\n", err)
@@ -170,6 +177,9 @@ type replayed struct {
 	exited *pprofout.Exited
 	// leakChecks are the leak checks recorded up to the moment replayed.
 	leakChecks []recording.LeakCheck
+	// footprints are the latest footprint readings recorded up to that
+	// moment, by process (footprint.go).
+	footprints map[uint32]recordedFootprint
 }
 
 // writeExports writes the export files of the moment replayed, as the
@@ -229,7 +239,13 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 		return nil, err
 	}
 	defer r.Close()
-	rp := &replayed{info: r.Info(), res: symbolize.NewResolver(c.resolverOptions()...), stacks: map[int32][]uint64{}}
+	// Recorded modules with no debug information ask debuginfod as a live
+	// run's do; diagnostics are warnings only, as replay has no -v.
+	log := slog.New(slog.NewTextHandler(warn, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	dl := newDownloads(c.SymbolizeConfig, log)
+	defer dl.close()
+	rp := &replayed{info: r.Info(), res: symbolize.NewResolver(c.resolverOptions(dl.client())...), stacks: map[int32][]uint64{},
+		footprints: map[uint32]recordedFootprint{}}
 	rp.res.Offline()
 	t := aggregate.NewTable()
 	t.SetStackBreakdown(stacksAsBreakdown(rp.info.Detail, rp.info.SampleBytes)) // as the live run
@@ -241,8 +257,13 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	if c.HTMLFile != "" {
 		h := history.New(history.Options{})
 		rp.history = h
-		// Sampled at each rate tick, as a live run samples it.
-		f.onTick = func(now uint64) { h.Sample(now, t.Snapshot(), t) }
+		// Sampled at each rate tick, as a live run samples it, with the
+		// footprint readings recorded so far.
+		f.onTick = func(now uint64) {
+			snap := t.Snapshot()
+			withFootprints(&snap, rp.footprints) // footprint.go
+			h.Sample(now, snap, t)
+		}
 	}
 	done := false
 	marks := 0
@@ -276,6 +297,13 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 			f.tickTo(t, rp.info.StartNS+uint64(c.At.time))
 			rp.snap, done = t.Snapshot(), true
 			continue
+		}
+		if rec.Kind == recording.KindFootprint {
+			rp.footprints[rec.PID] = recordedFootprint{r: rec.Footprint, ranges: slices.Clone(rec.FootprintRanges)}
+			continue
+		}
+		if rec.Kind == recording.KindForgot {
+			delete(rp.footprints, rec.PID) // an exec: a new address space
 		}
 		if rec.Kind == recording.KindLeakCheck {
 			lc := rec.Leak
@@ -317,6 +345,8 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	if c.At.kind == "time" {
 		rp.endNS = rp.info.StartNS + uint64(c.At.time)
 	}
+	dl.wait(nil)                            // before anything is resolved
+	withFootprints(&rp.snap, rp.footprints) // footprint.go
 	return rp, rp.readErr
 }
 
@@ -358,7 +388,8 @@ func peakRecord(c *ReplayConfig) (int, error) {
 	var rec recording.Record
 	n := 0
 	for r.Next(&rec) == nil {
-		if rec.Kind == recording.KindMaps || rec.Kind == recording.KindStack || rec.Kind == recording.KindLeakCheck {
+		if rec.Kind == recording.KindMaps || rec.Kind == recording.KindStack || rec.Kind == recording.KindLeakCheck ||
+			rec.Kind == recording.KindFootprint {
 			continue
 		}
 		f.apply(t, &rec)

@@ -17,6 +17,7 @@ import (
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/event"
+	"github.com/memtrace/memtrace/footprint"
 	"github.com/memtrace/memtrace/launch"
 	"github.com/memtrace/memtrace/report"
 	"github.com/memtrace/memtrace/symbolize"
@@ -37,6 +38,10 @@ type target struct {
 	// execs counts the programs it has run.
 	execs int
 	comm  string
+	// jvm: its JVM category probes are placed (jvm.go).
+	jvm bool
+	// malloc is the module malloc binds to (footprint.go).
+	malloc string
 }
 
 // session is one run: it owns the table and is driven by one goroutine.
@@ -50,6 +55,7 @@ type session struct {
 	drain          *tracer.Drainer
 	table          *aggregate.Table
 	res            *symbolize.Resolver
+	downloads      *downloads // debuginfod; nil without servers (debuginfod.go)
 	targets        map[int]*target
 	exitedPIDs     chan int
 	live           *liveRates   // decaying rates and --watch (live.go)
@@ -58,6 +64,9 @@ type session struct {
 	time           *timeState   // --record, --mark, --dump-dir (timeline.go)
 	exports        *exportState // --pprof, --folded, --html, --listen (exports.go)
 	residentDue    time.Time    // the next check of sampled pages (resident.go)
+	// exitFootprints are the readings taken at exit stops (footprint.go).
+	exitFootprints map[int]footprint.Reading
+	lastFootprints map[int]lastReading // the latest reading of each process
 }
 
 func (s *session) run() (int, error) {
@@ -65,6 +74,7 @@ func (s *session) run() (int, error) {
 		return s.runHost() // no target: every process (host.go)
 	}
 	s.newState()
+	defer s.downloads.close()
 
 	// Check the targets before loading anything, so a typo fails fast.
 	for _, pid := range s.cfg.PIDs {
@@ -205,7 +215,8 @@ func (s *session) newState() {
 	s.table = aggregate.NewTable()
 	s.table.SetSampleBytes(s.cfg.SampleBytes) // --sample-bytes (0 = exact)
 	s.table.SetStackBreakdown(s.cfg.stacksAsBreakdown())
-	s.res = symbolize.NewResolver(s.cfg.resolverOptions()...)
+	s.downloads = newDownloads(s.cfg.SymbolizeConfig, s.log)
+	s.res = symbolize.NewResolver(s.cfg.resolverOptions(s.downloads.client())...)
 	s.targets = map[int]*target{}
 	s.exitedPIDs = make(chan int, 16)
 	s.startTime() // the recording sees every input (timeline.go)
@@ -267,6 +278,7 @@ func (s *session) apply(e *event.Event) {
 		if err := s.res.AddLibrary(int(e.PID), e.Path, e.Addr); err != nil {
 			s.log.Info("dlopen'ed library", "pid", e.PID, "path", e.Path, "err", err)
 		}
+		s.jvmLoaded(e) // jvm.go; before the table, which takes longer
 		s.objs.PreloadTableFiles([]string{e.Path})
 		return
 	}
@@ -306,6 +318,7 @@ func (s *session) onStop(st launch.Stop) error {
 			s.objs.Forget(uint32(st.PID), s.table.LiveAddrs(uint32(st.PID))) // sampled blocks, counts
 			s.table.Forget(uint32(st.PID))
 			s.res.Forget(st.PID)
+			delete(s.lastFootprints, st.PID) // footprint.go
 			// attach removes the probes the new program does not need.
 			s.log.Info("exec: statistics restart", "pid", st.PID, "exe", exe)
 		}
@@ -314,6 +327,8 @@ func (s *session) onStop(st launch.Stop) error {
 		if err != nil {
 			return err
 		}
+		// A java launcher's libjvm.so, which it dlopens later (jvm.go).
+		mods = append(mods, allocator.JVMForCommand(exe)...)
 		if err := s.attach(t, mods); err != nil {
 			return err
 		}
@@ -329,7 +344,9 @@ func (s *session) onStop(st launch.Stop) error {
 			return err
 		}
 		s.checkResidentOf(uint32(st.PID))
-		s.leakCheckAtExit(st) // while its memory is still there (leaks.go)
+		s.waitDebuginfoAtExit(st.PID) // for the leak check's names (debuginfod.go)
+		s.readExitFootprint(st.PID)   // footprint.go
+		s.leakCheckAtExit(st)         // while its memory is still there (leaks.go)
 		s.markExited(st.PID)
 	}
 	return nil
@@ -366,6 +383,7 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 		}
 		s.log.Warn("no allocator to probe: resident memory only", "pid", t.pid, "err", err)
 	}
+	t.malloc = mallocModule(probes) // footprint.go
 	// The unwind tables of its code (and of the libraries a command stopped
 	// at exec will map) before its probes, so that its first allocations
 	// are charged and unwound right.
@@ -380,6 +398,9 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 	s.objs.PreloadTableFiles(paths)
 	s.log.Info("unwind tables loaded", "pid", t.pid, "took", time.Since(start))
 	probes = append(probes, s.markProbes(t.pid, mods)...) // --mark (timeline.go)
+	jvm := s.jvmProbes(t.pid, mods)                       // the JVM's categories (jvm.go)
+	t.jvm = len(jvm) > 0
+	probes = append(probes, jvm...)
 	placed := tracer.Place(probes)
 	for _, p := range placed {
 		s.log.Info("probe", "pid", t.pid, "function", p.Symbol, "module", p.Module,
@@ -455,6 +476,7 @@ func (s *session) finish() error {
 		s.checkResident() // resident.go
 	}
 	s.leakCheckRunning() // -p targets, frozen for the check (leaks.go)
+	s.waitDebuginfoAtEnd()
 	// Processes whose final records were printed at their exit are not repeated.
 	final := []int{}
 	for pid, t := range s.targets {
@@ -470,7 +492,7 @@ func (s *session) finish() error {
 
 // report prints a report of the given processes (nil = all).
 func (s *session) report(final bool, pids []int) error {
-	snap := s.freshSnapshot() // exports.go
+	snap := s.freshSnapshot(final) // exports.go
 	if pids != nil {
 		keep := map[uint32]bool{}
 		for _, p := range pids {

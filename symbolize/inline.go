@@ -204,6 +204,7 @@ func (dw *dwarfInfo) unitInlines(u *unitInline) ([]inlineNode, []inlineSeg) {
 		depth  int32
 	}
 	var nodes []inlineNode
+	var origins []dwarf.Offset // per node, the function it is code of (while reading)
 	var rngs []rng
 	stack := []int32{-1} // per open entry, the innermost node around it
 	for steps := uint64(0); steps <= dw.infoSize; steps++ {
@@ -222,6 +223,13 @@ func (dw *dwarfInfo) unitInlines(u *unitInline) ([]inlineNode, []inlineSeg) {
 			break // ran into the next unit: this one lacked its end marker
 		}
 		self := stack[len(stack)-1]
+		if e.Tag == dwarf.TagInlinedSubroutine && self >= 0 && names.splitBack(e, origins[self]) {
+			// Its code is its parent's, and so are the calls inlined in it.
+			if e.Children {
+				stack = append(stack, self)
+			}
+			continue
+		}
 		if e.Tag == dwarf.TagSubprogram || e.Tag == dwarf.TagInlinedSubroutine {
 			if ranges, _ := safeRanges(d, e); len(ranges) > 0 {
 				n := inlineNode{parent: self, inlined: e.Tag == dwarf.TagInlinedSubroutine, name: names.of(e)}
@@ -235,6 +243,7 @@ func (dw *dwarfInfo) unitInlines(u *unitInline) ([]inlineNode, []inlineSeg) {
 				}
 				self = int32(len(nodes))
 				nodes = append(nodes, n)
+				origins = append(origins, originOf(e))
 				for _, rg := range ranges {
 					if rg[0] != 0 && rg[0] < rg[1] {
 						rngs = append(rngs, rng{lo: rg[0], hi: rg[1], node: self, depth: int32(len(stack))})
@@ -309,6 +318,7 @@ const attrMIPSLinkageName dwarf.Attr = 0x2007
 type nameCache struct {
 	d        *dwarf.Data
 	byOffset map[dwarf.Offset]string
+	decls    map[dwarf.Offset]place // where origins are declared (splitBack)
 }
 
 func (c *nameCache) of(e *dwarf.Entry) string {
@@ -339,6 +349,63 @@ func (c *nameCache) of(e *dwarf.Entry) string {
 		e, _ = r.Next()
 	}
 	return c.remember(visited, plain)
+}
+
+// originOf is the entry of the function e is code of: its abstract
+// origin, or e itself.
+func originOf(e *dwarf.Entry) dwarf.Offset {
+	if off, ok := e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset); ok {
+		return off
+	}
+	return e.Offset
+}
+
+// splitBack reports whether e, an inlined call inside code of the function
+// at parent, is GCC's partial inlining undone. -fpartial-inlining (on from
+// -O2) splits f into a head and an outlined tail, f.part.0, whose abstract
+// origin is f; the head's call of the tail is given f's own declaration as
+// its place. When f is kept out of line and the tail is inlined back into
+// it, DWARF shows f inlined into f, called at the line and column that
+// declare f: no call in the source, so no frame of the chain.
+// A real recursive call inlined into itself is at another place. Files are
+// not compared: with LTO the origin is in another unit, whose files are
+// numbered otherwise.
+func (c *nameCache) splitBack(e *dwarf.Entry, parent dwarf.Offset) bool {
+	if originOf(e) != parent {
+		return false
+	}
+	decl, ok := c.declOf(parent)
+	if !ok {
+		return false
+	}
+	call := place{}
+	call.line, _ = e.Val(dwarf.AttrCallLine).(int64)
+	call.column, _ = e.Val(dwarf.AttrCallColumn).(int64)
+	return call == decl && call.line > 0
+}
+
+// place is a declaration's or a call's line and column (0 when not given).
+type place struct{ line, column int64 }
+
+// declOf reads where the function at off is declared, once per function.
+func (c *nameCache) declOf(off dwarf.Offset) (place, bool) {
+	if p, ok := c.decls[off]; ok {
+		return p, true
+	}
+	r := c.d.Reader()
+	r.Seek(off)
+	e, err := r.Next()
+	if err != nil || e == nil {
+		return place{}, false
+	}
+	var p place
+	p.line, _ = e.Val(dwarf.AttrDeclLine).(int64)
+	p.column, _ = e.Val(dwarf.AttrDeclColumn).(int64)
+	if c.decls == nil {
+		c.decls = map[dwarf.Offset]place{}
+	}
+	c.decls[off] = p
+	return p, true
 }
 
 // remember caches n for the entries after the first (origins and

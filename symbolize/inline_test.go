@@ -120,6 +120,45 @@ func TestInlineChainFixture(t *testing.T) {
 	}
 }
 
+// GCC's partial inlining undone: new_str's outlined tail, inlined back
+// into new_str, is no frame of the chain (it was "new_str (inlined in
+// new_str)", as Python 3.11's PyUnicode_New was). With -fno-partial-inlining
+// GCC emits no such entry, and the site reads the same.
+func TestInlineSplitBack(t *testing.T) {
+	needTool(t, "gcc")
+	src, err := filepath.Abs(filepath.Join("..", "testdata", "symbolize", "splitback.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := siteTags(t, src)
+	// With -flto the function's abstract entry is in another unit than its code.
+	for _, flags := range [][]string{{"-O2"}, {"-O3"}, {"-O2", "-gdwarf-4"}, {"-O2", "-flto"}, {"-O2", "-fno-partial-inlining"}} {
+		t.Run(strings.Join(flags, " "), func(t *testing.T) {
+			lib := filepath.Join(tempDir(t), "libsplitback.so")
+			run(t, "gcc", append([]string{"-g", "-fPIC", "-shared", "-o", lib, src}, flags...)...)
+			m, err := OpenModule(lib)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			var mallocs int
+			for _, c := range calls(t, lib, "new_str") {
+				s := m.siteAt(c[1])
+				if s.line != lines["new_str"] {
+					continue // memset's call, or none
+				}
+				mallocs++
+				if s.call != c[0] || s.function != "new_str" || s.file != src || len(s.inlined) != 0 {
+					t.Errorf("site %+v, want the call at %#x in new_str at %s:%d, no inline chain", *s, c[0], src, lines["new_str"])
+				}
+			}
+			if mallocs != 1 {
+				t.Errorf("%d calls at line %d in new_str, want 1 (malloc's)", mallocs, lines["new_str"])
+			}
+		})
+	}
+}
+
 // C++: the inline chain names functions by their linkage names, demangled,
 // through DW_AT_abstract_origin and DW_AT_specification.
 func TestInlineChainCXX(t *testing.T) {

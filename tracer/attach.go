@@ -39,10 +39,31 @@ func (a *Attachment) add(links *[]link.Link, l link.Link, keys []string) {
 	a.keys[l] = keys
 }
 
-// needsReturn reports whether fn's probes include a return probe: every
-// allocating function and wrapper does; free, munmap and marks act at entry.
-func needsReturn(fn event.Func) bool {
-	return fn != event.FuncFree && fn != event.FuncMunmap && fn < event.FuncMark
+// needsReturn reports whether p's probes include a return probe: every
+// allocating function and wrapper does; free, munmap, marks and the JVM's
+// category probes act at entry.
+func needsReturn(p Placement) bool {
+	fn := p.Func
+	return p.CategoryArg == 0 && fn != event.FuncFree && fn != event.FuncMunmap && fn < event.FuncMark
+}
+
+// cookie is the attach cookie of p's probes: the function's id, or, for a
+// JVM category probe, which argument holds the category and how many bytes
+// of the function's code follow the probe (jvm_entry).
+func cookie(p Placement) uint64 {
+	if p.CategoryArg == 0 {
+		return uint64(p.Func)
+	}
+	return uint64(p.CategoryArg)&uint64(memtraceJvmCookieJVM_COOKIE_ARG_MASK) |
+		(p.Size-min(p.Size, uint64(p.Skip)))<<memtraceJvmCookieJVM_COOKIE_LEN_SHIFT
+}
+
+// entryProg is the entry program of p's probe.
+func (t *Objects) entryProg(p Placement) *ebpf.Program {
+	if p.CategoryArg != 0 {
+		return t.objs.JvmEntry
+	}
+	return t.objs.Entry
 }
 
 // Placement is where one function's probes go.
@@ -64,16 +85,19 @@ func Place(probes []allocator.Probe) []Placement {
 		if err != nil {
 			pl.Why = err.Error()
 		} else {
-			pl.Skip, pl.Why = EntryOffset(code, arity(p.Func))
+			pl.Skip, pl.Why = EntryOffset(code, arity(p))
 		}
 		out = append(out, pl)
 	}
 	return out
 }
 
-// arity is how many integer arguments of fn the BPF programs read.
-func arity(fn event.Func) int {
-	switch fn {
+// arity is how many integer arguments of p's function the BPF programs read.
+func arity(p allocator.Probe) int {
+	if p.CategoryArg != 0 {
+		return p.CategoryArg
+	}
+	switch p.Func {
 	case event.FuncMalloc, event.FuncValloc, event.FuncPvalloc, event.FuncFree:
 		return 1
 	case event.FuncCalloc, event.FuncRealloc, event.FuncAlignedAlloc, event.FuncMemalign, event.FuncMunmap:
@@ -139,9 +163,12 @@ func (t *Objects) Attach(a *Attachment, probes []Placement) error {
 		if err != nil {
 			return errors.Join(fmt.Errorf("open %s: %w", path, err), made.Detach())
 		}
-		if t.kernel.Attach == AttachPerProbe {
+		switch t.kernel.Attach {
+		case AttachPerProbe:
 			err = t.attachPerProbe(&made, ex, a.PID, byPath[path])
-		} else {
+		case AttachSession:
+			err = t.attachSession(&made, ex, path, a.PID, byPath[path])
+		default:
 			err = t.attachMulti(&made, ex, a.PID, byPath[path])
 		}
 		if err != nil {
@@ -162,19 +189,26 @@ func (t *Objects) Attach(a *Attachment, probes []Placement) error {
 
 func placedKey(p Placement) string { return fmt.Sprintf("%s@%#x", p.Path, p.Offset) }
 
-// attachMulti places one file's probes with two uprobe_multi links.
+// attachMulti places one file's probes with two uprobe_multi links (a
+// third for the JVM's category probes, whose entry program differs).
 func (t *Objects) attachMulti(made *Attachment, ex *link.Executable, pid int, probes []Placement) error {
-	var entry, ret link.UprobeMultiOptions
-	var entryKeys, retKeys []string
-	entry.PID, ret.PID = uint32(pid), uint32(pid)
+	var entry, ret, jvm link.UprobeMultiOptions
+	var entryKeys, retKeys, jvmKeys []string
+	entry.PID, ret.PID, jvm.PID = uint32(pid), uint32(pid), uint32(pid)
 	for _, p := range probes {
 		addr := p.Offset + uint64(p.Skip)
+		if p.CategoryArg != 0 {
+			jvm.Addresses = append(jvm.Addresses, addr)
+			jvm.Cookies = append(jvm.Cookies, cookie(p))
+			jvmKeys = append(jvmKeys, placedKey(p))
+			continue
+		}
 		entry.Addresses = append(entry.Addresses, addr)
-		entry.Cookies = append(entry.Cookies, uint64(p.Func))
+		entry.Cookies = append(entry.Cookies, cookie(p))
 		entryKeys = append(entryKeys, placedKey(p))
-		if needsReturn(p.Func) {
+		if needsReturn(p) {
 			ret.Addresses = append(ret.Addresses, addr)
-			ret.Cookies = append(ret.Cookies, uint64(p.Func))
+			ret.Cookies = append(ret.Cookies, cookie(p))
 			retKeys = append(retKeys, placedKey(p))
 		}
 	}
@@ -186,11 +220,31 @@ func (t *Objects) attachMulti(made *Attachment, ex *link.Executable, pid int, pr
 		}
 		made.add(&made.returns, l, retKeys)
 	}
+	if err := t.attachJVM(made, ex, pid, &jvm, jvmKeys, first); err != nil {
+		return err
+	}
+	if len(entry.Addresses) == 0 {
+		return nil
+	}
 	l, err := ex.UprobeMulti(nil, t.objs.Entry, &entry)
 	if err != nil {
 		return attachError("entry probes", first, pid, err)
 	}
 	made.add(&made.entries, l, entryKeys)
+	return nil
+}
+
+// attachJVM places the JVM's category probes of one file (jvm_entry,
+// entry only) with one uprobe_multi link, if there are any.
+func (t *Objects) attachJVM(made *Attachment, ex *link.Executable, pid int, jvm *link.UprobeMultiOptions, keys []string, first allocator.Probe) error {
+	if len(jvm.Addresses) == 0 {
+		return nil
+	}
+	l, err := ex.UprobeMulti(nil, t.objs.JvmEntry, jvm)
+	if err != nil {
+		return attachError("JVM category probes", first, pid, err)
+	}
+	made.add(&made.entries, l, keys)
 	return nil
 }
 
@@ -205,7 +259,7 @@ var attachWorkers = 8
 func (t *Objects) attachPerProbe(made *Attachment, ex *link.Executable, pid int, probes []Placement) error {
 	var rets []Placement
 	for _, p := range probes {
-		if needsReturn(p.Func) {
+		if needsReturn(p) {
 			rets = append(rets, p)
 		}
 	}
@@ -214,16 +268,16 @@ func (t *Objects) attachPerProbe(made *Attachment, ex *link.Executable, pid int,
 		probes []Placement
 		links  *[]link.Link
 		attach func(string, *ebpf.Program, *link.UprobeOptions) (link.Link, error)
-		prog   *ebpf.Program
+		prog   func(Placement) *ebpf.Program
 	}{
-		{"return probe", rets, &made.returns, ex.Uretprobe, t.objs.Ret},
-		{"entry probe", probes, &made.entries, ex.Uprobe, t.objs.Entry},
+		{"return probe", rets, &made.returns, ex.Uretprobe, func(Placement) *ebpf.Program { return t.objs.Ret }},
+		{"entry probe", probes, &made.entries, ex.Uprobe, t.entryProg},
 	} {
 		links := make([]link.Link, len(role.probes))
 		errs := parallel(len(role.probes), attachWorkers, func(i int) error {
 			p := role.probes[i]
-			l, err := role.attach("", role.prog, &link.UprobeOptions{
-				Address: p.Offset + uint64(p.Skip), PID: pid, Cookie: uint64(p.Func)})
+			l, err := role.attach("", role.prog(p), &link.UprobeOptions{
+				Address: p.Offset + uint64(p.Skip), PID: pid, Cookie: cookie(p)})
 			if err != nil {
 				return attachError(role.kind+" on "+p.Symbol, p.Probe, pid, err)
 			}

@@ -25,11 +25,12 @@ import (
 // kernel's dev_t of its superblock (major << 20 | minor) and its inode.
 type fileKey struct{ Dev, Ino uint64 }
 
-// The flags of struct unwind_file.
+// The flags of struct unwind_file (enum file_flag).
 const (
-	filePending  = 1
-	fileNoCFI    = 2
-	fileUnmarked = 4
+	filePending  = uint32(memtraceFileFlagFILE_PENDING)
+	fileNoCFI    = uint32(memtraceFileFlagFILE_NO_CFI)
+	fileUnmarked = uint32(memtraceFileFlagFILE_UNMARKED)
+	fileNoNames  = uint32(memtraceFileFlagFILE_NO_NAMES)
 )
 
 // tables loads files' unwind tables into the probes' maps: up front for the
@@ -268,7 +269,7 @@ func (t *tables) build(path string) ([]byte, uint32, error) {
 	}
 	defer f.Close()
 	tab = tab.Clone()
-	marked := markFunctions(f, tab, t.wraps)
+	marked, named := markFunctions(f, tab, t.wraps)
 	rows, err := toFileOffsets(f, tab)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", path, err)
@@ -281,6 +282,9 @@ func (t *tables) build(path string) ([]byte, uint32, error) {
 	if !marked {
 		flags |= fileUnmarked
 	}
+	if !named {
+		flags |= fileNoNames
+	}
 	return b, flags, nil
 }
 
@@ -288,14 +292,14 @@ func (t *tables) build(path string) ([]byte, uint32, error) {
 // functions (allocator.MemoryFunction: page faults there are charged to
 // the caller), and code no named function covers, in tab; it reports
 // whether it flagged anything. In a C library or an allocator, unnamed
-// code is its internals: memory functions too.
-func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) bool {
+// code is its internals: memory functions too. named: whether any named
+// function lies in .text.
+func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (marked, named bool) {
 	type fn struct {
 		start, end uint64
 		name       string
 	}
 	var fns []fn
-	marked := false
 	defined := map[string]bool{}
 	for _, read := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
 		syms, _ := read()
@@ -322,7 +326,7 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) bool
 	// Unnamed code: the gaps between named functions in .text.
 	text := f.Section(".text")
 	if text == nil {
-		return marked
+		return marked, true
 	}
 	anon := unwind.FlagAnon
 	if allocator.MemoryLibrary(func(n string) bool { return defined[n] }) {
@@ -334,6 +338,7 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) bool
 		if x.end <= at || x.start >= end {
 			continue
 		}
+		named = true
 		if x.start > at {
 			tab.Mark(at, x.start, anon)
 			marked = true
@@ -344,7 +349,7 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) bool
 		tab.Mark(at, end, anon)
 		marked = true
 	}
-	return marked
+	return marked, named
 }
 
 // toFileOffsets re-keys the rows of executable segments by file offset;

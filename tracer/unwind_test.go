@@ -43,27 +43,15 @@ func TestStackStore(t *testing.T) {
 // wrapper, the named functions are not flagged, and no code is flagged
 // unnamed while every function has a symbol.
 func TestMarkFunctions(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "stacks")
-	if out, err := exec.Command("gcc", "-O2", "-o", bin, "../testdata/stacks.c").CombinedOutput(); err != nil {
-		t.Skipf("gcc: %v: %s", err, out)
-	}
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	tab, err := unwind.Build(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, tab := stacksTable(t)
 	syms, _ := f.Symbols()
 	addr := map[string]elf.Symbol{}
 	for _, s := range syms {
 		addr[s.Name] = s
 	}
-	marked := markFunctions(f, tab, func(name string) bool { return name == "inner" })
-	if !marked {
-		t.Fatal("nothing marked")
+	marked, named := markFunctions(f, tab, func(name string) bool { return name == "inner" })
+	if !marked || !named {
+		t.Fatalf("marked %v, named %v, want true true", marked, named)
 	}
 	tests := []struct {
 		fn   string
@@ -81,4 +69,42 @@ func TestMarkFunctions(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestMarkStripped: a stripped executable (no function symbol left, as
+// Debian ships programs) has all its code flagged unnamed and is known to
+// have no names, so the probes stop looking for a named caller in it.
+func TestMarkStripped(t *testing.T) {
+	f, tab := stacksTable(t, "-s")
+	marked, named := markFunctions(f, tab, func(string) bool { return true })
+	if !marked || named {
+		t.Fatalf("marked %v, named %v, want true false", marked, named)
+	}
+	text := f.Section(".text")
+	for _, r := range tab.Rows {
+		if r.PC >= text.Addr && r.PC < text.Addr+text.Size && r.Flags != unwind.FlagAnon {
+			t.Errorf("row %+v in .text: flags %#x, want %#x", r, r.Flags, unwind.FlagAnon)
+		}
+	}
+}
+
+// stacksTable builds ../testdata/stacks.c with gcc -O2 and flags, and
+// returns the executable, closed with the test, and its unwind table.
+func stacksTable(t *testing.T, flags ...string) (*elf.File, *unwind.Table) {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "stacks")
+	args := append([]string{"-O2", "-o", bin, "../testdata/stacks.c"}, flags...)
+	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+		t.Skipf("gcc: %v: %s", err, out)
+	}
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	tab, err := unwind.Build(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, tab
 }

@@ -77,6 +77,8 @@ func TestUnwindChains(t *testing.T) {
 // library's wrappers, under each way of setting the rule. xmalloc follows
 // the automatic naming rule, my_alloc does not; both reach malloc through a
 // static helper that stripping left unnamed, which is always skipped.
+// deep_alloc calls xmalloc through ten unnamed functions: it is charged
+// 13 frames from malloc, past the 8 frames wrappers are looked for.
 func TestWrapperRules(t *testing.T) {
 	needBPF(t)
 	built := fixture(t, "unwinding/wraplib.c", "-shared", "-fPIC")
@@ -93,10 +95,11 @@ func TestWrapperRules(t *testing.T) {
 		flags []string
 		want  map[string]site // heap sites by charged function
 	}{
-		{"automatic rule", nil, map[string]site{"use_x": {1, 24}, "my_alloc": {1, 32}}},
-		{"--wrapper", []string{"--wrapper", "my_alloc"}, map[string]site{"use_x": {1, 24}, "use_my": {1, 32}}},
-		{"--no-auto-wrappers", []string{"--no-auto-wrappers"}, map[string]site{"xmalloc": {2, 56}}},
-		{"--not-wrapper", []string{"--not-wrapper", "xmalloc"}, map[string]site{"xmalloc": {2, 56}}},
+		{"automatic rule", nil, map[string]site{"use_x": {1, 24}, "my_alloc": {1, 32}, "deep_alloc": {1, 40}}},
+		{"--wrapper", []string{"--wrapper", "my_alloc"}, map[string]site{"use_x": {1, 24}, "use_my": {1, 32}, "deep_alloc": {1, 40}}},
+		{"--wrapper deep_alloc", []string{"--wrapper", "deep_alloc"}, map[string]site{"use_x": {1, 24}, "my_alloc": {1, 32}, "use_deep": {1, 40}}},
+		{"--no-auto-wrappers", []string{"--no-auto-wrappers"}, map[string]site{"xmalloc": {3, 96}}},
+		{"--not-wrapper", []string{"--not-wrapper", "xmalloc"}, map[string]site{"xmalloc": {3, 96}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
