@@ -113,6 +113,9 @@ func (s *session) runHost() (int, error) {
 	if err := s.objs.AttachHost(); err != nil {
 		return 0, err
 	}
+	if err := s.startResident(); err != nil { // resident.go
+		return 0, err
+	}
 	start := time.Now()
 	pids, err := host.PIDs()
 	if err != nil {
@@ -120,7 +123,10 @@ func (s *session) runHost() (int, error) {
 	}
 	scanned := 0
 	for _, pid := range pids {
-		if pid == h.finder.Self || !h.filter.Match(pid) {
+		// Resident memory only: every process's unwind tables are loaded
+		// (once per file, cached across runs), so that a program started
+		// later finds its C library's ready; only the filters' faults count.
+		if pid == h.finder.Self || (s.cfg.Heap && !h.filter.Match(pid)) {
 			continue
 		}
 		scanned++
@@ -133,7 +139,7 @@ func (s *session) runHost() (int, error) {
 	for _, f := range files {
 		s.log.Info("allocator file", "module", f)
 	}
-	if len(files) == 0 {
+	if len(files) == 0 && s.cfg.Heap {
 		s.log.Warn("no allocator in use yet: waiting for processes to start")
 	}
 	for _, name := range s.cfg.Marks {
@@ -158,6 +164,7 @@ func (s *session) runHost() (int, error) {
 			return 0, err
 		}
 		s.runScans()
+		s.checkResidentDue() // resident.go
 		if len(h.exits) > 0 && (time.Since(h.exitsSince) >= exitFlush || len(h.exits) >= maxHeldExits) {
 			if err := s.flushExits(); err != nil {
 				return 0, err
@@ -199,6 +206,9 @@ func (s *session) hostWait() time.Duration {
 // fatal (the kernel refuses uprobes); anything else is logged.
 func (s *session) scanProcess(pid int) (retry bool, err error) {
 	h := s.host
+	if !s.cfg.Heap {
+		return s.scanResident(pid), nil // resident.go
+	}
 	found, err := h.finder.Scan(pid)
 	if err != nil {
 		if !errors.Is(err, allocator.ErrNotFound) && !errors.Is(err, allocator.ErrNoProcess) {
@@ -387,7 +397,8 @@ func (s *session) flushExits() error {
 	if _, total, err := s.objs.Lost(); err == nil {
 		snap.LostEvents = total
 	}
-	o := report.Options{Top: s.cfg.Top, Sort: s.cfg.Sort, Final: true, Raw: s.cfg.Raw, Host: true, Exited: true}
+	o := report.Options{Top: s.cfg.Top, Sort: s.cfg.Sort, Final: true, Raw: s.cfg.Raw, Host: true, Exited: true,
+		ResidentOnly: !s.cfg.Heap}
 	if s.cfg.Detail {
 		o.Stacks = stackSource{objs: s.objs, code: codeView{s.res}, depth: s.cfg.StackDepth}
 	}
