@@ -6,6 +6,7 @@
  * fault is charged past malloc to small_blocks. 32-byte chunks: 8 MiB.
  */
 #include <stdlib.h>
+#include <sys/prctl.h>
 
 void *volatile keep; /* the compiler must not drop the blocks */
 
@@ -17,6 +18,8 @@ __attribute__((noinline)) void small_blocks(long n)
 
 int main(int argc, char **argv)
 {
+	/* No transparent huge pages: see resident.c. */
+	prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
 	small_blocks(argc > 1 ? atol(argv[1]) : 262144);
 	return 0;
 }
