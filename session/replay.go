@@ -117,7 +117,11 @@ func Replay(c *ReplayConfig, stdout, stderr io.Writer) int {
 		o.Stacks = rp.recordedStacks()
 	}
 	leaks := rp.judgeLeaks(&lc)
-	err = writeReport(lc.output(out, stderr, c.JSON), rp.snap, rp.res, o, leaks)
+	var shown *report.Leaks
+	if leaks != nil {
+		shown = leaks.shown
+	}
+	err = report.Write(lc.outputs(out, stderr, c.JSON), rp.snap, rp.res, o, shown)
 	if err == nil {
 		err = rp.writeExports(c)
 	}

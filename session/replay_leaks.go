@@ -79,13 +79,11 @@ func (rp *replayed) judgeLeaks(cfg *LeakConfig) *leakState {
 	}
 	for i := range rp.leakChecks {
 		c := &rp.leakChecks[i]
-		r := &leakResult{pid: int(c.PID), comm: c.Comm, cwd: c.Cwd, when: c.When, bytes: c.ScannedBytes}
-		l.results[r.pid] = r
+		r := &leakcheck.Verdict{PID: int(c.PID), Comm: c.Comm, Cwd: c.Cwd, When: c.When, ScannedBytes: c.ScannedBytes}
 		if c.Err != "" {
-			r.err = errors.New(c.Err)
-			continue
+			r.Err = errors.New(c.Err)
 		}
-		l.judge(r, c.Blocks, stacks)
+		l.judge.Judge(r, c.Blocks, stacks.of)
 	}
 	return l
 }
