@@ -34,7 +34,7 @@ type Config struct {
 	WrapperRule     allocator.WrapperRule
 	RateConfig      // --half-life, --period, --watch
 	HostConfig      // --sample-bytes, --comm, --cgroup
-	SymbolizeConfig // --debug-dir
+	SymbolizeConfig // --debug-dir, --no-debuginfod, --debuginfod-wait
 	LeakConfig      // --leak-check, --fail-on-leak, -f, --suppressions, --json-file
 	TimeConfig      // --record, --mark, --peak-tolerance, --dump-dir
 	ExportConfig    // --pprof, --folded, --html, --listen (exports.go)
@@ -87,14 +87,25 @@ type SymbolizeConfig struct {
 	// DebugDirs are the global debug directories (--debug-dir), nil for
 	// the default.
 	DebugDirs []string
+	// NoDebuginfod: never download debug files, whatever DEBUGINFOD_URLS
+	// says (debuginfod.go).
+	NoDebuginfod bool
+	// DebuginfodWait bounds how long, in all, the reports wait for
+	// downloads (--debuginfod-wait).
+	DebuginfodWait time.Duration
 }
 
-// resolverOptions configures the session's symbolize.Resolver.
-func (c SymbolizeConfig) resolverOptions() []symbolize.Option {
-	if c.DebugDirs == nil {
-		return nil
+// resolverOptions configures the session's symbolize.Resolver; d (nil for
+// none) downloads debug files.
+func (c SymbolizeConfig) resolverOptions(d *symbolize.Debuginfod) []symbolize.Option {
+	var opts []symbolize.Option
+	if c.DebugDirs != nil {
+		opts = append(opts, symbolize.WithDebugDirs(c.DebugDirs...))
 	}
-	return []symbolize.Option{symbolize.WithDebugDirs(c.DebugDirs...)}
+	if d != nil {
+		opts = append(opts, symbolize.WithDebuginfod(d))
+	}
+	return opts
 }
 
 // LeakConfig holds the flags of the leak check (leaks.go).

@@ -76,6 +76,7 @@ type pendingScan struct {
 
 func (s *session) runHost() (int, error) {
 	s.newState()
+	defer s.downloads.close()
 	h := &hostState{
 		finder:    &host.Finder{Allocator: s.cfg.Allocator, Self: os.Getpid()},
 		filter:    host.Filter{Comm: s.cfg.Comm, Cgroup: s.cfg.CgroupPath},
@@ -447,6 +448,7 @@ func (s *session) finishHost() error {
 	if _, err := s.drain.Poll(0, s.apply); err != nil {
 		return err
 	}
+	s.waitDebuginfoAtEnd()
 	if err := s.flushExits(); err != nil {
 		return err
 	}

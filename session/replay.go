@@ -3,6 +3,7 @@ package session
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -233,7 +234,12 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 		return nil, err
 	}
 	defer r.Close()
-	rp := &replayed{info: r.Info(), res: symbolize.NewResolver(c.resolverOptions()...), stacks: map[int32][]uint64{}}
+	// Recorded modules with no debug information ask debuginfod as a live
+	// run's do; diagnostics are warnings only, as replay has no -v.
+	log := slog.New(slog.NewTextHandler(warn, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	dl := newDownloads(c.SymbolizeConfig, log)
+	defer dl.close()
+	rp := &replayed{info: r.Info(), res: symbolize.NewResolver(c.resolverOptions(dl.client())...), stacks: map[int32][]uint64{}}
 	rp.res.Offline()
 	t := aggregate.NewTable()
 	t.SetStackBreakdown(stacksAsBreakdown(rp.info.Detail, rp.info.SampleBytes)) // as the live run
@@ -321,6 +327,7 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	if c.At.kind == "time" {
 		rp.endNS = rp.info.StartNS + uint64(c.At.time)
 	}
+	dl.wait(nil) // before anything is resolved
 	return rp, rp.readErr
 }
 

@@ -51,6 +51,7 @@ type session struct {
 	drain          *tracer.Drainer
 	table          *aggregate.Table
 	res            *symbolize.Resolver
+	downloads      *downloads // debuginfod; nil without servers (debuginfod.go)
 	targets        map[int]*target
 	exitedPIDs     chan int
 	live           *liveRates   // decaying rates and --watch (live.go)
@@ -65,6 +66,7 @@ func (s *session) run() (int, error) {
 		return s.runHost() // no target: every process (host.go)
 	}
 	s.newState()
+	defer s.downloads.close()
 
 	// Check the targets before loading anything, so a typo fails fast.
 	for _, pid := range s.cfg.PIDs {
@@ -195,7 +197,8 @@ func (s *session) newState() {
 	s.table = aggregate.NewTable()
 	s.table.SetSampleBytes(s.cfg.SampleBytes) // --sample-bytes (0 = exact)
 	s.table.SetStackBreakdown(s.cfg.stacksAsBreakdown())
-	s.res = symbolize.NewResolver(s.cfg.resolverOptions()...)
+	s.downloads = newDownloads(s.cfg.SymbolizeConfig, s.log)
+	s.res = symbolize.NewResolver(s.cfg.resolverOptions(s.downloads.client())...)
 	s.targets = map[int]*target{}
 	s.exitedPIDs = make(chan int, 16)
 	s.startTime() // the recording sees every input (timeline.go)
@@ -315,7 +318,8 @@ func (s *session) onStop(st launch.Stop) error {
 		if err := s.res.Capture(st.PID); err != nil {
 			s.log.Warn("read mappings at exit", "pid", st.PID, "err", err)
 		}
-		s.leakCheckAtExit(st) // while its memory is still there (leaks.go)
+		s.waitDebuginfoAtExit(st.PID) // for the leak check's names (debuginfod.go)
+		s.leakCheckAtExit(st)         // while its memory is still there (leaks.go)
 		s.markExited(st.PID)
 	}
 	return nil
@@ -435,6 +439,7 @@ func (s *session) finish() error {
 		return err
 	}
 	s.leakCheckRunning() // -p targets, frozen for the check (leaks.go)
+	s.waitDebuginfoAtEnd()
 	// Processes whose final records were printed at their exit are not repeated.
 	final := []int{}
 	for pid, t := range s.targets {

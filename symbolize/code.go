@@ -32,7 +32,7 @@ func (r *Resolver) FuncStart(pid int, addr uint64) (uint64, bool) {
 	if !ok {
 		return 0, false
 	}
-	start, ok := m.mod.funcStart(vaddr)
+	start, ok := m.module().funcStart(vaddr)
 	if !ok {
 		return 0, false
 	}
@@ -49,14 +49,14 @@ func (r *Resolver) CodeBefore(pid int, addr uint64, n int) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	return m.mod.readCode(vaddr, n)
+	return m.module().readCode(vaddr, n)
 }
 
 // InPLT reports whether addr lies in a procedure linkage table (.plt,
 // .plt.sec, .plt.got): a call there goes on to another function.
 func (r *Resolver) InPLT(pid int, addr uint64) bool {
 	m, vaddr, ok := r.codeAt(pid, addr)
-	return ok && m.mod.inPLT(vaddr)
+	return ok && m.module().inPLT(vaddr)
 }
 
 func (m *Module) funcStart(vaddr uint64) (start uint64, ok bool) {

@@ -43,7 +43,8 @@ type cacheEntry struct {
 // names the code, wherever the file lives (another container's copy, a
 // reinstalled package).
 type moduleCache struct {
-	debugDirs []string // global debug directories (WithDebugDirs)
+	debugDirs  []string    // global debug directories (WithDebugDirs)
+	debuginfod *Debuginfod // nil: no downloads (WithDebuginfod)
 
 	mu        sync.Mutex
 	byFile    map[fileKey]cacheEntry
@@ -105,6 +106,9 @@ func (c *moduleCache) module(path string, wantIno uint64, from origin) (*Module,
 	}
 	if mod != nil {
 		mod.debugCands = findDebugFiles(mod, from.modPath, from.roots, c.debugDirs)
+		if c.debuginfod != nil && wantsDebuginfod(mod) {
+			mod.fetch = c.debuginfod.start(mod.buildID) // once per build-id
+		}
 	}
 
 	c.mu.Lock()

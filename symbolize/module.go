@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 )
 
 // Module is one ELF file (executable or shared library) opened for
@@ -31,6 +32,12 @@ type Module struct {
 	srcErr     error
 	debugFile  *os.File
 	debugPath  string
+
+	// A download from debuginfod under way or done, and the module that
+	// reads the file it brought (fetched.go).
+	fetch     *fetch
+	fetchOnce sync.Once
+	fetched   atomic.Pointer[Module]
 
 	symOnce sync.Once
 	syms    *symbolTable
@@ -101,6 +108,10 @@ func guard(what string, parse func() error) (err error) {
 func (m *Module) Close() error {
 	m.srcOnce.Do(func() {}) // no loading after this
 	var errs []error
+	m.fetchOnce.Do(func() {}) // nor a module from a download
+	if n := m.fetched.Load(); n != nil {
+		errs = append(errs, n.Close())
+	}
 	for _, c := range m.debugCands {
 		errs = append(errs, c.file.Close())
 	}
@@ -116,8 +127,12 @@ func (m *Module) Close() error {
 
 // DebugFile is the path of the separate debug file that describes the
 // module (found by build-id or .gnu_debuglink), or "" when there is none.
-// It looks for it on first call if symbols or lines have not yet.
+// It looks for it on first call if symbols or lines have not yet. A file
+// downloaded from debuginfod counts once the download is done.
 func (m *Module) DebugFile() string {
+	if n := m.latest(); n != m {
+		return n.DebugFile()
+	}
 	m.srcOnce.Do(m.loadSources)
 	return m.debugPath
 }

@@ -9,7 +9,8 @@ const DefaultDebugDir = "/usr/lib/debug"
 type Option func(*options)
 
 type options struct {
-	debugDirs []string
+	debugDirs  []string
+	debuginfod *Debuginfod
 }
 
 func defaultOptions() options {
@@ -23,4 +24,11 @@ func defaultOptions() options {
 // still finds debug links next to the module and in its .debug/ subdir.
 func WithDebugDirs(dirs ...string) Option {
 	return func(o *options) { o.debugDirs = append([]string(nil), dirs...) }
+}
+
+// WithDebuginfod makes modules that have no debug information, neither
+// their own nor in a debug directory, ask d for their debug file when they
+// are opened (in the background; see Debuginfod). The caller closes d.
+func WithDebuginfod(d *Debuginfod) Option {
+	return func(o *options) { o.debuginfod = d }
 }

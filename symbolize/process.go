@@ -20,6 +20,10 @@ type codeMapping struct {
 	mod                *Module
 }
 
+// module is the module to resolve in: with its debuginfod download once
+// there (fetched.go).
+func (m *codeMapping) module() *Module { return m.mod.latest() }
+
 // find returns the mapping holding pc.
 func (p *process) find(pc uint64) (*codeMapping, bool) {
 	i := searchLast(len(p.maps), func(i int) bool { return p.maps[i].start <= pc })
@@ -36,11 +40,12 @@ func (m *codeMapping) frame(ret, pc uint64) Frame {
 	if m.mod == nil {
 		return fr
 	}
-	vaddr, ok := m.mod.VAddr(fr.Offset)
+	mod := m.module()
+	vaddr, ok := mod.VAddr(fr.Offset)
 	if !ok {
 		return fr
 	}
-	s := m.mod.siteAt(vaddr + 1)
+	s := mod.siteAt(vaddr + 1)
 	fr.CallAddress = ret - (vaddr + 1 - s.call)
 	fr.Offset = s.call
 	fr.Function, fr.File, fr.Line, fr.Inlined = s.function, s.file, s.line, s.inlined

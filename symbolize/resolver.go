@@ -35,7 +35,9 @@ func NewResolver(opts ...Option) *Resolver {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Resolver{mods: newModuleCache(o.debugDirs...), procs: map[int]*process{}}
+	mods := newModuleCache(o.debugDirs...)
+	mods.debuginfod = o.debuginfod
+	return &Resolver{mods: mods, procs: map[int]*process{}}
 }
 
 // Capture reads /proc/PID/maps now and opens the module of every
