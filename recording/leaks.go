@@ -1,7 +1,6 @@
 package recording
 
 import (
-
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/leakcheck"
 )
