@@ -12,8 +12,9 @@ const Magic = "MEMTRACE"
 
 // Version is the format version this package writes. It reads every
 // version from 1: a version-1 file is a version-2 file without leak check
-// records or the info's leak fields.
-const Version = 2
+// records or the info's leak fields; a version-2 file is a version-3 file
+// without report records.
+const Version = 3
 
 const headerLen = len(Magic) + 4
 

@@ -50,6 +50,8 @@ const (
 	KindStack
 	// KindLeakCheck: Leak, a process's leak check (PID and Time are its).
 	KindLeakCheck
+	// KindReport: Report, a report the live run printed (Time is its).
+	KindReport
 )
 
 // Record is one decoded record. Next reuses it: slices and strings are
@@ -68,6 +70,7 @@ type Record struct {
 	StackID       int32
 	Frames        []uint64
 	Leak          LeakCheck
+	Report        Report
 }
 
 // ApplyTo gives the record to t as the live run gave it. Records that are
@@ -482,6 +485,9 @@ func (r *Reader) decode(tag byte, rec *Record) (done bool, err error) {
 			r.ensure(binary.MaxVarintLen64) // a deep stack can outrun the record head
 			rec.Frames = append(rec.Frames, r.uvarint())
 		}
+		return true, r.err
+	case tagReport:
+		r.decodeReport(rec)
 		return true, r.err
 	case tagLeakCheck:
 		r.decodeLeakCheck(rec)

@@ -224,9 +224,19 @@ func writeExportFiles(c *ExportFiles, h *history.Collector, snap aggregate.Snaps
 
 func (s *session) exportSources() pprofout.Sources { return s.exports.names.Sources() }
 
-// freshSnapshot is the table as of now, with the probes' lost-event and
-// exact counts and the rates brought up to date.
+// freshSnapshot is the table as of now, refreshed.
 func (s *session) freshSnapshot() aggregate.Snapshot {
+	now := s.refresh()
+	snap := s.table.Snapshot()
+	if snap.Time == 0 {
+		snap.Time = now // no event yet: the report is as of now, not of t=0
+	}
+	return snap
+}
+
+// refresh gives the table the probes' lost-event and exact counts and
+// brings the rates up to now, which it returns.
+func (s *session) refresh() uint64 {
 	if per, total, err := s.objs.Lost(); err == nil {
 		for pid, n := range per {
 			s.table.SetLost(pid, n)
@@ -237,11 +247,7 @@ func (s *session) freshSnapshot() aggregate.Snapshot {
 	now := monotonicNow()
 	s.table.Tick(now) // rates up to now (live.go)
 	s.historyTick(now)
-	snap := s.table.Snapshot()
-	if snap.Time == 0 {
-		snap.Time = now // no event yet: the report is as of now, not of t=0
-	}
-	return snap
+	return now
 }
 
 // title names the run: the command, or the PIDs, or the host.

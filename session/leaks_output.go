@@ -3,20 +3,18 @@ package session
 import (
 	"io"
 
-	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/recording"
 	"github.com/memtrace/memtrace/report"
 )
 
-// writeReport writes a report in the chosen format, then what the leak
-// check adds (report.Write).
-func (s *session) writeReport(snap aggregate.Snapshot, o report.Options) error {
-	k := s.objs.Kernel()
-	o.Kernel, o.Attach = k.Release, string(k.Attach)
-	var leaks *report.Leaks
+// print writes a report with the session's printer (printer.go), to where
+// reports go now (the live view holds them while it owns the terminal).
+func (s *session) print(r recording.Report) error {
+	s.pr.w = s.cfg.outputs(s.out, s.stderr, s.cfg.JSON)
 	if s.cfg.LeakCheck {
-		leaks = s.leaks().shown
+		s.pr.leaks = s.leaks().shown
 	}
-	return report.Write(s.cfg.outputs(s.out, s.stderr, s.cfg.JSON), snap, s.res, o, leaks)
+	return s.pr.print(r)
 }
 
 // outputs are where reports go with these flags.

@@ -111,18 +111,27 @@ func Replay(c *ReplayConfig, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "memtrace: %v\n", lerr)
 		return ExitUsage
 	}
-	o := report.Options{Top: c.Top, Sort: c.Sort, Final: c.At.kind == "" && err == nil, Raw: c.Raw, Host: rp.info.Mode == "host",
-		Kernel: rp.info.Kernel, Attach: rp.info.Attach}
+	pr := &printer{res: rp.res, w: lc.outputs(out, stderr, c.JSON), base: report.Options{Top: c.Top, Sort: c.Sort, Raw: c.Raw,
+		Host: rp.info.Mode == "host", Kernel: rp.info.Kernel, Attach: rp.info.Attach}}
 	// --fail-on-leak implies --detail, as in the live run.
 	if c.Detail || (lc.FailOnLeak && rp.info.Detail) {
-		o.Stacks = rp.recordedStacks()
+		pr.base.Stacks = rp.recordedStacks()
 	}
 	leaks := rp.judgeLeaks(&lc)
-	var shown *report.Leaks
 	if leaks != nil {
-		shown = leaks.shown
+		pr.leaks = leaks.shown
 	}
-	err = report.Write(lc.outputs(out, stderr, c.JSON), rp.snap, rp.res, o, shown)
+	// What the live run printed, then, when the recording stops short of
+	// its end (or predates report records), the table as it stands.
+	err = nil
+	for _, sr := range rp.reports {
+		if err = pr.write(sr.r, sr.snap); err != nil {
+			break
+		}
+	}
+	if err == nil && (len(rp.reports) == 0 || rp.readErr != nil) {
+		err = pr.write(recording.Report{Final: c.At.kind == "" && rp.readErr == nil, All: true}, rp.snap)
+	}
 	if err == nil {
 		err = rp.writeExports(c)
 	}
@@ -175,6 +184,15 @@ type replayed struct {
 	exited *pprofout.Exited
 	// leakChecks are the leak checks recorded up to the moment replayed.
 	leakChecks []recording.LeakCheck
+	// reports are the reports the live run printed, with what each
+	// showed (without --at; none in recordings made before version 3).
+	reports []shownReport
+}
+
+// shownReport is a recorded report and its snapshot.
+type shownReport struct {
+	r    recording.Report
+	snap aggregate.Snapshot
 }
 
 // writeExports writes the export files of the moment replayed, as the
@@ -245,6 +263,9 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	t.SetStackBreakdown(stacksAsBreakdown(rp.info.Detail, rp.info.SampleBytes)) // as the live run
 	f := newFeeder(c, t)
 	rp.table = t
+	// Without --at the reports the live run printed are printed again,
+	// each from the table as of its record (printer.go).
+	pr := &printer{table: t, res: rp.res, holdExits: c.At.kind == "" && rp.info.Mode == "host"}
 	if rp.info.Mode == "host" && (c.PprofFile != "" || c.FoldedFile != "") {
 		rp.exited = pprofout.NewExited(maxExitedStacks)
 	}
@@ -293,10 +314,19 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 			rp.leakChecks = append(rp.leakChecks, lc)
 			continue
 		}
-		if rec.Kind == recording.KindForgot && rp.exited != nil {
-			rp.foldExited(t, rec.PID)
+		switch {
+		case rec.Kind == recording.KindForgot:
+			if rp.exited != nil {
+				rp.foldExited(t, rec.PID)
+			}
+			pr.forget(rec.PID)
+		case rec.Kind == recording.KindReport && c.At.kind == "":
+			r := rec.Report
+			r.PIDs = slices.Clone(r.PIDs)
+			rp.reports = append(rp.reports, shownReport{r, pr.snapshot(r)})
+		default:
+			f.apply(t, &rec)
 		}
-		f.apply(t, &rec)
 		n++
 		rp.endNS = max(rp.endNS, recordTime(&rec))
 		if rp.history != nil {

@@ -63,6 +63,7 @@ func (s *session) startTime() {
 		s.time = &timeState{}
 	}
 	if w := s.time.rec; w != nil {
+		s.pr.rec = w // each report's moment, for a replay to print it there
 		s.table.SetObserver(w)
 		s.table.SetSampleBytes(s.table.SampleBytes()) // set before the observer: now recorded too
 		w.SetMaps(s.res.CodeMappings)
