@@ -15,6 +15,7 @@ import (
 	"github.com/memtrace/memtrace/htmlreport"
 	"github.com/memtrace/memtrace/metrics"
 	"github.com/memtrace/memtrace/pprofout"
+	"github.com/memtrace/memtrace/recording"
 )
 
 // Exports: files written at the end of a run (--pprof, --folded, --html) and the
@@ -71,7 +72,7 @@ const maxExitedStacks = 50_000
 func (s *session) startExports() (stop func(), err error) {
 	src := pprofout.Sources{Symbolizer: s.res, Mappings: s.res}
 	if s.cfg.takesStacks() { // whole stacks: --detail's sites, sampled mode's breakdown
-		src.Stacks = stackSource{objs: s.objs, code: codeView{s.res}, depth: s.cfg.StackDepth}
+		src.Stacks = s.stackSource()
 	}
 	s.exports = &exportState{start: time.Now(), names: pprofout.NewCache(src), src: src}
 	if s.host != nil && (s.cfg.PprofFile != "" || s.cfg.FoldedFile != "") {
@@ -89,7 +90,7 @@ func (s *session) startExports() (stop func(), err error) {
 	}
 	m := metrics.New(metrics.Options{Top: s.cfg.Top, Sources: s.exportSources(), Start: s.exports.start,
 		Cgroup: func(pid uint32) string { return host.Cgroup(int(pid)) }})
-	m.Update(s.table.Snapshot())
+	m.Update(s.snapshotAt(monotonicNow()))
 	s.exports.metrics, s.exports.serving = m, make(chan error, 1)
 	go func() { s.exports.serving <- m.Serve(l) }()
 	s.log.Info("serving metrics", "addr", l.Addr().String())
@@ -123,7 +124,7 @@ func (s *session) historyTick(now uint64) {
 	if e == nil || e.history == nil {
 		return
 	}
-	snap := s.table.Snapshot()
+	snap := s.snapshotAt(now)
 	e.history.Sample(now, snap, s.table)
 	if s.host != nil {
 		e.names.Warm(snap) // before exited processes are forgotten
@@ -224,30 +225,40 @@ func writeExportFiles(c *ExportFiles, h *history.Collector, snap aggregate.Snaps
 
 func (s *session) exportSources() pprofout.Sources { return s.exports.names.Sources() }
 
-// freshSnapshot is the table as of now, refreshed.
-func (s *session) freshSnapshot() aggregate.Snapshot {
-	now := s.refresh()
-	snap := s.table.Snapshot()
-	if snap.Time == 0 {
-		snap.Time = now // no event yet: the report is as of now, not of t=0
-	}
-	return snap
+// freshSnapshot is the table as of now, refreshed (refresh).
+func (s *session) freshSnapshot() aggregate.Snapshot { return s.snapshotAt(s.refresh()) }
+
+// snapshotAt is the live run's snapshot of every process at now: the
+// printer builds it (printer.snapshot), as it builds every report's.
+func (s *session) snapshotAt(now uint64) aggregate.Snapshot {
+	return s.pr.snapshot(recording.Report{Time: now, All: true})
 }
 
-// refresh gives the table the probes' lost-event and exact counts and
-// brings the rates up to now, which it returns.
+// refresh gives the table the probes' counts (refreshCounts) and brings
+// the rates up to now, which it returns.
 func (s *session) refresh() uint64 {
+	s.refreshCounts()
+	now := monotonicNow()
+	s.table.Tick(now) // rates up to now (live.go)
+	s.historyTick(now)
+	return now
+}
+
+// refreshCounts gives the table, as inputs, what the probes count
+// without events: lost events, and sampled mode's exact counts.
+func (s *session) refreshCounts() {
+	s.refreshLost()
+	s.setExactCounts() // host.go
+}
+
+// refreshLost gives the table the probes' lost-event counts.
+func (s *session) refreshLost() {
 	if per, total, err := s.objs.Lost(); err == nil {
 		for pid, n := range per {
 			s.table.SetLost(pid, n)
 		}
 		s.table.SetTotalLost(total)
 	}
-	s.setExactCounts() // sampled mode: the probes' exact counts (host.go)
-	now := monotonicNow()
-	s.table.Tick(now) // rates up to now (live.go)
-	s.historyTick(now)
-	return now
 }
 
 // title names the run: the command, or the PIDs, or the host.

@@ -289,6 +289,7 @@ func (s *session) hostExec(e *event.Event) {
 		// program's sampled blocks are left to forget.
 		s.objs.ForgetBlocks(pid, s.table.LiveAddrs(pid))
 		s.objs.ForgetStacks(pid)
+		s.stacks.forget(pid)
 		s.table.Forget(pid)
 		s.res.Forget(int(pid))
 	}
@@ -350,6 +351,7 @@ func (s *session) flushExits() error {
 		if !s.table.Known(uint32(pid)) { // not a new process with the same PID
 			s.res.Forget(pid)
 			s.objs.ForgetStacks(uint32(pid)) // sampled mode takes stacks: keep them bounded
+			s.stacks.forget(uint32(pid))
 		}
 	}
 	return err

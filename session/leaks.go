@@ -235,10 +235,10 @@ func (l leakStacks) of(pid int, site aggregate.SiteKey) ([]symbolize.Frame, bool
 
 // detailStacks is the --detail stack source (nil without it).
 func (s *session) detailStacks() report.StackSource {
-	if !s.cfg.Detail || s.objs == nil {
+	if !s.cfg.Detail {
 		return nil
 	}
-	return stackSource{objs: s.objs, code: codeView{s.res}, depth: s.cfg.StackDepth}
+	return s.stackSource()
 }
 
 // noteInherited keeps a forked child's inherited blocks in step with its

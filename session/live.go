@@ -118,14 +118,9 @@ func (l *liveRates) onTick(time.Time) {
 
 // push sends the view a snapshot.
 func (l *liveRates) push() {
-	if per, total, err := l.s.objs.Lost(); err == nil {
-		for pid, n := range per {
-			l.s.table.SetLost(pid, n)
-		}
-		l.s.table.SetTotalLost(total)
-	}
+	l.s.refreshCounts()
 	l.lastFrame = time.Now()
-	l.view.Show(watch.Frame{Snap: l.s.table.Snapshot(), Settings: l.settings})
+	l.view.Show(watch.Frame{Snap: l.s.snapshotAt(monotonicNow()), Settings: l.settings})
 }
 
 // apply takes half-lives and a period the user chose in the view (already

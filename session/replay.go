@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/memtrace/memtrace/aggregate"
-	"github.com/memtrace/memtrace/callstack"
 	"github.com/memtrace/memtrace/history"
 	"github.com/memtrace/memtrace/pprofout"
 	"github.com/memtrace/memtrace/recording"
@@ -150,8 +149,8 @@ func Replay(c *ReplayConfig, stdout, stderr io.Writer) int {
 }
 
 // recordedStacks is the --detail stack source of a recording.
-func (rp *replayed) recordedStacks() recordedStacks {
-	return recordedStacks{frames: rp.stacks, code: codeView{rp.res}, depth: max(rp.info.StackDepth, 1)}
+func (rp *replayed) recordedStacks() stackSource {
+	return stackSource{store: rp.stacks, code: codeView{rp.res}, depth: max(rp.info.StackDepth, 1)}
 }
 
 func (a At) String() string {
@@ -169,7 +168,7 @@ type replayed struct {
 	info    recording.Info
 	snap    aggregate.Snapshot
 	res     *symbolize.Resolver
-	stacks  map[int32][]uint64
+	stacks  *stackStore
 	records uint64
 	readErr error
 	// missing says why --at found no such moment ("" when it did).
@@ -257,7 +256,7 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	log := slog.New(slog.NewTextHandler(warn, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	dl := newDownloads(c.SymbolizeConfig, log)
 	defer dl.close()
-	rp := &replayed{info: r.Info(), res: symbolize.NewResolver(c.resolverOptions(dl.client())...), stacks: map[int32][]uint64{}}
+	rp := &replayed{info: r.Info(), res: symbolize.NewResolver(c.resolverOptions(dl.client())...), stacks: newStackStore()}
 	rp.res.Offline()
 	t := aggregate.NewTable()
 	t.SetStackBreakdown(stacksAsBreakdown(rp.info.Detail, rp.info.SampleBytes)) // as the live run
@@ -297,7 +296,7 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 			}
 			continue
 		case recording.KindStack:
-			rp.stacks[rec.StackID] = append([]uint64(nil), rec.Frames...)
+			rp.stacks.add(rec.PID, rec.StackID, rec.Frames)
 			continue
 		}
 		if done {
@@ -469,24 +468,4 @@ func (f *feeder) tickTo(t *aggregate.Table, now uint64) {
 		}
 		f.nextTick += uint64(f.c.Rates.Period)
 	}
-}
-
-// recordedStacks gives the recorded stacks (--detail, sampled mode).
-type recordedStacks struct {
-	frames map[int32][]uint64
-	code   codeView
-	depth  int
-}
-
-func (s recordedStacks) Stack(pid uint32, site aggregate.SiteSnapshot) callstack.Stack {
-	frames := s.frames[site.StackID]
-	// A recorded complete stack ends with a 0 frame (timeline.go).
-	complete := len(frames) > 0 && frames[len(frames)-1] == 0
-	if complete {
-		frames = frames[:len(frames)-1]
-	}
-	if len(frames) == 0 {
-		frames = []uint64{site.Address}
-	}
-	return callstack.Build(s.code, int(pid), frames, complete, s.depth)
 }

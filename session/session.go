@@ -52,8 +52,9 @@ type session struct {
 	drain          *tracer.Drainer
 	table          *aggregate.Table
 	res            *symbolize.Resolver
-	pr             *printer // the reports (printer.go)
-	downloads      *downloads // debuginfod; nil without servers (debuginfod.go)
+	pr             *printer    // the reports (printer.go)
+	stacks         *stackStore // the stacks events name (stacks.go)
+	downloads      *downloads  // debuginfod; nil without servers (debuginfod.go)
 	targets        map[int]*target
 	exitedPIDs     chan int
 	live           *liveRates   // decaying rates and --watch (live.go)
@@ -243,6 +244,7 @@ func (s *session) newState() {
 	s.res = symbolize.NewResolver(s.cfg.resolverOptions(s.downloads.client())...)
 	s.targets = map[int]*target{}
 	s.exitedPIDs = make(chan int, 16)
+	s.stacks = newStackStore()
 	s.pr = &printer{table: s.table, res: s.res, holdExits: s.cfg.Host(),
 		base: report.Options{Top: s.cfg.Top, Sort: s.cfg.Sort, Raw: s.cfg.Raw, Host: s.cfg.Host()}}
 	s.startTime() // the recording sees every input (timeline.go)
@@ -292,7 +294,8 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 // apply accounts one event; a new code mapping (dlopen) makes it read the
 // process's mappings at once, while the library is still there.
 func (s *session) apply(e *event.Event) {
-	s.exportEvent(e) // --html's history (exports.go)
+	s.stacks.learn(e.PID, e.StackID, s.objs.Stack) // before anything reads it (stacks.go)
+	s.exportEvent(e)                               // --html's history (exports.go)
 	if e.Kind == event.Mark {
 		s.onMark(e) // timeline.go
 		return
@@ -542,6 +545,11 @@ func monotonicNow() uint64 {
 	var ts unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 	return uint64(ts.Nano())
+}
+
+// stackSource is the run's --detail stack source (stacks.go).
+func (s *session) stackSource() stackSource {
+	return stackSource{store: s.stacks, code: codeView{s.res}, depth: s.cfg.StackDepth}
 }
 
 // runTimers are the main loop's timers: the -i interval's reports (nil

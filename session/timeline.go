@@ -200,17 +200,10 @@ func printable(s string) bool {
 	return strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != '\t' }) < 0
 }
 
-// recordStacks gives the recording the stacks (--detail, sampled mode);
-// load calls it.
+// recordStacks gives the recording the stacks (--detail, sampled mode),
+// from the run's store; load calls it.
 func (s *session) recordStacks() {
 	if s.time != nil && s.time.rec != nil && s.cfg.takesStacks() {
-		s.time.rec.SetStacks(func(id int32) ([]uint64, error) {
-			frames, complete := s.objs.Stack(id)
-			if complete {
-				// A 0 frame (never a return address) ends a complete stack.
-				frames = append(frames[:len(frames):len(frames)], 0)
-			}
-			return frames, nil
-		})
+		s.time.rec.SetStacks(func(id int32) ([]uint64, error) { return s.stacks.get(id), nil })
 	}
 }
