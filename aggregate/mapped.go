@@ -6,8 +6,14 @@ func (p *process) mmap(addr, size uint64, callSite siteID) {
 		return // failed (a zero length is EINVAL)
 	}
 	end := rangeEnd(addr, size)
-	// A mapping made over tracked ones (MAP_FIXED) replaced them: the kernel
-	// unmapped them first, and so does the table.
+	if p.regions.covers(addr, end) {
+		// MAP_FIXED inside tracked mappings (the JVM commits and uncommits
+		// parts of its reservations so): a replacement, not a new region.
+		// The range stays its sites'; its state is read from the kernel.
+		return
+	}
+	// A mapping made over tracked ones in part (MAP_FIXED) replaced them:
+	// the kernel unmapped them first, and so does the table.
 	p.munmap(addr, end)
 	si := p.siteIndex(callSite, Mapped)
 	n := end - addr

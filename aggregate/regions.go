@@ -35,6 +35,19 @@ func (s *regionSet) overlapping(start, end uint64) (i, j int) {
 	return i, j
 }
 
+// covers reports whether tracked regions cover [start, end) whole.
+func (s *regionSet) covers(start, end uint64) bool {
+	i, j := s.overlapping(start, end)
+	at := start
+	for _, r := range s.rs[i:j] {
+		if r.start > at {
+			return false
+		}
+		at = r.end
+	}
+	return i < j && at >= end
+}
+
 // replace puts with in place of rs[i:j]; with must keep the order.
 func (s *regionSet) replace(i, j int, with ...region) {
 	s.rs = slices.Replace(s.rs, i, j, with...)

@@ -1,5 +1,7 @@
 package aggregate
 
+import "github.com/memtrace/memtrace/footprint"
+
 // Category separates heap blocks (malloc and friends) from anonymous
 // mappings made with mmap: the two are counted apart so that the
 // allocator's own large-block mappings are never counted twice.
@@ -64,6 +66,10 @@ type SiteSnapshot struct {
 	// (SetStackBreakdown: sampled mode's stacks); they sum to Stats. Nil
 	// otherwise.
 	Stacks []StackShare
+	// Mapping is a Mapped site's address space by state (reserved,
+	// committed, resident), from the process's Footprint; zero for heap
+	// sites and until a reading.
+	Mapping footprint.State
 }
 
 // ProcessSnapshot is one process's statistics at snapshot time.
@@ -112,6 +118,17 @@ type ProcessSnapshot struct {
 	// categories memtrace reads (SetJVMCategories), largest live bytes
 	// first, then the heap no category claims (Name ""); nil otherwise.
 	JVM []JVMCategoryStats
+
+	// Regions are the tracked anonymous mappings, sorted, and RegionSites
+	// the index in Sites of each one's site: what a footprint reading
+	// needs to split mappings by call site.
+	Regions     []footprint.Range
+	RegionSites []int
+	// Footprint is the kernel's reading of the process's memory, taken by
+	// the session (not the Table) at the report or at its exit; nil
+	// without one. MappedState sums the Mapped sites' Mapping.
+	Footprint   *footprint.Reading
+	MappedState footprint.State
 }
 
 // Snapshot is a deep copy of a Table: reports are built from it, never from
@@ -127,4 +144,26 @@ type Snapshot struct {
 	SampleBytes uint64
 	// Marks are the marks seen so far, oldest first (marks.go).
 	Marks []Mark
+}
+
+// SetFootprint attaches a reading taken with ps.Regions to ps and gives
+// each Mapped site its ranges' states.
+func (ps *ProcessSnapshot) SetFootprint(r footprint.Reading) {
+	ps.Footprint = &r
+	ps.MappedState = footprint.State{}
+	for i := range ps.Sites {
+		ps.Sites[i].Mapping = footprint.State{}
+	}
+	for i, st := range r.Ranges {
+		if i >= len(ps.RegionSites) {
+			break
+		}
+		m := &ps.Sites[ps.RegionSites[i]].Mapping
+		m.Reserved += st.Reserved
+		m.Committed += st.Committed
+		m.Resident += st.Resident
+		ps.MappedState.Reserved += st.Reserved
+		ps.MappedState.Committed += st.Committed
+		ps.MappedState.Resident += st.Resident
+	}
 }

@@ -3,6 +3,8 @@ package aggregate
 import (
 	"cmp"
 	"slices"
+
+	"github.com/memtrace/memtrace/footprint"
 )
 
 // Snapshot returns a deep copy of the table's statistics: nothing in it is
@@ -46,6 +48,12 @@ func (p *process) snapshot() ProcessSnapshot {
 	for i, st := range p.sites {
 		ps.Sites[i] = SiteSnapshot{Address: st.addr, Leaf: st.leaf, StackID: st.stack, Category: st.cat, Stats: st.stats,
 			JVMCategory: p.jvmName(st.jvm)}
+	}
+	ps.Regions = make([]footprint.Range, len(p.regions.rs))
+	ps.RegionSites = make([]int, len(p.regions.rs))
+	for i, r := range p.regions.rs {
+		ps.Regions[i] = footprint.Range{Start: r.start, End: r.end}
+		ps.RegionSites[i] = int(r.site)
 	}
 	p.est.fill(&ps)                           // sampled mode: standard errors, exact counts (estimate.go)
 	ps.JVM = jvmSummary(p.jvmNames, ps.Sites) // jvm.go

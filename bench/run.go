@@ -68,12 +68,13 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Results, error) 
 	}
 
 	sections := map[string]func(context.Context) ([]*Comparison, error){
-		"micro":    r.micro,
-		"startup":  r.startup,
-		"consumer": r.consumer,
-		"livemem":  r.liveMemory,
-		"sqlite":   r.sqlite,
-		"redis":    r.redis,
+		"micro":     r.micro,
+		"startup":   r.startup,
+		"consumer":  r.consumer,
+		"livemem":   r.liveMemory,
+		"footprint": r.footprint,
+		"sqlite":    r.sqlite,
+		"redis":     r.redis,
 	}
 	for _, name := range Sections {
 		if !cfg.has(name) {

@@ -116,6 +116,10 @@ type Sample struct {
 	LiveBytes   uint64
 	LiveBlocks  uint64
 	MappedBytes uint64 // anonymous mappings (mmap) live
+	// HeapResident is the allocator's memory in RAM, from the latest
+	// footprint reading at or before Time (readings are rarer than
+	// samples); 0 before the first.
+	HeapResident uint64
 	// Sites holds the live bytes of the largest call sites at this moment
 	// (at most MaxSites), by index into Process.Sites; a call site broken
 	// down by stack (aggregate.SiteSnapshot.Stacks) is one entry per stack.
@@ -200,6 +204,7 @@ type proc struct {
 	granule      uint64 // of the last heap-map moment
 	lastBlocks   int    // blocks in the last heap-map moment
 	lastTime     uint64 // of the last point: points keep time order
+	resident     uint64 // the latest reading's heap resident bytes
 
 	// After's state: the first event's time, the young points taken,
 	// their step and the turnover of the next one; the aggregate's peak
@@ -443,8 +448,11 @@ func (c *Collector) evict(snap aggregate.Snapshot) {
 }
 
 func (c *Collector) sample(p *proc, ps *aggregate.ProcessSnapshot, t uint64) Sample {
+	if ps.Footprint != nil {
+		p.resident = ps.Footprint.HeapResident
+	}
 	s := Sample{Time: t, Turnover: turnover(ps.Heap), LiveBytes: ps.Heap.LiveBytes, LiveBlocks: ps.Heap.LiveAllocs,
-		MappedBytes: ps.Mapped.LiveBytes, Rates: ps.Rates}
+		MappedBytes: ps.Mapped.LiveBytes, HeapResident: p.resident, Rates: ps.Rates}
 	// A site broken down by stack (sampled mode's stacks) counts as one
 	// site per stack, as --detail's sites are: the flame graph draws
 	// whole stacks, the timeline groups them back by call site.

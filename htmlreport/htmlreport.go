@@ -120,13 +120,16 @@ type processData struct {
 	// Axis is what the pictures are drawn against: "time", or "bytes"
 	// (turnover) for a process traced for less than ShortRun, whose wall
 	// time says little.
-	Axis    string     `json:"axis"`
-	Live    []uint64   `json:"live"`
-	Blocks  []uint64   `json:"blocks"`
-	Mapped  []uint64   `json:"mapped"`
-	SiteLiv [][]uint64 `json:"siteLive"` // per sample: site, bytes, site, bytes...
-	Rates   []rateData `json:"rates"`
-	Peak    struct {
+	Axis   string   `json:"axis"`
+	Live   []uint64 `json:"live"`
+	Blocks []uint64 `json:"blocks"`
+	Mapped []uint64 `json:"mapped"`
+	// Resident is the heap's resident bytes (the footprint), 0 without a
+	// reading.
+	Resident []uint64   `json:"resident"`
+	SiteLiv  [][]uint64 `json:"siteLive"` // per sample: site, bytes, site, bytes...
+	Rates    []rateData `json:"rates"`
+	Peak     struct {
 		T     float64 `json:"t"`
 		X     uint64  `json:"x"`
 		Bytes uint64  `json:"bytes"`
@@ -284,6 +287,7 @@ func buildProcess(p history.Process, final aggregate.ProcessSnapshot, src pprofo
 		d.Live = append(d.Live, s.LiveBytes)
 		d.Blocks = append(d.Blocks, s.LiveBlocks)
 		d.Mapped = append(d.Mapped, s.MappedBytes)
+		d.Resident = append(d.Resident, s.HeapResident)
 		ids := slices.Sorted(maps.Keys(s.Sites)) // a stable page for a given run
 		sl := make([]uint64, 0, 2*len(ids))
 		for _, i := range ids {

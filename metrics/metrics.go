@@ -199,6 +199,11 @@ var (
 	rateBytes      = desc("memtrace_rate_bytes_per_second", "Decaying average of heap bytes allocated, freed and net per second, per half-life.", "half_life", "kind")
 	lostEvents     = desc("memtrace_lost_events_total", "Events the kernel could not hand over (ring buffer full); non-zero means the figures are incomplete.")
 	siteLiveBytes  = desc("memtrace_callsite_live_bytes", "Heap live bytes of the top call sites, by function and module.", "function", "module")
+	// The footprint, read from the kernel (footprint.go).
+	rssBytes       = desc("memtrace_rss_bytes", "Resident set size by the kernel's kind (anon, file, shmem), from /proc/PID/status.", "kind")
+	residentBytes  = desc("memtrace_resident_bytes", "RSS by what holds it: heap_live, heap_retained, mmap, stacks, files, unexplained.", "part")
+	mmapStateBytes = desc("memtrace_mmap_bytes", "Anonymous mappings made by traced mmap calls, by state: reserved, committed, resident.", "state")
+	cgroupBytes    = desc("memtrace_cgroup_memory_bytes", "The process's cgroup's memory.current (v1: memory.usage_in_bytes).")
 )
 
 // collector turns the latest snapshot into metrics at each scrape.
@@ -206,7 +211,8 @@ type collector struct{ s *Server }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{liveBytes, liveBlocks, allocations, allocatedBytes,
-		frees, freedBytes, peakLiveBytes, rateBytes, lostEvents, siteLiveBytes} {
+		frees, freedBytes, peakLiveBytes, rateBytes, lostEvents, siteLiveBytes,
+		rssBytes, residentBytes, mmapStateBytes, cgroupBytes} {
 		ch <- d
 	}
 }
@@ -237,6 +243,22 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		for _, s := range c.s.topSites(p) {
 			gauge(siteLiveBytes, float64(s.live), s.function, s.module)
+		}
+		if f := p.Footprint; f != nil {
+			gauge(rssBytes, float64(f.RSSAnon), "anon")
+			gauge(rssBytes, float64(f.RSSFile), "file")
+			gauge(rssBytes, float64(f.RSSShmem), "shmem")
+			live := min(p.Heap.LiveBytes, f.HeapResident)
+			gauge(residentBytes, float64(live), "heap_live")
+			gauge(residentBytes, float64(f.HeapResident-live), "heap_retained")
+			gauge(residentBytes, float64(f.AnonResident), "mmap")
+			gauge(residentBytes, float64(f.StackResident), "stacks")
+			gauge(residentBytes, float64(f.FileResident), "files")
+			gauge(residentBytes, float64(f.Unexplained), "unexplained")
+			gauge(mmapStateBytes, float64(p.MappedState.Reserved), "reserved")
+			gauge(mmapStateBytes, float64(p.MappedState.Committed), "committed")
+			gauge(mmapStateBytes, float64(p.MappedState.Resident), "resident")
+			gauge(cgroupBytes, float64(f.CgroupMemory))
 		}
 	}
 }

@@ -13,8 +13,9 @@ const Magic = "MEMTRACE"
 // Version is the format version this package writes. It reads every
 // version from 1: a version-1 file is a version-2 file without leak check
 // records or the info's leak fields; a version-2 file is a version-3 file
-// without report records.
-const Version = 3
+// without footprint records; a version-3 file is a version-4 file without
+// report records.
+const Version = 4
 
 const headerLen = len(Magic) + 4
 
@@ -91,6 +92,7 @@ const (
 	tagMaps         = 0x13
 	tagStack        = 0x14
 	tagLeakCheck    = 0x15
+	tagFootprint    = 0x16
 	tagAlloc        = 0x40 // | func
 	tagRealloc      = 0x60 // | func
 	funcMask        = 0x1f

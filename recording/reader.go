@@ -13,6 +13,7 @@ import (
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/event"
+	"github.com/memtrace/memtrace/footprint"
 	"github.com/memtrace/memtrace/symbolize"
 )
 
@@ -50,6 +51,9 @@ const (
 	KindStack
 	// KindLeakCheck: Leak, a process's leak check (PID and Time are its).
 	KindLeakCheck
+	// KindFootprint: Footprint, a reading of PID's memory at Time, whose
+	// Ranges are the states of the tracked regions FootprintRanges.
+	KindFootprint
 	// KindReport: Report, a report the live run printed (Time is its).
 	KindReport
 )
@@ -70,7 +74,10 @@ type Record struct {
 	StackID       int32
 	Frames        []uint64
 	Leak          LeakCheck
-	Report        Report
+	// Footprint and FootprintRanges: a KindFootprint record's reading.
+	Footprint       footprint.Reading
+	FootprintRanges []footprint.Range
+	Report          Report
 }
 
 // ApplyTo gives the record to t as the live run gave it. Records that are
@@ -491,6 +498,9 @@ func (r *Reader) decode(tag byte, rec *Record) (done bool, err error) {
 		return true, r.err
 	case tagLeakCheck:
 		r.decodeLeakCheck(rec)
+		return true, r.err
+	case tagFootprint:
+		r.decodeFootprint(rec)
 		return true, r.err
 	default:
 		r.corrupt(fmt.Sprintf("unknown record tag %#x", tag))

@@ -10,9 +10,11 @@ import (
 // This file exports what the live view (package watch) shares with the
 // reports, so that both rank and label call sites the same way.
 
-// SortKeys returns the valid sort keys, in the order the live view cycles
-// through them.
-func SortKeys() []SortKey { return slices.Clone(sortKeys) }
+// SortKeys returns the sort keys the live view cycles through, in order:
+// all but rss, as its frames carry no footprint reading.
+func SortKeys() []SortKey {
+	return slices.DeleteFunc(slices.Clone(sortKeys), func(k SortKey) bool { return k == SortRSS })
+}
 
 // TopSites returns the sites of category c ranked by k, largest first, cut
 // to top (0 = all), as a report ranks them. sites is not modified.

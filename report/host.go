@@ -189,10 +189,14 @@ func writeHostProcesses(b *bytes.Buffer, v hostView, o Options) error {
 	if o.Exited {
 		what = "processes that exited"
 	}
+	by := o.Sort.describe(aggregate.Heap)
+	if o.Sort == SortRSS {
+		by = "RSS" // footprint.go
+	}
 	if len(v.procs) < v.totalProcs {
-		fmt.Fprintf(b, "  %s by %s (top %d of %d):\n", what, o.Sort.describe(aggregate.Heap), len(v.procs), v.totalProcs)
+		fmt.Fprintf(b, "  %s by %s (top %d of %d):\n", what, by, len(v.procs), v.totalProcs)
 	} else {
-		fmt.Fprintf(b, "  %s by %s (all %d):\n", what, o.Sort.describe(aggregate.Heap), v.totalProcs)
+		fmt.Fprintf(b, "  %s by %s (all %d):\n", what, by, v.totalProcs)
 	}
 	sampled := o.sampleBytes > 0
 	head := []any{"PID", "COMM", est(sampled, "LIVE")}
@@ -203,6 +207,11 @@ func writeHostProcesses(b *bytes.Buffer, v hostView, o Options) error {
 	}
 	head = append(head, est(sampled, "BLOCKS"), "ALLOCATED", "CALLS", est(sampled, "FREED"), est(sampled, "PEAK LIVE"), "ANON MMAP", "LOST")
 	align = append(align, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight)
+	foot := anyFootprint(v.procs) // footprint.go
+	if foot {
+		head = append(head, footprintColumns...)
+		align = append(align, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight)
+	}
 	var out bytes.Buffer
 	t := hostTable(&out, align)
 	t.Header(head...)
@@ -220,6 +229,9 @@ func writeHostProcesses(b *bytes.Buffer, v hostView, o Options) error {
 			mark+byteCell(h.AllocBytes, o.Raw), mark+strconv.FormatUint(h.Allocs, 10),
 			byteCell(h.FreedBytes, o.Raw), byteCell(p.PeakLiveBytes, o.Raw),
 			byteCell(p.Mapped.LiveBytes, o.Raw), strconv.FormatUint(p.LostEvents, 10))
+		if foot {
+			row = append(row, footprintCells(p, o.Raw)...)
+		}
 		if err := t.Append(row); err != nil {
 			return fmt.Errorf("add process %d: %w", p.PID, err)
 		}

@@ -111,9 +111,11 @@ func newProcessRecord(p rankedProcess, t uint64, final bool) processRecord {
 			Unmaps:        p.Mapped.Frees,
 			UnmappedBytes: p.Mapped.FreedBytes,
 			PeakLiveBytes: p.PeakMappedLiveBytes,
+			mappingState:  newMappingState(p.MappedState),
 		},
 		ExitTimeNS: exitTime(p),
 		Rates:      rateRecords(p.Rates),
+		Footprint:  newFootprintRecord(p.ProcessSnapshot),
 	}
 }
 
@@ -174,6 +176,7 @@ func newCallsiteRecord(pid uint32, s aggregate.SiteSnapshot, sym Symbolizer, t u
 		TimeNS:         t,
 		Rates:          rateRecords(s.Rates),
 		Inlined:        inlineRecord(f.Inlined),
+		mappingState:   newMappingState(s.Mapping),
 	}
 }
 

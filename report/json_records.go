@@ -63,6 +63,8 @@ type processRecord struct {
 	Sampled         bool   `json:"sampled"`
 	SampleBytes     uint64 `json:"sample_bytes"`
 	LiveBytesStderr uint64 `json:"live_bytes_stderr"`
+	// Footprint: the kernel's reading of the process (footprint.go).
+	Footprint footprintRecord `json:"footprint"`
 	// The leak check (json_leaks.go): present only in runs that check.
 	LeakChecked *bool `json:"leak_checked,omitempty"`
 	leakRecord
@@ -81,6 +83,15 @@ type mmapTotals struct {
 	Unmaps        uint64 `json:"unmaps"`
 	UnmappedBytes uint64 `json:"unmapped_bytes"`
 	PeakLiveBytes uint64 `json:"peak_live_bytes"`
+	// The live regions' address space by state, from the footprint.
+	mappingState
+}
+
+// mappingState is address space by NMT's states (footprint.State).
+type mappingState struct {
+	ReservedBytes  uint64 `json:"reserved_bytes"`
+	CommittedBytes uint64 `json:"committed_bytes"`
+	ResidentBytes  uint64 `json:"resident_bytes"`
 }
 
 // callsiteRecord is one call site of one category. For "mmap" the counters
@@ -123,6 +134,8 @@ type callsiteRecord struct {
 	LeafLine     int    `json:"leaf_line"`
 	LeafModule   string `json:"leaf_module"`
 	LeafAddress  string `json:"leaf_address"`
+	// An mmap site's regions by state (0 for heap sites; footprint.go).
+	mappingState
 	// The leak check's figures for the site's blocks (json_leaks.go):
 	// present only in runs that check.
 	leakRecord

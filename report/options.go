@@ -26,7 +26,7 @@ const (
 )
 
 // sortKeys lists the valid keys in the order error messages show them.
-var sortKeys = []SortKey{SortLive, SortAllocated, SortAllocs, SortRate}
+var sortKeys = []SortKey{SortLive, SortAllocated, SortAllocs, SortRate, SortRSS}
 
 // ParseSortKey accepts the name of a sort key as users type it on the
 // command line. The empty string means the default, SortLive.
@@ -39,8 +39,8 @@ func ParseSortKey(s string) (SortKey, error) {
 			return k, nil
 		}
 	}
-	return "", fmt.Errorf("unknown sort key %q: valid keys are %s, %s, %s, %s",
-		s, sortKeys[0], sortKeys[1], sortKeys[2], sortKeys[3])
+	return "", fmt.Errorf("unknown sort key %q: valid keys are %s, %s, %s, %s, %s",
+		s, sortKeys[0], sortKeys[1], sortKeys[2], sortKeys[3], sortKeys[4])
 }
 
 // value is the figure of st that k ranks by.
@@ -71,6 +71,10 @@ func (k SortKey) describe(c aggregate.Category) string {
 		return "allocation calls"
 	case SortRate:
 		return "net bytes/s at the shortest half-life"
+	case SortRSS:
+		if c == aggregate.Mapped {
+			return "resident bytes"
+		}
 	}
 	return "live bytes"
 }

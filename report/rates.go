@@ -43,8 +43,11 @@ func netRate(rs []aggregate.RateSnapshot) float64 {
 
 // compareSites orders a before b (negative) when a ranks higher by k.
 func (k SortKey) compareSites(a, b aggregate.SiteSnapshot) int {
-	if k == SortRate {
+	switch k {
+	case SortRate:
 		return cmp.Compare(netRate(b.Rates), netRate(a.Rates))
+	case SortRSS:
+		return compareResident(a, b) // footprint.go
 	}
 	return cmp.Compare(k.value(b.Stats), k.value(a.Stats))
 }
@@ -52,8 +55,11 @@ func (k SortKey) compareSites(a, b aggregate.SiteSnapshot) int {
 // compareProcesses orders a before b (negative) when a ranks higher by k:
 // heap plus mmap figures, or for SortRate the heap net rate.
 func (k SortKey) compareProcesses(a, b aggregate.ProcessSnapshot) int {
-	if k == SortRate {
+	switch k {
+	case SortRate:
 		return cmp.Compare(netRate(b.Rates), netRate(a.Rates))
+	case SortRSS:
+		return cmp.Compare(rss(b), rss(a)) // footprint.go
 	}
 	return cmp.Compare(k.value(b.Heap)+k.value(b.Mapped), k.value(a.Heap)+k.value(a.Mapped))
 }

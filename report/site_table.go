@@ -63,13 +63,15 @@ func writeTitledSites(b *bytes.Buffer, p rankedProcess, c aggregate.Category,
 	b.WriteString("  " + title + "\n")
 
 	var out bytes.Buffer
+	states := showStates(p, c) // mmap sites' COMMITTED and RESIDENT (footprint.go)
+	align := statesAlignment(estimateAlignment(siteAlignment(o), c, o), states)
 	t := tablewriter.NewTable(&out,
 		tablewriter.WithRenderer(renderer.NewBlueprint(plainRendition)),
-		tablewriter.WithHeaderAlignmentConfig(jvmSiteAlignment(estimateAlignment(siteAlignment(o), c, o), p, c)),
-		tablewriter.WithRowAlignmentConfig(jvmSiteAlignment(estimateAlignment(siteAlignment(o), c, o), p, c)),
+		tablewriter.WithHeaderAlignmentConfig(jvmSiteAlignment(align, p, c)),
+		tablewriter.WithRowAlignmentConfig(jvmSiteAlignment(align, p, c)),
 		tablewriter.WithHeaderAutoFormat(tw.Off), // headers are written as shown ("~LIVE" stays whole)
 	)
-	t.Header(jvmHeader(estimateHeader(siteColumns(c, o), c, o), p, c)...) // sampled: marks, ± LIVE (estimate.go); a JVM's categories (jvm.go)
+	t.Header(jvmHeader(statesHeader(estimateHeader(siteColumns(c, o), c, o), states), p, c)...) // sampled: marks, ± LIVE (estimate.go); a JVM's categories (jvm.go)
 	var stacks [][]string
 	for _, s := range sites {
 		// Symbolize only what is shown: resolution can read ELF and DWARF.
@@ -89,6 +91,7 @@ func writeTitledSites(b *bytes.Buffer, p rankedProcess, c aggregate.Category,
 		}
 		row = siteRow(row, s, o) // NET RATE with --sort rate
 		row = estimateRow(row, s, c, o)
+		row = statesRow(row, s, states, o.Raw)
 		row = jvmRow(row, p, s)
 		if err := t.Append(row); err != nil {
 			return fmt.Errorf("add %s call site %s: %w", c, hex(s.Address), err)

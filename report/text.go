@@ -119,6 +119,7 @@ func writeProcessHeader(b *bytes.Buffer, p rankedProcess, raw bool) {
 			byteText(m.AllocBytes, raw), count(m.Allocs, "call"),
 			byteText(m.FreedBytes, raw), count(m.Frees, "call"))
 	}
+	writeFootprintText(b, p, raw) // footprint.go
 
 	lostLine := strconv.FormatUint(p.LostEvents, 10)
 	if p.LostEvents > 0 {

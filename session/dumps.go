@@ -27,7 +27,7 @@ func (s *session) dump(final bool) error {
 		d.epoch = report.FirstEpoch()
 	}
 	s.refreshCounts() // lost events, exact counts: as every snapshot has them
-	snap := s.snapshotAt(monotonicNow())
+	snap := s.snapshotAt(monotonicNow(), final)
 	o := report.Options{Top: 0, Sort: s.cfg.Sort, Final: final, Host: s.cfg.Host(), Epoch: d.epoch}
 	path := dumpName(d.dir, d.epoch.Number)
 	f, err := os.Create(path)

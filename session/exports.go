@@ -55,6 +55,9 @@ type exportState struct {
 	serving     chan error
 	lastMetrics time.Time
 	history     *history.Collector // --html
+	// lastFootprint is when the history's snapshot last got footprint
+	// readings (footprintEvery apart: smaps costs more than a sample).
+	lastFootprint time.Time
 	// names caches what the exports resolved, so that in whole-host mode
 	// the call sites of processes that exited still have names at the end.
 	names *pprofout.Cache
@@ -90,7 +93,7 @@ func (s *session) startExports() (stop func(), err error) {
 	}
 	m := metrics.New(metrics.Options{Top: s.cfg.Top, Sources: s.exportSources(), Start: s.exports.start,
 		Cgroup: func(pid uint32) string { return host.Cgroup(int(pid)) }})
-	m.Update(s.snapshotAt(monotonicNow()))
+	m.Update(s.snapshotAt(monotonicNow(), false))
 	s.exports.metrics, s.exports.serving = m, make(chan error, 1)
 	go func() { s.exports.serving <- m.Serve(l) }()
 	s.log.Info("serving metrics", "addr", l.Addr().String())
@@ -114,7 +117,7 @@ func (s *session) exportTick(now uint64) {
 		return
 	}
 	e.lastMetrics = time.Now()
-	e.metrics.Update(s.freshSnapshot())
+	e.metrics.Update(s.freshSnapshot(false))
 }
 
 // historyTick gives the --html history a point at every tick of the
@@ -124,7 +127,11 @@ func (s *session) historyTick(now uint64) {
 	if e == nil || e.history == nil {
 		return
 	}
-	snap := s.snapshotAt(now)
+	snap := s.pr.bare(recording.Report{Time: now, All: true})
+	if time.Since(e.lastFootprint) >= footprintEvery {
+		e.lastFootprint = time.Now()
+		s.readFootprints(&snap, false) // footprint.go: the timeline's heap resident
+	}
 	e.history.Sample(now, snap, s.table)
 	if s.host != nil {
 		e.names.Warm(snap) // before exited processes are forgotten
@@ -176,7 +183,7 @@ func (s *session) writeExports() error {
 	if !s.cfg.ExportFiles.any() {
 		return nil
 	}
-	snap := s.freshSnapshot()
+	snap := s.freshSnapshot(false) // after the final report: its readings
 	now := time.Now()
 	return writeExportFiles(&s.cfg.ExportFiles, s.exports.history, snap, s.exportSources(), exportEnd{
 		title: "memtrace " + strings.Join(s.title(), " "), start: s.exports.start, time: now,
@@ -225,13 +232,16 @@ func writeExportFiles(c *ExportFiles, h *history.Collector, snap aggregate.Snaps
 
 func (s *session) exportSources() pprofout.Sources { return s.exports.names.Sources() }
 
-// freshSnapshot is the table as of now, refreshed (refresh).
-func (s *session) freshSnapshot() aggregate.Snapshot { return s.snapshotAt(s.refresh()) }
+// freshSnapshot is the table as of now, refreshed (refresh); final: the
+// footprint readings are fresh (footprint.go).
+func (s *session) freshSnapshot(final bool) aggregate.Snapshot {
+	return s.snapshotAt(s.refresh(), final)
+}
 
 // snapshotAt is the live run's snapshot of every process at now: the
 // printer builds it (printer.snapshot), as it builds every report's.
-func (s *session) snapshotAt(now uint64) aggregate.Snapshot {
-	return s.pr.snapshot(recording.Report{Time: now, All: true})
+func (s *session) snapshotAt(now uint64, final bool) aggregate.Snapshot {
+	return s.pr.snapshot(recording.Report{Time: now, All: true, Final: final})
 }
 
 // refresh gives the table the probes' counts (refreshCounts) and brings

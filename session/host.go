@@ -293,6 +293,7 @@ func (s *session) hostExec(e *event.Event) {
 		s.table.Forget(pid)
 		s.res.Forget(int(pid))
 	}
+	delete(s.lastFootprints, int(pid)) // a new address space (footprint.go)
 	if h.lastPID == pid {
 		h.lastPID = 0
 	}
@@ -310,6 +311,7 @@ func (s *session) hostExec(e *event.Event) {
 // final records are held for the next batch, and it is dropped.
 func (s *session) hostExit(pid uint32, comm string, when uint64) {
 	h := s.host
+	defer delete(s.lastFootprints, int(pid))
 	delete(h.scans, int(pid))
 	delete(h.execComms, pid)
 	if h.lastPID == pid {

@@ -120,7 +120,7 @@ func (l *liveRates) onTick(time.Time) {
 func (l *liveRates) push() {
 	l.s.refreshCounts()
 	l.lastFrame = time.Now()
-	l.view.Show(watch.Frame{Snap: l.s.snapshotAt(monotonicNow()), Settings: l.settings})
+	l.view.Show(watch.Frame{Snap: l.s.snapshotAt(monotonicNow(), false), Settings: l.settings})
 }
 
 // apply takes half-lives and a period the user chose in the view (already

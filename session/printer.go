@@ -28,6 +28,10 @@ type printer struct {
 	exitPIDs  []int
 	// holdExits: forget holds exited processes (whole-host mode).
 	holdExits bool
+	// footprints gives a snapshot's processes their footprint readings
+	// (fresh ones for a final report); nil: none. A live run reads them
+	// (footprint.go), a replay takes the recorded ones.
+	footprints func(snap *aggregate.Snapshot, fresh bool)
 }
 
 // forget drops pid from the Table. A process that exited keeps its final
@@ -41,6 +45,7 @@ func (p *printer) forget(pid uint32) {
 	}
 	snap := p.table.SnapshotOf(pid)
 	if p.holdExits && len(snap.Processes) == 1 && snap.Processes[0].Exited {
+		p.decorate(&snap, false) // its memory is gone: its latest reading
 		p.exits = append(p.exits, snap.Processes...)
 		p.exitMarks = append(p.exitMarks, snap.Marks...)
 		p.exitPIDs = append(p.exitPIDs, int(pid))
@@ -57,8 +62,23 @@ func (p *printer) print(r recording.Report) error {
 }
 
 // snapshot is the snapshot report r shows: the processes it names (all
-// of them, or a whole-host batch of exits).
+// of them, or a whole-host batch of exits), with their footprints.
 func (p *printer) snapshot(r recording.Report) aggregate.Snapshot {
+	snap := p.bare(r)
+	if !r.Exited { // a batch's were taken as each was forgotten
+		p.decorate(&snap, r.Final)
+	}
+	return snap
+}
+
+func (p *printer) decorate(snap *aggregate.Snapshot, fresh bool) {
+	if p.footprints != nil {
+		p.footprints(snap, fresh)
+	}
+}
+
+// bare is snapshot without the footprint readings.
+func (p *printer) bare(r recording.Report) aggregate.Snapshot {
 	if r.Exited {
 		snap := aggregate.Snapshot{Time: r.Time, Processes: p.exits, SampleBytes: p.table.SampleBytes(),
 			Marks: p.exitMarks, LostEvents: p.table.TotalLost()}

@@ -183,8 +183,11 @@ type replayed struct {
 	exited *pprofout.Exited
 	// leakChecks are the leak checks recorded up to the moment replayed.
 	leakChecks []recording.LeakCheck
+	// footprints are the latest footprint readings recorded up to that
+	// moment, by process (footprint.go).
+	footprints map[uint32]recordedFootprint
 	// reports are the reports the live run printed, with what each
-	// showed (without --at; none in recordings made before version 3).
+	// showed (without --at; none in recordings made before version 4).
 	reports []shownReport
 }
 
@@ -256,7 +259,8 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	log := slog.New(slog.NewTextHandler(warn, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	dl := newDownloads(c.SymbolizeConfig, log)
 	defer dl.close()
-	rp := &replayed{info: r.Info(), res: symbolize.NewResolver(c.resolverOptions(dl.client())...), stacks: newStackStore()}
+	rp := &replayed{info: r.Info(), res: symbolize.NewResolver(c.resolverOptions(dl.client())...), stacks: newStackStore(),
+		footprints: map[uint32]recordedFootprint{}}
 	rp.res.Offline()
 	t := aggregate.NewTable()
 	t.SetStackBreakdown(stacksAsBreakdown(rp.info.Detail, rp.info.SampleBytes)) // as the live run
@@ -264,15 +268,21 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	rp.table = t
 	// Without --at the reports the live run printed are printed again,
 	// each from the table as of its record (printer.go).
-	pr := &printer{table: t, res: rp.res, holdExits: c.At.kind == "" && rp.info.Mode == "host"}
+	pr := &printer{table: t, res: rp.res, holdExits: c.At.kind == "" && rp.info.Mode == "host",
+		footprints: func(snap *aggregate.Snapshot, _ bool) { withFootprints(snap, rp.footprints) }} // footprint.go
 	if rp.info.Mode == "host" && (c.PprofFile != "" || c.FoldedFile != "") {
 		rp.exited = pprofout.NewExited(maxExitedStacks)
 	}
 	if c.HTMLFile != "" {
 		h := history.New(history.Options{})
 		rp.history = h
-		// Sampled at each rate tick, as a live run samples it.
-		f.onTick = func(now uint64) { h.Sample(now, t.Snapshot(), t) }
+		// Sampled at each rate tick, as a live run samples it, with the
+		// footprint readings recorded so far.
+		f.onTick = func(now uint64) {
+			snap := t.Snapshot()
+			withFootprints(&snap, rp.footprints) // footprint.go
+			h.Sample(now, snap, t)
+		}
 	}
 	done := false
 	marks := 0
@@ -307,6 +317,10 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 			rp.snap, done = t.Snapshot(), true
 			continue
 		}
+		if rec.Kind == recording.KindFootprint {
+			rp.footprints[rec.PID] = recordedFootprint{r: rec.Footprint, ranges: slices.Clone(rec.FootprintRanges)}
+			continue
+		}
 		if rec.Kind == recording.KindLeakCheck {
 			lc := rec.Leak
 			lc.Blocks = slices.Clone(lc.Blocks)
@@ -318,7 +332,8 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 			if rp.exited != nil {
 				rp.foldExited(t, rec.PID)
 			}
-			pr.forget(rec.PID)
+			pr.forget(rec.PID)             // an exited process keeps its latest footprint
+			delete(rp.footprints, rec.PID) // an exec: a new address space
 		case rec.Kind == recording.KindReport && c.At.kind == "":
 			r := rec.Report
 			r.PIDs = slices.Clone(r.PIDs)
@@ -356,7 +371,8 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	if c.At.kind == "time" {
 		rp.endNS = rp.info.StartNS + uint64(c.At.time)
 	}
-	dl.wait(nil) // before anything is resolved
+	dl.wait(nil)                            // before anything is resolved
+	withFootprints(&rp.snap, rp.footprints) // footprint.go
 	return rp, rp.readErr
 }
 
@@ -398,7 +414,8 @@ func peakRecord(c *ReplayConfig) (int, error) {
 	var rec recording.Record
 	n := 0
 	for r.Next(&rec) == nil {
-		if rec.Kind == recording.KindMaps || rec.Kind == recording.KindStack || rec.Kind == recording.KindLeakCheck {
+		if rec.Kind == recording.KindMaps || rec.Kind == recording.KindStack || rec.Kind == recording.KindLeakCheck ||
+			rec.Kind == recording.KindFootprint {
 			continue
 		}
 		f.apply(t, &rec)

@@ -16,6 +16,7 @@ import (
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/event"
+	"github.com/memtrace/memtrace/footprint"
 	"github.com/memtrace/memtrace/launch"
 	"github.com/memtrace/memtrace/recording"
 	"github.com/memtrace/memtrace/report"
@@ -39,6 +40,8 @@ type target struct {
 	comm  string
 	// jvm: its JVM category probes are placed (jvm.go).
 	jvm bool
+	// malloc is the module malloc binds to (footprint.go).
+	malloc string
 }
 
 // session is one run: it owns the table and is driven by one goroutine.
@@ -62,6 +65,9 @@ type session struct {
 	host           *hostState   // whole-host mode (host.go); nil with -p and --
 	time           *timeState   // --record, --mark, --dump-dir (timeline.go)
 	exports        *exportState // --pprof, --folded, --html, --listen (exports.go)
+	// exitFootprints are the readings taken at exit stops (footprint.go).
+	exitFootprints map[int]footprint.Reading
+	lastFootprints map[int]lastReading // the latest reading of each process
 }
 
 // run is the live run: one loop for every mode. The ring's events and
@@ -245,7 +251,7 @@ func (s *session) newState() {
 	s.targets = map[int]*target{}
 	s.exitedPIDs = make(chan int, 16)
 	s.stacks = newStackStore()
-	s.pr = &printer{table: s.table, res: s.res, holdExits: s.cfg.Host(),
+	s.pr = &printer{table: s.table, res: s.res, holdExits: s.cfg.Host(), footprints: s.readFootprints,
 		base: report.Options{Top: s.cfg.Top, Sort: s.cfg.Sort, Raw: s.cfg.Raw, Host: s.cfg.Host()}}
 	s.startTime() // the recording sees every input (timeline.go)
 }
@@ -349,6 +355,7 @@ func (s *session) onStop(st launch.Stop) error {
 			s.objs.Forget(uint32(st.PID), s.table.LiveAddrs(uint32(st.PID))) // sampled blocks, counts
 			s.table.Forget(uint32(st.PID))
 			s.res.Forget(st.PID)
+			delete(s.lastFootprints, st.PID) // footprint.go
 			// attach removes the probes the new program does not need.
 			s.log.Info("exec: statistics restart", "pid", st.PID, "exe", exe)
 		}
@@ -370,6 +377,7 @@ func (s *session) onStop(st launch.Stop) error {
 			s.log.Warn("read mappings at exit", "pid", st.PID, "err", err)
 		}
 		s.waitDebuginfoAtExit(st.PID) // for the leak check's names (debuginfod.go)
+		s.readExitFootprint(st.PID)   // footprint.go
 		s.leakCheckAtExit(st)         // while its memory is still there (leaks.go)
 		s.markExited(st.PID)
 	}
@@ -402,6 +410,7 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 	if err != nil {
 		return fmt.Errorf("process %d: %w", t.pid, err)
 	}
+	t.malloc = mallocModule(probes) // footprint.go
 	// The unwind tables of its code (and of the libraries a command stopped
 	// at exec will map) before its probes, so that its first allocations
 	// are charged and unwound right.

@@ -74,7 +74,7 @@ func traceFlags(fs *pflag.FlagSet, c *session.Config) func(command []string) err
 	fs.DurationVarP(&c.Duration, "duration", "d", 0, "stop after `D` (0 = until the targets exit or Ctrl-C)")
 	fs.DurationVarP(&c.Interval, "interval", "i", 0, "print a report every `D` as well as at the end")
 	fs.IntVar(&c.Top, "top", report.DefaultTop, "call sites shown per process (`N`; 0 = all)")
-	fs.StringVar(&sortKey, "sort", "live", "order call sites by `KEY`: live, allocated, allocs or rate")
+	fs.StringVar(&sortKey, "sort", "live", "order call sites by `KEY`: live, allocated, allocs, rate or rss")
 	fs.BoolVar(&c.JSON, "json", false, "write NDJSON records (docs/json.md) instead of tables")
 	fs.BoolVar(&c.Raw, "raw", false, "exact byte counts instead of human units")
 	fs.StringVarP(&c.Output, "output", "o", "", "write reports to `FILE` instead of stdout")

@@ -27,7 +27,7 @@ func replayCommand(code *int, stdout, stderr io.Writer) *cobra.Command {
 	var at, sortKey string
 	fs.StringVar(&at, "at", "", "report as of `WHEN`: a time since the start (12.5s), peak, or mark:LABEL[#N] (the Nth mark so labelled)")
 	fs.IntVar(&c.Top, "top", report.DefaultTop, "call sites shown per process (`N`; 0 = all)")
-	fs.StringVar(&sortKey, "sort", "live", "order call sites by `KEY`: live, allocated, allocs or rate")
+	fs.StringVar(&sortKey, "sort", "live", "order call sites by `KEY`: live, allocated, allocs, rate or rss")
 	fs.BoolVar(&c.JSON, "json", false, "write NDJSON records (docs/json.md) instead of tables")
 	fs.BoolVar(&c.Raw, "raw", false, "exact byte counts instead of human units")
 	fs.StringVarP(&c.Output, "output", "o", "", "write the report to `FILE` instead of stdout")

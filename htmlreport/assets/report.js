@@ -126,6 +126,7 @@ function drawStatus() {
   var p = P(), i = state.moment;
   var s = p.comm + " (pid " + p.pid + ")   " + fmtAt(p.t[i], p.x[i]) + "   live " + fmtBytes(p.live[i]) +
     " in " + fmtExact(p.blocks[i]) + " blocks   mapped " + fmtBytes(p.mapped[i]) +
+    (p.resident[i] ? "   heap resident " + fmtBytes(p.resident[i]) : "") +
     "   peak " + fmtBytes(p.peak.bytes);
   if (p.maps.length) s += "   heap map at " + fmtX(xOf(p.maps[state.map]));
   var last = null;
@@ -189,7 +190,7 @@ function drawTimeline() {
   }
   for (k = 0; k < p.top.length; k++) layers.push({ v: tops[k], color: p.groups[p.top[k]].color, name: p.groups[p.top[k]].label });
   layers.push({ v: other, color: DATA.otherColor, name: "other call sites" });
-  var ymax = Math.max(maxStack, Math.max.apply(null, p.mapped), p.peak.bytes, 1) * 1.08;
+  var ymax = Math.max(maxStack, Math.max.apply(null, p.mapped), Math.max.apply(null, p.resident), p.peak.bytes, 1) * 1.08;
   var x = function (t) { return TL.l + (TL.w - TL.l - TL.r) * t / tmax; };
   // Marks close together get rows of labels; the plot moves down.
   var marks = p.marks.map(function (m) { return Object.assign({}, m); }).sort(function (a, b) { return xOf(a) - xOf(b); });
@@ -224,6 +225,15 @@ function drawTimeline() {
     for (i = 0; i < n; i++) d += (i ? "L" : "M") + x(xs[i]) + "," + y(p.mapped[i]);
     el("path", { d: d, fill: "none", stroke: "#333", "stroke-dasharray": "5 3", "class": "mapped" }, svg);
   }
+  // The heap's resident memory (footprint readings) over the live stack:
+  // the gap between the two is what the allocator retains.
+  if (Math.max.apply(null, p.resident) > 0) {
+    var r = "";
+    for (i = 0; i < n; i++) r += (i ? "L" : "M") + x(xs[i]) + "," + y(p.resident[i]);
+    el("path", { d: r, fill: "none", stroke: "#e67e00", "stroke-width": 2, "class": "resident" }, svg)
+      .appendChild(document.createElementNS(SVGNS, "title")).textContent = "heap resident (RSS of the allocator's memory)";
+    svg.dataset.resident = String(Math.max.apply(null, p.resident));
+  }
   marks.forEach(function (mk) {
     var g = el("g", { "class": "mark" }, svg), ly = TL.t - 10 + mk.row * MARK_ROW;
     el("line", { x1: x(xOf(mk)), x2: x(xOf(mk)), y1: ly + 2, y2: y(0) }, g);
@@ -247,7 +257,8 @@ function drawTimeline() {
   };
   hit.addEventListener("mousemove", function (ev) {
     var i = nearestSample(toT(ev)), m = groupLiveAt(i);
-    var s = fmtAt(p.t[i], p.x[i]) + "\nlive   " + fmtExact(p.live[i]) + " B in " + fmtExact(p.blocks[i]) + " blocks\nmapped " + fmtExact(p.mapped[i]) + " B";
+    var s = fmtAt(p.t[i], p.x[i]) + "\nlive   " + fmtExact(p.live[i]) + " B in " + fmtExact(p.blocks[i]) + " blocks\nmapped " + fmtExact(p.mapped[i]) + " B" +
+      (p.resident[i] ? "\nheap resident " + fmtExact(p.resident[i]) + " B (retained " + fmtExact(Math.max(p.resident[i] - p.live[i], 0)) + " B)" : "");
     p.top.forEach(function (g) { if (m[g]) s += "\n" + fmtExact(m[g]).padStart(12) + " B  " + p.groups[g].label; });
     showTip(ev, s);
   });
@@ -538,6 +549,9 @@ function drawLegend(box) {
     if (!shown[s.color] && s.color !== DATA.otherColor) { shown[s.color] = true; item(s.color, s.label, s.full); }
   });
   item(DATA.otherColor, "other call sites", "");
+  if (Math.max.apply(null, p.resident) > 0) {
+    item("#e67e00", "heap resident (line)", "the allocator's memory in RAM, from the kernel; above the live stack: retained");
+  }
 }
 
 // ---- sizes ---------------------------------------------------------------------

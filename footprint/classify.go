@@ -1,0 +1,106 @@
+package footprint
+
+// memory reads a process's memory and residency; procMemory is the real one.
+type memory interface {
+	// read fills b from the process's memory at addr.
+	read(b []byte, addr uint64) error
+	// resident returns how many bytes of [start, end) are in RAM.
+	resident(start, end uint64) (uint64, error)
+}
+
+// classify explains the mappings' resident bytes: every VMA's Rss goes to
+// exactly one category (a VMA shared by tracked ranges and other memory is
+// split by pagemap), so the categories add up to the sum over smaps.
+// sps are the threads' stack pointers.
+func classify(vmas []vma, sps []uint64, o Options, mem memory) Reading {
+	r := Reading{Ranges: make([]State, len(o.Ranges))}
+	ri := 0 // the first range that may overlap the current VMA
+	for i := range vmas {
+		v := &vmas[i]
+		if !v.anonymous() {
+			// Files, shared memory, the vdso: all counted by the kernel
+			// as file or shmem pages, private copies apart (the file's).
+			r.FileResident += v.rss
+			continue
+		}
+		for ri < len(o.Ranges) && o.Ranges[ri].End <= v.start {
+			ri++
+		}
+		stack := v.path == "[stack]" || holdsSP(v, sps) ||
+			(i > 0 && ri < len(o.Ranges) && o.Ranges[ri] == Range{vmas[i-1].start, v.end} && threadGuard(&vmas[i-1], v))
+		rest := v.rss
+		tracked := false
+		for j := ri; j < len(o.Ranges) && o.Ranges[j].Start < v.end; j++ {
+			tracked = true
+			g := o.Ranges[j]
+			lo, hi := max(g.Start, v.start), min(g.End, v.end)
+			var res uint64
+			if g.Start <= v.start && v.end <= g.End {
+				res = v.rss // the VMA lies inside the range: smaps has it
+			} else if n, err := mem.resident(lo, hi); err == nil {
+				res = min(n, rest)
+			}
+			rest -= res
+			st := &r.Ranges[j]
+			st.Reserved += hi - lo
+			if v.accessible() {
+				st.Committed += hi - lo
+			}
+			st.Resident += res
+			if !stack {
+				r.AnonResident += res
+			}
+		}
+		switch {
+		case stack:
+			r.StackResident += v.rss // tracked parts included: not counted as anon
+		case rest == 0:
+		case v.path == "[heap]":
+			r.HeapResident += rest
+		case tracked:
+			// The rest of a VMA merged with a tracked range: the allocator's
+			// unless glibc's headers would have to say so.
+			if !o.Glibc {
+				r.HeapResident += rest
+			}
+		case o.Glibc && glibcHeap(v, mem):
+			r.HeapResident += rest
+		case i > 0 && staticData(&vmas[i-1], v):
+			r.FileResident += rest
+		case !o.Glibc:
+			r.HeapResident += rest
+		case i > 0 && threadGuard(&vmas[i-1], v):
+			r.StackResident += rest
+		}
+	}
+	return r
+}
+
+// holdsSP reports whether a thread's stack pointer lies in v.
+func holdsSP(v *vma, sps []uint64) bool {
+	for _, sp := range sps {
+		if sp >= v.start && sp < v.end {
+			return true
+		}
+	}
+	return false
+}
+
+// staticData reports whether v is the .bss of the file mapped right below
+// it: the zero-filled rest of a writable segment, which the kernel maps as
+// anonymous memory. It is counted with its file.
+func staticData(prev, v *vma) bool {
+	return prev.end == v.start && !prev.anonymous() && prev.inode != 0 && prev.perms[1] == 'w'
+}
+
+// threadGuard reports whether prev is the guard page of a thread stack v,
+// as glibc lays them out: a small PROT_NONE mapping right below it. It
+// serves threads whose stack pointer could not be read (running ones, or
+// gone: at a process's exit stop its other threads have ended, their
+// stacks still mapped). For a traced mmap (glibc maps a stack with its
+// guard in one call) the guard and the stack must be the whole traced
+// range: a PROT_NONE gap in a reservation committed piecewise is no guard.
+func threadGuard(prev, v *vma) bool {
+	return prev.end == v.start && prev.anonymous() && !prev.accessible() &&
+		prev.end-prev.start <= 1<<20 && v.accessible()
+}

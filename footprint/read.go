@@ -1,0 +1,219 @@
+package footprint
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Read takes one reading of pid: /proc/PID/status for the RSS, smaps for
+// every mapping's resident bytes, the threads' stack pointers, and, only
+// where needed, a few words of glibc's headers (/proc/PID/mem) and the
+// pagemap of tracked ranges that share a VMA with other memory. A process
+// with more than manyMappings mappings is read from /proc/PID/maps and
+// its pagemap instead of smaps: the same resident pages, at a sixth of the
+// kernel's cost there (smaps prints two dozen fields per mapping). Its
+// cost grows with the number of mappings and, inside the kernel, with
+// resident pages (the page tables are walked); never with allocations.
+func Read(pid int, o Options) (Reading, error) {
+	dir := "/proc/" + strconv.Itoa(pid)
+	st, err := os.ReadFile(dir + "/status")
+	if err != nil {
+		return Reading{}, fmt.Errorf("footprint of %d: %w", pid, err)
+	}
+	mem := &procMemory{dir: dir}
+	defer mem.close()
+	vmas, err := readVMAs(dir, mem)
+	if err != nil {
+		return Reading{}, fmt.Errorf("footprint of %d: %w", pid, err)
+	}
+	if o.Detect {
+		o.Glibc = !mapsOtherAllocator(vmas)
+	}
+	r := classify(vmas, threadSPs(dir), o, mem)
+	if err := parseStatus(st, &r); err != nil {
+		return Reading{}, fmt.Errorf("footprint of %d: %w", pid, err)
+	}
+	r.settle()
+	r.Cgroup, r.CgroupMemory = cgroupMemory(dir)
+	return r, nil
+}
+
+// manyMappings is where Read turns from smaps to maps and pagemap (a
+// variable for the tests).
+var manyMappings = 4096
+
+// readVMAs lists the mappings with their resident bytes.
+func readVMAs(dir string, mem *procMemory) ([]vma, error) {
+	vmas, err := parseFile(dir + "/maps")
+	if err != nil || len(vmas) <= manyMappings {
+		return parseFile(dir + "/smaps")
+	}
+	for i := range vmas {
+		v := &vmas[i]
+		if v.rss, err = mem.resident(v.start, v.end); err != nil {
+			return nil, fmt.Errorf("pagemap: %w", err)
+		}
+	}
+	return vmas, nil
+}
+
+func parseFile(path string) ([]vma, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return parseSmaps(f)
+}
+
+// otherAllocators are the shared libraries of allocators that replace
+// glibc's malloc.
+var otherAllocators = []string{"libjemalloc.so", "libtcmalloc", "libmimalloc.so"}
+
+func mapsOtherAllocator(vmas []vma) bool {
+	for i := range vmas {
+		base := filepath.Base(vmas[i].path)
+		for _, a := range otherAllocators {
+			if strings.HasPrefix(base, a) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// cgroupMemory reads the process's memory cgroup from /proc/PID/cgroup
+// and what that cgroup is charged: memory.current under cgroup v2
+// ("0::/system.slice/x.service"), memory.usage_in_bytes under v1's memory
+// controller ("4:memory:/x"), which hybrid hosts use. "" and 0 when
+// unknown (the root cgroup has neither file).
+func cgroupMemory(dir string) (string, uint64) {
+	b, err := os.ReadFile(dir + "/cgroup")
+	if err != nil {
+		return "", 0
+	}
+	var file, path string
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(l, ":", 3)
+		switch {
+		case len(f) < 3:
+		case slices.Contains(strings.Split(f[1], ","), "memory"):
+			file, path = filepath.Join("/sys/fs/cgroup/memory", f[2], "memory.usage_in_bytes"), f[2]
+		case f[0] == "0" && f[1] == "" && file == "":
+			file, path = filepath.Join("/sys/fs/cgroup", f[2], "memory.current"), f[2]
+		}
+	}
+	cur, err := os.ReadFile(file)
+	if err != nil {
+		return path, 0
+	}
+	n, _ := strconv.ParseUint(strings.TrimSpace(string(cur)), 10, 64)
+	return path, n
+}
+
+// settle computes Unexplained from the RSS and the categories.
+func (r *Reading) settle() {
+	known := r.HeapResident + r.AnonResident + r.StackResident + r.FileResident
+	if known < r.RSS {
+		r.Unexplained = r.RSS - known
+	}
+}
+
+// threadSPs reads each thread's stack pointer from /proc/PID/task/*/syscall
+// ("nr args… sp pc" for a thread in a syscall or stopped, "running" for one
+// on a CPU, whose stack is then found by its guard page instead).
+func threadSPs(dir string) []uint64 {
+	paths, _ := filepath.Glob(dir + "/task/*/syscall")
+	var sps []uint64
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		f := bytes.Fields(b)
+		if len(f) < 3 {
+			continue
+		}
+		sp, err := strconv.ParseUint(string(bytes.TrimPrefix(f[len(f)-2], []byte("0x"))), 16, 64)
+		if err == nil && sp != 0 {
+			sps = append(sps, sp)
+		}
+	}
+	return sps
+}
+
+// procMemory reads /proc/PID/mem and /proc/PID/pagemap, opened on first
+// use. Pagemap is read a window at a time: mappings are visited in address
+// order, so one read serves many small neighbours.
+type procMemory struct {
+	dir          string
+	mem, pagemap *os.File
+	win          []byte // pagemap entries of pages winLo, winLo+1, …
+	winLo        uint64
+}
+
+func (m *procMemory) read(b []byte, addr uint64) error {
+	if m.mem == nil {
+		f, err := os.Open(m.dir + "/mem")
+		if err != nil {
+			return err
+		}
+		m.mem = f
+	}
+	_, err := m.mem.ReadAt(b, int64(addr))
+	return err
+}
+
+// pagemap entries: bit 63 says the page is present in RAM.
+const (
+	pageShift   = 12
+	pagePresent = 1 << 63
+	pagemapRead = 8192 // entries per read: 32 MiB of address space
+)
+
+func (m *procMemory) resident(start, end uint64) (uint64, error) {
+	if m.pagemap == nil {
+		f, err := os.Open(m.dir + "/pagemap")
+		if err != nil {
+			return 0, err
+		}
+		m.pagemap = f
+		m.win = make([]byte, 0, 8*pagemapRead)
+	}
+	var n uint64
+	for page := start >> pageShift; page < end>>pageShift; page++ {
+		i := (page - m.winLo) * 8
+		if page < m.winLo || i+8 > uint64(len(m.win)) {
+			got, err := m.pagemap.ReadAt(m.win[:cap(m.win)], int64(page*8))
+			if got < 8 {
+				if err == io.EOF {
+					return n, nil // past the user address space ([vsyscall])
+				}
+				if err == nil {
+					err = io.ErrUnexpectedEOF
+				}
+				return 0, err
+			}
+			m.win, m.winLo, i = m.win[:got&^7], page, 0
+		}
+		if binary.LittleEndian.Uint64(m.win[i:])&pagePresent != 0 {
+			n += 1 << pageShift
+		}
+	}
+	return n, nil
+}
+
+func (m *procMemory) close() {
+	for _, f := range []*os.File{m.mem, m.pagemap} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}

@@ -1,0 +1,54 @@
+package recording
+
+import "github.com/memtrace/memtrace/footprint"
+
+// Footprint writes a footprint reading of pid taken at now (kernel
+// monotonic ns): not an input of the Table, but what the live run's
+// reports showed of the process's memory, for a replay to show again.
+// ranges are the tracked regions r.Ranges describes, in order.
+func (w *Writer) Footprint(pid uint32, now uint64, r footprint.Reading, ranges []footprint.Range) {
+	w.record(tagFootprint)
+	w.uvarint(uint64(pid))
+	w.uvarint(now)
+	for _, v := range []uint64{r.RSSAnon, r.RSSFile, r.RSSShmem, r.HeapResident, r.AnonResident,
+		r.StackResident, r.FileResident, r.Unexplained, r.CgroupMemory} {
+		w.uvarint(v)
+	}
+	w.str(r.Cgroup)
+	attached := uint64(0)
+	if r.Attached {
+		attached = 1
+	}
+	w.uvarint(attached)
+	n := min(len(ranges), len(r.Ranges))
+	w.uvarint(uint64(n))
+	for i := range n {
+		g, st := ranges[i], r.Ranges[i]
+		w.uvarint(g.Start)
+		w.uvarint(g.End - g.Start)
+		w.uvarint(st.Reserved)
+		w.uvarint(st.Committed)
+		w.uvarint(st.Resident)
+	}
+	w.done()
+}
+
+func (r *Reader) decodeFootprint(rec *Record) {
+	*rec = Record{Kind: KindFootprint, PID: r.u32(), Time: r.uvarint()}
+	f := &rec.Footprint
+	for _, p := range []*uint64{&f.RSSAnon, &f.RSSFile, &f.RSSShmem, &f.HeapResident, &f.AnonResident,
+		&f.StackResident, &f.FileResident, &f.Unexplained, &f.CgroupMemory} {
+		*p = r.uvarint()
+	}
+	f.RSS = f.RSSAnon + f.RSSFile + f.RSSShmem
+	r.ensure(maxRecordHead) // the head's eleven varints are read
+	f.Cgroup = r.str()
+	f.Attached = r.uvarint() != 0
+	n := r.count()
+	for i := 0; i < n && r.err == nil; i++ {
+		r.ensure(5 * 10) // five varints: a long list can outrun the record head
+		start := r.uvarint()
+		rec.FootprintRanges = append(rec.FootprintRanges, footprint.Range{Start: start, End: start + r.uvarint()})
+		f.Ranges = append(f.Ranges, footprint.State{Reserved: r.uvarint(), Committed: r.uvarint(), Resident: r.uvarint()})
+	}
+}

@@ -1,0 +1,45 @@
+package recording
+
+import (
+	"bytes"
+	"io"
+	"reflect"
+	"testing"
+
+	"github.com/memtrace/memtrace/footprint"
+)
+
+// TestFootprintRecord: a reading and its ranges read back as written.
+func TestFootprintRecord(t *testing.T) {
+	want := footprint.Reading{RSS: 600, RSSAnon: 100, RSSFile: 200, RSSShmem: 300, HeapResident: 40, AnonResident: 50,
+		StackResident: 6, FileResident: 500, Unexplained: 4, CgroupMemory: 1 << 40, Cgroup: "/a/b", Attached: true,
+		Ranges: []footprint.State{{Reserved: 8192, Committed: 4096, Resident: 4096}, {Reserved: 4096}}}
+	ranges := []footprint.Range{{Start: 0x7f0000000000, End: 0x7f0000002000}, {Start: 0x7f0000010000, End: 0x7f0000011000}}
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, Info{Mode: "pid"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Footprint(42, 12345, want, ranges)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReader(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var rec Record
+	if err := r.Next(&rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Kind != KindFootprint || rec.PID != 42 || rec.Time != 12345 {
+		t.Fatalf("record %v pid %d time %d", rec.Kind, rec.PID, rec.Time)
+	}
+	if !reflect.DeepEqual(rec.Footprint, want) || !reflect.DeepEqual(rec.FootprintRanges, ranges) {
+		t.Errorf("got %+v %+v\nwant %+v %+v", rec.Footprint, rec.FootprintRanges, want, ranges)
+	}
+	if err := r.Next(&rec); err != io.EOF {
+		t.Errorf("after the record: %v, want io.EOF", err)
+	}
+}
