@@ -2,18 +2,16 @@ package session
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/event"
-	"github.com/memtrace/memtrace/folded"
 	"github.com/memtrace/memtrace/history"
 	"github.com/memtrace/memtrace/host"
-	"github.com/memtrace/memtrace/htmlreport"
 	"github.com/memtrace/memtrace/metrics"
+	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/pprofout"
 	"github.com/memtrace/memtrace/recording"
 )
@@ -30,19 +28,6 @@ type ExportConfig struct {
 	Listen       string
 	ListenPublic bool
 }
-
-// ExportFiles holds the flags of the export files, which live runs and
-// replay both write.
-type ExportFiles struct {
-	PprofFile   string
-	FoldedFile  string
-	FoldedValue folded.Value
-	HTMLFile    string
-	Colors      []htmlreport.ColorRule
-}
-
-// any says whether a file is asked for.
-func (c *ExportFiles) any() bool { return c.PprofFile != "" || c.FoldedFile != "" || c.HTMLFile != "" }
 
 // metricsEvery: how often the --listen endpoint gets a fresh snapshot
 // (a deep copy of the table: not every rate period).
@@ -67,10 +52,6 @@ type exportState struct {
 	src    pprofout.Sources
 }
 
-// maxExitedStacks bounds the distinct stacks (by comm) of exited
-// processes that --pprof and --folded keep in whole-host mode.
-const maxExitedStacks = 50_000
-
 // startExports starts the --listen endpoint; stop ends it.
 func (s *session) startExports() (stop func(), err error) {
 	src := pprofout.Sources{Symbolizer: s.res, Mappings: s.res}
@@ -79,7 +60,7 @@ func (s *session) startExports() (stop func(), err error) {
 	}
 	s.exports = &exportState{start: time.Now(), names: pprofout.NewCache(src), src: src}
 	if s.host != nil && (s.cfg.PprofFile != "" || s.cfg.FoldedFile != "") {
-		s.exports.exited = pprofout.NewExited(maxExitedStacks)
+		s.exports.exited = pprofout.NewExited(pipeline.MaxExitedStacks)
 	}
 	if s.cfg.HTMLFile != "" {
 		s.exports.history = history.New(history.Options{})
@@ -127,7 +108,7 @@ func (s *session) historyTick(now uint64) {
 	if e == nil || e.history == nil {
 		return
 	}
-	snap := s.pr.bare(recording.Report{Time: now, All: true})
+	snap := s.pr.Bare(recording.Report{Time: now, All: true})
 	if time.Since(e.lastFootprint) >= footprintEvery {
 		e.lastFootprint = time.Now()
 		s.readFootprints(&snap, false) // footprint.go: the timeline's heap resident
@@ -180,54 +161,14 @@ func (s *session) exportMark(m aggregate.Mark) {
 
 // writeExports writes the export files from the final snapshot.
 func (s *session) writeExports() error {
-	if !s.cfg.ExportFiles.any() {
+	if !s.cfg.ExportFiles.Any() {
 		return nil
 	}
 	snap := s.freshSnapshot(false) // after the final report: its readings
 	now := time.Now()
-	return writeExportFiles(&s.cfg.ExportFiles, s.exports.history, snap, s.exportSources(), exportEnd{
-		title: "memtrace " + strings.Join(s.title(), " "), start: s.exports.start, time: now,
-		ns: monotonicNow(), blocks: s.table, exited: s.exports.exited})
-}
-
-// exportEnd is the moment the export files show, beyond its snapshot.
-type exportEnd struct {
-	title       string
-	start, time time.Time // wall clock: the run's start, the moment shown
-	// ns is the moment on the history's clock (kernel monotonic ns);
-	// blocks lists the live blocks then, for the last heap map.
-	ns     uint64
-	blocks history.BlockSource
-	// exited: the processes that exited during the run, for --pprof and
-	// --folded (nil but in whole-host mode).
-	exited *pprofout.Exited
-}
-
-// writeExportFiles writes --html, --pprof and --folded from snap; h is the
-// --html history (nil without --html), given its last sample here. Live
-// runs and replay both call it.
-func writeExportFiles(c *ExportFiles, h *history.Collector, snap aggregate.Snapshot, src pprofout.Sources, e exportEnd) error {
-	if h != nil && c.HTMLFile != "" {
-		h.End(e.ns, snap, e.blocks) // the end of the run
-		o := htmlreport.Options{Title: e.title, Colors: c.Colors}
-		if err := writeFile(c.HTMLFile, func(f *os.File) error {
-			return htmlreport.Write(f, h.History(), snap, src, o)
-		}); err != nil {
-			return fmt.Errorf("--html: %w", err)
-		}
-	}
-	prof := pprofout.Build(snap, src, pprofout.Options{Time: e.time, Duration: e.time.Sub(e.start), Exited: e.exited})
-	if c.PprofFile != "" {
-		if err := writeFile(c.PprofFile, func(f *os.File) error { return prof.Write(f) }); err != nil {
-			return fmt.Errorf("--pprof: %w", err)
-		}
-	}
-	if c.FoldedFile != "" {
-		if err := writeFile(c.FoldedFile, func(f *os.File) error { return folded.Write(f, prof, c.FoldedValue) }); err != nil {
-			return fmt.Errorf("--folded: %w", err)
-		}
-	}
-	return nil
+	return pipeline.WriteExportFiles(&s.cfg.ExportFiles, s.exports.history, snap, s.exportSources(), pipeline.ExportEnd{
+		Title: "memtrace " + strings.Join(s.title(), " "), Start: s.exports.start, Time: now,
+		NS: monotonicNow(), Blocks: s.table, Exited: s.exports.exited})
 }
 
 func (s *session) exportSources() pprofout.Sources { return s.exports.names.Sources() }
@@ -241,7 +182,7 @@ func (s *session) freshSnapshot(final bool) aggregate.Snapshot {
 // snapshotAt is the live run's snapshot of every process at now: the
 // printer builds it (printer.snapshot), as it builds every report's.
 func (s *session) snapshotAt(now uint64, final bool) aggregate.Snapshot {
-	return s.pr.snapshot(recording.Report{Time: now, All: true, Final: final})
+	return s.pr.Snapshot(recording.Report{Time: now, All: true, Final: final})
 }
 
 // refresh gives the table the probes' counts (refreshCounts) and brings
@@ -284,16 +225,4 @@ func (s *session) title() []string {
 		return out
 	}
 	return []string{"(whole host)"}
-}
-
-func writeFile(path string, write func(*os.File) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

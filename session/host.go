@@ -141,7 +141,7 @@ func (s *session) hostIdle() error {
 		return nil
 	}
 	s.runScans()
-	if n := len(s.pr.held()); n > 0 && (time.Since(s.host.exitsSince) >= exitFlush || n >= maxHeldExits) {
+	if pids, _ := s.pr.Held(); len(pids) > 0 && (time.Since(s.host.exitsSince) >= exitFlush || len(pids) >= maxHeldExits) {
 		return s.flushExits()
 	}
 	return nil
@@ -289,7 +289,7 @@ func (s *session) hostExec(e *event.Event) {
 		// program's sampled blocks are left to forget.
 		s.objs.ForgetBlocks(pid, s.table.LiveAddrs(pid))
 		s.objs.ForgetStacks(pid)
-		s.stacks.forget(pid)
+		s.stacks.Forget(pid)
 		s.table.Forget(pid)
 		s.res.Forget(int(pid))
 	}
@@ -330,30 +330,30 @@ func (s *session) hostExit(pid uint32, comm string, when uint64) {
 		s.table.SetLost(pid, n)
 	}
 	s.table.MarkExited(pid, when)
-	if len(s.pr.held()) == 0 {
+	if pids, _ := s.pr.Held(); len(pids) == 0 {
 		h.exitsSince = time.Now()
 	}
 	s.objs.Forget(pid, s.table.LiveAddrs(pid))
-	s.pr.forget(pid) // held for the next batch (printer.go)
+	s.pr.Forget(pid) // held for the next batch (printer.go)
 }
 
 // flushExits writes the final records of the processes that exited since
 // the last batch, then forgets their mappings.
 func (s *session) flushExits() error {
-	pids := s.pr.held()
+	pids, exits := s.pr.Held()
 	if len(pids) == 0 {
 		return nil
 	}
 	if _, total, err := s.objs.Lost(); err == nil {
 		s.table.SetTotalLost(total)
 	}
-	s.exportExited(s.pr.exits) // exports.go: while their mappings and stacks are known
+	s.exportExited(exits) // exports.go: while their mappings and stacks are known
 	err := s.print(recording.Report{Time: monotonicNow(), Final: true, Exited: true})
 	for _, pid := range pids {
 		if !s.table.Known(uint32(pid)) { // not a new process with the same PID
 			s.res.Forget(pid)
 			s.objs.ForgetStacks(uint32(pid)) // sampled mode takes stacks: keep them bounded
-			s.stacks.forget(uint32(pid))
+			s.stacks.Forget(uint32(pid))
 		}
 	}
 	return err

@@ -1,7 +1,6 @@
 package session
 
 import (
-	"io"
 	"os"
 	"strconv"
 	"time"
@@ -13,24 +12,17 @@ import (
 	"github.com/memtrace/memtrace/event"
 	"github.com/memtrace/memtrace/launch"
 	"github.com/memtrace/memtrace/leakcheck"
+	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/recording"
 	"github.com/memtrace/memtrace/report"
-	"github.com/memtrace/memtrace/symbolize"
 	"github.com/memtrace/memtrace/tracer"
 )
 
-// ExitLeak is memtrace's status when --fail-on-leak found more lost bytes
-// than allowed (README.md, docs/ci.md). It replaces the command's own.
-const ExitLeak = 10
-
-// leakState is the leak check's part of a session: the judged results,
-// and the blocks forked children inherited from their parents.
+// leakState is the leak check's part of a session: the judged results
+// (pipeline.Leaks), and the blocks forked children inherited from their
+// parents.
 type leakState struct {
-	// judge keeps the results, judged with the run's suppressions,
-	// --leak-kinds and --fail-on-leak (leakcheck.Judge).
-	judge *leakcheck.Judge
-	// shown: the report's view of them (each leak section printed once).
-	shown *report.Leaks
+	*pipeline.Leaks
 	// inherited: with -f, a forked child starts with its parent's live
 	// blocks (same addresses, same contents); they are blocks of the
 	// child's heap for the check until the child frees them or execs.
@@ -53,18 +45,11 @@ func (s *session) leaks() *leakState {
 }
 
 func newLeakState(cfg *LeakConfig) *leakState {
-	j := leakcheck.NewJudge(cfg.settings())
 	return &leakState{
-		judge:     j,
-		shown:     report.NewLeaks(j),
+		Leaks:     pipeline.NewLeaks(cfg),
 		inherited: map[int]map[uint64]heldBlock{},
 		vforked:   map[int]bool{},
 	}
-}
-
-// settings are the leak flags that judge a check.
-func (c *LeakConfig) settings() leakcheck.Settings {
-	return leakcheck.Settings{Kinds: c.LeakKinds, FailOnLeak: c.FailOnLeak, FailBytes: c.FailBytes, Suppressions: c.Suppressions}
 }
 
 // leakCheckAtExit checks a process stopped at its exit, before its address
@@ -96,13 +81,13 @@ func (s *session) leakCheckRunning() {
 	}
 	for _, pid := range s.cfg.PIDs {
 		t := s.targets[pid]
-		if t == nil || t.exited || s.leaks().judge.Verdicts[pid] != nil {
+		if t == nil || t.exited || s.leaks().Judge.Verdicts[pid] != nil {
 			continue
 		}
 		f, err := launch.Freeze(pid)
 		if err != nil {
 			r := &leakcheck.Verdict{PID: pid, Comm: comm(pid), When: "when the run ended", Err: err}
-			s.leaks().judge.Judge(r, nil, nil)
+			s.leaks().Judge.Judge(r, nil, nil)
 			s.recordLeakCheck(r, nil)
 			s.log.Warn("leak check: cannot stop the process", "pid", pid, "err", err)
 			continue
@@ -134,7 +119,7 @@ func (s *session) runLeakCheck(pid int, threads []leakcheck.Thread, regs []uint6
 	start := time.Now()
 	r := &leakcheck.Verdict{PID: pid, Comm: comm(pid), When: when}
 	r.Cwd, _ = os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
-	s.leaks().judge.Verdicts[pid] = r
+	s.leaks().Judge.Verdicts[pid] = r
 	// Every event up to the stop: the last frees matter.
 	if _, err := s.drain.Poll(0, s.apply); err != nil {
 		s.log.Warn("drain before the leak check", "pid", pid, "err", err)
@@ -142,7 +127,7 @@ func (s *session) runLeakCheck(pid int, threads []leakcheck.Thread, regs []uint6
 	blocks, err := s.checkBlocks(r, threads, regs, unknownHeap)
 	r.Err = err
 	s.recordLeakCheck(r, blocks)
-	s.leaks().judge.Judge(r, blocks, leakStacks{s.detailStacks(), s.res}.of)
+	s.leaks().Judge.Judge(r, blocks, pipeline.LeakStacks{Stacks: s.detailStacks(), Res: s.res}.Of)
 	if err != nil {
 		return
 	}
@@ -210,27 +195,6 @@ func (s *session) recordLeakCheck(r *leakcheck.Verdict, blocks []recording.LeakB
 		c.Err = r.Err.Error()
 	}
 	s.time.rec.LeakCheck(&c)
-}
-
-// leakStacks gives the leak check each site's stack: the whole one with
-// --detail (stacks set), otherwise its call site alone.
-type leakStacks struct {
-	stacks report.StackSource // nil without --detail
-	res    *symbolize.Resolver
-}
-
-func (l leakStacks) of(pid int, site aggregate.SiteKey) ([]symbolize.Frame, bool) {
-	if l.stacks != nil {
-		st := l.stacks.Stack(uint32(pid), aggregate.SiteSnapshot{Address: site.Address, StackID: site.StackID})
-		if len(st.Frames) > 0 {
-			return st.Frames, st.Truncated
-		}
-	}
-	f := l.res.Resolve(pid, site.Address)
-	if f.Address == 0 {
-		f.Address = site.Address
-	}
-	return []symbolize.Frame{f}, l.stacks != nil
 }
 
 // detailStacks is the --detail stack source (nil without it).
@@ -333,19 +297,5 @@ func (s *session) leakExitCode(code int) int {
 	if s.leak == nil {
 		return code
 	}
-	return s.leak.exitCode(code, s.stderr)
-}
-
-// exitCode is memtrace's status: ExitLeak when a checked process lost
-// more than --fail-on-leak allows, ExitError when a check could not run,
-// with a line on stderr for each.
-func (l *leakState) exitCode(code int, stderr io.Writer) int {
-	over, failed := l.judge.Failures(stderr)
-	switch {
-	case over:
-		return ExitLeak
-	case failed:
-		return ExitError
-	}
-	return code
+	return s.leak.ExitCode(code, s.stderr)
 }

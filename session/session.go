@@ -18,6 +18,7 @@ import (
 	"github.com/memtrace/memtrace/event"
 	"github.com/memtrace/memtrace/footprint"
 	"github.com/memtrace/memtrace/launch"
+	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/recording"
 	"github.com/memtrace/memtrace/report"
 	"github.com/memtrace/memtrace/symbolize"
@@ -55,9 +56,9 @@ type session struct {
 	drain          *tracer.Drainer
 	table          *aggregate.Table
 	res            *symbolize.Resolver
-	pr             *printer    // the reports (printer.go)
-	stacks         *stackStore // the stacks events name (stacks.go)
-	downloads      *downloads  // debuginfod; nil without servers (debuginfod.go)
+	pr             *pipeline.Printer    // the reports (printer.go)
+	stacks         *pipeline.StackStore // the stacks events name (stacks.go)
+	downloads      *pipeline.Downloads  // debuginfod; nil without servers (debuginfod.go)
 	targets        map[int]*target
 	exitedPIDs     chan int
 	live           *liveRates   // decaying rates and --watch (live.go)
@@ -77,7 +78,7 @@ type session struct {
 // batches and forgotten.
 func (s *session) run() (int, error) {
 	s.newState()
-	defer s.downloads.close()
+	defer s.downloads.Close()
 	var adjust func(*tracer.Options)
 	if s.cfg.Host() {
 		s.host = s.newHost() // no target: every process (host.go)
@@ -246,13 +247,13 @@ func (s *session) newState() {
 	s.table = aggregate.NewTable()
 	s.table.SetSampleBytes(s.cfg.SampleBytes) // --sample-bytes (0 = exact)
 	s.table.SetStackBreakdown(s.cfg.stacksAsBreakdown())
-	s.downloads = newDownloads(s.cfg.SymbolizeConfig, s.log)
-	s.res = symbolize.NewResolver(s.cfg.resolverOptions(s.downloads.client())...)
+	s.downloads = pipeline.NewDownloads(s.cfg.SymbolizeConfig, s.log)
+	s.res = symbolize.NewResolver(s.cfg.ResolverOptions(s.downloads.Client())...)
 	s.targets = map[int]*target{}
 	s.exitedPIDs = make(chan int, 16)
-	s.stacks = newStackStore()
-	s.pr = &printer{table: s.table, res: s.res, holdExits: s.cfg.Host(), footprints: s.readFootprints,
-		base: report.Options{Top: s.cfg.Top, Sort: s.cfg.Sort, Raw: s.cfg.Raw, Host: s.cfg.Host()}}
+	s.stacks = pipeline.NewStackStore()
+	s.pr = &pipeline.Printer{Table: s.table, Res: s.res, HoldExits: s.cfg.Host(), Footprints: s.readFootprints,
+		Base: report.Options{Top: s.cfg.Top, Sort: s.cfg.Sort, Raw: s.cfg.Raw, Host: s.cfg.Host()}}
 	s.startTime() // the recording sees every input (timeline.go)
 }
 
@@ -286,9 +287,9 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 		return nil, err
 	}
 	s.objs, s.drain = objs, d
-	s.pr.base.Kernel, s.pr.base.Attach = k.Release, string(k.Attach)
+	s.pr.Base.Kernel, s.pr.Base.Attach = k.Release, string(k.Attach)
 	if s.cfg.Detail {
-		s.pr.base.Stacks = s.detailStacks()
+		s.pr.Base.Stacks = s.detailStacks()
 	}
 	s.recordStacks() // --record with stacks (timeline.go)
 	return func() {
@@ -300,7 +301,7 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 // apply accounts one event; a new code mapping (dlopen) makes it read the
 // process's mappings at once, while the library is still there.
 func (s *session) apply(e *event.Event) {
-	s.stacks.learn(e.PID, e.StackID, s.objs.Stack) // before anything reads it (stacks.go)
+	s.stacks.Learn(e.PID, e.StackID, s.objs.Stack) // before anything reads it (stacks.go)
 	s.exportEvent(e)                               // --html's history (exports.go)
 	if e.Kind == event.Mark {
 		s.onMark(e) // timeline.go
@@ -557,8 +558,8 @@ func monotonicNow() uint64 {
 }
 
 // stackSource is the run's --detail stack source (stacks.go).
-func (s *session) stackSource() stackSource {
-	return stackSource{store: s.stacks, code: codeView{s.res}, depth: s.cfg.StackDepth}
+func (s *session) stackSource() pipeline.StackSource {
+	return pipeline.StackSource{Store: s.stacks, Code: pipeline.CodeView{Resolver: s.res}, Depth: s.cfg.StackDepth}
 }
 
 // runTimers are the main loop's timers: the -i interval's reports (nil

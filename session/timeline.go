@@ -44,7 +44,7 @@ func (s *session) openTime(args []string) error {
 	info := recording.Info{Start: time.Now(), StartNS: monotonicNow(), Hostname: host, Args: args, Mode: mode,
 		SampleBytes: s.cfg.SampleBytes, Detail: s.cfg.Detail, StackDepth: s.cfg.StackDepth, Marks: s.cfg.Marks}
 	// The leak check's settings: a replay's defaults (replay_leaks.go).
-	s.cfg.recordedLeakSettings(&info)
+	s.cfg.RecordedLeakSettings(&info)
 	if k, err := tracer.ProbeKernel(); err == nil { // probed once per process: what load uses
 		info.Kernel, info.Attach = k.Release, string(k.Attach)
 	}
@@ -63,7 +63,7 @@ func (s *session) startTime() {
 		s.time = &timeState{}
 	}
 	if w := s.time.rec; w != nil {
-		s.pr.rec = w // each report's moment, for a replay to print it there
+		s.pr.Rec = w // each report's moment, for a replay to print it there
 		s.table.SetObserver(w)
 		s.table.SetSampleBytes(s.table.SampleBytes()) // set before the observer: now recorded too
 		w.SetMaps(s.res.CodeMappings)
@@ -204,6 +204,6 @@ func printable(s string) bool {
 // from the run's store; load calls it.
 func (s *session) recordStacks() {
 	if s.time != nil && s.time.rec != nil && s.cfg.takesStacks() {
-		s.time.rec.SetStacks(func(id int32) ([]uint64, error) { return s.stacks.get(id), nil })
+		s.time.rec.SetStacks(func(id int32) ([]uint64, error) { return s.stacks.Get(id), nil })
 	}
 }

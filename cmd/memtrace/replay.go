@@ -6,13 +6,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/memtrace/memtrace/replay"
 	"github.com/memtrace/memtrace/report"
-	"github.com/memtrace/memtrace/session"
 )
 
 // replayCommand is `memtrace replay FILE [flags]`.
 func replayCommand(code *int, stdout, stderr io.Writer) *cobra.Command {
-	c := &session.ReplayConfig{}
+	c := &replay.ReplayConfig{}
 	cmd := &cobra.Command{
 		Use:   "replay FILE",
 		Short: "print the report of a run recorded with --record, or of a moment in it (--at)",
@@ -52,7 +52,7 @@ func replayCommand(code *int, stdout, stderr io.Writer) *cobra.Command {
 			return err
 		}
 		var err error
-		if c.At, err = session.ParseAt(at); err != nil {
+		if c.At, err = replay.ParseAt(at); err != nil {
 			return fmt.Errorf("%w: %w", errUsage, err)
 		}
 		if c.Sort, err = report.ParseSortKey(sortKey); err != nil {
@@ -61,7 +61,7 @@ func replayCommand(code *int, stdout, stderr io.Writer) *cobra.Command {
 		if c.Top < 0 {
 			return fmt.Errorf("%w: --top must be >= 0", errUsage)
 		}
-		*code = session.Replay(c, stdout, stderr)
+		*code = replay.Replay(c, stdout, stderr)
 		return nil
 	}
 	return cmd

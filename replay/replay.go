@@ -1,4 +1,4 @@
-package session
+package replay
 
 import (
 	"fmt"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/history"
+	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/pprofout"
 	"github.com/memtrace/memtrace/recording"
 	"github.com/memtrace/memtrace/report"
@@ -29,17 +30,17 @@ type ReplayConfig struct {
 	Raw     bool
 	Output  string
 	Detail  bool
-	Rates   RateConfig
+	Rates   pipeline.RateConfig
 	RatesOK bool // --half-life or --period given: rates are recomputed
 	PeakTol aggregate.PeakTolerance
 	TolSet  bool
-	SymbolizeConfig
-	ExportFiles // --pprof, --folded, --html as of --at (exports.go)
+	pipeline.SymbolizeConfig
+	pipeline.ExportFiles // --pprof, --folded, --html as of --at (exports.go)
 	// LeakConfig: --leak-check, --fail-on-leak, --leak-kinds,
 	// --suppressions, --no-default-suppressions, --json-file; LeakSet
 	// says which were given, the others are the recorded run's
 	// (replay_leaks.go).
-	LeakConfig
+	pipeline.LeakConfig
 	LeakSet ReplayLeakFlags
 }
 
@@ -87,7 +88,7 @@ func Replay(c *ReplayConfig, stdout, stderr io.Writer) int {
 		f, err := os.Create(c.Output)
 		if err != nil {
 			fmt.Fprintf(stderr, "memtrace: %v\n", err)
-			return ExitUsage
+			return pipeline.ExitUsage
 		}
 		defer f.Close()
 		out = f
@@ -95,7 +96,7 @@ func Replay(c *ReplayConfig, stdout, stderr io.Writer) int {
 	rp, err := replay(c, stderr)
 	if rp == nil {
 		fmt.Fprintf(stderr, "memtrace: %v\n", err)
-		return ExitUsage
+		return pipeline.ExitUsage
 	}
 	if err != nil {
 		// The readable prefix is reported; the error says what is missing.
@@ -103,54 +104,54 @@ func Replay(c *ReplayConfig, stdout, stderr io.Writer) int {
 	}
 	if rp.missing != "" {
 		fmt.Fprintf(stderr, "memtrace: --at %s: %s\n", c.At.String(), rp.missing)
-		return ExitUsage
+		return pipeline.ExitUsage
 	}
 	lc, lerr := c.leakSettings(rp.info)
 	if lerr != nil {
 		fmt.Fprintf(stderr, "memtrace: %v\n", lerr)
-		return ExitUsage
+		return pipeline.ExitUsage
 	}
-	pr := &printer{res: rp.res, w: lc.outputs(out, stderr, c.JSON), base: report.Options{Top: c.Top, Sort: c.Sort, Raw: c.Raw,
+	pr := &pipeline.Printer{Res: rp.res, W: lc.Outputs(out, stderr, c.JSON), Base: report.Options{Top: c.Top, Sort: c.Sort, Raw: c.Raw,
 		Host: rp.info.Mode == "host", Kernel: rp.info.Kernel, Attach: rp.info.Attach}}
 	// --fail-on-leak implies --detail, as in the live run.
 	if c.Detail || (lc.FailOnLeak && rp.info.Detail) {
-		pr.base.Stacks = rp.recordedStacks()
+		pr.Base.Stacks = rp.recordedStacks()
 	}
 	leaks := rp.judgeLeaks(&lc)
 	if leaks != nil {
-		pr.leaks = leaks.shown
+		pr.Leaks = leaks.Shown
 	}
 	// What the live run printed, then, when the recording stops short of
 	// its end (or predates report records), the table as it stands.
 	err = nil
 	for _, sr := range rp.reports {
-		if err = pr.write(sr.r, sr.snap); err != nil {
+		if err = pr.Write(sr.r, sr.snap); err != nil {
 			break
 		}
 	}
 	if err == nil && (len(rp.reports) == 0 || rp.readErr != nil) {
-		err = pr.write(recording.Report{Final: c.At.kind == "" && rp.readErr == nil, All: true}, rp.snap)
+		err = pr.Write(recording.Report{Final: c.At.kind == "" && rp.readErr == nil, All: true}, rp.snap)
 	}
 	if err == nil {
 		err = rp.writeExports(c)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "memtrace: %v\n", err)
-		return ExitError
+		return pipeline.ExitError
 	}
-	code := ExitOK
+	code := pipeline.ExitOK
 	if rp.readErr != nil {
-		code = ExitError
+		code = pipeline.ExitError
 	}
 	if leaks != nil {
-		code = leaks.exitCode(code, stderr)
+		code = leaks.ExitCode(code, stderr)
 	}
 	return code
 }
 
 // recordedStacks is the --detail stack source of a recording.
-func (rp *replayed) recordedStacks() stackSource {
-	return stackSource{store: rp.stacks, code: codeView{rp.res}, depth: max(rp.info.StackDepth, 1)}
+func (rp *replayed) recordedStacks() pipeline.StackSource {
+	return pipeline.StackSource{Store: rp.stacks, Code: pipeline.CodeView{Resolver: rp.res}, Depth: max(rp.info.StackDepth, 1)}
 }
 
 func (a At) String() string {
@@ -168,7 +169,7 @@ type replayed struct {
 	info    recording.Info
 	snap    aggregate.Snapshot
 	res     *symbolize.Resolver
-	stacks  *stackStore
+	stacks  *pipeline.StackStore
 	records uint64
 	readErr error
 	// missing says why --at found no such moment ("" when it did).
@@ -185,7 +186,7 @@ type replayed struct {
 	leakChecks []recording.LeakCheck
 	// footprints are the latest footprint readings recorded up to that
 	// moment, by process (footprint.go).
-	footprints map[uint32]recordedFootprint
+	footprints map[uint32]pipeline.RecordedFootprint
 	// reports are the reports the live run printed, with what each
 	// showed (without --at; none in recordings made before version 4).
 	reports []shownReport
@@ -200,20 +201,20 @@ type shownReport struct {
 // writeExports writes the export files of the moment replayed, as the
 // live run writes them at its end.
 func (rp *replayed) writeExports(c *ReplayConfig) error {
-	if !c.ExportFiles.any() {
+	if !c.ExportFiles.Any() {
 		return nil
 	}
 	since := time.Duration(rp.endNS - min(rp.endNS, rp.info.StartNS))
-	return writeExportFiles(&c.ExportFiles, rp.history, rp.snap, pprofout.NewCache(rp.exportSources()).Sources(), exportEnd{
-		title: "memtrace replay " + filepath.Base(c.File), start: rp.info.Start, time: rp.info.Start.Add(since),
-		ns: rp.endNS, blocks: rp.table, exited: rp.exited})
+	return pipeline.WriteExportFiles(&c.ExportFiles, rp.history, rp.snap, pprofout.NewCache(rp.exportSources()).Sources(), pipeline.ExportEnd{
+		Title: "memtrace replay " + filepath.Base(c.File), Start: rp.info.Start, Time: rp.info.Start.Add(since),
+		NS: rp.endNS, Blocks: rp.table, Exited: rp.exited})
 }
 
 // exportSources resolves the exports' call sites and stacks from the
 // recording.
 func (rp *replayed) exportSources() pprofout.Sources {
 	src := pprofout.Sources{Symbolizer: rp.res, Mappings: rp.res}
-	if takesStacks(rp.info.Detail, rp.info.SampleBytes) {
+	if pipeline.TakesStacks(rp.info.Detail, rp.info.SampleBytes) {
 		src.Stacks = rp.recordedStacks()
 	}
 	return src
@@ -257,21 +258,21 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	// Recorded modules with no debug information ask debuginfod as a live
 	// run's do; diagnostics are warnings only, as replay has no -v.
 	log := slog.New(slog.NewTextHandler(warn, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	dl := newDownloads(c.SymbolizeConfig, log)
-	defer dl.close()
-	rp := &replayed{info: r.Info(), res: symbolize.NewResolver(c.resolverOptions(dl.client())...), stacks: newStackStore(),
-		footprints: map[uint32]recordedFootprint{}}
+	dl := pipeline.NewDownloads(c.SymbolizeConfig, log)
+	defer dl.Close()
+	rp := &replayed{info: r.Info(), res: symbolize.NewResolver(c.ResolverOptions(dl.Client())...), stacks: pipeline.NewStackStore(),
+		footprints: map[uint32]pipeline.RecordedFootprint{}}
 	rp.res.Offline()
 	t := aggregate.NewTable()
-	t.SetStackBreakdown(stacksAsBreakdown(rp.info.Detail, rp.info.SampleBytes)) // as the live run
+	t.SetStackBreakdown(pipeline.StacksAsBreakdown(rp.info.Detail, rp.info.SampleBytes)) // as the live run
 	f := newFeeder(c, t)
 	rp.table = t
 	// Without --at the reports the live run printed are printed again,
-	// each from the table as of its record (printer.go).
-	pr := &printer{table: t, res: rp.res, holdExits: c.At.kind == "" && rp.info.Mode == "host",
-		footprints: func(snap *aggregate.Snapshot, _ bool) { withFootprints(snap, rp.footprints) }} // footprint.go
+	// each from the table as of its record (pipeline.Printer).
+	pr := &pipeline.Printer{Table: t, Res: rp.res, HoldExits: c.At.kind == "" && rp.info.Mode == "host",
+		Footprints: func(snap *aggregate.Snapshot, _ bool) { pipeline.WithFootprints(snap, rp.footprints) }}
 	if rp.info.Mode == "host" && (c.PprofFile != "" || c.FoldedFile != "") {
-		rp.exited = pprofout.NewExited(maxExitedStacks)
+		rp.exited = pprofout.NewExited(pipeline.MaxExitedStacks)
 	}
 	if c.HTMLFile != "" {
 		h := history.New(history.Options{})
@@ -280,7 +281,7 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 		// footprint readings recorded so far.
 		f.onTick = func(now uint64) {
 			snap := t.Snapshot()
-			withFootprints(&snap, rp.footprints) // footprint.go
+			pipeline.WithFootprints(&snap, rp.footprints) // footprint.go
 			h.Sample(now, snap, t)
 		}
 	}
@@ -306,7 +307,7 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 			}
 			continue
 		case recording.KindStack:
-			rp.stacks.add(rec.PID, rec.StackID, rec.Frames)
+			rp.stacks.Add(rec.PID, rec.StackID, rec.Frames)
 			continue
 		}
 		if done {
@@ -318,7 +319,7 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 			continue
 		}
 		if rec.Kind == recording.KindFootprint {
-			rp.footprints[rec.PID] = recordedFootprint{r: rec.Footprint, ranges: slices.Clone(rec.FootprintRanges)}
+			rp.footprints[rec.PID] = pipeline.RecordedFootprint{R: rec.Footprint, Ranges: slices.Clone(rec.FootprintRanges)}
 			continue
 		}
 		if rec.Kind == recording.KindLeakCheck {
@@ -332,12 +333,12 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 			if rp.exited != nil {
 				rp.foldExited(t, rec.PID)
 			}
-			pr.forget(rec.PID)             // an exited process keeps its latest footprint
+			pr.Forget(rec.PID)             // an exited process keeps its latest footprint
 			delete(rp.footprints, rec.PID) // an exec: a new address space
 		case rec.Kind == recording.KindReport && c.At.kind == "":
 			r := rec.Report
 			r.PIDs = slices.Clone(r.PIDs)
-			rp.reports = append(rp.reports, shownReport{r, pr.snapshot(r)})
+			rp.reports = append(rp.reports, shownReport{r, pr.Snapshot(r)})
 		default:
 			f.apply(t, &rec)
 		}
@@ -371,8 +372,8 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	if c.At.kind == "time" {
 		rp.endNS = rp.info.StartNS + uint64(c.At.time)
 	}
-	dl.wait(nil)                            // before anything is resolved
-	withFootprints(&rp.snap, rp.footprints) // footprint.go
+	dl.Wait(nil)                                     // before anything is resolved
+	pipeline.WithFootprints(&rp.snap, rp.footprints) // footprint.go
 	return rp, rp.readErr
 }
 

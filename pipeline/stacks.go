@@ -1,4 +1,4 @@
-package session
+package pipeline
 
 import (
 	"github.com/memtrace/memtrace/aggregate"
@@ -6,25 +6,25 @@ import (
 	"github.com/memtrace/memtrace/symbolize"
 )
 
-// stackStore holds the raw stacks by id, as inputs of the run: a live
-// run learns each from the tracer when an event first names it (learn),
+// StackStore holds the raw stacks by id, as inputs of the run: a live
+// run learns each from the tracer when an event first names it (Learn),
 // a replay from the recording's stack records. The reports, exports and
 // leak checks read them here, never from the tracer. A complete stack
 // (the unwind reached the thread's first function) ends with a 0 frame,
 // as the recording keeps it.
-type stackStore struct {
+type StackStore struct {
 	frames map[int32][]uint64
 	// byPID: each process's stacks (ids are a process's own), so that a
 	// whole-host run can drop those of processes gone.
 	byPID map[uint32][]int32
 }
 
-func newStackStore() *stackStore {
-	return &stackStore{frames: map[int32][]uint64{}, byPID: map[uint32][]int32{}}
+func NewStackStore() *StackStore {
+	return &StackStore{frames: map[int32][]uint64{}, byPID: map[uint32][]int32{}}
 }
 
-// add keeps pid's stack id; frames is copied.
-func (st *stackStore) add(pid uint32, id int32, frames []uint64) {
+// Add keeps pid's stack id; frames is copied.
+func (st *StackStore) Add(pid uint32, id int32, frames []uint64) {
 	if _, ok := st.frames[id]; ok {
 		return
 	}
@@ -32,9 +32,9 @@ func (st *stackStore) add(pid uint32, id int32, frames []uint64) {
 	st.byPID[pid] = append(st.byPID[pid], id)
 }
 
-// learn adds the stack an event names, if new: get reads it from where
+// Learn adds the stack an event names, if new: get reads it from where
 // the source has it.
-func (st *stackStore) learn(pid uint32, id int32, get func(int32) ([]uint64, bool)) {
+func (st *StackStore) Learn(pid uint32, id int32, get func(int32) ([]uint64, bool)) {
 	if id < 0 {
 		return
 	}
@@ -46,30 +46,30 @@ func (st *stackStore) learn(pid uint32, id int32, get func(int32) ([]uint64, boo
 		// A 0 frame (never a return address) ends a complete stack.
 		frames = append(frames[:len(frames):len(frames)], 0)
 	}
-	st.add(pid, id, frames)
+	st.Add(pid, id, frames)
 }
 
-// get returns stack id's frames as kept (a complete one ends with 0).
-func (st *stackStore) get(id int32) []uint64 { return st.frames[id] }
+// Get returns stack id's frames as kept (a complete one ends with 0).
+func (st *StackStore) Get(id int32) []uint64 { return st.frames[id] }
 
-// forget drops pid's stacks.
-func (st *stackStore) forget(pid uint32) {
+// Forget drops pid's stacks.
+func (st *StackStore) Forget(pid uint32) {
 	for _, id := range st.byPID[pid] {
 		delete(st.frames, id)
 	}
 	delete(st.byPID, pid)
 }
 
-// stackSource gives the report each --detail site's checked stack: the
+// StackSource gives the report each --detail site's checked stack: the
 // raw frames from the store, composed and checked by callstack.
-type stackSource struct {
-	store *stackStore
-	code  codeView
-	depth int
+type StackSource struct {
+	Store *StackStore
+	Code  CodeView
+	Depth int
 }
 
-func (s stackSource) Stack(pid uint32, site aggregate.SiteSnapshot) callstack.Stack {
-	frames := s.store.get(site.StackID)
+func (s StackSource) Stack(pid uint32, site aggregate.SiteSnapshot) callstack.Stack {
+	frames := s.Store.Get(site.StackID)
 	complete := len(frames) > 0 && frames[len(frames)-1] == 0
 	if complete {
 		frames = frames[:len(frames)-1]
@@ -77,12 +77,12 @@ func (s stackSource) Stack(pid uint32, site aggregate.SiteSnapshot) callstack.St
 	if len(frames) == 0 {
 		frames = []uint64{site.Address}
 	}
-	return callstack.Build(s.code, int(pid), frames, complete, s.depth)
+	return callstack.Build(s.Code, int(pid), frames, complete, s.Depth)
 }
 
-// codeView adapts symbolize.Resolver to callstack.Code.
-type codeView struct{ *symbolize.Resolver }
+// CodeView adapts symbolize.Resolver to callstack.Code.
+type CodeView struct{ *symbolize.Resolver }
 
-func (c codeView) Read(pid int, addr uint64, n int) ([]byte, bool) {
+func (c CodeView) Read(pid int, addr uint64, n int) ([]byte, bool) {
 	return c.CodeBefore(pid, addr, n)
 }
