@@ -14,9 +14,16 @@
 //     at +0 (naive, as bcc's memleak and bpftrace place them), under memtrace
 //     (and with memtrace's reader stopped, which splits its overhead into
 //     the BPF programs' work and the reader's competition for the CPUs),
-//     heaptrack and valgrind massif; with 1 thread and with several.
+//     heaptrack and valgrind massif; with 1 thread and with several. The
+//     floor has a two-trap variant (entries only: what sampled mode needs
+//     where uprobe sessions let it skip returns). kernel.bpf_stats_enabled
+//     is on during the bench (BPF_ENABLE_STATS), and each row gives each BPF
+//     program's runs per pair and ns per run (memtrace -v logs them).
 //   - startup: from launching `memtrace -p PID -v` to its "msg=attached".
 //   - consumer: decode+aggregate events/s on one core (Go benchmarks).
 //   - livemem: Go heap per live block (aggregate's BenchmarkLiveMemory).
 //   - sqlite, redis: real programs, untraced against traced.
+//   - blocks: testdata/bench/blocks.c (5 million small blocks, half freed)
+//     untraced, under memtrace and heaptrack; and memtrace's peak RSS per
+//     live block, less a 1000-block run's.
 package bench

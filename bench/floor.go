@@ -40,8 +40,9 @@ func (e *emptyProbe) Close() error { return e.prog.Close() }
 // return) and free (entry) of pid, and nothing else: the loop calls only
 // those. best uses tracer.Place's offsets; otherwise every probe sits at +0,
 // as bcc's memleak and bpftrace put them. It returns the links to close and
-// a description of where the probes went.
-func (e *emptyProbe) attach(pid int, best bool) ([]link.Link, string, error) {
+// a description of where the probes went. Without returns, malloc gets no
+// return probe (the two-trap floor).
+func (e *emptyProbe) attach(pid int, best, returns bool) ([]link.Link, string, error) {
 	mods, err := allocator.ForProcess(pid)
 	if err != nil {
 		return nil, "", err
@@ -74,7 +75,7 @@ func (e *emptyProbe) attach(pid int, best bool) ([]link.Link, string, error) {
 		}
 		opts := &link.UprobeOptions{PID: pid, Address: p.Offset + uint64(skip)}
 		// The return probe goes in first, as tracer.Attach does.
-		if p.Func == event.FuncMalloc {
+		if p.Func == event.FuncMalloc && returns {
 			l, err := ex.Uretprobe(p.Symbol, e.prog, opts)
 			if err != nil {
 				return fail(fmt.Errorf("attach uretprobe %s: %w", p.Symbol, err))

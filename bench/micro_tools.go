@@ -8,7 +8,8 @@ import (
 
 // emptyProbes runs mallocfree under the empty BPF programs, attached by PID
 // while it waits, at the best placement or at +0.
-func (r *runner) emptyProbes(ctx context.Context, j microJob, best bool) (microSample, error) {
+// returns: malloc's return probe too (three traps), or entries only.
+func (r *runner) emptyProbes(ctx context.Context, j microJob, best, returns bool) (microSample, error) {
 	e, err := r.emptyProgram()
 	if err != nil {
 		return microSample{}, err
@@ -20,17 +21,26 @@ func (r *runner) emptyProbes(ctx context.Context, j microJob, best bool) (microS
 		return microSample{}, err
 	}
 	defer w.stop()
-	links, where, err := e.attach(w.pid(), best)
+	links, where, err := e.attach(w.pid(), best, returns)
 	if err != nil {
 		return microSample{}, err
 	}
 	defer closeLinks(links)
+	before, err := programStats(e.prog)
+	if err != nil {
+		return microSample{}, err
+	}
 	out, err := w.proceed()
 	if err != nil {
 		return microSample{}, err
 	}
+	after, err := programStats(e.prog)
+	if err != nil {
+		return microSample{}, err
+	}
 	rep, err := parsePairReport(out)
-	return microSample{pairReport: rep, where: where}, err
+	progs := map[string]progRun{"empty": {runs: after.runs - before.runs, ns: after.ns - before.ns}}
+	return microSample{pairReport: rep, where: where, progs: progs}, err
 }
 
 // emptyProgram loads the empty BPF program once per run.
@@ -70,7 +80,8 @@ func (r *runner) underMemtrace(ctx context.Context, j microJob, modeArgs, env []
 func (r *runner) memtraceOnce(ctx context.Context, j microJob, modeArgs, env []string) (microSample, error) {
 	trace := filepath.Join(r.tmp, "micro.ndjson")
 	defer os.Remove(trace)
-	args := append([]string{"--json", "-o", trace}, modeArgs...)
+	// -v: memtrace logs each BPF program's run count and time at the end.
+	args := append([]string{"-v", "--json", "-o", trace}, modeArgs...)
 	args = append(append(args, "--", r.mallocfree), j.args()...)
 	o, err := runEnv(ctx, r.microTimeout(), env, r.memtrace, args...)
 	if err != nil {
@@ -85,7 +96,7 @@ func (r *runner) memtraceOnce(ctx context.Context, j microJob, modeArgs, env []s
 		return microSample{}, err
 	}
 	// wait4 reports memtrace's CPU time plus that of the program it reaped.
-	return microSample{pairReport: rep, trace: &sum, own: o.cpu - rep.cpu}, nil
+	return microSample{pairReport: rep, trace: &sum, own: o.cpu - rep.cpu, progs: parseBPFPrograms(o.stderr)}, nil
 }
 
 // underHeaptrack runs mallocfree under heaptrack (LD_PRELOAD, no trap).

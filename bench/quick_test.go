@@ -59,12 +59,14 @@ func TestQuick(t *testing.T) {
 	}
 	// The rows that need only root, BPF and gcc must have run.
 	must := map[string][]string{
-		"micro-1t": {rowUntraced, rowFloor, rowNaive, memtraceModes[0].name},
-		"micro-2t": {rowUntraced, rowFloor, memtraceModes[0].name},
-		"micro-8t": {rowUntraced, rowFloor, memtraceModes[0].name},
-		"startup":  {"memtrace -p"},
-		"consumer": {consumerRows[0].name, consumerRows[1].name, consumerRows[2].name},
-		"livemem":  {"1M live blocks"},
+		"micro-1t":      {rowUntraced, rowFloor, rowNaive, memtraceModes[0].name},
+		"micro-2t":      {rowUntraced, rowFloor, memtraceModes[0].name},
+		"micro-8t":      {rowUntraced, rowFloor, memtraceModes[0].name},
+		"startup":       {"memtrace -p"},
+		"consumer":      {consumerRows[0].name, consumerRows[1].name, consumerRows[2].name},
+		"livemem":       {"1M live blocks"},
+		"blocks":        {rowUntraced, memtraceModes[0].name},
+		"blocks-memory": {memtraceModes[0].name},
 	}
 	for id, names := range must {
 		c := byID[id]
@@ -86,6 +88,16 @@ func TestQuick(t *testing.T) {
 		}
 		if mt != nil && (len(mt.Lost) != 1 || mt.Lost[0] != 0) {
 			t.Errorf("memtrace lost events on one thread: %v", mt.Lost)
+		}
+		// The kernel's count of each program's runs: malloc's and free's
+		// entries, and malloc's return, once per pair (and a few more at
+		// start-up).
+		if mt != nil {
+			for name, want := range map[string]float64{"entry": 2, "ret": 1} {
+				if p, ok := mt.BPF[name]; !ok || p.RunsPerPair < want || p.RunsPerPair > want*1.05 || p.NsPerRun <= 0 {
+					t.Errorf("memtrace exact: BPF program %s: %+v, want %.0f runs per pair", name, p, want)
+				}
+			}
 		}
 	}
 	if r := byID["livemem"].row("1M live blocks"); r != nil && (r.Median < 4 || r.Median > 1000) {

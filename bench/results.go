@@ -79,6 +79,11 @@ type Row struct {
 	// process time minus the traced program's, less the same for a
 	// 1000-pair run: start-up and report cancel out), median over rounds.
 	ConsumerNsPerEvent *float64 `json:"consumer_cpu_ns_per_event,omitempty"`
+	// BPF is the kernel's account of each BPF program per pair (runs per
+	// pair, ns per run, ns per pair; medians over rounds), read with
+	// kernel.bpf_stats_enabled on: memtrace's programs from its -v lines,
+	// the floors' empty program from its own counters.
+	BPF map[string]ProgCost `json:"bpf_programs,omitempty"`
 	// Target and Met: the goal this row is held to, and whether it was met.
 	Target string `json:"target,omitempty"`
 	Met    *bool  `json:"met,omitempty"`
@@ -86,6 +91,8 @@ type Row struct {
 	errs []string
 	// taintedAt is where foreign probes were seen.
 	taintedAt []string
+	// bpf collects BPF's rounds.
+	bpf bpfRounds
 	// byRound holds the clean rounds' values by round number, for pairing.
 	byRound map[int]float64
 }

@@ -49,6 +49,13 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Results, error) 
 		}
 	}()
 	res := &Results{Started: time.Now(), Host: hostInfo(), Config: cfg}
+	if r.noBPF == "" {
+		stats, err := enableBPFStats()
+		if err != nil {
+			return nil, err
+		}
+		defer stats.Close()
+	}
 
 	if tool("gcc") == "" {
 		return nil, fmt.Errorf("gcc is needed to build testdata/bench/mallocfree.c")
@@ -74,6 +81,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Results, error) 
 		"livemem":   r.liveMemory,
 		"footprint": r.footprint,
 		"sqlite":    r.sqlite,
+		"blocks":    r.blocks,
 		"redis":     r.redis,
 	}
 	for _, name := range Sections {

@@ -105,6 +105,21 @@ func (c *Comparison) relate(floor string) {
 	}
 }
 
+// relateFloor sets r's XFloor against another floor row than relate's
+// (the two-trap floor, or another variant), or clears it when that row
+// has no figures.
+func (c *Comparison) relateFloor(r *Row, floor string) {
+	base, f := c.row(c.Baseline), c.row(floor)
+	r.XFloor, r.XFloorRounds = nil, nil
+	if base == nil || f == nil || f.Status != StatusOK || r.Status != StatusOK {
+		return
+	}
+	r.XFloorRounds = pairedRatios(r, base, f)
+	if len(r.XFloorRounds) > 0 {
+		r.XFloor = ptr(median(r.XFloorRounds))
+	}
+}
+
 // pairedRatios is (r − base) / (floor − base) for every round all three
 // measured cleanly, in round order.
 func pairedRatios(r, base, floor *Row) []float64 {

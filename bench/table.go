@@ -64,6 +64,7 @@ func (c *Comparison) writeText(w io.Writer) error {
 			}
 			return fmt.Sprint(r.Lost)
 		}},
+		{"BPF ns/pair (runs/pair×ns/run)", func(r *Row) string { return bpfCell(r.BPF) }},
 		{"memtrace CPU ns/event", func(r *Row) string { return optNum(r.ConsumerNsPerEvent, "%.0f") }},
 	}
 	var shown []column

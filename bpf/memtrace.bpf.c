@@ -13,22 +13,18 @@
 #include <bpf/bpf_core_read.h>
 
 #include "memtrace.h"
+#include "sample.h"
 
 /* The helpers used (probe_read_user, task storage) require a GPL-compatible license. */
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #define MAP_ANONYMOUS 0x20
+#define PROT_EXEC 0x4
+/* No allocation of this many bytes can succeed (x86-64's user address space). */
+#define MAX_USER_SIZE (1ULL << 47)
 #define MAP_FAILED ((__u64)-1)
 /* Records (with their 8-byte header) within which a crossing still wakes. */
 #define WAKEUP_WINDOW (32 * (sizeof(struct event) + 8))
-/* The exponential draw's table: 2^EXP_BITS buckets of the uniform. */
-#define EXP_BITS 12
-#define EXP_TABLE_SIZE (1 << EXP_BITS)
-#define EXP_FRAC_BITS (32 - EXP_BITS)
-/* Redraws past the bottom bucket; each is taken with probability 2^-12. */
-#define EXP_MAX_REDRAWS 4
-/* Sizes above this are clamped in the countdown (no allocation is that big). */
-#define SAMPLE_MAX_SIZE (1ULL << 62)
 
 /* The fields read for --comm and by the exit probe (CO-RE: offsets from the kernel's BTF). */
 struct signal_struct {
@@ -37,10 +33,24 @@ struct signal_struct {
 	} live;
 } __attribute__((preserve_access_index));
 
+/* The page of a process's uprobe trampolines (in_outer). */
+struct xol_area {
+	unsigned long vaddr;
+} __attribute__((preserve_access_index));
+
+struct uprobes_state {
+	struct xol_area *xol_area;
+} __attribute__((preserve_access_index));
+
+struct mm_struct {
+	struct uprobes_state uprobes_state;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
+	struct mm_struct *mm;
 	struct task_struct *group_leader;
 	struct signal_struct *signal;
-	char comm[16];
+	char comm[COMM_LEN];
 } __attribute__((preserve_access_index));
 
 /* The fields that name the file a code address is mapped from. */
@@ -64,8 +74,7 @@ struct vm_area_struct {
 	struct file *vm_file;
 } __attribute__((preserve_access_index));
 
-/* The deepest stack kept, and the frames walked looking for the charged call site. */
-#define MAX_STACK 127
+/* The frames walked looking for the charged call site (MAX_STACK: memtrace.h). */
 #define MAX_WRAPPER_FRAMES 8
 /*
  * A chain that can still end in a charged name is followed further:
@@ -76,10 +85,6 @@ struct vm_area_struct {
 #define MAX_CHAIN_FRAMES 32
 /* Binary search steps over a file's rows: tables of up to 2^24 rows. */
 #define SEARCH_STEPS 24
-/* Offsets in a signal frame's ucontext (uc_mcontext.gregs[REG_RBP], [REG_RSP], [REG_RIP]). */
-#define UC_RBP 120
-#define UC_RSP 160
-#define UC_RIP 168
 
 /* Set by the loader before load. */
 /* Wake the reader only when this many bytes wait: a wakeup per event costs more than the trap. */
@@ -89,16 +94,6 @@ const volatile __u64 wakeup_bytes = 1 << 20;
  * keeping at most stack_depth frames from the charged call site on.
  */
 const volatile __u32 stack_depth = 0;
-/*
- * Sampled mode (--sample-bytes): the mean number of bytes between samples;
- * 0 = exact (every call is an event).
- */
-const volatile __u64 sample_bytes = 0;
-/*
- * -ln(i/4096) in 16.16 fixed point, i = 0..4096 (entry 0 unused): the
- * inverse CDF of Exp(1) at 4096 points. Set by the loader (tracer/draw.go).
- */
-const volatile __u32 exp_table[EXP_TABLE_SIZE + 1] = {};
 /* Whole host: memtrace's own PID, whose calls are never traced. */
 const volatile __u32 self_pid = 0;
 /* --comm: only processes whose thread group leader has this comm. */
@@ -122,6 +117,20 @@ const struct sample_key *unused_sample_key __attribute__((unused));
 const struct unwind_row *unused_unwind_row __attribute__((unused));
 const struct file_key *unused_file_key __attribute__((unused));
 const struct unwind_file *unused_unwind_file __attribute__((unused));
+/* And the enums Go takes its constants from. */
+const enum stack_limit *unused_stack_limit __attribute__((unused));
+const enum event_kind *unused_event_kind __attribute__((unused));
+const enum func_id *unused_func_id __attribute__((unused));
+const enum comm_len *unused_comm_len __attribute__((unused));
+const enum jvm_cookie *unused_jvm_cookie __attribute__((unused));
+const enum event_flag *unused_event_flag __attribute__((unused));
+const enum event_cat *unused_event_cat __attribute__((unused));
+const enum frame_bit *unused_frame_bit __attribute__((unused));
+const enum unwind_kind *unused_unwind_kind __attribute__((unused));
+const enum row_flag *unused_row_flag __attribute__((unused));
+const enum uc_offset *unused_uc_offset __attribute__((unused));
+const enum file_flag *unused_file_flag __attribute__((unused));
+const enum exp_bits *unused_exp_bits __attribute__((unused));
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -185,9 +194,13 @@ struct {
 	__type(value, __u8);
 } sampled SEC(".maps");
 
-/* Sampled mode: exact allocation counts per process (user space deletes them at exit). */
+/*
+ * Sampled mode: exact allocation counts per process (user space deletes
+ * them at exit, and sums the CPUs' counts). Per CPU: every counted call
+ * adds to them, and a shared counter's atomic adds cost more.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 1 << 16);
 	__type(key, __u32);
@@ -201,14 +214,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } cgroup_filter SEC(".maps");
-
-/* The draw test (tracer/draw_test.go): one draw, or one sampling decision, per slot. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1 << 16);
-	__type(key, __u32);
-	__type(value, __u64);
-} draws SEC(".maps");
 
 static __always_inline void count_lost(__u32 pid)
 {
@@ -232,81 +237,34 @@ static __always_inline void count_lost(__u32 pid)
 }
 
 /*
- * exp_draw returns a draw from Exp(1) in 16.16 fixed point, without
- * floating point: the top EXP_BITS bits of a random u32 pick a bucket i of
- * the uniform U, the other bits place U in it, and -ln U is interpolated
- * linearly between the table's -ln(i/4096) and -ln((i+1)/4096). U in the
- * bottom bucket (i = 0, where -ln has no bound) uses memorylessness: given
- * U < 1/4096, -ln U = ln 4096 + X' with X' ~ Exp(1) again, so it adds ln
- * 4096 and draws once more (bounded: 4 redraws in a row happen once in
- * 2^48 draws, and then the sum so far is kept).
+ * remember_sampled remembers a sampled block at addr so that its free is
+ * reported. A block that cannot be remembered (the map is full) is still
+ * reported, and its future free counts as lost.
  */
-static __always_inline __u64 exp_draw(void)
-{
-	__u64 base = 0, hi, lo;
-	__u32 r, i, f;
-
-	for (int k = 0; k < EXP_MAX_REDRAWS; k++) {
-		r = bpf_get_prandom_u32();
-		i = r >> EXP_FRAC_BITS;
-		f = r & ((1U << EXP_FRAC_BITS) - 1);
-		if (i == 0) {
-			base += exp_table[1]; /* ln 4096 */
-			continue;
-		}
-		hi = exp_table[i];
-		lo = exp_table[i + 1];
-		return base + hi - (((hi - lo) * f) >> EXP_FRAC_BITS);
-	}
-	return base;
-}
-
-/* draw_bytes returns a draw from Exp(mean sample_bytes), in bytes. */
-static __always_inline __s64 draw_bytes(void)
-{
-	return (__s64)((exp_draw() * sample_bytes) >> 16);
-}
-
-/*
- * sample decides whether an allocation of size bytes is sampled: the
- * thread's countdown of bytes to the next sample point drops by size, and
- * the allocation is sampled when a point falls inside it, which happens
- * with probability 1 - e^(-size/sample_bytes) independently of every other
- * allocation. Then the distance from its end to the next point is a fresh
- * draw (the exponential has no memory). Size 0 counts as 1 byte, so that
- * zero-size blocks are sampled (and weighed) too; user space weighs with
- * the same rule.
- */
-static __always_inline int sample(struct inflight *s, __u64 size)
-{
-	__s64 n = size == 0 ? 1 : size > SAMPLE_MAX_SIZE ? SAMPLE_MAX_SIZE : size;
-
-	if (!s->drawn) {
-		s->countdown = draw_bytes();
-		s->drawn = 1;
-	}
-	s->countdown -= n;
-	if (s->countdown > 0)
-		return 0;
-	s->countdown = draw_bytes();
-	return 1;
-}
-
-/*
- * sampled_block decides an allocation at addr and, when sampled, remembers
- * it so that its free is reported. A block that cannot be remembered (the
- * map is full) is still reported, and its future free counts as lost.
- */
-static __always_inline int sampled_block(struct inflight *s, __u64 addr, __u64 size)
+static __always_inline void remember_sampled(__u64 addr)
 {
 	struct sample_key k = {.addr = addr, .pid = bpf_get_current_pid_tgid() >> 32};
 	__u8 one = 1;
 
-	if (!sample(s, size))
-		return 0;
 	if (bpf_map_update_elem(&sampled, &k, &one, BPF_ANY))
 		count_lost(k.pid);
+}
+
+/* sampled_block decides an allocation at addr and remembers it when sampled. */
+static __always_inline int sampled_block(struct inflight *s, __u64 addr, __u64 size)
+{
+	if (!sample(s, size))
+		return 0;
+	remember_sampled(addr);
 	return 1;
+}
+
+/* is_sampled reports whether addr is a sampled block, leaving it there. */
+static __always_inline int is_sampled(__u64 addr)
+{
+	struct sample_key k = {.addr = addr, .pid = bpf_get_current_pid_tgid() >> 32};
+
+	return bpf_map_lookup_elem(&sampled, &k) != 0;
 }
 
 /* take_sampled reports whether addr was a sampled block, and forgets it. */
@@ -332,8 +290,8 @@ static __always_inline void count_alloc(__u64 size)
 			return;
 		}
 	}
-	__sync_fetch_and_add(&c->allocs, 1);
-	__sync_fetch_and_add(&c->alloc_bytes, size);
+	c->allocs += 1;
+	c->alloc_bytes += size;
 }
 
 /*
@@ -375,10 +333,20 @@ static __always_inline __u64 wake_flags(void)
 	return BPF_RB_NO_WAKEUP;
 }
 
+/*
+ * What emit writes, besides pid and tid: the fields of struct event a probe
+ * knows. Callers pass a compound literal, so unnamed fields are 0; inlined,
+ * it compiles to the same stores as positional arguments.
+ */
+struct emit_args {
+	__u64 addr, size, old_addr, old_size;
+	__u64 call_site, leaf;
+	__u8 kind, func, flags;
+	__u8 wake; /* wake the reader at once */
+};
+
 /* emit writes a record without a stack: frees, unmappings, and allocations when no stack is kept. */
-static __always_inline void emit(__u8 kind, __u8 func, __u64 addr, __u64 size,
-				 __u64 old_addr, __u64 old_size, __u64 call_site, __u64 leaf,
-				 __u64 wake, __u8 flags)
+static __always_inline void emit(const struct emit_args *a)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct event *e;
@@ -390,22 +358,23 @@ static __always_inline void emit(__u8 kind, __u8 func, __u64 addr, __u64 size,
 	}
 	/* No timestamp: it cost ~24 ns per event; the reader stamps each batch. */
 	e->time = 0;
-	e->addr = addr;
-	e->size = size;
-	e->old_addr = old_addr;
-	e->old_size = old_size;
-	e->call_site = call_site;
-	e->leaf = leaf;
+	e->addr = a->addr;
+	e->size = a->size;
+	e->old_addr = a->old_addr;
+	e->old_size = a->old_size;
+	e->call_site = a->call_site;
+	e->leaf = a->leaf;
 	e->pid = id >> 32;
 	e->tid = (__u32)id;
-	e->kind = kind;
-	e->func = func;
-	e->flags = flags;
-	e->pad = 0;
+	e->kind = a->kind;
+	e->func = a->func;
+	e->flags = a->flags;
+	e->charged = 0;
 	e->stack_id = -1;
-	bpf_ringbuf_submit(e, wake ? BPF_RB_FORCE_WAKEUP : wake_flags());
+	bpf_ringbuf_submit(e, a->wake ? BPF_RB_FORCE_WAKEUP : wake_flags());
 }
 
+#include "frames.h"
 #include "unwind.h"
 
 /*
@@ -432,31 +401,90 @@ static __always_inline void report_site(struct pt_regs *ctx, struct inflight *s,
 	emit_site(ctx, &a);
 }
 
+/* What bpf_find_vma found of a returnless call's code (in_outer). */
+struct code_range {
+	__u64 start, end;
+};
+
+static long vma_range(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
+{
+	struct code_range *c = ctx;
+
+	c->start = BPF_CORE_READ(vma, vm_start);
+	c->end = BPF_CORE_READ(vma, vm_end);
+	return 0;
+}
+
 /*
- * enter records the outermost allocator call of this thread. A call made
- * while another is in flight deeper in the stack frame order (sp at or below
- * the outer call's entry sp: nested, or tail-called) belongs to the outer call
- * and is not recorded: glibc's realloc calls mremap, aligned_alloc calls
- * memalign, and so on. State whose frame is already gone (sp above) is stale
- * and replaced. Who is charged is decided at the return (unwind.h's walk).
+ * in_outer reports whether a call entered at sp is inside the thread's
+ * recorded outer call. A call whose return probe runs is in flight until
+ * it clears its state, so any call at or below its entry sp is inside it
+ * (nested, or tail-called). A call whose return a session skipped
+ * (noret) leaves its state behind: a later call at or above its sp is
+ * past it, and one below is inside it only while its return address is
+ * still where it was (a later call from its caller overwrites it), and
+ * when it is called from the outer call's own code mapping (the allocator
+ * calling mmap; not the program, whose later frames may have left the
+ * slot untouched). The first call found past it forgets it.
  */
-static __always_inline void enter(struct pt_regs *ctx, __u8 func, __u64 size,
-				  __u64 old_addr, __u64 old_size)
+static __always_inline int in_outer(struct inflight *s, __u64 sp)
+{
+	struct code_range c = {};
+	struct task_struct *t;
+	__u64 ra, xol, caller;
+
+	if (!s->sp)
+		return 0;
+	if (!s->noret)
+		return s->sp >= sp;
+	if (sp >= s->sp || bpf_probe_read_user(&ra, sizeof(ra), (void *)s->sp))
+		goto past;
+	t = bpf_get_current_task_btf();
+	if (ra != s->ret_addr) {
+		/*
+		 * Another tracer's return probe on the same function (or another
+		 * memtrace's) replaced the return address with its trampoline,
+		 * in the process's uprobe page, after this entry read it.
+		 */
+		xol = BPF_CORE_READ(t, mm, uprobes_state.xol_area, vaddr);
+		if (!xol || ra < xol || ra >= xol + 4096)
+			goto past;
+	}
+	if (bpf_probe_read_user(&caller, sizeof(caller), (void *)sp) ||
+	    bpf_find_vma(t, s->ip, vma_range, &c, 0) || caller < c.start || caller >= c.end)
+		goto past;
+	return 1;
+past:
+	s->sp = 0;
+	return 0;
+}
+
+/*
+ * enter records the outermost allocator call of this thread and returns
+ * 1, or 0 for a call inside another (in_outer): it belongs to the outer
+ * call and is not recorded: glibc's realloc calls mremap, aligned_alloc
+ * calls memalign, malloc calls mmap, and so on. State whose frame is
+ * already gone is stale and replaced. Who is charged is decided at the
+ * return (unwind.h's walk).
+ */
+static __always_inline int enter(struct pt_regs *ctx, __u8 func, __u64 size,
+				 __u64 old_addr, __u64 old_size)
 {
 	struct inflight *s;
 	__u64 sp = PT_REGS_SP(ctx);
 
 	s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0,
 				 BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!s)
-		return;
-	if (s->sp && s->sp >= sp)
-		return;
+	if (!s || in_outer(s, sp))
+		return 0;
 	s->sp = sp;
 	s->size = size;
 	s->old_addr = old_addr;
 	s->old_size = old_size;
 	s->func = func;
+	s->noret = 0;
+	s->presampled = 0;
+	return 1;
 }
 
 /* nested reports whether an entry-only probe (free, munmap) fires inside an outer call. */
@@ -465,7 +493,7 @@ static __always_inline int nested(struct pt_regs *ctx)
 	struct inflight *s;
 
 	s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0, 0);
-	return s && s->sp && s->sp >= PT_REGS_SP(ctx);
+	return s && in_outer(s, PT_REGS_SP(ctx));
 }
 
 /*
@@ -554,7 +582,9 @@ static __always_inline void emit_mark(__u64 i, __u64 arg)
  */
 static __always_inline void alloc_done(struct pt_regs *ctx, struct inflight *s, __u64 addr)
 {
-	if (sample_bytes) {
+	if (sample_bytes && s->presampled) {
+		remember_sampled(addr); /* counted and sampled at entry (session) */
+	} else if (sample_bytes) {
 		count_alloc(s->size);
 		if (!sampled_block(s, addr, s->size))
 			return;
@@ -582,7 +612,7 @@ static __always_inline void realloc_sampled(struct pt_regs *ctx, struct inflight
 	if (seen)
 		report_site(ctx, s, KIND_REALLOC, ret, s->size, old, 0);
 	else if (old)
-		emit(KIND_FREE, s->func, old, 0, 0, 0, 0, 0, 0, 0);
+		emit(&(struct emit_args){.kind = KIND_FREE, .func = s->func, .addr = old});
 }
 
 /* emit_proc writes a whole-host process event with the process's comm. */
@@ -610,6 +640,44 @@ static __always_inline void emit_proc(__u8 kind, __u64 wanted, __u64 flags)
 }
 
 /*
+ * enter_call records the entry of an allocating call, reading its
+ * function's arguments (enter); 1 when recorded.
+ */
+static __always_inline int enter_call(struct pt_regs *ctx, __u64 fn)
+{
+	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx);
+
+	switch (fn) {
+	case FUNC_MALLOC:
+	case FUNC_VALLOC:
+	case FUNC_PVALLOC:
+		return enter(ctx, fn, a1, 0, 0);
+	case FUNC_CALLOC:
+		/* An overflowing product makes calloc fail, and failures are dropped. */
+		return enter(ctx, fn, a1 * a2, 0, 0);
+	case FUNC_REALLOC:
+		return enter(ctx, fn, a2, a1, 0);
+	case FUNC_REALLOCARRAY:
+		return enter(ctx, fn, a2 * a3, a1, 0);
+	case FUNC_POSIX_MEMALIGN:
+		return enter(ctx, fn, a3, a1, 0);
+	case FUNC_ALIGNED_ALLOC:
+	case FUNC_MEMALIGN:
+		return enter(ctx, fn, a2, 0, 0);
+	case FUNC_MMAP:
+		/* File mappings are not memory the program allocated. */
+		if (PT_REGS_PARM4(ctx) & MAP_ANONYMOUS)
+			return enter(ctx, fn, a2, 0, 0);
+		if (a3 & PROT_EXEC)
+			frames_invalidate(); /* code may come where cached code was */
+		return 0;
+	case FUNC_MREMAP:
+		return enter(ctx, fn, a3, a1, a2);
+	}
+	return 0;
+}
+
+/*
  * One entry program for every probed function, and one return program: the
  * attach cookie says which function. One program per role lets all of a
  * file's probes share one uprobe_multi link, whose removal waits for one RCU
@@ -619,7 +687,7 @@ SEC("uprobe.multi")
 int entry(struct pt_regs *ctx)
 {
 	__u64 fn = bpf_get_attach_cookie(ctx);
-	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx);
+	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx);
 
 	if (!wanted())
 		return 0;
@@ -628,48 +696,24 @@ int entry(struct pt_regs *ctx)
 		return 0;
 	}
 	switch (fn) {
-	case FUNC_MALLOC:
-	case FUNC_VALLOC:
-	case FUNC_PVALLOC:
-		enter(ctx, fn, a1, 0, 0);
-		break;
-	case FUNC_CALLOC:
-		/* An overflowing product makes calloc fail, and failures are dropped. */
-		enter(ctx, fn, a1 * a2, 0, 0);
-		break;
-	case FUNC_REALLOC:
-		enter(ctx, fn, a2, a1, 0);
-		break;
-	case FUNC_REALLOCARRAY:
-		enter(ctx, fn, a2 * a3, a1, 0);
-		break;
-	case FUNC_POSIX_MEMALIGN:
-		enter(ctx, fn, a3, a1, 0);
-		break;
-	case FUNC_ALIGNED_ALLOC:
-	case FUNC_MEMALIGN:
-		enter(ctx, fn, a2, 0, 0);
-		break;
-	case FUNC_MMAP:
-		/* File mappings are not memory the program allocated. */
-		if (PT_REGS_PARM4(ctx) & MAP_ANONYMOUS)
-			enter(ctx, fn, a2, 0, 0);
-		break;
-	case FUNC_MREMAP:
-		enter(ctx, fn, a3, a1, a2);
-		break;
 	case FUNC_FREE:
 		/*
 		 * free(NULL) does nothing; the caller is not needed to account a
-		 * free. Sampled: only the free of a sampled block is reported.
+		 * free. Sampled: only the free of a sampled block is reported
+		 * (looked up first: most are not, and then nothing else is read).
 		 */
-		if (a1 && !nested(ctx) && (!sample_bytes || take_sampled(a1)))
-			emit(KIND_FREE, FUNC_FREE, a1, 0, 0, 0, 0, 0, 0, 0);
+		if (!a1 || (sample_bytes && !is_sampled(a1)) || nested(ctx))
+			break;
+		if (!sample_bytes || take_sampled(a1))
+			emit(&(struct emit_args){.kind = KIND_FREE, .func = FUNC_FREE, .addr = a1});
 		break;
 	case FUNC_MUNMAP:
+		frames_unmap(a1);
 		if (!nested(ctx))
-			emit(KIND_MUNMAP, FUNC_MUNMAP, a1, a2, 0, 0, 0, 0, 0, 0);
+			emit(&(struct emit_args){.kind = KIND_MUNMAP, .func = FUNC_MUNMAP, .addr = a1, .size = a2});
 		break;
+	default:
+		enter_call(ctx, fn);
 	}
 	return 0;
 }
@@ -680,8 +724,8 @@ int entry(struct pt_regs *ctx)
  * unwinds through its frames with exceptions and signals: never a return
  * probe). It remembers the NMT category argument (MEMFLAGS) and
  * where the function's code lies; the allocator call that returns into
- * that code carries the category (jvm_category). The attach cookie's low
- * byte says which argument is the category, its high 32 bits how many
+ * that code carries the category (jvm_category). The attach cookie
+ * (enum jvm_cookie) says which argument is the category and how many
  * bytes of code follow the probe.
  */
 SEC("uprobe.multi")
@@ -694,7 +738,7 @@ int jvm_entry(struct pt_regs *ctx)
 	/* Both read first: the verifier refuses a ctx offset chosen at run time. */
 	barrier_var(a2);
 	barrier_var(a3);
-	cat = (c & 0xff) == 3 ? a3 : a2;
+	cat = (c & JVM_COOKIE_ARG_MASK) == 3 ? a3 : a2;
 	if (!wanted())
 		return 0;
 	s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0,
@@ -702,18 +746,20 @@ int jvm_entry(struct pt_regs *ctx)
 	if (!s)
 		return 0;
 	s->jvm_pc = PT_REGS_IP(ctx);
-	s->jvm_len = c >> 32;
+	s->jvm_len = c >> JVM_COOKIE_LEN_SHIFT;
 	s->jvm_cat = cat < EVENT_CAT_MAX - 1 ? cat + 1 : EVENT_CAT_MAX;
 	return 0;
 }
 
-SEC("uretprobe.multi")
-int ret(struct pt_regs *ctx)
+/* on_return ends a recorded call and reports what it did (ret, session). */
+static __always_inline int on_return(struct pt_regs *ctx)
 {
 	__u64 ret = PT_REGS_RC(ctx), addr;
 	struct inflight *s;
 
 	if (bpf_get_attach_cookie(ctx) == FUNC_DLOPEN) {
+		if (ret)
+			frames_invalidate(); /* a library may be where a dlclosed one was */
 		if (ret && wanted())
 			emit_code_map(ret);
 		return 0;
@@ -760,6 +806,107 @@ int ret(struct pt_regs *ctx)
 			alloc_done(ctx, s, ret);
 		return 0;
 	}
+}
+
+SEC("uretprobe.multi")
+int ret(struct pt_regs *ctx)
+{
+	return on_return(ctx);
+}
+
+extern _Bool bpf_session_is_return(void) __ksym __weak;
+
+/*
+ * skippable_size gives the size asked by a call whose return a session
+ * may skip: the functions that only return a block, whose failure is
+ * NULL. 0 for the others (realloc, posix_memalign, mmap, mremap, dlopen:
+ * their return always runs).
+ */
+static __always_inline int skippable_size(struct pt_regs *ctx, __u64 fn, __u64 *size)
+{
+	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx);
+
+	switch (fn) {
+	case FUNC_MALLOC:
+	case FUNC_VALLOC:
+	case FUNC_PVALLOC:
+		*size = a1;
+		return 1;
+	case FUNC_CALLOC:
+		*size = a1 * a2;
+		return 1;
+	case FUNC_ALIGNED_ALLOC:
+	case FUNC_MEMALIGN:
+		*size = a2;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * session_enter is sampled mode's entry of a skippable call: it counts the
+ * call (exactly, failures included: whether it fails is not known yet),
+ * draws whether it is sampled, and returns 1 to skip the return unless it
+ * is. The call stays recorded (noret) so that what it calls (mmap,
+ * munmap) is not counted again. The session cookie is not needed: a
+ * return runs only for a call recorded here, in the task storage where the
+ * calls nested in it look.
+ */
+static __always_inline int session_enter(struct pt_regs *ctx, __u64 fn, __u64 size)
+{
+	struct inflight *s;
+	__u64 sp = PT_REGS_SP(ctx), a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx);
+
+	/*
+	 * Calls that cannot succeed are not counted, as on the other paths:
+	 * a calloc whose product overflows, a size beyond the address space.
+	 */
+	if ((fn == FUNC_CALLOC && a1 && size / a1 != a2) || size >= MAX_USER_SIZE)
+		return 1;
+	s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0,
+				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s || in_outer(s, sp))
+		return 1;
+	count_alloc(size);
+	s->sp = sp;
+	s->func = fn;
+	if (sample(s, size)) {
+		s->size = size;
+		s->old_addr = 0;
+		s->old_size = 0;
+		s->noret = 0;
+		s->presampled = 1;
+		return 0;
+	}
+	s->noret = 1;
+	s->presampled = 0;
+	s->ip = PT_REGS_IP(ctx);
+	if (bpf_probe_read_user(&s->ret_addr, sizeof(s->ret_addr), (void *)sp))
+		s->sp = 0;
+	return 1;
+}
+
+/*
+ * Sampled mode where the kernel has uprobe sessions (Linux 6.13+): one
+ * program runs at the entry and the return of the allocating functions,
+ * and an entry that returns non-zero has the kernel skip that call's
+ * return. A call that is not sampled then takes one trap, not two. Free,
+ * munmap and marks stay on the entry program.
+ */
+SEC("uprobe.session")
+int session(struct pt_regs *ctx)
+{
+	__u64 fn = bpf_get_attach_cookie(ctx), size;
+
+	if (bpf_session_is_return())
+		return on_return(ctx);
+	if (fn == FUNC_DLOPEN)
+		return 0;
+	if (!wanted())
+		return 1;
+	if (skippable_size(ctx, fn, &size))
+		return session_enter(ctx, fn, size);
+	return enter_call(ctx, fn) ? 0 : 1;
 }
 
 /*
@@ -809,45 +956,3 @@ int on_exit(struct bpf_raw_tracepoint_args *ctx)
 	emit_proc(KIND_EXIT, 0, wake_flags());
 	return 0;
 }
-
-/* The draw test: one exp_draw() per slot of draws. */
-static long draw_one(__u64 i, void *ctx)
-{
-	__u32 k = i;
-	__u64 *v = bpf_map_lookup_elem(&draws, &k);
-
-	if (v)
-		*v = exp_draw();
-	return 0;
-}
-
-SEC("syscall")
-int draw_test(void *ctx)
-{
-	bpf_loop(1 << 16, draw_one, 0, 0);
-	return 0;
-}
-
-/*
- * The sampling test: each slot of draws holds an allocation size on input
- * and, on output, 1 if one thread's countdown sampled that allocation.
- */
-static long sample_one(__u64 i, void *ctx)
-{
-	__u32 k = i;
-	__u64 *v = bpf_map_lookup_elem(&draws, &k);
-
-	if (v)
-		*v = sample(ctx, *v);
-	return 0;
-}
-
-SEC("syscall")
-int sample_test(void *ctx)
-{
-	struct inflight s = {};
-
-	bpf_loop(1 << 16, sample_one, &s, 0);
-	return 0;
-}
-

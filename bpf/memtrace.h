@@ -1,8 +1,19 @@
-/* Types shared between the BPF programs and Go (through bpf2go -type). */
+/*
+ * Types and constants shared between the BPF programs and Go. Constants Go
+ * needs are enums, not #defines, so that the object's BTF carries them:
+ * bpf2go -type turns them into Go constants for tracer/, and
+ * tracer/layout_test.go checks event/ and unwind/ (which import nothing
+ * from eBPF) against them.
+ */
 #ifndef MEMTRACE_H
 #define MEMTRACE_H
 
-/* What an event did; mirrors event.Kind in Go. */
+/* The deepest stack kept (tracer.MaxStackDepth). */
+enum stack_limit {
+	MAX_STACK = 127,
+};
+
+/* What an event did; event.Kind in Go has the same values. */
 enum event_kind {
 	KIND_ALLOC = 1,
 	KIND_FREE = 2,
@@ -17,7 +28,7 @@ enum event_kind {
 	KIND_UNWIND_MISS = 11, /* a file has no unwind table yet: addr = pc, size = dev, old_addr = inode */
 };
 
-/* Which allocator entry point; mirrors event.Func in Go. */
+/* Which allocator entry point; event.Func in Go has the same values. */
 enum func_id {
 	FUNC_MALLOC = 1,
 	FUNC_CALLOC,
@@ -37,22 +48,38 @@ enum func_id {
 	FUNC_MARK, /* --mark: the cookie is FUNC_MARK + the function's index */
 };
 
-/* event.flags */
-#define EVENT_STACK_COMPLETE 1 /* the unwind reached the thread's outermost frame */
 /*
- * Bits 1-7: 1 + the JVM's NMT category (MEMFLAGS) of the allocation, 0 for
- * none: set when HotSpot's os::malloc or os::realloc made the call (jvm_entry).
+ * jvm_entry's attach cookie: the low byte is which argument holds the
+ * category (2 or 3), the high 32 bits how many bytes of code follow the probe.
  */
-#define EVENT_CAT_SHIFT 1
-#define EVENT_CAT_MAX 127
+enum jvm_cookie {
+	JVM_COOKIE_ARG_MASK = 0xff,
+	JVM_COOKIE_LEN_SHIFT = 32,
+};
+
+/* event.flags */
+enum event_flag {
+	EVENT_STACK_COMPLETE = 1, /* the unwind reached the thread's outermost frame */
+};
+
+/*
+ * event.flags bits 1-7: 1 + the JVM's NMT category (MEMFLAGS) of the
+ * allocation, 0 for none: set when HotSpot's os::malloc or os::realloc made
+ * the call (jvm_entry).
+ */
+enum event_cat {
+	EVENT_CAT_SHIFT = 1,
+	EVENT_CAT_MAX = 127,
+};
 
 /*
  * One ring-buffer record. 72 bytes, no implicit padding. With a stack
  * (--detail, sampled mode) the record is followed by the stack's return
- * addresses, charged call site first; the record's length gives their count.
+ * addresses, the allocator's caller first; the record's length gives their
+ * count and `charged` the index of the charged call site among them.
  */
 struct event {
-	__u64 time;
+	__u64 time;      /* bpf_ktime_get_ns() for code_event and proc_event; 0 otherwise (the reader stamps) */
 	__u64 addr;
 	__u64 size;
 	__u64 old_addr;
@@ -63,13 +90,16 @@ struct event {
 	__u32 tid;
 	__u8 kind;
 	__u8 func;
-	__u8 flags;      /* EVENT_* */
-	__u8 pad;
+	__u8 flags;      /* enum event_flag, enum event_cat */
+	__u8 charged;    /* with a stack: the charged call site's index in it */
 	__s32 stack_id;  /* unused by the probes (-1); user space numbers stacks */
 };
 
 /* A frame's pc whose bit 63 is set is exact (interrupted by a signal), not a return address. */
-#define FRAME_EXACT (1ULL << 63)
+enum frame_bit {
+	FRAME_EXACT_BIT = 63,
+};
+#define FRAME_EXACT (1ULL << FRAME_EXACT_BIT)
 
 /*
  * One row of a file's unwind table (built by unwind/ in Go): from pc, a
@@ -78,7 +108,7 @@ struct event {
 struct unwind_row {
 	__u32 pc;
 	__s16 cfa_off;
-	__u8 kind;    /* bits 0-2: enum unwind_kind; ROW_* flags */
+	__u8 kind;    /* bits 0-2: enum unwind_kind; enum row_flag */
 	__s8 rbp_off8; /* with ROW_RBP_SAVED: rbp was saved at CFA + 8 * rbp_off8 */
 };
 
@@ -86,16 +116,28 @@ enum unwind_kind {
 	UNWIND_UNDEFINED = 0, /* cannot unwind here: the stack is truncated */
 	UNWIND_RSP = 1,       /* CFA = rsp + cfa_off */
 	UNWIND_RBP = 2,       /* CFA = rbp + cfa_off */
-	UNWIND_PLT = 3,       /* CFA = rsp + 8 + ((rip & 15) >= cfa_off ? 8 : 0) */
+	UNWIND_PLT = 3,       /* CFA = rsp + 8 + ((rip & 15) >= cfa_off ? 8 : 0): see apply_row */
 	UNWIND_DEREF_RBP = 4, /* CFA = *(rbp + cfa_off), caller's rbp = *rbp */
 	UNWIND_SIGNAL = 5,    /* a signal trampoline: registers in the ucontext at rsp */
 	UNWIND_END = 6,       /* the outermost frame: the stack is complete */
 };
 
-#define ROW_KIND_MASK 0x07
-#define ROW_RBP_SAVED 0x08
-#define ROW_ANON 0x40    /* no named function covers this code */
-#define ROW_WRAPPER 0x80 /* an allocation wrapper: charge its caller */
+enum row_flag {
+	ROW_KIND_MASK = 0x07,
+	ROW_RBP_SAVED = 0x08,
+	ROW_ANON = 0x40,    /* no named function covers this code */
+	ROW_WRAPPER = 0x80, /* an allocation wrapper: charge its caller */
+};
+
+/*
+ * Offsets in a signal frame's ucontext at the trampoline's rsp
+ * (uc_mcontext.gregs[REG_RBP], [REG_RSP], [REG_RIP]); unwind.Signal*Offset.
+ */
+enum uc_offset {
+	UC_RBP = 120,
+	UC_RSP = 160,
+	UC_RIP = 168,
+};
 
 /* A mapped file, as the kernel names it: its superblock's dev_t and inode. */
 struct file_key {
@@ -107,14 +149,16 @@ struct file_key {
 struct unwind_file {
 	__u32 first;
 	__u32 count;
-	__u32 flags; /* FILE_* */
+	__u32 flags; /* enum file_flag */
 	__u32 pad;
 };
 
-#define FILE_PENDING 1  /* user space was asked for the table and has not answered */
-#define FILE_NO_CFI 2   /* no unwind information: follow frame pointers */
-#define FILE_UNMARKED 4 /* no row is a wrapper or anonymous: charging needs no lookup */
-#define FILE_NO_NAMES 8 /* no named function in its code: unnamed frames in it lead to no named caller */
+enum file_flag {
+	FILE_PENDING = 1,  /* user space was asked for the table and has not answered */
+	FILE_NO_CFI = 2,   /* no unwind information: follow frame pointers */
+	FILE_UNMARKED = 4, /* no row is a wrapper or anonymous: charging needs no lookup */
+	FILE_NO_NAMES = 8, /* no named function in its code: unnamed frames in it lead to no named caller */
+};
 
 /*
  * The outermost allocator call a thread is inside, from its entry probe to
@@ -133,8 +177,15 @@ struct inflight {
 	 * that function's code from the probe on: [jvm_pc, jvm_pc + jvm_len).
 	 */
 	__u8 jvm_cat;
-	__u8 pad[1];
+	/*
+	 * noret: a session entry skipped this call's return (sampled mode,
+	 * not sampled); the call is in progress while ret_addr is still at sp.
+	 */
+	__u8 noret;
+	__u8 presampled; /* a session entry sampled and counted this call */
+	__u8 pad[3];
 	__u32 jvm_len;
+	__u32 pad2;
 	__u64 jvm_pc;
 	/*
 	 * Sampled mode: bytes this thread may still allocate before its next
@@ -142,12 +193,19 @@ struct inflight {
 	 * over the thread's allocated bytes).
 	 */
 	__s64 countdown;
+	__u64 ret_addr;  /* with noret: the return address at sp on entry */
+	__u64 ip;        /* with noret: where the call was probed (its function's code) */
 };
 
 /* A library dlopen loaded: addr is its load bias, path its name. */
 struct code_event {
 	struct event e;
 	char path[256];
+};
+
+/* The kernel's TASK_COMM_LEN, terminating NUL included (tracer.CommLen). */
+enum comm_len {
+	COMM_LEN = 16,
 };
 
 /*
@@ -157,7 +215,7 @@ struct code_event {
  */
 struct proc_event {
 	struct event e;
-	char comm[16]; /* the thread group leader's comm */
+	char comm[COMM_LEN]; /* the thread group leader's comm */
 };
 
 /* Exact per-process counts of sampled mode, summed in BPF. */

@@ -47,6 +47,9 @@ struct walk {
 	__u8 exact;       /* pc is exact (interrupted by a signal), not a return address */
 	__u8 end;         /* STEP_END or STEP_STOP once the walk is over */
 	__u8 cached;      /* map_* and file describe the last file mapping met */
+	__u32 pid;
+	__u64 epoch;      /* the frame cache's epoch (frames.h); 0: none */
+	__u64 mm;         /* the process's address space */
 	/*
 	 * The last mapping met and its file's rows: consecutive frames are
 	 * mostly in one file, and bpf_find_vma is the walk's dearest step.
@@ -116,7 +119,8 @@ static __always_inline void ask_table(struct vma_found *v)
 	struct unwind_file pending = {.flags = FILE_PENDING};
 
 	if (bpf_map_update_elem(&unwind_files, &v->key, &pending, BPF_NOEXIST) == 0)
-		emit(KIND_UNWIND_MISS, 0, v->addr, v->key.dev, v->key.ino, 0, 0, 0, 1, 0);
+		emit(&(struct emit_args){.kind = KIND_UNWIND_MISS, .addr = v->addr, .size = v->key.dev,
+					 .old_addr = v->key.ino, .wake = 1});
 }
 
 /*
@@ -186,7 +190,10 @@ static __always_inline int apply_row(struct walk *w, struct unwind_row *r)
 		cfa = w->bp + off;
 		break;
 	case UNWIND_PLT:
-		/* cfa_off holds the threshold: 11 for GNU ld's lazy PLT, 9 for its IBT PLT. */
+		/*
+		 * cfa_off holds the threshold: 11 for GNU ld's lazy PLT, 9 for
+		 * its IBT PLT (-z ibtplt; unwind.KindPLT).
+		 */
 		cfa = w->sp + 8 + ((__s64)(w->pc & 15) >= off ? 8 : 0);
 		break;
 	case UNWIND_DEREF_RBP:
@@ -235,8 +242,11 @@ static long walk_frame(__u64 i, void *ctx)
 	struct walk *w;
 	struct vma_found v = {};
 	struct unwind_file *f;
-	struct unwind_row *r = 0;
-	__u32 zero = 0;
+	struct unwind_row *found, row = {}, *r = 0;
+	struct frame_key fk = {};
+	struct frame_info *fi, nfi = {};
+	struct file_key key;
+	__u32 zero = 0, fflags;
 	__u8 flags = 0, charge_next = 0;
 	int step;
 
@@ -250,6 +260,18 @@ static long walk_frame(__u64 i, void *ctx)
 	w = &rec->w;
 	v.addr = w->pc - (w->exact ? 0 : 1);
 
+	fk.pc = v.addr;
+	fk.pid = w->pid;
+	fi = w->epoch ? bpf_map_lookup_elem(&frame_cache, &fk) : 0;
+	if (frames_valid(fi, w->epoch, w->mm)) {
+		/* Seen before: no mapping, table or row to look up. */
+		key = fi->key;
+		fflags = fi->file_flags;
+		row = fi->row;
+		if (fi->has_row)
+			r = &row;
+		goto known;
+	}
 	if (w->cached && v.addr >= w->map_start && v.addr < w->map_end) {
 		v.off = v.addr + w->map_delta;
 	} else {
@@ -276,10 +298,26 @@ static long walk_frame(__u64 i, void *ctx)
 	}
 	f = &w->file;
 	if (!(f->flags & (FILE_NO_CFI | FILE_UNMARKED)) || w->limit) {
-		r = find_row(f, v.off);
-		if (r)
-			flags = r->kind & (ROW_WRAPPER | ROW_ANON);
+		found = find_row(f, v.off);
+		if (found) {
+			row = *found;
+			r = &row;
+		}
 	}
+	key = w->map_key;
+	fflags = f->flags;
+	if (w->epoch) {
+		nfi.epoch = w->epoch;
+		nfi.mm = w->mm;
+		nfi.key = key;
+		nfi.row = row;
+		nfi.file_flags = fflags;
+		nfi.has_row = r != 0;
+		bpf_map_update_elem(&frame_cache, &fk, &nfi, BPF_ANY);
+	}
+known:
+	if (r)
+		flags = r->kind & (ROW_WRAPPER | ROW_ANON);
 	if (w->chain) {
 		if (!flags) {
 			/*
@@ -290,8 +328,8 @@ static long walk_frame(__u64 i, void *ctx)
 			 */
 			w->chain = 0;
 			if (i > 0 && (w->anon == ANON_NONE ||
-				      (w->anon == ANON_ONE_FILE && w->anon_key.dev == w->map_key.dev &&
-				       w->anon_key.ino == w->map_key.ino))) {
+				      (w->anon == ANON_ONE_FILE && w->anon_key.dev == key.dev &&
+				       w->anon_key.ino == key.ino))) {
 				w->charged = i;
 				w->charged_pc = w->pc;
 				if (stack_depth)
@@ -302,9 +340,9 @@ static long walk_frame(__u64 i, void *ctx)
 			w->anon = ANON_NONE;
 		} else if (w->anon == ANON_NONE) {
 			/* In a file without names no named caller in its file can be charged. */
-			w->anon = f->flags & FILE_NO_NAMES ? ANON_FILES : ANON_ONE_FILE;
-			w->anon_key = w->map_key;
-		} else if (w->anon_key.dev != w->map_key.dev || w->anon_key.ino != w->map_key.ino) {
+			w->anon = fflags & FILE_NO_NAMES ? ANON_FILES : ANON_ONE_FILE;
+			w->anon_key = key;
+		} else if (w->anon_key.dev != key.dev || w->anon_key.ino != key.ino) {
 			w->anon = ANON_FILES;
 		}
 	}
@@ -323,7 +361,7 @@ static long walk_frame(__u64 i, void *ctx)
 		if (i < MAX_STACK + MAX_WRAPPER_FRAMES)
 			rec->frames[i] |= FRAME_EXACT;
 	}
-	if (f->flags & FILE_NO_CFI)
+	if (fflags & FILE_NO_CFI)
 		step = frame_pointer_step(w);
 	else if (r)
 		step = apply_row(w, r);
@@ -349,12 +387,6 @@ static long walk_frame(__u64 i, void *ctx)
 	return 0;
 }
 
-/*
- * emit_site reports an allocation with its charged call site and, when
- * stacks are kept, its stack: the probe's caller is the leaf; the walk
- * skips the wrapper chain above it and, with stack_depth, records
- * stack_depth frames from the charged one on.
- */
 /* What emit_site reports, besides the call site and stack it finds. */
 struct site_args {
 	__u64 addr, size, old_addr, old_size;
@@ -363,18 +395,36 @@ struct site_args {
 };
 
 /*
- * A global function: the verifier checks it once, not at each of its
- * callers (each would walk the whole unwinder again).
+ * emit_site reports an allocation with its charged call site and, when
+ * stacks are kept, its stack: the probe's caller is the leaf; the walk
+ * skips the wrapper chain above it and, with stack_depth, records
+ * stack_depth frames from the charged one on. A global function: the
+ * verifier checks it once, not at each of its callers (each would walk
+ * the whole unwinder again).
  */
 __noinline int emit_site(struct pt_regs *ctx, struct site_args *a)
 {
 	struct stack_record *rec;
 	struct walk *w;
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id = bpf_get_current_pid_tgid(), pc = PT_REGS_IP(ctx);
+	__u64 epoch = frames_epoch(), mm = frames_mm();
+	struct frame_key fk = {.pc = pc - 1, .pid = id >> 32};
+	struct frame_info *fi;
 	__u32 zero = 0, n, size_out;
 
 	if (!a)
 		return 0;
+	if (!stack_depth) {
+		/* A known caller that is neither a wrapper nor unnamed is charged: no walk. */
+		fi = bpf_map_lookup_elem(&frame_cache, &fk);
+		if (frames_valid(fi, epoch, mm) &&
+		    !(fi->has_row && (fi->row.kind & (ROW_WRAPPER | ROW_ANON)))) {
+			emit(&(struct emit_args){.kind = a->kind, .func = a->func, .addr = a->addr, .size = a->size,
+						 .old_addr = a->old_addr, .old_size = a->old_size, .call_site = pc,
+						 .leaf = pc, .flags = a->cat << EVENT_CAT_SHIFT});
+			return 0;
+		}
+	}
 	rec = bpf_map_lookup_elem(&scratch, &zero);
 	if (!rec)
 		return 0;
@@ -391,6 +441,9 @@ __noinline int emit_site(struct pt_regs *ctx, struct site_args *a)
 	w->anon = ANON_NONE;
 	w->n = 0;
 	w->limit = 0;
+	w->pid = id >> 32;
+	w->epoch = epoch;
+	w->mm = mm;
 	if (stack_depth) {
 		rec->frames[0] = w->pc;
 		w->n = 1;
@@ -398,8 +451,10 @@ __noinline int emit_site(struct pt_regs *ctx, struct site_args *a)
 	}
 	bpf_loop(MAX_STACK + MAX_WRAPPER_FRAMES, walk_frame, 0, 0);
 	if (!stack_depth) {
-		emit(a->kind, a->func, a->addr, a->size, a->old_addr, a->old_size,
-		     w->charged_pc & ~FRAME_EXACT, PT_REGS_IP(ctx), 0, a->cat << EVENT_CAT_SHIFT);
+		emit(&(struct emit_args){.kind = a->kind, .func = a->func, .addr = a->addr, .size = a->size,
+					 .old_addr = a->old_addr, .old_size = a->old_size,
+					 .call_site = w->charged_pc & ~FRAME_EXACT, .leaf = PT_REGS_IP(ctx),
+					 .flags = a->cat << EVENT_CAT_SHIFT});
 		return 0;
 	}
 	rec->e.time = 0;
@@ -414,7 +469,7 @@ __noinline int emit_site(struct pt_regs *ctx, struct site_args *a)
 	rec->e.kind = a->kind;
 	rec->e.func = a->func;
 	rec->e.flags = (w->end == STEP_END ? EVENT_STACK_COMPLETE : 0) | a->cat << EVENT_CAT_SHIFT;
-	rec->e.pad = w->charged;
+	rec->e.charged = w->charged;
 	rec->e.stack_id = -1;
 	n = w->n;
 	if (n > MAX_STACK + MAX_WRAPPER_FRAMES)

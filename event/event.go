@@ -4,7 +4,8 @@
 // so recorded or synthetic streams replay through the same code as live ones.
 package event
 
-// Kind says what an event did to the process's memory.
+// Kind says what an event did to the process's memory. The values match
+// enum event_kind in bpf/memtrace.h (tracer's TestConstants).
 type Kind uint8
 
 const (
@@ -68,7 +69,7 @@ func (k Kind) String() string {
 }
 
 // Func identifies the allocator entry point that produced an event. The
-// values match FUNC_* in bpf/memtrace.h.
+// values match enum func_id in bpf/memtrace.h (tracer's TestConstants).
 type Func uint8
 
 const (
@@ -127,7 +128,10 @@ const FrameExact = uint64(1) << 63
 
 // Event is one allocator call as seen by the probes.
 type Event struct {
-	// Time is the kernel's monotonic clock at the call's return, in ns.
+	// Time is the kernel's monotonic clock, in ns. The probes read it only
+	// for CodeMap, Exec and Exit events; the others (allocator calls and
+	// marks) the reader places between the moment it last found the ring
+	// empty and the moment it read their batch (tracer's Drainer.Poll).
 	Time uint64
 	// Addr is the block or mapping the call produced or released.
 	Addr uint64

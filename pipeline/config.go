@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"fmt"
 	"os"
 	"time"
 
@@ -76,8 +77,24 @@ type LeakConfig struct {
 	Suppressions  leakcheck.Suppressions
 	NoDefaultSupp bool
 	// JSONFile: NDJSON written there as well as the human report.
-	JSONFile  string
-	JSONFileW *os.File
+	JSONFile string
+	// jsonFile is JSONFile, open from the start of the run to its end
+	// (OpenJSONFile).
+	jsonFile *os.File
+}
+
+// OpenJSONFile creates --json-file's file, when given, for the run about
+// to start, and returns what closes it at the end.
+func (c *LeakConfig) OpenJSONFile() (closeFile func(), err error) {
+	if c.JSONFile == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(c.JSONFile)
+	if err != nil {
+		return nil, fmt.Errorf("--json-file: %w", err)
+	}
+	c.jsonFile = f
+	return func() { f.Close(); c.jsonFile = nil }, nil
 }
 
 // ExportFiles holds the flags of the export files, which live runs and

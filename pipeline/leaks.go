@@ -37,8 +37,8 @@ func (c *LeakConfig) Settings() leakcheck.Settings {
 // Outputs are where reports go with these flags.
 func (c *LeakConfig) Outputs(out, stderr io.Writer, json bool) report.Outputs {
 	w := report.Outputs{Out: out, Stderr: stderr, JSON: json}
-	if c.JSONFileW != nil { // a nil *os.File is no nil io.Writer
-		w.JSONFile = c.JSONFileW
+	if c.jsonFile != nil { // a nil *os.File is no nil io.Writer
+		w.JSONFile = c.jsonFile
 	}
 	return w
 }

@@ -93,6 +93,12 @@ func Replay(c *ReplayConfig, stdout, stderr io.Writer) int {
 		defer f.Close()
 		out = f
 	}
+	closeJSON, err := c.OpenJSONFile()
+	if err != nil {
+		fmt.Fprintf(stderr, "memtrace: %v\n", err)
+		return pipeline.ExitUsage
+	}
+	defer closeJSON()
 	rp, err := replay(c, stderr)
 	if rp == nil {
 		fmt.Fprintf(stderr, "memtrace: %v\n", err)

@@ -38,6 +38,12 @@ func Run(cfg *Config, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 		defer f.Close()
 		out = f
 	}
+	closeJSON, err := cfg.OpenJSONFile()
+	if err != nil {
+		fmt.Fprintf(stderr, "memtrace: %v\n", err)
+		return ExitUsage
+	}
+	defer closeJSON()
 	s := &session{cfg: cfg, log: log, out: out, stdin: stdin, stdout: stdout, stderr: stderr}
 	if err := s.openTime(args); err != nil { // --record, --dump-dir (timeline.go)
 		fmt.Fprintf(stderr, "memtrace: %v\n", err)

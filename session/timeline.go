@@ -46,7 +46,7 @@ func (s *session) openTime(args []string) error {
 	// The leak check's settings: a replay's defaults (replay_leaks.go).
 	s.cfg.RecordedLeakSettings(&info)
 	if k, err := tracer.ProbeKernel(); err == nil { // probed once per process: what load uses
-		info.Kernel, info.Attach = k.Release, string(k.Attach)
+		info.Kernel, info.Attach = k.Release, string(k.AttachFor(s.cfg.SampleBytes))
 	}
 	w, err := recording.Create(s.cfg.Record, info)
 	if err != nil {

@@ -54,7 +54,8 @@ func cookie(p Placement) uint64 {
 	if p.CategoryArg == 0 {
 		return uint64(p.Func)
 	}
-	return uint64(p.CategoryArg) | (p.Size-min(p.Size, uint64(p.Skip)))<<32
+	return uint64(p.CategoryArg)&uint64(memtraceJvmCookieJVM_COOKIE_ARG_MASK) |
+		(p.Size-min(p.Size, uint64(p.Skip)))<<memtraceJvmCookieJVM_COOKIE_LEN_SHIFT
 }
 
 // entryProg is the entry program of p's probe.
@@ -162,9 +163,12 @@ func (t *Objects) Attach(a *Attachment, probes []Placement) error {
 		if err != nil {
 			return errors.Join(fmt.Errorf("open %s: %w", path, err), made.Detach())
 		}
-		if t.kernel.Attach == AttachPerProbe {
+		switch t.kernel.Attach {
+		case AttachPerProbe:
 			err = t.attachPerProbe(&made, ex, a.PID, byPath[path])
-		} else {
+		case AttachSession:
+			err = t.attachSession(&made, ex, path, a.PID, byPath[path])
+		default:
 			err = t.attachMulti(&made, ex, a.PID, byPath[path])
 		}
 		if err != nil {
@@ -216,12 +220,8 @@ func (t *Objects) attachMulti(made *Attachment, ex *link.Executable, pid int, pr
 		}
 		made.add(&made.returns, l, retKeys)
 	}
-	if len(jvm.Addresses) > 0 {
-		l, err := ex.UprobeMulti(nil, t.objs.JvmEntry, &jvm)
-		if err != nil {
-			return attachError("JVM category probes", first, pid, err)
-		}
-		made.add(&made.entries, l, jvmKeys)
+	if err := t.attachJVM(made, ex, pid, &jvm, jvmKeys, first); err != nil {
+		return err
 	}
 	if len(entry.Addresses) == 0 {
 		return nil
@@ -231,6 +231,20 @@ func (t *Objects) attachMulti(made *Attachment, ex *link.Executable, pid int, pr
 		return attachError("entry probes", first, pid, err)
 	}
 	made.add(&made.entries, l, entryKeys)
+	return nil
+}
+
+// attachJVM places the JVM's category probes of one file (jvm_entry,
+// entry only) with one uprobe_multi link, if there are any.
+func (t *Objects) attachJVM(made *Attachment, ex *link.Executable, pid int, jvm *link.UprobeMultiOptions, keys []string, first allocator.Probe) error {
+	if len(jvm.Addresses) == 0 {
+		return nil
+	}
+	l, err := ex.UprobeMulti(nil, t.objs.JvmEntry, jvm)
+	if err != nil {
+		return attachError("JVM category probes", first, pid, err)
+	}
+	made.add(&made.entries, l, keys)
 	return nil
 }
 

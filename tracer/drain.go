@@ -50,14 +50,25 @@ func (d *Drainer) Close() error {
 	return d.rd.Close()
 }
 
+// MaxBatch bounds the events one waiting Poll hands over (as the
+// OpenTelemetry profiler's maxEvents does): a ring that never empties
+// would otherwise keep Poll reading forever, and its caller's ticks,
+// signals, stops and deadline would go unserved. A variable for tests.
+var MaxBatch = 1 << 16
+
 // Poll waits up to wait for events (the probes wake the reader only when
-// much data is pending) and then hands every event in the ring to fn, in
-// order, returning when the ring is empty. wait <= 0 drains what is there
-// now without waiting. fn must not keep the pointer.
+// much data is pending) and then hands the events in the ring to fn, in
+// order, returning when the ring is empty or MaxBatch events were handed
+// over. wait <= 0 drains what the ring holds now without waiting, and
+// no more: the callers that pass it (exec, exit, the end) need every event
+// up to then, and a busy ring must not keep them there. fn must not keep
+// the pointer.
 func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 	d.rd.SetDeadline(time.Now().Add(wait))
 	defer func() { d.last = monotonicNS() }() // the ring was empty then
 	n := 0
+	// Bytes to read when draining: records are 8-byte aligned, after an 8-byte header.
+	draining, budget := wait <= 0, d.rd.AvailableBytes()
 	// The probes do not timestamp allocator events (it cost more than a
 	// fifth of their work). The events of a batch happened between the
 	// moment the ring was last seen empty (d.last) and the moment the
@@ -78,7 +89,9 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 			}
 			return n, fmt.Errorf("read ring buffer: %w", err)
 		}
-		read += recordBytes(len(d.rec.RawSample))
+		rb := recordBytes(len(d.rec.RawSample))
+		read += rb
+		budget -= int(rb)
 		if len(d.rec.RawSample) < int(unsafe.Sizeof(memtraceEvent{})) {
 			d.Short++
 			continue
@@ -125,8 +138,11 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 		fn(&d.ev)
 		n++
 		d.Events++
-		// A full drain stops once it has caught up, or a busy ring would keep it forever.
-		if wait <= 0 && d.rd.AvailableBytes() == 0 {
+		// A drain stops once it has read what was there when it began.
+		if draining && (budget <= 0 || d.rd.AvailableBytes() == 0) {
+			return n, nil
+		}
+		if !draining && n >= MaxBatch {
 			return n, nil
 		}
 	}
@@ -152,7 +168,7 @@ func spread(from, stamp, read, total uint64) uint64 {
 }
 
 // kindUnwindMiss: the walk met a file without a table (KIND_UNWIND_MISS).
-const kindUnwindMiss = 11
+const kindUnwindMiss = uint8(memtraceEventKindKIND_UNWIND_MISS)
 
 // isSiteKind reports whether records of kind carry a call site (and a stack).
 func isSiteKind(k event.Kind) bool {
@@ -164,14 +180,14 @@ func isSiteKind(k event.Kind) bool {
 }
 
 // decodeStack reads the frames after an allocation record: the leaf first,
-// then its callers; the record's pad byte is the charged frame's index.
+// then its callers; the record's charged byte is the charged frame's index.
 func (d *Drainer) decodeStack(raw *memtraceEvent, rest []byte) {
 	n := len(rest) / 8
 	d.frames = d.frames[:0]
 	for i := 0; i < n; i++ {
 		d.frames = append(d.frames, binary.NativeEndian.Uint64(rest[i*8:]))
 	}
-	charged := int(raw.Pad)
+	charged := int(raw.Charged)
 	if charged >= len(d.frames) {
 		// The walk found the charged frame but could not keep it (never expected).
 		return
@@ -181,10 +197,10 @@ func (d *Drainer) decodeStack(raw *memtraceEvent, rest []byte) {
 	d.ev.StackID = d.objs.stacks.intern(raw.Pid, d.ev.Stack, d.ev.StackComplete)
 }
 
-// eventStackComplete is EVENT_STACK_COMPLETE, eventCatShift EVENT_CAT_SHIFT.
+// The bits of struct event's flags (enum event_flag, enum event_cat).
 const (
-	eventStackComplete = 1
-	eventCatShift      = 1
+	eventStackComplete = uint8(memtraceEventFlagEVENT_STACK_COMPLETE)
+	eventCatShift      = uint8(memtraceEventCatEVENT_CAT_SHIFT)
 )
 
 func monotonicNS() uint64 {

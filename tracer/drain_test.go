@@ -1,6 +1,111 @@
 package tracer
 
-import "testing"
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/memtrace/memtrace/event"
+)
+
+// TestPollUnderFlood: while the ring is written faster than it is read, a
+// waiting Poll still returns after MaxBatch events, and a drain (wait 0)
+// after what the ring held when it began: the session loop's ticks,
+// signals and deadline are served under any load.
+func TestPollUnderFlood(t *testing.T) {
+	needBPF(t)
+	o := DefaultOptions()
+	o.RingBytes = 1 << 20
+	objs, err := Load(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer objs.Close()
+	d, err := objs.NewDrainer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	// A struct event of kind alloc on the stack, written to the ring once a run.
+	insns := asm.Instructions{asm.Mov.Imm(asm.R1, 0)}
+	for off := int16(-72); off < 0; off += 8 {
+		insns = append(insns, asm.StoreMem(asm.RFP, off, asm.R1, asm.DWord))
+	}
+	insns = append(insns,
+		asm.StoreImm(asm.RFP, -72+64, int64(event.Alloc), asm.Byte),
+		asm.LoadMapPtr(asm.R1, objs.objs.Events.FD()),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -72),
+		asm.Mov.Imm(asm.R3, 72),
+		asm.Mov.Imm(asm.R4, 1), // BPF_RB_NO_WAKEUP
+		asm.FnRingbufOutput.Call(),
+		asm.Mov.Imm(asm.R0, 0),
+		asm.Return(),
+	)
+	fill, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "flood", Type: ebpf.SocketFilter, License: "GPL", Instructions: insns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fill.Close()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := fill.Run(&ebpf.RunOptions{Data: make([]byte, 64), Repeat: 1 << 16}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	time.Sleep(50 * time.Millisecond) // the ring full
+	defer func(m int) { MaxBatch = m }(MaxBatch)
+	MaxBatch = 1000
+	// A consumer slower than the probes (20 µs an event): the ring never empties.
+	slow := func(*event.Event) {
+		for s := time.Now(); time.Since(s) < 20*time.Microsecond; {
+		}
+	}
+
+	capacity := o.RingBytes / (72 + 8)
+	for _, tc := range []struct {
+		name string
+		wait time.Duration
+		most int
+	}{
+		{"wait", 20 * time.Millisecond, MaxBatch},
+		{"drain", 0, capacity + 1}, // what it held when it began
+	} {
+		done := make(chan int, 1)
+		go func() {
+			n, err := d.Poll(tc.wait, slow)
+			if err != nil {
+				t.Error(err)
+			}
+			done <- n
+		}()
+		select {
+		case n := <-done:
+			if n == 0 || n > tc.most {
+				t.Errorf("%s: %d events, want 1 to %d", tc.name, n, tc.most)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: Poll still reading after 30 s of flood", tc.name)
+		}
+	}
+}
 
 // TestSpread: a batch's events get times between the moment the ring was
 // last seen empty and the moment the batch is read, in proportion to the

@@ -3,8 +3,8 @@ package tracer
 import "math"
 
 // ExpBits is log2 of the number of buckets of the BPF exponential draw
-// (EXP_BITS in bpf/memtrace.bpf.c).
-const ExpBits = 12
+// (EXP_BITS in bpf/sample.h).
+const ExpBits = int(memtraceExpBitsEXP_BITS)
 
 // ExpOne is 1.0 in the draw's 16.16 fixed point.
 const ExpOne = 1 << 16

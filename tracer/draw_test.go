@@ -7,11 +7,14 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/memtrace/memtrace/tracer/bpftest"
 )
 
-// These tests run the BPF programs' own draw and sampling decision through
-// BPF_PROG_TEST_RUN (syscall programs): the code under test is what the
-// probes run, not a Go copy of it.
+// These tests run the BPF programs' own draw and sampling decision
+// (bpf/sample.h) through BPF_PROG_TEST_RUN (syscall programs in the test
+// object, tracer/bpftest): the code under test is what the probes run, not
+// a Go copy of it.
 
 const testDraws = 1 << 16
 
@@ -37,27 +40,21 @@ func needBPF(t testing.TB) {
 	t.Skip(why)
 }
 
-type testObjects struct {
-	DrawTest   *ebpf.Program `ebpf:"draw_test"`
-	SampleTest *ebpf.Program `ebpf:"sample_test"`
-	Draws      *ebpf.Map     `ebpf:"draws"`
-}
-
-func loadTest(t *testing.T, sampleBytes uint64) *testObjects {
+func loadTest(t *testing.T, sampleBytes uint64) *bpftest.SamplingObjects {
 	t.Helper()
 	needBPF(t)
-	o := DefaultOptions()
-	o.RingBytes = os.Getpagesize()
-	o.SampleBytes = sampleBytes
-	spec, err := loadSpec(o)
+	spec, err := bpftest.LoadSampling()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var objs testObjects
+	if err := setSampling(spec, sampleBytes); err != nil {
+		t.Fatal(err)
+	}
+	var objs bpftest.SamplingObjects
 	if err := spec.LoadAndAssign(&objs, nil); err != nil {
 		t.Fatalf("load test programs: %v", err)
 	}
-	t.Cleanup(func() { objs.DrawTest.Close(); objs.SampleTest.Close(); objs.Draws.Close() })
+	t.Cleanup(func() { objs.Close() })
 	return &objs
 }
 

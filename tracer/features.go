@@ -28,6 +28,10 @@ const (
 	// AttachPerProbe: one classic uprobe or uretprobe link per function
 	// (a perf event each), the function named by the link's cookie.
 	AttachPerProbe AttachPath = "per-probe"
+	// AttachSession: sampled mode on Linux 6.13+: AttachMulti, but the
+	// allocating functions get one uprobe session link per file, whose
+	// entry skips the return of a call that is not sampled (session.go).
+	AttachSession AttachPath = "session"
 )
 
 // Feature is one thing memtrace asks of the kernel.
@@ -57,12 +61,15 @@ var KernelFeatures = []Feature{
 	{ID: "find_vma", Name: "bpf_find_vma", Since: "5.17", Essential: true, have: kprobeHelper(asm.FnFindVma)},
 	{ID: "loop", Name: "bpf_loop", Since: "5.17", Essential: true, have: kprobeHelper(asm.FnLoop)},
 	{ID: featUprobeMulti, Name: "uprobe_multi links", Since: "6.6", have: features.HaveBPFLinkUprobeMulti},
+	// Sampled mode's one-trap path for calls not sampled.
+	{ID: featUprobeSession, Name: "uprobe sessions", Since: "6.13", have: haveUprobeSession},
 	{ID: featExitGroupDead, Name: "group_dead in sched_process_exit", Since: "after 6.12", have: haveExitGroupDead},
 }
 
 // IDs of the features with a fallback (KernelFeatures).
 const (
 	featUprobeMulti   = "uprobe_multi"
+	featUprobeSession = "uprobe_session"
 	featExitGroupDead = "exit_group_dead"
 )
 
@@ -80,8 +87,11 @@ type Kernel struct {
 	Release string
 	// Missing lists the features it lacks.
 	Missing []Feature
-	// Attach is the attach path memtrace takes on it.
+	// Attach is the attach path memtrace takes on it (in sampled mode,
+	// once loaded: AttachSession where sessions exists).
 	Attach AttachPath
+	// sessions: the kernel has uprobe sessions.
+	sessions bool
 	// exitGroupDead: sched_process_exit passes group_dead.
 	exitGroupDead bool
 }
@@ -117,14 +127,16 @@ func probeKernel(lacks func(string) bool) (Kernel, error) {
 			return k, fmt.Errorf("probe kernel feature %s: %w", f.Name, err)
 		}
 	}
-	k.Attach, k.exitGroupDead = AttachMulti, true
+	k.Attach, k.exitGroupDead, k.sessions = AttachMulti, true, true
 	for _, f := range k.Missing {
 		switch {
 		case f.Essential:
 			return k, fmt.Errorf("%w: %s lacks %s (Linux %s); memtrace needs Linux %s or later",
 				ErrOldKernel, k.Release, f.Name, f.Since, MinKernel)
 		case f.ID == featUprobeMulti:
-			k.Attach = AttachPerProbe
+			k.Attach, k.sessions = AttachPerProbe, false
+		case f.ID == featUprobeSession:
+			k.sessions = false
 		case f.ID == featExitGroupDead:
 			k.exitGroupDead = false
 		}
@@ -199,6 +211,16 @@ func (k Kernel) adapt(spec *ebpf.CollectionSpec) error {
 		}
 	}
 	return nil
+}
+
+// AttachFor is the attach path a run with sampleBytes takes here
+// (Options.SampleBytes): AttachSession in sampled mode where the kernel
+// has uprobe sessions, k.Attach otherwise.
+func (k Kernel) AttachFor(sampleBytes uint64) AttachPath {
+	if sampleBytes > 0 && k.Attach == AttachMulti && k.sessions {
+		return AttachSession
+	}
+	return k.Attach
 }
 
 // Kernel returns what the running kernel offers, as probed by Load.

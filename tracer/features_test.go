@@ -46,6 +46,14 @@ func TestFeatures(t *testing.T) {
 			if k.Attach != tc.attach || k.Release != rel {
 				t.Errorf("attach %q on %q, want %q on %q", k.Attach, k.Release, tc.attach, rel)
 			}
+			// Sampled mode takes sessions where uprobe_multi and sessions are.
+			sampled := tc.attach
+			if tc.attach == AttachMulti && haveUprobeSession() == nil {
+				sampled = AttachSession
+			}
+			if got := k.AttachFor(1 << 19); got != sampled || k.AttachFor(0) != tc.attach {
+				t.Errorf("sampled: attach %q, exact %q; want %q and %q", got, k.AttachFor(0), sampled, tc.attach)
+			}
 		})
 	}
 }

@@ -48,10 +48,10 @@ func (t *Objects) Counts() (map[uint32]Counts, error) {
 	}
 	out := map[uint32]Counts{}
 	var pid uint32
-	var c memtraceAllocCounts
+	var cs []memtraceAllocCounts
 	it := t.objs.ProcCounts.Iterate()
-	for it.Next(&pid, &c) {
-		out[pid] = Counts{Allocs: c.Allocs, AllocBytes: c.AllocBytes}
+	for it.Next(&pid, &cs) {
+		out[pid] = sumCounts(cs)
 	}
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("read allocation counts: %w", err)
@@ -64,11 +64,21 @@ func (t *Objects) CountsOf(pid uint32) (Counts, bool) {
 	if t.sampleBytes == 0 {
 		return Counts{}, false
 	}
-	var c memtraceAllocCounts
-	if err := t.objs.ProcCounts.Lookup(pid, &c); err != nil {
+	var cs []memtraceAllocCounts
+	if err := t.objs.ProcCounts.Lookup(pid, &cs); err != nil {
 		return Counts{}, false
 	}
-	return Counts{Allocs: c.Allocs, AllocBytes: c.AllocBytes}, true
+	return sumCounts(cs), true
+}
+
+// sumCounts adds up the CPUs' counts of a process.
+func sumCounts(cs []memtraceAllocCounts) Counts {
+	var c Counts
+	for _, x := range cs {
+		c.Allocs += x.Allocs
+		c.AllocBytes += x.AllocBytes
+	}
+	return c
 }
 
 // ResetCounts zeroes pid's exact counts (after an exec the statistics
@@ -116,12 +126,11 @@ func (t *Objects) forgetSampled(pid uint32, addrs []uint64) {
 // how many entries it deleted.
 func (t *Objects) Sweep(alive func(pid uint32) bool) int {
 	n := 0
-	sweep := func(m *ebpf.Map, valueSize int) {
+	sweep := func(m *ebpf.Map, v any) {
 		var dead []uint32
 		var pid uint32
-		v := make([]byte, valueSize)
 		it := m.Iterate()
-		for it.Next(&pid, &v) {
+		for it.Next(&pid, v) {
 			if !alive(pid) {
 				dead = append(dead, pid)
 			}
@@ -132,11 +141,11 @@ func (t *Objects) Sweep(alive func(pid uint32) bool) int {
 			}
 		}
 	}
-	sweep(t.objs.LostByPid, 8)
+	sweep(t.objs.LostByPid, new(uint64))
 	if t.sampleBytes == 0 {
 		return n
 	}
-	sweep(t.objs.ProcCounts, 16)
+	sweep(t.objs.ProcCounts, new([]memtraceAllocCounts))
 	var dead []memtraceSampleKey
 	var k memtraceSampleKey
 	var v uint8

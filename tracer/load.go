@@ -46,7 +46,7 @@ type Options struct {
 	Log *slog.Logger
 	// SampleBytes > 0 samples allocations: on average one sample per
 	// SampleBytes bytes allocated, decided in BPF (see sample() in
-	// bpf/memtrace.bpf.c); 0 traces every call.
+	// bpf/sample.h); 0 traces every call.
 	SampleBytes uint64
 	// SampledBlocks bounds the sampled live blocks remembered in BPF (so
 	// that their frees are seen); 0 sizes it from the machine's memory.
@@ -65,11 +65,12 @@ type Options struct {
 // arithmetic has room for 2^40.
 const MaxSampleBytes = 1 << 40
 
-// CommLen is the kernel's comm length, terminating NUL included.
-const CommLen = 16
+// CommLen is the kernel's comm length, terminating NUL included (COMM_LEN
+// in bpf/memtrace.h).
+const CommLen = int(memtraceCommLenCOMM_LEN)
 
-// MaxStackDepth bounds --stack-depth (MAX_STACK in bpf/memtrace.bpf.c).
-const MaxStackDepth = 127
+// MaxStackDepth bounds --stack-depth (MAX_STACK in bpf/memtrace.h).
+const MaxStackDepth = int(memtraceStackLimitMAX_STACK)
 
 // DefaultUnwindRows is room for the unwind tables of a few hundred
 // libraries (libc has about 30 000 rows): 8 MiB.
@@ -94,10 +95,18 @@ type Objects struct {
 	stackDepth int
 	// kernel is what the running kernel offers (features.go).
 	kernel Kernel
+	// session is the uprobe session program (AttachSession only).
+	session *ebpf.Program
 }
 
-// objects is what a run loads: the tracing programs and their maps, not
-// the test programs (draw_test, sample_test) nor their map.
+// sessionObjects are objects and the session program, on AttachSession.
+type sessionObjects struct {
+	*objects
+	Session *ebpf.Program `ebpf:"session"`
+}
+
+// objects is what a run loads: the tracing programs and their maps. (The
+// test programs are in an object of their own, tracer/bpftest.)
 type objects struct {
 	Entry        *ebpf.Program `ebpf:"entry"`
 	JvmEntry     *ebpf.Program `ebpf:"jvm_entry"`
@@ -158,8 +167,15 @@ func load(o Options, k Kernel) (*Objects, error) {
 		}
 		defer unix.Close(cgroup)
 	}
+	k.Attach = k.AttachFor(o.SampleBytes)
 	t := Objects{sampleBytes: o.SampleBytes, stackDepth: o.StackDepth, kernel: k}
-	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
+	var assign any = &t.objs
+	sess := sessionObjects{objects: &t.objs}
+	if k.Attach == AttachSession {
+		// The session program only where the kernel can load it.
+		assign = &sess
+	}
+	if err := spec.LoadAndAssign(assign, nil); err != nil {
 		if errors.Is(err, os.ErrPermission) {
 			return nil, fmt.Errorf("%w: %w", ErrPermission, err)
 		}
@@ -169,6 +185,7 @@ func load(o Options, k Kernel) (*Objects, error) {
 		}
 		return nil, fmt.Errorf("load BPF programs: %w", err)
 	}
+	t.session = sess.Session
 	if cgroup >= 0 {
 		if err := t.objs.CgroupFilter.Put(uint32(0), uint32(cgroup)); err != nil {
 			t.objs.Close()
@@ -206,13 +223,7 @@ func loadSpec(o Options) (*ebpf.CollectionSpec, error) {
 	if o.UnwindRows > 0 {
 		spec.Maps["unwind_rows"].MaxEntries = o.UnwindRows
 	}
-	if o.SampleBytes > MaxSampleBytes {
-		return nil, fmt.Errorf("sample bytes %d: at most %d", o.SampleBytes, uint64(MaxSampleBytes))
-	}
-	if err := set("sample_bytes", o.SampleBytes); err != nil {
-		return nil, err
-	}
-	if err := set("exp_table", ExpTable()); err != nil {
+	if err := setSampling(spec, o.SampleBytes); err != nil {
 		return nil, err
 	}
 	if o.SampleBytes > 0 {
@@ -246,6 +257,21 @@ func loadSpec(o Options) (*ebpf.CollectionSpec, error) {
 	return spec, nil
 }
 
+// setSampling sets sample.h's variables, in the probes' object or the
+// test object (tracer/bpftest).
+func setSampling(spec *ebpf.CollectionSpec, sampleBytes uint64) error {
+	if sampleBytes > MaxSampleBytes {
+		return fmt.Errorf("sample bytes %d: at most %d", sampleBytes, uint64(MaxSampleBytes))
+	}
+	if err := spec.Variables["sample_bytes"].Set(sampleBytes); err != nil {
+		return fmt.Errorf("set sample_bytes: %w", err)
+	}
+	if err := spec.Variables["exp_table"].Set(ExpTable()); err != nil {
+		return fmt.Errorf("set exp_table: %w", err)
+	}
+	return nil
+}
+
 // sampledBlocks sizes the map of sampled live blocks. The blocks sampled
 // among B live bytes number B/SampleBytes on average (fewer when blocks
 // are big), so twice the machine's memory over SampleBytes leaves room for
@@ -267,7 +293,7 @@ func sampledBlocks(o Options) uint32 {
 // Close releases the programs and maps. Attachments must be detached first.
 func (t *Objects) Close() error {
 	t.tables.close()
-	return errors.Join(t.DetachHost(), t.objs.Close())
+	return errors.Join(t.DetachHost(), t.objs.Close(), _MemtraceClose(t.session))
 }
 
 // Lost returns the events the kernel could not hand over, per process and in total.

@@ -25,6 +25,12 @@ type memtraceCodeEvent struct {
 	Path [256]int8
 }
 
+type memtraceCommLen uint32
+
+const (
+	memtraceCommLenCOMM_LEN memtraceCommLen = 16
+)
+
 type memtraceEvent struct {
 	_        structs.HostLayout
 	Time     uint64
@@ -39,9 +45,53 @@ type memtraceEvent struct {
 	Kind     uint8
 	Func     uint8
 	Flags    uint8
-	Pad      uint8
+	Charged  uint8
 	StackId  int32
 }
+
+type memtraceEventCat uint32
+
+const (
+	memtraceEventCatEVENT_CAT_SHIFT memtraceEventCat = 1
+	memtraceEventCatEVENT_CAT_MAX   memtraceEventCat = 127
+)
+
+type memtraceEventFlag uint32
+
+const (
+	memtraceEventFlagEVENT_STACK_COMPLETE memtraceEventFlag = 1
+)
+
+type memtraceEventKind uint32
+
+const (
+	memtraceEventKindKIND_ALLOC       memtraceEventKind = 1
+	memtraceEventKindKIND_FREE        memtraceEventKind = 2
+	memtraceEventKindKIND_REALLOC     memtraceEventKind = 3
+	memtraceEventKindKIND_MMAP        memtraceEventKind = 4
+	memtraceEventKindKIND_MUNMAP      memtraceEventKind = 5
+	memtraceEventKindKIND_MREMAP      memtraceEventKind = 6
+	memtraceEventKindKIND_CODE_MAP    memtraceEventKind = 7
+	memtraceEventKindKIND_EXEC        memtraceEventKind = 8
+	memtraceEventKindKIND_EXIT        memtraceEventKind = 9
+	memtraceEventKindKIND_MARK        memtraceEventKind = 10
+	memtraceEventKindKIND_UNWIND_MISS memtraceEventKind = 11
+)
+
+type memtraceExpBits uint32
+
+const (
+	memtraceExpBitsEXP_BITS memtraceExpBits = 12
+)
+
+type memtraceFileFlag uint32
+
+const (
+	memtraceFileFlagFILE_PENDING  memtraceFileFlag = 1
+	memtraceFileFlagFILE_NO_CFI   memtraceFileFlag = 2
+	memtraceFileFlagFILE_UNMARKED memtraceFileFlag = 4
+	memtraceFileFlagFILE_NO_NAMES memtraceFileFlag = 8
+)
 
 type memtraceFileKey struct {
 	_   structs.HostLayout
@@ -56,20 +106,77 @@ type memtraceFileKeyQuery struct {
 	Found uint64
 }
 
-type memtraceInflight struct {
+type memtraceFrameBit uint32
+
+const (
+	memtraceFrameBitFRAME_EXACT_BIT memtraceFrameBit = 63
+)
+
+type memtraceFrameInfo struct {
 	_         structs.HostLayout
-	Sp        uint64
-	Size      uint64
-	OldAddr   uint64
-	OldSize   uint64
-	Func      uint8
-	Drawn     uint8
-	JvmCat    uint8
-	Pad       [1]uint8
-	JvmLen    uint32
-	JvmPc     uint64
-	Countdown int64
+	Epoch     uint64
+	Mm        uint64
+	Key       memtraceFileKey
+	Row       memtraceUnwindRow
+	FileFlags uint32
+	HasRow    uint8
+	Pad       [3]uint8
 }
+
+type memtraceFrameKey struct {
+	_   structs.HostLayout
+	Pc  uint64
+	Pid uint32
+	Pad uint32
+}
+
+type memtraceFuncId uint32
+
+const (
+	memtraceFuncIdFUNC_MALLOC         memtraceFuncId = 1
+	memtraceFuncIdFUNC_CALLOC         memtraceFuncId = 2
+	memtraceFuncIdFUNC_REALLOC        memtraceFuncId = 3
+	memtraceFuncIdFUNC_REALLOCARRAY   memtraceFuncId = 4
+	memtraceFuncIdFUNC_POSIX_MEMALIGN memtraceFuncId = 5
+	memtraceFuncIdFUNC_ALIGNED_ALLOC  memtraceFuncId = 6
+	memtraceFuncIdFUNC_MEMALIGN       memtraceFuncId = 7
+	memtraceFuncIdFUNC_VALLOC         memtraceFuncId = 8
+	memtraceFuncIdFUNC_PVALLOC        memtraceFuncId = 9
+	memtraceFuncIdFUNC_FREE           memtraceFuncId = 10
+	memtraceFuncIdFUNC_MMAP           memtraceFuncId = 11
+	memtraceFuncIdFUNC_MUNMAP         memtraceFuncId = 12
+	memtraceFuncIdFUNC_MREMAP         memtraceFuncId = 13
+	memtraceFuncIdFUNC_WRAPPER        memtraceFuncId = 14
+	memtraceFuncIdFUNC_DLOPEN         memtraceFuncId = 15
+	memtraceFuncIdFUNC_MARK           memtraceFuncId = 16
+)
+
+type memtraceInflight struct {
+	_          structs.HostLayout
+	Sp         uint64
+	Size       uint64
+	OldAddr    uint64
+	OldSize    uint64
+	Func       uint8
+	Drawn      uint8
+	JvmCat     uint8
+	Noret      uint8
+	Presampled uint8
+	Pad        [3]uint8
+	JvmLen     uint32
+	Pad2       uint32
+	JvmPc      uint64
+	Countdown  int64
+	RetAddr    uint64
+	Ip         uint64
+}
+
+type memtraceJvmCookie uint32
+
+const (
+	memtraceJvmCookieJVM_COOKIE_ARG_MASK  memtraceJvmCookie = 255
+	memtraceJvmCookieJVM_COOKIE_LEN_SHIFT memtraceJvmCookie = 32
+)
 
 type memtraceProcEvent struct {
 	_    structs.HostLayout
@@ -77,12 +184,27 @@ type memtraceProcEvent struct {
 	Comm [16]int8
 }
 
+type memtraceRowFlag uint32
+
+const (
+	memtraceRowFlagROW_KIND_MASK memtraceRowFlag = 7
+	memtraceRowFlagROW_RBP_SAVED memtraceRowFlag = 8
+	memtraceRowFlagROW_ANON      memtraceRowFlag = 64
+	memtraceRowFlagROW_WRAPPER   memtraceRowFlag = 128
+)
+
 type memtraceSampleKey struct {
 	_    structs.HostLayout
 	Addr uint64
 	Pid  uint32
 	Pad  uint32
 }
+
+type memtraceStackLimit uint32
+
+const (
+	memtraceStackLimitMAX_STACK memtraceStackLimit = 127
+)
 
 type memtraceStackRecord struct {
 	_      structs.HostLayout
@@ -101,6 +223,10 @@ type memtraceStackRecord struct {
 		Exact     uint8
 		End       uint8
 		Cached    uint8
+		Pid       uint32
+		_         [4]byte
+		Epoch     uint64
+		Mm        uint64
 		MapStart  uint64
 		MapEnd    uint64
 		MapDelta  uint64
@@ -112,6 +238,14 @@ type memtraceStackRecord struct {
 	}
 }
 
+type memtraceUcOffset uint32
+
+const (
+	memtraceUcOffsetUC_RBP memtraceUcOffset = 120
+	memtraceUcOffsetUC_RSP memtraceUcOffset = 160
+	memtraceUcOffsetUC_RIP memtraceUcOffset = 168
+)
+
 type memtraceUnwindFile struct {
 	_     structs.HostLayout
 	First uint32
@@ -119,6 +253,18 @@ type memtraceUnwindFile struct {
 	Flags uint32
 	Pad   uint32
 }
+
+type memtraceUnwindKind uint32
+
+const (
+	memtraceUnwindKindUNWIND_UNDEFINED memtraceUnwindKind = 0
+	memtraceUnwindKindUNWIND_RSP       memtraceUnwindKind = 1
+	memtraceUnwindKindUNWIND_RBP       memtraceUnwindKind = 2
+	memtraceUnwindKindUNWIND_PLT       memtraceUnwindKind = 3
+	memtraceUnwindKindUNWIND_DEREF_RBP memtraceUnwindKind = 4
+	memtraceUnwindKindUNWIND_SIGNAL    memtraceUnwindKind = 5
+	memtraceUnwindKindUNWIND_END       memtraceUnwindKind = 6
+)
 
 type memtraceUnwindRow struct {
 	_       structs.HostLayout
@@ -133,8 +279,9 @@ type memtraceUnwindRow struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	memtraceMapCgroupFilter      = "cgroup_filter"
-	memtraceMapDraws             = "draws"
 	memtraceMapEvents            = "events"
+	memtraceMapFrameCache        = "frame_cache"
+	memtraceMapFrameEpoch        = "frame_epoch"
 	memtraceMapInflight          = "inflight"
 	memtraceMapLostByPid         = "lost_by_pid"
 	memtraceMapLostTotal         = "lost_total"
@@ -143,14 +290,13 @@ const (
 	memtraceMapScratch           = "scratch"
 	memtraceMapUnwindFiles       = "unwind_files"
 	memtraceMapUnwindRows        = "unwind_rows"
-	memtraceProgDrawTest         = "draw_test"
 	memtraceProgEntry            = "entry"
 	memtraceProgFileKeyOf        = "file_key_of"
 	memtraceProgJvmEntry         = "jvm_entry"
 	memtraceProgOnExec           = "on_exec"
 	memtraceProgOnExit           = "on_exit"
 	memtraceProgRet              = "ret"
-	memtraceProgSampleTest       = "sample_test"
+	memtraceProgSession          = "session"
 	memtraceVarCommFilter        = "comm_filter"
 	memtraceVarExitHasGroupDead  = "exit_has_group_dead"
 	memtraceVarExpTable          = "exp_table"
@@ -161,11 +307,24 @@ const (
 	memtraceVarStackDepth        = "stack_depth"
 	memtraceVarUnusedAllocCounts = "unused_alloc_counts"
 	memtraceVarUnusedCodeEvent   = "unused_code_event"
+	memtraceVarUnusedCommLen     = "unused_comm_len"
 	memtraceVarUnusedEvent       = "unused_event"
+	memtraceVarUnusedEventCat    = "unused_event_cat"
+	memtraceVarUnusedEventFlag   = "unused_event_flag"
+	memtraceVarUnusedEventKind   = "unused_event_kind"
+	memtraceVarUnusedExpBits     = "unused_exp_bits"
+	memtraceVarUnusedFileFlag    = "unused_file_flag"
 	memtraceVarUnusedFileKey     = "unused_file_key"
+	memtraceVarUnusedFrameBit    = "unused_frame_bit"
+	memtraceVarUnusedFuncId      = "unused_func_id"
+	memtraceVarUnusedJvmCookie   = "unused_jvm_cookie"
 	memtraceVarUnusedProcEvent   = "unused_proc_event"
+	memtraceVarUnusedRowFlag     = "unused_row_flag"
 	memtraceVarUnusedSampleKey   = "unused_sample_key"
+	memtraceVarUnusedStackLimit  = "unused_stack_limit"
+	memtraceVarUnusedUcOffset    = "unused_uc_offset"
 	memtraceVarUnusedUnwindFile  = "unused_unwind_file"
+	memtraceVarUnusedUnwindKind  = "unused_unwind_kind"
 	memtraceVarUnusedUnwindRow   = "unused_unwind_row"
 	memtraceVarWakeupBytes       = "wakeup_bytes"
 )
@@ -212,14 +371,13 @@ type memtraceSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type memtraceProgramSpecs struct {
-	DrawTest   *ebpf.ProgramSpec `ebpf:"draw_test"`
-	Entry      *ebpf.ProgramSpec `ebpf:"entry"`
-	FileKeyOf  *ebpf.ProgramSpec `ebpf:"file_key_of"`
-	JvmEntry   *ebpf.ProgramSpec `ebpf:"jvm_entry"`
-	OnExec     *ebpf.ProgramSpec `ebpf:"on_exec"`
-	OnExit     *ebpf.ProgramSpec `ebpf:"on_exit"`
-	Ret        *ebpf.ProgramSpec `ebpf:"ret"`
-	SampleTest *ebpf.ProgramSpec `ebpf:"sample_test"`
+	Entry     *ebpf.ProgramSpec `ebpf:"entry"`
+	FileKeyOf *ebpf.ProgramSpec `ebpf:"file_key_of"`
+	JvmEntry  *ebpf.ProgramSpec `ebpf:"jvm_entry"`
+	OnExec    *ebpf.ProgramSpec `ebpf:"on_exec"`
+	OnExit    *ebpf.ProgramSpec `ebpf:"on_exit"`
+	Ret       *ebpf.ProgramSpec `ebpf:"ret"`
+	Session   *ebpf.ProgramSpec `ebpf:"session"`
 }
 
 // memtraceMapSpecs contains maps before they are loaded into the kernel.
@@ -227,8 +385,9 @@ type memtraceProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type memtraceMapSpecs struct {
 	CgroupFilter *ebpf.MapSpec `ebpf:"cgroup_filter"`
-	Draws        *ebpf.MapSpec `ebpf:"draws"`
 	Events       *ebpf.MapSpec `ebpf:"events"`
+	FrameCache   *ebpf.MapSpec `ebpf:"frame_cache"`
+	FrameEpoch   *ebpf.MapSpec `ebpf:"frame_epoch"`
 	Inflight     *ebpf.MapSpec `ebpf:"inflight"`
 	LostByPid    *ebpf.MapSpec `ebpf:"lost_by_pid"`
 	LostTotal    *ebpf.MapSpec `ebpf:"lost_total"`
@@ -253,11 +412,24 @@ type memtraceVariableSpecs struct {
 	StackDepth        *ebpf.VariableSpec `ebpf:"stack_depth"`
 	UnusedAllocCounts *ebpf.VariableSpec `ebpf:"unused_alloc_counts"`
 	UnusedCodeEvent   *ebpf.VariableSpec `ebpf:"unused_code_event"`
+	UnusedCommLen     *ebpf.VariableSpec `ebpf:"unused_comm_len"`
 	UnusedEvent       *ebpf.VariableSpec `ebpf:"unused_event"`
+	UnusedEventCat    *ebpf.VariableSpec `ebpf:"unused_event_cat"`
+	UnusedEventFlag   *ebpf.VariableSpec `ebpf:"unused_event_flag"`
+	UnusedEventKind   *ebpf.VariableSpec `ebpf:"unused_event_kind"`
+	UnusedExpBits     *ebpf.VariableSpec `ebpf:"unused_exp_bits"`
+	UnusedFileFlag    *ebpf.VariableSpec `ebpf:"unused_file_flag"`
 	UnusedFileKey     *ebpf.VariableSpec `ebpf:"unused_file_key"`
+	UnusedFrameBit    *ebpf.VariableSpec `ebpf:"unused_frame_bit"`
+	UnusedFuncId      *ebpf.VariableSpec `ebpf:"unused_func_id"`
+	UnusedJvmCookie   *ebpf.VariableSpec `ebpf:"unused_jvm_cookie"`
 	UnusedProcEvent   *ebpf.VariableSpec `ebpf:"unused_proc_event"`
+	UnusedRowFlag     *ebpf.VariableSpec `ebpf:"unused_row_flag"`
 	UnusedSampleKey   *ebpf.VariableSpec `ebpf:"unused_sample_key"`
+	UnusedStackLimit  *ebpf.VariableSpec `ebpf:"unused_stack_limit"`
+	UnusedUcOffset    *ebpf.VariableSpec `ebpf:"unused_uc_offset"`
 	UnusedUnwindFile  *ebpf.VariableSpec `ebpf:"unused_unwind_file"`
+	UnusedUnwindKind  *ebpf.VariableSpec `ebpf:"unused_unwind_kind"`
 	UnusedUnwindRow   *ebpf.VariableSpec `ebpf:"unused_unwind_row"`
 	WakeupBytes       *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
@@ -283,8 +455,9 @@ func (o *memtraceObjects) Close() error {
 // It can be passed to loadMemtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type memtraceMaps struct {
 	CgroupFilter *ebpf.Map `ebpf:"cgroup_filter"`
-	Draws        *ebpf.Map `ebpf:"draws"`
 	Events       *ebpf.Map `ebpf:"events"`
+	FrameCache   *ebpf.Map `ebpf:"frame_cache"`
+	FrameEpoch   *ebpf.Map `ebpf:"frame_epoch"`
 	Inflight     *ebpf.Map `ebpf:"inflight"`
 	LostByPid    *ebpf.Map `ebpf:"lost_by_pid"`
 	LostTotal    *ebpf.Map `ebpf:"lost_total"`
@@ -298,8 +471,9 @@ type memtraceMaps struct {
 func (m *memtraceMaps) Close() error {
 	return _MemtraceClose(
 		m.CgroupFilter,
-		m.Draws,
 		m.Events,
+		m.FrameCache,
+		m.FrameEpoch,
 		m.Inflight,
 		m.LostByPid,
 		m.LostTotal,
@@ -325,11 +499,24 @@ type memtraceVariables struct {
 	StackDepth        *ebpf.Variable `ebpf:"stack_depth"`
 	UnusedAllocCounts *ebpf.Variable `ebpf:"unused_alloc_counts"`
 	UnusedCodeEvent   *ebpf.Variable `ebpf:"unused_code_event"`
+	UnusedCommLen     *ebpf.Variable `ebpf:"unused_comm_len"`
 	UnusedEvent       *ebpf.Variable `ebpf:"unused_event"`
+	UnusedEventCat    *ebpf.Variable `ebpf:"unused_event_cat"`
+	UnusedEventFlag   *ebpf.Variable `ebpf:"unused_event_flag"`
+	UnusedEventKind   *ebpf.Variable `ebpf:"unused_event_kind"`
+	UnusedExpBits     *ebpf.Variable `ebpf:"unused_exp_bits"`
+	UnusedFileFlag    *ebpf.Variable `ebpf:"unused_file_flag"`
 	UnusedFileKey     *ebpf.Variable `ebpf:"unused_file_key"`
+	UnusedFrameBit    *ebpf.Variable `ebpf:"unused_frame_bit"`
+	UnusedFuncId      *ebpf.Variable `ebpf:"unused_func_id"`
+	UnusedJvmCookie   *ebpf.Variable `ebpf:"unused_jvm_cookie"`
 	UnusedProcEvent   *ebpf.Variable `ebpf:"unused_proc_event"`
+	UnusedRowFlag     *ebpf.Variable `ebpf:"unused_row_flag"`
 	UnusedSampleKey   *ebpf.Variable `ebpf:"unused_sample_key"`
+	UnusedStackLimit  *ebpf.Variable `ebpf:"unused_stack_limit"`
+	UnusedUcOffset    *ebpf.Variable `ebpf:"unused_uc_offset"`
 	UnusedUnwindFile  *ebpf.Variable `ebpf:"unused_unwind_file"`
+	UnusedUnwindKind  *ebpf.Variable `ebpf:"unused_unwind_kind"`
 	UnusedUnwindRow   *ebpf.Variable `ebpf:"unused_unwind_row"`
 	WakeupBytes       *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
@@ -338,26 +525,24 @@ type memtraceVariables struct {
 //
 // It can be passed to loadMemtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type memtracePrograms struct {
-	DrawTest   *ebpf.Program `ebpf:"draw_test"`
-	Entry      *ebpf.Program `ebpf:"entry"`
-	FileKeyOf  *ebpf.Program `ebpf:"file_key_of"`
-	JvmEntry   *ebpf.Program `ebpf:"jvm_entry"`
-	OnExec     *ebpf.Program `ebpf:"on_exec"`
-	OnExit     *ebpf.Program `ebpf:"on_exit"`
-	Ret        *ebpf.Program `ebpf:"ret"`
-	SampleTest *ebpf.Program `ebpf:"sample_test"`
+	Entry     *ebpf.Program `ebpf:"entry"`
+	FileKeyOf *ebpf.Program `ebpf:"file_key_of"`
+	JvmEntry  *ebpf.Program `ebpf:"jvm_entry"`
+	OnExec    *ebpf.Program `ebpf:"on_exec"`
+	OnExit    *ebpf.Program `ebpf:"on_exit"`
+	Ret       *ebpf.Program `ebpf:"ret"`
+	Session   *ebpf.Program `ebpf:"session"`
 }
 
 func (p *memtracePrograms) Close() error {
 	return _MemtraceClose(
-		p.DrawTest,
 		p.Entry,
 		p.FileKeyOf,
 		p.JvmEntry,
 		p.OnExec,
 		p.OnExit,
 		p.Ret,
-		p.SampleTest,
+		p.Session,
 	)
 }
 

@@ -24,12 +24,12 @@ import (
 // kernel's dev_t of its superblock (major << 20 | minor) and its inode.
 type fileKey struct{ Dev, Ino uint64 }
 
-// The flags of struct unwind_file.
+// The flags of struct unwind_file (enum file_flag).
 const (
-	filePending  = 1
-	fileNoCFI    = 2
-	fileUnmarked = 4
-	fileNoNames  = 8
+	filePending  = uint32(memtraceFileFlagFILE_PENDING)
+	fileNoCFI    = uint32(memtraceFileFlagFILE_NO_CFI)
+	fileUnmarked = uint32(memtraceFileFlagFILE_UNMARKED)
+	fileNoNames  = uint32(memtraceFileFlagFILE_NO_NAMES)
 )
 
 // tables loads files' unwind tables into the probes' maps: up front for the

@@ -411,8 +411,8 @@ func bregOnly(expr []byte, reg uint8) (int64, bool) {
 //	DW_OP_litN; DW_OP_ge; DW_OP_lit3; DW_OP_shl; DW_OP_plus
 //
 // that is, CFA = rsp + 8 + ((rip & 15) >= N ? 8 : 0): in a 16-byte PLT
-// entry the push of the relocation index happens at offset N. GNU ld writes
-// N = 11 for the lazy PLT and 10 for some IBT/BND variants.
+// entry the push of the relocation index has happened from offset N on. GNU
+// ld writes N = 11 for the lazy PLT and 9 for the IBT PLT (endbr64 first).
 func pltExpr(expr []byte) (int, bool) {
 	prefix := []byte{opBreg0 + regRSP, 8, opBreg0 + regRIP, 0, opLit0 + 15, opAnd}
 	suffix := []byte{opGe, opLit0 + 3, opShl, opPlus}

@@ -13,7 +13,8 @@ import (
 	"sort"
 )
 
-// Kind is how the CFA is computed at a PC.
+// Kind is how the CFA is computed at a PC. The values match enum
+// unwind_kind in bpf/memtrace.h (tracer's TestConstants).
 type Kind uint8
 
 const (
@@ -25,8 +26,8 @@ const (
 	// KindRBP: CFA = rbp + CFAOffset.
 	KindRBP Kind = 2
 	// KindPLT: the PLT's expression, CFA = rsp + 8 + ((rip & 15) >= N ? 8 : 0)
-	// with N in CFAOffset: 11 for GNU ld's lazy PLT, 10 in some IBT/BND
-	// variants. The rip is the PC looked up.
+	// with N in CFAOffset: 11 for GNU ld's lazy PLT, 9 for its IBT PLT
+	// (-z ibtplt; TestPLT). The rip is the PC looked up.
 	KindPLT Kind = 3
 	// KindDerefRBP: CFA = *(rbp + CFAOffset), and the caller's rbp is at
 	// *(rbp). GCC's stack realignment through a DRAP register:
@@ -77,6 +78,14 @@ const (
 const (
 	FlagWrapper uint8 = 1 << 7 // PC range belongs to an allocation wrapper function
 	FlagAnon    uint8 = 1 << 6 // PC range not covered by any named function symbol
+)
+
+// The rest of an encoded row's kind byte (see Encode): the Kind, and
+// whether rbp was saved. tracer's tests check these, the flags and the
+// kinds against bpf/memtrace.h (enum row_flag, enum unwind_kind).
+const (
+	KindMask    uint8 = 0x07
+	RBPSavedBit uint8 = 1 << 3
 )
 
 // Row is the rule from PC (a file-relative ELF virtual address, in the
@@ -209,7 +218,7 @@ func (t *Table) Encode() ([]byte, error) {
 		binary.LittleEndian.PutUint16(b[4:], uint16(int16(r.CFAOffset)))
 		kind := uint8(r.Kind) | r.Flags&(FlagAnon|FlagWrapper)
 		if r.RBPSaved {
-			kind |= 1 << 3
+			kind |= RBPSavedBit
 		}
 		b[6] = kind
 		b[7] = uint8(int8(r.RBPOffset / 8))
@@ -229,8 +238,8 @@ func Decode(b []byte) (*Table, error) {
 		r := Row{
 			PC:        uint64(binary.LittleEndian.Uint32(p)),
 			CFAOffset: int32(int16(binary.LittleEndian.Uint16(p[4:]))),
-			Kind:      Kind(kind & 7),
-			RBPSaved:  kind&(1<<3) != 0,
+			Kind:      Kind(kind & KindMask),
+			RBPSaved:  kind&RBPSavedBit != 0,
 			Flags:     kind & (FlagAnon | FlagWrapper),
 		}
 		if r.RBPSaved {

@@ -26,8 +26,7 @@ func diffCommand(code *int, stdout, stderr io.Writer) *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	fs.BoolVar(&c.JSON, "json", false, "write process_diff and callsite_diff NDJSON records (docs/json.md)")
-	fs.BoolVar(&c.Raw, "raw", false, "exact byte counts instead of human units")
-	fs.Var(byteSize{&c.Growth, &c.GrowthSet}, "fail-on-growth", "exit 10 when a process's live bytes grew by more than `BYTES`")
+	addFormatFlags(fs, &c.JSON, &c.Raw, "write process_diff and callsite_diff NDJSON records (docs/json.md)")
+	fs.Var(byteSize{n: &c.Growth, set: &c.GrowthSet}, "fail-on-growth", "exit 10 when a process's live bytes grew by more than `BYTES`")
 	return cmd
 }

@@ -126,57 +126,8 @@ func TestSampledEstimates(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
 		}
-		want := truth(t, r.stderr)
-		run := parseSampled(t, r.stdout)
-		var p *sampledProcess
-		for i := range run.procs {
-			if run.procs[i].Final {
-				p = &run.procs[i]
-			}
-		}
-		if p == nil {
-			t.Fatalf("no final process record:\n%s", r.stdout)
-		}
-		if !p.Sampled || p.SampleBytes != 65536 || p.LostEvents != 0 {
-			t.Errorf("process: sampled %v sample_bytes %d lost %d, want true, 65536, 0", p.Sampled, p.SampleBytes, p.LostEvents)
-		}
-		if p.Allocs != want["allocs"] || p.AllocBytes != want["alloc_bytes"] {
-			t.Errorf("allocation calls %d, bytes %d; want exactly %d, %d", p.Allocs, p.AllocBytes, want["allocs"], want["alloc_bytes"])
-		}
-		type est struct{ live, variance float64 }
-		byFn := map[string]*est{}
-		for _, s := range run.sites {
-			if !s.Final || s.Category != "heap" {
-				continue
-			}
-			if !s.Sampled || s.SampleBytes != 65536 || s.Comm != p.Comm || s.Comm == "" {
-				t.Errorf("site %s: sampled %v sample_bytes %d comm %q", s.Function, s.Sampled, s.SampleBytes, s.Comm)
-			}
-			e := byFn[s.Function]
-			if e == nil {
-				e = &est{}
-				byFn[s.Function] = e
-			}
-			e.live += float64(s.LiveBytes)
-			e.variance += float64(s.LiveBytesStderr) * float64(s.LiveBytesStderr)
-		}
-		for i, fn := range []string{"leak_small", "leak_large"} {
-			e := byFn[fn]
-			truthLive := float64(want[strings.TrimPrefix(fn, "leak_")+"_live"])
-			if e == nil {
-				t.Fatalf("no call site of %s", fn)
-			}
-			se := math.Sqrt(e.variance)
-			z := (e.live - truthLive) / se
-			zs[i] = append(zs[i], z)
-			t.Logf("%s: estimate %.0f, truth %.0f, standard error %.0f: %+.2f standard errors", fn, e.live, truthLive, se, z)
-			if math.Abs(z) > 4 {
-				t.Errorf("%s: estimate %.0f is %.1f standard errors (%.0f) from the truth %.0f", fn, e.live, z, se, truthLive)
-			}
-		}
-		if c := byFn["churn"]; c == nil || c.live != 0 {
-			t.Errorf("churn frees all it allocates, estimated live %+v, want 0", c)
-		}
+		z := checkSampled(t, r)
+		zs[0], zs[1] = append(zs[0], z[0]), append(zs[1], z[1])
 	}
 	if runs > 1 {
 		for i, fn := range []string{"leak_small", "leak_large"} {
@@ -189,6 +140,65 @@ func TestSampledEstimates(t *testing.T) {
 			t.Logf("%s over %d runs: errors mean %+.3f, standard deviation %.3f (standard errors)", fn, runs, m, math.Sqrt(ss/float64(runs)-m*m))
 		}
 	}
+}
+
+// checkSampled checks a sampled run of testdata/sampling.c at
+// --sample-bytes 65536 (TestSampledEstimates) and returns the errors of
+// leak_small's and leak_large's estimates, in standard errors.
+func checkSampled(t *testing.T, r result) (zs [2]float64) {
+	t.Helper()
+	want := truth(t, r.stderr)
+	run := parseSampled(t, r.stdout)
+	var p *sampledProcess
+	for i := range run.procs {
+		if run.procs[i].Final {
+			p = &run.procs[i]
+		}
+	}
+	if p == nil {
+		t.Fatalf("no final process record:\n%s", r.stdout)
+	}
+	if !p.Sampled || p.SampleBytes != 65536 || p.LostEvents != 0 {
+		t.Errorf("process: sampled %v sample_bytes %d lost %d, want true, 65536, 0", p.Sampled, p.SampleBytes, p.LostEvents)
+	}
+	if p.Allocs != want["allocs"] || p.AllocBytes != want["alloc_bytes"] {
+		t.Errorf("allocation calls %d, bytes %d; want exactly %d, %d", p.Allocs, p.AllocBytes, want["allocs"], want["alloc_bytes"])
+	}
+	type est struct{ live, variance float64 }
+	byFn := map[string]*est{}
+	for _, s := range run.sites {
+		if !s.Final || s.Category != "heap" {
+			continue
+		}
+		if !s.Sampled || s.SampleBytes != 65536 || s.Comm != p.Comm || s.Comm == "" {
+			t.Errorf("site %s: sampled %v sample_bytes %d comm %q", s.Function, s.Sampled, s.SampleBytes, s.Comm)
+		}
+		e := byFn[s.Function]
+		if e == nil {
+			e = &est{}
+			byFn[s.Function] = e
+		}
+		e.live += float64(s.LiveBytes)
+		e.variance += float64(s.LiveBytesStderr) * float64(s.LiveBytesStderr)
+	}
+	for i, fn := range []string{"leak_small", "leak_large"} {
+		e := byFn[fn]
+		truthLive := float64(want[strings.TrimPrefix(fn, "leak_")+"_live"])
+		if e == nil {
+			t.Fatalf("no call site of %s", fn)
+		}
+		se := math.Sqrt(e.variance)
+		z := (e.live - truthLive) / se
+		zs[i] = z
+		t.Logf("%s: estimate %.0f, truth %.0f, standard error %.0f: %+.2f standard errors", fn, e.live, truthLive, se, z)
+		if math.Abs(z) > 4 {
+			t.Errorf("%s: estimate %.0f is %.1f standard errors (%.0f) from the truth %.0f", fn, e.live, z, se, truthLive)
+		}
+	}
+	if c := byFn["churn"]; c == nil || c.live != 0 {
+		t.Errorf("churn frees all it allocates, estimated live %+v, want 0", c)
+	}
+	return zs
 }
 
 // hostRun is a whole-host memtrace running in the background.

@@ -5,10 +5,12 @@ import (
 	"fmt"
 
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -109,4 +111,145 @@ func waitReapers(t *testing.T) {
 		}
 	}
 	t.Fatal("a reaper of per-probe links still runs after a minute")
+}
+
+// TestSampledAttachPaths: sampled mode takes the uprobe session path where
+// the kernel has it (Linux 6.13+: a call not sampled takes one trap), says
+// so in -v and in the report record's attach field, and gives the figures
+// the entry and return links give elsewhere: exact allocation counts, and
+// estimates within 4 standard errors (checkSampled), on either path.
+func TestSampledAttachPaths(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "sampling.c", "-lm")
+	for _, tc := range []struct{ lacks, want string }{
+		{"", "session"},
+		{"uprobe_session", "multi"},
+	} {
+		t.Run("lacks="+tc.lacks, func(t *testing.T) {
+			t.Setenv(lacksEnv, tc.lacks)
+			r := runMemtrace(t, "-v", "--json", "--top", "0", "--sample-bytes", "65536", "--", bin)
+			if r.code != 0 {
+				t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+			}
+			kernel := regexp.MustCompile(`msg=kernel release=(\S+) attach=(\S+) lacks="([^"]*)"`).FindStringSubmatch(r.stderr)
+			if kernel == nil {
+				t.Fatalf("no kernel line in -v:\n%s", r.stderr)
+			}
+			want := tc.want
+			switch {
+			case strings.Contains(kernel[3], "uprobe_multi links"):
+				want = "per-probe"
+			case strings.Contains(kernel[3], "uprobe sessions") && tc.lacks == "":
+				// An older kernel (6.6 to 6.12): sessions are what it lacks.
+				if kernelAtLeast(6, 13) {
+					t.Errorf("Linux %s lacks uprobe sessions according to memtrace", kernel[1])
+				}
+				want = "multi"
+			}
+			if kernel[2] != want {
+				t.Errorf("-v: attach=%s, want %s", kernel[2], want)
+			}
+			report := strings.SplitN(r.stdout, "\n", 2)[0]
+			if w := fmt.Sprintf(`"kernel":"%s","attach":"%s"}`, kernel[1], want); !strings.HasSuffix(report, w) {
+				t.Errorf("report record %s, want it to end %s", report, w)
+			}
+			checkSampled(t, r)
+		})
+	}
+}
+
+// kernelAtLeast reports whether the running kernel is at least major.minor.
+func kernelAtLeast(major, minor int) bool {
+	var u syscall.Utsname
+	if syscall.Uname(&u) != nil {
+		return false
+	}
+	var b []byte
+	for _, c := range u.Release {
+		if c == 0 {
+			break
+		}
+		b = append(b, byte(c))
+	}
+	var ma, mi int
+	fmt.Sscanf(string(b), "%d.%d", &ma, &mi)
+	return ma > major || ma == major && mi >= minor
+}
+
+// TestSessionUnderAnotherTracer: on the session path an allocation that
+// is not sampled skips its return, and the calls nested in it (glibc's
+// malloc calling mmap) are recognized by its return address still on the
+// stack. Another tracer's return probe on malloc replaces that address
+// with its trampoline: the nested mmaps must still not count as the
+// program's mappings. The other tracer here is an exact memtrace -p.
+func TestSessionUnderAnotherTracer(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "bigblocks.c")
+	target, stdin, lines := startReady(t, bin)
+	defer target.Process.Kill()
+	pid := strconv.Itoa(target.Process.Pid)
+	start := func(args ...string) (*exec.Cmd, *strings.Builder, *bytes.Buffer) {
+		mt := exec.Command(memtrace(t), append([]string{"-v", "--json", "-p", pid}, args...)...)
+		var stdout strings.Builder
+		var log bytes.Buffer
+		mt.Stdout = &stdout
+		stderr, _ := mt.StderrPipe()
+		if err := mt.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitAttached(t, stderr, &log)
+		return mt, &stdout, &log
+	}
+	other, _, _ := start()
+	defer other.Process.Kill()
+	sampled, out, log := start("--sample-bytes", "64K")
+	defer sampled.Process.Kill()
+	fmt.Fprintln(stdin, "go")
+	expectLine(t, lines, "done")
+	fmt.Fprintln(stdin, "exit")
+	if err := target.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sampled.Wait(); err != nil {
+		t.Fatalf("sampled memtrace: %v\n%s", err, log)
+	}
+	other.Wait()
+	p := parseNDJSON(t, out.String()).finalProcess(t)
+	if p.Allocs != 1000 || p.Mmap.Maps != 0 {
+		t.Errorf("allocs %d, mmaps %d: want 1000 and 0 (the mmaps are malloc's and calloc's own)\n%s", p.Allocs, p.Mmap.Maps, log)
+	}
+}
+
+// TestSampledFailedCalls: sampled mode's exact counts include the failed
+// calls of malloc-like functions on the session path only (counted at
+// entry, before the result is known), but never a request larger than the
+// address space nor a calloc whose size overflows (testdata/failing.c).
+func TestSampledFailedCalls(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "failing.c")
+	for _, lacks := range []string{"", "uprobe_session"} {
+		t.Setenv(lacksEnv, lacks)
+		out := filepath.Join(t.TempDir(), "out.json")
+		r := runMemtrace(t, "-v", "--json", "-o", out, "--sample-bytes", "64K", "--", bin)
+		if r.code != 0 {
+			t.Fatalf("lacking %q: exit %d, stderr:\n%s", lacks, r.code, r.stderr)
+		}
+		var failed uint64
+		if _, err := fmt.Sscanf(r.stdout, "failed=%d", &failed); err != nil {
+			t.Fatalf("fixture said %q", r.stdout)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := parseNDJSON(t, string(b)).finalProcess(t)
+		// The 64 TiB calls that succeeded, and the 100-byte ones, count everywhere.
+		want := [2]uint64{5 + 10 - failed, 500 + (10-failed)<<46}
+		if strings.Contains(r.stderr, "attach=session") {
+			want = [2]uint64{15, 500 + 10<<46}
+		}
+		if got := [2]uint64{p.Allocs, p.AllocBytes}; got != want {
+			t.Errorf("lacking %q (%d calls of 64 TiB failed): allocs, alloc_bytes %v, want %v", lacks, failed, got, want)
+		}
+	}
 }

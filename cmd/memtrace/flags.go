@@ -66,20 +66,49 @@ func parseFlags(args []string, stderr io.Writer) (*session.Config, error) {
 	return c, nil
 }
 
+// maxRingBytes is the largest ring buffer the kernel takes: its size is a
+// power of two that fits a map's u32 max_entries.
+const maxRingBytes = 1 << 31
+
+// addReportFlags registers the flags that choose how reports are written,
+// the same for a trace and a replay: --top, --sort, --json, --raw and -o.
+// The check it returns reads --sort and validates --top.
+func addReportFlags(fs *pflag.FlagSet, top *int, sort *report.SortKey, json, raw *bool, output *string) func() error {
+	var sortKey string
+	fs.IntVar(top, "top", report.DefaultTop, "call sites shown per process (`N`; 0 = all)")
+	fs.StringVar(&sortKey, "sort", "live", "order call sites by `KEY`: live, allocated, allocs, rate or rss")
+	addFormatFlags(fs, json, raw, "write NDJSON records (docs/json.md) instead of tables")
+	fs.StringVarP(output, "output", "o", "", "write reports to `FILE` instead of stdout")
+	return func() error {
+		k, err := report.ParseSortKey(sortKey)
+		if err != nil {
+			return fmt.Errorf("%w: --sort: %w", errUsage, err)
+		}
+		*sort = k
+		if *top < 0 {
+			return fmt.Errorf("%w: --top must be >= 0", errUsage)
+		}
+		return nil
+	}
+}
+
+// addFormatFlags registers --json and --raw, which a trace, a replay and a
+// diff share.
+func addFormatFlags(fs *pflag.FlagSet, json, raw *bool, jsonUsage string) {
+	fs.BoolVar(json, "json", false, jsonUsage)
+	fs.BoolVar(raw, "raw", false, "exact byte counts instead of human units")
+}
+
 // traceFlags registers a trace's flags on fs and returns the check to run
 // after parsing, given the arguments left (the command).
 func traceFlags(fs *pflag.FlagSet, c *session.Config) func(command []string) error {
-	var sortKey string
 	fs.VarP(pidList{&c.PIDs}, "pid", "p", "`PID`(s) to trace; repeatable or comma-separated")
 	fs.DurationVarP(&c.Duration, "duration", "d", 0, "stop after `D` (0 = until the targets exit or Ctrl-C)")
 	fs.DurationVarP(&c.Interval, "interval", "i", 0, "print a report every `D` as well as at the end")
-	fs.IntVar(&c.Top, "top", report.DefaultTop, "call sites shown per process (`N`; 0 = all)")
-	fs.StringVar(&sortKey, "sort", "live", "order call sites by `KEY`: live, allocated, allocs, rate or rss")
-	fs.BoolVar(&c.JSON, "json", false, "write NDJSON records (docs/json.md) instead of tables")
-	fs.BoolVar(&c.Raw, "raw", false, "exact byte counts instead of human units")
-	fs.StringVarP(&c.Output, "output", "o", "", "write reports to `FILE` instead of stdout")
+	checkReport := addReportFlags(fs, &c.Top, &c.Sort, &c.JSON, &c.Raw, &c.Output)
 	fs.StringVar(&c.Allocator, "allocator", "", "probe the allocator in `FILE` instead of the one the target binds to")
-	fs.IntVar(&c.RingBytes, "ring-size", 64<<20, "ring buffer `BYTES`, a power of two (4 MiB when sampling)")
+	ringBytes, ringSet := uint64(64<<20), false
+	fs.Var(byteSize{&ringBytes, &ringSet, maxRingBytes}, "ring-size", "ring buffer `BYTES`, a power of two (4 MiB when sampling)")
 	fs.BoolVarP(&c.Verbose, "verbose", "v", false, "log what is attached, and where")
 	fs.BoolVar(&c.Detail, "detail", false, "group by whole call stack and print each stack under its row")
 	fs.IntVar(&c.StackDepth, "stack-depth", 16, "`N` frames per stack with --detail, and per sampled allocation's stack in sampled mode (at most 126)")
@@ -101,6 +130,7 @@ func traceFlags(fs *pflag.FlagSet, c *session.Config) func(command []string) err
 	checkExports := addExportFlags(fs, &c.ExportConfig)
 	return func(command []string) error {
 		c.Command = command
+		c.RingBytes = int(ringBytes)
 		if err := checkRates(); err != nil {
 			return err
 		}
@@ -119,16 +149,12 @@ func traceFlags(fs *pflag.FlagSet, c *session.Config) func(command []string) err
 		if c.StackDepth < 1 || c.StackDepth >= tracer.MaxStackDepth {
 			return fmt.Errorf("%w: --stack-depth must be between 1 and %d", errUsage, tracer.MaxStackDepth-1)
 		}
-		k, err := report.ParseSortKey(sortKey)
-		if err != nil {
-			return fmt.Errorf("%w: --sort: %w", errUsage, err)
+		if err := checkReport(); err != nil {
+			return err
 		}
-		c.Sort = k
 		switch {
 		case len(c.PIDs) > 0 && len(c.Command) > 0:
 			return fmt.Errorf("%w: give -p or a command, not both", errUsage)
-		case c.Top < 0:
-			return fmt.Errorf("%w: --top must be >= 0", errUsage)
 		case c.Duration < 0 || c.Interval < 0:
 			return fmt.Errorf("%w: durations must be positive", errUsage)
 		}

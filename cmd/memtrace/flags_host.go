@@ -5,8 +5,6 @@ import (
 
 	"fmt"
 	"github.com/memtrace/memtrace/session"
-	"strconv"
-	"strings"
 
 	"github.com/memtrace/memtrace/host"
 	"github.com/memtrace/memtrace/tracer"
@@ -22,49 +20,11 @@ const defaultHostSample = 512 << 10
 // would sit idle, and its pages count in memtrace's resident memory).
 const sampledRingBytes = 4 << 20
 
-// byteSize parses 65536, 64K, 64KiB, 1M, 1MiB, 1G (binary units).
-type byteSize struct {
-	n   *uint64
-	set *bool
-}
-
-func (b byteSize) String() string {
-	if b.n == nil {
-		return ""
-	}
-	return strconv.FormatUint(*b.n, 10)
-}
-
-func (b byteSize) Type() string { return "bytes" }
-
-func (b byteSize) Set(s string) error {
-	t := strings.TrimSpace(s)
-	mult := uint64(1)
-	for _, u := range []struct {
-		suffix string
-		mult   uint64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
-		if v, ok := strings.CutSuffix(t, u.suffix); ok {
-			t, mult = v, u.mult
-			break
-		}
-	}
-	v, err := strconv.ParseUint(strings.TrimSpace(t), 10, 64)
-	if err != nil {
-		return fmt.Errorf("not a byte count: %q (write e.g. 65536, 64K or 1MiB)", s)
-	}
-	if v > tracer.MaxSampleBytes/mult {
-		return fmt.Errorf("%q: at most %d bytes", s, uint64(tracer.MaxSampleBytes))
-	}
-	*b.n, *b.set = v*mult, true
-	return nil
-}
-
 // addHostFlags registers --sample-bytes, --comm and --cgroup on fs, and
 // returns the check to run once the target (or its absence) is known.
 func addHostFlags(fs *pflag.FlagSet, c *session.Config) func() error {
 	h := &c.HostConfig
-	fs.Var(byteSize{&h.SampleBytes, &h.SampleSet}, "sample-bytes",
+	fs.Var(byteSize{&h.SampleBytes, &h.SampleSet, tracer.MaxSampleBytes}, "sample-bytes",
 		"sample one allocation per `N` bytes on average and estimate (0 = trace every call; default 512K with no target, 0 with -p and --)")
 	fs.StringVar(&h.Comm, "comm", "", "with no target: only processes with command name `NAME`")
 	fs.StringVar(&h.Cgroup, "cgroup", "", "with no target: only processes in the cgroup v2 `PATH` (a directory, or a path as /proc/PID/cgroup shows it) or below it")

@@ -43,9 +43,8 @@ func (p peakTolerance) Set(s string) error {
 		*p.t = aggregate.PeakTolerance{PPM: uint64(v * 1e4)}
 		return nil
 	}
-	var n uint64
-	var set bool
-	if err := (byteSize{&n, &set}).Set(s); err != nil {
+	n, err := parseBytes(s)
+	if err != nil {
 		return err
 	}
 	*p.t = aggregate.PeakTolerance{Bytes: n}

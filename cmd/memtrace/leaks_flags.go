@@ -2,9 +2,7 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strconv"
-	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -55,27 +53,6 @@ func (f failFlag) Set(s string) error {
 	}
 	f.c.FailOnLeak, f.c.FailBytes = true, n
 	return nil
-}
-
-// parseBytes reads "4096", "64k"/"64KiB", "1M"/"1MiB", "1G".
-func parseBytes(s string) (uint64, error) {
-	t := strings.TrimSpace(s)
-	mult := uint64(1)
-	low := strings.ToLower(t)
-	for _, u := range []struct {
-		suffix string
-		m      uint64
-	}{{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"b", 1}} {
-		if strings.HasSuffix(low, u.suffix) {
-			mult, t = u.m, t[:len(t)-len(u.suffix)]
-			break
-		}
-	}
-	n, err := strconv.ParseUint(strings.TrimSpace(t), 10, 64)
-	if err != nil || n > ^uint64(0)/mult {
-		return 0, fmt.Errorf("not a byte count: %q", s)
-	}
-	return n * mult, nil
 }
 
 type kindsFlag struct{ k *leakcheck.Kinds }
@@ -177,7 +154,8 @@ func addReplayLeakFlags(fs *pflag.FlagSet, c *replay.ReplayConfig) func() error 
 
 // addJudgeFlags registers the flags a live run and a replay share: whether
 // to check, and how the results are judged and written. The function it
-// returns reads the suppression files and opens --json-file.
+// returns reads the suppression files; --json-file is created when the
+// run starts (session), not while the flags are checked.
 func addJudgeFlags(fs *pflag.FlagSet, l *session.LeakConfig, checkUsage, failUsage string) func() error {
 	l.LeakKinds = leakcheck.KindsOf(leakcheck.Definite, leakcheck.Indirect)
 	fs.Var(optionalBool{&l.LeakCheck, &l.LeakCheckSet}, "leak-check", checkUsage)
@@ -199,13 +177,6 @@ func addJudgeFlags(fs *pflag.FlagSet, l *session.LeakConfig, checkUsage, failUsa
 		}
 		if !l.NoDefaultSupp {
 			l.Suppressions = append(l.Suppressions, leakcheck.DefaultSuppressions...)
-		}
-		if l.JSONFile != "" {
-			f, err := os.Create(l.JSONFile)
-			if err != nil {
-				return fmt.Errorf("%w: --json-file: %w", errUsage, err)
-			}
-			l.JSONFileW = f
 		}
 		return nil
 	}

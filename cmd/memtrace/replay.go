@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memtrace/memtrace/replay"
-	"github.com/memtrace/memtrace/report"
 )
 
 // replayCommand is `memtrace replay FILE [flags]`.
@@ -24,13 +23,9 @@ func replayCommand(code *int, stdout, stderr io.Writer) *cobra.Command {
 		Args: exactArgs(1, "memtrace replay takes one recording (memtrace replay FILE [flags])"),
 	}
 	fs := cmd.Flags()
-	var at, sortKey string
+	var at string
 	fs.StringVar(&at, "at", "", "report as of `WHEN`: a time since the start (12.5s), peak, or mark:LABEL[#N] (the Nth mark so labelled)")
-	fs.IntVar(&c.Top, "top", report.DefaultTop, "call sites shown per process (`N`; 0 = all)")
-	fs.StringVar(&sortKey, "sort", "live", "order call sites by `KEY`: live, allocated, allocs, rate or rss")
-	fs.BoolVar(&c.JSON, "json", false, "write NDJSON records (docs/json.md) instead of tables")
-	fs.BoolVar(&c.Raw, "raw", false, "exact byte counts instead of human units")
-	fs.StringVarP(&c.Output, "output", "o", "", "write the report to `FILE` instead of stdout")
+	checkReport := addReportFlags(fs, &c.Top, &c.Sort, &c.JSON, &c.Raw, &c.Output)
 	fs.BoolVar(&c.Detail, "detail", false, "print each call site's stack (recordings made with --detail)")
 	fs.Var(peakTolerance{&c.PeakTol}, "peak-tolerance", "recompute the peak snapshot with tolerance `T` (default: the recorded run's)")
 	checkRates := addRateFlags(fs, &c.Rates)
@@ -42,6 +37,9 @@ func replayCommand(code *int, stdout, stderr io.Writer) *cobra.Command {
 		c.File = args[0]
 		c.RatesOK = fs.Changed("half-life") || fs.Changed("period")
 		c.TolSet = fs.Changed("peak-tolerance")
+		if err := checkReport(); err != nil {
+			return err
+		}
 		if err := checkRates(); err != nil {
 			return err
 		}
@@ -54,12 +52,6 @@ func replayCommand(code *int, stdout, stderr io.Writer) *cobra.Command {
 		var err error
 		if c.At, err = replay.ParseAt(at); err != nil {
 			return fmt.Errorf("%w: %w", errUsage, err)
-		}
-		if c.Sort, err = report.ParseSortKey(sortKey); err != nil {
-			return fmt.Errorf("%w: --sort: %w", errUsage, err)
-		}
-		if c.Top < 0 {
-			return fmt.Errorf("%w: --top must be >= 0", errUsage)
 		}
 		*code = replay.Replay(c, stdout, stderr)
 		return nil

@@ -27,7 +27,7 @@ limit=${MEMTRACE_KERNELS_TIMEOUT:-600}
 # speed: the starved reader loses some), TestHostPicksUpNewProcesses (its
 # short-lived process is gone before memtrace reads its mappings), and
 # TestFollowForks (-f; the slowest, a minute per guest).
-E2E_TESTS=${E2E_TESTS:-'^(TestLeaksExact|TestAttachRunning|TestCommandStatus|TestWrappers|TestDlopenUnloaded|TestDetailStacks|TestUnwindChains|TestWrapperRules|TestExceptionsUnchanged|TestWrappersOnOverlay|TestFailOnLeak|TestLeakCheckAttached|TestSampledEstimates|TestHostCgroup|TestBadInput|TestKernelRefused|TestPerProbeSameFigures|TestFootprintFixtures)$'}
+E2E_TESTS=${E2E_TESTS:-'^(TestLeaksExact|TestAttachRunning|TestCommandStatus|TestWrappers|TestDlopenUnloaded|TestDetailStacks|TestUnwindChains|TestWrapperRules|TestExceptionsUnchanged|TestWrappersOnOverlay|TestFailOnLeak|TestLeakCheckAttached|TestSampledEstimates|TestSampledAttachPaths|TestSessionUnderAnotherTracer|TestSampledFailedCalls|TestHostCgroup|TestBadInput|TestKernelRefused|TestPerProbeSameFigures|TestFootprintFixtures)$'}
 # Runs of BenchmarkAttach per attach path.
 BENCH_RUNS=${BENCH_RUNS:-3}
 TRACER_TESTS=${TRACER_TESTS:-'^(TestFeatures|TestLoadPerProbe|TestDetachStale|TestLoadModes|TestRecordLayout|TestExpDraw|TestSampleDecision)$'}
