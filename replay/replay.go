@@ -35,11 +35,11 @@ type ReplayConfig struct {
 	PeakTol aggregate.PeakTolerance
 	TolSet  bool
 	pipeline.SymbolizeConfig
-	pipeline.ExportFiles // --pprof, --folded, --html as of --at (exports.go)
+	pipeline.ExportFiles // --pprof, --folded, --html as of --at (pipeline/exports.go)
 	// LeakConfig: --leak-check, --fail-on-leak, --leak-kinds,
 	// --suppressions, --no-default-suppressions, --json-file; LeakSet
 	// says which were given, the others are the recorded run's
-	// (replay_leaks.go).
+	// (leaks.go).
 	pipeline.LeakConfig
 	LeakSet ReplayLeakFlags
 }

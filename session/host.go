@@ -335,7 +335,7 @@ func (s *session) hostExit(pid uint32, comm string, when uint64) {
 		h.exitsSince = time.Now()
 	}
 	s.objs.Forget(pid, s.table.LiveAddrs(pid))
-	s.pr.Forget(pid) // held for the next batch (printer.go)
+	s.pr.Forget(pid) // held for the next batch (pipeline.Printer)
 }
 
 // flushExits writes the final records of the processes that exited since

@@ -56,8 +56,8 @@ type session struct {
 	drain          *tracer.Drainer
 	table          *aggregate.Table
 	res            *symbolize.Resolver
-	pr             *pipeline.Printer    // the reports (printer.go)
-	stacks         *pipeline.StackStore // the stacks events name (stacks.go)
+	pr             *pipeline.Printer    // the reports (pipeline/printer.go)
+	stacks         *pipeline.StackStore // the stacks events name (pipeline/stacks.go)
 	downloads      *pipeline.Downloads  // debuginfod; nil without servers (debuginfod.go)
 	targets        map[int]*target
 	exitedPIDs     chan int
@@ -301,7 +301,7 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 // apply accounts one event; a new code mapping (dlopen) makes it read the
 // process's mappings at once, while the library is still there.
 func (s *session) apply(e *event.Event) {
-	s.stacks.Learn(e.PID, e.StackID, s.objs.Stack) // before anything reads it (stacks.go)
+	s.stacks.Learn(e.PID, e.StackID, s.objs.Stack) // before anything reads it (pipeline/stacks.go)
 	s.exportEvent(e)                               // --html's history (exports.go)
 	if e.Kind == event.Mark {
 		s.onMark(e) // timeline.go
@@ -527,7 +527,7 @@ func (s *session) finish() error {
 
 // report prints a report of the given processes (nil = all): the
 // probes' counts and the rates are brought up to now first, as inputs of
-// the table, so that a replay's table holds them too (printer.go).
+// the table, so that a replay's table holds them too (pipeline.Printer).
 func (s *session) report(final bool, pids []int) error {
 	now := s.refresh() // exports.go
 	r := recording.Report{Time: now, Final: final, All: pids == nil}
@@ -557,7 +557,7 @@ func monotonicNow() uint64 {
 	return uint64(ts.Nano())
 }
 
-// stackSource is the run's --detail stack source (stacks.go).
+// stackSource is the run's --detail stack source (pipeline/stacks.go).
 func (s *session) stackSource() pipeline.StackSource {
 	return pipeline.StackSource{Store: s.stacks, Code: pipeline.CodeView{Resolver: s.res}, Depth: s.cfg.StackDepth}
 }

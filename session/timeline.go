@@ -43,7 +43,7 @@ func (s *session) openTime(args []string) error {
 	}
 	info := recording.Info{Start: time.Now(), StartNS: monotonicNow(), Hostname: host, Args: args, Mode: mode,
 		SampleBytes: s.cfg.SampleBytes, Detail: s.cfg.Detail, StackDepth: s.cfg.StackDepth, Marks: s.cfg.Marks}
-	// The leak check's settings: a replay's defaults (replay_leaks.go).
+	// The leak check's settings: a replay's defaults (pipeline.LeakConfig.RecordedLeakSettings).
 	s.cfg.RecordedLeakSettings(&info)
 	if k, err := tracer.ProbeKernel(); err == nil { // probed once per process: what load uses
 		info.Kernel, info.Attach = k.Release, string(k.AttachFor(s.cfg.SampleBytes))
