@@ -52,7 +52,7 @@ func (w *Downloads) Client() *symbolize.Debuginfod {
 	return w.d
 }
 
-// wait lets the Downloads under way finish before a report, for what is
+// Wait lets the downloads under way finish before a report, for what is
 // left of --debuginfod-wait: called only once tracing is over (or nothing
 // is left to trace), so nothing but the report waits. What is not there by
 // then is reported without. idle (nil: none) runs every waitPoll while it
@@ -66,14 +66,14 @@ func (w *Downloads) Wait(idle func()) {
 		return
 	}
 	if w.left <= 0 {
-		w.log.Warn("debuginfod: Downloads unfinished, reported without them", "left", n)
+		w.log.Warn("debuginfod: downloads unfinished, reported without them", "left", n)
 		return
 	}
 	// Ctrl-C or SIGTERM ends the wait, not the run: the report follows.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	w.log.Info("debuginfod: waiting for Downloads", "pending", n, "at_most", w.left)
+	w.log.Info("debuginfod: waiting for downloads", "pending", n, "at_most", w.left)
 	start := time.Now()
 	budget := w.left
 	defer func() { w.left = max(budget-time.Since(start), 0) }()
@@ -83,7 +83,7 @@ func (w *Downloads) Wait(idle func()) {
 		select {
 		case sig := <-sigs:
 			budget = 0 // and no more waiting
-			w.log.Warn("debuginfod: waiting for Downloads interrupted, reported without them", "signal", sig)
+			w.log.Warn("debuginfod: waiting for downloads interrupted, reported without them", "signal", sig)
 			return
 		case <-tick.C:
 		}
@@ -91,11 +91,11 @@ func (w *Downloads) Wait(idle func()) {
 			idle()
 		}
 		if n = w.d.Pending(); n == 0 {
-			w.log.Info("debuginfod: Downloads done", "took", time.Since(start).Round(time.Millisecond))
+			w.log.Info("debuginfod: downloads done", "took", time.Since(start).Round(time.Millisecond))
 			return
 		}
 		if time.Since(start) >= budget {
-			w.log.Warn("debuginfod: Downloads unfinished, reported without them", "left", n, "waited", budget)
+			w.log.Warn("debuginfod: downloads unfinished, reported without them", "left", n, "waited", budget)
 			return
 		}
 	}

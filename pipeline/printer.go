@@ -55,10 +55,13 @@ func (p *Printer) Forget(pid uint32) {
 
 // Print writes the report r asks for, and records its moment.
 func (p *Printer) Print(r recording.Report) error {
+	snap := p.Snapshot(r)
 	if p.Rec != nil {
+		// After the snapshot: the footprint readings it took are
+		// recorded first, as a replay needs them for this report.
 		p.Rec.Report(&r)
 	}
-	return p.Write(r, p.Snapshot(r))
+	return p.Write(r, snap)
 }
 
 // Snapshot is the snapshot report r shows: the processes it names (all
