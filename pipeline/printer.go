@@ -16,22 +16,23 @@ type Printer struct {
 	Table *aggregate.Table
 	Res   *symbolize.Resolver
 	W     report.Outputs
-	// base: the options every report shares (Top, Sort, Raw, Host,
+	// Base: the options every report shares (Top, Sort, Raw, Host,
 	// Kernel, Attach, the --detail stacks).
 	Base  report.Options
-	Leaks *report.Leaks // nil without a leak check
-	Rec   *recording.Writer
+	Leaks *report.Leaks     // nil without a leak check
+	Rec   *recording.Writer // nil without --record
+	// HoldExits: Forget holds exited processes (whole-host mode).
+	HoldExits bool
+	// Footprints gives a snapshot's processes their footprint readings
+	// (fresh ones for a final report); nil: none. A live run reads them,
+	// a replay takes the recorded ones.
+	Footprints func(snap *aggregate.Snapshot, fresh bool)
+
 	// exits: whole-host mode's final snapshots of the processes that
 	// exited and were forgotten since the last batch (Forget).
 	exits     []aggregate.ProcessSnapshot
 	exitMarks []aggregate.Mark
 	exitPIDs  []int
-	// holdExits: forget holds exited processes (whole-host mode).
-	HoldExits bool
-	// footprints gives a snapshot's processes their footprint readings
-	// (fresh ones for a final report); nil: none. A live run reads them
-	// (footprint.go), a replay takes the recorded ones.
-	Footprints func(snap *aggregate.Snapshot, fresh bool)
 }
 
 // Forget drops pid from the Table. A process that exited keeps its final
@@ -44,7 +45,7 @@ func (p *Printer) Forget(pid uint32) {
 		return
 	}
 	snap := p.Table.SnapshotOf(pid)
-	if p.HoldExits && len(snap.Processes) == 1 && snap.Processes[0].Exited {
+	if len(snap.Processes) == 1 && snap.Processes[0].Exited {
 		p.decorate(&snap, false) // its memory is gone: its latest reading
 		p.exits = append(p.exits, snap.Processes...)
 		p.exitMarks = append(p.exitMarks, snap.Marks...)
