@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin
 CC      ?= gcc
 
-.PHONY: all build demo test test-kernels bench generate check-generate clean
+.PHONY: all build image demo test test-kernels bench generate check-generate clean
 
 all: build
 
@@ -12,6 +12,14 @@ all: build
 # and in whole-host mode it would map the very libc it probes.
 build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/memtrace ./cmd/memtrace
+
+# The container image (Containerfile: the static binary, FROM scratch),
+# built with Debian's buildah (apt-get install -y buildah); vfs storage
+# and chroot isolation work inside containers and CI runners too.
+IMAGE   ?= memtrace:latest
+BUILDAH ?= buildah --storage-driver vfs
+image: build
+	$(BUILDAH) bud --isolation chroot -f Containerfile -t $(IMAGE) .
 
 # Build memtrace and a small leaking C program, trace it, show the table.
 demo: build

@@ -15,6 +15,8 @@ type process struct {
 	mapped     Stats // sums over the Mapped sites
 	peakMapped uint64
 
+	resident residentPages // sampled faults' pages still resident (resident.go)
+
 	// sites is indexed by the uint32 that live blocks and regions carry
 	// instead of the call site itself: 4 bytes per block instead of 9.
 	sites       []site

@@ -114,6 +114,10 @@ type ProcessSnapshot struct {
 	// first allocation.
 	Peak *PeakSnapshot
 
+	// Resident is the resident anonymous memory by who made it resident
+	// (resident.go); nil when no fault of the process was sampled.
+	Resident *ResidentSnapshot
+
 	// JVM is the heap by NMT category when the process is a JVM whose
 	// categories memtrace reads (SetJVMCategories), largest live bytes
 	// first, then the heap no category claims (Name ""); nil otherwise.

@@ -99,6 +99,10 @@ func (t *Table) Apply(e *event.Event) {
 		}
 	case event.Mremap:
 		p.mremap(e.OldAddr, e.OldSize, e.Addr, e.Size)
+	case event.Fault:
+		p.resident.fault(e.Addr, e.Size, e.OldSize, siteID{addr: e.CallSite, stack: e.StackID})
+	case event.Unresident:
+		p.resident.unresident(e.Addr)
 	}
 }
 

@@ -49,6 +49,7 @@ func (p *process) snapshot() ProcessSnapshot {
 		ps.Sites[i] = SiteSnapshot{Address: st.addr, Leaf: st.leaf, StackID: st.stack, Category: st.cat, Stats: st.stats,
 			JVMCategory: p.jvmName(st.jvm)}
 	}
+	ps.Resident = p.resident.snapshot() // resident.go
 	ps.Regions = make([]footprint.Range, len(p.regions.rs))
 	ps.RegionSites = make([]int, len(p.regions.rs))
 	for i, r := range p.regions.rs {

@@ -26,4 +26,8 @@
 //   - blocks: testdata/bench/blocks.c (5 million small blocks, half freed)
 //     untraced, under memtrace and heaptrack; and memtrace's peak RSS per
 //     live block, less a 1000-block run's.
+//   - resident: the whole host's default (resident memory only) against
+//     untraced, on faults.c and sqlite3; resident-accuracy: the accuracy
+//     fixtures' estimates over the truth; resident-memory: memtrace's own
+//     peak memory (idle, 1000 processes, one of 8 GiB).
 package bench

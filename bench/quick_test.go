@@ -67,6 +67,8 @@ func TestQuick(t *testing.T) {
 		"livemem":       {"1M live blocks"},
 		"blocks":        {rowUntraced, memtraceModes[0].name},
 		"blocks-memory": {memtraceModes[0].name},
+		// The whole host's default against untraced (resident.go).
+		"resident-faults": {rowUntraced, rowHostDefault},
 	}
 	for id, names := range must {
 		c := byID[id]

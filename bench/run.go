@@ -83,6 +83,10 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Results, error) 
 		"sqlite":    r.sqlite,
 		"blocks":    r.blocks,
 		"redis":     r.redis,
+		// resident.go
+		"resident":          r.resident,
+		"resident-accuracy": r.residentAccuracySection,
+		"resident-memory":   r.residentMemorySection,
 	}
 	for _, name := range Sections {
 		if !cfg.has(name) {

@@ -376,6 +376,7 @@ static __always_inline void emit(const struct emit_args *a)
 
 #include "frames.h"
 #include "unwind.h"
+#include "resident.h"
 
 /*
  * jvm_category is the JVM category of the call s ends, 0 for none: the
@@ -396,9 +397,10 @@ static __always_inline void report_site(struct pt_regs *ctx, struct inflight *s,
 					__u64 addr, __u64 size, __u64 old_addr, __u64 old_size)
 {
 	struct site_args a = {.addr = addr, .size = size, .old_addr = old_addr, .old_size = old_size,
+			      .pc = PT_REGS_IP(ctx), .sp = PT_REGS_SP(ctx), .bp = PT_REGS_FP(ctx),
 			      .kind = kind, .func = s->func, .cat = jvm_category(ctx, s)};
 
-	emit_site(ctx, &a);
+	emit_site(&a);
 }
 
 /* What bpf_find_vma found of a returnless call's code (in_outer). */

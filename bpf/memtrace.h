@@ -26,6 +26,7 @@ enum event_kind {
 	KIND_EXIT = 9,     /* whole host: a process (its last thread) exited: struct proc_event */
 	KIND_MARK = 10,    /* --mark: a marked function was called: struct code_event, path = label */
 	KIND_UNWIND_MISS = 11, /* a file has no unwind table yet: addr = pc, size = dev, old_addr = inode */
+	KIND_FAULT = 12, /* a sampled write fault: the page at addr (size bytes) may have become resident */
 };
 
 /* Which allocator entry point; event.Func in Go has the same values. */
@@ -125,6 +126,7 @@ enum unwind_kind {
 enum row_flag {
 	ROW_KIND_MASK = 0x07,
 	ROW_RBP_SAVED = 0x08,
+	ROW_MEMFN = 0x20,   /* libc's memory functions, the allocator, read(2): a fault there charges its caller */
 	ROW_ANON = 0x40,    /* no named function covers this code */
 	ROW_WRAPPER = 0x80, /* an allocation wrapper: charge its caller */
 };

@@ -47,6 +47,7 @@ struct walk {
 	__u8 exact;       /* pc is exact (interrupted by a signal), not a return address */
 	__u8 end;         /* STEP_END or STEP_STOP once the walk is over */
 	__u8 cached;      /* map_* and file describe the last file mapping met */
+	__u8 fault;       /* a page fault's walk: libc's memory functions are wrappers too */
 	__u32 pid;
 	__u64 epoch;      /* the frame cache's epoch (frames.h); 0: none */
 	__u64 mm;         /* the process's address space */
@@ -318,6 +319,9 @@ static long walk_frame(__u64 i, void *ctx)
 known:
 	if (r)
 		flags = r->kind & (ROW_WRAPPER | ROW_ANON);
+	/* A fault in memset, malloc's internals or read(2) is charged to the caller. */
+	if (r && w->fault && (r->kind & ROW_MEMFN))
+		flags = ROW_WRAPPER;
 	if (w->chain) {
 		if (!flags) {
 			/*
@@ -387,41 +391,44 @@ known:
 	return 0;
 }
 
-/* What emit_site reports, besides the call site and stack it finds. */
+/* What emit_site reports, and where the walk starts. */
 struct site_args {
 	__u64 addr, size, old_addr, old_size;
+	__u64 pc, sp, bp; /* the registers the walk starts from */
 	__u8 kind, func;
-	__u8 cat; /* 1 + the JVM category, 0: none (jvm_category) */
+	__u8 exact;       /* pc is exact (a faulting instruction), not a return address */
+	__u8 fault;       /* charge past libc's memory functions (ROW_MEMFN) */
+	__u8 cat;         /* 1 + the JVM category, 0: none (jvm_category) */
 };
 
 /*
- * emit_site reports an allocation with its charged call site and, when
- * stacks are kept, its stack: the probe's caller is the leaf; the walk
- * skips the wrapper chain above it and, with stack_depth, records
- * stack_depth frames from the charged one on. A global function: the
- * verifier checks it once, not at each of its callers (each would walk
- * the whole unwinder again).
+ * emit_site reports an event with its charged call site and, when stacks
+ * are kept, its stack: the frame at pc is the leaf (the allocator's caller,
+ * or the faulting instruction); the walk skips the wrapper chain above it
+ * and, with stack_depth, records stack_depth frames from the charged one on.
+ * A global function: the verifier checks it once, not at each of its
+ * callers (each would walk the whole unwinder again).
  */
-__noinline int emit_site(struct pt_regs *ctx, struct site_args *a)
+__noinline int emit_site(struct site_args *a)
 {
 	struct stack_record *rec;
 	struct walk *w;
-	__u64 id = bpf_get_current_pid_tgid(), pc = PT_REGS_IP(ctx);
+	__u64 id = bpf_get_current_pid_tgid();
 	__u64 epoch = frames_epoch(), mm = frames_mm();
-	struct frame_key fk = {.pc = pc - 1, .pid = id >> 32};
+	struct frame_key fk = {.pc = a ? a->pc - 1 : 0, .pid = id >> 32};
 	struct frame_info *fi;
 	__u32 zero = 0, n, size_out;
 
 	if (!a)
 		return 0;
-	if (!stack_depth) {
+	if (!stack_depth && !a->exact) {
 		/* A known caller that is neither a wrapper nor unnamed is charged: no walk. */
 		fi = bpf_map_lookup_elem(&frame_cache, &fk);
 		if (frames_valid(fi, epoch, mm) &&
 		    !(fi->has_row && (fi->row.kind & (ROW_WRAPPER | ROW_ANON)))) {
 			emit(&(struct emit_args){.kind = a->kind, .func = a->func, .addr = a->addr, .size = a->size,
-						 .old_addr = a->old_addr, .old_size = a->old_size, .call_site = pc,
-						 .leaf = pc, .flags = a->cat << EVENT_CAT_SHIFT});
+						 .old_addr = a->old_addr, .old_size = a->old_size, .call_site = a->pc,
+						 .leaf = a->pc, .flags = a->cat << EVENT_CAT_SHIFT});
 			return 0;
 		}
 	}
@@ -429,13 +436,14 @@ __noinline int emit_site(struct pt_regs *ctx, struct site_args *a)
 	if (!rec)
 		return 0;
 	w = &rec->w;
-	w->pc = PT_REGS_IP(ctx);
-	w->sp = PT_REGS_SP(ctx);
-	w->bp = PT_REGS_FP(ctx);
+	w->pc = a->pc;
+	w->sp = a->sp;
+	w->bp = a->bp;
 	w->charged_pc = w->pc;
 	w->charged = 0;
 	w->chain = 1;
-	w->exact = 0;
+	w->exact = a->exact;
+	w->fault = a->fault;
 	w->end = 0;
 	w->cached = 0;
 	w->anon = ANON_NONE;
@@ -445,7 +453,7 @@ __noinline int emit_site(struct pt_regs *ctx, struct site_args *a)
 	w->epoch = epoch;
 	w->mm = mm;
 	if (stack_depth) {
-		rec->frames[0] = w->pc;
+		rec->frames[0] = w->pc | (a->exact ? FRAME_EXACT : 0);
 		w->n = 1;
 		w->limit = stack_depth; /* grows with the charged index */
 	}
@@ -453,7 +461,7 @@ __noinline int emit_site(struct pt_regs *ctx, struct site_args *a)
 	if (!stack_depth) {
 		emit(&(struct emit_args){.kind = a->kind, .func = a->func, .addr = a->addr, .size = a->size,
 					 .old_addr = a->old_addr, .old_size = a->old_size,
-					 .call_site = w->charged_pc & ~FRAME_EXACT, .leaf = PT_REGS_IP(ctx),
+					 .call_site = w->charged_pc & ~FRAME_EXACT, .leaf = a->pc,
 					 .flags = a->cat << EVENT_CAT_SHIFT});
 		return 0;
 	}
@@ -463,7 +471,7 @@ __noinline int emit_site(struct pt_regs *ctx, struct site_args *a)
 	rec->e.old_addr = a->old_addr;
 	rec->e.old_size = a->old_size;
 	rec->e.call_site = w->charged_pc & ~FRAME_EXACT;
-	rec->e.leaf = PT_REGS_IP(ctx);
+	rec->e.leaf = a->pc;
 	rec->e.pid = id >> 32;
 	rec->e.tid = (__u32)id;
 	rec->e.kind = a->kind;

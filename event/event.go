@@ -39,6 +39,18 @@ const (
 	// argument read as a C string ("" when it is none); Size is the
 	// function's index among the --mark functions.
 	Mark Kind = 10
+	// Fault: a sampled write fault on the page at Addr (Size bytes), which
+	// may have made it resident; CallSite is who is charged for it (the
+	// first frame outside libc's memory functions and the allocator).
+	// Whether the page is resident anonymous memory is for Unresident
+	// events to say: until one comes, it is charged.
+	Fault Kind = 12
+	// Unresident: the page at Addr, sampled by a Fault, is no longer
+	// resident anonymous memory (unmapped, released, swapped out,
+	// reclaimed, or never was: a file page). User space finds it in
+	// /proc/PID/pagemap and records it as an event, so that a replay
+	// charges the same pages.
+	Unresident Kind = 13
 )
 
 // String names the kind as docs and JSON do.
@@ -64,6 +76,10 @@ func (k Kind) String() string {
 		return "exit"
 	case Mark:
 		return "mark"
+	case Fault:
+		return "fault"
+	case Unresident:
+		return "unresident"
 	}
 	return "unknown"
 }

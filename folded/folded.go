@@ -24,6 +24,7 @@ const (
 	Live      Value = iota // live bytes
 	Allocated              // bytes allocated over the run
 	Allocs                 // allocations made
+	Resident               // resident bytes by who made them resident (estimates)
 )
 
 // ParseValue reads --folded-value's argument.
@@ -35,8 +36,10 @@ func ParseValue(s string) (Value, error) {
 		return Allocated, nil
 	case "allocs":
 		return Allocs, nil
+	case "resident":
+		return Resident, nil
 	}
-	return 0, fmt.Errorf("folded value %q: want live, allocated or allocs", s)
+	return 0, fmt.Errorf("folded value %q: want live, allocated, allocs or resident", s)
 }
 
 func (v Value) sampleIndex() int {
@@ -45,6 +48,8 @@ func (v Value) sampleIndex() int {
 		return pprofout.AllocSpace
 	case Allocs:
 		return pprofout.AllocObjects
+	case Resident:
+		return pprofout.ResidentSpace
 	}
 	return pprofout.InuseSpace
 }

@@ -124,12 +124,12 @@ type processData struct {
 	Live   []uint64 `json:"live"`
 	Blocks []uint64 `json:"blocks"`
 	Mapped []uint64 `json:"mapped"`
-	// Resident is the heap's resident bytes (the footprint), 0 without a
-	// reading.
-	Resident []uint64   `json:"resident"`
-	SiteLiv  [][]uint64 `json:"siteLive"` // per sample: site, bytes, site, bytes...
-	Rates    []rateData `json:"rates"`
-	Peak     struct {
+	// HeapResident is the heap's resident bytes (the footprint), 0
+	// without a reading.
+	HeapResident []uint64   `json:"heapResident"`
+	SiteLiv      [][]uint64 `json:"siteLive"` // per sample: site, bytes, site, bytes...
+	Rates        []rateData `json:"rates"`
+	Peak         struct {
 		T     float64 `json:"t"`
 		X     uint64  `json:"x"`
 		Bytes uint64  `json:"bytes"`
@@ -140,6 +140,10 @@ type processData struct {
 	// AllocatedRest is what the sites left out of the page allocated
 	// (allocatedOnly).
 	AllocatedRest uint64 `json:"allocatedRest"`
+	// Resident: resident memory by who made it resident (sampled page
+	// faults, estimates), one entry per site, for the flame graph's
+	// "resident" view.
+	Resident []residentData `json:"resident"`
 }
 
 // groupData is a call site (its leaf frame), the unit of colours.
@@ -160,6 +164,13 @@ type siteData struct {
 	// Allocated over the run (final snapshot).
 	Allocated uint64 `json:"allocated"`
 	Allocs    uint64 `json:"allocs"`
+}
+
+// residentData is one resident site: its stack (as siteData's) and its
+// estimated resident bytes.
+type residentData struct {
+	Stack []int  `json:"stack"`
+	Bytes uint64 `json:"bytes"`
 }
 
 type rateData struct {
@@ -219,6 +230,13 @@ func buildProcess(p history.Process, final aggregate.ProcessSnapshot, src pprofo
 		}
 		for _, s := range site.ByStack() { // as the history has them
 			finalSites[s.Key()] = s.Stats
+		}
+	}
+	d.Resident = []residentData{}
+	if r := final.Resident; r != nil {
+		for _, rs := range r.Sites {
+			sd := site(p.PID, aggregate.SiteKey{Address: rs.Address, StackID: rs.StackID}, src, frameOf)
+			d.Resident = append(d.Resident, residentData{Stack: sd.Stack, Bytes: rs.Bytes})
 		}
 	}
 	extra, rest := allocatedOnly(p.Sites, finalSites)
@@ -287,7 +305,7 @@ func buildProcess(p history.Process, final aggregate.ProcessSnapshot, src pprofo
 		d.Live = append(d.Live, s.LiveBytes)
 		d.Blocks = append(d.Blocks, s.LiveBlocks)
 		d.Mapped = append(d.Mapped, s.MappedBytes)
-		d.Resident = append(d.Resident, s.HeapResident)
+		d.HeapResident = append(d.HeapResident, s.HeapResident)
 		ids := slices.Sorted(maps.Keys(s.Sites)) // a stable page for a given run
 		sl := make([]uint64, 0, 2*len(ids))
 		for _, i := range ids {

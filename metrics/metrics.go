@@ -204,6 +204,11 @@ var (
 	residentBytes  = desc("memtrace_resident_bytes", "RSS by what holds it: heap_live, heap_retained, mmap, stacks, files, unexplained.", "part")
 	mmapStateBytes = desc("memtrace_mmap_bytes", "Anonymous mappings made by traced mmap calls, by state: reserved, committed, resident.", "state")
 	cgroupBytes    = desc("memtrace_cgroup_memory_bytes", "The process's cgroup's memory.current (v1: memory.usage_in_bytes).")
+
+	// Resident memory by who made it resident (sampled page faults): estimates.
+	residentEstimate  = desc("memtrace_resident_estimate_bytes", "Resident anonymous bytes, estimated from sampled page faults.")
+	residentStderr    = desc("memtrace_resident_estimate_bytes_stderr", "Standard error of memtrace_resident_estimate_bytes.")
+	siteResidentBytes = desc("memtrace_callsite_resident_bytes", "Resident anonymous bytes of the top call sites by who made them resident, by function and module (estimates).", "function", "module")
 )
 
 // collector turns the latest snapshot into metrics at each scrape.
@@ -212,7 +217,8 @@ type collector struct{ s *Server }
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{liveBytes, liveBlocks, allocations, allocatedBytes,
 		frees, freedBytes, peakLiveBytes, rateBytes, lostEvents, siteLiveBytes,
-		rssBytes, residentBytes, mmapStateBytes, cgroupBytes} {
+		rssBytes, residentBytes, mmapStateBytes, cgroupBytes,
+		residentEstimate, residentStderr, siteResidentBytes} {
 		ch <- d
 	}
 }
@@ -260,7 +266,25 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(mmapStateBytes, float64(p.MappedState.Resident), "resident")
 			gauge(cgroupBytes, float64(f.CgroupMemory))
 		}
+		if r := p.Resident; r != nil {
+			gauge(residentEstimate, float64(r.Bytes))
+			gauge(residentStderr, r.Stderr)
+			for _, s := range c.s.topResident(p) {
+				gauge(siteResidentBytes, float64(s.live), s.function, s.module)
+			}
+		}
 	}
+}
+
+// topResident sums the process's resident sites by (function, module) and
+// keeps the Top largest.
+func (s *Server) topResident(p aggregate.ProcessSnapshot) []siteSeries {
+	byLabel := map[[2]string]uint64{}
+	for _, site := range p.Resident.Sites {
+		fn, _, mod := report.SiteLabels(s.o.Sources.Symbolizer, p.PID, site.Address)
+		byLabel[[2]string{fn, mod}] += site.Bytes
+	}
+	return s.topOf(byLabel)
 }
 
 type siteSeries struct {
@@ -280,6 +304,11 @@ func (s *Server) topSites(p aggregate.ProcessSnapshot) []siteSeries {
 		fn, _, mod := report.SiteLabels(s.o.Sources.Symbolizer, p.PID, site.Address)
 		byLabel[[2]string{fn, mod}] += site.LiveBytes
 	}
+	return s.topOf(byLabel)
+}
+
+// topOf orders series by value, largest first, and keeps the Top.
+func (s *Server) topOf(byLabel map[[2]string]uint64) []siteSeries {
 	out := make([]siteSeries, 0, len(byLabel))
 	for k, v := range byLabel {
 		out = append(out, siteSeries{k[0], k[1], v})

@@ -157,3 +157,31 @@ func heapProfile(t *testing.T, srv *httptest.Server) *profile.Profile {
 	}
 	return p
 }
+
+// TestResidentMetrics: a process with resident figures has its total, its
+// standard error and its top sites by (function, module).
+func TestResidentMetrics(t *testing.T) {
+	s := New(Options{Top: 2, Sources: pprofout.Sources{Symbolizer: names{1: "a", 2: "a", 3: "b", 4: "c"}},
+		Cgroup: func(pid uint32) string { return "/box" }})
+	s.Update(aggregate.Snapshot{Processes: []aggregate.ProcessSnapshot{{PID: 10, Comm: "go",
+		Resident: &aggregate.ResidentSnapshot{SampleBytes: 65536, Pages: 9, Bytes: 900, Stderr: 30, Sites: []aggregate.ResidentSite{
+			{Address: 1, Bytes: 300}, {Address: 2, Bytes: 200}, {Address: 3, Bytes: 350}, {Address: 4, Bytes: 50}}}}}})
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	var got []string
+	for _, l := range strings.Split(string(get(t, srv, "/metrics")), "\n") {
+		if strings.Contains(l, "resident") && !strings.HasPrefix(l, "#") {
+			got = append(got, l)
+		}
+	}
+	lv := `cgroup="/box",comm="go"`
+	want := []string{
+		`memtrace_callsite_resident_bytes{` + lv + `,function="a",module="prog",pid="10"} 500`,
+		`memtrace_callsite_resident_bytes{` + lv + `,function="b",module="prog",pid="10"} 350`,
+		`memtrace_resident_estimate_bytes{` + lv + `,pid="10"} 900`,
+		`memtrace_resident_estimate_bytes_stderr{` + lv + `,pid="10"} 30`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

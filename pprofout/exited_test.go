@@ -66,10 +66,10 @@ func TestExited(t *testing.T) {
 		Sites: []aggregate.SiteSnapshot{{Address: 0x9020, StackID: -1, Stats: aggregate.Stats{Allocs: 4, AllocBytes: 40, LiveAllocs: 1, LiveBytes: 10}}}}}}
 	p := roundTrip(t, Build(live, src, Options{Exited: x}))
 	want := []string{
-		"[4 40 1 10] comm=sh pid=12 mid:32",
-		"[5 500 0 0] comm=cc exited processes=2 leaf:16/main:48",
-		"[2 200 0 0] comm=cc exited processes=2 leaf:16",
-		"[2 14 0 0] comm=cc exited processes=2 mid:32",
+		"[4 40 1 10 0] comm=sh pid=12 mid:32",
+		"[5 500 0 0 0] comm=cc exited processes=2 leaf:16/main:48",
+		"[2 200 0 0 0] comm=cc exited processes=2 leaf:16",
+		"[2 14 0 0 0] comm=cc exited processes=2 mid:32",
 	}
 	if len(p.Sample) != len(want) {
 		t.Fatalf("%d samples, want %d:\n%v", len(p.Sample), len(want), p)
@@ -111,7 +111,7 @@ func TestExitedBound(t *testing.T) {
 	for _, s := range p.Sample {
 		got = append(got, fmt.Sprint(s.Value)+" "+stackOf(s))
 	}
-	want := fmt.Sprint([]string{"[2 200 0 0] leaf:16/main:48", "[2 107 0 0] " + OtherStacks + ":0"})
+	want := fmt.Sprint([]string{"[2 200 0 0 0] leaf:16/main:48", "[2 107 0 0 0] " + OtherStacks + ":0"})
 	if fmt.Sprint(got) != want {
 		t.Errorf("samples %v, want %v", got, want)
 	}

@@ -151,9 +151,32 @@ func TestStackBreakdown(t *testing.T) {
 	}}}
 	p := Build(snap, Sources{Symbolizer: code, Mappings: code, Stacks: fakeStacks{2: {code[0x1010], code[0x1020], code[0x1030]}}}, Options{})
 	want := []string{
-		"[3 300 3 300] leaf:3/helper:5,outer:9/main:20",
-		"[2 200 1 100] leaf:3",
+		"[3 300 3 300 0] leaf:3/helper:5,outer:9/main:20",
+		"[2 200 1 100 0] leaf:3",
 	}
+	if len(p.Sample) != len(want) {
+		t.Fatalf("%d samples, want %d:\n%v", len(p.Sample), len(want), p)
+	}
+	for i, s := range p.Sample {
+		if got := fmt.Sprint(s.Value) + " " + stackOf(s); got != want[i] {
+			t.Errorf("sample %d: %s, want %s", i, got, want[i])
+		}
+	}
+}
+
+// TestResidentSamples: resident sites are samples of their own, valued
+// under resident_space only.
+func TestResidentSamples(t *testing.T) {
+	snap := aggregate.Snapshot{Processes: []aggregate.ProcessSnapshot{{PID: 7, Comm: "go",
+		Sites: []aggregate.SiteSnapshot{{Address: 0x10, StackID: -1, Stats: aggregate.Stats{Allocs: 1, AllocBytes: 8, LiveAllocs: 1, LiveBytes: 8}}},
+		Resident: &aggregate.ResidentSnapshot{SampleBytes: 65536, Pages: 3, Bytes: 3 << 20, Sites: []aggregate.ResidentSite{
+			{Address: 0x20, StackID: -1, Pages: 2, Bytes: 2 << 20}, {Address: 0x30, StackID: -1, Pages: 1, Bytes: 1 << 20}}},
+	}}}
+	p := roundTrip(t, Build(snap, Sources{}, Options{}))
+	if got := p.SampleType[ResidentSpace]; got.Type != "resident_space" || got.Unit != "bytes" {
+		t.Errorf("sample type %d: %v, want resident_space bytes", ResidentSpace, got)
+	}
+	want := []string{"[1 8 1 8 0] @0xf", "[0 0 0 0 2097152] @0x1f", "[0 0 0 0 1048576] @0x2f"} // call addresses: return addresses - 1
 	if len(p.Sample) != len(want) {
 		t.Fatalf("%d samples, want %d:\n%v", len(p.Sample), len(want), p)
 	}

@@ -233,6 +233,21 @@ func (w *Writer) Close() error {
 	return w.err
 }
 
+// defineStack writes the frames of stack once, before its first use.
+func (w *Writer) defineStack(stack int32) {
+	if stack < 0 || w.stacks == nil || w.stackSeen[stack] {
+		return
+	}
+	w.stackSeen[stack] = true
+	frames, _ := w.stacks(stack)
+	w.buf = append(w.buf, tagStack)
+	w.uvarint(uint64(stack))
+	w.uvarint(uint64(len(frames)))
+	for _, f := range frames {
+		w.uvarint(f)
+	}
+}
+
 // site returns the index of (addr, stack), defining it first if new, with
 // the leaf call site it is first seen with (aggregate keeps that one too).
 func (w *Writer) site(addr, leaf uint64, stack int32) uint64 {
@@ -242,16 +257,7 @@ func (w *Writer) site(addr, leaf uint64, stack int32) uint64 {
 	}
 	i, ok := w.sites[k]
 	if !ok {
-		if stack >= 0 && w.stacks != nil && !w.stackSeen[stack] {
-			w.stackSeen[stack] = true
-			frames, _ := w.stacks(stack)
-			w.buf = append(w.buf, tagStack)
-			w.uvarint(uint64(stack))
-			w.uvarint(uint64(len(frames)))
-			for _, f := range frames {
-				w.uvarint(f)
-			}
-		}
+		w.defineStack(stack)
 		i = uint64(len(w.sites))
 		w.sites[k] = i
 		w.buf = append(w.buf, tagSite)
@@ -305,6 +311,7 @@ func (w *Writer) Event(e *event.Event) {
 		w.varint(int64(e.OldAddr - e.Addr))
 		w.addr = e.Addr
 	default:
+		w.defineStack(e.StackID) // a fault's or a mapping's stack
 		w.buf = append(w.buf, tagEvent, byte(e.Kind), byte(e.Func))
 		w.uvarint(e.Addr)
 		w.uvarint(e.Size)

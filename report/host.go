@@ -130,7 +130,9 @@ func writeHostText(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options)
 		b.WriteString(samplingLine(s.SampleBytes, o.Raw) + "\n")
 	}
 	fmt.Fprintf(&b, "lost events: %d\n", lost)
-	if v.totalProcs == 0 {
+	if o.ResidentOnly {
+		b.WriteString("resident memory only: no allocator traced (--heap traces them)\n")
+	} else if v.totalProcs == 0 {
 		b.WriteString("no allocations traced\n")
 	} else if err := writeHostProcesses(&b, v, o); err != nil {
 		return err
@@ -152,6 +154,9 @@ func writeHostText(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options)
 		}
 	}
 	if err := writeHostPeaks(&b, v, sym, o); err != nil {
+		return err
+	}
+	if err := writeHostResident(&b, s, sym, o); err != nil { // resident.go
 		return err
 	}
 	writeHostMarks(&b, s, v, o)
@@ -438,5 +443,6 @@ func writeHostJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options)
 	for _, p := range v.procs {
 		records = append(records, peakRecords(rankedProcess{ProcessSnapshot: p}, sym, o)...) // time.go
 	}
+	records = append(records, hostResidentRecords(s, sym, o)...) // resident.go
 	return writeRecords(w, records)
 }

@@ -62,7 +62,8 @@ func WriteJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) err
 			cr.epochRecord = o.Epoch.site(p.PID, site)
 			records = append(records, cr)
 		}
-		records = append(records, peakRecords(p, sym, o)...) // time.go
+		records = append(records, peakRecords(p, sym, o)...)                             // time.go
+		records = append(records, residentRecords(p.ProcessSnapshot, sym, s.Time, o)...) // resident.go
 	}
 	return writeRecords(w, records)
 }

@@ -105,6 +105,9 @@ type Options struct {
 	// Exited says the report holds the final records of processes that
 	// exited (whole host): all of them are listed, not the top ones.
 	Exited bool
+	// ResidentOnly: a whole-host run without --heap traced no allocator;
+	// the text leaves out the empty heap tables.
+	ResidentOnly bool
 	// Kernel and Attach say where the figures come from, so that a bug
 	// report carries them (JSON only): the kernel's release and the
 	// attach path taken ("multi" or "per-probe").

@@ -51,6 +51,9 @@ func WriteText(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) err
 		if err := writePeakText(&b, p, sym, o); err != nil { // time.go
 			return fmt.Errorf("text report for pid %d: %w", p.PID, err)
 		}
+		if err := writeResidentText(&b, p.ProcessSnapshot, sym, o); err != nil { // resident.go
+			return fmt.Errorf("text report for pid %d: %w", p.PID, err)
+		}
 		writeMarksText(&b, s, p.PID)
 	}
 	// Repeat the warning at the end: a long report scrolls the first one

@@ -57,6 +57,12 @@ type HostConfig struct {
 	// depends on the mode: 512 KiB with no target, exact with -p and --.
 	SampleBytes uint64
 	SampleSet   bool
+	// Heap traces the allocator: always with -p and --; with no target
+	// only with --heap (or --sample-bytes).
+	Heap bool
+	// ResidentBytes is the mean bytes of write faults between sampled
+	// faults (resident attribution); 0 = off.
+	ResidentBytes uint64
 	// Comm and Cgroup narrow the whole-host mode's processes; CgroupDir
 	// is the cgroup's directory, CgroupPath its path as /proc/PID/cgroup
 	// shows it.

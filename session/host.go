@@ -104,6 +104,9 @@ func (s *session) startHost() error {
 	if err := s.objs.AttachHost(); err != nil {
 		return err
 	}
+	if err := s.startResident(); err != nil { // resident.go
+		return err
+	}
 	start := time.Now()
 	pids, err := host.PIDs()
 	if err != nil {
@@ -111,7 +114,10 @@ func (s *session) startHost() error {
 	}
 	scanned := 0
 	for _, pid := range pids {
-		if pid == h.finder.Self || !h.filter.Match(pid) {
+		// Resident memory only: every process's unwind tables are loaded
+		// (once per file, cached across runs), so that a program started
+		// later finds its C library's ready; only the filters' faults count.
+		if pid == h.finder.Self || (s.cfg.Heap && !h.filter.Match(pid)) {
 			continue
 		}
 		scanned++
@@ -124,7 +130,7 @@ func (s *session) startHost() error {
 	for _, f := range files {
 		s.log.Info("allocator file", "module", f)
 	}
-	if len(files) == 0 {
+	if len(files) == 0 && s.cfg.Heap {
 		s.log.Warn("no allocator in use yet: waiting for processes to start")
 	}
 	for _, name := range s.cfg.Marks {
@@ -167,6 +173,9 @@ func (s *session) nextWait() time.Duration {
 // fatal (the kernel refuses uprobes); anything else is logged.
 func (s *session) scanProcess(pid int) (retry bool, err error) {
 	h := s.host
+	if !s.cfg.Heap {
+		return s.scanResident(pid), nil // resident.go
+	}
 	found, err := h.finder.Scan(pid)
 	if err != nil {
 		if !errors.Is(err, allocator.ErrNotFound) && !errors.Is(err, allocator.ErrNoProcess) {

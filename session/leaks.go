@@ -256,6 +256,9 @@ func (s *session) onFork(st launch.Stop) error {
 	// exec restart its statistics and probes as for any second program.
 	t := &target{pid: st.PID, att: &tracer.Attachment{PID: st.PID}, execs: 1}
 	s.targets[st.PID] = t
+	if err := s.traceFaults(st.PID); err != nil { // resident.go
+		s.log.Warn("follow: cannot sample the new process's faults", "pid", st.PID, "err", err)
+	}
 	mods, err := allocator.ForProcess(st.PID)
 	if err == nil {
 		err = s.attach(t, mods)

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -66,6 +67,7 @@ type session struct {
 	host           *hostState   // whole-host mode (host.go); nil with -p and --
 	time           *timeState   // --record, --mark, --dump-dir (timeline.go)
 	exports        *exportState // --pprof, --folded, --html, --listen (exports.go)
+	residentDue    time.Time    // the next check of sampled pages (resident.go)
 	// exitFootprints are the readings taken at exit stops (footprint.go).
 	exitFootprints map[int]footprint.Reading
 	lastFootprints map[int]lastReading // the latest reading of each process
@@ -97,6 +99,12 @@ func (s *session) run() (int, error) {
 	defer release()
 	defer s.logEvents(time.Now()) // -v: events read, per second (host.go)
 	defer s.detachAll()
+	if s.host == nil {
+		// With -p and --; whole host, once exec and exit are attached (startHost).
+		if err := s.startResident(); err != nil { // resident.go
+			return 0, err
+		}
+	}
 	stopExports, err := s.startExports() // --listen (exports.go)
 	if err != nil {
 		return 0, err
@@ -134,6 +142,9 @@ func (s *session) startCommand() (*launch.Child, error) {
 		return nil, err
 	}
 	s.targets[child.PID] = &target{pid: child.PID, att: &tracer.Attachment{PID: child.PID}}
+	if err := s.traceFaults(child.PID); err != nil { // resident.go
+		return nil, err
+	}
 	return child, nil
 }
 
@@ -146,6 +157,9 @@ func (s *session) attachTargets() error {
 		t := &target{pid: pid, att: &tracer.Attachment{PID: pid}}
 		s.targets[pid] = t
 		if err := s.attachRunning(t); err != nil {
+			return err
+		}
+		if err := s.traceFaults(pid); err != nil { // resident.go
 			return err
 		}
 		go s.watchExit(pid)
@@ -178,6 +192,7 @@ func (s *session) loop(child *launch.Child, sigs chan os.Signal) (int, error) {
 		if err := s.hostIdle(); err != nil { // scans, batches of exits (host.go)
 			return 0, err
 		}
+		s.checkResidentDue() // resident.go
 		select {
 		case st, ok := <-stops:
 			if !ok {
@@ -253,7 +268,8 @@ func (s *session) newState() {
 	s.exitedPIDs = make(chan int, 16)
 	s.stacks = pipeline.NewStackStore()
 	s.pr = &pipeline.Printer{Table: s.table, Res: s.res, HoldExits: s.cfg.Host(), Footprints: s.readFootprints,
-		Base: report.Options{Top: s.cfg.Top, Sort: s.cfg.Sort, Raw: s.cfg.Raw, Host: s.cfg.Host()}}
+		Base: report.Options{Top: s.cfg.Top, Sort: s.cfg.Sort, Raw: s.cfg.Raw, Host: s.cfg.Host(),
+			ResidentOnly: s.cfg.Host() && !s.cfg.Heap}}
 	s.startTime() // the recording sees every input (timeline.go)
 }
 
@@ -263,6 +279,8 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 	opts := tracer.DefaultOptions()
 	opts.RingBytes = s.cfg.RingBytes
 	opts.SampleBytes = s.cfg.SampleBytes
+	opts.ResidentBytes = s.cfg.ResidentBytes
+	opts.FaultPIDs = !s.cfg.Host()
 	if s.cfg.takesStacks() {
 		opts.StackDepth = s.cfg.StackDepth
 	}
@@ -377,6 +395,11 @@ func (s *session) onStop(st launch.Stop) error {
 		if err := s.res.Capture(st.PID); err != nil {
 			s.log.Warn("read mappings at exit", "pid", st.PID, "err", err)
 		}
+		// Its memory is still mapped: resident figures as of its exit.
+		if _, err := s.drain.Poll(0, s.apply); err != nil {
+			return err
+		}
+		s.checkResidentOf(uint32(st.PID))
 		s.waitDebuginfoAtExit(st.PID) // for the leak check's names (debuginfod.go)
 		s.readExitFootprint(st.PID)   // footprint.go
 		s.leakCheckAtExit(st)         // while its memory is still there (leaks.go)
@@ -409,7 +432,12 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 	}
 	probes, err := allocator.Bind(mods)
 	if err != nil {
-		return fmt.Errorf("process %d: %w", t.pid, err)
+		// A program with no allocator to probe (Go, a static binary
+		// without symbols) is still traced: who made its memory resident.
+		if !errors.Is(err, allocator.ErrNotFound) || s.cfg.ResidentBytes == 0 {
+			return fmt.Errorf("process %d: %w", t.pid, err)
+		}
+		s.log.Warn("no allocator to probe: resident memory only", "pid", t.pid, "err", err)
 	}
 	t.malloc = mallocModule(probes) // footprint.go
 	// The unwind tables of its code (and of the libraries a command stopped
@@ -457,6 +485,7 @@ func (s *session) markExited(pid int) {
 		s.log.Warn("drain at exit", "pid", pid, "err", err)
 	}
 	t.exited = true
+	s.objs.UntraceFaults(uint32(pid)) // its PID may be reused (resident.go)
 	s.table.MarkExited(uint32(pid), monotonicNow())
 	start := time.Now()
 	_ = t.att.Release()
@@ -501,6 +530,9 @@ func (s *session) watchExit(pid int) {
 func (s *session) finish() error {
 	if _, err := s.drain.Poll(0, s.apply); err != nil {
 		return err
+	}
+	if s.cfg.ResidentBytes > 0 {
+		s.checkResident() // resident.go
 	}
 	s.leakCheckRunning() // -p targets, frozen for the check (leaks.go)
 	s.waitDebuginfoAtEnd()

@@ -173,7 +173,7 @@ const kindUnwindMiss = uint8(memtraceEventKindKIND_UNWIND_MISS)
 // isSiteKind reports whether records of kind carry a call site (and a stack).
 func isSiteKind(k event.Kind) bool {
 	switch k {
-	case event.Alloc, event.Realloc, event.Mmap, event.Mremap:
+	case event.Alloc, event.Realloc, event.Mmap, event.Mremap, event.Fault:
 		return true
 	}
 	return false

@@ -84,6 +84,7 @@ func TestConstants(t *testing.T) {
 			"KIND_CODE_MAP": uint64(event.CodeMap), "KIND_EXEC": uint64(event.Exec), "KIND_EXIT": uint64(event.Exit),
 			"KIND_MARK":        uint64(event.Mark),
 			"KIND_UNWIND_MISS": uint64(kindUnwindMiss), // the drainer's own: never an event.Event
+			"KIND_FAULT":       uint64(event.Fault),
 		}},
 		{"func_id", map[string]uint64{
 			"FUNC_MALLOC": uint64(event.FuncMalloc), "FUNC_CALLOC": uint64(event.FuncCalloc),
@@ -105,6 +106,7 @@ func TestConstants(t *testing.T) {
 		{"row_flag", map[string]uint64{
 			"ROW_KIND_MASK": uint64(unwind.KindMask), "ROW_RBP_SAVED": uint64(unwind.RBPSavedBit),
 			"ROW_ANON": uint64(unwind.FlagAnon), "ROW_WRAPPER": uint64(unwind.FlagWrapper),
+			"ROW_MEMFN": uint64(unwind.FlagMemFn),
 		}},
 		{"uc_offset", map[string]uint64{
 			"UC_RBP": unwind.SignalRBPOffset, "UC_RSP": unwind.SignalRSPOffset, "UC_RIP": unwind.SignalRIPOffset,

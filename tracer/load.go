@@ -59,6 +59,14 @@ type Options struct {
 	Comm string
 	// CgroupPath: only tasks in this cgroup v2 directory or below it.
 	CgroupPath string
+	// ResidentBytes > 0 samples write faults, on average one per
+	// ResidentBytes bytes (bpf/resident.h), once AttachFaults is called;
+	// 0: resident attribution is off.
+	ResidentBytes uint64
+	// FaultPIDs: only the processes given to TraceFaults have their faults
+	// sampled (-p and --); otherwise every process Host and its filters
+	// select.
+	FaultPIDs bool
 }
 
 // MaxSampleBytes bounds SampleBytes: the BPF countdown's fixed-point
@@ -95,6 +103,9 @@ type Objects struct {
 	stackDepth int
 	// kernel is what the running kernel offers (features.go).
 	kernel Kernel
+	// faultBytes is Options.ResidentBytes; faults the page-fault links.
+	faultBytes uint64
+	faults     []link.Link
 	// session is the uprobe session program (AttachSession only).
 	session *ebpf.Program
 }
@@ -108,27 +119,35 @@ type sessionObjects struct {
 // objects is what a run loads: the tracing programs and their maps. (The
 // test programs are in an object of their own, tracer/bpftest.)
 type objects struct {
-	Entry        *ebpf.Program `ebpf:"entry"`
-	JvmEntry     *ebpf.Program `ebpf:"jvm_entry"`
-	Ret          *ebpf.Program `ebpf:"ret"`
-	OnExec       *ebpf.Program `ebpf:"on_exec"`
-	OnExit       *ebpf.Program `ebpf:"on_exit"`
-	Events       *ebpf.Map     `ebpf:"events"`
-	Inflight     *ebpf.Map     `ebpf:"inflight"`
-	LostByPid    *ebpf.Map     `ebpf:"lost_by_pid"`
-	LostTotal    *ebpf.Map     `ebpf:"lost_total"`
-	FileKeyOf    *ebpf.Program `ebpf:"file_key_of"`
-	UnwindRows   *ebpf.Map     `ebpf:"unwind_rows"`
-	UnwindFiles  *ebpf.Map     `ebpf:"unwind_files"`
-	Scratch      *ebpf.Map     `ebpf:"scratch"`
-	Sampled      *ebpf.Map     `ebpf:"sampled"`
-	ProcCounts   *ebpf.Map     `ebpf:"proc_counts"`
-	CgroupFilter *ebpf.Map     `ebpf:"cgroup_filter"`
+	Entry          *ebpf.Program `ebpf:"entry"`
+	JvmEntry       *ebpf.Program `ebpf:"jvm_entry"`
+	Ret            *ebpf.Program `ebpf:"ret"`
+	OnExec         *ebpf.Program `ebpf:"on_exec"`
+	OnExit         *ebpf.Program `ebpf:"on_exit"`
+	Events         *ebpf.Map     `ebpf:"events"`
+	Inflight       *ebpf.Map     `ebpf:"inflight"`
+	LostByPid      *ebpf.Map     `ebpf:"lost_by_pid"`
+	LostTotal      *ebpf.Map     `ebpf:"lost_total"`
+	FileKeyOf      *ebpf.Program `ebpf:"file_key_of"`
+	UnwindRows     *ebpf.Map     `ebpf:"unwind_rows"`
+	UnwindFiles    *ebpf.Map     `ebpf:"unwind_files"`
+	Scratch        *ebpf.Map     `ebpf:"scratch"`
+	Sampled        *ebpf.Map     `ebpf:"sampled"`
+	ProcCounts     *ebpf.Map     `ebpf:"proc_counts"`
+	CgroupFilter   *ebpf.Map     `ebpf:"cgroup_filter"`
+	OnFaultUser    *ebpf.Program `ebpf:"on_fault_user"`
+	OnFaultKernel  *ebpf.Program `ebpf:"on_fault_kernel"`
+	FaultPids      *ebpf.Map     `ebpf:"fault_pids"`
+	FaultCountdown *ebpf.Map     `ebpf:"fault_countdown"`
+	OnRssStat      *ebpf.Program `ebpf:"on_rss_stat"`
+	FaultPending   *ebpf.Map     `ebpf:"fault_pending"`
+	FaultSites     *ebpf.Map     `ebpf:"fault_sites"`
 }
 
 func (o *objects) Close() error {
 	return _MemtraceClose(o.Entry, o.JvmEntry, o.Ret, o.OnExec, o.OnExit, o.FileKeyOf, o.Events, o.Inflight,
-		o.LostByPid, o.LostTotal, o.UnwindRows, o.UnwindFiles, o.Scratch, o.Sampled, o.ProcCounts, o.CgroupFilter)
+		o.LostByPid, o.LostTotal, o.UnwindRows, o.UnwindFiles, o.Scratch, o.Sampled, o.ProcCounts, o.CgroupFilter,
+		o.OnFaultUser, o.OnFaultKernel, o.FaultPids, o.FaultCountdown, o.OnRssStat, o.FaultPending, o.FaultSites)
 }
 
 // Load checks the kernel's prerequisites and loads the BPF objects.
@@ -168,7 +187,7 @@ func load(o Options, k Kernel) (*Objects, error) {
 		defer unix.Close(cgroup)
 	}
 	k.Attach = k.AttachFor(o.SampleBytes)
-	t := Objects{sampleBytes: o.SampleBytes, stackDepth: o.StackDepth, kernel: k}
+	t := Objects{sampleBytes: o.SampleBytes, stackDepth: o.StackDepth, kernel: k, faultBytes: o.ResidentBytes}
 	var assign any = &t.objs
 	sess := sessionObjects{objects: &t.objs}
 	if k.Attach == AttachSession {
@@ -225,6 +244,17 @@ func loadSpec(o Options) (*ebpf.CollectionSpec, error) {
 	}
 	if err := setSampling(spec, o.SampleBytes); err != nil {
 		return nil, err
+	}
+	if o.ResidentBytes > MaxSampleBytes {
+		return nil, fmt.Errorf("resident bytes %d: at most %d", o.ResidentBytes, uint64(MaxSampleBytes))
+	}
+	if err := set("fault_sample_bytes", o.ResidentBytes); err != nil {
+		return nil, err
+	}
+	if o.FaultPIDs {
+		if err := set("fault_pid_filter", uint8(1)); err != nil {
+			return nil, err
+		}
 	}
 	if o.SampleBytes > 0 {
 		spec.Maps["sampled"].MaxEntries = sampledBlocks(o)
@@ -293,7 +323,7 @@ func sampledBlocks(o Options) uint32 {
 // Close releases the programs and maps. Attachments must be detached first.
 func (t *Objects) Close() error {
 	t.tables.close()
-	return errors.Join(t.DetachHost(), t.objs.Close(), _MemtraceClose(t.session))
+	return errors.Join(t.DetachFaults(), t.DetachHost(), t.objs.Close(), _MemtraceClose(t.session))
 }
 
 // Lost returns the events the kernel could not hand over, per process and in total.

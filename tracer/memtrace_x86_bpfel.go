@@ -76,6 +76,7 @@ const (
 	memtraceEventKindKIND_EXIT        memtraceEventKind = 9
 	memtraceEventKindKIND_MARK        memtraceEventKind = 10
 	memtraceEventKindKIND_UNWIND_MISS memtraceEventKind = 11
+	memtraceEventKindKIND_FAULT       memtraceEventKind = 12
 )
 
 type memtraceExpBits uint32
@@ -83,6 +84,28 @@ type memtraceExpBits uint32
 const (
 	memtraceExpBitsEXP_BITS memtraceExpBits = 12
 )
+
+type memtraceFaultCountdown struct {
+	_     structs.HostLayout
+	Left  int64
+	Drawn uint64
+}
+
+type memtraceFaultPending struct {
+	_    structs.HostLayout
+	Task uint64
+	Addr uint64
+	Pc   uint64
+	Sp   uint64
+	Bp   uint64
+}
+
+type memtraceFaultSiteKey struct {
+	_   structs.HostLayout
+	Mm  uint64
+	Pc  uint64
+	Pid uint64
+}
 
 type memtraceFileFlag uint32
 
@@ -189,6 +212,7 @@ type memtraceRowFlag uint32
 const (
 	memtraceRowFlagROW_KIND_MASK memtraceRowFlag = 7
 	memtraceRowFlagROW_RBP_SAVED memtraceRowFlag = 8
+	memtraceRowFlagROW_MEMFN     memtraceRowFlag = 32
 	memtraceRowFlagROW_ANON      memtraceRowFlag = 64
 	memtraceRowFlagROW_WRAPPER   memtraceRowFlag = 128
 )
@@ -223,8 +247,9 @@ type memtraceStackRecord struct {
 		Exact     uint8
 		End       uint8
 		Cached    uint8
+		Fault     uint8
+		_         [3]byte
 		Pid       uint32
-		_         [4]byte
 		Epoch     uint64
 		Mm        uint64
 		MapStart  uint64
@@ -280,6 +305,10 @@ type memtraceUnwindRow struct {
 const (
 	memtraceMapCgroupFilter      = "cgroup_filter"
 	memtraceMapEvents            = "events"
+	memtraceMapFaultCountdown    = "fault_countdown"
+	memtraceMapFaultPending      = "fault_pending"
+	memtraceMapFaultPids         = "fault_pids"
+	memtraceMapFaultSites        = "fault_sites"
 	memtraceMapFrameCache        = "frame_cache"
 	memtraceMapFrameEpoch        = "frame_epoch"
 	memtraceMapInflight          = "inflight"
@@ -295,11 +324,16 @@ const (
 	memtraceProgJvmEntry         = "jvm_entry"
 	memtraceProgOnExec           = "on_exec"
 	memtraceProgOnExit           = "on_exit"
+	memtraceProgOnFaultKernel    = "on_fault_kernel"
+	memtraceProgOnFaultUser      = "on_fault_user"
+	memtraceProgOnRssStat        = "on_rss_stat"
 	memtraceProgRet              = "ret"
 	memtraceProgSession          = "session"
 	memtraceVarCommFilter        = "comm_filter"
 	memtraceVarExitHasGroupDead  = "exit_has_group_dead"
 	memtraceVarExpTable          = "exp_table"
+	memtraceVarFaultPidFilter    = "fault_pid_filter"
+	memtraceVarFaultSampleBytes  = "fault_sample_bytes"
 	memtraceVarFilterCgroup      = "filter_cgroup"
 	memtraceVarFilterComm        = "filter_comm"
 	memtraceVarSampleBytes       = "sample_bytes"
@@ -371,31 +405,38 @@ type memtraceSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type memtraceProgramSpecs struct {
-	Entry     *ebpf.ProgramSpec `ebpf:"entry"`
-	FileKeyOf *ebpf.ProgramSpec `ebpf:"file_key_of"`
-	JvmEntry  *ebpf.ProgramSpec `ebpf:"jvm_entry"`
-	OnExec    *ebpf.ProgramSpec `ebpf:"on_exec"`
-	OnExit    *ebpf.ProgramSpec `ebpf:"on_exit"`
-	Ret       *ebpf.ProgramSpec `ebpf:"ret"`
-	Session   *ebpf.ProgramSpec `ebpf:"session"`
+	Entry         *ebpf.ProgramSpec `ebpf:"entry"`
+	FileKeyOf     *ebpf.ProgramSpec `ebpf:"file_key_of"`
+	JvmEntry      *ebpf.ProgramSpec `ebpf:"jvm_entry"`
+	OnExec        *ebpf.ProgramSpec `ebpf:"on_exec"`
+	OnExit        *ebpf.ProgramSpec `ebpf:"on_exit"`
+	OnFaultKernel *ebpf.ProgramSpec `ebpf:"on_fault_kernel"`
+	OnFaultUser   *ebpf.ProgramSpec `ebpf:"on_fault_user"`
+	OnRssStat     *ebpf.ProgramSpec `ebpf:"on_rss_stat"`
+	Ret           *ebpf.ProgramSpec `ebpf:"ret"`
+	Session       *ebpf.ProgramSpec `ebpf:"session"`
 }
 
 // memtraceMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type memtraceMapSpecs struct {
-	CgroupFilter *ebpf.MapSpec `ebpf:"cgroup_filter"`
-	Events       *ebpf.MapSpec `ebpf:"events"`
-	FrameCache   *ebpf.MapSpec `ebpf:"frame_cache"`
-	FrameEpoch   *ebpf.MapSpec `ebpf:"frame_epoch"`
-	Inflight     *ebpf.MapSpec `ebpf:"inflight"`
-	LostByPid    *ebpf.MapSpec `ebpf:"lost_by_pid"`
-	LostTotal    *ebpf.MapSpec `ebpf:"lost_total"`
-	ProcCounts   *ebpf.MapSpec `ebpf:"proc_counts"`
-	Sampled      *ebpf.MapSpec `ebpf:"sampled"`
-	Scratch      *ebpf.MapSpec `ebpf:"scratch"`
-	UnwindFiles  *ebpf.MapSpec `ebpf:"unwind_files"`
-	UnwindRows   *ebpf.MapSpec `ebpf:"unwind_rows"`
+	CgroupFilter   *ebpf.MapSpec `ebpf:"cgroup_filter"`
+	Events         *ebpf.MapSpec `ebpf:"events"`
+	FaultCountdown *ebpf.MapSpec `ebpf:"fault_countdown"`
+	FaultPending   *ebpf.MapSpec `ebpf:"fault_pending"`
+	FaultPids      *ebpf.MapSpec `ebpf:"fault_pids"`
+	FaultSites     *ebpf.MapSpec `ebpf:"fault_sites"`
+	FrameCache     *ebpf.MapSpec `ebpf:"frame_cache"`
+	FrameEpoch     *ebpf.MapSpec `ebpf:"frame_epoch"`
+	Inflight       *ebpf.MapSpec `ebpf:"inflight"`
+	LostByPid      *ebpf.MapSpec `ebpf:"lost_by_pid"`
+	LostTotal      *ebpf.MapSpec `ebpf:"lost_total"`
+	ProcCounts     *ebpf.MapSpec `ebpf:"proc_counts"`
+	Sampled        *ebpf.MapSpec `ebpf:"sampled"`
+	Scratch        *ebpf.MapSpec `ebpf:"scratch"`
+	UnwindFiles    *ebpf.MapSpec `ebpf:"unwind_files"`
+	UnwindRows     *ebpf.MapSpec `ebpf:"unwind_rows"`
 }
 
 // memtraceVariableSpecs contains global variables before they are loaded into the kernel.
@@ -405,6 +446,8 @@ type memtraceVariableSpecs struct {
 	CommFilter        *ebpf.VariableSpec `ebpf:"comm_filter"`
 	ExitHasGroupDead  *ebpf.VariableSpec `ebpf:"exit_has_group_dead"`
 	ExpTable          *ebpf.VariableSpec `ebpf:"exp_table"`
+	FaultPidFilter    *ebpf.VariableSpec `ebpf:"fault_pid_filter"`
+	FaultSampleBytes  *ebpf.VariableSpec `ebpf:"fault_sample_bytes"`
 	FilterCgroup      *ebpf.VariableSpec `ebpf:"filter_cgroup"`
 	FilterComm        *ebpf.VariableSpec `ebpf:"filter_comm"`
 	SampleBytes       *ebpf.VariableSpec `ebpf:"sample_bytes"`
@@ -454,24 +497,32 @@ func (o *memtraceObjects) Close() error {
 //
 // It can be passed to loadMemtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type memtraceMaps struct {
-	CgroupFilter *ebpf.Map `ebpf:"cgroup_filter"`
-	Events       *ebpf.Map `ebpf:"events"`
-	FrameCache   *ebpf.Map `ebpf:"frame_cache"`
-	FrameEpoch   *ebpf.Map `ebpf:"frame_epoch"`
-	Inflight     *ebpf.Map `ebpf:"inflight"`
-	LostByPid    *ebpf.Map `ebpf:"lost_by_pid"`
-	LostTotal    *ebpf.Map `ebpf:"lost_total"`
-	ProcCounts   *ebpf.Map `ebpf:"proc_counts"`
-	Sampled      *ebpf.Map `ebpf:"sampled"`
-	Scratch      *ebpf.Map `ebpf:"scratch"`
-	UnwindFiles  *ebpf.Map `ebpf:"unwind_files"`
-	UnwindRows   *ebpf.Map `ebpf:"unwind_rows"`
+	CgroupFilter   *ebpf.Map `ebpf:"cgroup_filter"`
+	Events         *ebpf.Map `ebpf:"events"`
+	FaultCountdown *ebpf.Map `ebpf:"fault_countdown"`
+	FaultPending   *ebpf.Map `ebpf:"fault_pending"`
+	FaultPids      *ebpf.Map `ebpf:"fault_pids"`
+	FaultSites     *ebpf.Map `ebpf:"fault_sites"`
+	FrameCache     *ebpf.Map `ebpf:"frame_cache"`
+	FrameEpoch     *ebpf.Map `ebpf:"frame_epoch"`
+	Inflight       *ebpf.Map `ebpf:"inflight"`
+	LostByPid      *ebpf.Map `ebpf:"lost_by_pid"`
+	LostTotal      *ebpf.Map `ebpf:"lost_total"`
+	ProcCounts     *ebpf.Map `ebpf:"proc_counts"`
+	Sampled        *ebpf.Map `ebpf:"sampled"`
+	Scratch        *ebpf.Map `ebpf:"scratch"`
+	UnwindFiles    *ebpf.Map `ebpf:"unwind_files"`
+	UnwindRows     *ebpf.Map `ebpf:"unwind_rows"`
 }
 
 func (m *memtraceMaps) Close() error {
 	return _MemtraceClose(
 		m.CgroupFilter,
 		m.Events,
+		m.FaultCountdown,
+		m.FaultPending,
+		m.FaultPids,
+		m.FaultSites,
 		m.FrameCache,
 		m.FrameEpoch,
 		m.Inflight,
@@ -492,6 +543,8 @@ type memtraceVariables struct {
 	CommFilter        *ebpf.Variable `ebpf:"comm_filter"`
 	ExitHasGroupDead  *ebpf.Variable `ebpf:"exit_has_group_dead"`
 	ExpTable          *ebpf.Variable `ebpf:"exp_table"`
+	FaultPidFilter    *ebpf.Variable `ebpf:"fault_pid_filter"`
+	FaultSampleBytes  *ebpf.Variable `ebpf:"fault_sample_bytes"`
 	FilterCgroup      *ebpf.Variable `ebpf:"filter_cgroup"`
 	FilterComm        *ebpf.Variable `ebpf:"filter_comm"`
 	SampleBytes       *ebpf.Variable `ebpf:"sample_bytes"`
@@ -525,13 +578,16 @@ type memtraceVariables struct {
 //
 // It can be passed to loadMemtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type memtracePrograms struct {
-	Entry     *ebpf.Program `ebpf:"entry"`
-	FileKeyOf *ebpf.Program `ebpf:"file_key_of"`
-	JvmEntry  *ebpf.Program `ebpf:"jvm_entry"`
-	OnExec    *ebpf.Program `ebpf:"on_exec"`
-	OnExit    *ebpf.Program `ebpf:"on_exit"`
-	Ret       *ebpf.Program `ebpf:"ret"`
-	Session   *ebpf.Program `ebpf:"session"`
+	Entry         *ebpf.Program `ebpf:"entry"`
+	FileKeyOf     *ebpf.Program `ebpf:"file_key_of"`
+	JvmEntry      *ebpf.Program `ebpf:"jvm_entry"`
+	OnExec        *ebpf.Program `ebpf:"on_exec"`
+	OnExit        *ebpf.Program `ebpf:"on_exit"`
+	OnFaultKernel *ebpf.Program `ebpf:"on_fault_kernel"`
+	OnFaultUser   *ebpf.Program `ebpf:"on_fault_user"`
+	OnRssStat     *ebpf.Program `ebpf:"on_rss_stat"`
+	Ret           *ebpf.Program `ebpf:"ret"`
+	Session       *ebpf.Program `ebpf:"session"`
 }
 
 func (p *memtracePrograms) Close() error {
@@ -541,6 +597,9 @@ func (p *memtracePrograms) Close() error {
 		p.JvmEntry,
 		p.OnExec,
 		p.OnExit,
+		p.OnFaultKernel,
+		p.OnFaultUser,
+		p.OnRssStat,
 		p.Ret,
 		p.Session,
 	)

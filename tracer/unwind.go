@@ -16,6 +16,7 @@ import (
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
+	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/symbolize"
 	"github.com/memtrace/memtrace/unwind"
 )
@@ -287,24 +288,37 @@ func (t *tables) build(path string) ([]byte, uint32, error) {
 	return b, flags, nil
 }
 
-// markFunctions flags the code of allocation wrappers, and code no named
-// function covers, in tab; it reports whether it flagged anything, and
-// whether any named function lies in .text.
+// markFunctions flags the code of allocation wrappers, of memory
+// functions (allocator.MemoryFunction: page faults there are charged to
+// the caller), and code no named function covers, in tab; it reports
+// whether it flagged anything. In a C library or an allocator, unnamed
+// code is its internals: memory functions too. named: whether any named
+// function lies in .text.
 func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (marked, named bool) {
 	type fn struct {
 		start, end uint64
 		name       string
 	}
 	var fns []fn
+	defined := map[string]bool{}
 	for _, read := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
 		syms, _ := read()
 		for _, s := range syms {
-			if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 || s.Size == 0 {
+			t := elf.ST_TYPE(s.Info)
+			if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC) || s.Value == 0 {
 				continue
+			}
+			defined[s.Name] = true
+			if t != elf.STT_FUNC || s.Size == 0 {
+				continue // an IFUNC's symbol is its resolver, not the code run
 			}
 			fns = append(fns, fn{s.Value, s.Value + s.Size, s.Name})
 			if wraps(s.Name) {
 				tab.Mark(s.Value, s.Value+s.Size, unwind.FlagWrapper)
+				marked = true
+			}
+			if allocator.MemoryFunction(s.Name) {
+				tab.Mark(s.Value, s.Value+s.Size, unwind.FlagMemFn)
 				marked = true
 			}
 		}
@@ -314,6 +328,10 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (mar
 	if text == nil {
 		return marked, true
 	}
+	anon := unwind.FlagAnon
+	if allocator.MemoryLibrary(func(n string) bool { return defined[n] }) {
+		anon |= unwind.FlagMemFn
+	}
 	sort.Slice(fns, func(i, j int) bool { return fns[i].start < fns[j].start })
 	at, end := text.Addr, text.Addr+text.Size
 	for _, x := range fns {
@@ -322,13 +340,13 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (mar
 		}
 		named = true
 		if x.start > at {
-			tab.Mark(at, x.start, unwind.FlagAnon)
+			tab.Mark(at, x.start, anon)
 			marked = true
 		}
 		at = max(at, x.end)
 	}
 	if at < end {
-		tab.Mark(at, end, unwind.FlagAnon)
+		tab.Mark(at, end, anon)
 		marked = true
 	}
 	return marked, named

@@ -78,6 +78,9 @@ const (
 const (
 	FlagWrapper uint8 = 1 << 7 // PC range belongs to an allocation wrapper function
 	FlagAnon    uint8 = 1 << 6 // PC range not covered by any named function symbol
+	// FlagMemFn: libc's memory functions, the allocator, read(2): a page
+	// fault in them is charged to their caller (ROW_MEMFN in bpf/).
+	FlagMemFn uint8 = 1 << 5
 )
 
 // The rest of an encoded row's kind byte (see Encode): the Kind, and
@@ -203,8 +206,8 @@ const RowSize = 8
 //
 //	struct unwind_row { __u32 pc; __s16 cfa_off; __u8 kind; __s8 rbp_off8; };
 //
-// kind byte: bits 0-2 Kind, bit 3 RBPSaved, bit 6 FlagAnon, bit 7
-// FlagWrapper; rbp_off8 = RBPOffset / 8. Build only produces encodable
+// kind byte: bits 0-2 Kind, bit 3 RBPSaved, bit 5 FlagMemFn, bit 6
+// FlagAnon, bit 7 FlagWrapper; rbp_off8 = RBPOffset / 8. Build only produces encodable
 // rows; a row that does not fit (a PC above 4 GiB, an offset out of range)
 // is an error.
 func (t *Table) Encode() ([]byte, error) {
@@ -216,7 +219,7 @@ func (t *Table) Encode() ([]byte, error) {
 		b := out[i*RowSize:]
 		binary.LittleEndian.PutUint32(b, uint32(r.PC))
 		binary.LittleEndian.PutUint16(b[4:], uint16(int16(r.CFAOffset)))
-		kind := uint8(r.Kind) | r.Flags&(FlagAnon|FlagWrapper)
+		kind := uint8(r.Kind) | r.Flags&rowFlags
 		if r.RBPSaved {
 			kind |= RBPSavedBit
 		}
@@ -240,12 +243,12 @@ func Decode(b []byte) (*Table, error) {
 			CFAOffset: int32(int16(binary.LittleEndian.Uint16(p[4:]))),
 			Kind:      Kind(kind & KindMask),
 			RBPSaved:  kind&RBPSavedBit != 0,
-			Flags:     kind & (FlagAnon | FlagWrapper),
+			Flags:     kind & rowFlags,
 		}
 		if r.RBPSaved {
 			r.RBPOffset = int32(int8(p[7])) * 8
 		}
-		if r.Kind > KindEnd || kind&0x30 != 0 || (!r.RBPSaved && p[7] != 0) {
+		if r.Kind > KindEnd || kind&0x10 != 0 || (!r.RBPSaved && p[7] != 0) {
 			return nil, fmt.Errorf("decode row %d: bad kind byte %#x or rbp offset", i, kind)
 		}
 		if i > 0 && r.PC <= t.Rows[i-1].PC {
@@ -255,6 +258,9 @@ func Decode(b []byte) (*Table, error) {
 	}
 	return t, nil
 }
+
+// rowFlags are the flags a row can carry.
+const rowFlags = FlagAnon | FlagWrapper | FlagMemFn
 
 // encodable reports why r does not fit the BPF layout, or nil.
 func encodable(r Row) error {
@@ -267,7 +273,7 @@ func encodable(r Row) error {
 		return fmt.Errorf("CFA offset %d beyond 16 bits", r.CFAOffset)
 	case r.RBPSaved && (r.RBPOffset%8 != 0 || r.RBPOffset/8 < math.MinInt8 || r.RBPOffset/8 > math.MaxInt8):
 		return fmt.Errorf("rbp offset %d not a multiple of 8 within ±1 KiB", r.RBPOffset)
-	case r.Flags&^(FlagAnon|FlagWrapper) != 0:
+	case r.Flags&^rowFlags != 0:
 		return fmt.Errorf("flags %#x", r.Flags)
 	}
 	return nil

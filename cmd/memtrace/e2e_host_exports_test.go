@@ -46,7 +46,9 @@ func TestHostExportsExited(t *testing.T) {
 			dir := t.TempDir()
 			file := func(name string) string { return filepath.Join(dir, name) }
 			prof, fold, rec := file("host.pb.gz"), file("host.folded"), file("host.rec")
-			h := startHost(t, append([]string{"--comm", "mt-exitprof", "--record", rec,
+			// --resident-bytes 0: a sampled write fault of the fixture would
+			// add a resident sample for host_leak, with other labels.
+			h := startHost(t, append([]string{"--comm", "mt-exitprof", "--record", rec, "--resident-bytes", "0",
 				"--pprof", prof, "--folded", fold, "--folded-value", "allocated"}, tc.args...)...)
 			// The first waits until its libc is probed; the others wait
 			// 200 ms, for memtrace to read their exec and their mappings.

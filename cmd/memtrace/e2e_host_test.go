@@ -210,8 +210,16 @@ type hostRun struct {
 	lines  chan string
 }
 
-// startHost starts memtrace -v with args and waits until it has attached.
+// startHost starts memtrace -v --heap with args and waits until it has
+// attached. --heap: these tests trace allocators (the whole host's default
+// is resident memory only).
 func startHost(t *testing.T, args ...string) *hostRun {
+	t.Helper()
+	return startHostWith(t, append([]string{"--heap"}, args...)...)
+}
+
+// startHostWith starts memtrace -v with args and waits until it has attached.
+func startHostWith(t *testing.T, args ...string) *hostRun {
 	t.Helper()
 	waitReapers(t) // e2e_kernel_test.go
 	h := &hostRun{cmd: exec.Command(memtrace(t), append([]string{"-v", "--json"}, args...)...), lines: make(chan string, 1<<16)}

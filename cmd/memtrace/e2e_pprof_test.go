@@ -34,11 +34,14 @@ func TestPprof(t *testing.T) {
 	for _, st := range p.SampleType {
 		types = append(types, st.Type+"/"+st.Unit)
 	}
-	if got, want := strings.Join(types, " "), "alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes"; got != want {
+	if got, want := strings.Join(types, " "), "alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes resident_space/bytes"; got != want {
 		t.Errorf("sample types %q, want %q", got, want)
 	}
 	got := map[string][4]int64{}
 	for _, s := range p.Sample {
+		if s.Value[4] != 0 {
+			continue // resident_space: who made memory resident (e2e_resident_test.go)
+		}
 		if len(s.Location) != 1 || len(s.Location[0].Line) != 1 {
 			t.Fatalf("want one frame per sample without --detail: %v", s)
 		}

@@ -220,7 +220,8 @@ func TestBadInput(t *testing.T) {
 		{"command not found", []string{"--", "/no/such/command"}, exitNotFound, "command not found"},
 		{"not executable", []string{"--", notExec}, exitNotExec, "command not executable"},
 		{"malformed ELF", []string{"--", garbage}, exitNotExec, "command not executable"},
-		{"stripped static", []string{"--", stripped}, exitNoAllocator, "no allocator found"},
+		// Traced (resident memory only) unless resident attribution is off (e2e_resident_test.go).
+		{"stripped static, resident off", []string{"--resident-bytes", "0", "--", stripped}, exitNoAllocator, "no allocator found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

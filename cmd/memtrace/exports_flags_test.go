@@ -28,7 +28,7 @@ func TestExportFlags(t *testing.T) {
 		{[]string{"--colors", colors}, "give --html too"},
 		{[]string{"--html", "r.html", "--colors", colors + ".missing"}, "no such file"},
 		{[]string{"--folded", "f", "--folded-value", "allocs"}, ""},
-		{[]string{"--folded", "f", "--folded-value", "bytes"}, "want live, allocated or allocs"},
+		{[]string{"--folded", "f", "--folded-value", "bytes"}, "want live, allocated, allocs or resident"},
 	}
 	for _, tt := range tests {
 		_, err := parseFlags(append(tt.args, "--", "true"), io.Discard)

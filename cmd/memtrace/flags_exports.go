@@ -39,7 +39,7 @@ func addExportFlags(fs *pflag.FlagSet, c *session.ExportConfig) (check func() er
 func addExportFileFlags(fs *pflag.FlagSet, c *session.ExportFiles) (check func() error) {
 	fs.StringVar(&c.PprofFile, "pprof", "", "at the end, write the heap profile to `FILE` (gzipped profile.proto, Go's heap sample types)")
 	fs.StringVar(&c.FoldedFile, "folded", "", "at the end, write folded stacks (flamegraph.pl, speedscope) to `FILE`")
-	value := fs.String("folded-value", "live", "what --folded counts: live (bytes), allocated (bytes) or allocs")
+	value := fs.String("folded-value", "live", "what --folded counts: live (bytes), allocated (bytes), allocs, or resident (bytes made resident, by who made them resident)")
 	fs.StringVar(&c.HTMLFile, "html", "", "at the end, write a self-contained HTML report (timeline, rates, flame graph, heap map, sizes) to `FILE`")
 	colors := fs.String("colors", "", "with --html: colour the call sites matching each line's pattern (\"PATTERN COLOR\" per line, in `FILE`)")
 	return func() error {

@@ -14,7 +14,9 @@ import (
 // allocation of every process costs too much.
 const defaultHostSample = 512 << 10
 
-// sampledRingBytes is the ring buffer's default size when sampling: one
+// sampledRingBytes is the ring buffer's default size when sampling (and in
+// the whole host's resident-only default, whose sampled faults are fewer
+// still): one
 // event per sample_bytes allocated is a few thousand events per second at
 // the benchmark's heaviest load even at 64 KiB (the exact mode's 64 MiB
 // would sit idle, and its pages count in memtrace's resident memory).
@@ -25,14 +27,33 @@ const sampledRingBytes = 4 << 20
 func addHostFlags(fs *pflag.FlagSet, c *session.Config) func() error {
 	h := &c.HostConfig
 	fs.Var(byteSize{&h.SampleBytes, &h.SampleSet, tracer.MaxSampleBytes}, "sample-bytes",
-		"sample one allocation per `N` bytes on average and estimate (0 = trace every call; default 512K with no target, 0 with -p and --)")
+		"sample one allocation per `N` bytes on average and estimate (0 = trace every call; default 512K with --heap, 0 with -p and --); implies --heap")
+	fs.BoolVar(&h.Heap, "heap", false,
+		"with no target: also trace every process's allocator (a probe on malloc and free, a trap per call; without it, resident memory only)")
+	h.ResidentBytes = tracer.DefaultResidentBytes
+	var residentSet bool
+	fs.Var(byteSize{&h.ResidentBytes, &residentSet, tracer.MaxSampleBytes}, "resident-bytes",
+		"resident memory by who made it resident: sample one write fault per `N` bytes of faults on average (0 = off; default 64K)")
 	fs.StringVar(&h.Comm, "comm", "", "with no target: only processes with command name `NAME`")
 	fs.StringVar(&h.Cgroup, "cgroup", "", "with no target: only processes in the cgroup v2 `PATH` (a directory, or a path as /proc/PID/cgroup shows it) or below it")
 	return func() error {
+		if h.SampleSet {
+			h.Heap = true
+		}
+		if !c.Host() {
+			h.Heap = true // -p and --: exact heap tracing beside resident attribution
+		}
 		if !h.SampleSet && c.Host() {
 			h.SampleBytes = defaultHostSample
 		}
-		if !fs.Changed("ring-size") && h.SampleBytes > 0 {
+		if !h.Heap && h.ResidentBytes == 0 {
+			return fmt.Errorf("%w: with no target, --resident-bytes 0 leaves nothing to trace: add --heap", errUsage)
+		}
+		if !h.Heap {
+			h.SampleBytes = 0 // no allocator is traced
+		}
+		// Sampled allocations, or sampled faults alone: few events.
+		if !fs.Changed("ring-size") && (h.SampleBytes > 0 || !h.Heap) {
 			c.RingBytes = sampledRingBytes
 		}
 		if !c.Host() && (h.Comm != "" || h.Cgroup != "") {

@@ -126,7 +126,7 @@ function drawStatus() {
   var p = P(), i = state.moment;
   var s = p.comm + " (pid " + p.pid + ")   " + fmtAt(p.t[i], p.x[i]) + "   live " + fmtBytes(p.live[i]) +
     " in " + fmtExact(p.blocks[i]) + " blocks   mapped " + fmtBytes(p.mapped[i]) +
-    (p.resident[i] ? "   heap resident " + fmtBytes(p.resident[i]) : "") +
+    (p.heapResident[i] ? "   heap resident " + fmtBytes(p.heapResident[i]) : "") +
     "   peak " + fmtBytes(p.peak.bytes);
   if (p.maps.length) s += "   heap map at " + fmtX(xOf(p.maps[state.map]));
   var last = null;
@@ -190,7 +190,7 @@ function drawTimeline() {
   }
   for (k = 0; k < p.top.length; k++) layers.push({ v: tops[k], color: p.groups[p.top[k]].color, name: p.groups[p.top[k]].label });
   layers.push({ v: other, color: DATA.otherColor, name: "other call sites" });
-  var ymax = Math.max(maxStack, Math.max.apply(null, p.mapped), Math.max.apply(null, p.resident), p.peak.bytes, 1) * 1.08;
+  var ymax = Math.max(maxStack, Math.max.apply(null, p.mapped), Math.max.apply(null, p.heapResident), p.peak.bytes, 1) * 1.08;
   var x = function (t) { return TL.l + (TL.w - TL.l - TL.r) * t / tmax; };
   // Marks close together get rows of labels; the plot moves down.
   var marks = p.marks.map(function (m) { return Object.assign({}, m); }).sort(function (a, b) { return xOf(a) - xOf(b); });
@@ -227,12 +227,12 @@ function drawTimeline() {
   }
   // The heap's resident memory (footprint readings) over the live stack:
   // the gap between the two is what the allocator retains.
-  if (Math.max.apply(null, p.resident) > 0) {
+  if (Math.max.apply(null, p.heapResident) > 0) {
     var r = "";
-    for (i = 0; i < n; i++) r += (i ? "L" : "M") + x(xs[i]) + "," + y(p.resident[i]);
+    for (i = 0; i < n; i++) r += (i ? "L" : "M") + x(xs[i]) + "," + y(p.heapResident[i]);
     el("path", { d: r, fill: "none", stroke: "#e67e00", "stroke-width": 2, "class": "resident" }, svg)
       .appendChild(document.createElementNS(SVGNS, "title")).textContent = "heap resident (RSS of the allocator's memory)";
-    svg.dataset.resident = String(Math.max.apply(null, p.resident));
+    svg.dataset.resident = String(Math.max.apply(null, p.heapResident));
   }
   marks.forEach(function (mk) {
     var g = el("g", { "class": "mark" }, svg), ly = TL.t - 10 + mk.row * MARK_ROW;
@@ -258,7 +258,7 @@ function drawTimeline() {
   hit.addEventListener("mousemove", function (ev) {
     var i = nearestSample(toT(ev)), m = groupLiveAt(i);
     var s = fmtAt(p.t[i], p.x[i]) + "\nlive   " + fmtExact(p.live[i]) + " B in " + fmtExact(p.blocks[i]) + " blocks\nmapped " + fmtExact(p.mapped[i]) + " B" +
-      (p.resident[i] ? "\nheap resident " + fmtExact(p.resident[i]) + " B (retained " + fmtExact(Math.max(p.resident[i] - p.live[i], 0)) + " B)" : "");
+      (p.heapResident[i] ? "\nheap resident " + fmtExact(p.heapResident[i]) + " B (retained " + fmtExact(Math.max(p.heapResident[i] - p.live[i], 0)) + " B)" : "");
     p.top.forEach(function (g) { if (m[g]) s += "\n" + fmtExact(m[g]).padStart(12) + " B  " + p.groups[g].label; });
     showTip(ev, s);
   });
@@ -360,6 +360,9 @@ function flameTree() {
     for (var si in m) { add(stackOf(p.sites[si]), m[si], siteColor(si)); known += m[si]; }
     var rest = p.live[state.moment] - known;
     if (rest > 0) add([["(smaller call sites)", "call sites below the largest at this moment"]], rest, DATA.otherColor);
+  } else if (state.flameMode === "resident") {
+    // Resident memory by who made it resident, at the end (estimates).
+    p.resident.forEach(function (r) { add(stackOf(r), r.bytes, DATA.otherColor); });
   } else {
     p.sites.forEach(function (s, si) { if (s.allocated > 0) add(stackOf(s), s.allocated, siteColor(si)); });
     if (p.allocatedRest > 0) add([["(smaller call sites)", "call sites below the largest allocated"]], p.allocatedRest, DATA.otherColor);
@@ -406,7 +409,8 @@ function drawFlame() {
     });
   };
   if (root.value <= 0) {
-    box.textContent = state.flameMode === "live" ? "Nothing live at this moment." : "Nothing allocated.";
+    box.textContent = state.flameMode === "live" ? "Nothing live at this moment." :
+      state.flameMode === "resident" ? "No resident memory sampled." : "Nothing allocated.";
   } else {
     // Ancestors of the zoomed frame stay on top at full width.
     var names = [];
@@ -549,7 +553,7 @@ function drawLegend(box) {
     if (!shown[s.color] && s.color !== DATA.otherColor) { shown[s.color] = true; item(s.color, s.label, s.full); }
   });
   item(DATA.otherColor, "other call sites", "");
-  if (Math.max.apply(null, p.resident) > 0) {
+  if (Math.max.apply(null, p.heapResident) > 0) {
     item("#e67e00", "heap resident (line)", "the allocator's memory in RAM, from the kernel; above the live stack: retained");
   }
 }
@@ -630,6 +634,7 @@ function init() {
   // "#flame=allocated" in the address opens the flame graph on the bytes
   // allocated over the run (a link to that view; the tests read it).
   if (/(^#|&)flame=allocated(&|$)/.test(location.hash)) state.flameMode = "allocated";
+  if (/(^#|&)flame=resident(&|$)/.test(location.hash)) state.flameMode = "resident";
   var ax = /(^#|&)x=(time|bytes)(&|$)/.exec(location.hash);
   if (ax) state.axis = ax[2];
   document.querySelectorAll("input[name=axis]").forEach(function (r) {

@@ -1,0 +1,145 @@
+package aggregate
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+// Resident attribution: who made anonymous memory resident. The probes
+// sample write faults, each with the same probability P = 1 - e^(-page/N)
+// (one sample per N bytes of faults on average; a Fault event carries N in
+// OldSize), and say who took the fault. A sampled page is charged while it
+// stays resident; an Unresident event (user space found it gone from
+// /proc/PID/pagemap) ends that. The resident bytes charged to a site are
+// then the Horvitz-Thompson estimate sum(size)/P over its sampled pages
+// still resident, unbiased, with variance sum(size^2 (1-P)/P^2), whose
+// estimate gives the standard error.
+
+// residentPage is a sampled page still charged.
+type residentPage struct {
+	site siteID
+	size uint32
+}
+
+// residentPages are a process's sampled pages, by address.
+type residentPages struct {
+	pages map[uint64]residentPage
+	mean  uint64 // N of the latest Fault
+}
+
+func (r *residentPages) fault(addr, size, mean uint64, site siteID) {
+	if r.pages == nil {
+		r.pages = map[uint64]residentPage{}
+	}
+	r.pages[addr] = residentPage{site: site, size: uint32(min(size, math.MaxUint32))}
+	r.mean = mean
+}
+
+func (r *residentPages) unresident(addr uint64) {
+	delete(r.pages, addr)
+}
+
+// ResidentSnapshot is a process's resident anonymous memory by who made it
+// resident, estimated from sampled faults.
+type ResidentSnapshot struct {
+	// SampleBytes is N: one sampled fault per N bytes of write faults on average.
+	SampleBytes uint64
+	// Pages counts the sampled pages still resident.
+	Pages uint64
+	// Bytes estimates the resident bytes they stand for; Stderr is its standard error.
+	Bytes  uint64
+	Stderr float64
+	// Sites, most resident bytes first (then by address).
+	Sites []ResidentSite
+}
+
+// ResidentSite is one call site's share of the resident memory.
+type ResidentSite struct {
+	// Address is the charged frame: the first outside libc's memory
+	// functions and the allocator (the faulting instruction itself when
+	// it is the first).
+	Address uint64
+	// StackID names its stack (--detail); -1 when none.
+	StackID int32
+	Pages   uint64
+	Bytes   uint64
+	Stderr  float64
+}
+
+// FaultProbability is the chance that the probes sample a fault of
+// pageBytes when one in mean bytes of faults is sampled on average.
+func FaultProbability(pageBytes, mean uint64) float64 {
+	if mean == 0 {
+		return 1
+	}
+	return -math.Expm1(-float64(pageBytes) / float64(mean))
+}
+
+func (r *residentPages) snapshot() *ResidentSnapshot {
+	if r.mean == 0 {
+		return nil
+	}
+	s := &ResidentSnapshot{SampleBytes: r.mean}
+	type acc struct{ pages, bytes, bytes2 float64 }
+	by := map[siteID]*acc{}
+	for _, pg := range r.pages {
+		a := by[pg.site]
+		if a == nil {
+			a = &acc{}
+			by[pg.site] = a
+		}
+		a.pages++
+		a.bytes += float64(pg.size)
+		a.bytes2 += float64(pg.size) * float64(pg.size)
+	}
+	var total acc
+	for id, a := range by {
+		// Faults are of one page size: P is the same for all (a huge
+		// page's fault is sampled as one page, and weighs its size).
+		p := FaultProbability(4096, r.mean)
+		s.Sites = append(s.Sites, ResidentSite{Address: id.addr, StackID: id.stack, Pages: uint64(a.pages),
+			Bytes: uint64(math.Round(a.bytes / p)), Stderr: math.Sqrt(a.bytes2*(1-p)) / p})
+		total.pages += a.pages
+		total.bytes += a.bytes
+		total.bytes2 += a.bytes2
+	}
+	p := FaultProbability(4096, r.mean)
+	s.Pages = uint64(total.pages)
+	s.Bytes = uint64(math.Round(total.bytes / p))
+	s.Stderr = math.Sqrt(total.bytes2*(1-p)) / p
+	slices.SortFunc(s.Sites, func(a, b ResidentSite) int {
+		if c := cmp.Compare(b.Bytes, a.Bytes); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(a.Address, b.Address), cmp.Compare(a.StackID, b.StackID))
+	})
+	return s
+}
+
+// ResidentPages returns the addresses of pid's sampled pages still
+// charged, in increasing order: the pages user space checks in pagemap.
+func (t *Table) ResidentPages(pid uint32) []uint64 {
+	p := t.procs[pid]
+	if p == nil || len(p.resident.pages) == 0 {
+		return nil
+	}
+	out := make([]uint64, 0, len(p.resident.pages))
+	for a := range p.resident.pages {
+		out = append(out, a)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ResidentPIDs returns the processes with sampled pages still charged.
+func (t *Table) ResidentPIDs() []uint32 {
+	var out []uint32
+	for pid, p := range t.procs {
+		if len(p.resident.pages) > 0 {
+			out = append(out, pid)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

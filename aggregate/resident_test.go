@@ -1,0 +1,111 @@
+package aggregate
+
+import (
+	"math"
+	"testing"
+
+	"github.com/memtrace/memtrace/event"
+)
+
+func TestResident(t *testing.T) {
+	const mean = 16384
+	p := FaultProbability(4096, mean) // 1 - e^-0.25
+	w := 4096 / p                     // bytes a sampled page stands for
+	se := func(pages float64) float64 { return math.Sqrt(pages*4096*4096*(1-p)) / p }
+	fault := func(addr, site uint64) event.Event {
+		return event.Event{Kind: event.Fault, PID: 1, Addr: addr, Size: 4096, OldSize: mean, CallSite: site, StackID: -1}
+	}
+	gone := func(addr uint64) event.Event {
+		return event.Event{Kind: event.Unresident, PID: 1, Addr: addr, StackID: -1}
+	}
+	tests := []struct {
+		name   string
+		events []event.Event
+		want   *ResidentSnapshot
+	}{
+		{"none", nil, nil},
+		{"two sites", []event.Event{fault(0x1000, 0xa), fault(0x2000, 0xa), fault(0x9000, 0xb)},
+			&ResidentSnapshot{SampleBytes: mean, Pages: 3, Bytes: uint64(math.Round(3 * w)), Stderr: se(3), Sites: []ResidentSite{
+				{Address: 0xa, StackID: -1, Pages: 2, Bytes: uint64(math.Round(2 * w)), Stderr: se(2)},
+				{Address: 0xb, StackID: -1, Pages: 1, Bytes: uint64(math.Round(w)), Stderr: se(1)},
+			}}},
+		// A page sampled again (freed, then faulted by another site) is charged once, to the last.
+		{"refault", []event.Event{fault(0x1000, 0xa), fault(0x1000, 0xb)},
+			&ResidentSnapshot{SampleBytes: mean, Pages: 1, Bytes: uint64(math.Round(w)), Stderr: se(1), Sites: []ResidentSite{
+				{Address: 0xb, StackID: -1, Pages: 1, Bytes: uint64(math.Round(w)), Stderr: se(1)},
+			}}},
+		{"unresident", []event.Event{fault(0x1000, 0xa), fault(0x2000, 0xb), gone(0x2000), gone(0x5000)},
+			&ResidentSnapshot{SampleBytes: mean, Pages: 1, Bytes: uint64(math.Round(w)), Stderr: se(1), Sites: []ResidentSite{
+				{Address: 0xa, StackID: -1, Pages: 1, Bytes: uint64(math.Round(w)), Stderr: se(1)},
+			}}},
+		{"all gone", []event.Event{fault(0x1000, 0xa), gone(0x1000)},
+			&ResidentSnapshot{SampleBytes: mean}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tab := NewTable()
+			tab.AddProcess(1, "x")
+			for i := range tt.events {
+				tab.Apply(&tt.events[i])
+			}
+			got := tab.Snapshot().Processes[0].Resident
+			if !sameResident(got, tt.want) {
+				t.Errorf("got %+v\nwant %+v", got, tt.want)
+			}
+			wantPages := 0
+			if tt.want != nil {
+				wantPages = int(tt.want.Pages)
+			}
+			if n := len(tab.ResidentPages(1)); n != wantPages {
+				t.Errorf("ResidentPages: %d, want %d", n, wantPages)
+			}
+		})
+	}
+}
+
+func sameResident(a, b *ResidentSnapshot) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	near := func(x, y float64) bool { return math.Abs(x-y) <= 1e-9*math.Max(1, y) }
+	if a.SampleBytes != b.SampleBytes || a.Pages != b.Pages || a.Bytes != b.Bytes || !near(a.Stderr, b.Stderr) || len(a.Sites) != len(b.Sites) {
+		return false
+	}
+	for i := range a.Sites {
+		x, y := a.Sites[i], b.Sites[i]
+		if x.Address != y.Address || x.StackID != y.StackID || x.Pages != y.Pages || x.Bytes != y.Bytes || !near(x.Stderr, y.Stderr) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestFaultProbability: the chance of a 4 KiB fault at the documented means.
+func TestFaultProbability(t *testing.T) {
+	for _, tt := range []struct {
+		mean uint64
+		want float64
+	}{{0, 1}, {4096, 1 - math.Exp(-1)}, {65536, 1 - math.Exp(-1.0/16)}} {
+		if got := FaultProbability(4096, tt.mean); math.Abs(got-tt.want) > 1e-15 {
+			t.Errorf("FaultProbability(4096, %d) = %v, want %v", tt.mean, got, tt.want)
+		}
+	}
+}
+
+// BenchmarkResidentPages: the memory a sampled page costs memtrace (B/op
+// over pages: the table's map entry), e.g. 1M pages for a process with
+// 64 GiB resident at the default 64 KiB.
+func BenchmarkResidentPages(b *testing.B) {
+	const pages = 1 << 20
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		tab := NewTable()
+		e := event.Event{Kind: event.Fault, PID: 1, Size: 4096, OldSize: 65536, CallSite: 0x1000, StackID: -1}
+		for a := uint64(0); a < pages; a++ {
+			e.Addr = a << 16
+			e.CallSite = 0x1000 + a%64
+			tab.Apply(&e)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/pages, "ns/page")
+}

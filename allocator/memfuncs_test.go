@@ -1,0 +1,27 @@
+package allocator
+
+import "testing"
+
+func TestMemoryFunction(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		want bool
+	}{
+		{"memset", true},
+		{"__memset_avx2_unaligned_erms", true},
+		{"_int_malloc", true},
+		{"__libc_calloc", true},
+		{"read", true},
+		{"_Znwm", true}, // the allocation wrappers count too
+		{"runtime.memclrNoHeapPointersChunked", true},
+		{"runtime.mallocgc", true},
+		{"main.keepSlices", false},
+		{"hold_malloc", false},
+		{"memtrace_mark", false},
+		{"", false},
+	} {
+		if got := MemoryFunction(tt.name); got != tt.want {
+			t.Errorf("MemoryFunction(%q) = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

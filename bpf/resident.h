@@ -1,0 +1,258 @@
+/*
+ * Resident attribution, included by memtrace.bpf.c: who made anonymous
+ * memory resident. A page becomes resident at the fault that first writes
+ * it, and the kernel takes that fault anyway: a tracepoint on it adds no
+ * trap, and faults are ~100x rarer than allocations.
+ *
+ * Every write fault on a user address counts PAGE_SIZE bytes towards a
+ * countdown of bytes to the next sample, a draw from Exp(mean
+ * fault_sample_bytes), as sampled mode does for allocations: each fault is
+ * sampled with probability 1 - e^(-4096/fault_sample_bytes), independently
+ * of every other. Only a sampled fault pays for the stack walk and a ring
+ * record, and only once the kernel has counted a page of anonymous memory
+ * resident (rss_stat, below). How long the page stays resident is for
+ * user space to tell, from /proc/PID/pagemap: that covers munmap, madvise,
+ * mremap, exit, exec, reclaim and swap at once, and costs the faults
+ * nothing.
+ */
+#ifndef MEMTRACE_RESIDENT_H
+#define MEMTRACE_RESIDENT_H
+
+#define PAGE_SIZE 4096
+/* x86 page fault error code bits. */
+#define PF_WRITE 0x2
+
+/*
+ * Set by the loader. fault_sample_bytes: the mean bytes of write faults
+ * between samples; 0 = resident attribution off (its programs are not
+ * attached). fault_pid_filter: -p and --, only the processes in fault_pids
+ * (a tracepoint has no PID filter of its own).
+ */
+const volatile __u64 fault_sample_bytes = 0;
+const volatile __u8 fault_pid_filter = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} fault_pids SEC(".maps");
+
+/*
+ * The countdown, per CPU: the faults of one CPU form one sequence, and
+ * each fault's chance stays independent of all others (the exponential
+ * has no memory), whichever process takes it. No per-thread storage to
+ * create on the fault path.
+ */
+struct fault_countdown {
+	__s64 left;
+	__u64 drawn;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fault_countdown);
+} fault_countdown SEC(".maps");
+
+static __always_inline __s64 fault_draw(void)
+{
+	return (__s64)((exp_draw() * fault_sample_bytes) >> 16);
+}
+
+/* fault_sample decides whether this fault (PAGE_SIZE bytes) is sampled. */
+static __always_inline int fault_sample(void)
+{
+	struct fault_countdown *c;
+	__u32 zero = 0;
+
+	c = bpf_map_lookup_elem(&fault_countdown, &zero);
+	if (!c)
+		return 0;
+	if (!c->drawn) {
+		c->left = fault_draw();
+		c->drawn = 1;
+	}
+	c->left -= PAGE_SIZE;
+	if (c->left > 0)
+		return 0;
+	c->left = fault_draw();
+	return 1;
+}
+
+static __always_inline int fault_wanted(void)
+{
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+
+	if (fault_pid_filter)
+		return bpf_map_lookup_elem(&fault_pids, &pid) != 0;
+	return wanted();
+}
+
+/*
+ * A sampled fault waits here, per CPU, for the kernel to say what it made
+ * resident. The page fault tracepoints fire with interrupts off, where
+ * bpf_find_vma can run once per program (its unlock waits for an irq_work
+ * until interrupts are back on), too few for a stack walk. rss_stat fires
+ * in the same fault once a page is counted, with interrupts on: the walk
+ * runs there, and only when the fault made anonymous memory resident
+ * (MM_ANONPAGES grew: a new page, a copy of the zero page or of a file
+ * page). A fault that ends otherwise (a file page, a copy-on-write between
+ * anonymous pages, an error) leaves its sample here, cleared by the CPU's
+ * next fault.
+ */
+struct fault_pending {
+	__u64 task; /* the faulting task; 0: no sample waits */
+	__u64 addr, pc, sp, bp;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fault_pending);
+} fault_pending SEC(".maps");
+
+/*
+ * Faulting instructions already known to be charged themselves (a named
+ * function that is no memory function, in a file with a table), per
+ * address space: most faults come from a few loops, and a known one is
+ * reported without a walk (without --detail). The mm pointer keys the
+ * address space, so an exec (a new mm) never finds the old program's.
+ * (An instruction loaded later at the same address, after a dlclose and
+ * a dlopen, could be charged as the old one was: entries are not
+ * invalidated.)
+ */
+struct fault_site_key {
+	__u64 mm;
+	__u64 pc;
+	__u64 pid; /* with mm: a freed mm_struct reused by another process is another key */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct fault_site_key);
+	__type(value, __u8);
+} fault_sites SEC(".maps");
+
+struct task_struct___mm {
+	void *mm;
+} __attribute__((preserve_access_index));
+
+/* MM_ANONPAGES of enum mm_counter_type (rss_stat's member). */
+#define MM_ANONPAGES 1
+
+/* Kernels before 6.2 cache RSS counts per task (task_struct.rss_stat). */
+struct task_rss_stat {
+	int events;
+} __attribute__((preserve_access_index));
+
+struct task_struct___split_rss {
+	struct task_rss_stat rss_stat;
+} __attribute__((preserve_access_index));
+
+static __always_inline int split_rss_counting(void)
+{
+	return bpf_core_field_exists(((struct task_struct___split_rss *)0)->rss_stat);
+}
+
+/*
+ * on_fault samples a write fault at address; uregs are the user registers
+ * (a kernel pointer): at the faulting instruction, or, for a fault taken
+ * by the kernel copying into user memory (read(2)), at the system call.
+ */
+static __always_inline void on_fault(__u64 address, struct pt_regs *uregs)
+{
+	struct fault_pending *p;
+	struct pt_regs r;
+	__u32 zero = 0;
+
+	if (!fault_wanted())
+		return;
+	p = bpf_map_lookup_elem(&fault_pending, &zero);
+	if (!p)
+		return;
+	p->task = 0;
+	if (!fault_sample() || bpf_probe_read_kernel(&r, sizeof(r), uregs))
+		return;
+	if (split_rss_counting()) {
+		/*
+		 * Before 6.2 rss_stat fires only every 64 faults: walk here. The
+		 * charged frame is right (it is found before the walk leaves the
+		 * first file); a stack stops at its second file.
+		 */
+		struct site_args a = {.addr = address & ~(__u64)(PAGE_SIZE - 1), .size = PAGE_SIZE,
+				      .pc = PT_REGS_IP(&r), .sp = PT_REGS_SP(&r), .bp = PT_REGS_FP(&r),
+				      .old_size = fault_sample_bytes, .kind = KIND_FAULT, .exact = 1, .fault = 1};
+
+		emit_site(&a);
+		return;
+	}
+	p->addr = address & ~(__u64)(PAGE_SIZE - 1);
+	p->pc = PT_REGS_IP(&r);
+	p->sp = PT_REGS_SP(&r);
+	p->bp = PT_REGS_FP(&r);
+	p->task = (__u64)bpf_get_current_task_btf();
+}
+
+SEC("tp_btf/page_fault_user")
+int on_fault_user(__u64 *ctx)
+{
+	if (ctx[2] & PF_WRITE)
+		on_fault(ctx[0], (struct pt_regs *)ctx[1]);
+	return 0;
+}
+
+/*
+ * A fault the kernel takes on a user address while it copies into it (a
+ * read(2) into a fresh buffer): the user registers are the task's, saved
+ * at the system call.
+ */
+SEC("tp_btf/page_fault_kernel")
+int on_fault_kernel(__u64 *ctx)
+{
+	if ((__s64)ctx[0] <= 0 || !(ctx[2] & PF_WRITE))
+		return 0; /* a kernel address, or a read */
+	on_fault(ctx[0], (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()));
+	return 0;
+}
+
+/*
+ * rss_stat (mm, member): a counter of mm's resident pages changed. When it
+ * is the current task's anonymous pages, in the fault a sample waits for,
+ * the sample is reported with its stack. Exact pcs: the faulting
+ * instruction, or the one after the system call (same function).
+ */
+SEC("tp_btf/rss_stat")
+int on_rss_stat(__u64 *ctx)
+{
+	struct fault_pending *p;
+	__u32 zero = 0;
+
+	p = bpf_map_lookup_elem(&fault_pending, &zero);
+	if (!p || !p->task || p->task != (__u64)bpf_get_current_task_btf() || (int)ctx[1] != MM_ANONPAGES)
+		return 0;
+	p->task = 0;
+	struct fault_site_key k = {.pc = p->pc, .pid = bpf_get_current_pid_tgid() >> 32};
+	struct site_args a = {.addr = p->addr, .size = PAGE_SIZE, .pc = p->pc, .sp = p->sp, .bp = p->bp,
+			      .old_size = fault_sample_bytes, .kind = KIND_FAULT, .exact = 1, .fault = 1};
+	struct stack_record *rec;
+	__u8 one = 1;
+
+	k.mm = (__u64)BPF_CORE_READ((struct task_struct___mm *)bpf_get_current_task_btf(), mm);
+	if (!stack_depth && bpf_map_lookup_elem(&fault_sites, &k)) {
+		emit(&(struct emit_args){.kind = KIND_FAULT, .addr = a.addr, .size = a.size,
+					 .old_size = a.old_size, .call_site = a.pc, .leaf = a.pc});
+		return 0;
+	}
+	emit_site(&a);
+	/* The walk left its state in scratch: the leaf itself charged, and named? */
+	rec = bpf_map_lookup_elem(&scratch, &zero);
+	if (!stack_depth && rec && rec->w.charged == 0 && !rec->w.chain)
+		bpf_map_update_elem(&fault_sites, &k, &one, BPF_ANY);
+	return 0;
+}
+
+#endif

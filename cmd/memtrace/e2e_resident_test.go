@@ -1,0 +1,474 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/memtrace/memtrace/htmlreport/headless"
+)
+
+// Resident attribution, for real: the fixtures make known amounts of
+// memory resident in known functions; memtrace samples their write faults
+// (one per 16 KiB of faults: ~1000 samples per 16 MiB, a 3% standard
+// error) and must charge each function within 15% of what it holds and
+// within 4 standard errors.
+
+const residentSample = "16K"
+
+type residentRec struct {
+	Type                string `json:"type"`
+	PID                 int    `json:"pid"`
+	Comm                string `json:"comm"`
+	Function            string `json:"function"`
+	File                string `json:"file"`
+	Line                int    `json:"line"`
+	Module              string `json:"module"`
+	ResidentBytes       uint64 `json:"resident_bytes"`
+	ResidentBytesStderr uint64 `json:"resident_bytes_stderr"`
+	Sampled             bool   `json:"sampled"`
+	SampledPages        uint64 `json:"sampled_pages"`
+	SampleBytes         uint64 `json:"sample_bytes"`
+	Final               bool   `json:"final"`
+}
+
+// residentEstimate is a function's resident bytes, summed over its sites.
+type residentEstimate struct {
+	bytes  float64
+	stderr float64 // the sites' errors are independent: root of the sum of squares
+	pages  uint64
+}
+
+// residentByFunction sums pid's final resident records per function.
+func residentByFunction(t *testing.T, out string, pid int) map[string]residentEstimate {
+	t.Helper()
+	m := map[string]residentEstimate{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if !bytes.HasPrefix(sc.Bytes(), []byte("{")) {
+			continue // the command's own output ("ready")
+		}
+		var r residentRec
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("stdout line is not JSON: %v: %q", err, sc.Text())
+		}
+		if r.Type != "resident" || !r.Final || r.PID != pid || !r.Sampled {
+			continue
+		}
+		e := m[r.Function]
+		e.bytes += float64(r.ResidentBytes)
+		e.stderr = math.Hypot(e.stderr, float64(r.ResidentBytesStderr))
+		e.pages += r.SampledPages
+		m[r.Function] = e
+	}
+	return m
+}
+
+// checkResident asserts that each function holds its truth within 15% and
+// within 4 standard errors.
+func checkResident(t *testing.T, got map[string]residentEstimate, want map[string]float64) {
+	t.Helper()
+	for fn, truth := range want {
+		e, ok := got[fn]
+		if !ok {
+			t.Errorf("%s: no resident record; got %v", fn, got)
+			continue
+		}
+		d := math.Abs(e.bytes - truth)
+		t.Logf("%s: %.1f MiB ± %.2f MiB (%d pages sampled), holds %.1f MiB: off by %.1f%%, %.1f standard errors",
+			fn, e.bytes/(1<<20), e.stderr/(1<<20), e.pages, truth/(1<<20), 100*d/truth, d/e.stderr)
+		if d > 0.15*truth || d > 4*e.stderr {
+			t.Errorf("%s: %.0f bytes ± %.0f, want %.0f within 15%% and 4 standard errors", fn, e.bytes, e.stderr, truth)
+		}
+	}
+}
+
+var cResident = map[string]float64{"hold_malloc": 64 << 20, "hold_mmap": 32 << 20, "hold_calloc": 16 << 20}
+
+// TestResidentCommand: `--` of a C program; malloc's block is written by
+// memset, charged to its caller.
+func TestResidentCommand(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "resident.c")
+	r := runMemtrace(t, "--json", "--resident-bytes", residentSample, "--", bin)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	checkResident(t, residentByFunction(t, r.stdout, finalPID(t, r.stdout)), cResident)
+}
+
+var (
+	goFixtureOnce sync.Once
+	goFixturePath string
+	goFixtureErr  error
+)
+
+// goFixture builds testdata/resident_go with the Go toolchain.
+func goFixture(t *testing.T) string {
+	t.Helper()
+	goFixtureOnce.Do(func() {
+		goFixturePath = filepath.Join(binDir, "resident_go")
+		cmd := exec.Command("go", "build", "-o", goFixturePath, ".")
+		cmd.Dir = filepath.Join("..", "..", "testdata", "resident_go")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			goFixtureErr = fmt.Errorf("go build resident_go: %v\n%s", err, out)
+		}
+	})
+	if goFixtureErr != nil {
+		t.Fatal(goFixtureErr)
+	}
+	return goFixturePath
+}
+
+// TestResidentGo: `--` of a Go program, which has no allocator to probe:
+// it is traced, not refused, and its slices are charged to the Go function
+// that wrote them.
+func TestResidentGo(t *testing.T) {
+	needBPF(t)
+	r := runMemtrace(t, "--json", "--resident-bytes", residentSample, "--", goFixture(t))
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	checkResident(t, residentByFunction(t, r.stdout, finalPID(t, r.stdout)), map[string]float64{"main.keepSlices": 192 << 20})
+}
+
+// finalPID is the pid of the final process record.
+func finalPID(t *testing.T, out string) int {
+	t.Helper()
+	var records []string
+	for l := range strings.Lines(out) {
+		if strings.HasPrefix(l, "{") {
+			records = append(records, l)
+		}
+	}
+	return parseNDJSON(t, strings.Join(records, "")).finalProcess(t).PID
+}
+
+// TestResidentPID: -p of a running C program and of a Go program; they
+// allocate once memtrace is attached. Each estimate of the process's total
+// matches the RssAnon it gained within 4 standard errors.
+func TestResidentPID(t *testing.T) {
+	needBPF(t)
+	for _, tc := range []struct {
+		name string
+		bin  string
+		want map[string]float64
+	}{
+		{"c", fixture(t, "resident.c"), cResident},
+		{"go", goFixture(t), map[string]float64{"main.keepSlices": 192 << 20}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			target := exec.Command(tc.bin)
+			target.Env = append(os.Environ(), "WAIT=1")
+			stdin, _ := target.StdinPipe()
+			stdout, _ := target.StdoutPipe()
+			if err := target.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer target.Process.Kill()
+			lines := bufio.NewReader(stdout)
+			before := rssAnon(t, target.Process.Pid)
+
+			mt := exec.Command(memtrace(t), "-v", "--json", "--resident-bytes", residentSample, "-p", strconv.Itoa(target.Process.Pid))
+			var out, log bytes.Buffer
+			mt.Stdout = &out
+			stderr, _ := mt.StderrPipe()
+			if err := mt.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer mt.Process.Kill()
+			waitAttached(t, stderr, &log)
+			io.WriteString(stdin, "go\n")
+			expectLine(t, lines, "ready")
+			after := rssAnon(t, target.Process.Pid)
+			mt.Process.Signal(syscall.SIGINT)
+			if err := mt.Wait(); err != nil {
+				t.Fatalf("memtrace: %v\n%s", err, log.String())
+			}
+			got := residentByFunction(t, out.String(), target.Process.Pid)
+			checkResident(t, got, tc.want)
+			var total residentEstimate
+			for _, e := range got {
+				total.bytes += e.bytes
+				total.stderr = math.Hypot(total.stderr, e.stderr)
+			}
+			gained := float64(after - before)
+			t.Logf("RssAnon gained %.1f MiB, estimate %.1f MiB ± %.2f MiB", gained/(1<<20), total.bytes/(1<<20), total.stderr/(1<<20))
+			if math.Abs(total.bytes-gained) > 4*total.stderr {
+				t.Errorf("resident estimate %.0f ± %.0f, RssAnon gained %.0f: more than 4 standard errors apart", total.bytes, total.stderr, gained)
+			}
+		})
+	}
+}
+
+// TestResidentReleased: memory the program releases (free of malloc's
+// mmap'ed blocks, munmap) stops being charged.
+func TestResidentReleased(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "resident.c")
+	target := exec.Command(bin)
+	target.Env = append(os.Environ(), "WAIT=1")
+	stdin, _ := target.StdinPipe()
+	stdout, _ := target.StdoutPipe()
+	if err := target.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer target.Process.Kill()
+	lines := bufio.NewReader(stdout)
+	mt := exec.Command(memtrace(t), "-v", "--json", "--resident-bytes", residentSample, "-p", strconv.Itoa(target.Process.Pid))
+	var out, log bytes.Buffer
+	mt.Stdout = &out
+	stderr, _ := mt.StderrPipe()
+	if err := mt.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer mt.Process.Kill()
+	waitAttached(t, stderr, &log)
+	io.WriteString(stdin, "go\n")
+	expectLine(t, lines, "ready")
+	io.WriteString(stdin, "free\n")
+	expectLine(t, lines, "freed")
+	time.Sleep(1500 * time.Millisecond) // a periodic check
+	mt.Process.Signal(syscall.SIGINT)
+	if err := mt.Wait(); err != nil {
+		t.Fatalf("memtrace: %v\n%s", err, log.String())
+	}
+	got := residentByFunction(t, out.String(), target.Process.Pid)
+	for fn := range cResident {
+		if e, ok := got[fn]; ok {
+			t.Errorf("%s released its memory, still charged %.0f bytes (%d pages)", fn, e.bytes, e.pages)
+		}
+	}
+}
+
+// rssAnon reads a process's RssAnon in bytes.
+func rssAnon(t *testing.T, pid int) uint64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(l, "RssAnon:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no RssAnon in /proc/PID/status")
+	return 0
+}
+
+// TestResidentHost: the whole host's default, resident memory only (no
+// allocator probe). A process that exits is reported at its exit, then no
+// longer charged; one still running is, and matches its RssAnon.
+func TestResidentHost(t *testing.T) {
+	needBPF(t)
+	own := filepath.Join(binDir, "mt-resident")
+	copyFile(t, fixture(t, "resident.c"), own)
+	h := startHostWith(t, "--comm", "mt-resident", "--resident-bytes", residentSample)
+	if strings.Contains(h.errors(), "msg=probed") {
+		t.Errorf("allocator probes placed without --heap:\n%s", h.errors())
+	}
+
+	exits := exec.Command(own)
+	if out, err := exits.CombinedOutput(); err != nil {
+		t.Fatalf("fixture: %v\n%s", err, out)
+	}
+	stays := exec.Command(own)
+	stays.Env = append(os.Environ(), "WAIT=1")
+	stdin, _ := stays.StdinPipe()
+	stdout, _ := stays.StdoutPipe()
+	if err := stays.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stays.Process.Kill()
+	lines := bufio.NewReader(stdout)
+	time.Sleep(200 * time.Millisecond) // memtrace loads its program's unwind table
+	before := rssAnon(t, stays.Process.Pid)
+	io.WriteString(stdin, "go\n")
+	expectLine(t, lines, "ready")
+	after := rssAnon(t, stays.Process.Pid)
+	time.Sleep(1500 * time.Millisecond) // the exit's batch is written
+	h.cmd.Process.Signal(syscall.SIGINT)
+	if err := h.cmd.Wait(); err != nil {
+		t.Fatalf("memtrace: %v\n%s", err, h.errors())
+	}
+	out := h.stdout.String()
+	last := strings.LastIndex(out, `{"type":"report"`)
+	if last < 0 {
+		t.Fatalf("no report:\n%s", out)
+	}
+	t.Run("exited", func(t *testing.T) {
+		checkResident(t, residentByFunction(t, out[:last], exits.Process.Pid), cResident)
+		if got := residentByFunction(t, out[last:], exits.Process.Pid); len(got) > 0 {
+			t.Errorf("process %d exited, still charged in the final report: %v", exits.Process.Pid, got)
+		}
+	})
+	t.Run("running", func(t *testing.T) {
+		got := residentByFunction(t, out[last:], stays.Process.Pid)
+		checkResident(t, got, cResident)
+		var total residentEstimate
+		for _, e := range got {
+			total.bytes += e.bytes
+			total.stderr = math.Hypot(total.stderr, e.stderr)
+		}
+		gained := float64(after - before)
+		t.Logf("RssAnon gained %.1f MiB, estimate %.1f MiB ± %.2f MiB", gained/(1<<20), total.bytes/(1<<20), total.stderr/(1<<20))
+		if math.Abs(total.bytes-gained) > 4*total.stderr {
+			t.Errorf("resident estimate %.0f ± %.0f, RssAnon gained %.0f: more than 4 standard errors apart", total.bytes, total.stderr, gained)
+		}
+	})
+}
+
+// TestResidentExports: with --detail, resident stacks go to --pprof
+// (sample type resident_space) and --folded (--folded-value resident);
+// a recording replays to the same records and files.
+func TestResidentExports(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "resident.c")
+	dir := t.TempDir()
+	file := func(n string) string { return filepath.Join(dir, n) }
+	r := runMemtrace(t, "--json", "--detail", "--resident-bytes", residentSample, "--record", file("rec"),
+		"--pprof", file("live.pb.gz"), "--folded", file("live.folded"), "--folded-value", "resident", "--", bin)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	pid := finalPID(t, r.stdout)
+	live := residentByFunction(t, r.stdout, pid)
+	checkResident(t, live, cResident)
+	folded, err := os.ReadFile(file("live.folded"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for fn := range cResident {
+		want := fmt.Sprintf("main;%s %.0f\n", fn, live[fn].bytes)
+		if !strings.Contains(string(folded), want) {
+			t.Errorf("folded: no line %q in\n%s", want, folded)
+		}
+	}
+	resident := func(path string) map[string]int64 {
+		m := map[string]int64{}
+		p := readProfile(t, path)
+		if st := p.SampleType[4]; st.Type != "resident_space" || st.Unit != "bytes" {
+			t.Fatalf("sample type 4: %v, want resident_space/bytes", st)
+		}
+		for _, s := range p.Sample {
+			if l := s.Location[0]; len(l.Line) > 0 {
+				m[l.Line[0].Function.Name] += s.Value[4]
+			}
+		}
+		return m
+	}
+	prof := resident(file("live.pb.gz"))
+	for fn := range cResident {
+		if prof[fn] != int64(live[fn].bytes) {
+			t.Errorf("pprof resident_space of %s: %d, want %.0f", fn, prof[fn], live[fn].bytes)
+		}
+	}
+
+	rp := runMemtrace(t, "replay", "--json", "--pprof", file("replay.pb.gz"), "--folded", file("replay.folded"),
+		"--folded-value", "resident", file("rec"))
+	if rp.code != 0 {
+		t.Fatalf("replay: exit %d\n%s", rp.code, rp.stderr)
+	}
+	if got := residentByFunction(t, rp.stdout, pid); fmt.Sprint(got) != fmt.Sprint(live) {
+		t.Errorf("replayed resident records %v, live %v", got, live)
+	}
+	again, err := os.ReadFile(file("replay.folded"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(again) != string(folded) {
+		t.Errorf("replayed folded differs:\n%s\nlive:\n%s", again, folded)
+	}
+	if got := resident(file("replay.pb.gz")); fmt.Sprint(got) != fmt.Sprint(prof) {
+		t.Errorf("replayed pprof resident %v, live %v", got, prof)
+	}
+}
+
+// TestResidentStatic: a static binary whose allocator has no symbols
+// (malloc and free stripped) is traced, not refused: who made its memory
+// resident, by function.
+func TestResidentStatic(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "resident.c", "-static")
+	stripped := filepath.Join(binDir, "resident-static-noalloc")
+	args := []string{}
+	for _, s := range []string{"malloc", "free", "__libc_malloc", "__libc_free"} {
+		args = append(args, "--strip-symbol="+s)
+	}
+	if out, err := exec.Command("objcopy", append(args, bin, stripped)...).CombinedOutput(); err != nil {
+		t.Fatalf("objcopy: %v\n%s", err, out)
+	}
+	r := runMemtrace(t, "--json", "--resident-bytes", residentSample, "--", stripped)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "no allocator to probe: resident memory only") {
+		t.Errorf("no warning that no allocator is probed:\n%s", r.stderr)
+	}
+	checkResident(t, residentByFunction(t, r.stdout, finalPID(t, r.stdout)), cResident)
+}
+
+// TestResidentExec: memory made resident by a program that then executes
+// another is gone with its address space: no longer charged.
+func TestResidentExec(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "resident.c")
+	cmd := exec.Command(memtrace(t), "--json", "--resident-bytes", residentSample, "--", bin)
+	cmd.Env = append(os.Environ(), "EXEC=/bin/true")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("memtrace: %v\n%s", err, stderr.String())
+	}
+	got := residentByFunction(t, stdout.String(), finalPID(t, stdout.String()))
+	for fn := range cResident {
+		if e, ok := got[fn]; ok {
+			t.Errorf("%s's program executed another, still charged %.0f bytes", fn, e.bytes)
+		}
+	}
+}
+
+// TestResidentHTML: --html with --detail draws the resident flame graph
+// (#flame=resident) in headless chromium: each fixture function's frame
+// with the bytes its resident records give.
+func TestResidentHTML(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "resident.c")
+	page := filepath.Join(t.TempDir(), "report.html")
+	r := runMemtrace(t, "--json", "--detail", "--top", "0", "--resident-bytes", residentSample, "--html", page, "--", bin)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	live := residentByFunction(t, r.stdout, finalPID(t, r.stdout))
+	dom := headless.Load(t, page+"#flame=resident")
+	for fn := range cResident {
+		m := regexp.MustCompile(`<div class="frame" data-path="main;` + fn + `" data-value="(\d+)"`).FindStringSubmatch(dom)
+		if m == nil {
+			t.Errorf("no resident frame main;%s drawn", fn)
+			continue
+		}
+		if want := fmt.Sprintf("%.0f", live[fn].bytes); m[1] != want {
+			t.Errorf("resident frame main;%s: %s bytes, want %s (the JSON's)", fn, m[1], want)
+		}
+	}
+}

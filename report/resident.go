@@ -1,0 +1,200 @@
+package report
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/memtrace/memtrace/aggregate"
+)
+
+// Resident memory by who made it resident (aggregate.ResidentSnapshot):
+// estimates from sampled write faults, each with its standard error.
+
+const typeResident = "resident"
+
+// residentRecord is one charged call site's resident anonymous memory.
+type residentRecord struct {
+	Type     string `json:"type"`
+	PID      uint32 `json:"pid"`
+	Comm     string `json:"comm"`
+	Function string `json:"function"`
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	Module   string `json:"module"`
+	Address  string `json:"address"`
+	// ResidentBytes estimates the bytes resident that the site made
+	// resident; ResidentBytesStderr is its standard error.
+	ResidentBytes       uint64 `json:"resident_bytes"`
+	ResidentBytesStderr uint64 `json:"resident_bytes_stderr"`
+	// Sampled: the figures are estimates from sampled faults (always
+	// true, as in other records' "sampled"); SampledPages counts the
+	// sampled pages behind them, SampleBytes is the sampling mean.
+	Sampled      bool   `json:"sampled"`
+	SampledPages uint64 `json:"sampled_pages"`
+	SampleBytes  uint64 `json:"sample_bytes"`
+	Final        bool   `json:"final"`
+	TimeNS       uint64 `json:"time_ns"`
+}
+
+// residentSites are the sites shown: the top o.Top (0: all).
+func residentSites(r *aggregate.ResidentSnapshot, o Options) []aggregate.ResidentSite {
+	if o.Top > 0 && len(r.Sites) > o.Top {
+		return r.Sites[:o.Top]
+	}
+	return r.Sites
+}
+
+// residentRecords are p's resident records, one per shown site.
+func residentRecords(p aggregate.ProcessSnapshot, sym Symbolizer, t uint64, o Options) []any {
+	r := p.Resident
+	if r == nil {
+		return nil
+	}
+	var out []any
+	for _, s := range residentSites(r, o) {
+		out = append(out, newResidentRecord(p.PID, p.Comm, s, r.SampleBytes, sym, t, o))
+	}
+	return out
+}
+
+func newResidentRecord(pid uint32, comm string, s aggregate.ResidentSite, mean uint64, sym Symbolizer, t uint64, o Options) residentRecord {
+	f := resolve(sym, pid, s.Address)
+	return residentRecord{
+		Type: typeResident, PID: pid, Comm: comm,
+		Function: f.Function, File: f.File, Line: f.Line, Module: f.Module, Address: hex(s.Address),
+		ResidentBytes: s.Bytes, ResidentBytesStderr: roundStderr(s.Stderr),
+		Sampled: true, SampledPages: s.Pages, SampleBytes: mean, Final: o.Final, TimeNS: t,
+	}
+}
+
+// writeResidentText prints p's resident section: the total, then the top
+// sites by resident bytes.
+func writeResidentText(b *bytes.Buffer, p aggregate.ProcessSnapshot, sym Symbolizer, o Options) error {
+	r := p.Resident
+	if r == nil {
+		return nil
+	}
+	b.WriteByte('\n')
+	fmt.Fprintf(b, "  resident by who made it resident (1 write fault sampled per %s of faults): %s%s ± %s in %s\n",
+		byteText(r.SampleBytes, o.Raw), estMark, byteText(r.Bytes, o.Raw), stderrText(r.Stderr, o.Raw),
+		count(r.Pages, "sampled page"))
+	sites := residentSites(r, o)
+	if len(sites) == 0 {
+		return nil
+	}
+	var out bytes.Buffer
+	t := hostTable(&out, []tw.Align{tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignLeft, tw.AlignLeft, tw.AlignLeft})
+	t.Header(estMark+"RESIDENT", "± RESIDENT", "PAGES", "FUNCTION", "FILE:LINE", "MODULE")
+	for _, s := range sites {
+		f := resolve(sym, p.PID, s.Address)
+		row := []string{byteCell(s.Bytes, o.Raw), byteCell(roundStderr(s.Stderr), o.Raw),
+			strconv.FormatUint(s.Pages, 10), functionLabel(f), locationLabel(f), moduleLabel(f)}
+		if err := t.Append(row); err != nil {
+			return fmt.Errorf("add resident site %s: %w", hex(s.Address), err)
+		}
+	}
+	if err := t.Render(); err != nil {
+		return fmt.Errorf("render resident sites: %w", err)
+	}
+	indentTable(b, out.String())
+	return nil
+}
+
+// hostResident is one process's resident site in the host-wide ranking.
+type hostResident struct {
+	pid  uint32
+	comm string
+	aggregate.ResidentSite
+}
+
+// hostResidentView ranks the processes with resident figures by their
+// resident bytes, and all their sites together, each cut to Top.
+func hostResidentView(s aggregate.Snapshot, o Options) (procs []aggregate.ProcessSnapshot, sites []hostResident, totalProcs, totalSites int) {
+	for _, p := range s.Processes {
+		if p.Resident == nil {
+			continue
+		}
+		procs = append(procs, p)
+		for _, st := range p.Resident.Sites {
+			sites = append(sites, hostResident{p.PID, p.Comm, st})
+		}
+	}
+	slices.SortStableFunc(procs, func(a, b aggregate.ProcessSnapshot) int {
+		return cmp.Or(cmp.Compare(b.Resident.Bytes, a.Resident.Bytes), cmp.Compare(a.PID, b.PID))
+	})
+	slices.SortStableFunc(sites, func(a, b hostResident) int {
+		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), cmp.Compare(a.pid, b.pid), cmp.Compare(a.Address, b.Address))
+	})
+	totalProcs, totalSites = len(procs), len(sites)
+	if o.Top > 0 {
+		procs = procs[:min(len(procs), o.Top)]
+		sites = sites[:min(len(sites), o.Top)]
+	}
+	return procs, sites, totalProcs, totalSites
+}
+
+// hostResidentRecords are the resident records of a whole-host report:
+// the top sites across the host.
+func hostResidentRecords(s aggregate.Snapshot, sym Symbolizer, o Options) []any {
+	_, sites, _, _ := hostResidentView(s, o)
+	mean := map[uint32]uint64{}
+	for _, p := range s.Processes {
+		if p.Resident != nil {
+			mean[p.PID] = p.Resident.SampleBytes
+		}
+	}
+	var out []any
+	for _, st := range sites {
+		out = append(out, newResidentRecord(st.pid, st.comm, st.ResidentSite, mean[st.pid], sym, s.Time, o))
+	}
+	return out
+}
+
+// writeHostResident prints the whole host's resident memory: the top
+// processes by resident bytes, then the top sites of all processes ranked
+// together.
+func writeHostResident(b *bytes.Buffer, s aggregate.Snapshot, sym Symbolizer, o Options) error {
+	procs, sites, totalProcs, totalSites := hostResidentView(s, o)
+	if len(procs) == 0 {
+		return nil
+	}
+	mean := procs[0].Resident.SampleBytes
+	fmt.Fprintf(b, "\n%s\n", shownOf("processes by resident memory (1 write fault sampled per "+byteText(mean, o.Raw)+" of faults)", len(procs), totalProcs))
+	var out bytes.Buffer
+	t := hostTable(&out, []tw.Align{tw.AlignRight, tw.AlignLeft, tw.AlignRight, tw.AlignRight, tw.AlignRight})
+	t.Header("PID", "COMM", estMark+"RESIDENT", "± RESIDENT", "PAGES")
+	for _, p := range procs {
+		r := p.Resident
+		if err := t.Append([]string{strconv.FormatUint(uint64(p.PID), 10), commLabel(p.Comm),
+			byteCell(r.Bytes, o.Raw), byteCell(roundStderr(r.Stderr), o.Raw), strconv.FormatUint(r.Pages, 10)}); err != nil {
+			return fmt.Errorf("add resident process %d: %w", p.PID, err)
+		}
+	}
+	if err := t.Render(); err != nil {
+		return fmt.Errorf("render resident processes: %w", err)
+	}
+	indentTable(b, out.String())
+
+	fmt.Fprintf(b, "\n%s\n", shownOf("call sites across the host by who made memory resident", len(sites), totalSites))
+	out.Reset()
+	t = hostTable(&out, []tw.Align{tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignLeft, tw.AlignLeft, tw.AlignLeft, tw.AlignLeft})
+	t.Header(estMark+"RESIDENT", "± RESIDENT", "PAGES", "PID", "COMM", "FUNCTION", "FILE:LINE", "MODULE")
+	for _, s := range sites {
+		f := resolve(sym, s.pid, s.Address)
+		if err := t.Append([]string{byteCell(s.Bytes, o.Raw), byteCell(roundStderr(s.Stderr), o.Raw),
+			strconv.FormatUint(s.Pages, 10), strconv.FormatUint(uint64(s.pid), 10), commLabel(s.comm),
+			functionLabel(f), locationLabel(f), moduleLabel(f)}); err != nil {
+			return fmt.Errorf("add resident site %s: %w", hex(s.Address), err)
+		}
+	}
+	if err := t.Render(); err != nil {
+		return fmt.Errorf("render resident sites: %w", err)
+	}
+	indentTable(b, out.String())
+	return nil
+}

@@ -1,0 +1,52 @@
+// Command resident_go is the Go fixture of resident attribution: Go's
+// allocator is not malloc, so no allocator probe sees it; the page faults
+// say which Go function made the memory resident. keepSlices keeps MIB
+// MiB (default 192) of 1 MiB slices, each written a byte a page. With
+// HOLD_MS set it sleeps that long before exiting. With WAIT set it reads a
+// line before it allocates, and waits for its input to end after "ready".
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+)
+
+var kept [][]byte
+
+//go:noinline
+func keepSlices(mib int) {
+	for i := 0; i < mib; i++ {
+		s := make([]byte, 1<<20)
+		for j := 0; j < len(s); j += 4096 {
+			s[j] = 1
+		}
+		kept = append(kept, s)
+	}
+}
+
+func main() {
+	mib := 192
+	if len(os.Args) > 1 {
+		mib, _ = strconv.Atoi(os.Args[1])
+	}
+	in := bufio.NewReader(os.Stdin)
+	wait := os.Getenv("WAIT") != ""
+	if wait {
+		if _, err := in.ReadString('\n'); err != nil {
+			os.Exit(1)
+		}
+	}
+	keepSlices(mib)
+	fmt.Println("ready")
+	if wait {
+		io.Copy(io.Discard, in)
+	}
+	if ms, err := strconv.Atoi(os.Getenv("HOLD_MS")); err == nil {
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+	}
+	fmt.Fprintln(os.Stderr, len(kept))
+}
