@@ -51,6 +51,9 @@ type Info struct {
 	StackDepth int  `json:"stack_depth"`
 	// Marks are the --mark functions, by index.
 	Marks []string `json:"marks"`
+	// ResidentOnly: a whole-host run without --heap, which traced no
+	// allocator (version 4 on; its reports leave out the heap tables).
+	ResidentOnly bool `json:"resident_only,omitempty"`
 	// Kernel and Attach: the kernel release the run traced on and the
 	// attach path it took (the live report's "kernel" and "attach").
 	Kernel string `json:"kernel,omitempty"`

@@ -118,7 +118,7 @@ func Replay(c *ReplayConfig, stdout, stderr io.Writer) int {
 		return pipeline.ExitUsage
 	}
 	pr := &pipeline.Printer{Res: rp.res, W: lc.Outputs(out, stderr, c.JSON), Base: report.Options{Top: c.Top, Sort: c.Sort, Raw: c.Raw,
-		Host: rp.info.Mode == "host", Kernel: rp.info.Kernel, Attach: rp.info.Attach}}
+		Host: rp.info.Mode == "host", ResidentOnly: rp.info.ResidentOnly, Kernel: rp.info.Kernel, Attach: rp.info.Attach}}
 	// --fail-on-leak implies --detail, as in the live run.
 	if c.Detail || (lc.FailOnLeak && rp.info.Detail) {
 		pr.Base.Stacks = rp.recordedStacks()

@@ -42,7 +42,8 @@ func (s *session) openTime(args []string) error {
 		mode = "command"
 	}
 	info := recording.Info{Start: time.Now(), StartNS: monotonicNow(), Hostname: host, Args: args, Mode: mode,
-		SampleBytes: s.cfg.SampleBytes, Detail: s.cfg.Detail, StackDepth: s.cfg.StackDepth, Marks: s.cfg.Marks}
+		SampleBytes: s.cfg.SampleBytes, Detail: s.cfg.Detail, StackDepth: s.cfg.StackDepth, Marks: s.cfg.Marks,
+		ResidentOnly: s.cfg.Host() && !s.cfg.Heap}
 	// The leak check's settings: a replay's defaults (pipeline.LeakConfig.RecordedLeakSettings).
 	s.cfg.RecordedLeakSettings(&info)
 	if k, err := tracer.ProbeKernel(); err == nil { // probed once per process: what load uses

@@ -11,8 +11,9 @@ import (
 
 // TestReplayEqualsLive: a replay prints what the live run printed, every
 // report of it, in text and in NDJSON: a whole-host run's batches of
-// exited processes and its final report, and a -f run's report of each
-// process at its exit (with its leak check).
+// exited processes and its final report (with --heap, and resident memory
+// only, the default), and a -f run's report of each process at its exit
+// (with its leak check).
 func TestReplayEqualsLive(t *testing.T) {
 	needBPF(t)
 	for _, format := range []string{"json", "text"} {
@@ -48,6 +49,31 @@ func TestReplayEqualsLive(t *testing.T) {
 				t.Errorf("the live run shows the fixture %d times, want 2 at least:\n%s", n, live)
 			}
 			sameOutput(t, format, r.stdout, live)
+		})
+		// The whole host's default: resident memory only, no allocator.
+		t.Run("host resident "+format, func(t *testing.T) {
+			bin := fixture(t, "hostproc.c")
+			root := chrootWithOwnLibc(t, bin, "mt-replayres")
+			rec := filepath.Join(t.TempDir(), "resident.rec")
+			h := startHostWith(t, "--comm", "mt-replayres", "--record", rec, "--json="+boolFlag(format == "json"))
+			time.Sleep(time.Second) // attached
+			if out, err := exec.Command("chroot", root, "/mt-replayres", "200", "5").CombinedOutput(); err != nil {
+				t.Fatalf("fixture: %v %s", err, out)
+			}
+			time.Sleep(1500 * time.Millisecond) // its exit's batch is written
+			h.cmd.Process.Signal(syscall.SIGINT)
+			if err := h.cmd.Wait(); err != nil {
+				t.Fatalf("memtrace: %v\n%s", err, h.errors())
+			}
+			args := []string{"replay", rec}
+			if format == "json" {
+				args = append(args, "--json")
+			}
+			r := runMemtrace(t, args...)
+			if r.code != 0 {
+				t.Fatalf("replay: exit %d\n%s", r.code, r.stderr)
+			}
+			sameOutput(t, format, r.stdout, h.stdout.String())
 		})
 		t.Run("follow "+format, func(t *testing.T) {
 			bin := fixture(t, "leak/fork.c")
