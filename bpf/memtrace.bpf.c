@@ -46,8 +46,24 @@ struct mm_struct {
 	struct uprobes_state uprobes_state;
 } __attribute__((preserve_access_index));
 
+/*
+ * What a return probe replaced: the return address (orig_ret_vaddr) that
+ * was in the stack slot at stack, the thread's newest call first
+ * (real_return in unwind.h).
+ */
+struct return_instance {
+	unsigned long stack;
+	unsigned long orig_ret_vaddr;
+	struct return_instance *next;
+} __attribute__((preserve_access_index));
+
+struct uprobe_task {
+	struct return_instance *return_instances;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	struct mm_struct *mm;
+	struct uprobe_task *utask;
 	struct task_struct *group_leader;
 	struct signal_struct *signal;
 	char comm[COMM_LEN];

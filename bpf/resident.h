@@ -166,7 +166,6 @@ static __always_inline int split_rss_counting(void)
 static __always_inline void on_fault(__u64 address, struct pt_regs *uregs)
 {
 	struct fault_pending *p;
-	struct pt_regs r;
 	__u32 zero = 0;
 
 	if (!fault_wanted())
@@ -175,25 +174,28 @@ static __always_inline void on_fault(__u64 address, struct pt_regs *uregs)
 	if (!p)
 		return;
 	p->task = 0;
-	if (!fault_sample() || bpf_probe_read_kernel(&r, sizeof(r), uregs))
+	/*
+	 * The three registers go straight into the map value: a struct
+	 * pt_regs on the stack took 6.1's verifier past its 512 bytes for the
+	 * walk's calls below.
+	 */
+	if (!fault_sample() || bpf_probe_read_kernel(&p->pc, sizeof(p->pc), &PT_REGS_IP(uregs)) ||
+	    bpf_probe_read_kernel(&p->sp, sizeof(p->sp), &PT_REGS_SP(uregs)) ||
+	    bpf_probe_read_kernel(&p->bp, sizeof(p->bp), &PT_REGS_FP(uregs)))
 		return;
+	p->addr = address & ~(__u64)(PAGE_SIZE - 1);
 	if (split_rss_counting()) {
 		/*
 		 * Before 6.2 rss_stat fires only every 64 faults: walk here. The
 		 * charged frame is right (it is found before the walk leaves the
 		 * first file); a stack stops at its second file.
 		 */
-		struct site_args a = {.addr = address & ~(__u64)(PAGE_SIZE - 1), .size = PAGE_SIZE,
-				      .pc = PT_REGS_IP(&r), .sp = PT_REGS_SP(&r), .bp = PT_REGS_FP(&r),
+		struct site_args a = {.addr = p->addr, .size = PAGE_SIZE, .pc = p->pc, .sp = p->sp, .bp = p->bp,
 				      .old_size = fault_sample_bytes, .kind = KIND_FAULT, .exact = 1, .fault = 1};
 
 		emit_site(&a);
 		return;
 	}
-	p->addr = address & ~(__u64)(PAGE_SIZE - 1);
-	p->pc = PT_REGS_IP(&r);
-	p->sp = PT_REGS_SP(&r);
-	p->bp = PT_REGS_FP(&r);
 	p->task = (__u64)bpf_get_current_task_btf();
 }
 

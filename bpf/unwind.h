@@ -51,6 +51,7 @@ struct walk {
 	__u32 pid;
 	__u64 epoch;      /* the frame cache's epoch (frames.h); 0: none */
 	__u64 mm;         /* the process's address space */
+	__u64 xol;        /* its uprobe page (return probes' trampoline); 0: none */
 	/*
 	 * The last mapping met and its file's rows: consecutive frames are
 	 * mostly in one file, and bpf_find_vma is the walk's dearest step.
@@ -163,6 +164,32 @@ static __always_inline int read_u64(__u64 *dst, __u64 addr)
 	return bpf_probe_read_user(dst, sizeof(*dst), (void *)addr);
 }
 
+/* Return probes on one thread's stack that real_return looks through. */
+#define MAX_RETURN_INSTANCES 8
+
+/*
+ * real_return gives the return address read from the stack slot at slot.
+ * A function with a return probe (malloc, when a fault in its internals
+ * is walked) returns into the kernel's trampoline in the uprobe page
+ * while it runs: the address it replaced is in the thread's return
+ * instances, with the slot it was in (a tail call's instance shares its
+ * caller's slot; the newest is found first). 0 when not found.
+ */
+static __always_inline __u64 real_return(struct walk *w, __u64 ret, __u64 slot)
+{
+	struct return_instance *ri;
+
+	if (!w->xol || ret < w->xol || ret >= w->xol + 4096)
+		return ret;
+	ri = BPF_CORE_READ((struct task_struct *)bpf_get_current_task_btf(), utask, return_instances);
+	for (int k = 0; k < MAX_RETURN_INSTANCES && ri; k++) {
+		if (BPF_CORE_READ(ri, stack) == slot)
+			return BPF_CORE_READ(ri, orig_ret_vaddr);
+		ri = BPF_CORE_READ(ri, next);
+	}
+	return 0;
+}
+
 /* frame_pointer_step unwinds a frame of code without unwind information by rbp. */
 static __always_inline int frame_pointer_step(struct walk *w)
 {
@@ -170,6 +197,7 @@ static __always_inline int frame_pointer_step(struct walk *w)
 
 	if (w->bp <= w->sp || read_u64(&ret, w->bp + 8) || read_u64(&bp, w->bp))
 		return STEP_STOP;
+	ret = real_return(w, ret, w->bp + 8);
 	w->sp = w->bp + 16;
 	w->bp = bp;
 	w->pc = ret;
@@ -218,7 +246,7 @@ static __always_inline int apply_row(struct walk *w, struct unwind_row *r)
 		return STEP_STOP;
 	}
 	/* Callers' frames lie above: a CFA at or below sp is a wrong rule. */
-	if (cfa <= w->sp || read_u64(&ret, cfa - 8) || !ret)
+	if (cfa <= w->sp || read_u64(&ret, cfa - 8) || !(ret = real_return(w, ret, cfa - 8)))
 		return STEP_STOP;
 	if (r->kind & ROW_RBP_SAVED) {
 		if (read_u64(&v, cfa + (__s64)r->rbp_off8 * 8))
@@ -452,6 +480,7 @@ __noinline int emit_site(struct site_args *a)
 	w->pid = id >> 32;
 	w->epoch = epoch;
 	w->mm = mm;
+	w->xol = BPF_CORE_READ((struct task_struct *)bpf_get_current_task_btf(), mm, uprobes_state.xol_area, vaddr);
 	if (stack_depth) {
 		rec->frames[0] = w->pc | (a->exact ? FRAME_EXACT : 0);
 		w->n = 1;

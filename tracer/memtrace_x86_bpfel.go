@@ -252,6 +252,7 @@ type memtraceStackRecord struct {
 		Pid       uint32
 		Epoch     uint64
 		Mm        uint64
+		Xol       uint64
 		MapStart  uint64
 		MapEnd    uint64
 		MapDelta  uint64

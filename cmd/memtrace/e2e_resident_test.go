@@ -111,6 +111,54 @@ func TestResidentCommand(t *testing.T) {
 	checkResident(t, residentByFunction(t, r.stdout, finalPID(t, r.stdout)), cResident)
 }
 
+// TestResidentMallocPages: heap made resident only by malloc's own header
+// writes (many small blocks, never written by the program) is charged past
+// malloc to its caller, also while malloc's return probe has replaced its
+// return address with the kernel's trampoline (the walk once charged all of
+// it to the uprobe page, 0x7fffffffe000, with no function or module).
+func TestResidentMallocPages(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "malloc_pages.c")
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"charged only", nil},
+		{"with stacks", []string{"--detail"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"--json", "--resident-bytes", "4K"}, tc.args...)
+			r := runMemtrace(t, append(args, "--", bin)...)
+			if r.code != 0 {
+				t.Fatalf("exit %d\n%s", r.code, r.stderr)
+			}
+			got := residentByFunction(t, r.stdout, finalPID(t, r.stdout))
+			for fn := range got {
+				if fn == "" {
+					t.Errorf("a resident site has no function: %v", got)
+				}
+			}
+			assertNamedResidentModules(t, r.stdout)
+			// 262144 blocks of 24 bytes in 32-byte chunks.
+			checkResident(t, got, map[string]float64{"small_blocks": 262144 * 32})
+		})
+	}
+}
+
+// assertNamedResidentModules asserts that every resident record names its module.
+func assertNamedResidentModules(t *testing.T, out string) {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		var r residentRec
+		if json.Unmarshal([]byte(line), &r) != nil || r.Type != "resident" {
+			continue
+		}
+		if r.Module == "" {
+			t.Errorf("resident record with no module: %s", line)
+		}
+	}
+}
+
 var (
 	goFixtureOnce sync.Once
 	goFixturePath string
