@@ -36,3 +36,6 @@ func (t *Table) LiveAddrs(pid uint32) []uint64 {
 	})
 	return out
 }
+
+// TotalLost is the run's total of dropped events (SetTotalLost).
+func (t *Table) TotalLost() uint64 { return t.totalLost }

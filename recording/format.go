@@ -13,8 +13,9 @@ const Magic = "MEMTRACE"
 // Version is the format version this package writes. It reads every
 // version from 1: a version-1 file is a version-2 file without leak check
 // records or the info's leak fields; a version-2 file is a version-3 file
-// without footprint records.
-const Version = 3
+// without footprint records; a version-3 file is a version-4 file without
+// report records.
+const Version = 4
 
 const headerLen = len(Magic) + 4
 
@@ -50,6 +51,9 @@ type Info struct {
 	StackDepth int  `json:"stack_depth"`
 	// Marks are the --mark functions, by index.
 	Marks []string `json:"marks"`
+	// ResidentOnly: a whole-host run without --heap, which traced no
+	// allocator (version 4 on; its reports leave out the heap tables).
+	ResidentOnly bool `json:"resident_only,omitempty"`
 	// Kernel and Attach: the kernel release the run traced on and the
 	// attach path it took (the live report's "kernel" and "attach").
 	Kernel string `json:"kernel,omitempty"`

@@ -1,9 +1,6 @@
 package recording
 
 import (
-	"cmp"
-	"slices"
-
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/leakcheck"
 )
@@ -33,20 +30,10 @@ type LeakCheck struct {
 }
 
 // LeakBlock is a block and its class.
-type LeakBlock struct {
-	Addr, Size uint64
-	Site       aggregate.SiteKey
-	Class      leakcheck.Class
-	// Heuristic: the heuristic that alone reached a Reachable block.
-	Heuristic leakcheck.Heuristic
-	// Indirect: for a Definite block, the bytes lost through it.
-	Indirect uint64
-}
+type LeakBlock = leakcheck.SiteBlock
 
 // SortLeakBlocks sorts blocks by address, the order a LeakCheck holds.
-func SortLeakBlocks(blocks []LeakBlock) {
-	slices.SortFunc(blocks, func(a, b LeakBlock) int { return cmp.Compare(a.Addr, b.Addr) })
-}
+func SortLeakBlocks(blocks []LeakBlock) { leakcheck.SortBlocks(blocks) }
 
 // classByte packs a block's class (2 bits) and heuristic (4 bits).
 func classByte(b *LeakBlock) byte { return byte(b.Class) | byte(b.Heuristic)<<2 }

@@ -54,6 +54,8 @@ const (
 	// KindFootprint: Footprint, a reading of PID's memory at Time, whose
 	// Ranges are the states of the tracked regions FootprintRanges.
 	KindFootprint
+	// KindReport: Report, a report the live run printed (Time is its).
+	KindReport
 )
 
 // Record is one decoded record. Next reuses it: slices and strings are
@@ -75,6 +77,7 @@ type Record struct {
 	// Footprint and FootprintRanges: a KindFootprint record's reading.
 	Footprint       footprint.Reading
 	FootprintRanges []footprint.Range
+	Report          Report
 }
 
 // ApplyTo gives the record to t as the live run gave it. Records that are
@@ -489,6 +492,9 @@ func (r *Reader) decode(tag byte, rec *Record) (done bool, err error) {
 			r.ensure(binary.MaxVarintLen64) // a deep stack can outrun the record head
 			rec.Frames = append(rec.Frames, r.uvarint())
 		}
+		return true, r.err
+	case tagReport:
+		r.decodeReport(rec)
 		return true, r.err
 	case tagLeakCheck:
 		r.decodeLeakCheck(rec)

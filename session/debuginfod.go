@@ -1,102 +1,12 @@
 package session
 
 import (
-	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
-	"time"
-
 	"github.com/memtrace/memtrace/event"
-	"github.com/memtrace/memtrace/symbolize"
+	"github.com/memtrace/memtrace/pipeline"
 )
 
-// DefaultDebuginfodWait is how long the reports wait, at most and in all,
-// for debug files still downloading from debuginfod (--debuginfod-wait).
-const DefaultDebuginfodWait = 30 * time.Second
-
-// downloads is a run's debuginfod client and what is left of the time the
-// reports may wait for it. A nil *downloads downloads nothing.
-type downloads struct {
-	d    *symbolize.Debuginfod
-	left time.Duration
-	log  *slog.Logger
-}
-
-// newDownloads starts the client of the servers in DEBUGINFOD_URLS, or
-// returns nil when there are none or --no-debuginfod is given.
-func newDownloads(c SymbolizeConfig, log *slog.Logger) *downloads {
-	if c.NoDebuginfod {
-		return nil
-	}
-	dc, ok := symbolize.DebuginfodFromEnv(os.Getenv)
-	if len(dc.Unsupported) > 0 {
-		log.Warn("debuginfod: only http and https servers are asked", "ignored", dc.Unsupported)
-	}
-	if !ok {
-		return nil
-	}
-	dc.Log = log
-	log.Info("debuginfod", "urls", dc.URLs, "cache", dc.CacheDir, "timeout", dc.Timeout)
-	return &downloads{d: symbolize.NewDebuginfod(dc), left: c.DebuginfodWait, log: log}
-}
-
-// client is the client to give the resolver (nil: none).
-func (w *downloads) client() *symbolize.Debuginfod {
-	if w == nil {
-		return nil
-	}
-	return w.d
-}
-
-// wait lets the downloads under way finish before a report, for what is
-// left of --debuginfod-wait: called only once tracing is over (or nothing
-// is left to trace), so nothing but the report waits. What is not there by
-// then is reported without. idle (nil: none) runs every pollWait while it
-// waits: the probes may still write events, and the ring must not fill.
-func (w *downloads) wait(idle func()) {
-	if w == nil {
-		return
-	}
-	n := w.d.Pending()
-	if n == 0 {
-		return
-	}
-	if w.left <= 0 {
-		w.log.Warn("debuginfod: downloads unfinished, reported without them", "left", n)
-		return
-	}
-	// Ctrl-C or SIGTERM ends the wait, not the run: the report follows.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	w.log.Info("debuginfod: waiting for downloads", "pending", n, "at_most", w.left)
-	start := time.Now()
-	budget := w.left
-	defer func() { w.left = max(budget-time.Since(start), 0) }()
-	tick := time.NewTicker(pollWait)
-	defer tick.Stop()
-	for {
-		select {
-		case sig := <-sigs:
-			budget = 0 // and no more waiting
-			w.log.Warn("debuginfod: waiting for downloads interrupted, reported without them", "signal", sig)
-			return
-		case <-tick.C:
-		}
-		if idle != nil {
-			idle()
-		}
-		if n = w.d.Pending(); n == 0 {
-			w.log.Info("debuginfod: downloads done", "took", time.Since(start).Round(time.Millisecond))
-			return
-		}
-		if time.Since(start) >= budget {
-			w.log.Warn("debuginfod: downloads unfinished, reported without them", "left", n, "waited", budget)
-			return
-		}
-	}
-}
+// DefaultDebuginfodWait is --debuginfod-wait's default (pipeline).
+const DefaultDebuginfodWait = pipeline.DefaultDebuginfodWait
 
 // waitDebuginfoAtExit waits for the downloads when the last traced process stops
 // at its exit and is about to be leak-checked: its loss records are
@@ -114,7 +24,7 @@ func (s *session) waitDebuginfoAtExit(pid int) {
 	}
 	// The process is stopped at its exit: what is in the ring came before,
 	// and counts.
-	s.downloads.wait(func() {
+	s.downloads.Wait(func() {
 		if _, err := s.drain.Poll(0, s.apply); err != nil {
 			s.log.Warn("drain", "err", err)
 		}
@@ -125,12 +35,5 @@ func (s *session) waitDebuginfoAtExit(pid int) {
 // run has ended: what the probes still write (-p targets, the whole host)
 // is drained so the ring does not fill, and not counted.
 func (s *session) waitDebuginfoAtEnd() {
-	s.downloads.wait(func() { _, _ = s.drain.Poll(0, func(*event.Event) {}) })
-}
-
-// close stops what is still downloading.
-func (w *downloads) close() {
-	if w != nil {
-		w.d.Close()
-	}
+	s.downloads.Wait(func() { _, _ = s.drain.Poll(0, func(*event.Event) {}) })
 }

@@ -26,8 +26,8 @@ func (s *session) dump(final bool) error {
 	if d.epoch == nil {
 		d.epoch = report.FirstEpoch()
 	}
-	snap := s.table.Snapshot()
-	s.readFootprints(&snap, final) // footprint.go
+	s.refreshCounts() // lost events, exact counts: as every snapshot has them
+	snap := s.snapshotAt(monotonicNow(), final)
 	o := report.Options{Top: 0, Sort: s.cfg.Sort, Final: final, Host: s.cfg.Host(), Epoch: d.epoch}
 	path := dumpName(d.dir, d.epoch.Number)
 	f, err := os.Create(path)

@@ -5,25 +5,28 @@ import (
 
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/launch"
+	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/tracer"
 )
 
-// Exit codes, documented in README.md. In `--` mode memtrace otherwise exits
-// with the command's own status (128+N when a signal N ended it).
+// Exit codes (pipeline), documented in README.md. In `--` mode memtrace
+// otherwise exits with the command's own status (128+N when a signal N
+// ended it).
 const (
-	ExitOK          = 0
-	ExitError       = 1 // tracing failed after it started
-	ExitUsage       = 2
-	ExitPermission  = 3 // not root / no CAP_BPF
-	ExitKernel      = 4 // no BTF, no uprobes, BPF refused
-	ExitNoProcess   = 5
-	ExitNoAllocator = 6
-	ExitNotExec     = 126
-	ExitNotFound    = 127
+	ExitOK          = pipeline.ExitOK
+	ExitError       = pipeline.ExitError
+	ExitUsage       = pipeline.ExitUsage
+	ExitPermission  = pipeline.ExitPermission
+	ExitKernel      = pipeline.ExitKernel
+	ExitNoProcess   = pipeline.ExitNoProcess
+	ExitNoAllocator = pipeline.ExitNoAllocator
+	ExitNotExec     = pipeline.ExitNotExec
+	ExitNotFound    = pipeline.ExitNotFound
+	ExitLeak        = pipeline.ExitLeak
 )
 
 // ErrUsage marks command-line mistakes.
-var ErrUsage = errors.New("usage")
+var ErrUsage = pipeline.ErrUsage
 
 func exitCodeFor(err error) int {
 	switch {

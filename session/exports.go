@@ -2,19 +2,18 @@ package session
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/event"
-	"github.com/memtrace/memtrace/folded"
 	"github.com/memtrace/memtrace/history"
 	"github.com/memtrace/memtrace/host"
-	"github.com/memtrace/memtrace/htmlreport"
 	"github.com/memtrace/memtrace/metrics"
+	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/pprofout"
+	"github.com/memtrace/memtrace/recording"
 )
 
 // Exports: files written at the end of a run (--pprof, --folded, --html) and the
@@ -29,19 +28,6 @@ type ExportConfig struct {
 	Listen       string
 	ListenPublic bool
 }
-
-// ExportFiles holds the flags of the export files, which live runs and
-// replay both write.
-type ExportFiles struct {
-	PprofFile   string
-	FoldedFile  string
-	FoldedValue folded.Value
-	HTMLFile    string
-	Colors      []htmlreport.ColorRule
-}
-
-// any says whether a file is asked for.
-func (c *ExportFiles) any() bool { return c.PprofFile != "" || c.FoldedFile != "" || c.HTMLFile != "" }
 
 // metricsEvery: how often the --listen endpoint gets a fresh snapshot
 // (a deep copy of the table: not every rate period).
@@ -66,19 +52,15 @@ type exportState struct {
 	src    pprofout.Sources
 }
 
-// maxExitedStacks bounds the distinct stacks (by comm) of exited
-// processes that --pprof and --folded keep in whole-host mode.
-const maxExitedStacks = 50_000
-
 // startExports starts the --listen endpoint; stop ends it.
 func (s *session) startExports() (stop func(), err error) {
 	src := pprofout.Sources{Symbolizer: s.res, Mappings: s.res}
 	if s.cfg.takesStacks() { // whole stacks: --detail's sites, sampled mode's breakdown
-		src.Stacks = stackSource{objs: s.objs, code: codeView{s.res}, depth: s.cfg.StackDepth}
+		src.Stacks = s.stackSource()
 	}
 	s.exports = &exportState{start: time.Now(), names: pprofout.NewCache(src), src: src}
 	if s.host != nil && (s.cfg.PprofFile != "" || s.cfg.FoldedFile != "") {
-		s.exports.exited = pprofout.NewExited(maxExitedStacks)
+		s.exports.exited = pprofout.NewExited(pipeline.MaxExitedStacks)
 	}
 	if s.cfg.HTMLFile != "" {
 		s.exports.history = history.New(history.Options{})
@@ -92,7 +74,7 @@ func (s *session) startExports() (stop func(), err error) {
 	}
 	m := metrics.New(metrics.Options{Top: s.cfg.Top, Sources: s.exportSources(), Start: s.exports.start,
 		Cgroup: func(pid uint32) string { return host.Cgroup(int(pid)) }})
-	m.Update(s.table.Snapshot())
+	m.Update(s.snapshotAt(monotonicNow(), false))
 	s.exports.metrics, s.exports.serving = m, make(chan error, 1)
 	go func() { s.exports.serving <- m.Serve(l) }()
 	s.log.Info("serving metrics", "addr", l.Addr().String())
@@ -126,7 +108,7 @@ func (s *session) historyTick(now uint64) {
 	if e == nil || e.history == nil {
 		return
 	}
-	snap := s.table.Snapshot()
+	snap := s.pr.Bare(recording.Report{Time: now, All: true})
 	if time.Since(e.lastFootprint) >= footprintEvery {
 		e.lastFootprint = time.Now()
 		s.readFootprints(&snap, false) // footprint.go: the timeline's heap resident
@@ -179,77 +161,55 @@ func (s *session) exportMark(m aggregate.Mark) {
 
 // writeExports writes the export files from the final snapshot.
 func (s *session) writeExports() error {
-	if !s.cfg.ExportFiles.any() {
+	if !s.cfg.ExportFiles.Any() {
 		return nil
 	}
 	snap := s.freshSnapshot(false) // after the final report: its readings
 	now := time.Now()
-	return writeExportFiles(&s.cfg.ExportFiles, s.exports.history, snap, s.exportSources(), exportEnd{
-		title: "memtrace " + strings.Join(s.title(), " "), start: s.exports.start, time: now,
-		ns: monotonicNow(), blocks: s.table, exited: s.exports.exited})
-}
-
-// exportEnd is the moment the export files show, beyond its snapshot.
-type exportEnd struct {
-	title       string
-	start, time time.Time // wall clock: the run's start, the moment shown
-	// ns is the moment on the history's clock (kernel monotonic ns);
-	// blocks lists the live blocks then, for the last heap map.
-	ns     uint64
-	blocks history.BlockSource
-	// exited: the processes that exited during the run, for --pprof and
-	// --folded (nil but in whole-host mode).
-	exited *pprofout.Exited
-}
-
-// writeExportFiles writes --html, --pprof and --folded from snap; h is the
-// --html history (nil without --html), given its last sample here. Live
-// runs and replay both call it.
-func writeExportFiles(c *ExportFiles, h *history.Collector, snap aggregate.Snapshot, src pprofout.Sources, e exportEnd) error {
-	if h != nil && c.HTMLFile != "" {
-		h.End(e.ns, snap, e.blocks) // the end of the run
-		o := htmlreport.Options{Title: e.title, Colors: c.Colors}
-		if err := writeFile(c.HTMLFile, func(f *os.File) error {
-			return htmlreport.Write(f, h.History(), snap, src, o)
-		}); err != nil {
-			return fmt.Errorf("--html: %w", err)
-		}
-	}
-	prof := pprofout.Build(snap, src, pprofout.Options{Time: e.time, Duration: e.time.Sub(e.start), Exited: e.exited})
-	if c.PprofFile != "" {
-		if err := writeFile(c.PprofFile, func(f *os.File) error { return prof.Write(f) }); err != nil {
-			return fmt.Errorf("--pprof: %w", err)
-		}
-	}
-	if c.FoldedFile != "" {
-		if err := writeFile(c.FoldedFile, func(f *os.File) error { return folded.Write(f, prof, c.FoldedValue) }); err != nil {
-			return fmt.Errorf("--folded: %w", err)
-		}
-	}
-	return nil
+	return pipeline.WriteExportFiles(&s.cfg.ExportFiles, s.exports.history, snap, s.exportSources(), pipeline.ExportEnd{
+		Title: "memtrace " + strings.Join(s.title(), " "), Start: s.exports.start, Time: now,
+		NS: monotonicNow(), Blocks: s.table, Exited: s.exports.exited})
 }
 
 func (s *session) exportSources() pprofout.Sources { return s.exports.names.Sources() }
 
-// freshSnapshot is the table as of now, with the probes' lost-event and
-// exact counts and the rates brought up to date.
+// freshSnapshot is the table as of now, refreshed (refresh); final: the
+// footprint readings are fresh (footprint.go).
 func (s *session) freshSnapshot(final bool) aggregate.Snapshot {
+	return s.snapshotAt(s.refresh(), final)
+}
+
+// snapshotAt is the live run's snapshot of every process at now: the
+// printer builds it (printer.snapshot), as it builds every report's.
+func (s *session) snapshotAt(now uint64, final bool) aggregate.Snapshot {
+	return s.pr.Snapshot(recording.Report{Time: now, All: true, Final: final})
+}
+
+// refresh gives the table the probes' counts (refreshCounts) and brings
+// the rates up to now, which it returns.
+func (s *session) refresh() uint64 {
+	s.refreshCounts()
+	now := monotonicNow()
+	s.table.Tick(now) // rates up to now (live.go)
+	s.historyTick(now)
+	return now
+}
+
+// refreshCounts gives the table, as inputs, what the probes count
+// without events: lost events, and sampled mode's exact counts.
+func (s *session) refreshCounts() {
+	s.refreshLost()
+	s.setExactCounts() // host.go
+}
+
+// refreshLost gives the table the probes' lost-event counts.
+func (s *session) refreshLost() {
 	if per, total, err := s.objs.Lost(); err == nil {
 		for pid, n := range per {
 			s.table.SetLost(pid, n)
 		}
 		s.table.SetTotalLost(total)
 	}
-	s.setExactCounts() // sampled mode: the probes' exact counts (host.go)
-	now := monotonicNow()
-	s.table.Tick(now) // rates up to now (live.go)
-	s.historyTick(now)
-	snap := s.table.Snapshot()
-	if snap.Time == 0 {
-		snap.Time = now // no event yet: the report is as of now, not of t=0
-	}
-	s.readFootprints(&snap, final) // footprint.go
-	return snap
 }
 
 // title names the run: the command, or the PIDs, or the host.
@@ -265,16 +225,4 @@ func (s *session) title() []string {
 		return out
 	}
 	return []string{"(whole host)"}
-}
-
-func writeFile(path string, write func(*os.File) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

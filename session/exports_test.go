@@ -10,6 +10,7 @@ import (
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/folded"
+	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/pprofout"
 )
 
@@ -42,13 +43,13 @@ func TestExportExited(t *testing.T) {
 			dir := t.TempDir()
 			s := &session{exports: &exportState{}}
 			if tc.host {
-				s.exports.exited = pprofout.NewExited(maxExitedStacks)
+				s.exports.exited = pprofout.NewExited(pipeline.MaxExitedStacks)
 			}
 			s.exportExited([]aggregate.ProcessSnapshot{exited(10, 2)})
 			s.exportExited([]aggregate.ProcessSnapshot{exited(11, 3)})
 			c := &ExportFiles{PprofFile: filepath.Join(dir, "p.pb.gz"), FoldedFile: filepath.Join(dir, "f.folded"), FoldedValue: tc.value}
 			now := time.Now()
-			if err := writeExportFiles(c, nil, live, pprofout.Sources{}, exportEnd{start: now, time: now, exited: s.exports.exited}); err != nil {
+			if err := pipeline.WriteExportFiles(c, nil, live, pprofout.Sources{}, pipeline.ExportEnd{Start: now, Time: now, Exited: s.exports.exited}); err != nil {
 				t.Fatal(err)
 			}
 			b, err := os.ReadFile(c.FoldedFile)

@@ -10,6 +10,7 @@ import (
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/event"
 	"github.com/memtrace/memtrace/footprint"
+	"github.com/memtrace/memtrace/pipeline"
 )
 
 // footprintEvery is how often the --html timeline gets a footprint
@@ -66,44 +67,6 @@ func (s *session) recordFootprint(pid int, r footprint.Reading, regions []footpr
 	}
 }
 
-// withFootprints attaches recorded readings (pid -> latest, replay.go) to
-// a replayed snapshot.
-func withFootprints(snap *aggregate.Snapshot, recorded map[uint32]recordedFootprint) {
-	for i := range snap.Processes {
-		p := &snap.Processes[i]
-		if rf, ok := recorded[p.PID]; ok {
-			p.SetFootprint(aligned(rf.r, rf.ranges, p.Regions))
-		}
-	}
-}
-
-// aligned is r, read with ranges, for the regions of a later snapshot:
-// each region gets the state of the range it equals (a region made or
-// cut since the reading has none).
-func aligned(r footprint.Reading, ranges, regions []footprint.Range) footprint.Reading {
-	if slices.Equal(ranges, regions) {
-		return r
-	}
-	byRange := make(map[footprint.Range]footprint.State, len(ranges))
-	for j, g := range ranges {
-		if j < len(r.Ranges) {
-			byRange[g] = r.Ranges[j]
-		}
-	}
-	states := make([]footprint.State, len(regions))
-	for j, g := range regions {
-		states[j] = byRange[g]
-	}
-	r.Ranges = states
-	return r
-}
-
-// recordedFootprint is a footprint record: the reading and its ranges.
-type recordedFootprint struct {
-	r      footprint.Reading
-	ranges []footprint.Range
-}
-
 // readExitFootprint reads a process stopped at its exit, when its memory
 // is still all there, once every event it wrote is applied.
 func (s *session) readExitFootprint(pid int) {
@@ -140,7 +103,7 @@ type lastReading struct {
 // (hostExit).
 func (s *session) lastFootprint(p *aggregate.ProcessSnapshot) {
 	if last, ok := s.lastFootprints[int(p.PID)]; ok {
-		p.SetFootprint(aligned(last.r, last.regions, p.Regions))
+		p.SetFootprint(pipeline.Aligned(last.r, last.regions, p.Regions))
 	}
 }
 

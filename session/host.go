@@ -4,15 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"syscall"
 	"time"
 
-	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/event"
 	"github.com/memtrace/memtrace/host"
-	"github.com/memtrace/memtrace/report"
+	"github.com/memtrace/memtrace/recording"
 	"github.com/memtrace/memtrace/tracer"
 )
 
@@ -54,10 +52,8 @@ type hostState struct {
 	att *tracer.Attachment
 	// scans are the processes to scan for new allocator files, by PID.
 	scans map[int]*pendingScan
-	// exits are the snapshots of processes that exited, not yet written.
-	exits      []aggregate.ProcessSnapshot
-	exitMarks  []aggregate.Mark
-	exitPIDs   []int
+	// exitsSince: when the first process of the batch of exits the
+	// printer holds exited.
 	exitsSince time.Time
 	// lastPID is the PID of the previous event, whose process is known.
 	lastPID uint32
@@ -74,9 +70,9 @@ type pendingScan struct {
 	tries int
 }
 
-func (s *session) runHost() (int, error) {
-	s.newState()
-	defer s.downloads.close()
+// newHost is the whole-host mode's state; the run loads the objects with
+// hostOptions.
+func (s *session) newHost() *hostState {
 	h := &hostState{
 		finder:    &host.Finder{Allocator: s.cfg.Allocator, Self: os.Getpid()},
 		filter:    host.Filter{Comm: s.cfg.Comm, Cgroup: s.cfg.CgroupPath},
@@ -91,35 +87,30 @@ func (s *session) runHost() (int, error) {
 			return probes
 		}
 	}
+	return h
+}
 
-	release, err := s.load(func(o *tracer.Options) {
-		o.Host, o.Comm, o.CgroupPath = true, s.cfg.Comm, s.cfg.CgroupDir
-	})
-	if err != nil {
-		return 0, err
-	}
-	defer release()
-	defer s.logEvents(time.Now())
-	defer func() { _ = h.att.Release() }()
-	s.host = h
-	stopExports, err := s.startExports() // --listen (exports.go)
-	if err != nil {
-		return 0, err
-	}
-	defer stopExports()
+// hostOptions are the whole-host mode's load options.
+func (s *session) hostOptions(o *tracer.Options) {
+	o.Host, o.Comm, o.CgroupPath = true, s.cfg.Comm, s.cfg.CgroupDir
+}
 
+// startHost attaches to exec and exit, then probes the allocator files of
+// every process running.
+func (s *session) startHost() error {
+	h := s.host
 	// Exec and exit first, so that no process started during the scan
 	// is missed.
 	if err := s.objs.AttachHost(); err != nil {
-		return 0, err
+		return err
 	}
 	if err := s.startResident(); err != nil { // resident.go
-		return 0, err
+		return err
 	}
 	start := time.Now()
 	pids, err := host.PIDs()
 	if err != nil {
-		return 0, err
+		return err
 	}
 	scanned := 0
 	for _, pid := range pids {
@@ -131,7 +122,7 @@ func (s *session) runHost() (int, error) {
 		}
 		scanned++
 		if _, err := s.scanProcess(pid); err != nil {
-			return 0, err
+			return err
 		}
 	}
 	files := h.finder.Files()
@@ -147,53 +138,29 @@ func (s *session) runHost() (int, error) {
 			s.log.Warn("--mark: function found in no traced process yet: probed when one that has it starts", "function", name)
 		}
 	}
-
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	s.live = s.startLive(sigs)
-	defer s.live.stop()
-	raisePriority()
-
-	tick, deadline, stopTimers := s.runTimers()
-	defer stopTimers()
-	sweep := time.NewTicker(sweepEvery)
-	defer sweep.Stop()
-	for {
-		if _, err := s.drain.Poll(s.hostWait(), s.apply); err != nil {
-			return 0, err
-		}
-		s.runScans()
-		s.checkResidentDue() // resident.go
-		if len(h.exits) > 0 && (time.Since(h.exitsSince) >= exitFlush || len(h.exits) >= maxHeldExits) {
-			if err := s.flushExits(); err != nil {
-				return 0, err
-			}
-		}
-		select {
-		case now := <-s.live.tick:
-			s.live.onTick(now)
-		case st := <-s.live.changes:
-			s.live.apply(st)
-		case <-tick:
-			if err := s.report(false, nil); err != nil {
-				return 0, err
-			}
-		case <-sweep.C:
-			s.sweepHost()
-		case <-deadline:
-			return ExitOK, s.finishHost()
-		case <-sigs:
-			return ExitOK, s.finishHost()
-		default:
-		}
-	}
+	return nil
 }
 
-// hostWait is how long the next poll may wait: less than pollWait when a
-// scan falls due sooner.
-func (s *session) hostWait() time.Duration {
+// hostIdle runs between polls in whole-host mode: the scans that are due,
+// and the batch of exits once it is due.
+func (s *session) hostIdle() error {
+	if s.host == nil {
+		return nil
+	}
+	s.runScans()
+	if pids, _ := s.pr.Held(); len(pids) > 0 && (time.Since(s.host.exitsSince) >= exitFlush || len(pids) >= maxHeldExits) {
+		return s.flushExits()
+	}
+	return nil
+}
+
+// nextWait is how long the next poll may wait: pollWait, or less in
+// whole-host mode when a scan falls due sooner.
+func (s *session) nextWait() time.Duration {
 	wait := pollWait
+	if s.host == nil {
+		return wait
+	}
 	now := time.Now()
 	for _, p := range s.host.scans {
 		wait = min(wait, max(p.due.Sub(now), 0))
@@ -332,6 +299,7 @@ func (s *session) hostExec(e *event.Event) {
 		// program's sampled blocks are left to forget.
 		s.objs.ForgetBlocks(pid, s.table.LiveAddrs(pid))
 		s.objs.ForgetStacks(pid)
+		s.stacks.Forget(pid)
 		s.table.Forget(pid)
 		s.res.Forget(int(pid))
 	}
@@ -372,50 +340,32 @@ func (s *session) hostExit(pid uint32, comm string, when uint64) {
 		s.table.SetLost(pid, n)
 	}
 	s.table.MarkExited(pid, when)
-	snap := s.table.SnapshotOf(pid)
-	for i := range snap.Processes {
-		s.lastFootprint(&snap.Processes[i]) // footprint.go: its memory is gone
-	}
-	if len(h.exits) == 0 {
+	if pids, _ := s.pr.Held(); len(pids) == 0 {
 		h.exitsSince = time.Now()
 	}
-	h.exits = append(h.exits, snap.Processes...)
-	h.exitMarks = append(h.exitMarks, snap.Marks...)
-	h.exitPIDs = append(h.exitPIDs, int(pid))
 	s.objs.Forget(pid, s.table.LiveAddrs(pid))
-	s.table.Forget(pid)
+	s.pr.Forget(pid) // held for the next batch (pipeline.Printer)
 }
 
 // flushExits writes the final records of the processes that exited since
 // the last batch, then forgets their mappings.
 func (s *session) flushExits() error {
-	h := s.host
-	if len(h.exits) == 0 {
+	pids, exits := s.pr.Held()
+	if len(pids) == 0 {
 		return nil
 	}
-	snap := aggregate.Snapshot{Time: monotonicNow(), Processes: h.exits, SampleBytes: s.cfg.SampleBytes, Marks: h.exitMarks}
 	if _, total, err := s.objs.Lost(); err == nil {
-		snap.LostEvents = total
+		s.table.SetTotalLost(total)
 	}
-	o := report.Options{Top: s.cfg.Top, Sort: s.cfg.Sort, Final: true, Raw: s.cfg.Raw, Host: true, Exited: true,
-		ResidentOnly: !s.cfg.Heap}
-	if s.cfg.Detail {
-		o.Stacks = stackSource{objs: s.objs, code: codeView{s.res}, depth: s.cfg.StackDepth}
-	}
-	var err error
-	if s.cfg.JSON {
-		err = report.WriteJSON(s.out, snap, s.res, o)
-	} else {
-		err = report.WriteText(s.out, snap, s.res, o)
-	}
-	s.exportExited(h.exits) // exports.go: while their mappings and stacks are known
-	for _, pid := range h.exitPIDs {
+	s.exportExited(exits) // exports.go: while their mappings and stacks are known
+	err := s.print(recording.Report{Time: monotonicNow(), Final: true, Exited: true})
+	for _, pid := range pids {
 		if !s.table.Known(uint32(pid)) { // not a new process with the same PID
 			s.res.Forget(pid)
 			s.objs.ForgetStacks(uint32(pid)) // sampled mode takes stacks: keep them bounded
+			s.stacks.Forget(uint32(pid))
 		}
 	}
-	h.exits, h.exitPIDs, h.exitMarks = nil, nil, nil
 	return err
 }
 
@@ -456,22 +406,6 @@ func (s *session) sweepHost() {
 	}
 	n := s.objs.Sweep(func(pid uint32) bool { return host.Alive(int(pid)) })
 	s.log.Info("sweep", "processes", len(s.table.Processes()), "gone without exit", gone, "map entries deleted", n)
-}
-
-// finishHost drains what is left and writes the last exits and the final
-// report.
-func (s *session) finishHost() error {
-	if _, err := s.drain.Poll(0, s.apply); err != nil {
-		return err
-	}
-	s.waitDebuginfoAtEnd()
-	if err := s.flushExits(); err != nil {
-		return err
-	}
-	if err := s.report(true, nil); err != nil {
-		return err
-	}
-	return s.writeExports() // exports.go
 }
 
 // logEvents logs (-v) how many events reached user space since start.

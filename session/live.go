@@ -1,16 +1,10 @@
 package session
 
 import (
-	"bytes"
-	"context"
-	"io"
 	"log/slog"
 	"os"
-	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/memtrace/memtrace/watch"
 )
@@ -33,8 +27,8 @@ type liveRates struct {
 	changes   <-chan watch.Settings
 	refresh   time.Duration
 	lastFrame time.Time
-	held      []*heldWriter
-	heldLog   *heldLogs
+	held      []*watch.HeldWriter
+	heldLog   *watch.HeldLogs
 	stopQuit  chan struct{}
 }
 
@@ -51,7 +45,7 @@ func (s *session) startLive(sigs chan<- os.Signal) *liveRates {
 	if !s.cfg.Watch {
 		return l
 	}
-	if !isTerminal(s.stdout) {
+	if !watch.IsTerminal(s.stdout) {
 		if s.cfg.Interval == 0 {
 			s.cfg.Interval = watchRefresh
 		}
@@ -63,14 +57,14 @@ func (s *session) startLive(sigs chan<- os.Signal) *liveRates {
 	}
 	// Output written while the view owns the screen (a -p target's final
 	// records, warnings) waits until the view is closed.
-	out := &heldWriter{w: s.out, held: true}
+	out := watch.NewHeldWriter(s.out)
 	if s.out == s.stdout {
 		s.out = out
 	}
-	logs := &heldLogs{held: true}
+	logs := watch.NewHeldLogs()
 	origLog := s.log
-	if isTerminal(s.stderr) {
-		s.log = slog.New(heldHandler{inner: s.log.Handler(), logs: logs})
+	if watch.IsTerminal(s.stderr) {
+		s.log = slog.New(watch.HeldHandler{Inner: s.log.Handler(), Logs: logs})
 	}
 	v, err := watch.Start(watch.Options{
 		Symbolizer: s.res,
@@ -78,16 +72,16 @@ func (s *session) startLive(sigs chan<- os.Signal) *liveRates {
 		Configured: l.settings,
 	})
 	if err != nil {
-		out.release()
+		out.Release()
 		s.log = origLog
-		logs.release()
+		logs.Release()
 		s.log.Warn("--watch: no live view, printing periodic reports instead", "err", err)
 		if s.cfg.Interval == 0 {
 			s.cfg.Interval = watchRefresh
 		}
 		return l
 	}
-	l.held, l.heldLog = []*heldWriter{out}, logs
+	l.held, l.heldLog = []*watch.HeldWriter{out}, logs
 	s.cfg.Interval = 0 // the view replaces periodic reports
 	l.view, l.changes = v, v.Changes()
 	l.stopQuit = make(chan struct{})
@@ -124,14 +118,9 @@ func (l *liveRates) onTick(time.Time) {
 
 // push sends the view a snapshot.
 func (l *liveRates) push() {
-	if per, total, err := l.s.objs.Lost(); err == nil {
-		for pid, n := range per {
-			l.s.table.SetLost(pid, n)
-		}
-		l.s.table.SetTotalLost(total)
-	}
+	l.s.refreshCounts()
 	l.lastFrame = time.Now()
-	l.view.Show(watch.Frame{Snap: l.s.table.Snapshot(), Settings: l.settings})
+	l.view.Show(watch.Frame{Snap: l.s.snapshotAt(monotonicNow(), false), Settings: l.settings})
 }
 
 // apply takes half-lives and a period the user chose in the view (already
@@ -160,100 +149,11 @@ func (l *liveRates) stop() {
 		l.view = nil
 	}
 	if l.heldLog != nil {
-		l.heldLog.release()
+		l.heldLog.Release()
 		l.heldLog = nil
 	}
 	for _, h := range l.held {
-		h.release()
+		h.Release()
 	}
 	l.held = nil
-}
-
-// heldLogs keeps log records made while the view owns the terminal, and
-// hands them to their handlers (the session's own format) on release.
-type heldLogs struct {
-	mu   sync.Mutex
-	held bool
-	recs []heldRecord
-}
-
-type heldRecord struct {
-	h slog.Handler
-	r slog.Record
-}
-
-func (l *heldLogs) release() {
-	l.mu.Lock()
-	recs := l.recs
-	l.recs, l.held = nil, false
-	l.mu.Unlock()
-	for _, hr := range recs {
-		hr.h.Handle(context.Background(), hr.r)
-	}
-}
-
-// heldHandler is a slog.Handler that holds records in logs until release.
-type heldHandler struct {
-	inner slog.Handler
-	logs  *heldLogs
-}
-
-func (h heldHandler) Enabled(ctx context.Context, lv slog.Level) bool {
-	return h.inner.Enabled(ctx, lv)
-}
-
-func (h heldHandler) Handle(ctx context.Context, r slog.Record) error {
-	h.logs.mu.Lock()
-	if h.logs.held {
-		h.logs.recs = append(h.logs.recs, heldRecord{h.inner, r.Clone()})
-		h.logs.mu.Unlock()
-		return nil
-	}
-	h.logs.mu.Unlock()
-	return h.inner.Handle(ctx, r)
-}
-
-func (h heldHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return heldHandler{h.inner.WithAttrs(as), h.logs}
-}
-
-func (h heldHandler) WithGroup(name string) slog.Handler {
-	return heldHandler{h.inner.WithGroup(name), h.logs}
-}
-
-// heldWriter keeps what is written while held, and writes it through on
-// release.
-type heldWriter struct {
-	mu   sync.Mutex
-	w    io.Writer
-	buf  bytes.Buffer
-	held bool
-}
-
-func (h *heldWriter) Write(p []byte) (int, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.held {
-		return h.buf.Write(p)
-	}
-	return h.w.Write(p)
-}
-
-func (h *heldWriter) release() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.held {
-		h.held = false
-		h.w.Write(h.buf.Bytes())
-		h.buf.Reset()
-	}
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }

@@ -38,7 +38,7 @@ func Run(cfg *Config, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 		defer f.Close()
 		out = f
 	}
-	closeJSON, err := cfg.openJSONFile()
+	closeJSON, err := cfg.OpenJSONFile()
 	if err != nil {
 		fmt.Fprintf(stderr, "memtrace: %v\n", err)
 		return ExitUsage

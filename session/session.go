@@ -19,6 +19,8 @@ import (
 	"github.com/memtrace/memtrace/event"
 	"github.com/memtrace/memtrace/footprint"
 	"github.com/memtrace/memtrace/launch"
+	"github.com/memtrace/memtrace/pipeline"
+	"github.com/memtrace/memtrace/recording"
 	"github.com/memtrace/memtrace/report"
 	"github.com/memtrace/memtrace/symbolize"
 	"github.com/memtrace/memtrace/tracer"
@@ -55,7 +57,9 @@ type session struct {
 	drain          *tracer.Drainer
 	table          *aggregate.Table
 	res            *symbolize.Resolver
-	downloads      *downloads // debuginfod; nil without servers (debuginfod.go)
+	pr             *pipeline.Printer    // the reports (pipeline/printer.go)
+	stacks         *pipeline.StackStore // the stacks events name (pipeline/stacks.go)
+	downloads      *pipeline.Downloads  // debuginfod; nil without servers (debuginfod.go)
 	targets        map[int]*target
 	exitedPIDs     chan int
 	live           *liveRates   // decaying rates and --watch (live.go)
@@ -69,28 +73,37 @@ type session struct {
 	lastFootprints map[int]lastReading // the latest reading of each process
 }
 
+// run is the live run: one loop for every mode. The ring's events and
+// the targets' stops, exits and timers go through it into the table and
+// the reports; the whole-host mode is a policy of it (host.go): which
+// processes are probed, and that exited processes are reported in
+// batches and forgotten.
 func (s *session) run() (int, error) {
-	if s.cfg.Host() {
-		return s.runHost() // no target: every process (host.go)
-	}
 	s.newState()
-	defer s.downloads.close()
-
+	defer s.downloads.Close()
+	var adjust func(*tracer.Options)
+	if s.cfg.Host() {
+		s.host = s.newHost() // no target: every process (host.go)
+		adjust = s.hostOptions
+	}
 	// Check the targets before loading anything, so a typo fails fast.
 	for _, pid := range s.cfg.PIDs {
 		if err := unix.Kill(pid, 0); err == unix.ESRCH {
 			return 0, fmt.Errorf("process %d: %w", pid, allocator.ErrNoProcess)
 		}
 	}
-	release, err := s.load(nil)
+	release, err := s.load(adjust)
 	if err != nil {
 		return 0, err
 	}
 	defer release()
 	defer s.logEvents(time.Now()) // -v: events read, per second (host.go)
 	defer s.detachAll()
-	if err := s.startResident(); err != nil { // resident.go
-		return 0, err
+	if s.host == nil {
+		// With -p and --; whole host, once exec and exit are attached (startHost).
+		if err := s.startResident(); err != nil { // resident.go
+			return 0, err
+		}
 	}
 	stopExports, err := s.startExports() // --listen (exports.go)
 	if err != nil {
@@ -103,37 +116,60 @@ func (s *session) run() (int, error) {
 	defer signal.Stop(sigs)
 
 	var child *launch.Child
-	if len(s.cfg.Command) > 0 {
-		child, err = launch.Start(launch.Spec{Args: s.cfg.Command, Env: os.Environ(),
-			Stdin: s.stdin, Stdout: s.stdout, Stderr: s.stderr, Follow: s.cfg.Follow})
-		if err != nil {
-			return 0, err
-		}
-		s.targets[child.PID] = &target{pid: child.PID, att: &tracer.Attachment{PID: child.PID}}
-		if err := s.traceFaults(child.PID); err != nil {
-			return 0, err
-		}
-	} else {
-		for _, pid := range s.cfg.PIDs {
-			if _, dup := s.targets[pid]; dup {
-				continue
-			}
-			t := &target{pid: pid, att: &tracer.Attachment{PID: pid}}
-			s.targets[pid] = t
-			if err := s.attachRunning(t); err != nil {
-				return 0, err
-			}
-			if err := s.traceFaults(pid); err != nil {
-				return 0, err
-			}
-			go s.watchExit(pid)
-		}
+	switch {
+	case s.host != nil:
+		err = s.startHost() // host.go
+	case len(s.cfg.Command) > 0:
+		child, err = s.startCommand()
+	default:
+		err = s.attachTargets()
+	}
+	if err != nil {
+		return 0, err
 	}
 
 	s.live = s.startLive(sigs) // may set cfg.Interval (--watch without a terminal)
 	defer s.live.stop()
 	raisePriority()
+	return s.loop(child, sigs)
+}
 
+// startCommand starts the command, stopped at its exec (launch.Start).
+func (s *session) startCommand() (*launch.Child, error) {
+	child, err := launch.Start(launch.Spec{Args: s.cfg.Command, Env: os.Environ(),
+		Stdin: s.stdin, Stdout: s.stdout, Stderr: s.stderr, Follow: s.cfg.Follow})
+	if err != nil {
+		return nil, err
+	}
+	s.targets[child.PID] = &target{pid: child.PID, att: &tracer.Attachment{PID: child.PID}}
+	if err := s.traceFaults(child.PID); err != nil { // resident.go
+		return nil, err
+	}
+	return child, nil
+}
+
+// attachTargets attaches to the -p processes and watches for their exits.
+func (s *session) attachTargets() error {
+	for _, pid := range s.cfg.PIDs {
+		if _, dup := s.targets[pid]; dup {
+			continue
+		}
+		t := &target{pid: pid, att: &tracer.Attachment{PID: pid}}
+		s.targets[pid] = t
+		if err := s.attachRunning(t); err != nil {
+			return err
+		}
+		if err := s.traceFaults(pid); err != nil { // resident.go
+			return err
+		}
+		go s.watchExit(pid)
+	}
+	return nil
+}
+
+// loop reads the ring every poll and handles what happened meanwhile,
+// until the targets are gone, the deadline passes or a signal comes.
+func (s *session) loop(child *launch.Child, sigs chan os.Signal) (int, error) {
 	tick, deadline, stopTimers := s.runTimers()
 	defer stopTimers()
 	var stops <-chan launch.Stop
@@ -141,10 +177,19 @@ func (s *session) run() (int, error) {
 	if child != nil {
 		stops, done = child.Stops, child.Done
 	}
+	var sweep <-chan time.Time
+	if s.host != nil {
+		t := time.NewTicker(sweepEvery)
+		defer t.Stop()
+		sweep = t.C
+	}
 	code := ExitOK
 	signals := 0
 	for {
-		if _, err := s.drain.Poll(pollWait, s.apply); err != nil {
+		if _, err := s.drain.Poll(s.nextWait(), s.apply); err != nil {
+			return 0, err
+		}
+		if err := s.hostIdle(); err != nil { // scans, batches of exits (host.go)
 			return 0, err
 		}
 		s.checkResidentDue() // resident.go
@@ -182,6 +227,8 @@ func (s *session) run() (int, error) {
 			if err := s.report(false, nil); err != nil {
 				return 0, err
 			}
+		case <-sweep:
+			s.sweepHost()
 		case <-deadline:
 			deadline = nil
 			if child != nil {
@@ -204,7 +251,7 @@ func (s *session) run() (int, error) {
 			// A terminal's Ctrl-C reaches the command by itself; its exit ends the run.
 		default:
 		}
-		if s.allExited() && done == nil {
+		if s.host == nil && s.allExited() && done == nil {
 			return code, s.finish()
 		}
 	}
@@ -215,10 +262,14 @@ func (s *session) newState() {
 	s.table = aggregate.NewTable()
 	s.table.SetSampleBytes(s.cfg.SampleBytes) // --sample-bytes (0 = exact)
 	s.table.SetStackBreakdown(s.cfg.stacksAsBreakdown())
-	s.downloads = newDownloads(s.cfg.SymbolizeConfig, s.log)
-	s.res = symbolize.NewResolver(s.cfg.resolverOptions(s.downloads.client())...)
+	s.downloads = pipeline.NewDownloads(s.cfg.SymbolizeConfig, s.log)
+	s.res = symbolize.NewResolver(s.cfg.ResolverOptions(s.downloads.Client())...)
 	s.targets = map[int]*target{}
 	s.exitedPIDs = make(chan int, 16)
+	s.stacks = pipeline.NewStackStore()
+	s.pr = &pipeline.Printer{Table: s.table, Res: s.res, HoldExits: s.cfg.Host(), Footprints: s.readFootprints,
+		Base: report.Options{Top: s.cfg.Top, Sort: s.cfg.Sort, Raw: s.cfg.Raw, Host: s.cfg.Host(),
+			ResidentOnly: s.cfg.Host() && !s.cfg.Heap}}
 	s.startTime() // the recording sees every input (timeline.go)
 }
 
@@ -254,6 +305,10 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 		return nil, err
 	}
 	s.objs, s.drain = objs, d
+	s.pr.Base.Kernel, s.pr.Base.Attach = k.Release, string(k.Attach)
+	if s.cfg.Detail {
+		s.pr.Base.Stacks = s.detailStacks()
+	}
 	s.recordStacks() // --record with stacks (timeline.go)
 	return func() {
 		d.Close()
@@ -264,7 +319,8 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 // apply accounts one event; a new code mapping (dlopen) makes it read the
 // process's mappings at once, while the library is still there.
 func (s *session) apply(e *event.Event) {
-	s.exportEvent(e) // --html's history (exports.go)
+	s.stacks.Learn(e.PID, e.StackID, s.objs.Stack) // before anything reads it (pipeline/stacks.go)
+	s.exportEvent(e)                               // --html's history (exports.go)
 	if e.Kind == event.Mark {
 		s.onMark(e) // timeline.go
 		return
@@ -447,6 +503,9 @@ func (s *session) detachAll() {
 	for _, t := range s.targets {
 		_ = t.att.Release()
 	}
+	if s.host != nil {
+		_ = s.host.att.Release()
+	}
 }
 
 // watchExit reports a running target's exit through a pidfd.
@@ -477,11 +536,19 @@ func (s *session) finish() error {
 	}
 	s.leakCheckRunning() // -p targets, frozen for the check (leaks.go)
 	s.waitDebuginfoAtEnd()
-	// Processes whose final records were printed at their exit are not repeated.
-	final := []int{}
-	for pid, t := range s.targets {
-		if !t.reported {
-			final = append(final, pid)
+	if err := s.flushExits(); err != nil { // whole host: the last batch (host.go)
+		return err
+	}
+	// Processes whose final records were printed at their exit are not
+	// repeated; the whole-host mode's final report shows every process
+	// still held.
+	var final []int
+	if s.host == nil {
+		final = []int{}
+		for pid, t := range s.targets {
+			if !t.reported {
+				final = append(final, pid)
+			}
 		}
 	}
 	if err := s.report(true, final); err != nil {
@@ -490,29 +557,16 @@ func (s *session) finish() error {
 	return s.writeExports() // exports.go
 }
 
-// report prints a report of the given processes (nil = all).
+// report prints a report of the given processes (nil = all): the
+// probes' counts and the rates are brought up to now first, as inputs of
+// the table, so that a replay's table holds them too (pipeline.Printer).
 func (s *session) report(final bool, pids []int) error {
-	snap := s.freshSnapshot(final) // exports.go
-	if pids != nil {
-		keep := map[uint32]bool{}
-		for _, p := range pids {
-			keep[uint32(p)] = true
-		}
-		var ps []aggregate.ProcessSnapshot
-		for _, p := range snap.Processes {
-			if keep[p.PID] {
-				ps = append(ps, p)
-			}
-		}
-		snap.Processes = ps
+	now := s.refresh() // exports.go
+	r := recording.Report{Time: now, Final: final, All: pids == nil}
+	for _, pid := range pids {
+		r.PIDs = append(r.PIDs, uint32(pid))
 	}
-	o := report.Options{Top: s.cfg.Top, Sort: s.cfg.Sort, Final: final, Raw: s.cfg.Raw}
-	o.Host = s.cfg.Host() // whole-host layout
-	o.ResidentOnly = o.Host && !s.cfg.Heap
-	if s.cfg.Detail {
-		o.Stacks = stackSource{objs: s.objs, code: codeView{s.res}, depth: s.cfg.StackDepth}
-	}
-	if err := s.writeReport(snap, o); err != nil { // text or JSON, and the leak check's output (leaks_output.go)
+	if err := s.print(r); err != nil {
 		return err
 	}
 	if !final && s.time.dumps != nil {
@@ -533,6 +587,11 @@ func monotonicNow() uint64 {
 	var ts unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 	return uint64(ts.Nano())
+}
+
+// stackSource is the run's --detail stack source (pipeline/stacks.go).
+func (s *session) stackSource() pipeline.StackSource {
+	return pipeline.StackSource{Store: s.stacks, Code: pipeline.CodeView{Resolver: s.res}, Depth: s.cfg.StackDepth}
 }
 
 // runTimers are the main loop's timers: the -i interval's reports (nil

@@ -42,9 +42,10 @@ func (s *session) openTime(args []string) error {
 		mode = "command"
 	}
 	info := recording.Info{Start: time.Now(), StartNS: monotonicNow(), Hostname: host, Args: args, Mode: mode,
-		SampleBytes: s.cfg.SampleBytes, Detail: s.cfg.Detail, StackDepth: s.cfg.StackDepth, Marks: s.cfg.Marks}
-	// The leak check's settings: a replay's defaults (replay_leaks.go).
-	s.cfg.recordedLeakSettings(&info)
+		SampleBytes: s.cfg.SampleBytes, Detail: s.cfg.Detail, StackDepth: s.cfg.StackDepth, Marks: s.cfg.Marks,
+		ResidentOnly: s.cfg.Host() && !s.cfg.Heap}
+	// The leak check's settings: a replay's defaults (pipeline.LeakConfig.RecordedLeakSettings).
+	s.cfg.RecordedLeakSettings(&info)
 	if k, err := tracer.ProbeKernel(); err == nil { // probed once per process: what load uses
 		info.Kernel, info.Attach = k.Release, string(k.AttachFor(s.cfg.SampleBytes))
 	}
@@ -63,6 +64,7 @@ func (s *session) startTime() {
 		s.time = &timeState{}
 	}
 	if w := s.time.rec; w != nil {
+		s.pr.Rec = w // each report's moment, for a replay to print it there
 		s.table.SetObserver(w)
 		s.table.SetSampleBytes(s.table.SampleBytes()) // set before the observer: now recorded too
 		w.SetMaps(s.res.CodeMappings)
@@ -199,17 +201,10 @@ func printable(s string) bool {
 	return strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != '\t' }) < 0
 }
 
-// recordStacks gives the recording the stacks (--detail, sampled mode);
-// load calls it.
+// recordStacks gives the recording the stacks (--detail, sampled mode),
+// from the run's store; load calls it.
 func (s *session) recordStacks() {
 	if s.time != nil && s.time.rec != nil && s.cfg.takesStacks() {
-		s.time.rec.SetStacks(func(id int32) ([]uint64, error) {
-			frames, complete := s.objs.Stack(id)
-			if complete {
-				// A 0 frame (never a return address) ends a complete stack.
-				frames = append(frames[:len(frames):len(frames)], 0)
-			}
-			return frames, nil
-		})
+		s.time.rec.SetStacks(func(id int32) ([]uint64, error) { return s.stacks.Get(id), nil })
 	}
 }

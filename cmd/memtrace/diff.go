@@ -5,12 +5,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/memtrace/memtrace/session"
+	"github.com/memtrace/memtrace/replay"
 )
 
 // diffCommand is `memtrace diff OLD NEW [flags]`.
 func diffCommand(code *int, stdout, stderr io.Writer) *cobra.Command {
-	c := &session.DiffConfig{}
+	c := &replay.DiffConfig{}
 	cmd := &cobra.Command{
 		Use:   "diff OLD NEW",
 		Short: "compare two runs' reports or recordings, every figure with its change",
@@ -21,7 +21,7 @@ func diffCommand(code *int, stdout, stderr io.Writer) *cobra.Command {
 		Args: exactArgs(2, "memtrace diff takes two reports (memtrace diff OLD NEW [flags])"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			c.Old, c.New = args[0], args[1]
-			*code = session.Diff(c, stdout, stderr)
+			*code = replay.Diff(c, stdout, stderr)
 			return nil
 		},
 	}

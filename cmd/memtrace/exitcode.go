@@ -1,6 +1,9 @@
 package main
 
-import "github.com/memtrace/memtrace/session"
+import (
+	"github.com/memtrace/memtrace/replay"
+	"github.com/memtrace/memtrace/session"
+)
 
 // The exit codes the command line and its tests use (session defines and
 // documents them all).
@@ -13,7 +16,7 @@ const (
 	exitNoProcess   = session.ExitNoProcess
 	exitNoAllocator = session.ExitNoAllocator
 	exitLeak        = session.ExitLeak
-	exitGrowth      = session.ExitGrowth
+	exitGrowth      = replay.ExitGrowth
 	exitNotExec     = session.ExitNotExec
 	exitNotFound    = session.ExitNotFound
 )

@@ -47,7 +47,7 @@ func (p pidList) Set(s string) error {
 const usageLines = `memtrace [flags] -p PID[,PID...]       attach to running processes
   memtrace [flags] -- COMMAND [ARGS...]  start COMMAND and trace it from its first instruction
   memtrace [flags]                       trace every process on the host (sampled)
-  memtrace replay FILE [flags]           print the report of a run recorded with --record
+  memtrace replay FILE [flags]           print the reports of a run recorded with --record
   memtrace diff OLD NEW [flags]          compare two runs' reports or recordings`
 
 // parseFlags parses a trace's command line (no subcommand) into a Config.

@@ -1,13 +1,14 @@
 package main
 
 import (
-	"github.com/spf13/pflag"
-
 	"fmt"
-	"github.com/memtrace/memtrace/session"
 	"strconv"
 
+	"github.com/spf13/pflag"
+
 	"github.com/memtrace/memtrace/leakcheck"
+	"github.com/memtrace/memtrace/replay"
+	"github.com/memtrace/memtrace/session"
 )
 
 // optionalBool is a bool flag that remembers whether it was given.
@@ -136,7 +137,7 @@ func addLeakFlags(fs *pflag.FlagSet, c *session.Config) func() error {
 // addReplayLeakFlags registers the leak flags of memtrace replay: those
 // that judge the recorded checks. The check itself ran in the live run, so
 // --leak-check-heuristics and -f have no say here.
-func addReplayLeakFlags(fs *pflag.FlagSet, c *session.ReplayConfig) func() error {
+func addReplayLeakFlags(fs *pflag.FlagSet, c *replay.ReplayConfig) func() error {
 	loadSuppressions := addJudgeFlags(fs, &c.LeakConfig,
 		"show the recorded leak check (default: when the run made one)",
 		"exit 10 when a process's lost bytes (of --leak-kinds) exceed `BYTES` (0 when not given; default: the recorded run's)")
@@ -145,7 +146,7 @@ func addReplayLeakFlags(fs *pflag.FlagSet, c *session.ReplayConfig) func() error
 		f.DefValue, f.Usage = "", f.Usage+" (default: the recorded run's)"
 	}
 	return func() error {
-		c.LeakSet = session.ReplayLeakFlags{Kinds: fs.Changed("leak-kinds"), Fail: fs.Changed("fail-on-leak"),
+		c.LeakSet = replay.ReplayLeakFlags{Kinds: fs.Changed("leak-kinds"), Fail: fs.Changed("fail-on-leak"),
 			Suppressions: fs.Changed("suppressions") || fs.Changed("no-default-suppressions")}
 		return loadSuppressions()
 	}

@@ -6,20 +6,21 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/memtrace/memtrace/session"
+	"github.com/memtrace/memtrace/replay"
 )
 
 // replayCommand is `memtrace replay FILE [flags]`.
 func replayCommand(code *int, stdout, stderr io.Writer) *cobra.Command {
-	c := &session.ReplayConfig{}
+	c := &replay.ReplayConfig{}
 	cmd := &cobra.Command{
 		Use:   "replay FILE",
-		Short: "print the report of a run recorded with --record, or of a moment in it (--at)",
-		Long: "Prints the report the recorded run printed at its end (the same tables or\n" +
-			"NDJSON, per call site, and its leak check), or, with --at, as of an earlier\n" +
-			"moment. --pprof, --folded and --html write the files the live run would have\n" +
-			"written, as of the same moment. The leak flags judge the recorded check\n" +
-			"again (each one not given is the recorded run's); --fail-on-leak exits 10.",
+		Short: "print the reports of a run recorded with --record, or of a moment in it (--at)",
+		Long: "Prints the reports the recorded run printed (the same tables or NDJSON,\n" +
+			"per call site, each process's at its exit, and its leak check), or, with\n" +
+			"--at, one report as of an earlier moment. --pprof, --folded and --html\n" +
+			"write the files the live run would have written, as of the same moment.\n" +
+			"The leak flags judge the recorded check again (each one not given is the\n" +
+			"recorded run's); --fail-on-leak exits 10.",
 		Args: exactArgs(1, "memtrace replay takes one recording (memtrace replay FILE [flags])"),
 	}
 	fs := cmd.Flags()
@@ -50,10 +51,10 @@ func replayCommand(code *int, stdout, stderr io.Writer) *cobra.Command {
 			return err
 		}
 		var err error
-		if c.At, err = session.ParseAt(at); err != nil {
+		if c.At, err = replay.ParseAt(at); err != nil {
 			return fmt.Errorf("%w: %w", errUsage, err)
 		}
-		*code = session.Replay(c, stdout, stderr)
+		*code = replay.Replay(c, stdout, stderr)
 		return nil
 	}
 	return cmd

@@ -1,4 +1,4 @@
-package session
+package replay
 
 import (
 	"io"
@@ -9,6 +9,7 @@ import (
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/event"
 	"github.com/memtrace/memtrace/folded"
+	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/recording"
 )
 
@@ -59,7 +60,7 @@ func TestReplayHostExited(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := &ReplayConfig{File: path, At: at, ExportFiles: ExportFiles{
+		c := &ReplayConfig{File: path, At: at, ExportFiles: pipeline.ExportFiles{
 			FoldedFile: filepath.Join(t.TempDir(), "f.folded"), FoldedValue: folded.Allocated}}
 		rp, err := replay(c, io.Discard)
 		if err != nil {

@@ -1,4 +1,4 @@
-package session
+package pipeline
 
 import (
 	"slices"
@@ -24,7 +24,7 @@ func TestAligned(t *testing.T) {
 		{"a region cut", []footprint.Range{{Start: 0x1000, End: 0x2000}, b}, []footprint.State{{}, sb}},
 	}
 	for _, tc := range tests {
-		got := aligned(r, []footprint.Range{a, b}, tc.regions)
+		got := Aligned(r, []footprint.Range{a, b}, tc.regions)
 		if !slices.Equal(got.Ranges, tc.want) || got.RSS != 7 {
 			t.Errorf("%s: %+v, want %+v", tc.name, got.Ranges, tc.want)
 		}

@@ -1,4 +1,4 @@
-package session
+package report
 
 import (
 	"bytes"
@@ -11,56 +11,74 @@ import (
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/leakcheck"
-	"github.com/memtrace/memtrace/report"
 	"github.com/memtrace/memtrace/symbolize"
 )
 
-// writeReport writes a report in the chosen format, then what the leak
-// check adds (writeReport).
-func (s *session) writeReport(snap aggregate.Snapshot, o report.Options) error {
-	k := s.objs.Kernel()
-	o.Kernel, o.Attach = k.Release, string(k.Attach)
-	var leaks *leakState
-	if s.cfg.LeakCheck {
-		leaks = s.leaks()
+// Leaks gives a report the leak check's judged results: their figures in
+// the tables and records (LeakSource), and each checked process's leak
+// section once, after its final report.
+type Leaks struct {
+	*leakcheck.Judge
+	printed map[int]bool
+}
+
+// NewLeaks reports what j judged.
+func NewLeaks(j *leakcheck.Judge) *Leaks { return &Leaks{Judge: j, printed: map[int]bool{}} }
+
+// ProcessLeaks and SiteLeaks give the report the check's figures
+// (LeakSource).
+func (l *Leaks) ProcessLeaks(pid uint32) (LeakFigures, bool) {
+	r := l.Verdicts[int(pid)]
+	if r == nil || r.Err != nil {
+		return LeakFigures{}, false
 	}
-	return writeReport(s.cfg.output(s.out, s.stderr, s.cfg.JSON), snap, s.res, o, leaks)
+	return leakFigures(r.Totals, r.SuppBytes, r.SuppBlocks), true
 }
 
-// output is where reports go with these flags.
-func (c *LeakConfig) output(out, stderr io.Writer, json bool) reportOutput {
-	w := reportOutput{out: out, stderr: stderr, json: json}
-	if c.jsonFile != nil { // a nil *os.File is no nil io.Writer
-		w.jsonFile = c.jsonFile
+func (l *Leaks) SiteLeaks(pid uint32, site aggregate.SiteKey) LeakFigures {
+	r := l.Verdicts[int(pid)]
+	if r == nil || r.Err != nil || r.Sites[site] == nil {
+		return LeakFigures{}
 	}
-	return w
+	sl := r.Sites[site]
+	return leakFigures(sl.Totals, sl.SuppBytes, sl.SuppBlocks)
 }
 
-// reportOutput is where reports go: stdout (or -o) in text or NDJSON, the
-// --json-file copy, stderr for what NDJSON cannot carry.
-type reportOutput struct {
-	out, stderr io.Writer
-	json        bool
-	jsonFile    io.Writer // nil without --json-file
+func leakFigures(t leakcheck.Totals, suppBytes, suppBlocks uint64) LeakFigures {
+	return LeakFigures{
+		DefinitelyLostBytes: t.Bytes[leakcheck.Definite], DefinitelyLostBlocks: t.Blocks[leakcheck.Definite],
+		IndirectlyLostBytes: t.Bytes[leakcheck.Indirect], IndirectlyLostBlocks: t.Blocks[leakcheck.Indirect],
+		PossiblyLostBytes: t.Bytes[leakcheck.Possible], PossiblyLostBlocks: t.Blocks[leakcheck.Possible],
+		ReachableBytes: t.Bytes[leakcheck.Reachable], ReachableBlocks: t.Blocks[leakcheck.Reachable],
+		SuppressedBytes: suppBytes, SuppressedBlocks: suppBlocks,
+	}
 }
 
-// writeReport writes a report in the chosen format, then what the leak
-// check adds (leaks nil: no check): its section (text), the NDJSON copy
+// Outputs are where a run's reports go: Out (stdout or -o) in text or
+// NDJSON, the --json-file copy, Stderr for what NDJSON cannot carry.
+type Outputs struct {
+	Out, Stderr io.Writer
+	JSON        bool
+	JSONFile    io.Writer // nil without --json-file
+}
+
+// Write writes a report in the chosen format, then what the leak check
+// adds (leaks nil: no check): its section (text), the NDJSON copy
 // (--json-file) and the CI annotations. A live run and a replay write
 // theirs with it.
-func writeReport(w reportOutput, snap aggregate.Snapshot, res *symbolize.Resolver, o report.Options, leaks *leakState) error {
+func Write(w Outputs, snap aggregate.Snapshot, sym Symbolizer, o Options, leaks *Leaks) error {
 	if leaks != nil {
 		o.Leaks = leaks
 	}
-	if w.json {
-		if err := report.WriteJSON(w.out, snap, res, o); err != nil {
+	if w.JSON {
+		if err := WriteJSON(w.Out, snap, sym, o); err != nil {
 			return err
 		}
-	} else if err := report.WriteText(w.out, snap, res, o); err != nil {
+	} else if err := WriteText(w.Out, snap, sym, o); err != nil {
 		return err
 	}
-	if w.jsonFile != nil {
-		if err := report.WriteJSON(w.jsonFile, snap, res, o); err != nil {
+	if w.JSONFile != nil {
+		if err := WriteJSON(w.JSONFile, snap, sym, o); err != nil {
 			return fmt.Errorf("--json-file: %w", err)
 		}
 	}
@@ -68,13 +86,13 @@ func writeReport(w reportOutput, snap aggregate.Snapshot, res *symbolize.Resolve
 		return nil
 	}
 	// Each checked process's leak section once, after its final report.
-	var done []*leakResult
+	var done []*leakcheck.Verdict
 	for _, p := range snap.Processes {
-		r := leaks.results[int(p.PID)]
-		if r == nil || leaks.printed[r.pid] || !o.Final {
+		r := leaks.Verdicts[int(p.PID)]
+		if r == nil || leaks.printed[r.PID] || !o.Final {
 			continue
 		}
-		leaks.printed[r.pid] = true
+		leaks.printed[r.PID] = true
 		done = append(done, r)
 	}
 	if len(done) == 0 {
@@ -82,16 +100,16 @@ func writeReport(w reportOutput, snap aggregate.Snapshot, res *symbolize.Resolve
 	}
 	// With --json, stdout is NDJSON only: the records carry the figures,
 	// and the listing goes to stderr when --fail-on-leak may fail the run.
-	out, listed := w.out, done
-	if w.json {
-		out = w.stderr
-		if !leaks.cfg.FailOnLeak {
+	out, listed := w.Out, done
+	if w.JSON {
+		out = w.Stderr
+		if !leaks.FailOnLeak {
 			listed = nil
 		}
 	}
 	var b bytes.Buffer
 	for _, r := range listed {
-		leaks.writeLeakText(&b, r)
+		writeLeakText(&b, leaks.Judge, r)
 	}
 	if _, err := out.Write(b.Bytes()); err != nil {
 		return err
@@ -99,74 +117,62 @@ func writeReport(w reportOutput, snap aggregate.Snapshot, res *symbolize.Resolve
 	if os.Getenv("GITHUB_ACTIONS") == "true" {
 		var a bytes.Buffer
 		for _, r := range done {
-			leaks.writeAnnotations(&a, r)
+			writeAnnotations(&a, leaks.Judge, r)
 		}
-		w.stderr.Write(a.Bytes())
+		w.Stderr.Write(a.Bytes())
 	}
 	return nil
 }
 
 // writeLeakText prints a process's leak summary as valgrind does, then its
 // lost blocks by call site, with stacks.
-func (l *leakState) writeLeakText(b *bytes.Buffer, r *leakResult) {
-	fmt.Fprintf(b, "\npid %d %s: leak check %s\n", r.pid, r.comm, r.when)
-	if r.err != nil {
-		fmt.Fprintf(b, "  leak check failed: %v\n", r.err)
+func writeLeakText(b *bytes.Buffer, l *leakcheck.Judge, r *leakcheck.Verdict) {
+	fmt.Fprintf(b, "\npid %d %s: leak check %s\n", r.PID, r.Comm, r.When)
+	if r.Err != nil {
+		fmt.Fprintf(b, "  leak check failed: %v\n", r.Err)
 		return
 	}
-	t := r.totals
+	t := r.Totals
 	for _, c := range leakcheck.Classes {
 		fmt.Fprintf(b, "  %16s: %s bytes in %s blocks\n", c.Title(),
 			strconv.FormatUint(t.Bytes[c], 10), strconv.FormatUint(t.Blocks[c], 10))
 	}
-	if len(r.heuristic) > 0 {
+	if len(r.ViaHeuristic) > 0 {
 		fmt.Fprintf(b, "  %16s  of which reachable via heuristic:\n", "")
 		for _, h := range []leakcheck.Heuristic{leakcheck.StdString, leakcheck.Length64, leakcheck.NewArray, leakcheck.MultipleInheritance} {
-			if v := r.heuristic[h]; v != nil {
+			if v := r.ViaHeuristic[h]; v != nil {
 				fmt.Fprintf(b, "  %16s    %-19s: %d bytes in %d blocks\n", "", h, v[0], v[1])
 			}
 		}
 	}
-	fmt.Fprintf(b, "  %16s: %d bytes in %d blocks\n", "suppressed", r.suppBytes, r.suppBlocks)
-	shown := r.shownRecords(l.cfg.LeakKinds)
+	fmt.Fprintf(b, "  %16s: %d bytes in %d blocks\n", "suppressed", r.SuppBytes, r.SuppBlocks)
+	shown := r.Shown(l.Kinds)
 	if len(shown) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "\n  lost blocks by call site (%s):\n", shownKinds(l.cfg.LeakKinds))
+	fmt.Fprintf(b, "\n  lost blocks by call site (%s):\n", shownKinds(l.Kinds))
 	for _, lr := range shown {
-		total := strconv.FormatUint(lr.bytes, 10)
-		if lr.class == leakcheck.Definite && lr.indirect > 0 {
-			total = fmt.Sprintf("%d (%d direct, %d indirect)", lr.bytes+lr.indirect, lr.bytes, lr.indirect)
+		total := strconv.FormatUint(lr.Bytes, 10)
+		if lr.Class == leakcheck.Definite && lr.Indirect > 0 {
+			total = fmt.Sprintf("%d (%d direct, %d indirect)", lr.Bytes+lr.Indirect, lr.Bytes, lr.Indirect)
 		}
-		fmt.Fprintf(b, "  %s bytes in %d blocks are %s", total, lr.blocks, lr.class.Title())
-		if l.cfg.FailOnLeak && l.cfg.LeakKinds.Has(lr.class) {
+		fmt.Fprintf(b, "  %s bytes in %d blocks are %s", total, lr.Blocks, lr.Class.Title())
+		if l.FailOnLeak && l.Kinds.Has(lr.Class) {
 			b.WriteString(" [counted by --fail-on-leak]")
 		}
 		b.WriteByte('\n')
-		for i, f := range lr.frames {
+		for i, f := range lr.Frames {
 			prefix := "at"
 			if i > 0 {
 				prefix = "by"
 			}
-			fn, loc, mod := frameLabels(f)
+			fn, loc, mod := leakFrameLabels(f)
 			fmt.Fprintf(b, "      %s %s  %s  %s\n", prefix, fn, loc, mod)
 		}
-		if lr.truncated {
+		if lr.Truncated {
 			b.WriteString("      ... (stack truncated: no frame pointer, or --stack-depth reached)\n")
 		}
 	}
-}
-
-// shownRecords are the records printed: every lost class, and the still
-// reachable ones when --leak-kinds counts them.
-func (r *leakResult) shownRecords(kinds leakcheck.Kinds) []lossRecord {
-	var out []lossRecord
-	for _, lr := range r.records {
-		if lr.class != leakcheck.Reachable || kinds.Has(leakcheck.Reachable) {
-			out = append(out, lr)
-		}
-	}
-	return out
 }
 
 func shownKinds(kinds leakcheck.Kinds) string {
@@ -176,7 +182,7 @@ func shownKinds(kinds leakcheck.Kinds) string {
 
 // frameLabels are a frame's function, file:line and module as reports
 // print them.
-func frameLabels(f symbolize.Frame) (string, string, string) {
+func leakFrameLabels(f symbolize.Frame) (string, string, string) {
 	fn := f.Function
 	if fn == "" {
 		fn = "[unknown]"
@@ -202,29 +208,29 @@ func frameLabels(f symbolize.Frame) (string, string, string) {
 // blocks: ::error for the classes --fail-on-leak counts, ::warning for the
 // other lost ones, at the first frame of each stack that has a source line
 // (in the workspace when there is one).
-func (l *leakState) writeAnnotations(b *bytes.Buffer, r *leakResult) {
-	if r.err != nil {
+func writeAnnotations(b *bytes.Buffer, l *leakcheck.Judge, r *leakcheck.Verdict) {
+	if r.Err != nil {
 		return
 	}
 	ws := os.Getenv("GITHUB_WORKSPACE")
-	for _, lr := range r.records {
-		if lr.class == leakcheck.Reachable {
+	for _, lr := range r.Records {
+		if lr.Class == leakcheck.Reachable {
 			continue
 		}
 		level := "warning"
-		if l.cfg.FailOnLeak && l.cfg.LeakKinds.Has(lr.class) {
+		if l.FailOnLeak && l.Kinds.Has(lr.Class) {
 			level = "error"
 		}
-		f, ok := annotationFrame(lr.frames, ws)
+		f, ok := annotationFrame(lr.Frames, ws)
 		if !ok {
 			continue
 		}
-		file := workspaceFile(f.File, ws, r.cwd)
-		fn, _, _ := frameLabels(lr.frames[0])
+		file := workspaceFile(f.File, ws, r.Cwd)
+		fn, _, _ := leakFrameLabels(lr.Frames[0])
 		msg := fmt.Sprintf("%d bytes in %d blocks %s, allocated in %s (pid %d %s)",
-			lr.bytes, lr.blocks, lr.class.Title(), fn, r.pid, r.comm)
+			lr.Bytes, lr.Blocks, lr.Class.Title(), fn, r.PID, r.Comm)
 		fmt.Fprintf(b, "::%s file=%s,line=%d,title=%s::%s\n", level, escapeProperty(file), f.Line,
-			escapeProperty("memtrace: "+lr.class.Title()), escapeData(msg))
+			escapeProperty("memtrace: "+lr.Class.Title()), escapeData(msg))
 	}
 }
 

@@ -1,4 +1,4 @@
-package session
+package replay
 
 import (
 	"fmt"
@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/memtrace/memtrace/aggregate"
-	"github.com/memtrace/memtrace/callstack"
 	"github.com/memtrace/memtrace/history"
+	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/pprofout"
 	"github.com/memtrace/memtrace/recording"
 	"github.com/memtrace/memtrace/report"
@@ -30,17 +30,17 @@ type ReplayConfig struct {
 	Raw     bool
 	Output  string
 	Detail  bool
-	Rates   RateConfig
+	Rates   pipeline.RateConfig
 	RatesOK bool // --half-life or --period given: rates are recomputed
 	PeakTol aggregate.PeakTolerance
 	TolSet  bool
-	SymbolizeConfig
-	ExportFiles // --pprof, --folded, --html as of --at (exports.go)
+	pipeline.SymbolizeConfig
+	pipeline.ExportFiles // --pprof, --folded, --html as of --at (pipeline/exports.go)
 	// LeakConfig: --leak-check, --fail-on-leak, --leak-kinds,
 	// --suppressions, --no-default-suppressions, --json-file; LeakSet
 	// says which were given, the others are the recorded run's
-	// (replay_leaks.go).
-	LeakConfig
+	// (leaks.go).
+	pipeline.LeakConfig
 	LeakSet ReplayLeakFlags
 }
 
@@ -88,21 +88,21 @@ func Replay(c *ReplayConfig, stdout, stderr io.Writer) int {
 		f, err := os.Create(c.Output)
 		if err != nil {
 			fmt.Fprintf(stderr, "memtrace: %v\n", err)
-			return ExitUsage
+			return pipeline.ExitUsage
 		}
 		defer f.Close()
 		out = f
 	}
-	closeJSON, err := c.openJSONFile()
+	closeJSON, err := c.OpenJSONFile()
 	if err != nil {
 		fmt.Fprintf(stderr, "memtrace: %v\n", err)
-		return ExitUsage
+		return pipeline.ExitUsage
 	}
 	defer closeJSON()
 	rp, err := replay(c, stderr)
 	if rp == nil {
 		fmt.Fprintf(stderr, "memtrace: %v\n", err)
-		return ExitUsage
+		return pipeline.ExitUsage
 	}
 	if err != nil {
 		// The readable prefix is reported; the error says what is missing.
@@ -110,41 +110,54 @@ func Replay(c *ReplayConfig, stdout, stderr io.Writer) int {
 	}
 	if rp.missing != "" {
 		fmt.Fprintf(stderr, "memtrace: --at %s: %s\n", c.At.String(), rp.missing)
-		return ExitUsage
+		return pipeline.ExitUsage
 	}
 	lc, lerr := c.leakSettings(rp.info)
 	if lerr != nil {
 		fmt.Fprintf(stderr, "memtrace: %v\n", lerr)
-		return ExitUsage
+		return pipeline.ExitUsage
 	}
-	o := report.Options{Top: c.Top, Sort: c.Sort, Final: c.At.kind == "" && err == nil, Raw: c.Raw, Host: rp.info.Mode == "host",
-		Kernel: rp.info.Kernel, Attach: rp.info.Attach}
+	pr := &pipeline.Printer{Res: rp.res, W: lc.Outputs(out, stderr, c.JSON), Base: report.Options{Top: c.Top, Sort: c.Sort, Raw: c.Raw,
+		Host: rp.info.Mode == "host", ResidentOnly: rp.info.ResidentOnly, Kernel: rp.info.Kernel, Attach: rp.info.Attach}}
 	// --fail-on-leak implies --detail, as in the live run.
 	if c.Detail || (lc.FailOnLeak && rp.info.Detail) {
-		o.Stacks = rp.recordedStacks()
+		pr.Base.Stacks = rp.recordedStacks()
 	}
 	leaks := rp.judgeLeaks(&lc)
-	err = writeReport(lc.output(out, stderr, c.JSON), rp.snap, rp.res, o, leaks)
+	if leaks != nil {
+		pr.Leaks = leaks.Shown
+	}
+	// What the live run printed, then, when the recording stops short of
+	// its end (or predates report records), the table as it stands.
+	err = nil
+	for _, sr := range rp.reports {
+		if err = pr.Write(sr.r, sr.snap); err != nil {
+			break
+		}
+	}
+	if err == nil && (len(rp.reports) == 0 || rp.readErr != nil) {
+		err = pr.Write(recording.Report{Final: c.At.kind == "" && rp.readErr == nil, All: true}, rp.snap)
+	}
 	if err == nil {
 		err = rp.writeExports(c)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "memtrace: %v\n", err)
-		return ExitError
+		return pipeline.ExitError
 	}
-	code := ExitOK
+	code := pipeline.ExitOK
 	if rp.readErr != nil {
-		code = ExitError
+		code = pipeline.ExitError
 	}
 	if leaks != nil {
-		code = leaks.exitCode(code, stderr)
+		code = leaks.ExitCode(code, stderr)
 	}
 	return code
 }
 
 // recordedStacks is the --detail stack source of a recording.
-func (rp *replayed) recordedStacks() recordedStacks {
-	return recordedStacks{frames: rp.stacks, code: codeView{rp.res}, depth: max(rp.info.StackDepth, 1)}
+func (rp *replayed) recordedStacks() pipeline.StackSource {
+	return pipeline.StackSource{Store: rp.stacks, Code: pipeline.CodeView{Resolver: rp.res}, Depth: max(rp.info.StackDepth, 1)}
 }
 
 func (a At) String() string {
@@ -162,7 +175,7 @@ type replayed struct {
 	info    recording.Info
 	snap    aggregate.Snapshot
 	res     *symbolize.Resolver
-	stacks  map[int32][]uint64
+	stacks  *pipeline.StackStore
 	records uint64
 	readErr error
 	// missing says why --at found no such moment ("" when it did).
@@ -179,26 +192,35 @@ type replayed struct {
 	leakChecks []recording.LeakCheck
 	// footprints are the latest footprint readings recorded up to that
 	// moment, by process (footprint.go).
-	footprints map[uint32]recordedFootprint
+	footprints map[uint32]pipeline.RecordedFootprint
+	// reports are the reports the live run printed, with what each
+	// showed (without --at; none in recordings made before version 4).
+	reports []shownReport
+}
+
+// shownReport is a recorded report and its snapshot.
+type shownReport struct {
+	r    recording.Report
+	snap aggregate.Snapshot
 }
 
 // writeExports writes the export files of the moment replayed, as the
 // live run writes them at its end.
 func (rp *replayed) writeExports(c *ReplayConfig) error {
-	if !c.ExportFiles.any() {
+	if !c.ExportFiles.Any() {
 		return nil
 	}
 	since := time.Duration(rp.endNS - min(rp.endNS, rp.info.StartNS))
-	return writeExportFiles(&c.ExportFiles, rp.history, rp.snap, pprofout.NewCache(rp.exportSources()).Sources(), exportEnd{
-		title: "memtrace replay " + filepath.Base(c.File), start: rp.info.Start, time: rp.info.Start.Add(since),
-		ns: rp.endNS, blocks: rp.table, exited: rp.exited})
+	return pipeline.WriteExportFiles(&c.ExportFiles, rp.history, rp.snap, pprofout.NewCache(rp.exportSources()).Sources(), pipeline.ExportEnd{
+		Title: "memtrace replay " + filepath.Base(c.File), Start: rp.info.Start, Time: rp.info.Start.Add(since),
+		NS: rp.endNS, Blocks: rp.table, Exited: rp.exited})
 }
 
 // exportSources resolves the exports' call sites and stacks from the
 // recording.
 func (rp *replayed) exportSources() pprofout.Sources {
 	src := pprofout.Sources{Symbolizer: rp.res, Mappings: rp.res}
-	if takesStacks(rp.info.Detail, rp.info.SampleBytes) {
+	if pipeline.TakesStacks(rp.info.Detail, rp.info.SampleBytes) {
 		src.Stacks = rp.recordedStacks()
 	}
 	return src
@@ -242,17 +264,21 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	// Recorded modules with no debug information ask debuginfod as a live
 	// run's do; diagnostics are warnings only, as replay has no -v.
 	log := slog.New(slog.NewTextHandler(warn, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	dl := newDownloads(c.SymbolizeConfig, log)
-	defer dl.close()
-	rp := &replayed{info: r.Info(), res: symbolize.NewResolver(c.resolverOptions(dl.client())...), stacks: map[int32][]uint64{},
-		footprints: map[uint32]recordedFootprint{}}
+	dl := pipeline.NewDownloads(c.SymbolizeConfig, log)
+	defer dl.Close()
+	rp := &replayed{info: r.Info(), res: symbolize.NewResolver(c.ResolverOptions(dl.Client())...), stacks: pipeline.NewStackStore(),
+		footprints: map[uint32]pipeline.RecordedFootprint{}}
 	rp.res.Offline()
 	t := aggregate.NewTable()
-	t.SetStackBreakdown(stacksAsBreakdown(rp.info.Detail, rp.info.SampleBytes)) // as the live run
+	t.SetStackBreakdown(pipeline.StacksAsBreakdown(rp.info.Detail, rp.info.SampleBytes)) // as the live run
 	f := newFeeder(c, t)
 	rp.table = t
+	// Without --at the reports the live run printed are printed again,
+	// each from the table as of its record (pipeline.Printer).
+	pr := &pipeline.Printer{Table: t, Res: rp.res, HoldExits: c.At.kind == "" && rp.info.Mode == "host",
+		Footprints: func(snap *aggregate.Snapshot, _ bool) { pipeline.WithFootprints(snap, rp.footprints) }}
 	if rp.info.Mode == "host" && (c.PprofFile != "" || c.FoldedFile != "") {
-		rp.exited = pprofout.NewExited(maxExitedStacks)
+		rp.exited = pprofout.NewExited(pipeline.MaxExitedStacks)
 	}
 	if c.HTMLFile != "" {
 		h := history.New(history.Options{})
@@ -261,7 +287,7 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 		// footprint readings recorded so far.
 		f.onTick = func(now uint64) {
 			snap := t.Snapshot()
-			withFootprints(&snap, rp.footprints) // footprint.go
+			pipeline.WithFootprints(&snap, rp.footprints) // footprint.go
 			h.Sample(now, snap, t)
 		}
 	}
@@ -287,7 +313,7 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 			}
 			continue
 		case recording.KindStack:
-			rp.stacks[rec.StackID] = append([]uint64(nil), rec.Frames...)
+			rp.stacks.Add(rec.PID, rec.StackID, rec.Frames)
 			continue
 		}
 		if done {
@@ -299,11 +325,8 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 			continue
 		}
 		if rec.Kind == recording.KindFootprint {
-			rp.footprints[rec.PID] = recordedFootprint{r: rec.Footprint, ranges: slices.Clone(rec.FootprintRanges)}
+			rp.footprints[rec.PID] = pipeline.RecordedFootprint{R: rec.Footprint, Ranges: slices.Clone(rec.FootprintRanges)}
 			continue
-		}
-		if rec.Kind == recording.KindForgot {
-			delete(rp.footprints, rec.PID) // an exec: a new address space
 		}
 		if rec.Kind == recording.KindLeakCheck {
 			lc := rec.Leak
@@ -311,10 +334,20 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 			rp.leakChecks = append(rp.leakChecks, lc)
 			continue
 		}
-		if rec.Kind == recording.KindForgot && rp.exited != nil {
-			rp.foldExited(t, rec.PID)
+		switch {
+		case rec.Kind == recording.KindForgot:
+			if rp.exited != nil {
+				rp.foldExited(t, rec.PID)
+			}
+			pr.Forget(rec.PID)             // an exited process keeps its latest footprint
+			delete(rp.footprints, rec.PID) // an exec: a new address space
+		case rec.Kind == recording.KindReport && c.At.kind == "":
+			r := rec.Report
+			r.PIDs = slices.Clone(r.PIDs)
+			rp.reports = append(rp.reports, shownReport{r, pr.Snapshot(r)})
+		default:
+			f.apply(t, &rec)
 		}
-		f.apply(t, &rec)
 		n++
 		rp.endNS = max(rp.endNS, recordTime(&rec))
 		if rp.history != nil {
@@ -345,8 +378,8 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	if c.At.kind == "time" {
 		rp.endNS = rp.info.StartNS + uint64(c.At.time)
 	}
-	dl.wait(nil)                            // before anything is resolved
-	withFootprints(&rp.snap, rp.footprints) // footprint.go
+	dl.Wait(nil)                                     // before anything is resolved
+	pipeline.WithFootprints(&rp.snap, rp.footprints) // footprint.go
 	return rp, rp.readErr
 }
 
@@ -459,24 +492,4 @@ func (f *feeder) tickTo(t *aggregate.Table, now uint64) {
 		}
 		f.nextTick += uint64(f.c.Rates.Period)
 	}
-}
-
-// recordedStacks gives the recorded stacks (--detail, sampled mode).
-type recordedStacks struct {
-	frames map[int32][]uint64
-	code   codeView
-	depth  int
-}
-
-func (s recordedStacks) Stack(pid uint32, site aggregate.SiteSnapshot) callstack.Stack {
-	frames := s.frames[site.StackID]
-	// A recorded complete stack ends with a 0 frame (timeline.go).
-	complete := len(frames) > 0 && frames[len(frames)-1] == 0
-	if complete {
-		frames = frames[:len(frames)-1]
-	}
-	if len(frames) == 0 {
-		frames = []uint64{site.Address}
-	}
-	return callstack.Build(s.code, int(pid), frames, complete, s.depth)
 }

@@ -1,4 +1,4 @@
-package session
+package replay
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memtrace/memtrace/leakcheck"
+	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/recording"
 )
 
@@ -36,18 +37,18 @@ func TestLeakSettings(t *testing.T) {
 		{"recorded settings", recorded, ReplayConfig{},
 			want{check: true, fail: true, failBytes: 48, kinds: leakcheck.KindsOf(leakcheck.Possible), patterns: []string{"leaky_function"}}},
 		{"flags win", recorded, ReplayConfig{
-			LeakConfig: LeakConfig{FailOnLeak: true, FailBytes: 7, LeakKinds: leakcheck.AllKinds, Suppressions: user},
+			LeakConfig: pipeline.LeakConfig{FailOnLeak: true, FailBytes: 7, LeakKinds: leakcheck.AllKinds, Suppressions: user},
 			LeakSet:    ReplayLeakFlags{Kinds: true, Fail: true, Suppressions: true}},
 			want{check: true, fail: true, failBytes: 7, kinds: leakcheck.AllKinds, patterns: []string{"mine"}}},
 		{"--fail-on-leak=false", recorded, ReplayConfig{LeakSet: ReplayLeakFlags{Fail: true}},
 			want{check: true, kinds: leakcheck.KindsOf(leakcheck.Possible), patterns: []string{"leaky_function"}}},
-		{"--leak-check=false drops the recorded --fail-on-leak", recorded, ReplayConfig{LeakConfig: LeakConfig{LeakCheckSet: true}},
+		{"--leak-check=false drops the recorded --fail-on-leak", recorded, ReplayConfig{LeakConfig: pipeline.LeakConfig{LeakCheckSet: true}},
 			want{kinds: leakcheck.KindsOf(leakcheck.Possible), patterns: []string{"leaky_function"}}},
-		{"--leak-check=false --fail-on-leak", recorded, ReplayConfig{LeakConfig: LeakConfig{LeakCheckSet: true, FailOnLeak: true},
+		{"--leak-check=false --fail-on-leak", recorded, ReplayConfig{LeakConfig: pipeline.LeakConfig{LeakCheckSet: true, FailOnLeak: true},
 			LeakSet: ReplayLeakFlags{Fail: true}}, want{err: errAny}},
-		{"--fail-on-leak, nothing recorded", recording.Info{}, ReplayConfig{LeakConfig: LeakConfig{FailOnLeak: true},
+		{"--fail-on-leak, nothing recorded", recording.Info{}, ReplayConfig{LeakConfig: pipeline.LeakConfig{FailOnLeak: true},
 			LeakSet: ReplayLeakFlags{Fail: true}}, want{err: errNoLeakCheck}},
-		{"--leak-check, nothing recorded", recording.Info{}, ReplayConfig{LeakConfig: LeakConfig{LeakCheck: true, LeakCheckSet: true}},
+		{"--leak-check, nothing recorded", recording.Info{}, ReplayConfig{LeakConfig: pipeline.LeakConfig{LeakCheck: true, LeakCheckSet: true}},
 			want{err: errNoLeakCheck}},
 	}
 	for _, tt := range tests {
@@ -88,11 +89,11 @@ func defaultPatterns() []string {
 // TestRecordedLeakSettings: what a live run writes in the info is what a
 // replay reads back as its defaults.
 func TestRecordedLeakSettings(t *testing.T) {
-	live := LeakConfig{LeakCheck: true, FailOnLeak: true, FailBytes: 1024, LeakKinds: leakcheck.AllKinds,
+	live := pipeline.LeakConfig{LeakCheck: true, FailOnLeak: true, FailBytes: 1024, LeakKinds: leakcheck.AllKinds,
 		Suppressions:  append(leakcheck.Suppressions{{Pattern: "x", Source: "s:1", Kinds: leakcheck.AllKinds}}, leakcheck.DefaultSuppressions...),
 		NoDefaultSupp: false}
 	var info recording.Info
-	live.recordedLeakSettings(&info)
+	live.RecordedLeakSettings(&info)
 	l, err := (&ReplayConfig{}).leakSettings(info)
 	if err != nil {
 		t.Fatal(err)

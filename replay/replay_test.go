@@ -1,4 +1,4 @@
-package session
+package replay
 
 import (
 	"io"
@@ -10,6 +10,7 @@ import (
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/event"
 	"github.com/memtrace/memtrace/history"
+	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/recording"
 )
 
@@ -124,7 +125,7 @@ func TestReplayHistory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rp, err := replay(&ReplayConfig{File: path, At: at, ExportFiles: ExportFiles{HTMLFile: "page.html"}}, io.Discard)
+		rp, err := replay(&ReplayConfig{File: path, At: at, ExportFiles: pipeline.ExportFiles{HTMLFile: "page.html"}}, io.Discard)
 		if err != nil || rp.history == nil {
 			t.Fatalf("--at %q: %v, history %v", tc.at, err, rp.history)
 		}

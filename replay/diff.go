@@ -1,4 +1,4 @@
-package session
+package replay
 
 import (
 	"bytes"
@@ -8,13 +8,14 @@ import (
 	"os"
 
 	"github.com/memtrace/memtrace/diff"
+	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/recording"
 	"github.com/memtrace/memtrace/report"
 )
 
 // ExitGrowth: memtrace diff --fail-on-growth found more growth than allowed
 // (the same status as --fail-on-leak).
-const ExitGrowth = ExitLeak
+const ExitGrowth = pipeline.ExitLeak
 
 // DiffConfig holds the flags of memtrace diff.
 type DiffConfig struct {
@@ -33,7 +34,7 @@ func Diff(c *DiffConfig, stdout, stderr io.Writer) int {
 		s, err := readSide(f, stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "memtrace: %s: %v\n", f, err)
-			return ExitUsage
+			return pipeline.ExitUsage
 		}
 		sides[i] = s
 	}
@@ -46,13 +47,13 @@ func Diff(c *DiffConfig, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "memtrace: %v\n", err)
-		return ExitError
+		return pipeline.ExitError
 	}
 	if g := res.Growth(); c.GrowthSet && g > int64(c.Growth) {
 		fmt.Fprintf(stderr, "memtrace: live bytes grew by %d, more than --fail-on-growth %d\n", g, c.Growth)
 		return ExitGrowth
 	}
-	return ExitOK
+	return pipeline.ExitOK
 }
 
 // readSide reads one side of a diff: NDJSON, or a recording replayed to

@@ -1,10 +1,11 @@
-package session
+package replay
 
 import (
 	"errors"
 	"fmt"
 
 	"github.com/memtrace/memtrace/leakcheck"
+	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/recording"
 )
 
@@ -12,7 +13,7 @@ import (
 // given is the recorded run's.
 type ReplayLeakFlags struct {
 	// Kinds: --leak-kinds. Fail: --fail-on-leak. Suppressions:
-	// --suppressions or --no-default-suppressions (LeakConfig.Suppressions
+	// --suppressions or --no-default-suppressions (pipeline.LeakConfig.Suppressions
 	// is then the whole set, defaults included unless refused).
 	Kinds, Fail, Suppressions bool
 }
@@ -22,7 +23,7 @@ var errNoLeakCheck = errors.New("the recording holds no leak check (the run was 
 
 // leakSettings are the replay's leak settings: the flags given, the
 // recorded run's for the others.
-func (c *ReplayConfig) leakSettings(info recording.Info) (LeakConfig, error) {
+func (c *ReplayConfig) leakSettings(info recording.Info) (pipeline.LeakConfig, error) {
 	l := c.LeakConfig
 	if !c.LeakCheckSet {
 		l.LeakCheck = info.LeakCheck
@@ -67,44 +68,22 @@ func (c *ReplayConfig) leakSettings(info recording.Info) (LeakConfig, error) {
 
 // judgeLeaks judges the recorded leak checks with cfg, as the live run
 // judged them with its own flags (nil: no leak check to show).
-func (rp *replayed) judgeLeaks(cfg *LeakConfig) *leakState {
+func (rp *replayed) judgeLeaks(cfg *pipeline.LeakConfig) *pipeline.Leaks {
 	if !cfg.LeakCheck {
 		return nil
 	}
-	l := newLeakState(cfg)
-	var stacks leakStacks
-	stacks.res = rp.res
+	l := pipeline.NewLeaks(cfg)
+	stacks := pipeline.LeakStacks{Res: rp.res}
 	if rp.info.Detail {
-		stacks.stacks = rp.recordedStacks()
+		stacks.Stacks = rp.recordedStacks()
 	}
 	for i := range rp.leakChecks {
 		c := &rp.leakChecks[i]
-		r := &leakResult{pid: int(c.PID), comm: c.Comm, cwd: c.Cwd, when: c.When, bytes: c.ScannedBytes}
-		l.results[r.pid] = r
+		r := &leakcheck.Verdict{PID: int(c.PID), Comm: c.Comm, Cwd: c.Cwd, When: c.When, ScannedBytes: c.ScannedBytes}
 		if c.Err != "" {
-			r.err = errors.New(c.Err)
-			continue
+			r.Err = errors.New(c.Err)
 		}
-		l.judge(r, c.Blocks, stacks)
+		l.Judge.Judge(r, c.Blocks, stacks.Of)
 	}
 	return l
-}
-
-// recordedLeakSettings are the live run's leak settings for the
-// recording's info.
-func (c *LeakConfig) recordedLeakSettings(info *recording.Info) {
-	if !c.LeakCheck {
-		return
-	}
-	info.LeakCheck = true
-	info.LeakKinds = c.LeakKinds.String()
-	if c.FailOnLeak {
-		info.FailOnLeak = &c.FailBytes
-	}
-	for _, s := range c.Suppressions {
-		if s.Source != "default" {
-			info.Suppressions = append(info.Suppressions, s.Pattern)
-		}
-	}
-	info.NoDefaultSuppressions = c.NoDefaultSupp
 }
