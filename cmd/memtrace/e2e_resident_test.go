@@ -243,17 +243,24 @@ func TestResidentPID(t *testing.T) {
 			}
 			got := residentByFunction(t, out.String(), target.Process.Pid)
 			checkResident(t, got, tc.want)
-			var total residentEstimate
-			for _, e := range got {
-				total.bytes += e.bytes
-				total.stderr = math.Hypot(total.stderr, e.stderr)
-			}
-			gained := float64(after - before)
-			t.Logf("RssAnon gained %.1f MiB, estimate %.1f MiB ± %.2f MiB", gained/(1<<20), total.bytes/(1<<20), total.stderr/(1<<20))
-			if math.Abs(total.bytes-gained) > 4*total.stderr {
-				t.Errorf("resident estimate %.0f ± %.0f, RssAnon gained %.0f: more than 4 standard errors apart", total.bytes, total.stderr, gained)
-			}
+			checkRssAnonGained(t, got, after-before)
 		})
+	}
+}
+
+// checkRssAnonGained checks that a process's resident sites add up to the
+// RssAnon it gained while traced, within 4 standard errors.
+func checkRssAnonGained(t *testing.T, got map[string]residentEstimate, gainedBytes uint64) {
+	t.Helper()
+	var total residentEstimate
+	for _, e := range got {
+		total.bytes += e.bytes
+		total.stderr = math.Hypot(total.stderr, e.stderr)
+	}
+	gained := float64(gainedBytes)
+	t.Logf("RssAnon gained %.1f MiB, estimate %.1f MiB ± %.2f MiB", gained/(1<<20), total.bytes/(1<<20), total.stderr/(1<<20))
+	if math.Abs(total.bytes-gained) > 4*total.stderr {
+		t.Errorf("resident estimate %.0f ± %.0f, RssAnon gained %.0f: more than 4 standard errors apart", total.bytes, total.stderr, gained)
 	}
 }
 
@@ -366,16 +373,7 @@ func TestResidentHost(t *testing.T) {
 	t.Run("running", func(t *testing.T) {
 		got := residentByFunction(t, out[last:], stays.Process.Pid)
 		checkResident(t, got, cResident)
-		var total residentEstimate
-		for _, e := range got {
-			total.bytes += e.bytes
-			total.stderr = math.Hypot(total.stderr, e.stderr)
-		}
-		gained := float64(after - before)
-		t.Logf("RssAnon gained %.1f MiB, estimate %.1f MiB ± %.2f MiB", gained/(1<<20), total.bytes/(1<<20), total.stderr/(1<<20))
-		if math.Abs(total.bytes-gained) > 4*total.stderr {
-			t.Errorf("resident estimate %.0f ± %.0f, RssAnon gained %.0f: more than 4 standard errors apart", total.bytes, total.stderr, gained)
-		}
+		checkRssAnonGained(t, got, after-before)
 	})
 }
 
