@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -290,6 +291,22 @@ func startReady(t *testing.T, bin string) (*exec.Cmd, io.Writer, *bufio.Reader) 
 	lines := bufio.NewReader(stdout)
 	expectLine(t, lines, "ready")
 	return target, stdin, lines
+}
+
+// startAttached runs `memtrace -v ARGS -p PID` and returns once its probes
+// are attached; out gets its stdout, log its stderr. The caller ends it.
+func startAttached(t *testing.T, pid int, args ...string) (mt *exec.Cmd, out, log *bytes.Buffer) {
+	t.Helper()
+	mt = exec.Command(memtrace(t), append(append([]string{"-v"}, args...), "-p", strconv.Itoa(pid))...)
+	out, log = &bytes.Buffer{}, &bytes.Buffer{}
+	mt.Stdout = out
+	stderr, _ := mt.StderrPipe()
+	if err := mt.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mt.Process.Kill() })
+	waitAttached(t, stderr, log)
+	return mt, out, log
 }
 
 // waitAttached reads a `memtrace -v` stderr until its probes are attached,

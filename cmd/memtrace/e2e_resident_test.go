@@ -225,15 +225,7 @@ func TestResidentPID(t *testing.T) {
 			lines := bufio.NewReader(stdout)
 			before := rssAnon(t, target.Process.Pid)
 
-			mt := exec.Command(memtrace(t), "-v", "--json", "--resident-bytes", residentSample, "-p", strconv.Itoa(target.Process.Pid))
-			var out, log bytes.Buffer
-			mt.Stdout = &out
-			stderr, _ := mt.StderrPipe()
-			if err := mt.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer mt.Process.Kill()
-			waitAttached(t, stderr, &log)
+			mt, out, log := startAttached(t, target.Process.Pid, "--json", "--resident-bytes", residentSample)
 			io.WriteString(stdin, "go\n")
 			expectLine(t, lines, "ready")
 			after := rssAnon(t, target.Process.Pid)
@@ -278,15 +270,7 @@ func TestResidentReleased(t *testing.T) {
 	}
 	defer target.Process.Kill()
 	lines := bufio.NewReader(stdout)
-	mt := exec.Command(memtrace(t), "-v", "--json", "--resident-bytes", residentSample, "-p", strconv.Itoa(target.Process.Pid))
-	var out, log bytes.Buffer
-	mt.Stdout = &out
-	stderr, _ := mt.StderrPipe()
-	if err := mt.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer mt.Process.Kill()
-	waitAttached(t, stderr, &log)
+	mt, out, log := startAttached(t, target.Process.Pid, "--json", "--resident-bytes", residentSample)
 	io.WriteString(stdin, "go\n")
 	expectLine(t, lines, "ready")
 	io.WriteString(stdin, "free\n")
