@@ -69,16 +69,7 @@ func runMemtraceEnv(t *testing.T, env []string, args ...string) result {
 		}
 	}
 	cmd.Env = append(cmd.Env, env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("run memtrace: %v", err)
-	}
-	return result{stdout.String(), stderr.String(), code}
+	return runCmd(t, cmd)
 }
 
 // stripForDebuginfod builds the fixture run: a stripped copy of bin, and

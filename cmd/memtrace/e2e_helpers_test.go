@@ -133,7 +133,12 @@ type result struct {
 // runMemtrace runs memtrace with args and returns what it printed and its exit code.
 func runMemtrace(t *testing.T, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(memtrace(t), args...)
+	return runCmd(t, exec.Command(memtrace(t), args...))
+}
+
+// runCmd runs a memtrace command and returns what it printed and its exit code.
+func runCmd(t *testing.T, cmd *exec.Cmd) result {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
