@@ -196,20 +196,13 @@ func (t *Objects) attachMulti(made *Attachment, ex *link.Executable, pid int, pr
 	var entryKeys, retKeys, jvmKeys []string
 	entry.PID, ret.PID, jvm.PID = uint32(pid), uint32(pid), uint32(pid)
 	for _, p := range probes {
-		addr := p.Offset + uint64(p.Skip)
 		if p.CategoryArg != 0 {
-			jvm.Addresses = append(jvm.Addresses, addr)
-			jvm.Cookies = append(jvm.Cookies, cookie(p))
-			jvmKeys = append(jvmKeys, placedKey(p))
+			addProbe(&jvm, &jvmKeys, p)
 			continue
 		}
-		entry.Addresses = append(entry.Addresses, addr)
-		entry.Cookies = append(entry.Cookies, cookie(p))
-		entryKeys = append(entryKeys, placedKey(p))
+		addProbe(&entry, &entryKeys, p)
 		if needsReturn(p) {
-			ret.Addresses = append(ret.Addresses, addr)
-			ret.Cookies = append(ret.Cookies, cookie(p))
-			retKeys = append(retKeys, placedKey(p))
+			addProbe(&ret, &retKeys, p)
 		}
 	}
 	first := probes[0].Probe
@@ -232,6 +225,14 @@ func (t *Objects) attachMulti(made *Attachment, ex *link.Executable, pid int, pr
 	}
 	made.add(&made.entries, l, entryKeys)
 	return nil
+}
+
+// addProbe adds p to a uprobe_multi link's addresses and cookies, and its
+// key to keys.
+func addProbe(o *link.UprobeMultiOptions, keys *[]string, p Placement) {
+	o.Addresses = append(o.Addresses, p.Offset+uint64(p.Skip))
+	o.Cookies = append(o.Cookies, cookie(p))
+	*keys = append(*keys, placedKey(p))
 }
 
 // attachJVM places the JVM's category probes of one file (jvm_entry,

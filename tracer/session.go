@@ -115,9 +115,7 @@ func (t *Objects) attachSession(made *Attachment, ex *link.Executable, path stri
 	for _, p := range probes {
 		addr := p.Offset + uint64(p.Skip)
 		if p.CategoryArg != 0 {
-			jvm.Addresses = append(jvm.Addresses, addr)
-			jvm.Cookies = append(jvm.Cookies, cookie(p))
-			jvmKeys = append(jvmKeys, placedKey(p))
+			addProbe(&jvm, &jvmKeys, p)
 			continue
 		}
 		if needsReturn(p) {
@@ -126,9 +124,7 @@ func (t *Objects) attachSession(made *Attachment, ex *link.Executable, path stri
 			sessKeys = append(sessKeys, placedKey(p))
 			continue
 		}
-		entry.Addresses = append(entry.Addresses, addr)
-		entry.Cookies = append(entry.Cookies, cookie(p))
-		entryKeys = append(entryKeys, placedKey(p))
+		addProbe(&entry, &entryKeys, p)
 	}
 	first := probes[0].Probe
 	if err := t.attachJVM(made, ex, pid, &jvm, jvmKeys, first); err != nil {
