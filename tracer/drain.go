@@ -65,7 +65,19 @@ var MaxBatch = 1 << 16
 // the pointer.
 func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 	d.rd.SetDeadline(time.Now().Add(wait))
-	defer func() { d.last = monotonicNS() }() // the ring was empty then
+	// d.last becomes the time the ring was found empty; a poll that stops
+	// with events left (the batch cap, a drain's budget) sets it to the
+	// last event's time instead, so that the next batch's events are
+	// spread from there, not squeezed after this return.
+	var t uint64
+	left := false
+	defer func() {
+		if left && t != 0 {
+			d.last = t
+		} else {
+			d.last = monotonicNS()
+		}
+	}()
 	n := 0
 	// Bytes to read when draining: records are 8-byte aligned, after an 8-byte header.
 	draining, budget := wait <= 0, d.rd.AvailableBytes()
@@ -98,7 +110,7 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 		}
 		// The record is the C struct laid out for this host; see the size test.
 		raw := (*memtraceEvent)(unsafe.Pointer(&d.rec.RawSample[0]))
-		t := raw.Time
+		t = raw.Time
 		if t == 0 {
 			t = spread(d.last, stamp, read, total)
 		}
@@ -140,9 +152,11 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 		d.Events++
 		// A drain stops once it has read what was there when it began.
 		if draining && (budget <= 0 || d.rd.AvailableBytes() == 0) {
+			left = d.rd.AvailableBytes() > 0
 			return n, nil
 		}
 		if !draining && n >= MaxBatch {
+			left = true
 			return n, nil
 		}
 	}

@@ -105,6 +105,26 @@ func TestPollUnderFlood(t *testing.T) {
 			t.Fatalf("%s: Poll still reading after 30 s of flood", tc.name)
 		}
 	}
+
+	// A poll stopped by the cap leaves events in the ring: the next
+	// batch's are spread from the last event handed over, not from the
+	// moment the capped poll returned (the ring was not empty then).
+	var last, first uint64
+	if _, err := d.Poll(20*time.Millisecond, func(e *event.Event) { slow(e); last = e.Time }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Poll(20*time.Millisecond, func(e *event.Event) {
+		if first == 0 {
+			first = e.Time
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The capped poll took >= 20 ms (MaxBatch slow events); the next
+	// batch's first event is a few µs past the last one, not 20 ms.
+	if first < last || first-last > uint64(5*time.Millisecond) {
+		t.Errorf("after a capped poll: next batch starts %d ns after the last event, want 0 to 5 ms", int64(first-last))
+	}
 }
 
 // TestSpread: a batch's events get times between the moment the ring was
