@@ -75,7 +75,7 @@ func TestClassify(t *testing.T) {
 		{0x7f3100000000, 0x7f3100101000}, // another, whose thread has ended: found by its guard
 	}}
 	sp := []uint64{0x7f3000800f00}
-	r := classify(vmas, sp, o, mem)
+	r := classify(vmas, sp, o, nil, mem)
 	want := Reading{
 		HeapResident:  (1024 + 64 + 2048) << 10,
 		AnonResident:  (256 + 256) << 10, // the range inside the VMA, and the one sharing it
@@ -108,7 +108,7 @@ func TestClassify(t *testing.T) {
 	}
 	// Another allocator: every untracked anonymous mapping is its own.
 	o.Glibc = false
-	if r := classify(vmas, sp, o, mem); r.HeapResident != want.HeapResident+(40<<10) {
+	if r := classify(vmas, sp, o, nil, mem); r.HeapResident != want.HeapResident+(40<<10) {
 		t.Errorf("not glibc: heap %d, want %d", r.HeapResident, want.HeapResident+(40<<10))
 	}
 }

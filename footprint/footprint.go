@@ -34,6 +34,19 @@ type Reading struct {
 	AnonResident uint64
 	// StackResident is the resident part of thread stacks.
 	StackResident uint64
+	// GoHeap is a Go program's heap arenas (goroutine stacks included:
+	// they are allocated from heap spans) by NMT's states; zero for other
+	// programs. GoHeapSource says how the arenas were found: "runtime"
+	// (the runtime's own list, mheap_.allArenas, read from the process:
+	// exact), "addresses" (a stripped executable: the anonymous mappings
+	// in the runtime's hint zones, a heuristic), "" (not a Go program).
+	GoHeap       State
+	GoHeapSource string
+	// GoRuntimeResident is a Go program's other anonymous memory no
+	// traced mmap call made, no stack and no .bss: the runtime's off-heap
+	// metadata (spans, arena headers, GC bitmaps, the page allocator's
+	// summaries) and whatever the Go code maps itself with syscall.Mmap.
+	GoRuntimeResident uint64
 	// FileResident is the resident part of file mappings (shared memory
 	// included), private copies of their pages too.
 	FileResident uint64
