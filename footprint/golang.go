@@ -7,7 +7,8 @@ import (
 	"os"
 	"sort"
 	"sync"
-	"syscall"
+
+	"github.com/memtrace/memtrace/allocator"
 )
 
 // A Go program's heap is no malloc's: the runtime maps it with raw mmap
@@ -43,39 +44,28 @@ type goExe struct {
 // file's identity so that a rebuilt binary is read again.
 var goExes = struct {
 	sync.Mutex
-	m map[fileID]*goExe
-}{m: map[fileID]*goExe{}}
-
-type fileID struct {
-	dev, ino    uint64
-	mtime, size int64
-}
+	m map[allocator.FileID]*goExe
+}{m: map[allocator.FileID]*goExe{}}
 
 // goProgram says whether the process in dir runs a Go executable, and
 // what a reading needs of it.
 func goProgram(dir string) *goExe {
-	st, err := os.Stat(dir + "/exe")
+	id, err := allocator.Identify(dir + "/exe")
 	if err != nil {
 		return nil
 	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	if !ok {
-		return nil
-	}
-	id := fileID{uint64(sys.Dev), sys.Ino, st.ModTime().UnixNano(), st.Size()}
 	goExes.Lock()
 	g, ok := goExes.m[id]
 	goExes.Unlock()
-	if ok {
-		return g
+	if !ok {
+		g = readGoExe(dir + "/exe")
+		goExes.Lock()
+		if len(goExes.m) >= goExeCacheLimit {
+			clear(goExes.m)
+		}
+		goExes.m[id] = g
+		goExes.Unlock()
 	}
-	g = readGoExe(dir + "/exe")
-	goExes.Lock()
-	if len(goExes.m) >= goExeCacheLimit {
-		clear(goExes.m)
-	}
-	goExes.m[id] = g
-	goExes.Unlock()
 	return g
 }
 
