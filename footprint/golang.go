@@ -27,10 +27,16 @@ const (
 	userSpaceEnd     = 1 << 47            // x86-64's user address space (4-level page tables)
 	maxArenas        = 1 << 16            // a list longer than 4 TiB of heap is no arena list
 	maxMheap         = 1 << 20            // bytes of mheap_ scanned for the list
-	sourceRuntime    = "runtime"          // Reading.GoHeapSource: mheap_'s list
-	sourceAddresses  = "addresses"        // Reading.GoHeapSource: aligned mappings
 	goExeCacheLimit  = 256                // executables remembered (whole host sees many)
 	elfPhdrAuxvEntry = 3                  // AT_PHDR
+)
+
+// Reading.GoHeapSource's values: the arenas come from the runtime's own
+// list (exact), or from the mappings' alignment (a heuristic, for an
+// executable without a symbol table).
+const (
+	GoHeapFromRuntime   = "runtime"
+	GoHeapFromAddresses = "addresses"
 )
 
 // goExe is what a reading needs of a Go executable: where mheap_ lies at
@@ -137,7 +143,7 @@ func loadBias(dir string, g *goExe) (uint64, error) {
 // and merged, and how they were found.
 type goHeap struct {
 	arenas []Range
-	source string // sourceRuntime or sourceAddresses
+	source string // GoHeapFromRuntime or GoHeapFromAddresses
 }
 
 // findGoHeap finds the arenas of a Go program: from the runtime's own
@@ -146,11 +152,11 @@ func findGoHeap(dir string, g *goExe, vmas []vma, mem memory) *goHeap {
 	if g.mheap != 0 {
 		if bias, err := loadBias(dir, g); err == nil {
 			if a := runtimeArenas(g.mheap+bias, g.mheapSize, vmas, mem); a != nil {
-				return &goHeap{arenas: a, source: sourceRuntime}
+				return &goHeap{arenas: a, source: GoHeapFromRuntime}
 			}
 		}
 	}
-	return &goHeap{arenas: alignedArenas(vmas), source: sourceAddresses}
+	return &goHeap{arenas: alignedArenas(vmas), source: GoHeapFromAddresses}
 }
 
 // runtimeArenas reads mheap_.allArenas. The field's offset changes with

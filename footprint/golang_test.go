@@ -23,8 +23,8 @@ func TestReadGoHeap(t *testing.T) {
 	for _, tc := range []struct {
 		name, ldflags, source string
 	}{
-		{"symbols", "", sourceRuntime},
-		{"stripped", "-s -w", sourceAddresses},
+		{"symbols", "", GoHeapFromRuntime},
+		{"stripped", "-s -w", GoHeapFromAddresses},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bin := filepath.Join(t.TempDir(), "resident_go")
