@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -90,12 +91,14 @@ func checkGoFootprint(t *testing.T, f goFootprint, ms goMemStats) {
 }
 
 // TestFootprintGoProgram: a Go program's heap, traced with `--` (read at
-// its exit stop) and with -p (read in the final report while it waits).
+// its exit stop; recorded, its replay shows the same Go figures) and with
+// -p (read in the final report while it waits).
 func TestFootprintGoProgram(t *testing.T) {
 	needBPF(t)
 	bin := goFixture(t)
 	t.Run("command", func(t *testing.T) {
-		cmd := exec.Command(memtrace(t), "--json", "--", bin)
+		rec := filepath.Join(t.TempDir(), "run.rec")
+		cmd := exec.Command(memtrace(t), "--json", "--record", rec, "--", bin)
 		cmd.Env = append(os.Environ(), "MEMSTATS=1")
 		r := runCmd(t, cmd)
 		if r.code != 0 {
@@ -103,6 +106,13 @@ func TestFootprintGoProgram(t *testing.T) {
 		}
 		f, ms := parseGoRun(t, r.stdout)
 		checkGoFootprint(t, f, ms)
+		replayed := runMemtrace(t, "replay", rec, "--json")
+		if replayed.code != 0 {
+			t.Fatalf("replay exit %d\n%s", replayed.code, replayed.stderr)
+		}
+		if rf, _ := parseGoRun(t, replayed.stdout+"heap_sys 1\n"); rf != f {
+			t.Errorf("replayed footprint %+v, live %+v", rf, f)
+		}
 	})
 	t.Run("pid", func(t *testing.T) {
 		target := exec.Command(bin)
