@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/memtrace/memtrace/allocator"
 )
@@ -43,7 +44,11 @@ const (
 // link time and where the program headers do (to find a PIE's load bias).
 type goExe struct {
 	mheap, mheapSize uint64 // 0 when the symbol table is stripped
-	phdr             uint64 // the program headers' link-time address; 0 for ET_EXEC
+	// allArenas is the offset in mheap_ where the list was last found
+	// (+1; 0: not yet): the same for every process of the executable, so
+	// that a reading reads one slice header instead of scanning mheap_.
+	allArenas atomic.Uint64
+	phdr      uint64 // the program headers' link-time address; 0 for ET_EXEC
 }
 
 // goExes caches goExe by executable (nil: not a Go program), keyed by the
@@ -151,7 +156,7 @@ type goHeap struct {
 func findGoHeap(dir string, g *goExe, vmas []vma, mem memory) *goHeap {
 	if g.mheap != 0 {
 		if bias, err := loadBias(dir, g); err == nil {
-			if a := runtimeArenas(g.mheap+bias, g.mheapSize, vmas, mem); a != nil {
+			if a := g.runtimeArenas(g.mheap+bias, vmas, mem); a != nil {
 				return &goHeap{arenas: a, source: GoHeapFromRuntime}
 			}
 		}
@@ -164,32 +169,48 @@ func findGoHeap(dir string, g *goExe, vmas []vma, mem memory) *goHeap {
 // for slice headers (pointer, length, capacity) whose every element is the
 // index of an arena the kernel has mapped, all of it, as anonymous memory.
 // The runtime's other slices of arena indices (sweepArenas, markArenas)
-// are snapshots of allArenas, which only grows on 64-bit: the longest list
-// is taken. A slice of anything else fails on its first element: pointers
+// are snapshots of allArenas, which only grows on 64-bit, and are declared
+// after it: the longest list is taken, the first of equals, and where it
+// was found serves the executable's next readings. A slice of anything else fails on its first element: pointers
 // and small numbers are no index of mapped user memory. nil when none is
 // found.
-func runtimeArenas(addr, size uint64, vmas []vma, mem memory) []Range {
-	b := make([]byte, size&^7)
+func (g *goExe) runtimeArenas(addr uint64, vmas []vma, mem memory) []Range {
+	if off := g.allArenas.Load(); off > 0 {
+		var b [24]byte
+		if mem.read(b[:], addr+off-1) == nil {
+			if a := sliceArenas(b[:], 0, vmas, mem); a != nil {
+				return merge(a)
+			}
+		}
+	}
+	b := make([]byte, g.mheapSize&^7)
 	if len(b) < 24 || mem.read(b, addr) != nil {
 		return nil
 	}
 	var best []Range
 	for o := 0; o+24 <= len(b); o += 8 {
-		ptr := binary.LittleEndian.Uint64(b[o:])
-		n := binary.LittleEndian.Uint64(b[o+8:])
-		c := binary.LittleEndian.Uint64(b[o+16:])
-		if ptr == 0 || ptr%8 != 0 || n == 0 || n > c || c > maxArenas || n <= uint64(len(best)) {
-			continue
-		}
-		idx := make([]byte, 8*n)
-		if mem.read(idx, ptr) != nil {
-			continue
-		}
-		if a := arenaRanges(idx, vmas); a != nil {
+		if a := sliceArenas(b, o, vmas, mem); len(a) > len(best) {
 			best = a
+			g.allArenas.Store(uint64(o) + 1)
 		}
 	}
 	return merge(best)
+}
+
+// sliceArenas reads the slice whose header is at b[o:] as arena indices:
+// nil if it is no such slice.
+func sliceArenas(b []byte, o int, vmas []vma, mem memory) []Range {
+	ptr := binary.LittleEndian.Uint64(b[o:])
+	n := binary.LittleEndian.Uint64(b[o+8:])
+	c := binary.LittleEndian.Uint64(b[o+16:])
+	if ptr == 0 || ptr%8 != 0 || n == 0 || n > c || c > maxArenas {
+		return nil
+	}
+	idx := make([]byte, 8*n)
+	if mem.read(idx, ptr) != nil {
+		return nil
+	}
+	return arenaRanges(idx, vmas)
 }
 
 // arenaRanges turns arena indices into address ranges, or nil if one is
