@@ -63,7 +63,9 @@ func parseGoRun(t *testing.T, out string) (f goFootprint, ms goMemStats) {
 // with less than 1% unexplained. Exact (not within a tolerance) where
 // the process cannot change between the runtime's figures and the
 // reading: the arenas' reservation and commitment.
-func checkGoFootprint(t *testing.T, f goFootprint, ms goMemStats) {
+// A cgo program's runtime maps its metadata through libc's mmap, traced:
+// that is mmap (a few MiB at most), and glibc's heap holds a few blocks.
+func checkGoFootprint(t *testing.T, f goFootprint, ms goMemStats, cgo bool) {
 	t.Helper()
 	t.Logf("footprint %+v; runtime %+v", f, ms)
 	if f.GoHeapSource != "runtime" {
@@ -81,10 +83,14 @@ func checkGoFootprint(t *testing.T, f goFootprint, ms goMemStats) {
 	if f.GoHeapResident < f.RSSAnon-f.RSSAnon/50 {
 		t.Errorf("go heap resident %d is less than 98%% of RssAnon %d", f.GoHeapResident, f.RSSAnon)
 	}
-	if f.HeapResident != 0 || f.AnonResident != 0 {
+	switch {
+	case !cgo && (f.HeapResident != 0 || f.AnonResident != 0):
 		t.Errorf("heap %d, mmap %d: a static Go program has neither", f.HeapResident, f.AnonResident)
+	case cgo && (f.HeapResident > 1<<20 || f.AnonResident > 4<<20 || f.GoRuntimeResident > 1<<20):
+		t.Errorf("heap %d, mmap %d, go runtime %d: a cgo program's runtime maps through libc (mmap), its heap is not glibc's",
+			f.HeapResident, f.AnonResident, f.GoRuntimeResident)
 	}
-	sum := f.GoHeapResident + f.GoRuntimeResident + f.StackResident + f.FileResident + f.Unexplained
+	sum := f.HeapResident + f.AnonResident + f.GoHeapResident + f.GoRuntimeResident + f.StackResident + f.FileResident + f.Unexplained
 	if sum != f.RSS || f.Unexplained > f.RSS/100 {
 		t.Errorf("parts add up to %d, rss %d; unexplained %d: want at most 1%%", sum, f.RSS, f.Unexplained)
 	}
@@ -92,7 +98,9 @@ func checkGoFootprint(t *testing.T, f goFootprint, ms goMemStats) {
 
 // TestFootprintGoProgram: a Go program's heap, traced with `--` (read at
 // its exit stop; recorded, its replay shows the same Go figures) and with
-// -p (read in the final report while it waits).
+// -p (read in the final report while it waits); and a cgo build of it,
+// whose runtime maps its heap through libc's mmap (traced: those regions
+// are mmap call sites, their bytes the Go heap's, not counted twice).
 func TestFootprintGoProgram(t *testing.T) {
 	needBPF(t)
 	bin := goFixture(t)
@@ -105,7 +113,7 @@ func TestFootprintGoProgram(t *testing.T) {
 			t.Fatalf("exit %d\n%s", r.code, r.stderr)
 		}
 		f, ms := parseGoRun(t, r.stdout)
-		checkGoFootprint(t, f, ms)
+		checkGoFootprint(t, f, ms, false)
 		replayed := runMemtrace(t, "replay", rec, "--json")
 		if replayed.code != 0 {
 			t.Fatalf("replay exit %d\n%s", replayed.code, replayed.stderr)
@@ -137,6 +145,23 @@ func TestFootprintGoProgram(t *testing.T) {
 			t.Fatalf("memtrace: %v\n%s", err, log.String())
 		}
 		f, ms := parseGoRun(t, out.String()+stats)
-		checkGoFootprint(t, f, ms)
+		checkGoFootprint(t, f, ms, false)
+	})
+	t.Run("cgo", func(t *testing.T) {
+		bin := filepath.Join(binDir, "resident_go_cgo")
+		build := exec.Command("go", "build", "-tags", "cgofixture", "-o", bin, ".")
+		build.Dir = filepath.Join("..", "..", "testdata", "resident_go")
+		build.Env = append(os.Environ(), "CGO_ENABLED=1")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("go build: %v\n%s", err, out)
+		}
+		cmd := exec.Command(memtrace(t), "--json", "--", bin)
+		cmd.Env = append(os.Environ(), "MEMSTATS=1")
+		r := runCmd(t, cmd)
+		if r.code != 0 {
+			t.Fatalf("exit %d\n%s", r.code, r.stderr)
+		}
+		f, ms := parseGoRun(t, r.stdout)
+		checkGoFootprint(t, f, ms, true)
 	})
 }
