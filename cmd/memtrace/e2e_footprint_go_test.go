@@ -106,13 +106,7 @@ func TestFootprintGoProgram(t *testing.T) {
 	bin := goFixture(t)
 	t.Run("command", func(t *testing.T) {
 		rec := filepath.Join(t.TempDir(), "run.rec")
-		cmd := exec.Command(memtrace(t), "--json", "--record", rec, "--", bin)
-		cmd.Env = append(os.Environ(), "MEMSTATS=1")
-		r := runCmd(t, cmd)
-		if r.code != 0 {
-			t.Fatalf("exit %d\n%s", r.code, r.stderr)
-		}
-		f, ms := parseGoRun(t, r.stdout)
+		f, ms := runGoCommand(t, bin, "--record", rec)
 		checkGoFootprint(t, f, ms, false)
 		replayed := runMemtrace(t, "replay", rec, "--json")
 		if replayed.code != 0 {
@@ -155,13 +149,20 @@ func TestFootprintGoProgram(t *testing.T) {
 		if out, err := build.CombinedOutput(); err != nil {
 			t.Fatalf("go build: %v\n%s", err, out)
 		}
-		cmd := exec.Command(memtrace(t), "--json", "--", bin)
-		cmd.Env = append(os.Environ(), "MEMSTATS=1")
-		r := runCmd(t, cmd)
-		if r.code != 0 {
-			t.Fatalf("exit %d\n%s", r.code, r.stderr)
-		}
-		f, ms := parseGoRun(t, r.stdout)
+		f, ms := runGoCommand(t, bin)
 		checkGoFootprint(t, f, ms, true)
 	})
+}
+
+// runGoCommand runs `memtrace --json args -- bin` with the fixture
+// printing its MemStats.
+func runGoCommand(t *testing.T, bin string, args ...string) (goFootprint, goMemStats) {
+	t.Helper()
+	cmd := exec.Command(memtrace(t), append(append([]string{"--json"}, args...), "--", bin)...)
+	cmd.Env = append(os.Environ(), "MEMSTATS=1")
+	r := runCmd(t, cmd)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	return parseGoRun(t, r.stdout)
 }
