@@ -54,11 +54,18 @@ Rss:                   4 kB
 Rss:                  12 kB
 `
 
-func TestClassify(t *testing.T) {
-	vmas, err := parseSmaps(strings.NewReader(smaps))
+// mustParse parses a canned smaps.
+func mustParse(t *testing.T, s string) []vma {
+	t.Helper()
+	vmas, err := parseSmaps(strings.NewReader(s))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return vmas
+}
+
+func TestClassify(t *testing.T) {
+	vmas := mustParse(t, smaps)
 	mem := fakeMemory{
 		words: map[uint64]uint64{
 			// An arena's heap_info: ar_ptr, prev, size, mprotect_size.

@@ -57,15 +57,18 @@ func parseGoRun(t *testing.T, out string) (f goFootprint, ms goMemStats) {
 }
 
 // checkGoFootprint: the Go heap is found from the runtime's own list; its
-// resident bytes are at least what the runtime's spans hold in use (every
-// page of the 192 MiB kept was written) and at most what it has not given
-// back; it is nearly all of RssAnon; and the parts add up to the RSS
-// with less than 1% unexplained. Exact (not within a tolerance) where
-// the process cannot change between the runtime's figures and the
-// reading: the arenas' reservation and commitment.
+// resident bytes are at least what the runtime's spans hold in use, less
+// 64 pages (every page of the 192 MiB kept was written), and at most what it has not given
+// back; it is nearly all of RssAnon; the arenas are whole and commit at
+// least what the runtime says it mapped; and the parts add up to the RSS
+// with less than 1% unexplained. (The runtime's figures are taken a
+// moment before the reading, so ranges, not equalities.)
 // A cgo program's runtime maps its metadata through libc's mmap, traced:
 // that is mmap (a few MiB at most), and glibc's heap holds a few blocks.
-func checkGoFootprint(t *testing.T, f goFootprint, ms goMemStats, cgo bool) {
+// drift: how far the parts may add up past the RSS; 0 at an exit stop,
+// a few pages for a running process (the runtime's background work may
+// touch a page between status and smaps).
+func checkGoFootprint(t *testing.T, f goFootprint, ms goMemStats, cgo bool, drift uint64) {
 	t.Helper()
 	t.Logf("footprint %+v; runtime %+v", f, ms)
 	if f.GoHeapSource != "runtime" {
@@ -75,9 +78,11 @@ func checkGoFootprint(t *testing.T, f goFootprint, ms goMemStats, cgo bool) {
 		t.Errorf("go heap reserved %d committed %d: want whole 64 MiB arenas, HeapSys+StackInuse %d committed",
 			f.GoHeapReserved, f.GoHeapCommitted, ms.sys+ms.stacks)
 	}
-	inuse, unreleased := ms.inuse+ms.stacks, ms.sys-ms.released+ms.stacks
+	// In-use spans may hold pages never written (a fresh span's unused
+	// tail, the unused bottom of a stack): up to 64 pages below in use.
+	inuse, unreleased := ms.inuse+ms.stacks-64*4096, ms.sys-ms.released+ms.stacks
 	if f.GoHeapResident < inuse || f.GoHeapResident > unreleased || f.GoHeapResident < 192<<20 {
-		t.Errorf("go_heap_resident_bytes %d, want the 192 MiB kept, from in use %d to unreleased %d",
+		t.Errorf("go_heap_resident_bytes %d, want the 192 MiB kept, from in use less 64 pages %d to unreleased %d",
 			f.GoHeapResident, inuse, unreleased)
 	}
 	if f.GoHeapResident < f.RSSAnon-f.RSSAnon/50 {
@@ -91,8 +96,9 @@ func checkGoFootprint(t *testing.T, f goFootprint, ms goMemStats, cgo bool) {
 			f.HeapResident, f.AnonResident, f.GoRuntimeResident)
 	}
 	sum := f.HeapResident + f.AnonResident + f.GoHeapResident + f.GoRuntimeResident + f.StackResident + f.FileResident + f.Unexplained
-	if sum != f.RSS || f.Unexplained > f.RSS/100 {
-		t.Errorf("parts add up to %d, rss %d; unexplained %d: want at most 1%%", sum, f.RSS, f.Unexplained)
+	if sum < f.RSS || sum > f.RSS+drift || f.Unexplained > f.RSS/100 {
+		t.Errorf("parts add up to %d, rss %d (%d bytes of drift allowed); unexplained %d: want at most 1%%",
+			sum, f.RSS, drift, f.Unexplained)
 	}
 }
 
@@ -107,7 +113,7 @@ func TestFootprintGoProgram(t *testing.T) {
 	t.Run("command", func(t *testing.T) {
 		rec := filepath.Join(t.TempDir(), "run.rec")
 		f, ms := runGoCommand(t, bin, "--record", rec)
-		checkGoFootprint(t, f, ms, false)
+		checkGoFootprint(t, f, ms, false, 0)
 		replayed := runMemtrace(t, "replay", rec, "--json")
 		if replayed.code != 0 {
 			t.Fatalf("replay exit %d\n%s", replayed.code, replayed.stderr)
@@ -139,7 +145,7 @@ func TestFootprintGoProgram(t *testing.T) {
 			t.Fatalf("memtrace: %v\n%s", err, log.String())
 		}
 		f, ms := parseGoRun(t, out.String()+stats)
-		checkGoFootprint(t, f, ms, false)
+		checkGoFootprint(t, f, ms, false, 16*4096)
 	})
 	t.Run("cgo", func(t *testing.T) {
 		bin := filepath.Join(binDir, "resident_go_cgo")
@@ -150,7 +156,7 @@ func TestFootprintGoProgram(t *testing.T) {
 			t.Fatalf("go build: %v\n%s", err, out)
 		}
 		f, ms := runGoCommand(t, bin)
-		checkGoFootprint(t, f, ms, true)
+		checkGoFootprint(t, f, ms, true, 0)
 	})
 }
 
