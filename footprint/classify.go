@@ -1,5 +1,7 @@
 package footprint
 
+import "slices"
+
 // memory reads a process's memory and residency; procMemory is the real one.
 type memory interface {
 	// read fills b from the process's memory at addr.
@@ -18,6 +20,12 @@ func classify(vmas []vma, sps []uint64, o Options, gh *goHeap, mem memory) Readi
 	r := Reading{Ranges: make([]State, len(o.Ranges))}
 	if gh != nil {
 		r.GoHeapSource = gh.source
+		// A stack pointer in the arenas is a goroutine's: no mapping's
+		// stack, even one the kernel merged with an arena.
+		sps = slices.DeleteFunc(slices.Clone(sps), func(sp uint64) bool {
+			n, _ := gh.overlap(sp, sp+1)
+			return n > 0
+		})
 	}
 	ri := 0 // the first range that may overlap the current VMA
 	for i := range vmas {

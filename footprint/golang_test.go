@@ -150,4 +150,14 @@ func TestClassifyGo(t *testing.T) {
 	if st := r.Ranges[0]; st != (State{Reserved: 4 << 20, Committed: 4 << 20, Resident: 4 << 20}) {
 		t.Errorf("cgo: the arena's traced range %+v", st)
 	}
+	// A mapping right below the arena, merged with it by the kernel: the
+	// arena's part is read from pagemap.
+	merged := strings.Replace(goSmaps, "c000000000-c000400000 rw-p 00000000 00:00 0\nRss:                4096 kB",
+		"bffff00000-c000400000 rw-p 00000000 00:00 0\nRss:                5120 kB", 1)
+	mem.res = map[Range]uint64{{0xc000000000, 0xc000400000}: 3 << 20}
+	r = classify(mustParse(t, merged), sp, Options{}, gh, mem)
+	heap.Resident = 3 << 20
+	if r.GoHeap != heap || r.GoRuntimeResident != (512+2048)<<10 {
+		t.Errorf("merged: %+v", r)
+	}
 }
