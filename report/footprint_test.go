@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -106,5 +107,20 @@ func TestFootprintGo(t *testing.T) {
 	if rec.GoHeapReservedBytes != 256<<20 || rec.GoHeapCommittedBytes != 196<<20 || rec.GoHeapResidentBytes != 192<<20 ||
 		rec.GoHeapSource != "runtime" || rec.GoRuntimeResidentBytes != 1<<20 {
 		t.Errorf("record %+v", rec)
+	}
+}
+
+// TestFootprintFieldsDocumented: every field of the footprint object is
+// in docs/json.md.
+func TestFootprintFieldsDocumented(t *testing.T) {
+	doc, err := readDoc()
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ := reflect.TypeOf(footprintRecord{})
+	for i := range typ.NumField() {
+		if f := "`footprint." + typ.Field(i).Tag.Get("json") + "`"; !strings.Contains(doc, f) {
+			t.Errorf("docs/json.md does not document %s", f)
+		}
 	}
 }
