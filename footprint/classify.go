@@ -92,12 +92,14 @@ func classify(vmas []vma, sps []uint64, o Options, gh *goHeap, mem memory) Readi
 		case rest == 0:
 		case v.path == "[heap]":
 			r.HeapResident += rest
+		case tracked && !o.Glibc:
+			// The rest of a VMA merged with a tracked range: the allocator's.
+			r.HeapResident += rest
 		case tracked:
-			// The rest of a VMA merged with a tracked range: the allocator's
-			// unless glibc's headers would have to say so.
-			if !o.Glibc {
-				r.HeapResident += rest
-			}
+			// glibc's large blocks that the kernel merged with a tracked
+			// range (a cgo program's runtime maps through libc's mmap, next
+			// to them) are found by their headers in the gaps.
+			r.HeapResident += glibcGaps(v, o.Ranges[ri:], gh, rest, mem)
 		case o.Glibc && glibcHeap(v, mem):
 			r.HeapResident += rest
 		case i > 0 && staticData(&vmas[i-1], v):
@@ -156,6 +158,30 @@ func goResident(gh *goHeap, v *vma, mem memory) uint64 {
 		if res, err := mem.resident(lo, hi); err == nil {
 			n += res
 		}
+	}
+	return n
+}
+
+// glibcGaps is the resident part, at most rest, of the gaps between
+// tracked ranges in v that glibc's headers say are its own.
+func glibcGaps(v *vma, ranges []Range, gh *goHeap, rest uint64, mem memory) uint64 {
+	var n uint64
+	at := v.start
+	for j := 0; at < v.end && n < rest; j++ {
+		end := v.end
+		if j < len(ranges) && ranges[j].Start < v.end {
+			end = max(ranges[j].Start, at)
+		}
+		gap := vma{start: at, end: end, perms: v.perms}
+		if inGo, _ := gh.overlap(at, end); at < end && inGo == 0 && glibcHeap(&gap, mem) {
+			if res, err := mem.resident(at, end); err == nil {
+				n += min(res, rest-n)
+			}
+		}
+		if j >= len(ranges) || ranges[j].Start >= v.end {
+			break
+		}
+		at = max(at, ranges[j].End)
 	}
 	return n
 }

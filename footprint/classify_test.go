@@ -132,3 +132,32 @@ func TestParseStatus(t *testing.T) {
 		t.Error("a status without Rss lines must be an error")
 	}
 }
+
+// TestClassifyMergedLargeBlock: a glibc large block that the kernel
+// merged with a tracked range (in a cgo program, next to the runtime's
+// mappings) is found by its header in the gap; a gap without one stays
+// unexplained.
+func TestClassifyMergedLargeBlock(t *testing.T) {
+	vmas := mustParse(t, `7f6000000000-7f6000300000 rw-p 00000000 00:00 0
+Rss:                3072 kB
+7f7000000000-7f7000300000 rw-p 00000000 00:00 0
+Rss:                3072 kB
+`)
+	mem := fakeMemory{
+		words: map[uint64]uint64{0x7f6000100008: 0x200000 | isMmapped}, // prev_size 0, size|IS_MMAPPED
+		res: map[Range]uint64{
+			{0x7f6000000000, 0x7f6000100000}: 1 << 20, {0x7f6000100000, 0x7f6000300000}: 2 << 20,
+			{0x7f7000000000, 0x7f7000100000}: 1 << 20, {0x7f7000100000, 0x7f7000300000}: 2 << 20,
+		},
+	}
+	o := Options{Glibc: true, Ranges: []Range{{0x7f6000000000, 0x7f6000100000}, {0x7f7000000000, 0x7f7000100000}}}
+	r := classify(vmas, nil, o, nil, mem)
+	if r.HeapResident != 2<<20 || r.AnonResident != 2<<20 {
+		t.Errorf("heap %d, mmap %d: want the block's 2 MiB and the ranges' 2 MiB", r.HeapResident, r.AnonResident)
+	}
+	for i, st := range r.Ranges {
+		if st != (State{Reserved: 1 << 20, Committed: 1 << 20, Resident: 1 << 20}) {
+			t.Errorf("range %d: %+v", i, st)
+		}
+	}
+}
