@@ -13,8 +13,9 @@ import (
 )
 
 // A Go program's heap is no malloc's: the runtime maps it with raw mmap
-// syscalls, in heap arenas of 64 MiB (linux/amd64) at hint addresses
-// 0x00c000000000, 0x01c000000000, …, and commits them piecewise. The
+// syscalls, in heap arenas of 64 MiB (linux/amd64), each reserved whole
+// and aligned, at hint addresses from 0x00c000000000 up (randomized since
+// Go 1.26), and commits them piecewise. The
 // runtime keeps the list of its arenas in mheap_.allArenas, a slice of
 // arena indices; mheap_ is found by the executable's symbol table and read
 // through /proc/PID/mem. Everything else the runtime maps anonymously

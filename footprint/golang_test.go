@@ -13,8 +13,8 @@ import (
 
 // TestReadGoHeap reads a Go program holding 192 MiB of slices (the
 // resident fixture, built with the Go toolchain): its arenas are found
-// from the runtime's own list, or, its symbol table stripped, by their
-// alignment; either way the Go heap resident is what the runtime says its
+// from the runtime's own list (also in a position-independent build), or,
+// its symbol table stripped, by their alignment; either way the Go heap resident is what the runtime says its
 // spans hold, and the reading adds up to the RSS (within 16 pages: the
 // process runs) with next to nothing unexplained.
 func TestReadGoHeap(t *testing.T) {
@@ -22,14 +22,17 @@ func TestReadGoHeap(t *testing.T) {
 		t.Skip("no go toolchain:", err)
 	}
 	for _, tc := range []struct {
-		name, ldflags, source string
+		name   string
+		flags  []string
+		source string
 	}{
-		{"symbols", "", GoHeapFromRuntime},
-		{"stripped", "-s -w", GoHeapFromAddresses},
+		{"symbols", nil, GoHeapFromRuntime},
+		{"pie", []string{"-buildmode=pie"}, GoHeapFromRuntime}, // mheap_ moved by the load bias
+		{"stripped", []string{"-ldflags=-s -w"}, GoHeapFromAddresses},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bin := filepath.Join(t.TempDir(), "resident_go")
-			build := exec.Command("go", "build", "-ldflags="+tc.ldflags, "-o", bin, ".")
+			build := exec.Command("go", append(append([]string{"build"}, tc.flags...), "-o", bin, ".")...)
 			build.Dir = filepath.Join("..", "testdata", "resident_go")
 			build.Env = append(os.Environ(), "CGO_ENABLED=0")
 			if out, err := build.CombinedOutput(); err != nil {
