@@ -1,10 +1,11 @@
 // Package footprint reads what the kernel charges a process for its memory
 // (its RSS, from /proc/PID/status) and explains it mapping by mapping (from
 // /proc/PID/smaps): the allocator's heap, anonymous mappings made by traced
-// mmap calls, thread stacks, file mappings, and what none of those explains.
-// It reads the kernel only: no probe, no trap, nothing per allocation. It
-// imports nothing from eBPF and nothing of the aggregate, so it is tested
-// on canned readings.
+// mmap calls, a Go program's heap and runtime, thread stacks, file
+// mappings, and what none of those explains. It reads the kernel only (and
+// a process's memory through /proc/PID/mem): no probe, no trap, nothing
+// per allocation. It imports nothing from eBPF and nothing of the
+// aggregate, so it is tested on canned readings.
 package footprint
 
 // Range is an anonymous mapping memtrace tracked from an mmap call,
@@ -27,7 +28,8 @@ type Reading struct {
 	RSS, RSSAnon, RSSFile, RSSShmem uint64
 	// HeapResident is the allocator's memory in RAM: glibc's [heap], its
 	// arenas and large-block mappings; every untracked anonymous mapping
-	// when the allocator is not glibc's (jemalloc, tcmalloc, mimalloc).
+	// when the allocator is not glibc's (jemalloc, tcmalloc, mimalloc) and
+	// the program no Go program without libc (GoHeap, GoRuntimeResident).
 	HeapResident uint64
 	// AnonResident is the resident part of tracked mmap ranges that are
 	// no thread's stack.
