@@ -1,10 +1,11 @@
 // Package footprint reads what the kernel charges a process for its memory
 // (its RSS, from /proc/PID/status) and explains it mapping by mapping (from
 // /proc/PID/smaps): the allocator's heap, anonymous mappings made by traced
-// mmap calls, thread stacks, file mappings, and what none of those explains.
-// It reads the kernel only: no probe, no trap, nothing per allocation. It
-// imports nothing from eBPF and nothing of the aggregate, so it is tested
-// on canned readings.
+// mmap calls, a Go program's heap and runtime, thread stacks, file
+// mappings, and what none of those explains. It reads the kernel only (and
+// a process's memory through /proc/PID/mem): no probe, no trap, nothing
+// per allocation. It imports nothing from eBPF and nothing of the
+// aggregate, so it is tested on canned readings.
 package footprint
 
 // Range is an anonymous mapping memtrace tracked from an mmap call,
@@ -27,13 +28,27 @@ type Reading struct {
 	RSS, RSSAnon, RSSFile, RSSShmem uint64
 	// HeapResident is the allocator's memory in RAM: glibc's [heap], its
 	// arenas and large-block mappings; every untracked anonymous mapping
-	// when the allocator is not glibc's (jemalloc, tcmalloc, mimalloc).
+	// when the allocator is not glibc's (jemalloc, tcmalloc, mimalloc) and
+	// the program no Go program without libc (GoHeap, GoRuntimeResident).
 	HeapResident uint64
 	// AnonResident is the resident part of tracked mmap ranges that are
 	// no thread's stack.
 	AnonResident uint64
 	// StackResident is the resident part of thread stacks.
 	StackResident uint64
+	// GoHeap is a Go program's heap arenas (goroutine stacks included:
+	// they are allocated from heap spans) by NMT's states; zero for other
+	// programs. GoHeapSource says how the arenas were found: "runtime"
+	// (the runtime's own list, mheap_.allArenas, read from the process:
+	// exact), "addresses" (a stripped executable: the anonymous mappings
+	// in the runtime's hint zones, a heuristic), "" (not a Go program).
+	GoHeap       State
+	GoHeapSource string
+	// GoRuntimeResident is a Go program's other anonymous memory no
+	// traced mmap call made, no stack and no .bss: the runtime's off-heap
+	// metadata (spans, arena headers, GC bitmaps, the page allocator's
+	// summaries) and whatever the Go code maps itself with syscall.Mmap.
+	GoRuntimeResident uint64
 	// FileResident is the resident part of file mappings (shared memory
 	// included), private copies of their pages too.
 	FileResident uint64

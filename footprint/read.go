@@ -33,10 +33,16 @@ func Read(pid int, o Options) (Reading, error) {
 	if err != nil {
 		return Reading{}, fmt.Errorf("footprint of %d: %w", pid, err)
 	}
-	if o.Detect {
-		o.Glibc = !mapsOtherAllocator(vmas)
+	var gh *goHeap
+	if g := goProgram(dir); g != nil {
+		gh = findGoHeap(dir, g, vmas, mem)
 	}
-	r := classify(vmas, threadSPs(dir), o, mem)
+	if o.Detect {
+		// A static Go program maps no libc: its anonymous memory is the
+		// runtime's, not glibc's to recognize.
+		o.Glibc = !mapsOtherAllocator(vmas) && (gh == nil || mapsLibc(vmas))
+	}
+	r := classify(vmas, threadSPs(dir), o, gh, mem)
 	if err := parseStatus(st, &r); err != nil {
 		return Reading{}, fmt.Errorf("footprint of %d: %w", pid, err)
 	}
@@ -89,6 +95,15 @@ func mapsOtherAllocator(vmas []vma) bool {
 	return false
 }
 
+func mapsLibc(vmas []vma) bool {
+	for i := range vmas {
+		if strings.HasPrefix(filepath.Base(vmas[i].path), "libc.so") {
+			return true
+		}
+	}
+	return false
+}
+
 // cgroupMemory reads the process's memory cgroup from /proc/PID/cgroup
 // and what that cgroup is charged: memory.current under cgroup v2
 // ("0::/system.slice/x.service"), memory.usage_in_bytes under v1's memory
@@ -120,7 +135,7 @@ func cgroupMemory(dir string) (string, uint64) {
 
 // settle computes Unexplained from the RSS and the categories.
 func (r *Reading) settle() {
-	known := r.HeapResident + r.AnonResident + r.StackResident + r.FileResident
+	known := r.HeapResident + r.AnonResident + r.StackResident + r.FileResident + r.GoHeap.Resident + r.GoRuntimeResident
 	if known < r.RSS {
 		r.Unexplained = r.RSS - known
 	}

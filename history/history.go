@@ -116,8 +116,8 @@ type Sample struct {
 	LiveBytes   uint64
 	LiveBlocks  uint64
 	MappedBytes uint64 // anonymous mappings (mmap) live
-	// HeapResident is the allocator's memory in RAM, from the latest
-	// footprint reading at or before Time (readings are rarer than
+	// HeapResident is the allocator's memory in RAM (a Go program's Go
+	// heap included), from the latest footprint reading at or before Time (readings are rarer than
 	// samples); 0 before the first.
 	HeapResident uint64
 	// Sites holds the live bytes of the largest call sites at this moment
@@ -449,7 +449,8 @@ func (c *Collector) evict(snap aggregate.Snapshot) {
 
 func (c *Collector) sample(p *proc, ps *aggregate.ProcessSnapshot, t uint64) Sample {
 	if ps.Footprint != nil {
-		p.resident = ps.Footprint.HeapResident
+		// A Go program's heap is its allocator's too.
+		p.resident = ps.Footprint.HeapResident + ps.Footprint.GoHeap.Resident
 	}
 	s := Sample{Time: t, Turnover: turnover(ps.Heap), LiveBytes: ps.Heap.LiveBytes, LiveBlocks: ps.Heap.LiveAllocs,
 		MappedBytes: ps.Mapped.LiveBytes, HeapResident: p.resident, Rates: ps.Rates}

@@ -11,12 +11,13 @@ import (
 )
 
 // TestFootprintMetrics: a process with a reading gets its RSS by kind, its
-// breakdown by part, its mappings by state and its cgroup's memory.
+// breakdown by part (a Go program's heap and runtime among them), its mappings by state and its cgroup's memory.
 func TestFootprintMetrics(t *testing.T) {
 	s := New(Options{Sources: pprofout.Sources{Symbolizer: names{}}})
 	p := aggregate.ProcessSnapshot{PID: 10, Comm: "prog", Heap: aggregate.Stats{LiveBytes: 100}}
 	p.SetFootprint(footprint.Reading{RSS: 1000, RSSAnon: 700, RSSFile: 250, RSSShmem: 50, HeapResident: 400,
-		AnonResident: 200, StackResident: 30, FileResident: 300, Unexplained: 70, CgroupMemory: 5000})
+		AnonResident: 200, StackResident: 30, FileResident: 300, Unexplained: 70, CgroupMemory: 5000,
+		GoHeap: footprint.State{Resident: 60}, GoHeapSource: footprint.GoHeapFromRuntime, GoRuntimeResident: 9})
 	p.MappedState = footprint.State{Reserved: 800, Committed: 300, Resident: 200}
 	s.Update(aggregate.Snapshot{Processes: []aggregate.ProcessSnapshot{p}})
 	srv := httptest.NewServer(s.Handler())
@@ -36,6 +37,8 @@ func TestFootprintMetrics(t *testing.T) {
 		`memtrace_mmap_bytes{` + lv + `,pid="10",state="reserved"} 800`,
 		`memtrace_mmap_bytes{` + lv + `,pid="10",state="resident"} 200`,
 		`memtrace_resident_bytes{` + lv + `,part="files",pid="10"} 300`,
+		`memtrace_resident_bytes{` + lv + `,part="go_heap",pid="10"} 60`,
+		`memtrace_resident_bytes{` + lv + `,part="go_runtime",pid="10"} 9`,
 		`memtrace_resident_bytes{` + lv + `,part="heap_live",pid="10"} 100`,
 		`memtrace_resident_bytes{` + lv + `,part="heap_retained",pid="10"} 300`,
 		`memtrace_resident_bytes{` + lv + `,part="mmap",pid="10"} 200`,

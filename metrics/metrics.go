@@ -201,7 +201,7 @@ var (
 	siteLiveBytes  = desc("memtrace_callsite_live_bytes", "Heap live bytes of the top call sites, by function and module.", "function", "module")
 	// The footprint, read from the kernel (footprint.go).
 	rssBytes       = desc("memtrace_rss_bytes", "Resident set size by the kernel's kind (anon, file, shmem), from /proc/PID/status.", "kind")
-	residentBytes  = desc("memtrace_resident_bytes", "RSS by what holds it: heap_live, heap_retained, mmap, stacks, files, unexplained.", "part")
+	residentBytes  = desc("memtrace_resident_bytes", "RSS by what holds it: heap_live, heap_retained, mmap, stacks, files, unexplained; go_heap and go_runtime for a Go program.", "part")
 	mmapStateBytes = desc("memtrace_mmap_bytes", "Anonymous mappings made by traced mmap calls, by state: reserved, committed, resident.", "state")
 	cgroupBytes    = desc("memtrace_cgroup_memory_bytes", "The process's cgroup's memory.current (v1: memory.usage_in_bytes).")
 
@@ -260,6 +260,10 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(residentBytes, float64(f.AnonResident), "mmap")
 			gauge(residentBytes, float64(f.StackResident), "stacks")
 			gauge(residentBytes, float64(f.FileResident), "files")
+			if f.GoHeapSource != "" {
+				gauge(residentBytes, float64(f.GoHeap.Resident), "go_heap")
+				gauge(residentBytes, float64(f.GoRuntimeResident), "go_runtime")
+			}
 			gauge(residentBytes, float64(f.Unexplained), "unexplained")
 			gauge(mmapStateBytes, float64(p.MappedState.Reserved), "reserved")
 			gauge(mmapStateBytes, float64(p.MappedState.Committed), "committed")

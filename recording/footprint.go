@@ -30,6 +30,11 @@ func (w *Writer) Footprint(pid uint32, now uint64, r footprint.Reading, ranges [
 		w.uvarint(st.Committed)
 		w.uvarint(st.Resident)
 	}
+	// Version 5 on: a Go program's heap.
+	for _, v := range []uint64{r.GoHeap.Reserved, r.GoHeap.Committed, r.GoHeap.Resident, r.GoRuntimeResident} {
+		w.uvarint(v)
+	}
+	w.str(r.GoHeapSource)
 	w.done()
 }
 
@@ -50,5 +55,12 @@ func (r *Reader) decodeFootprint(rec *Record) {
 		start := r.uvarint()
 		rec.FootprintRanges = append(rec.FootprintRanges, footprint.Range{Start: start, End: start + r.uvarint()})
 		f.Ranges = append(f.Ranges, footprint.State{Reserved: r.uvarint(), Committed: r.uvarint(), Resident: r.uvarint()})
+	}
+	if r.version >= 5 {
+		r.ensure(maxRecordHead)
+		for _, p := range []*uint64{&f.GoHeap.Reserved, &f.GoHeap.Committed, &f.GoHeap.Resident, &f.GoRuntimeResident} {
+			*p = r.uvarint()
+		}
+		f.GoHeapSource = r.str()
 	}
 }

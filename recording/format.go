@@ -14,8 +14,9 @@ const Magic = "MEMTRACE"
 // version from 1: a version-1 file is a version-2 file without leak check
 // records or the info's leak fields; a version-2 file is a version-3 file
 // without footprint records; a version-3 file is a version-4 file without
-// report records.
-const Version = 4
+// report records; a version-4 file is a version-5 file whose footprint
+// records lack the Go heap.
+const Version = 5
 
 const headerLen = len(Magic) + 4
 

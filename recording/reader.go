@@ -113,9 +113,10 @@ func (r *Record) ApplyTo(t *aggregate.Table) {
 
 // Reader reads a recording.
 type Reader struct {
-	info Info
-	file io.Closer
-	zr   *zstd.Decoder
+	info    Info
+	version uint16
+	file    io.Closer
+	zr      *zstd.Decoder
 	// buf[pos:] is decompressed data not yet decoded; eof: zr has no more.
 	buf []byte
 	pos int
@@ -151,7 +152,8 @@ func NewReader(in io.Reader) (*Reader, error) {
 	if _, err := io.ReadFull(in, hdr); err != nil || string(hdr[:len(Magic)]) != Magic {
 		return nil, ErrNotRecording
 	}
-	if v := binary.LittleEndian.Uint16(hdr[len(Magic):]); v < 1 || v > Version {
+	v := binary.LittleEndian.Uint16(hdr[len(Magic):])
+	if v < 1 || v > Version {
 		return nil, fmt.Errorf("%w: %d (this memtrace reads versions 1 to %d)", ErrVersion, v, Version)
 	}
 	// Bounded: a corrupt frame header must not make it allocate gigabytes
@@ -161,7 +163,7 @@ func NewReader(in io.Reader) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
-	r := &Reader{zr: zr, buf: make([]byte, 0, readChunk)}
+	r := &Reader{zr: zr, buf: make([]byte, 0, readChunk), version: v}
 	tag, err := r.readByte()
 	if err != nil {
 		zr.Close()

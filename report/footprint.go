@@ -26,6 +26,12 @@ type footprintRecord struct {
 	UnexplainedBytes   uint64 `json:"unexplained_bytes"`
 	Cgroup             string `json:"cgroup"`
 	CgroupMemoryBytes  uint64 `json:"cgroup_memory_bytes"`
+	// A Go program's heap and runtime (all zero, source "", otherwise).
+	GoHeapReservedBytes    uint64 `json:"go_heap_reserved_bytes"`
+	GoHeapCommittedBytes   uint64 `json:"go_heap_committed_bytes"`
+	GoHeapResidentBytes    uint64 `json:"go_heap_resident_bytes"`
+	GoHeapSource           string `json:"go_heap_source"`
+	GoRuntimeResidentBytes uint64 `json:"go_runtime_resident_bytes"`
 }
 
 func newFootprintRecord(p aggregate.ProcessSnapshot) footprintRecord {
@@ -46,6 +52,12 @@ func newFootprintRecord(p aggregate.ProcessSnapshot) footprintRecord {
 		UnexplainedBytes:   f.Unexplained,
 		Cgroup:             f.Cgroup,
 		CgroupMemoryBytes:  f.CgroupMemory,
+
+		GoHeapReservedBytes:    f.GoHeap.Reserved,
+		GoHeapCommittedBytes:   f.GoHeap.Committed,
+		GoHeapResidentBytes:    f.GoHeap.Resident,
+		GoHeapSource:           f.GoHeapSource,
+		GoRuntimeResidentBytes: f.GoRuntimeResident,
 	}
 }
 
@@ -79,8 +91,14 @@ func writeFootprintText(b *bytes.Buffer, p rankedProcess, raw bool) {
 	}
 	line(b, "rss:", "%s (anon %s, file %s, shmem %s)", byteText(f.RSS, raw),
 		byteText(f.RSSAnon, raw), byteText(f.RSSFile, raw), byteText(f.RSSShmem, raw))
+	if f.GoHeapSource != "" {
+		line(b, "go heap:", "reserved %s, committed %s, resident %s (%s)", byteText(f.GoHeap.Reserved, raw),
+			byteText(f.GoHeap.Committed, raw), byteText(f.GoHeap.Resident, raw), goHeapFrom[f.GoHeapSource])
+	}
 	ret := retained(p.ProcessSnapshot)
 	switch {
+	case f.GoHeapSource != "" && f.HeapResident == 0 && p.Heap.LiveBytes == 0:
+		// A Go program without C allocations: no malloc heap to speak of.
 	case f.HeapResident < p.Heap.LiveBytes:
 		line(b, "heap rss:", "%s, less than live %s (blocks not all touched yet)",
 			byteText(f.HeapResident, raw), byteText(p.Heap.LiveBytes, raw))
@@ -93,12 +111,22 @@ func writeFootprintText(b *bytes.Buffer, p rankedProcess, raw bool) {
 		line(b, "heap rss:", "%s = live %s + retained %s (utilization %d%%)", byteText(f.HeapResident, raw),
 			byteText(p.Heap.LiveBytes, raw), byteText(ret, raw), p.Heap.LiveBytes*100/max(f.HeapResident, 1))
 	}
-	line(b, "rest of rss:", "mmap %s, stacks %s, files %s, unexplained %s", byteText(f.AnonResident, raw),
+	goRuntime := ""
+	if f.GoHeapSource != "" {
+		goRuntime = "go runtime " + byteText(f.GoRuntimeResident, raw) + ", "
+	}
+	line(b, "rest of rss:", "%smmap %s, stacks %s, files %s, unexplained %s", goRuntime, byteText(f.AnonResident, raw),
 		byteText(f.StackResident, raw), byteText(f.FileResident, raw), byteText(f.Unexplained, raw))
 	if ret > 1<<20 && ret > f.HeapResident/2 && !f.Attached {
 		line(b, "", "most of the heap's RSS holds no live block: see README \"Footprint\"")
 		line(b, "", "(malloc_trim(0), MALLOC_ARENA_MAX, jemalloc's dirty_decay_ms)")
 	}
+}
+
+// goHeapFrom says how a Go heap's arenas were found.
+var goHeapFrom = map[string]string{
+	footprint.GoHeapFromRuntime:   "arenas from the runtime's mheap_",
+	footprint.GoHeapFromAddresses: "arenas found by alignment: the executable has no symbol table",
 }
 
 // SortRSS ranks processes by their RSS (whole host: what the kernel
@@ -136,7 +164,8 @@ func footprintCells(p aggregate.ProcessSnapshot, raw bool) []string {
 	if f == nil {
 		return []string{"-", "-", "-", "-", "-", "-"}
 	}
-	return []string{byteCell(f.RSS, raw), byteCell(f.HeapResident, raw), byteCell(f.AnonResident, raw),
+	// A Go program's heap is its allocator's: HEAP RSS holds it too.
+	return []string{byteCell(f.RSS, raw), byteCell(f.HeapResident+f.GoHeap.Resident, raw), byteCell(f.AnonResident, raw),
 		byteCell(f.StackResident, raw), byteCell(f.Unexplained, raw), byteCell(f.CgroupMemory, raw)}
 }
 

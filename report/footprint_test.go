@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -68,5 +69,58 @@ func TestFootprintText(t *testing.T) {
 	}
 	if out := b.String(); !strings.Contains(out, "processes by RSS (all 2)") || !strings.Contains(out, "CGROUP MEM") {
 		t.Errorf("host table lacks the RSS ranking or the footprint columns:\n%s", out)
+	}
+}
+
+// TestFootprintGo: a Go program without C allocations gets its Go heap's
+// states and its runtime's memory, and no malloc heap line; the host
+// table's HEAP RSS holds its Go heap; JSON carries the Go fields.
+func TestFootprintGo(t *testing.T) {
+	p := aggregate.ProcessSnapshot{PID: 3, Comm: "goprog"}
+	p.SetFootprint(footprint.Reading{RSS: 200 << 20, RSSAnon: 198 << 20, RSSFile: 2 << 20, StackResident: 16 << 10,
+		FileResident: 2 << 20, GoHeap: footprint.State{Reserved: 256 << 20, Committed: 196 << 20, Resident: 192 << 20},
+		GoHeapSource: footprint.GoHeapFromRuntime, GoRuntimeResident: 1 << 20, Unexplained: (5 << 20) - (16 << 10)})
+	var b bytes.Buffer
+	if err := WriteText(&b, snapshotOf(0, p), fixtureSymbols, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"  go heap:     reserved 256.0 MiB, committed 196.0 MiB, resident 192.0 MiB (arenas from the runtime's mheap_)\n",
+		"  rest of rss: go runtime 1.0 MiB, mmap 0 B, stacks 16.0 KiB, files 2.0 MiB, unexplained 5.0 MiB\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "heap rss:") {
+		t.Errorf("a Go program without C allocations has a heap rss line:\n%s", out)
+	}
+	b.Reset()
+	if err := WriteText(&b, snapshotOf(0, p), fixtureSymbols, Options{Host: true, Raw: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), " 201326592 ") {
+		t.Errorf("host table's HEAP RSS lacks the Go heap (201326592):\n%s", b.String())
+	}
+	rec := newFootprintRecord(p)
+	if rec.GoHeapReservedBytes != 256<<20 || rec.GoHeapCommittedBytes != 196<<20 || rec.GoHeapResidentBytes != 192<<20 ||
+		rec.GoHeapSource != "runtime" || rec.GoRuntimeResidentBytes != 1<<20 {
+		t.Errorf("record %+v", rec)
+	}
+}
+
+// TestFootprintFieldsDocumented: every field of the footprint object is
+// in docs/json.md.
+func TestFootprintFieldsDocumented(t *testing.T) {
+	doc, err := readDoc()
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ := reflect.TypeOf(footprintRecord{})
+	for i := range typ.NumField() {
+		if f := "`footprint." + typ.Field(i).Tag.Get("json") + "`"; !strings.Contains(doc, f) {
+			t.Errorf("docs/json.md does not document %s", f)
+		}
 	}
 }

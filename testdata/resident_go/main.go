@@ -4,6 +4,8 @@
 // MiB (default 192) of 1 MiB slices, each written a byte a page. With
 // HOLD_MS set it sleeps that long before exiting. With WAIT set it reads a
 // line before it allocates, and waits for its input to end after "ready".
+// With MEMSTATS set it prints the runtime's own figures after "ready"
+// (the footprint's Go heap is checked against them).
 package main
 
 import (
@@ -11,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"time"
 )
@@ -42,6 +45,12 @@ func main() {
 	}
 	keepSlices(mib)
 	fmt.Println("ready")
+	if os.Getenv("MEMSTATS") != "" {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		fmt.Printf("heap_sys %d heap_inuse %d heap_released %d stack_inuse %d\n",
+			ms.HeapSys, ms.HeapInuse, ms.HeapReleased, ms.StackInuse)
+	}
 	if wait {
 		io.Copy(io.Discard, in)
 	}
