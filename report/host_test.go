@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/footprint"
 )
 
 // sampledSnapshot is periodicSnapshot as a sampled run would report it.
@@ -210,5 +211,43 @@ func TestSampledPeakText(t *testing.T) {
 	want := "  at the peak, t=4.000s: live ~2.0 MiB ± 2.0 KiB, within 12.0 KiB of the peak ~2.1 MiB (7 snapshots taken)\n"
 	if out := b.String(); !strings.Contains(out, want) || !strings.Contains(out, "heap call sites live at the peak (all 1):") {
 		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+}
+
+// TestHostResidentText: the resident-only whole-host table gives each
+// process's RSS and RssAnon (its footprint) beside the estimate, "-" for a
+// process read never, and --sort rss ranks by RSS.
+func TestHostResidentText(t *testing.T) {
+	res := func(b uint64) *aggregate.ResidentSnapshot {
+		return &aggregate.ResidentSnapshot{SampleBytes: 64 * KiB, Pages: b / (64 * KiB), Bytes: b, Stderr: 1000,
+			Sites: []aggregate.ResidentSite{{Address: 0x1234, StackID: -1, Pages: b / (64 * KiB), Bytes: b, Stderr: 1000}}}
+	}
+	s := aggregate.Snapshot{Time: 5e9, Processes: []aggregate.ProcessSnapshot{
+		{PID: 10, Comm: "small", Resident: res(2 << 20), Footprint: &footprint.Reading{RSS: 90 << 20, RSSAnon: 80 << 20}},
+		{PID: 20, Comm: "big", Resident: res(8 << 20), Footprint: &footprint.Reading{RSS: 30 << 20, RSSAnon: 20 << 20}},
+		{PID: 30, Comm: "gone", Resident: res(1 << 20), Exited: true},
+	}}
+	for _, c := range []struct {
+		sort SortKey
+		want string
+	}{
+		{SortLive, "processes by resident memory (1 write fault sampled per 65536 B of faults) (all 3):\n" +
+			"   PID  COMM        RSS  RSS ANON  ~RESIDENT  ± RESIDENT  PAGES\n" +
+			"    20  big    31457280  20971520    8388608        1000    128\n" +
+			"    10  small  94371840  83886080    2097152        1000     32\n" +
+			"    30  gone          -         -    1048576        1000     16\n"},
+		{SortRSS, "processes by RSS (1 write fault sampled per 65536 B of faults) (all 3):\n" +
+			"   PID  COMM        RSS  RSS ANON  ~RESIDENT  ± RESIDENT  PAGES\n" +
+			"    10  small  94371840  83886080    2097152        1000     32\n" +
+			"    20  big    31457280  20971520    8388608        1000    128\n" +
+			"    30  gone          -         -    1048576        1000     16\n"},
+	} {
+		var b bytes.Buffer
+		if err := WriteText(&b, s, fixtureSymbols, Options{Host: true, ResidentOnly: true, Raw: true, Sort: c.sort, Top: 10}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("sort %s: output lacks %q:\n%s", c.sort, c.want, b.String())
+		}
 	}
 }

@@ -125,6 +125,11 @@ func hostResidentView(s aggregate.Snapshot, o Options) (procs []aggregate.Proces
 		}
 	}
 	slices.SortStableFunc(procs, func(a, b aggregate.ProcessSnapshot) int {
+		if o.Sort == SortRSS {
+			if c := cmp.Compare(rssOf(b), rssOf(a)); c != 0 {
+				return c
+			}
+		}
 		return cmp.Or(cmp.Compare(b.Resident.Bytes, a.Resident.Bytes), cmp.Compare(a.PID, b.PID))
 	})
 	slices.SortStableFunc(sites, func(a, b hostResident) int {
@@ -164,13 +169,24 @@ func writeHostResident(b *bytes.Buffer, s aggregate.Snapshot, sym Symbolizer, o 
 		return nil
 	}
 	mean := procs[0].Resident.SampleBytes
-	fmt.Fprintf(b, "\n%s\n", shownOf("processes by resident memory (1 write fault sampled per "+byteText(mean, o.Raw)+" of faults)", len(procs), totalProcs))
+	by := "resident memory"
+	if o.Sort == SortRSS {
+		by = "RSS"
+	}
+	fmt.Fprintf(b, "\n%s\n", shownOf("processes by "+by+" (1 write fault sampled per "+byteText(mean, o.Raw)+" of faults)", len(procs), totalProcs))
 	var out bytes.Buffer
-	t := hostTable(&out, []tw.Align{tw.AlignRight, tw.AlignLeft, tw.AlignRight, tw.AlignRight, tw.AlignRight})
-	t.Header("PID", "COMM", estMark+"RESIDENT", "± RESIDENT", "PAGES")
+	t := hostTable(&out, []tw.Align{tw.AlignRight, tw.AlignLeft, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight})
+	// RSS and RSS ANON: the kernel's figures (the footprint's latest
+	// reading) beside the estimate of what the run's faults made resident;
+	// "-" for a process that exited before its first reading.
+	t.Header("PID", "COMM", "RSS", "RSS ANON", estMark+"RESIDENT", "± RESIDENT", "PAGES")
 	for _, p := range procs {
 		r := p.Resident
-		if err := t.Append([]string{strconv.FormatUint(uint64(p.PID), 10), commLabel(p.Comm),
+		rss, anon := "-", "-"
+		if f := p.Footprint; f != nil && f.RSS > 0 {
+			rss, anon = byteCell(f.RSS, o.Raw), byteCell(f.RSSAnon, o.Raw)
+		}
+		if err := t.Append([]string{strconv.FormatUint(uint64(p.PID), 10), commLabel(p.Comm), rss, anon,
 			byteCell(r.Bytes, o.Raw), byteCell(roundStderr(r.Stderr), o.Raw), strconv.FormatUint(r.Pages, 10)}); err != nil {
 			return fmt.Errorf("add resident process %d: %w", p.PID, err)
 		}
@@ -197,4 +213,12 @@ func writeHostResident(b *bytes.Buffer, s aggregate.Snapshot, sym Symbolizer, o 
 	}
 	indentTable(b, out.String())
 	return nil
+}
+
+// rssOf is p's RSS at its latest footprint reading, 0 without one.
+func rssOf(p aggregate.ProcessSnapshot) uint64 {
+	if p.Footprint == nil {
+		return 0
+	}
+	return p.Footprint.RSS
 }
