@@ -126,7 +126,7 @@ func hostResidentView(s aggregate.Snapshot, o Options) (procs []aggregate.Proces
 	}
 	slices.SortStableFunc(procs, func(a, b aggregate.ProcessSnapshot) int {
 		if o.Sort == SortRSS {
-			if c := cmp.Compare(rssOf(b), rssOf(a)); c != 0 {
+			if c := cmp.Compare(rss(b), rss(a)); c != 0 {
 				return c
 			}
 		}
@@ -215,10 +215,3 @@ func writeHostResident(b *bytes.Buffer, s aggregate.Snapshot, sym Symbolizer, o 
 	return nil
 }
 
-// rssOf is p's RSS at its latest footprint reading, 0 without one.
-func rssOf(p aggregate.ProcessSnapshot) uint64 {
-	if p.Footprint == nil {
-		return 0
-	}
-	return p.Footprint.RSS
-}
