@@ -214,4 +214,3 @@ func writeHostResident(b *bytes.Buffer, s aggregate.Snapshot, sym Symbolizer, o 
 	indentTable(b, out.String())
 	return nil
 }
-
