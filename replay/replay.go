@@ -42,6 +42,9 @@ type ReplayConfig struct {
 	// (leaks.go).
 	pipeline.LeakConfig
 	LeakSet ReplayLeakFlags
+	// noHint: --at peak finds the moment by a read of its own, not from
+	// the recording's peak hint.
+	noHint bool
 }
 
 // At is --at: a time since the start, the peak, or a mark.
@@ -246,7 +249,13 @@ func (rp *replayed) foldExited(t *aggregate.Table, pid uint32) {
 // the file could not be opened at all.
 func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	stop := -1 // --at peak: the record after which the peak snapshot was taken
-	if c.At.kind == "peak" {
+	hint, useHint := recording.Peak{}, false
+	if c.At.kind == "peak" && !c.noHint && !c.TolSet {
+		// The live run's answer, at the file's end: one read (the hint
+		// holds for the recorded peak tolerance only).
+		hint, useHint = recording.ReadPeak(c.File)
+	}
+	if c.At.kind == "peak" && !useHint {
 		n, err := peakRecord(c)
 		if n < 0 {
 			if err == nil {
@@ -296,6 +305,7 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	warned := map[string]bool{}
 	var rec recording.Record
 	n := 0
+	hintSeen := uint64(0)
 	for {
 		err := r.Next(&rec)
 		if err == io.EOF {
@@ -360,9 +370,22 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 			}
 		case stop >= 0 && n == stop:
 			rp.snap, done = t.Snapshot(), true
+		case useHint && rec.Kind == recording.KindEvent && rec.Event.PID == hint.PID:
+			if k := t.PeakSnapshots(hint.PID); k != hintSeen {
+				hintSeen = k
+				if k == hint.Snapshots && peakTime(t, hint.PID) == hint.Time {
+					rp.snap, done = t.Snapshot(), true
+				}
+			}
 		}
 	}
 	rp.records = r.Records
+	if useHint && !done && rp.readErr == nil {
+		// A hint that names no moment of the stream: the two reads.
+		c2 := *c
+		c2.noHint = true
+		return replay(&c2, warn)
+	}
 	if !done {
 		switch c.At.kind {
 		case "mark":
@@ -406,9 +429,23 @@ func recordTime(rec *recording.Record) uint64 {
 	return 0
 }
 
+// peakTime is the time of pid's kept peak snapshot (0: none).
+func peakTime(t *aggregate.Table, pid uint32) uint64 {
+	for _, p := range t.SnapshotOf(pid).Processes {
+		if p.Peak != nil {
+			return p.Peak.Time
+		}
+	}
+	return 0
+}
+
+// peakPasses counts the reads peakRecord made (tests).
+var peakPasses int
+
 // peakRecord replays the file once to find the record after which the
 // largest process took its kept peak snapshot.
 func peakRecord(c *ReplayConfig) (int, error) {
+	peakPasses++
 	r, err := recording.Open(c.File)
 	if err != nil {
 		return -1, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/event"
+	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/recording"
 	"github.com/memtrace/memtrace/report"
 	"github.com/memtrace/memtrace/tracer"
@@ -99,6 +100,11 @@ func (s *session) closeTime(ok bool) error {
 		return nil
 	}
 	w := s.time.rec
+	if s.table != nil {
+		if p, ok := pipeline.PeakOf(s.table); ok {
+			w.SetPeak(p) // replay --at peak reads it first (recording.Peak)
+		}
+	}
 	err := w.Close()
 	s.log.Info("recording", "file", s.cfg.Record, "events", w.Events, "err", err)
 	if err != nil {
