@@ -190,7 +190,7 @@ func (s *session) snapshotAt(now uint64, final bool) aggregate.Snapshot {
 func (s *session) refresh() uint64 {
 	s.refreshCounts()
 	now := monotonicNow()
-	s.table.Tick(now) // rates up to now (live.go)
+	s.feed(pipeline.Input{Kind: pipeline.InTick, Time: now}) // rates up to now (live.go)
 	s.historyTick(now)
 	return now
 }
@@ -206,9 +206,9 @@ func (s *session) refreshCounts() {
 func (s *session) refreshLost() {
 	if per, total, err := s.objs.Lost(); err == nil {
 		for pid, n := range per {
-			s.table.SetLost(pid, n)
+			s.feed(pipeline.Input{Kind: pipeline.InLost, PID: pid, N: n})
 		}
-		s.table.SetTotalLost(total)
+		s.feed(pipeline.Input{Kind: pipeline.InTotalLost, N: total})
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/event"
 	"github.com/memtrace/memtrace/host"
+	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/recording"
 	"github.com/memtrace/memtrace/tracer"
 )
@@ -264,7 +265,7 @@ func (s *session) hostApply(e *event.Event) {
 		return
 	}
 	s.hostSeen(e.PID)
-	s.table.Apply(e)
+	s.feed(pipeline.Input{Kind: pipeline.InEvent, Event: e})
 }
 
 // hostSeen registers the process of an event: when first seen (a process
@@ -283,7 +284,7 @@ func (s *session) hostSeen(pid uint32) {
 		} else {
 			comm = host.Comm(int(pid))
 		}
-		s.table.AddProcess(pid, comm)
+		s.feed(pipeline.Input{Kind: pipeline.InProcess, PID: pid, Comm: comm})
 		_ = s.res.Capture(int(pid))
 	}
 }
@@ -300,7 +301,7 @@ func (s *session) hostExec(e *event.Event) {
 		s.objs.ForgetBlocks(pid, s.table.LiveAddrs(pid))
 		s.objs.ForgetStacks(pid)
 		s.stacks.Forget(pid)
-		s.table.Forget(pid)
+		s.feed(pipeline.Input{Kind: pipeline.InForget, PID: pid})
 		s.res.Forget(int(pid))
 	}
 	delete(s.lastFootprints, int(pid)) // a new address space (footprint.go)
@@ -333,18 +334,18 @@ func (s *session) hostExit(pid uint32, comm string, when uint64) {
 		return // it made no allocation while traced
 	}
 	if counted {
-		s.table.SetExactCounts(pid, c.Allocs, c.AllocBytes)
+		s.feed(pipeline.Input{Kind: pipeline.InExactCounts, PID: pid, N: c.Allocs, M: c.AllocBytes})
 	}
-	s.table.AddProcess(pid, comm)
+	s.feed(pipeline.Input{Kind: pipeline.InProcess, PID: pid, Comm: comm})
 	if n, ok := s.objs.LostOf(pid); ok {
-		s.table.SetLost(pid, n)
+		s.feed(pipeline.Input{Kind: pipeline.InLost, PID: pid, N: n})
 	}
-	s.table.MarkExited(pid, when)
+	s.feed(pipeline.Input{Kind: pipeline.InExited, PID: pid, Time: when})
 	if pids, _ := s.pr.Held(); len(pids) == 0 {
 		h.exitsSince = time.Now()
 	}
 	s.objs.Forget(pid, s.table.LiveAddrs(pid))
-	s.pr.Forget(pid) // held for the next batch (pipeline.Printer)
+	s.feed(pipeline.Input{Kind: pipeline.InForget, PID: pid}) // held for the next batch (pipeline.Printer)
 }
 
 // flushExits writes the final records of the processes that exited since
@@ -355,10 +356,10 @@ func (s *session) flushExits() error {
 		return nil
 	}
 	if _, total, err := s.objs.Lost(); err == nil {
-		s.table.SetTotalLost(total)
+		s.feed(pipeline.Input{Kind: pipeline.InTotalLost, N: total})
 	}
 	s.exportExited(exits) // exports.go: while their mappings and stacks are known
-	err := s.print(recording.Report{Time: monotonicNow(), Final: true, Exited: true})
+	err := s.feed(pipeline.Input{Kind: pipeline.InReport, Report: recording.Report{Time: monotonicNow(), Final: true, Exited: true}})
 	for _, pid := range pids {
 		if !s.table.Known(uint32(pid)) { // not a new process with the same PID
 			s.res.Forget(pid)
@@ -379,7 +380,7 @@ func (s *session) setExactCounts() {
 	}
 	for pid, c := range counts {
 		if s.host != nil || s.targets[int(pid)] != nil {
-			s.table.SetExactCounts(pid, c.Allocs, c.AllocBytes)
+			s.feed(pipeline.Input{Kind: pipeline.InExactCounts, PID: pid, N: c.Allocs, M: c.AllocBytes})
 		}
 	}
 }

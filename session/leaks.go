@@ -272,7 +272,7 @@ func (s *session) onFork(st launch.Stop) error {
 	if err := s.res.Capture(st.PID); err != nil {
 		s.log.Warn("read mappings", "pid", st.PID, "err", err)
 	}
-	s.table.AddProcess(uint32(st.PID), comm(st.PID))
+	s.feed(pipeline.Input{Kind: pipeline.InProcess, PID: uint32(st.PID), Comm: comm(st.PID)})
 	s.log.Info("follow: new process", "pid", st.PID, "parent", st.Parent)
 	if st.SharedVM {
 		// vfork: the parent's memory until exec; nothing of its own.

@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/watch"
 )
 
@@ -39,7 +40,7 @@ type liveRates struct {
 // periodic plain reports. Call it before the interval ticker is made.
 func (s *session) startLive(sigs chan<- os.Signal) *liveRates {
 	l := &liveRates{s: s, settings: watch.Settings{HalfLives: s.cfg.HalfLives, Period: s.cfg.Period}}
-	s.table.SetHalfLives(s.cfg.HalfLives, monotonicNow())
+	s.feed(pipeline.Input{Kind: pipeline.InHalfLives, HalfLives: s.cfg.HalfLives, Time: monotonicNow()})
 	l.ticker = time.NewTicker(s.cfg.Period)
 	l.tick = l.ticker.C
 	if !s.cfg.Watch {
@@ -109,7 +110,7 @@ func (l *liveRates) onTick(time.Time) {
 		l.s.log.Warn("drain", "err", err)
 	}
 	now := monotonicNow()
-	l.s.table.Tick(now)
+	l.s.feed(pipeline.Input{Kind: pipeline.InTick, Time: now})
 	l.s.exportTick(now) // exports.go: the history's point at the tick's time, as a replay has it
 	if l.view != nil && time.Since(l.lastFrame) >= l.refresh {
 		l.push()
@@ -126,7 +127,7 @@ func (l *liveRates) push() {
 // apply takes half-lives and a period the user chose in the view (already
 // checked by watch.Adjust): changed half-lives restart their averages.
 func (l *liveRates) apply(st watch.Settings) {
-	l.s.table.SetHalfLives(st.HalfLives, monotonicNow())
+	l.s.feed(pipeline.Input{Kind: pipeline.InHalfLives, HalfLives: st.HalfLives, Time: monotonicNow()})
 	if st.Period != l.settings.Period {
 		l.ticker.Reset(st.Period)
 	}

@@ -10,6 +10,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+
+	"github.com/memtrace/memtrace/pipeline"
 )
 
 // Run traces as cfg says and returns memtrace's exit code. args is the
@@ -49,7 +51,10 @@ func Run(cfg *Config, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "memtrace: %v\n", err)
 		return ExitUsage
 	}
-	code, err := s.run()
+	s.newState()
+	var src pipeline.Source = s // the live source, into the one loop
+	err = src.Run(s.input.Feed)
+	code := s.code
 	if err == nil {
 		err = s.closeTime(true) // the last dump, the end of the recording
 	} else {

@@ -57,7 +57,9 @@ type session struct {
 	drain          *tracer.Drainer
 	table          *aggregate.Table
 	res            *symbolize.Resolver
-	pr             *pipeline.Printer    // the reports (pipeline/printer.go)
+	pr             *pipeline.Printer // the reports (pipeline/printer.go)
+	input          *pipeline.Loop    // the one loop the table's inputs go through (feed)
+	sink           func(*pipeline.Input) error
 	stacks         *pipeline.StackStore // the stacks events name (pipeline/stacks.go)
 	downloads      *pipeline.Downloads  // debuginfod; nil without servers (debuginfod.go)
 	targets        map[int]*target
@@ -71,6 +73,7 @@ type session struct {
 	// exitFootprints are the readings taken at exit stops (footprint.go).
 	exitFootprints map[int]footprint.Reading
 	lastFootprints map[int]lastReading // the latest reading of each process
+	code           int                 // the run's exit code (Run)
 }
 
 // run is the live run: one loop for every mode. The ring's events and
@@ -79,7 +82,6 @@ type session struct {
 // processes are probed, and that exited processes are reported in
 // batches and forgotten.
 func (s *session) run() (int, error) {
-	s.newState()
 	defer s.downloads.Close()
 	var adjust func(*tracer.Options)
 	if s.cfg.Host() {
@@ -271,7 +273,21 @@ func (s *session) newState() {
 		Base: report.Options{Top: s.cfg.Top, Sort: s.cfg.Sort, Raw: s.cfg.Raw, Host: s.cfg.Host(),
 			ResidentOnly: s.cfg.Host() && !s.cfg.Heap}}
 	s.startTime() // the recording sees every input (timeline.go)
+	s.input = &pipeline.Loop{Table: s.table, Printer: s.pr, Report: s.print}
 }
+
+// Run is the live run as a pipeline.Source: it gives feed every input of
+// the table, in order (the ring's events, the targets' starts and exits,
+// the probes' counts, ticks, marks, reports), until the run ends; the
+// run's exit code is then s.code.
+func (s *session) Run(feed func(*pipeline.Input) error) (err error) {
+	s.sink = feed
+	s.code, err = s.run()
+	return err
+}
+
+// feed gives the loop one input. Only a report's can fail.
+func (s *session) feed(in pipeline.Input) error { return s.sink(&in) }
 
 // load loads the BPF objects with the run's options (adjust, if set, adds
 // a mode's own) and opens the ring reader; release closes both.
@@ -339,7 +355,7 @@ func (s *session) apply(e *event.Event) {
 		return
 	}
 	s.noteInherited(e) // -f: a forked child's inherited blocks (leaks.go)
-	s.table.Apply(e)
+	s.feed(pipeline.Input{Kind: pipeline.InEvent, Event: e})
 	s.exportApplied(e)
 }
 
@@ -372,7 +388,7 @@ func (s *session) onStop(st launch.Stop) error {
 				return err
 			}
 			s.objs.Forget(uint32(st.PID), s.table.LiveAddrs(uint32(st.PID))) // sampled blocks, counts
-			s.table.Forget(uint32(st.PID))
+			s.feed(pipeline.Input{Kind: pipeline.InForget, PID: uint32(st.PID)})
 			s.res.Forget(st.PID)
 			delete(s.lastFootprints, st.PID) // footprint.go
 			// attach removes the probes the new program does not need.
@@ -389,7 +405,7 @@ func (s *session) onStop(st launch.Stop) error {
 			return err
 		}
 		t.comm = comm(st.PID)
-		s.table.AddProcess(uint32(st.PID), t.comm)
+		s.feed(pipeline.Input{Kind: pipeline.InProcess, PID: uint32(st.PID), Comm: t.comm})
 	case launch.Exit:
 		// The last chance to read its mappings; then account everything it did.
 		if err := s.res.Capture(st.PID); err != nil {
@@ -422,7 +438,7 @@ func (s *session) attachRunning(t *target) error {
 	if err := s.attach(t, mods); err != nil {
 		return err
 	}
-	s.table.AddProcess(uint32(t.pid), t.comm)
+	s.feed(pipeline.Input{Kind: pipeline.InProcess, PID: uint32(t.pid), Comm: t.comm})
 	return nil
 }
 
@@ -486,7 +502,7 @@ func (s *session) markExited(pid int) {
 	}
 	t.exited = true
 	s.objs.UntraceFaults(uint32(pid)) // its PID may be reused (resident.go)
-	s.table.MarkExited(uint32(pid), monotonicNow())
+	s.feed(pipeline.Input{Kind: pipeline.InExited, PID: uint32(pid), Time: monotonicNow()})
 	start := time.Now()
 	_ = t.att.Release()
 	s.log.Info("detached", "pid", pid, "took", time.Since(start))
@@ -566,7 +582,7 @@ func (s *session) report(final bool, pids []int) error {
 	for _, pid := range pids {
 		r.PIDs = append(r.PIDs, uint32(pid))
 	}
-	if err := s.print(r); err != nil {
+	if err := s.feed(pipeline.Input{Kind: pipeline.InReport, Report: r}); err != nil {
 		return err
 	}
 	if !final && s.time.dumps != nil {

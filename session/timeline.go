@@ -166,7 +166,8 @@ func (s *session) onMark(e *event.Event) {
 	if s.time.rec != nil {
 		_ = s.res.Capture(int(e.PID)) // a mark is flushed at once: with what symbolizes it
 	}
-	m := s.table.Mark(e.PID, label, e.Time)
+	s.feed(pipeline.Input{Kind: pipeline.InMark, PID: e.PID, Label: label, Time: e.Time})
+	m := s.input.Mark
 	s.exportMark(m) // --html's history (exports.go)
 	if s.cfg.JSON {
 		if err := report.WriteMark(s.out, m); err != nil {
