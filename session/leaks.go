@@ -147,40 +147,14 @@ func (s *session) checkBlocks(r *leakcheck.Verdict, threads []leakcheck.Thread, 
 	for addr, h := range s.leaks().inherited[pid] {
 		blocks = append(blocks, recording.LeakBlock{Addr: addr, Size: h.size, Site: h.site})
 	}
-	// By address: the order the recording keeps, so that a replay judges
-	// the blocks in the same order.
-	recording.SortLeakBlocks(blocks)
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/maps")
+	c, err := pipeline.CheckBlocks(pid, blocks, threads, regs, unknownHeap, s.cfg.Heuristics)
 	if err != nil {
 		return nil, err
 	}
-	maps, err := leakcheck.ParseMaps(f)
-	f.Close()
-	if err != nil {
-		return nil, err
-	}
-	in := make([]leakcheck.Block, len(blocks))
-	for i, b := range blocks {
-		in[i] = leakcheck.Block{Addr: b.Addr, Size: b.Size}
-	}
-	roots := leakcheck.Roots(maps, leakcheck.RootOptions{Threads: threads, UnknownHeap: unknownHeap, Blocks: in})
-	mem := leakcheck.OpenProcessMemory(pid)
-	defer mem.Close()
-	res, err := leakcheck.Check(leakcheck.Input{
-		Blocks: in, Mem: mem, Roots: roots, Registers: regs,
-		Heuristics: s.cfg.Heuristics, Maps: maps,
-		IgnoreInterior: leakcheck.GlibcChunkHeader,
-	})
-	if err != nil {
-		return nil, err
-	}
-	for i := range blocks {
-		blocks[i].Class, blocks[i].Heuristic, blocks[i].Indirect = res.Class[i], res.Heuristic[i], res.IndirectBytes[i]
-	}
-	r.ScannedBytes = res.ScannedBytes
-	s.log.Info("leak check", "pid", pid, "blocks", len(blocks), "roots", len(roots),
-		"scanned", res.ScannedBytes, "skipped", res.SkippedBytes)
-	return blocks, nil
+	r.ScannedBytes = c.ScannedBytes
+	s.log.Info("leak check", "pid", pid, "blocks", len(c.Blocks), "roots", c.Roots,
+		"scanned", c.ScannedBytes, "skipped", c.SkippedBytes)
+	return c.Blocks, nil
 }
 
 // recordLeakCheck writes a check's result into the recording (--record),

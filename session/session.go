@@ -64,12 +64,12 @@ type session struct {
 	downloads      *pipeline.Downloads  // debuginfod; nil without servers (debuginfod.go)
 	targets        map[int]*target
 	exitedPIDs     chan int
-	live           *liveRates   // decaying rates and --watch (live.go)
-	leak           *leakState   // the leak check, -f (leaks.go)
-	host           *hostState   // whole-host mode (host.go); nil with -p and --
-	time           *timeState   // --record, --mark, --dump-dir (timeline.go)
-	exports        *exportState // --pprof, --folded, --html, --listen (exports.go)
-	residentDue    time.Time    // the next check of sampled pages (resident.go)
+	live           *liveRates        // decaying rates and --watch (live.go)
+	leak           *leakState        // the leak check, -f (leaks.go)
+	host           *hostState        // whole-host mode (host.go); nil with -p and --
+	time           *timeState        // --record, --mark, --dump-dir (timeline.go)
+	exports        *pipeline.Exports // --pprof, --folded, --html, --listen (exports.go)
+	residentDue    time.Time         // the next check of sampled pages (resident.go)
 	// exitFootprints are the readings taken at exit stops (footprint.go).
 	exitFootprints map[int]footprint.Reading
 	lastFootprints map[int]lastReading // the latest reading of each process

@@ -21,7 +21,7 @@ import (
 // marks (--mark) and numbered dumps (--dump-dir).
 type timeState struct {
 	rec   *recording.Writer
-	dumps *dumper
+	dumps *pipeline.Dumps
 }
 
 // openTime creates the recording file before the run starts, so that a
@@ -29,7 +29,7 @@ type timeState struct {
 func (s *session) openTime(args []string) error {
 	s.time = &timeState{}
 	if s.cfg.DumpDir != "" {
-		s.time.dumps = &dumper{dir: s.cfg.DumpDir}
+		s.time.dumps = &pipeline.Dumps{Dir: s.cfg.DumpDir, Sort: s.cfg.Sort, Host: s.cfg.Host()}
 	}
 	if s.cfg.Record == "" {
 		return nil
