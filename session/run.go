@@ -1,8 +1,7 @@
-// Package session runs memtrace: a live trace (-p, -- COMMAND, or every
-// process on the host) from the probes through aggregation to the reports
-// and the leak check, and the replay and diff of recorded runs.
-// cmd/memtrace parses the command line into a Config and calls Run, Replay
-// or Diff.
+// Package session is memtrace's live source: a trace (-p, -- COMMAND, or
+// every process on the host) from the probes into the one loop
+// (pipeline.Loop), as a pipeline.Source, and the leak check's stops.
+// cmd/memtrace parses the command line into a Config and calls Run.
 package session
 
 import (
