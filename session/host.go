@@ -22,17 +22,6 @@ import (
 // exit (a process's final records are reported, then it is dropped, so
 // that memory stays bounded however long the run). Sampled by default.
 
-// scanDelays are the waits before each scan of a process that has just
-// executed a program: its dynamic linker maps its libraries within
-// microseconds to milliseconds of the exec, and the scan waits until they
-// are all there. Calls into a file first probed this way are missed until
-// its probes are in (README, "Whole-host mode").
-var scanDelays = []time.Duration{
-	0, time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond,
-	20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond,
-	500 * time.Millisecond, time.Second,
-}
-
 const (
 	// exitFlush: the final records of processes that exited are written
 	// in batches, at most this long after the first of a batch exited.
@@ -51,8 +40,8 @@ type hostState struct {
 	filter host.Filter
 	// att holds every system-wide probe (PID 0: no filter).
 	att *tracer.Attachment
-	// scans are the processes to scan for new allocator files, by PID.
-	scans map[int]*pendingScan
+	// scans are the processes to scan again for new allocator files.
+	scans host.Scans
 	// exitsSince: when the first process of the batch of exits the
 	// printer holds exited.
 	exitsSince time.Time
@@ -66,11 +55,6 @@ type hostState struct {
 	execComms map[uint32]string
 }
 
-type pendingScan struct {
-	due   time.Time
-	tries int
-}
-
 // newHost is the whole-host mode's state; the run loads the objects with
 // hostOptions.
 func (s *session) newHost() *hostState {
@@ -78,7 +62,6 @@ func (s *session) newHost() *hostState {
 		finder:    &host.Finder{Allocator: s.cfg.Allocator, Self: os.Getpid()},
 		filter:    host.Filter{Comm: s.cfg.Comm, Cgroup: s.cfg.CgroupPath},
 		att:       &tracer.Attachment{PID: 0},
-		scans:     map[int]*pendingScan{},
 		marked:    map[string]int{},
 		execComms: map[uint32]string{},
 	}
@@ -158,15 +141,10 @@ func (s *session) hostIdle() error {
 // nextWait is how long the next poll may wait: pollWait, or less in
 // whole-host mode when a scan falls due sooner.
 func (s *session) nextWait() time.Duration {
-	wait := pollWait
 	if s.host == nil {
-		return wait
+		return pollWait
 	}
-	now := time.Now()
-	for _, p := range s.host.scans {
-		wait = min(wait, max(p.due.Sub(now), 0))
-	}
-	return wait
+	return s.host.scans.Wait(pollWait)
 }
 
 // scanProcess looks for allocator files of pid not probed yet and probes
@@ -218,33 +196,22 @@ func (s *session) scanProcess(pid int) (retry bool, err error) {
 
 // scheduleScan queues a scan of pid, unless one is queued.
 func (s *session) scheduleScan(pid int) {
-	if _, ok := s.host.scans[pid]; !ok && pid != s.host.finder.Self {
-		s.host.scans[pid] = &pendingScan{due: time.Now()}
+	if pid != s.host.finder.Self {
+		s.host.scans.Add(pid)
 	}
 }
 
-// runScans runs the scans that are due.
+// runScans runs the scans that are due (host.Scans).
 func (s *session) runScans() {
-	now := time.Now()
-	for pid, p := range s.host.scans {
-		if now.Before(p.due) {
-			continue
-		}
+	s.host.scans.Run(func(pid int) bool {
 		retry, err := s.scanProcess(pid)
 		if err != nil {
 			s.log.Warn("scan", "pid", pid, "err", err)
 		}
-		p.tries++
-		if !retry || p.tries >= len(scanDelays) {
-			delete(s.host.scans, pid)
-			if !retry {
-				// Its libraries are all there: read its mappings for symbols.
-				_ = s.res.Capture(pid)
-			}
-			continue
-		}
-		p.due = now.Add(scanDelays[p.tries])
-	}
+		return retry
+	}, func(pid int) {
+		_ = s.res.Capture(pid) // its libraries are all there: its mappings for symbols
+	})
 }
 
 // hostApply accounts one event of the whole-host mode.
@@ -323,7 +290,7 @@ func (s *session) hostExec(e *event.Event) {
 func (s *session) hostExit(pid uint32, comm string, when uint64) {
 	h := s.host
 	defer delete(s.lastFootprints, int(pid))
-	delete(h.scans, int(pid))
+	h.scans.Drop(int(pid))
 	delete(h.execComms, pid)
 	if h.lastPID == pid {
 		h.lastPID = 0

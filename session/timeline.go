@@ -123,28 +123,9 @@ func (s *session) markProbes(pid int, mods []allocator.Module) []allocator.Probe
 	return probes
 }
 
-// bindMarks finds the --mark functions in mods; missing lists those it
-// did not find.
+// bindMarks finds the --mark functions in mods (allocator.BindMarks).
 func (s *session) bindMarks(mods []allocator.Module) (probes []allocator.Probe, missing []string) {
-	if len(s.cfg.Marks) == 0 {
-		return nil, nil
-	}
-	probes = allocator.BindNamed(mods, s.cfg.Marks)
-	found := map[string]bool{}
-	for i := range probes {
-		found[probes[i].Symbol] = true
-		for j, name := range s.cfg.Marks {
-			if name == probes[i].Symbol {
-				probes[i].Func = event.FuncMark + event.Func(j)
-			}
-		}
-	}
-	for _, name := range s.cfg.Marks {
-		if !found[name] {
-			missing = append(missing, name)
-		}
-	}
-	return probes, missing
+	return allocator.BindMarks(mods, s.cfg.Marks)
 }
 
 // onMark accounts a mark: the table lists it, --json prints it at once,
