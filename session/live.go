@@ -1,7 +1,6 @@
 package session
 
 import (
-	"log/slog"
 	"os"
 	"syscall"
 	"time"
@@ -24,13 +23,10 @@ type liveRates struct {
 	settings watch.Settings
 
 	// With the view only:
-	view      *watch.View
+	view      *watch.Screen
 	changes   <-chan watch.Settings
 	refresh   time.Duration
 	lastFrame time.Time
-	held      []*watch.HeldWriter
-	heldLog   *watch.HeldLogs
-	stopQuit  chan struct{}
 }
 
 // startLive starts the rates' clock and ticker and, with --watch on a
@@ -57,48 +53,25 @@ func (s *session) startLive(sigs chan<- os.Signal) *liveRates {
 		l.refresh = s.cfg.Interval
 	}
 	// Output written while the view owns the screen (a -p target's final
-	// records, warnings) waits until the view is closed.
-	out := watch.NewHeldWriter(s.out)
-	if s.out == s.stdout {
-		s.out = out
-	}
-	logs := watch.NewHeldLogs()
-	origLog := s.log
-	if watch.IsTerminal(s.stderr) {
-		s.log = slog.New(watch.HeldHandler{Inner: s.log.Handler(), Logs: logs})
-	}
-	v, err := watch.Start(watch.Options{
-		Symbolizer: s.res,
-		Sort:       s.cfg.Sort,
-		Configured: l.settings,
-	})
+	// records, warnings) waits until the view is closed (watch.Screen);
+	// q in the view ends the run as SIGTERM does.
+	screen, out, log, err := watch.OpenScreen(watch.Options{Symbolizer: s.res, Sort: s.cfg.Sort, Configured: l.settings},
+		s.out, s.stdout, s.stderr, s.log, func() {
+			select {
+			case sigs <- syscall.SIGTERM:
+			default:
+			}
+		})
 	if err != nil {
-		out.Release()
-		s.log = origLog
-		logs.Release()
 		s.log.Warn("--watch: no live view, printing periodic reports instead", "err", err)
 		if s.cfg.Interval == 0 {
 			s.cfg.Interval = watchRefresh
 		}
 		return l
 	}
-	l.held, l.heldLog = []*watch.HeldWriter{out}, logs
+	s.out, s.log = out, log
 	s.cfg.Interval = 0 // the view replaces periodic reports
-	l.view, l.changes = v, v.Changes()
-	l.stopQuit = make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-v.Quit():
-				select {
-				case sigs <- syscall.SIGTERM:
-				default:
-				}
-			case <-l.stopQuit:
-				return
-			}
-		}
-	}()
+	l.view, l.changes = screen, screen.Changes()
 	l.push()
 	return l
 }
@@ -145,16 +118,7 @@ func (l *liveRates) stop() {
 	}
 	l.ticker.Stop()
 	if l.view != nil {
-		close(l.stopQuit)
 		l.view.Close()
 		l.view = nil
 	}
-	if l.heldLog != nil {
-		l.heldLog.Release()
-		l.heldLog = nil
-	}
-	for _, h := range l.held {
-		h.Release()
-	}
-	l.held = nil
 }
