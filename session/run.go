@@ -34,7 +34,7 @@ func Run(cfg *Config, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 		f, err := os.Create(cfg.Output)
 		if err != nil {
 			fmt.Fprintf(stderr, "memtrace: %v\n", err)
-			return ExitUsage
+			return pipeline.ExitUsage
 		}
 		defer f.Close()
 		out = f
@@ -42,13 +42,13 @@ func Run(cfg *Config, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 	closeJSON, err := cfg.OpenJSONFile()
 	if err != nil {
 		fmt.Fprintf(stderr, "memtrace: %v\n", err)
-		return ExitUsage
+		return pipeline.ExitUsage
 	}
 	defer closeJSON()
 	s := &session{cfg: cfg, log: log, out: out, stdin: stdin, stdout: stdout, stderr: stderr}
 	if err := s.openTime(args); err != nil { // --record, --dump-dir (timeline.go)
 		fmt.Fprintf(stderr, "memtrace: %v\n", err)
-		return ExitUsage
+		return pipeline.ExitUsage
 	}
 	s.newState()
 	var src pipeline.Source = s // the live source, into the one loop

@@ -185,7 +185,7 @@ func (s *session) loop(child *launch.Child, sigs chan os.Signal) (int, error) {
 		defer t.Stop()
 		sweep = t.C
 	}
-	code := ExitOK
+	code := pipeline.ExitOK
 	signals := 0
 	for {
 		if _, err := s.drain.Poll(s.nextWait(), s.apply); err != nil {

@@ -1,13 +1,9 @@
 package session
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/event"
@@ -131,16 +127,7 @@ func (s *session) bindMarks(mods []allocator.Module) (probes []allocator.Probe, 
 // onMark accounts a mark: the table lists it, --json prints it at once,
 // and it ends a dump's epoch.
 func (s *session) onMark(e *event.Event) {
-	label := e.Label
-	if label == "" && e.Addr != 0 {
-		label = readCString(int(e.PID), e.Addr) // the probe could not read it (timeline.go)
-	}
-	if !printable(label) {
-		label = ""
-		if i := int(e.Size); i < len(s.cfg.Marks) {
-			label = s.cfg.Marks[i]
-		}
-	}
+	label := pipeline.MarkLabel(e, s.cfg.Marks)
 	if s.host != nil {
 		s.hostSeen(e.PID) // its first event may be a mark (host.go)
 	}
@@ -160,33 +147,6 @@ func (s *session) onMark(e *event.Event) {
 			s.log.Warn("--dump-dir", "err", err)
 		}
 	}
-}
-
-// readCString reads a NUL-terminated string of at most 255 bytes at addr
-// in process pid ("" when it cannot).
-func readCString(pid int, addr uint64) string {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	b := make([]byte, 256)
-	n, _ := f.ReadAt(b, int64(addr))
-	b = b[:n]
-	i := bytes.IndexByte(b, 0)
-	if i < 0 {
-		return ""
-	}
-	return string(b[:i])
-}
-
-// printable says whether a mark's first argument read as a C string is
-// one: non-empty, valid UTF-8, no control characters.
-func printable(s string) bool {
-	if s == "" || !utf8.ValidString(s) {
-		return false
-	}
-	return strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != '\t' }) < 0
 }
 
 // recordStacks gives the recording the stacks (--detail, sampled mode),
