@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"io"
 	"time"
 
 	"github.com/memtrace/memtrace/aggregate"
@@ -145,6 +146,29 @@ func (l *Loop) Feed(in *Input) error {
 		l.Observe(in)
 	}
 	return nil
+}
+
+// RecordingSource is the replay's source: a recording read back, each
+// record the input the live run gave its loop (FromRecord). Run returns
+// the reader's error (nil at the end record).
+type RecordingSource struct{ R *recording.Reader }
+
+func (s *RecordingSource) Run(feed func(*Input) error) error {
+	var rec recording.Record
+	var in Input
+	for {
+		err := s.R.Next(&rec)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		FromRecord(&rec, &in)
+		if err := feed(&in); err != nil {
+			return err
+		}
+	}
 }
 
 // FromRecord is the input a recording's record holds (the recorder

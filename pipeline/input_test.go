@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"bytes"
-	"io"
 	"reflect"
 	"testing"
 	"time"
@@ -81,23 +80,13 @@ func TestLoopRecordReplay(t *testing.T) {
 		reports = append(reports, r)
 		return nil
 	}}
-	var rec recording.Record
-	var in Input
-	for {
-		err := r.Next(&rec)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		FromRecord(&rec, &in)
+	if err := (&RecordingSource{R: r}).Run(func(in *Input) error {
 		if in.Kind == 0 {
-			t.Fatalf("record kind %d has no input", rec.Kind)
+			t.Fatalf("a record has no input")
 		}
-		if err := l2.Feed(&in); err != nil {
-			t.Fatal(err)
-		}
+		return l2.Feed(in)
+	}); err != nil {
+		t.Fatal(err)
 	}
 	if got, want := replayed.Snapshot(), live.Snapshot(); !reflect.DeepEqual(got, want) {
 		t.Errorf("replayed table:\n%+v\nlive:\n%+v", got, want)

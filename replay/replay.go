@@ -316,7 +316,7 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	// The one loop (pipeline.Loop) with the replay's policy: --at stops
 	// the table at a moment; the rest of the file still gives the code
 	// mappings and stacks that symbolize it.
-	rp.readErr = (&recordingSource{r: r}).Run(func(in *pipeline.Input) error {
+	rp.readErr = (&pipeline.RecordingSource{R: r}).Run(func(in *pipeline.Input) error {
 		switch in.Kind {
 		case pipeline.InCodeMaps:
 			if err := rp.res.AddCodeMappings(int(in.PID), in.Maps); err != nil && !warned[err.Error()] {
@@ -427,28 +427,6 @@ func inputTime(in *pipeline.Input) uint64 {
 	return 0
 }
 
-// recordingSource is the replay's source: a recording read back, each
-// record the input the live run gave its table (pipeline.FromRecord).
-type recordingSource struct{ r *recording.Reader }
-
-func (s *recordingSource) Run(feed func(*pipeline.Input) error) error {
-	var rec recording.Record
-	var in pipeline.Input
-	for {
-		err := s.r.Next(&rec)
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		pipeline.FromRecord(&rec, &in)
-		if err := feed(&in); err != nil {
-			return err
-		}
-	}
-}
-
 // peakTime is the time of pid's kept peak snapshot (0: none).
 func peakTime(t *aggregate.Table, pid uint32) uint64 {
 	for _, p := range t.SnapshotOf(pid).Processes {
@@ -477,7 +455,7 @@ func peakRecord(c *ReplayConfig) (int, error) {
 	at := map[uint32]int{} // pid -> record of its last snapshot
 	seen := map[uint32]uint64{}
 	n := 0
-	(&recordingSource{r: r}).Run(func(in *pipeline.Input) error {
+	(&pipeline.RecordingSource{R: r}).Run(func(in *pipeline.Input) error {
 		switch in.Kind {
 		case pipeline.InCodeMaps, pipeline.InStack, pipeline.InLeakCheck, pipeline.InFootprint:
 			return nil
