@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/memtrace/memtrace/allocator"
@@ -374,27 +373,4 @@ func (s *session) sweepHost() {
 	}
 	n := s.objs.Sweep(func(pid uint32) bool { return host.Alive(int(pid)) })
 	s.log.Info("sweep", "processes", len(s.table.Processes()), "gone without exit", gone, "map entries deleted", n)
-}
-
-// logEvents logs (-v) how many events reached user space since start.
-func (s *session) logEvents(start time.Time) {
-	d := time.Since(start)
-	s.log.Info("events read", "events", s.drain.Events, "seconds", d.Seconds(),
-		"per_second", float64(s.drain.Events)/d.Seconds())
-	// memtrace's own peak memory (make bench's bytes per live block).
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		s.log.Info("memtrace memory", "peak_rss_bytes", ru.Maxrss*1024)
-	}
-	// What each BPF program cost, when kernel.bpf_stats_enabled is on (make bench).
-	stats, err := s.objs.ProgramStats()
-	if err != nil {
-		s.log.Warn("bpf program stats", "err", err)
-	}
-	for _, p := range stats {
-		if p.Runs > 0 {
-			s.log.Info("bpf program", "name", p.Name, "runs", p.Runs, "run_ns", p.Runtime.Nanoseconds(),
-				"ns_per_run", float64(p.Runtime.Nanoseconds())/float64(p.Runs))
-		}
-	}
 }

@@ -99,7 +99,7 @@ func (s *session) run() (int, error) {
 		return 0, err
 	}
 	defer release()
-	defer s.logEvents(time.Now()) // -v: events read, per second (host.go)
+	defer func(start time.Time) { tracer.LogRun(s.log, s.drain, s.objs, start) }(time.Now()) // -v: events read, per second
 	defer s.detachAll()
 	if s.host == nil {
 		// With -p and --; whole host, once exec and exit are attached (startHost).
