@@ -88,6 +88,11 @@ func (s *session) run() (int, error) {
 		s.host = s.newHost() // no target: every process (host.go)
 		adjust = s.hostOptions
 	}
+	// Ctrl-C or SIGTERM while the probes load and attach (seconds on a
+	// busy machine) ends the run once it starts, with its final report.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	// Check the targets before loading anything, so a typo fails fast.
 	for _, pid := range s.cfg.PIDs {
 		if err := unix.Kill(pid, 0); err == unix.ESRCH {
@@ -113,9 +118,6 @@ func (s *session) run() (int, error) {
 	}
 	defer stopExports()
 
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 
 	var child *launch.Child
 	switch {
