@@ -1,6 +1,10 @@
 package allocator
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/memtrace/memtrace/event"
+)
 
 // BindNamed finds each named function in the first module, in lookup
 // order, that defines it (a shared library's exported symbols, or the
@@ -35,4 +39,29 @@ func BindNamed(modules []Module, names []string) []Probe {
 		}
 	}
 	return probes
+}
+
+// BindMarks binds the --mark functions in modules: each probe's Func is
+// event.FuncMark plus the function's index among names (its attach
+// cookie). missing lists the names found in no module.
+func BindMarks(modules []Module, names []string) (probes []Probe, missing []string) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	probes = BindNamed(modules, names)
+	found := map[string]bool{}
+	for i := range probes {
+		found[probes[i].Symbol] = true
+		for j, name := range names {
+			if name == probes[i].Symbol {
+				probes[i].Func = event.FuncMark + event.Func(j)
+			}
+		}
+	}
+	for _, name := range names {
+		if !found[name] {
+			missing = append(missing, name)
+		}
+	}
+	return probes, missing
 }

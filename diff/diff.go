@@ -137,23 +137,36 @@ func ReadNDJSON(r io.Reader) (Side, error) {
 			sites[s.PID] = append(sites[s.PID], s)
 		}
 	}
-	side := Side{Processes: map[string]Figures{}, Sites: map[SiteKey]Figures{}}
+	side := newSide()
 	for pid, p := range procs {
-		f := side.Processes[p.Comm]
-		f.add(p.Figures)
-		side.Processes[p.Comm] = f
 		for _, s := range sites[pid] {
-			k := SiteKey{Comm: p.Comm, Category: s.Category, Module: filepath.Base(s.Module), Function: s.Function,
-				File: s.File, Line: s.Line, Offset: s.Offset}
-			if s.Module == "" {
-				k.Module = ""
-			}
-			f := side.Sites[k]
-			f.add(s.Figures)
-			side.Sites[k] = f
+			side.addSite(p.Comm, s.siteFields, s.Figures)
 		}
+		side.addProcess(p.Comm, p.Figures)
 	}
 	return side, nil
+}
+
+func newSide() Side { return Side{Processes: map[string]Figures{}, Sites: map[SiteKey]Figures{}} }
+
+// addProcess adds a process's figures to those of its command name.
+func (side Side) addProcess(comm string, g Figures) {
+	f := side.Processes[comm]
+	f.add(g)
+	side.Processes[comm] = f
+}
+
+// addSite adds a call site's figures to those of its name on any machine
+// (its module's file name, not its path).
+func (side Side) addSite(comm string, s siteFields, g Figures) {
+	k := SiteKey{Comm: comm, Category: s.Category, Module: filepath.Base(s.Module), Function: s.Function,
+		File: s.File, Line: s.Line, Offset: s.Offset}
+	if s.Module == "" {
+		k.Module = ""
+	}
+	f := side.Sites[k]
+	f.add(g)
+	side.Sites[k] = f
 }
 
 // ProcessDiff is one command name's figures in NEW and their change.

@@ -31,6 +31,8 @@ const bufLimit = 64 << 10
 // goroutine that feeds the Table; MapsChanged may be called from any.
 type Writer struct {
 	file io.Closer // when Create opened it
+	out  io.Writer
+	peak *Peak // the peak hint (peak.go); nil: none
 	zw   *zstd.Encoder
 	buf  []byte
 	err  error // the first write error; later writes do nothing
@@ -92,7 +94,7 @@ func NewWriter(out io.Writer, info Info) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start recording: %w", err)
 	}
-	w := &Writer{zw: zw, sites: map[siteKey]uint64{}, stackSeen: map[int32]bool{}, lastSite: siteKey{stack: -2}}
+	w := &Writer{zw: zw, out: out, sites: map[siteKey]uint64{}, stackSeen: map[int32]bool{}, lastSite: siteKey{stack: -2}}
 	if info.Memtrace == "" {
 		info.Memtrace = "memtrace"
 	}
@@ -224,6 +226,11 @@ func (w *Writer) Close() error {
 	w.push()
 	if err := w.zw.Close(); err != nil && w.err == nil {
 		w.err = fmt.Errorf("close recording: %w", err)
+	}
+	if w.peak != nil && w.err == nil {
+		if _, err := w.out.Write(appendPeakFrame(nil, *w.peak)); err != nil {
+			w.err = fmt.Errorf("close recording: %w", err)
+		}
 	}
 	if w.file != nil {
 		if err := w.file.Close(); err != nil && w.err == nil {

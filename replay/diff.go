@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"github.com/memtrace/memtrace/diff"
 	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/recording"
-	"github.com/memtrace/memtrace/report"
 )
 
 // ExitGrowth: memtrace diff --fail-on-growth found more growth than allowed
@@ -57,7 +55,7 @@ func Diff(c *DiffConfig, stdout, stderr io.Writer) int {
 }
 
 // readSide reads one side of a diff: NDJSON, or a recording replayed to
-// its end and reported with every call site.
+// its end, its snapshot compared as data (diff.FromSnapshot).
 func readSide(path string, warn io.Writer) (diff.Side, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -79,9 +77,5 @@ func readSide(path string, warn io.Writer) (diff.Side, error) {
 	if err != nil && !errors.Is(err, recording.ErrTruncated) {
 		return diff.Side{}, err
 	}
-	var b bytes.Buffer
-	if err := report.WriteJSON(&b, rp.snap, rp.res, report.Options{Final: true}); err != nil {
-		return diff.Side{}, err
-	}
-	return diff.ReadNDJSON(&b)
+	return diff.FromSnapshot(rp.snap, rp.res), nil
 }

@@ -42,6 +42,9 @@ type ReplayConfig struct {
 	// (leaks.go).
 	pipeline.LeakConfig
 	LeakSet ReplayLeakFlags
+	// noHint: --at peak finds the moment by a read of its own, not from
+	// the recording's peak hint.
+	noHint bool
 }
 
 // At is --at: a time since the start, the peak, or a mark.
@@ -246,7 +249,13 @@ func (rp *replayed) foldExited(t *aggregate.Table, pid uint32) {
 // the file could not be opened at all.
 func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	stop := -1 // --at peak: the record after which the peak snapshot was taken
-	if c.At.kind == "peak" {
+	hint, useHint := recording.Peak{}, false
+	if c.At.kind == "peak" && !c.noHint && !c.TolSet {
+		// The live run's answer, at the file's end: one read (the hint
+		// holds for the recorded peak tolerance only).
+		hint, useHint = recording.ReadPeak(c.File)
+	}
+	if c.At.kind == "peak" && !useHint {
 		n, err := peakRecord(c)
 		if n < 0 {
 			if err == nil {
@@ -294,75 +303,87 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	done := false
 	marks := 0
 	warned := map[string]bool{}
-	var rec recording.Record
 	n := 0
-	for {
-		err := r.Next(&rec)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			rp.readErr = err
-			break
-		}
-		switch rec.Kind {
-		case recording.KindMaps:
-			if err := rp.res.AddCodeMappings(int(rec.PID), rec.Maps); err != nil && !warned[err.Error()] {
+	hintSeen := uint64(0)
+	loop := &pipeline.Loop{Table: t, Printer: pr, Report: func(r recording.Report) error {
+		r.PIDs = slices.Clone(r.PIDs)
+		rp.reports = append(rp.reports, shownReport{r, pr.Snapshot(r)})
+		return nil
+	}}
+	if rp.history != nil {
+		loop.Observe = func(in *pipeline.Input) { observe(rp.history, t, in) }
+	}
+	// The one loop (pipeline.Loop) with the replay's policy: --at stops
+	// the table at a moment; the rest of the file still gives the code
+	// mappings and stacks that symbolize it.
+	rp.readErr = (&pipeline.RecordingSource{R: r}).Run(func(in *pipeline.Input) error {
+		switch in.Kind {
+		case pipeline.InCodeMaps:
+			if err := rp.res.AddCodeMappings(int(in.PID), in.Maps); err != nil && !warned[err.Error()] {
 				warned[err.Error()] = true
 				fmt.Fprintf(warn, "memtrace: warning: %v\n", err)
 			}
-			continue
-		case recording.KindStack:
-			rp.stacks.Add(rec.PID, rec.StackID, rec.Frames)
-			continue
+			return nil
+		case pipeline.InStack:
+			rp.stacks.Add(in.PID, in.StackID, in.Frames)
+			return nil
 		}
 		if done {
-			continue
+			return nil
 		}
-		if c.At.kind == "time" && recordTime(&rec) > rp.info.StartNS+uint64(c.At.time) {
+		if c.At.kind == "time" && inputTime(in) > rp.info.StartNS+uint64(c.At.time) {
 			f.tickTo(t, rp.info.StartNS+uint64(c.At.time))
 			rp.snap, done = t.Snapshot(), true
-			continue
+			return nil
 		}
-		if rec.Kind == recording.KindFootprint {
-			rp.footprints[rec.PID] = pipeline.RecordedFootprint{R: rec.Footprint, Ranges: slices.Clone(rec.FootprintRanges)}
-			continue
-		}
-		if rec.Kind == recording.KindLeakCheck {
-			lc := rec.Leak
+		switch in.Kind {
+		case pipeline.InFootprint:
+			rp.footprints[in.PID] = pipeline.RecordedFootprint{R: in.Footprint.R, Ranges: slices.Clone(in.Footprint.Ranges)}
+			return nil
+		case pipeline.InLeakCheck:
+			lc := *in.Leak
 			lc.Blocks = slices.Clone(lc.Blocks)
 			rp.leakChecks = append(rp.leakChecks, lc)
-			continue
-		}
-		switch {
-		case rec.Kind == recording.KindForgot:
+			return nil
+		case pipeline.InForget:
 			if rp.exited != nil {
-				rp.foldExited(t, rec.PID)
+				rp.foldExited(t, in.PID)
 			}
-			pr.Forget(rec.PID)             // an exited process keeps its latest footprint
-			delete(rp.footprints, rec.PID) // an exec: a new address space
-		case rec.Kind == recording.KindReport && c.At.kind == "":
-			r := rec.Report
-			r.PIDs = slices.Clone(r.PIDs)
-			rp.reports = append(rp.reports, shownReport{r, pr.Snapshot(r)})
+			loop.Feed(in)                 // an exited process keeps its latest footprint
+			delete(rp.footprints, in.PID) // an exec: a new address space
+		case pipeline.InReport:
+			if c.At.kind == "" {
+				loop.Feed(in)
+			}
 		default:
-			f.apply(t, &rec)
+			f.apply(loop, in)
 		}
 		n++
-		rp.endNS = max(rp.endNS, recordTime(&rec))
-		if rp.history != nil {
-			observe(rp.history, t, &rec)
-		}
+		rp.endNS = max(rp.endNS, inputTime(in))
 		switch {
-		case c.At.kind == "mark" && rec.Kind == recording.KindMark && rec.Mark.Label == c.At.label:
+		case c.At.kind == "mark" && in.Kind == pipeline.InMark && in.Label == c.At.label:
 			if marks++; marks == c.At.nth {
 				rp.snap, done = t.Snapshot(), true
 			}
 		case stop >= 0 && n == stop:
 			rp.snap, done = t.Snapshot(), true
+		case useHint && in.Kind == pipeline.InEvent && in.Event.PID == hint.PID:
+			if k := t.PeakSnapshots(hint.PID); k != hintSeen {
+				hintSeen = k
+				if k == hint.Snapshots && peakTime(t, hint.PID) == hint.Time {
+					rp.snap, done = t.Snapshot(), true
+				}
+			}
 		}
-	}
+		return nil
+	})
 	rp.records = r.Records
+	if useHint && !done && rp.readErr == nil {
+		// A hint that names no moment of the stream: the two reads.
+		c2 := *c
+		c2.noHint = true
+		return replay(&c2, warn)
+	}
 	if !done {
 		switch c.At.kind {
 		case "mark":
@@ -385,30 +406,44 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 
 // observe gives the --html history what a live run gives it: events
 // (applied to t) and marks.
-func observe(h *history.Collector, t *aggregate.Table, rec *recording.Record) {
-	switch rec.Kind {
-	case recording.KindEvent:
-		h.Observe(&rec.Event)
-		h.After(&rec.Event, t)
-	case recording.KindMark:
-		h.Mark(rec.Mark.Time, rec.Mark.PID, rec.Mark.Label, t)
+func observe(h *history.Collector, t *aggregate.Table, in *pipeline.Input) {
+	switch in.Kind {
+	case pipeline.InEvent:
+		h.Observe(in.Event)
+		h.After(in.Event, t)
+	case pipeline.InMark:
+		h.Mark(in.Time, in.PID, in.Label, t)
 	}
 }
 
-// recordTime is the time a record happened at (0 when it has none).
-func recordTime(rec *recording.Record) uint64 {
-	switch rec.Kind {
-	case recording.KindEvent:
-		return rec.Event.Time
-	case recording.KindTick, recording.KindExited, recording.KindMark, recording.KindLeakCheck:
-		return rec.Time
+// inputTime is the time an input happened at (0 when it has none).
+func inputTime(in *pipeline.Input) uint64 {
+	switch in.Kind {
+	case pipeline.InEvent:
+		return in.Event.Time
+	case pipeline.InTick, pipeline.InExited, pipeline.InMark, pipeline.InLeakCheck:
+		return in.Time
 	}
 	return 0
 }
 
+// peakTime is the time of pid's kept peak snapshot (0: none).
+func peakTime(t *aggregate.Table, pid uint32) uint64 {
+	for _, p := range t.SnapshotOf(pid).Processes {
+		if p.Peak != nil {
+			return p.Peak.Time
+		}
+	}
+	return 0
+}
+
+// peakPasses counts the reads peakRecord made (tests).
+var peakPasses int
+
 // peakRecord replays the file once to find the record after which the
 // largest process took its kept peak snapshot.
 func peakRecord(c *ReplayConfig) (int, error) {
+	peakPasses++
 	r, err := recording.Open(c.File)
 	if err != nil {
 		return -1, err
@@ -416,23 +451,24 @@ func peakRecord(c *ReplayConfig) (int, error) {
 	defer r.Close()
 	t := aggregate.NewTable()
 	f := newFeeder(c, t)
+	loop := &pipeline.Loop{Table: t, Printer: &pipeline.Printer{Table: t}, Report: func(recording.Report) error { return nil }}
 	at := map[uint32]int{} // pid -> record of its last snapshot
 	seen := map[uint32]uint64{}
-	var rec recording.Record
 	n := 0
-	for r.Next(&rec) == nil {
-		if rec.Kind == recording.KindMaps || rec.Kind == recording.KindStack || rec.Kind == recording.KindLeakCheck ||
-			rec.Kind == recording.KindFootprint {
-			continue
+	(&pipeline.RecordingSource{R: r}).Run(func(in *pipeline.Input) error {
+		switch in.Kind {
+		case pipeline.InCodeMaps, pipeline.InStack, pipeline.InLeakCheck, pipeline.InFootprint:
+			return nil
 		}
-		f.apply(t, &rec)
+		f.apply(loop, in)
 		n++
-		if rec.Kind == recording.KindEvent {
-			if k := t.PeakSnapshots(rec.Event.PID); k != seen[rec.Event.PID] {
-				seen[rec.Event.PID], at[rec.Event.PID] = k, n
+		if in.Kind == pipeline.InEvent {
+			if k := t.PeakSnapshots(in.Event.PID); k != seen[in.Event.PID] {
+				seen[in.Event.PID], at[in.Event.PID] = k, n
 			}
 		}
-	}
+		return nil
+	})
 	best, bestPeak := -1, uint64(0)
 	for _, p := range t.Snapshot().Processes {
 		if n, ok := at[p.PID]; ok && (best < 0 || p.PeakLiveBytes > bestPeak) {
@@ -458,25 +494,26 @@ func newFeeder(c *ReplayConfig, t *aggregate.Table) *feeder {
 	return &feeder{c: c}
 }
 
-func (f *feeder) apply(t *aggregate.Table, rec *recording.Record) {
+func (f *feeder) apply(l *pipeline.Loop, in *pipeline.Input) {
+	t := l.Table
 	switch {
-	case rec.Kind == recording.KindPeakTolerance && f.c.TolSet:
+	case in.Kind == pipeline.InPeakTolerance && f.c.TolSet:
 		return
-	case (rec.Kind == recording.KindTick || rec.Kind == recording.KindHalfLives) && f.c.RatesOK:
-		if rec.Kind == recording.KindHalfLives && !f.started {
+	case (in.Kind == pipeline.InTick || in.Kind == pipeline.InHalfLives) && f.c.RatesOK:
+		if in.Kind == pipeline.InHalfLives && !f.started {
 			f.started = true
-			t.SetHalfLives(f.c.Rates.HalfLives, rec.Time)
-			f.nextTick = rec.Time + uint64(f.c.Rates.Period)
+			t.SetHalfLives(f.c.Rates.HalfLives, in.Time)
+			f.nextTick = in.Time + uint64(f.c.Rates.Period)
 		}
-		f.tickTo(t, rec.Time)
+		f.tickTo(t, in.Time)
 		return
 	}
 	if f.c.RatesOK && f.started {
-		f.tickTo(t, recordTime(rec))
+		f.tickTo(t, inputTime(in))
 	}
-	rec.ApplyTo(t)
-	if rec.Kind == recording.KindTick && f.onTick != nil {
-		f.onTick(rec.Time)
+	l.Feed(in)
+	if in.Kind == pipeline.InTick && f.onTick != nil {
+		f.onTick(in.Time)
 	}
 }
 

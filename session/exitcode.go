@@ -9,43 +9,28 @@ import (
 	"github.com/memtrace/memtrace/tracer"
 )
 
-// Exit codes (pipeline), documented in README.md. In `--` mode memtrace
+// exitCodeFor is memtrace's exit code for a live run's error
+// (pipeline's codes, documented in README.md); in `--` mode memtrace
 // otherwise exits with the command's own status (128+N when a signal N
 // ended it).
-const (
-	ExitOK          = pipeline.ExitOK
-	ExitError       = pipeline.ExitError
-	ExitUsage       = pipeline.ExitUsage
-	ExitPermission  = pipeline.ExitPermission
-	ExitKernel      = pipeline.ExitKernel
-	ExitNoProcess   = pipeline.ExitNoProcess
-	ExitNoAllocator = pipeline.ExitNoAllocator
-	ExitNotExec     = pipeline.ExitNotExec
-	ExitNotFound    = pipeline.ExitNotFound
-	ExitLeak        = pipeline.ExitLeak
-)
-
-// ErrUsage marks command-line mistakes.
-var ErrUsage = pipeline.ErrUsage
-
 func exitCodeFor(err error) int {
 	switch {
 	case err == nil:
-		return ExitOK
-	case errors.Is(err, ErrUsage):
-		return ExitUsage
+		return pipeline.ExitOK
+	case errors.Is(err, pipeline.ErrUsage):
+		return pipeline.ExitUsage
 	case errors.Is(err, tracer.ErrPermission):
-		return ExitPermission
+		return pipeline.ExitPermission
 	case errors.Is(err, tracer.ErrNoBTF), errors.Is(err, tracer.ErrNoUprobes), errors.Is(err, tracer.ErrOldKernel):
-		return ExitKernel
+		return pipeline.ExitKernel
 	case errors.Is(err, allocator.ErrNoProcess), errors.Is(err, tracer.ErrProcessGone):
-		return ExitNoProcess
+		return pipeline.ExitNoProcess
 	case errors.Is(err, allocator.ErrNotFound):
-		return ExitNoAllocator
+		return pipeline.ExitNoAllocator
 	case errors.Is(err, launch.ErrNotFound):
-		return ExitNotFound
+		return pipeline.ExitNotFound
 	case errors.Is(err, launch.ErrNotExecutable):
-		return ExitNotExec
+		return pipeline.ExitNotExec
 	}
-	return ExitError
+	return pipeline.ExitError
 }

@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/event"
 	"github.com/memtrace/memtrace/host"
+	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/recording"
 	"github.com/memtrace/memtrace/tracer"
 )
@@ -20,17 +20,6 @@ import (
 // tracepoints on exec (a new program may bring a new allocator file) and
 // exit (a process's final records are reported, then it is dropped, so
 // that memory stays bounded however long the run). Sampled by default.
-
-// scanDelays are the waits before each scan of a process that has just
-// executed a program: its dynamic linker maps its libraries within
-// microseconds to milliseconds of the exec, and the scan waits until they
-// are all there. Calls into a file first probed this way are missed until
-// its probes are in (README, "Whole-host mode").
-var scanDelays = []time.Duration{
-	0, time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond,
-	20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond,
-	500 * time.Millisecond, time.Second,
-}
 
 const (
 	// exitFlush: the final records of processes that exited are written
@@ -50,8 +39,8 @@ type hostState struct {
 	filter host.Filter
 	// att holds every system-wide probe (PID 0: no filter).
 	att *tracer.Attachment
-	// scans are the processes to scan for new allocator files, by PID.
-	scans map[int]*pendingScan
+	// scans are the processes to scan again for new allocator files.
+	scans host.Scans
 	// exitsSince: when the first process of the batch of exits the
 	// printer holds exited.
 	exitsSince time.Time
@@ -65,11 +54,6 @@ type hostState struct {
 	execComms map[uint32]string
 }
 
-type pendingScan struct {
-	due   time.Time
-	tries int
-}
-
 // newHost is the whole-host mode's state; the run loads the objects with
 // hostOptions.
 func (s *session) newHost() *hostState {
@@ -77,7 +61,6 @@ func (s *session) newHost() *hostState {
 		finder:    &host.Finder{Allocator: s.cfg.Allocator, Self: os.Getpid()},
 		filter:    host.Filter{Comm: s.cfg.Comm, Cgroup: s.cfg.CgroupPath},
 		att:       &tracer.Attachment{PID: 0},
-		scans:     map[int]*pendingScan{},
 		marked:    map[string]int{},
 		execComms: map[uint32]string{},
 	}
@@ -157,15 +140,10 @@ func (s *session) hostIdle() error {
 // nextWait is how long the next poll may wait: pollWait, or less in
 // whole-host mode when a scan falls due sooner.
 func (s *session) nextWait() time.Duration {
-	wait := pollWait
 	if s.host == nil {
-		return wait
+		return pollWait
 	}
-	now := time.Now()
-	for _, p := range s.host.scans {
-		wait = min(wait, max(p.due.Sub(now), 0))
-	}
-	return wait
+	return s.host.scans.Wait(pollWait)
 }
 
 // scanProcess looks for allocator files of pid not probed yet and probes
@@ -217,33 +195,22 @@ func (s *session) scanProcess(pid int) (retry bool, err error) {
 
 // scheduleScan queues a scan of pid, unless one is queued.
 func (s *session) scheduleScan(pid int) {
-	if _, ok := s.host.scans[pid]; !ok && pid != s.host.finder.Self {
-		s.host.scans[pid] = &pendingScan{due: time.Now()}
+	if pid != s.host.finder.Self {
+		s.host.scans.Add(pid)
 	}
 }
 
-// runScans runs the scans that are due.
+// runScans runs the scans that are due (host.Scans).
 func (s *session) runScans() {
-	now := time.Now()
-	for pid, p := range s.host.scans {
-		if now.Before(p.due) {
-			continue
-		}
+	s.host.scans.Run(func(pid int) bool {
 		retry, err := s.scanProcess(pid)
 		if err != nil {
 			s.log.Warn("scan", "pid", pid, "err", err)
 		}
-		p.tries++
-		if !retry || p.tries >= len(scanDelays) {
-			delete(s.host.scans, pid)
-			if !retry {
-				// Its libraries are all there: read its mappings for symbols.
-				_ = s.res.Capture(pid)
-			}
-			continue
-		}
-		p.due = now.Add(scanDelays[p.tries])
-	}
+		return retry
+	}, func(pid int) {
+		_ = s.res.Capture(pid) // its libraries are all there: its mappings for symbols
+	})
 }
 
 // hostApply accounts one event of the whole-host mode.
@@ -264,7 +231,7 @@ func (s *session) hostApply(e *event.Event) {
 		return
 	}
 	s.hostSeen(e.PID)
-	s.table.Apply(e)
+	s.feed(pipeline.Input{Kind: pipeline.InEvent, Event: e})
 }
 
 // hostSeen registers the process of an event: when first seen (a process
@@ -283,7 +250,7 @@ func (s *session) hostSeen(pid uint32) {
 		} else {
 			comm = host.Comm(int(pid))
 		}
-		s.table.AddProcess(pid, comm)
+		s.feed(pipeline.Input{Kind: pipeline.InProcess, PID: pid, Comm: comm})
 		_ = s.res.Capture(int(pid))
 	}
 }
@@ -300,7 +267,7 @@ func (s *session) hostExec(e *event.Event) {
 		s.objs.ForgetBlocks(pid, s.table.LiveAddrs(pid))
 		s.objs.ForgetStacks(pid)
 		s.stacks.Forget(pid)
-		s.table.Forget(pid)
+		s.feed(pipeline.Input{Kind: pipeline.InForget, PID: pid})
 		s.res.Forget(int(pid))
 	}
 	delete(s.lastFootprints, int(pid)) // a new address space (footprint.go)
@@ -322,7 +289,7 @@ func (s *session) hostExec(e *event.Event) {
 func (s *session) hostExit(pid uint32, comm string, when uint64) {
 	h := s.host
 	defer delete(s.lastFootprints, int(pid))
-	delete(h.scans, int(pid))
+	h.scans.Drop(int(pid))
 	delete(h.execComms, pid)
 	if h.lastPID == pid {
 		h.lastPID = 0
@@ -333,18 +300,18 @@ func (s *session) hostExit(pid uint32, comm string, when uint64) {
 		return // it made no allocation while traced
 	}
 	if counted {
-		s.table.SetExactCounts(pid, c.Allocs, c.AllocBytes)
+		s.feed(pipeline.Input{Kind: pipeline.InExactCounts, PID: pid, N: c.Allocs, M: c.AllocBytes})
 	}
-	s.table.AddProcess(pid, comm)
+	s.feed(pipeline.Input{Kind: pipeline.InProcess, PID: pid, Comm: comm})
 	if n, ok := s.objs.LostOf(pid); ok {
-		s.table.SetLost(pid, n)
+		s.feed(pipeline.Input{Kind: pipeline.InLost, PID: pid, N: n})
 	}
-	s.table.MarkExited(pid, when)
+	s.feed(pipeline.Input{Kind: pipeline.InExited, PID: pid, Time: when})
 	if pids, _ := s.pr.Held(); len(pids) == 0 {
 		h.exitsSince = time.Now()
 	}
 	s.objs.Forget(pid, s.table.LiveAddrs(pid))
-	s.pr.Forget(pid) // held for the next batch (pipeline.Printer)
+	s.feed(pipeline.Input{Kind: pipeline.InForget, PID: pid}) // held for the next batch (pipeline.Printer)
 }
 
 // flushExits writes the final records of the processes that exited since
@@ -355,10 +322,10 @@ func (s *session) flushExits() error {
 		return nil
 	}
 	if _, total, err := s.objs.Lost(); err == nil {
-		s.table.SetTotalLost(total)
+		s.feed(pipeline.Input{Kind: pipeline.InTotalLost, N: total})
 	}
 	s.exportExited(exits) // exports.go: while their mappings and stacks are known
-	err := s.print(recording.Report{Time: monotonicNow(), Final: true, Exited: true})
+	err := s.feed(pipeline.Input{Kind: pipeline.InReport, Report: recording.Report{Time: monotonicNow(), Final: true, Exited: true}})
 	for _, pid := range pids {
 		if !s.table.Known(uint32(pid)) { // not a new process with the same PID
 			s.res.Forget(pid)
@@ -379,7 +346,7 @@ func (s *session) setExactCounts() {
 	}
 	for pid, c := range counts {
 		if s.host != nil || s.targets[int(pid)] != nil {
-			s.table.SetExactCounts(pid, c.Allocs, c.AllocBytes)
+			s.feed(pipeline.Input{Kind: pipeline.InExactCounts, PID: pid, N: c.Allocs, M: c.AllocBytes})
 		}
 	}
 }
@@ -406,27 +373,4 @@ func (s *session) sweepHost() {
 	}
 	n := s.objs.Sweep(func(pid uint32) bool { return host.Alive(int(pid)) })
 	s.log.Info("sweep", "processes", len(s.table.Processes()), "gone without exit", gone, "map entries deleted", n)
-}
-
-// logEvents logs (-v) how many events reached user space since start.
-func (s *session) logEvents(start time.Time) {
-	d := time.Since(start)
-	s.log.Info("events read", "events", s.drain.Events, "seconds", d.Seconds(),
-		"per_second", float64(s.drain.Events)/d.Seconds())
-	// memtrace's own peak memory (make bench's bytes per live block).
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		s.log.Info("memtrace memory", "peak_rss_bytes", ru.Maxrss*1024)
-	}
-	// What each BPF program cost, when kernel.bpf_stats_enabled is on (make bench).
-	stats, err := s.objs.ProgramStats()
-	if err != nil {
-		s.log.Warn("bpf program stats", "err", err)
-	}
-	for _, p := range stats {
-		if p.Runs > 0 {
-			s.log.Info("bpf program", "name", p.Name, "runs", p.Runs, "run_ns", p.Runtime.Nanoseconds(),
-				"ns_per_run", float64(p.Runtime.Nanoseconds())/float64(p.Runs))
-		}
-	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/event"
+	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/tracer"
 )
 
@@ -22,7 +23,7 @@ func (s *session) jvmProbes(pid int, mods []allocator.Module) []allocator.Probe 
 			s.log.Warn("JVM categories unavailable", "pid", pid, "err", err)
 			return nil
 		}
-		s.table.SetJVMCategories(uint32(pid), names)
+		s.feed(pipeline.Input{Kind: pipeline.InJVMCategories, PID: uint32(pid), Names: names})
 		return probes
 	}
 	return nil

@@ -23,18 +23,11 @@ import (
 // parents.
 type leakState struct {
 	*pipeline.Leaks
-	// inherited: with -f, a forked child starts with its parent's live
-	// blocks (same addresses, same contents); they are blocks of the
-	// child's heap for the check until the child frees them or execs.
-	inherited map[int]map[uint64]heldBlock
+	// inherited: with -f, the blocks forked children inherited.
+	inherited leakcheck.Inherited
 	// vforked: children running in their parent's memory (vfork) until
 	// they exec; one that exits first has no heap of its own to check.
 	vforked map[int]bool
-}
-
-type heldBlock struct {
-	size uint64
-	site aggregate.SiteKey
 }
 
 func (s *session) leaks() *leakState {
@@ -46,9 +39,8 @@ func (s *session) leaks() *leakState {
 
 func newLeakState(cfg *LeakConfig) *leakState {
 	return &leakState{
-		Leaks:     pipeline.NewLeaks(cfg),
-		inherited: map[int]map[uint64]heldBlock{},
-		vforked:   map[int]bool{},
+		Leaks:   pipeline.NewLeaks(cfg),
+		vforked: map[int]bool{},
 	}
 }
 
@@ -70,7 +62,7 @@ func (s *session) leakCheckAtExit(st launch.Stop) {
 		regs = gpRegs(st.Regs)
 	}
 	s.runLeakCheck(st.PID, threads, regs, false, "at exit")
-	delete(s.leaks().inherited, st.PID)
+	s.leaks().inherited.Drop(st.PID)
 }
 
 // leakCheckRunning checks the -p targets still running when the run ends:
@@ -144,43 +136,17 @@ func (s *session) checkBlocks(r *leakcheck.Verdict, threads []leakcheck.Thread, 
 		blocks = append(blocks, recording.LeakBlock{Addr: addr, Size: size, Site: site})
 		return true
 	})
-	for addr, h := range s.leaks().inherited[pid] {
-		blocks = append(blocks, recording.LeakBlock{Addr: addr, Size: h.size, Site: h.site})
+	for addr, h := range s.leaks().inherited.Of(pid) {
+		blocks = append(blocks, recording.LeakBlock{Addr: addr, Size: h.Size, Site: h.Site})
 	}
-	// By address: the order the recording keeps, so that a replay judges
-	// the blocks in the same order.
-	recording.SortLeakBlocks(blocks)
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/maps")
+	c, err := pipeline.CheckBlocks(pid, blocks, threads, regs, unknownHeap, s.cfg.Heuristics)
 	if err != nil {
 		return nil, err
 	}
-	maps, err := leakcheck.ParseMaps(f)
-	f.Close()
-	if err != nil {
-		return nil, err
-	}
-	in := make([]leakcheck.Block, len(blocks))
-	for i, b := range blocks {
-		in[i] = leakcheck.Block{Addr: b.Addr, Size: b.Size}
-	}
-	roots := leakcheck.Roots(maps, leakcheck.RootOptions{Threads: threads, UnknownHeap: unknownHeap, Blocks: in})
-	mem := leakcheck.OpenProcessMemory(pid)
-	defer mem.Close()
-	res, err := leakcheck.Check(leakcheck.Input{
-		Blocks: in, Mem: mem, Roots: roots, Registers: regs,
-		Heuristics: s.cfg.Heuristics, Maps: maps,
-		IgnoreInterior: leakcheck.GlibcChunkHeader,
-	})
-	if err != nil {
-		return nil, err
-	}
-	for i := range blocks {
-		blocks[i].Class, blocks[i].Heuristic, blocks[i].Indirect = res.Class[i], res.Heuristic[i], res.IndirectBytes[i]
-	}
-	r.ScannedBytes = res.ScannedBytes
-	s.log.Info("leak check", "pid", pid, "blocks", len(blocks), "roots", len(roots),
-		"scanned", res.ScannedBytes, "skipped", res.SkippedBytes)
-	return blocks, nil
+	r.ScannedBytes = c.ScannedBytes
+	s.log.Info("leak check", "pid", pid, "blocks", len(c.Blocks), "roots", c.Roots,
+		"scanned", c.ScannedBytes, "skipped", c.SkippedBytes)
+	return c.Blocks, nil
 }
 
 // recordLeakCheck writes a check's result into the recording (--record),
@@ -206,24 +172,10 @@ func (s *session) detailStacks() report.StackSource {
 }
 
 // noteInherited keeps a forked child's inherited blocks in step with its
-// frees (they are unmatched frees for the table, which never saw them
-// allocated in the child).
+// events (leakcheck.Inherited).
 func (s *session) noteInherited(e *event.Event) {
-	if s.leak == nil || len(s.leak.inherited) == 0 {
-		return
-	}
-	h := s.leak.inherited[int(e.PID)]
-	if h == nil {
-		return
-	}
-	switch e.Kind {
-	case event.Free, event.Alloc:
-		delete(h, e.Addr)
-	case event.Realloc:
-		if e.Addr != 0 || e.Size == 0 {
-			delete(h, e.OldAddr)
-		}
-		delete(h, e.Addr)
+	if s.leak != nil {
+		s.leak.inherited.Note(e)
 	}
 }
 
@@ -240,7 +192,7 @@ func (s *session) leakStop(st launch.Stop) (bool, error) {
 	case launch.Exec:
 		// A new program: the inherited blocks went with the old one.
 		if s.leak != nil {
-			delete(s.leak.inherited, st.PID)
+			s.leak.inherited.Drop(st.PID)
 			delete(s.leak.vforked, st.PID)
 		}
 	}
@@ -272,7 +224,7 @@ func (s *session) onFork(st launch.Stop) error {
 	if err := s.res.Capture(st.PID); err != nil {
 		s.log.Warn("read mappings", "pid", st.PID, "err", err)
 	}
-	s.table.AddProcess(uint32(st.PID), comm(st.PID))
+	s.feed(pipeline.Input{Kind: pipeline.InProcess, PID: uint32(st.PID), Comm: comm(st.PID)})
 	s.log.Info("follow: new process", "pid", st.PID, "parent", st.Parent)
 	if st.SharedVM {
 		// vfork: the parent's memory until exec; nothing of its own.
@@ -280,17 +232,7 @@ func (s *session) onFork(st launch.Stop) error {
 		return nil
 	}
 	if s.cfg.LeakCheck {
-		h := map[uint64]heldBlock{}
-		s.table.ForEachLiveSite(uint32(st.Parent), func(addr, size uint64, site aggregate.SiteKey) bool {
-			h[addr] = heldBlock{size, site}
-			return true
-		})
-		for addr, b := range s.leaks().inherited[st.Parent] {
-			h[addr] = b
-		}
-		if len(h) > 0 {
-			s.leaks().inherited[st.PID] = h
-		}
+		s.leaks().inherited.Fork(s.table, st.Parent, st.PID)
 	}
 	return nil
 }

@@ -1,11 +1,11 @@
 package session
 
 import (
-	"log/slog"
 	"os"
 	"syscall"
 	"time"
 
+	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/watch"
 )
 
@@ -23,13 +23,10 @@ type liveRates struct {
 	settings watch.Settings
 
 	// With the view only:
-	view      *watch.View
+	view      *watch.Screen
 	changes   <-chan watch.Settings
 	refresh   time.Duration
 	lastFrame time.Time
-	held      []*watch.HeldWriter
-	heldLog   *watch.HeldLogs
-	stopQuit  chan struct{}
 }
 
 // startLive starts the rates' clock and ticker and, with --watch on a
@@ -39,7 +36,7 @@ type liveRates struct {
 // periodic plain reports. Call it before the interval ticker is made.
 func (s *session) startLive(sigs chan<- os.Signal) *liveRates {
 	l := &liveRates{s: s, settings: watch.Settings{HalfLives: s.cfg.HalfLives, Period: s.cfg.Period}}
-	s.table.SetHalfLives(s.cfg.HalfLives, monotonicNow())
+	s.feed(pipeline.Input{Kind: pipeline.InHalfLives, HalfLives: s.cfg.HalfLives, Time: monotonicNow()})
 	l.ticker = time.NewTicker(s.cfg.Period)
 	l.tick = l.ticker.C
 	if !s.cfg.Watch {
@@ -56,48 +53,25 @@ func (s *session) startLive(sigs chan<- os.Signal) *liveRates {
 		l.refresh = s.cfg.Interval
 	}
 	// Output written while the view owns the screen (a -p target's final
-	// records, warnings) waits until the view is closed.
-	out := watch.NewHeldWriter(s.out)
-	if s.out == s.stdout {
-		s.out = out
-	}
-	logs := watch.NewHeldLogs()
-	origLog := s.log
-	if watch.IsTerminal(s.stderr) {
-		s.log = slog.New(watch.HeldHandler{Inner: s.log.Handler(), Logs: logs})
-	}
-	v, err := watch.Start(watch.Options{
-		Symbolizer: s.res,
-		Sort:       s.cfg.Sort,
-		Configured: l.settings,
-	})
+	// records, warnings) waits until the view is closed (watch.Screen);
+	// q in the view ends the run as SIGTERM does.
+	screen, out, log, err := watch.OpenScreen(watch.Options{Symbolizer: s.res, Sort: s.cfg.Sort, Configured: l.settings},
+		s.out, s.stdout, s.stderr, s.log, func() {
+			select {
+			case sigs <- syscall.SIGTERM:
+			default:
+			}
+		})
 	if err != nil {
-		out.Release()
-		s.log = origLog
-		logs.Release()
 		s.log.Warn("--watch: no live view, printing periodic reports instead", "err", err)
 		if s.cfg.Interval == 0 {
 			s.cfg.Interval = watchRefresh
 		}
 		return l
 	}
-	l.held, l.heldLog = []*watch.HeldWriter{out}, logs
+	s.out, s.log = out, log
 	s.cfg.Interval = 0 // the view replaces periodic reports
-	l.view, l.changes = v, v.Changes()
-	l.stopQuit = make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-v.Quit():
-				select {
-				case sigs <- syscall.SIGTERM:
-				default:
-				}
-			case <-l.stopQuit:
-				return
-			}
-		}
-	}()
+	l.view, l.changes = screen, screen.Changes()
 	l.push()
 	return l
 }
@@ -109,7 +83,7 @@ func (l *liveRates) onTick(time.Time) {
 		l.s.log.Warn("drain", "err", err)
 	}
 	now := monotonicNow()
-	l.s.table.Tick(now)
+	l.s.feed(pipeline.Input{Kind: pipeline.InTick, Time: now})
 	l.s.exportTick(now) // exports.go: the history's point at the tick's time, as a replay has it
 	if l.view != nil && time.Since(l.lastFrame) >= l.refresh {
 		l.push()
@@ -126,7 +100,7 @@ func (l *liveRates) push() {
 // apply takes half-lives and a period the user chose in the view (already
 // checked by watch.Adjust): changed half-lives restart their averages.
 func (l *liveRates) apply(st watch.Settings) {
-	l.s.table.SetHalfLives(st.HalfLives, monotonicNow())
+	l.s.feed(pipeline.Input{Kind: pipeline.InHalfLives, HalfLives: st.HalfLives, Time: monotonicNow()})
 	if st.Period != l.settings.Period {
 		l.ticker.Reset(st.Period)
 	}
@@ -144,16 +118,7 @@ func (l *liveRates) stop() {
 	}
 	l.ticker.Stop()
 	if l.view != nil {
-		close(l.stopQuit)
 		l.view.Close()
 		l.view = nil
 	}
-	if l.heldLog != nil {
-		l.heldLog.Release()
-		l.heldLog = nil
-	}
-	for _, h := range l.held {
-		h.Release()
-	}
-	l.held = nil
 }

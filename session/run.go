@@ -1,8 +1,7 @@
-// Package session runs memtrace: a live trace (-p, -- COMMAND, or every
-// process on the host) from the probes through aggregation to the reports
-// and the leak check, and the replay and diff of recorded runs.
-// cmd/memtrace parses the command line into a Config and calls Run, Replay
-// or Diff.
+// Package session is memtrace's live source: a trace (-p, -- COMMAND, or
+// every process on the host) from the probes into the one loop
+// (pipeline.Loop), as a pipeline.Source, and the leak check's stops.
+// cmd/memtrace parses the command line into a Config and calls Run.
 package session
 
 import (
@@ -10,6 +9,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+
+	"github.com/memtrace/memtrace/pipeline"
 )
 
 // Run traces as cfg says and returns memtrace's exit code. args is the
@@ -33,7 +34,7 @@ func Run(cfg *Config, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 		f, err := os.Create(cfg.Output)
 		if err != nil {
 			fmt.Fprintf(stderr, "memtrace: %v\n", err)
-			return ExitUsage
+			return pipeline.ExitUsage
 		}
 		defer f.Close()
 		out = f
@@ -41,15 +42,18 @@ func Run(cfg *Config, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 	closeJSON, err := cfg.OpenJSONFile()
 	if err != nil {
 		fmt.Fprintf(stderr, "memtrace: %v\n", err)
-		return ExitUsage
+		return pipeline.ExitUsage
 	}
 	defer closeJSON()
 	s := &session{cfg: cfg, log: log, out: out, stdin: stdin, stdout: stdout, stderr: stderr}
 	if err := s.openTime(args); err != nil { // --record, --dump-dir (timeline.go)
 		fmt.Fprintf(stderr, "memtrace: %v\n", err)
-		return ExitUsage
+		return pipeline.ExitUsage
 	}
-	code, err := s.run()
+	s.newState()
+	var src pipeline.Source = s // the live source, into the one loop
+	err = src.Run(s.input.Feed)
+	code := s.code
 	if err == nil {
 		err = s.closeTime(true) // the last dump, the end of the recording
 	} else {

@@ -57,20 +57,23 @@ type session struct {
 	drain          *tracer.Drainer
 	table          *aggregate.Table
 	res            *symbolize.Resolver
-	pr             *pipeline.Printer    // the reports (pipeline/printer.go)
+	pr             *pipeline.Printer // the reports (pipeline/printer.go)
+	input          *pipeline.Loop    // the one loop the table's inputs go through (feed)
+	sink           func(*pipeline.Input) error
 	stacks         *pipeline.StackStore // the stacks events name (pipeline/stacks.go)
 	downloads      *pipeline.Downloads  // debuginfod; nil without servers (debuginfod.go)
 	targets        map[int]*target
 	exitedPIDs     chan int
-	live           *liveRates   // decaying rates and --watch (live.go)
-	leak           *leakState   // the leak check, -f (leaks.go)
-	host           *hostState   // whole-host mode (host.go); nil with -p and --
-	time           *timeState   // --record, --mark, --dump-dir (timeline.go)
-	exports        *exportState // --pprof, --folded, --html, --listen (exports.go)
-	residentDue    time.Time    // the next check of sampled pages (resident.go)
+	live           *liveRates        // decaying rates and --watch (live.go)
+	leak           *leakState        // the leak check, -f (leaks.go)
+	host           *hostState        // whole-host mode (host.go); nil with -p and --
+	time           *timeState        // --record, --mark, --dump-dir (timeline.go)
+	exports        *pipeline.Exports // --pprof, --folded, --html, --listen (exports.go)
+	residentDue    time.Time         // the next check of sampled pages (resident.go)
 	// exitFootprints are the readings taken at exit stops (footprint.go).
 	exitFootprints map[int]footprint.Reading
 	lastFootprints map[int]lastReading // the latest reading of each process
+	code           int                 // the run's exit code (Run)
 }
 
 // run is the live run: one loop for every mode. The ring's events and
@@ -79,13 +82,17 @@ type session struct {
 // processes are probed, and that exited processes are reported in
 // batches and forgotten.
 func (s *session) run() (int, error) {
-	s.newState()
 	defer s.downloads.Close()
 	var adjust func(*tracer.Options)
 	if s.cfg.Host() {
 		s.host = s.newHost() // no target: every process (host.go)
 		adjust = s.hostOptions
 	}
+	// Ctrl-C or SIGTERM while the probes load and attach (seconds on a
+	// busy machine) ends the run once it starts, with its final report.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	// Check the targets before loading anything, so a typo fails fast.
 	for _, pid := range s.cfg.PIDs {
 		if err := unix.Kill(pid, 0); err == unix.ESRCH {
@@ -97,7 +104,7 @@ func (s *session) run() (int, error) {
 		return 0, err
 	}
 	defer release()
-	defer s.logEvents(time.Now()) // -v: events read, per second (host.go)
+	defer func(start time.Time) { tracer.LogRun(s.log, s.drain, s.objs, start) }(time.Now()) // -v: events read, per second
 	defer s.detachAll()
 	if s.host == nil {
 		// With -p and --; whole host, once exec and exit are attached (startHost).
@@ -111,9 +118,6 @@ func (s *session) run() (int, error) {
 	}
 	defer stopExports()
 
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 
 	var child *launch.Child
 	switch {
@@ -183,7 +187,7 @@ func (s *session) loop(child *launch.Child, sigs chan os.Signal) (int, error) {
 		defer t.Stop()
 		sweep = t.C
 	}
-	code := ExitOK
+	code := pipeline.ExitOK
 	signals := 0
 	for {
 		if _, err := s.drain.Poll(s.nextWait(), s.apply); err != nil {
@@ -271,7 +275,21 @@ func (s *session) newState() {
 		Base: report.Options{Top: s.cfg.Top, Sort: s.cfg.Sort, Raw: s.cfg.Raw, Host: s.cfg.Host(),
 			ResidentOnly: s.cfg.Host() && !s.cfg.Heap}}
 	s.startTime() // the recording sees every input (timeline.go)
+	s.input = &pipeline.Loop{Table: s.table, Printer: s.pr, Report: s.print}
 }
+
+// Run is the live run as a pipeline.Source: it gives feed every input of
+// the table, in order (the ring's events, the targets' starts and exits,
+// the probes' counts, ticks, marks, reports), until the run ends; the
+// run's exit code is then s.code.
+func (s *session) Run(feed func(*pipeline.Input) error) (err error) {
+	s.sink = feed
+	s.code, err = s.run()
+	return err
+}
+
+// feed gives the loop one input. Only a report's can fail.
+func (s *session) feed(in pipeline.Input) error { return s.sink(&in) }
 
 // load loads the BPF objects with the run's options (adjust, if set, adds
 // a mode's own) and opens the ring reader; release closes both.
@@ -339,7 +357,7 @@ func (s *session) apply(e *event.Event) {
 		return
 	}
 	s.noteInherited(e) // -f: a forked child's inherited blocks (leaks.go)
-	s.table.Apply(e)
+	s.feed(pipeline.Input{Kind: pipeline.InEvent, Event: e})
 	s.exportApplied(e)
 }
 
@@ -372,7 +390,7 @@ func (s *session) onStop(st launch.Stop) error {
 				return err
 			}
 			s.objs.Forget(uint32(st.PID), s.table.LiveAddrs(uint32(st.PID))) // sampled blocks, counts
-			s.table.Forget(uint32(st.PID))
+			s.feed(pipeline.Input{Kind: pipeline.InForget, PID: uint32(st.PID)})
 			s.res.Forget(st.PID)
 			delete(s.lastFootprints, st.PID) // footprint.go
 			// attach removes the probes the new program does not need.
@@ -389,7 +407,7 @@ func (s *session) onStop(st launch.Stop) error {
 			return err
 		}
 		t.comm = comm(st.PID)
-		s.table.AddProcess(uint32(st.PID), t.comm)
+		s.feed(pipeline.Input{Kind: pipeline.InProcess, PID: uint32(st.PID), Comm: t.comm})
 	case launch.Exit:
 		// The last chance to read its mappings; then account everything it did.
 		if err := s.res.Capture(st.PID); err != nil {
@@ -422,7 +440,7 @@ func (s *session) attachRunning(t *target) error {
 	if err := s.attach(t, mods); err != nil {
 		return err
 	}
-	s.table.AddProcess(uint32(t.pid), t.comm)
+	s.feed(pipeline.Input{Kind: pipeline.InProcess, PID: uint32(t.pid), Comm: t.comm})
 	return nil
 }
 
@@ -486,7 +504,7 @@ func (s *session) markExited(pid int) {
 	}
 	t.exited = true
 	s.objs.UntraceFaults(uint32(pid)) // its PID may be reused (resident.go)
-	s.table.MarkExited(uint32(pid), monotonicNow())
+	s.feed(pipeline.Input{Kind: pipeline.InExited, PID: uint32(pid), Time: monotonicNow()})
 	start := time.Now()
 	_ = t.att.Release()
 	s.log.Info("detached", "pid", pid, "took", time.Since(start))
@@ -566,7 +584,7 @@ func (s *session) report(final bool, pids []int) error {
 	for _, pid := range pids {
 		r.PIDs = append(r.PIDs, uint32(pid))
 	}
-	if err := s.print(r); err != nil {
+	if err := s.feed(pipeline.Input{Kind: pipeline.InReport, Report: r}); err != nil {
 		return err
 	}
 	if !final && s.time.dumps != nil {

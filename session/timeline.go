@@ -1,16 +1,13 @@
 package session
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/event"
+	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/recording"
 	"github.com/memtrace/memtrace/report"
 	"github.com/memtrace/memtrace/tracer"
@@ -20,7 +17,7 @@ import (
 // marks (--mark) and numbered dumps (--dump-dir).
 type timeState struct {
 	rec   *recording.Writer
-	dumps *dumper
+	dumps *pipeline.Dumps
 }
 
 // openTime creates the recording file before the run starts, so that a
@@ -28,7 +25,7 @@ type timeState struct {
 func (s *session) openTime(args []string) error {
 	s.time = &timeState{}
 	if s.cfg.DumpDir != "" {
-		s.time.dumps = &dumper{dir: s.cfg.DumpDir}
+		s.time.dumps = &pipeline.Dumps{Dir: s.cfg.DumpDir, Sort: s.cfg.Sort, Host: s.cfg.Host()}
 	}
 	if s.cfg.Record == "" {
 		return nil
@@ -99,6 +96,11 @@ func (s *session) closeTime(ok bool) error {
 		return nil
 	}
 	w := s.time.rec
+	if s.table != nil {
+		if p, ok := pipeline.PeakOf(s.table); ok {
+			w.SetPeak(p) // replay --at peak reads it first (recording.Peak)
+		}
+	}
 	err := w.Close()
 	s.log.Info("recording", "file", s.cfg.Record, "events", w.Events, "err", err)
 	if err != nil {
@@ -117,50 +119,23 @@ func (s *session) markProbes(pid int, mods []allocator.Module) []allocator.Probe
 	return probes
 }
 
-// bindMarks finds the --mark functions in mods; missing lists those it
-// did not find.
+// bindMarks finds the --mark functions in mods (allocator.BindMarks).
 func (s *session) bindMarks(mods []allocator.Module) (probes []allocator.Probe, missing []string) {
-	if len(s.cfg.Marks) == 0 {
-		return nil, nil
-	}
-	probes = allocator.BindNamed(mods, s.cfg.Marks)
-	found := map[string]bool{}
-	for i := range probes {
-		found[probes[i].Symbol] = true
-		for j, name := range s.cfg.Marks {
-			if name == probes[i].Symbol {
-				probes[i].Func = event.FuncMark + event.Func(j)
-			}
-		}
-	}
-	for _, name := range s.cfg.Marks {
-		if !found[name] {
-			missing = append(missing, name)
-		}
-	}
-	return probes, missing
+	return allocator.BindMarks(mods, s.cfg.Marks)
 }
 
 // onMark accounts a mark: the table lists it, --json prints it at once,
 // and it ends a dump's epoch.
 func (s *session) onMark(e *event.Event) {
-	label := e.Label
-	if label == "" && e.Addr != 0 {
-		label = readCString(int(e.PID), e.Addr) // the probe could not read it (timeline.go)
-	}
-	if !printable(label) {
-		label = ""
-		if i := int(e.Size); i < len(s.cfg.Marks) {
-			label = s.cfg.Marks[i]
-		}
-	}
+	label := pipeline.MarkLabel(e, s.cfg.Marks)
 	if s.host != nil {
 		s.hostSeen(e.PID) // its first event may be a mark (host.go)
 	}
 	if s.time.rec != nil {
 		_ = s.res.Capture(int(e.PID)) // a mark is flushed at once: with what symbolizes it
 	}
-	m := s.table.Mark(e.PID, label, e.Time)
+	s.feed(pipeline.Input{Kind: pipeline.InMark, PID: e.PID, Label: label, Time: e.Time})
+	m := s.input.Mark
 	s.exportMark(m) // --html's history (exports.go)
 	if s.cfg.JSON {
 		if err := report.WriteMark(s.out, m); err != nil {
@@ -172,33 +147,6 @@ func (s *session) onMark(e *event.Event) {
 			s.log.Warn("--dump-dir", "err", err)
 		}
 	}
-}
-
-// readCString reads a NUL-terminated string of at most 255 bytes at addr
-// in process pid ("" when it cannot).
-func readCString(pid int, addr uint64) string {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	b := make([]byte, 256)
-	n, _ := f.ReadAt(b, int64(addr))
-	b = b[:n]
-	i := bytes.IndexByte(b, 0)
-	if i < 0 {
-		return ""
-	}
-	return string(b[:i])
-}
-
-// printable says whether a mark's first argument read as a C string is
-// one: non-empty, valid UTF-8, no control characters.
-func printable(s string) bool {
-	if s == "" || !utf8.ValidString(s) {
-		return false
-	}
-	return strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != '\t' }) < 0
 }
 
 // recordStacks gives the recording the stacks (--detail, sampled mode),

@@ -110,3 +110,57 @@ func IsTerminal(w io.Writer) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
 }
+
+// Screen is the live view while it owns the terminal: what the run writes
+// to its output and its log meanwhile is held, and written once Close
+// gives the terminal back.
+type Screen struct {
+	*View
+	out  *HeldWriter
+	logs *HeldLogs
+	stop chan struct{}
+}
+
+// OpenScreen starts the view on the terminal. out is where the run
+// writes its reports (held when it is stdout, the terminal); log is its
+// logger (held when stderr is a terminal too). It returns where the run
+// writes and logs while the view shows; onQuit runs when the user quits.
+// On an error nothing is held and out and log stay as they were.
+func OpenScreen(o Options, out, stdout, stderr io.Writer, log *slog.Logger, onQuit func()) (*Screen, io.Writer, *slog.Logger, error) {
+	held := NewHeldWriter(out)
+	logs := NewHeldLogs()
+	runOut, runLog := out, log
+	if out == stdout {
+		runOut = held
+	}
+	if IsTerminal(stderr) {
+		runLog = slog.New(HeldHandler{Inner: log.Handler(), Logs: logs})
+	}
+	v, err := Start(o)
+	if err != nil {
+		held.Release()
+		logs.Release()
+		return nil, out, log, err
+	}
+	s := &Screen{View: v, out: held, logs: logs, stop: make(chan struct{})}
+	go func() {
+		for {
+			select {
+			case <-v.Quit():
+				onQuit()
+			case <-s.stop:
+				return
+			}
+		}
+	}()
+	return s, runOut, runLog, nil
+}
+
+// Close closes the view, giving the terminal back, then writes what was
+// held meanwhile.
+func (s *Screen) Close() {
+	close(s.stop)
+	s.View.Close()
+	s.logs.Release()
+	s.out.Release()
+}

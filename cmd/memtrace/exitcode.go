@@ -1,25 +1,25 @@
 package main
 
 import (
+	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/replay"
-	"github.com/memtrace/memtrace/session"
 )
 
-// The exit codes the command line and its tests use (session defines and
+// The exit codes the command line and its tests use (pipeline defines and
 // documents them all).
 const (
-	exitOK          = session.ExitOK
-	exitError       = session.ExitError
-	exitUsage       = session.ExitUsage
-	exitPermission  = session.ExitPermission
-	exitKernel      = session.ExitKernel
-	exitNoProcess   = session.ExitNoProcess
-	exitNoAllocator = session.ExitNoAllocator
-	exitLeak        = session.ExitLeak
+	exitOK          = pipeline.ExitOK
+	exitError       = pipeline.ExitError
+	exitUsage       = pipeline.ExitUsage
+	exitPermission  = pipeline.ExitPermission
+	exitKernel      = pipeline.ExitKernel
+	exitNoProcess   = pipeline.ExitNoProcess
+	exitNoAllocator = pipeline.ExitNoAllocator
+	exitLeak        = pipeline.ExitLeak
 	exitGrowth      = replay.ExitGrowth
-	exitNotExec     = session.ExitNotExec
-	exitNotFound    = session.ExitNotFound
+	exitNotExec     = pipeline.ExitNotExec
+	exitNotFound    = pipeline.ExitNotFound
 )
 
 // errUsage marks command-line mistakes.
-var errUsage = session.ErrUsage
+var errUsage = pipeline.ErrUsage

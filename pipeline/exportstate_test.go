@@ -1,4 +1,4 @@
-package session
+package pipeline
 
 import (
 	"os"
@@ -10,7 +10,6 @@ import (
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/folded"
-	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/pprofout"
 )
 
@@ -41,15 +40,15 @@ func TestExportExited(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			s := &session{exports: &exportState{}}
+			e := &Exports{}
 			if tc.host {
-				s.exports.exited = pprofout.NewExited(pipeline.MaxExitedStacks)
+				e.Exited = pprofout.NewExited(MaxExitedStacks)
 			}
-			s.exportExited([]aggregate.ProcessSnapshot{exited(10, 2)})
-			s.exportExited([]aggregate.ProcessSnapshot{exited(11, 3)})
+			e.ExitedProcs([]aggregate.ProcessSnapshot{exited(10, 2)})
+			e.ExitedProcs([]aggregate.ProcessSnapshot{exited(11, 3)})
 			c := &ExportFiles{PprofFile: filepath.Join(dir, "p.pb.gz"), FoldedFile: filepath.Join(dir, "f.folded"), FoldedValue: tc.value}
 			now := time.Now()
-			if err := pipeline.WriteExportFiles(c, nil, live, pprofout.Sources{}, pipeline.ExportEnd{Start: now, Time: now, Exited: s.exports.exited}); err != nil {
+			if err := WriteExportFiles(c, nil, live, pprofout.Sources{}, ExportEnd{Start: now, Time: now, Exited: e.Exited}); err != nil {
 				t.Fatal(err)
 			}
 			b, err := os.ReadFile(c.FoldedFile)

@@ -1,0 +1,56 @@
+package pipeline
+
+import (
+	"os"
+	"strconv"
+
+	"github.com/memtrace/memtrace/leakcheck"
+	"github.com/memtrace/memtrace/recording"
+)
+
+// CheckedProcess is what a process's leak check found: its blocks, each
+// with its class, and what the scan covered.
+type CheckedProcess struct {
+	Blocks                     []recording.LeakBlock
+	Roots                      int
+	ScannedBytes, SkippedBytes uint64
+}
+
+// CheckBlocks runs the leak check of process pid, stopped (every thread
+// whose registers are given): which of blocks, its live blocks, its
+// memory still reaches. The blocks are sorted by address first: the order
+// the recording keeps, so that a replay judges them in the same order.
+// unknownHeap: blocks allocated before the trace are unknown, so the heap
+// outside the known blocks counts as roots.
+func CheckBlocks(pid int, blocks []recording.LeakBlock, threads []leakcheck.Thread, regs []uint64, unknownHeap bool,
+	h leakcheck.Heuristics) (CheckedProcess, error) {
+	recording.SortLeakBlocks(blocks)
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/maps")
+	if err != nil {
+		return CheckedProcess{}, err
+	}
+	maps, err := leakcheck.ParseMaps(f)
+	f.Close()
+	if err != nil {
+		return CheckedProcess{}, err
+	}
+	in := make([]leakcheck.Block, len(blocks))
+	for i, b := range blocks {
+		in[i] = leakcheck.Block{Addr: b.Addr, Size: b.Size}
+	}
+	roots := leakcheck.Roots(maps, leakcheck.RootOptions{Threads: threads, UnknownHeap: unknownHeap, Blocks: in})
+	mem := leakcheck.OpenProcessMemory(pid)
+	defer mem.Close()
+	res, err := leakcheck.Check(leakcheck.Input{
+		Blocks: in, Mem: mem, Roots: roots, Registers: regs,
+		Heuristics: h, Maps: maps,
+		IgnoreInterior: leakcheck.GlibcChunkHeader,
+	})
+	if err != nil {
+		return CheckedProcess{}, err
+	}
+	for i := range blocks {
+		blocks[i].Class, blocks[i].Heuristic, blocks[i].Indirect = res.Class[i], res.Heuristic[i], res.IndirectBytes[i]
+	}
+	return CheckedProcess{Blocks: blocks, Roots: len(roots), ScannedBytes: res.ScannedBytes, SkippedBytes: res.SkippedBytes}, nil
+}

@@ -1,0 +1,32 @@
+package tracer
+
+import (
+	"log/slog"
+	"syscall"
+	"time"
+)
+
+// LogRun logs (-v, at the end of a run) how many events reached user
+// space since start, memtrace's own peak memory and what each BPF program
+// cost.
+func LogRun(log *slog.Logger, d *Drainer, objs *Objects, start time.Time) {
+	took := time.Since(start)
+	log.Info("events read", "events", d.Events, "seconds", took.Seconds(),
+		"per_second", float64(d.Events)/took.Seconds())
+	// memtrace's own peak memory (make bench's bytes per live block).
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		log.Info("memtrace memory", "peak_rss_bytes", ru.Maxrss*1024)
+	}
+	// What each BPF program cost, when kernel.bpf_stats_enabled is on (make bench).
+	stats, err := objs.ProgramStats()
+	if err != nil {
+		log.Warn("bpf program stats", "err", err)
+	}
+	for _, p := range stats {
+		if p.Runs > 0 {
+			log.Info("bpf program", "name", p.Name, "runs", p.Runs, "run_ns", p.Runtime.Nanoseconds(),
+				"ns_per_run", float64(p.Runtime.Nanoseconds())/float64(p.Runs))
+		}
+	}
+}
