@@ -357,6 +357,7 @@ static __always_inline __u64 wake_flags(void)
 struct emit_args {
 	__u64 addr, size, old_addr, old_size;
 	__u64 call_site, leaf;
+	__u64 id;  /* bpf_get_current_pid_tgid() when the caller has it; 0: emit reads it */
 	__u8 kind, func, flags;
 	__u8 wake; /* wake the reader at once */
 };
@@ -364,7 +365,7 @@ struct emit_args {
 /* emit writes a record without a stack: frees, unmappings, and allocations when no stack is kept. */
 static __always_inline void emit(const struct emit_args *a)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id = a->id ? a->id : bpf_get_current_pid_tgid();
 	struct event *e;
 
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -464,7 +465,7 @@ static __always_inline int in_outer(struct inflight *s, __u64 sp)
 		 * memtrace's) replaced the return address with its trampoline,
 		 * in the process's uprobe page, after this entry read it.
 		 */
-		xol = BPF_CORE_READ(t, mm, uprobes_state.xol_area, vaddr);
+		xol = task_xol(t);
 		if (!xol || ra < xol || ra >= xol + 4096)
 			goto past;
 	}
