@@ -126,6 +126,8 @@ const volatile __u8 exit_has_group_dead = 1;
 
 /* Keeps the record types in the BTF for bpf2go -type. */
 const struct event *unused_event __attribute__((unused));
+const struct small_event *unused_small_event __attribute__((unused));
+const struct free_event *unused_free_event __attribute__((unused));
 const struct code_event *unused_code_event __attribute__((unused));
 const struct proc_event *unused_proc_event __attribute__((unused));
 const struct alloc_counts *unused_alloc_counts __attribute__((unused));
@@ -362,12 +364,51 @@ struct emit_args {
 	__u8 wake; /* wake the reader at once */
 };
 
-/* emit writes a record without a stack: frees, unmappings, and allocations when no stack is kept. */
+/*
+ * emit writes a record without a stack: frees, unmappings, and allocations
+ * when no stack is kept; a free_event or small_event when it holds all of
+ * it (the branches are mostly decided at compile time: emit is inlined
+ * with constant arguments).
+ */
 static __always_inline void emit(const struct emit_args *a)
 {
 	__u64 id = a->id ? a->id : bpf_get_current_pid_tgid();
+	struct small_event *se;
+	struct free_event *fe;
 	struct event *e;
 
+	if (!a->size && !a->call_site && !a->leaf && !a->old_addr && !a->old_size && !a->flags) {
+		fe = bpf_ringbuf_reserve(&events, sizeof(*fe), 0);
+		if (!fe) {
+			count_lost(id >> 32);
+			return;
+		}
+		fe->addr = a->addr;
+		fe->pid = id >> 32;
+		fe->tid = (__u32)id;
+		fe->kind = a->kind;
+		fe->func = a->func;
+		bpf_ringbuf_submit(fe, a->wake ? BPF_RB_FORCE_WAKEUP : wake_flags());
+		return;
+	}
+	if (!a->old_addr && !a->old_size) {
+		se = bpf_ringbuf_reserve(&events, sizeof(*se), 0);
+		if (!se) {
+			count_lost(id >> 32);
+			return;
+		}
+		se->addr = a->addr;
+		se->size = a->size;
+		se->call_site = a->call_site;
+		se->leaf = a->leaf;
+		se->pid = id >> 32;
+		se->tid = (__u32)id;
+		se->kind = a->kind;
+		se->func = a->func;
+		se->flags = a->flags;
+		bpf_ringbuf_submit(se, a->wake ? BPF_RB_FORCE_WAKEUP : wake_flags());
+		return;
+	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost(id >> 32);

@@ -92,6 +92,32 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 		rb := recordBytes(len(d.rec.RawSample))
 		read += rb
 		budget -= int(rb)
+		// The compact records (struct small_event, struct free_event): most events.
+		switch len(d.rec.RawSample) {
+		case int(unsafe.Sizeof(memtraceSmallEvent{})):
+			raw := (*memtraceSmallEvent)(unsafe.Pointer(&d.rec.RawSample[0]))
+			d.ev = event.Event{
+				Time: spread(d.last, stamp, read, total), Addr: raw.Addr, Size: raw.Size,
+				CallSite: raw.CallSite, Leaf: raw.Leaf,
+				PID: raw.Pid, TID: raw.Tid, Kind: event.Kind(raw.Kind), Func: event.Func(raw.Func),
+				StackID: -1, JVMCategory: raw.Flags >> eventCatShift,
+			}
+			if d.hand(fn, &n, draining, budget) {
+				return n, nil
+			}
+			continue
+		case int(unsafe.Sizeof(memtraceFreeEvent{})):
+			raw := (*memtraceFreeEvent)(unsafe.Pointer(&d.rec.RawSample[0]))
+			d.ev = event.Event{
+				Time: spread(d.last, stamp, read, total), Addr: raw.Addr,
+				PID: raw.Pid, TID: raw.Tid, Kind: event.Kind(raw.Kind), Func: event.Func(raw.Func),
+				StackID: -1,
+			}
+			if d.hand(fn, &n, draining, budget) {
+				return n, nil
+			}
+			continue
+		}
 		if len(d.rec.RawSample) < int(unsafe.Sizeof(memtraceEvent{})) {
 			d.Short++
 			continue
@@ -135,17 +161,22 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 			}
 			d.ev.Comm = string(comm)
 		}
-		fn(&d.ev)
-		n++
-		d.Events++
-		// A drain stops once it has read what was there when it began.
-		if draining && (budget <= 0 || d.rd.AvailableBytes() == 0) {
-			return n, nil
-		}
-		if !draining && n >= MaxBatch {
+		if d.hand(fn, &n, draining, budget) {
 			return n, nil
 		}
 	}
+}
+
+// hand gives the decoded event to fn and counts it; true when Poll is done.
+func (d *Drainer) hand(fn func(*event.Event), n *int, draining bool, budget int) bool {
+	fn(&d.ev)
+	*n++
+	d.Events++
+	// A drain stops once it has read what was there when it began.
+	if draining {
+		return budget <= 0 || d.rd.AvailableBytes() == 0
+	}
+	return *n >= MaxBatch
 }
 
 // recordBytes is what a record of n bytes takes in the ring: an 8-byte
