@@ -364,6 +364,16 @@ struct emit_args {
 	__u8 wake; /* wake the reader at once */
 };
 
+/* reserve reserves size bytes of the ring, or counts the event lost (NULL). */
+static __always_inline void *reserve(__u64 size, __u64 id)
+{
+	void *p = bpf_ringbuf_reserve(&events, size, 0);
+
+	if (!p)
+		count_lost(id >> 32);
+	return p;
+}
+
 /*
  * emit writes a record without a stack: frees, unmappings, and allocations
  * when no stack is kept; a free_event or small_event when it holds all of
@@ -373,30 +383,25 @@ struct emit_args {
 static __always_inline void emit(const struct emit_args *a)
 {
 	__u64 id = a->id ? a->id : bpf_get_current_pid_tgid();
+	__u64 flags = a->wake ? BPF_RB_FORCE_WAKEUP : wake_flags();
 	struct small_event *se;
 	struct free_event *fe;
 	struct event *e;
 
 	if (!a->size && !a->call_site && !a->leaf && !a->old_addr && !a->old_size && !a->flags) {
-		fe = bpf_ringbuf_reserve(&events, sizeof(*fe), 0);
-		if (!fe) {
-			count_lost(id >> 32);
+		fe = reserve(sizeof(*fe), id);
+		if (!fe)
 			return;
-		}
 		fe->addr = a->addr;
 		fe->pid = id >> 32;
 		fe->tid = (__u32)id;
 		fe->kind = a->kind;
 		fe->func = a->func;
-		bpf_ringbuf_submit(fe, a->wake ? BPF_RB_FORCE_WAKEUP : wake_flags());
-		return;
-	}
-	if (!a->old_addr && !a->old_size) {
-		se = bpf_ringbuf_reserve(&events, sizeof(*se), 0);
-		if (!se) {
-			count_lost(id >> 32);
+		bpf_ringbuf_submit(fe, flags);
+	} else if (!a->old_addr && !a->old_size) {
+		se = reserve(sizeof(*se), id);
+		if (!se)
 			return;
-		}
 		se->addr = a->addr;
 		se->size = a->size;
 		se->call_site = a->call_site;
@@ -406,30 +411,28 @@ static __always_inline void emit(const struct emit_args *a)
 		se->kind = a->kind;
 		se->func = a->func;
 		se->flags = a->flags;
-		bpf_ringbuf_submit(se, a->wake ? BPF_RB_FORCE_WAKEUP : wake_flags());
-		return;
+		bpf_ringbuf_submit(se, flags);
+	} else {
+		e = reserve(sizeof(*e), id);
+		if (!e)
+			return;
+		/* No timestamp: it cost ~24 ns per event; the reader stamps each batch. */
+		e->time = 0;
+		e->addr = a->addr;
+		e->size = a->size;
+		e->old_addr = a->old_addr;
+		e->old_size = a->old_size;
+		e->call_site = a->call_site;
+		e->leaf = a->leaf;
+		e->pid = id >> 32;
+		e->tid = (__u32)id;
+		e->kind = a->kind;
+		e->func = a->func;
+		e->flags = a->flags;
+		e->charged = 0;
+		e->stack_id = -1;
+		bpf_ringbuf_submit(e, flags);
 	}
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count_lost(id >> 32);
-		return;
-	}
-	/* No timestamp: it cost ~24 ns per event; the reader stamps each batch. */
-	e->time = 0;
-	e->addr = a->addr;
-	e->size = a->size;
-	e->old_addr = a->old_addr;
-	e->old_size = a->old_size;
-	e->call_site = a->call_site;
-	e->leaf = a->leaf;
-	e->pid = id >> 32;
-	e->tid = (__u32)id;
-	e->kind = a->kind;
-	e->func = a->func;
-	e->flags = a->flags;
-	e->charged = 0;
-	e->stack_id = -1;
-	bpf_ringbuf_submit(e, a->wake ? BPF_RB_FORCE_WAKEUP : wake_flags());
 }
 
 #include "frames.h"
