@@ -58,8 +58,9 @@ func (r *runner) underMemtracePaused(ctx context.Context, j microJob) (microSamp
 }
 
 // ringFor is the ring size (a power of two, at least memtrace's 64 MiB
-// default) that holds two events of 72 bytes (record and header) per pair,
-// with room to spare.
+// default) that holds two events of 72 bytes per pair, with room to spare
+// (a pair's records take 88 bytes with their headers: a 56-byte allocation
+// and a 32-byte free).
 func ringFor(pairs int64) int {
 	need := pairs*2*72 + pairs*2*72/4
 	size := 64 << 20

@@ -62,12 +62,27 @@ static __always_inline __u64 frames_epoch(void)
 	return e ? *e + 1 : 0;
 }
 
-/* frames_mm returns the current process's address space, as a number. */
+/*
+ * frames_mm returns the current process's address space, as a number (a
+ * load through the task's BTF pointer: BPF_CORE_READ would be a helper call).
+ */
 static __always_inline __u64 frames_mm(void)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
 
-	return (__u64)BPF_CORE_READ(t, mm);
+	return (__u64)t->mm;
+}
+
+/*
+ * task_xol returns the address of the task's uprobe page (return probes'
+ * trampolines), 0 for none. Loads through the task's BTF pointer, not
+ * BPF_CORE_READ: each of its steps is a helper call.
+ */
+static __always_inline __u64 task_xol(struct task_struct *t)
+{
+	struct xol_area *x = t->mm->uprobes_state.xol_area;
+
+	return x ? x->vaddr : 0;
 }
 
 /* frames_valid reports whether a cached frame holds for the walk's process now. */

@@ -126,6 +126,8 @@ const volatile __u8 exit_has_group_dead = 1;
 
 /* Keeps the record types in the BTF for bpf2go -type. */
 const struct event *unused_event __attribute__((unused));
+const struct small_event *unused_small_event __attribute__((unused));
+const struct free_event *unused_free_event __attribute__((unused));
 const struct code_event *unused_code_event __attribute__((unused));
 const struct proc_event *unused_proc_event __attribute__((unused));
 const struct alloc_counts *unused_alloc_counts __attribute__((unused));
@@ -357,37 +359,80 @@ static __always_inline __u64 wake_flags(void)
 struct emit_args {
 	__u64 addr, size, old_addr, old_size;
 	__u64 call_site, leaf;
+	__u64 id;  /* bpf_get_current_pid_tgid() when the caller has it; 0: emit reads it */
 	__u8 kind, func, flags;
 	__u8 wake; /* wake the reader at once */
 };
 
-/* emit writes a record without a stack: frees, unmappings, and allocations when no stack is kept. */
+/* reserve reserves size bytes of the ring, or counts the event lost (NULL). */
+static __always_inline void *reserve(__u64 size, __u64 id)
+{
+	void *p = bpf_ringbuf_reserve(&events, size, 0);
+
+	if (!p)
+		count_lost(id >> 32);
+	return p;
+}
+
+/*
+ * emit writes a record without a stack: frees, unmappings, and allocations
+ * when no stack is kept; a free_event or small_event when it holds all of
+ * it (the branches are mostly decided at compile time: emit is inlined
+ * with constant arguments).
+ */
 static __always_inline void emit(const struct emit_args *a)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id = a->id ? a->id : bpf_get_current_pid_tgid();
+	__u64 flags = a->wake ? BPF_RB_FORCE_WAKEUP : wake_flags();
+	struct small_event *se;
+	struct free_event *fe;
 	struct event *e;
 
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count_lost(id >> 32);
-		return;
+	if (!a->size && !a->call_site && !a->leaf && !a->old_addr && !a->old_size && !a->flags) {
+		fe = reserve(sizeof(*fe), id);
+		if (!fe)
+			return;
+		fe->addr = a->addr;
+		fe->pid = id >> 32;
+		fe->tid = (__u32)id;
+		fe->kind = a->kind;
+		fe->func = a->func;
+		bpf_ringbuf_submit(fe, flags);
+	} else if (!a->old_addr && !a->old_size) {
+		se = reserve(sizeof(*se), id);
+		if (!se)
+			return;
+		se->addr = a->addr;
+		se->size = a->size;
+		se->call_site = a->call_site;
+		se->leaf = a->leaf;
+		se->pid = id >> 32;
+		se->tid = (__u32)id;
+		se->kind = a->kind;
+		se->func = a->func;
+		se->flags = a->flags;
+		bpf_ringbuf_submit(se, flags);
+	} else {
+		e = reserve(sizeof(*e), id);
+		if (!e)
+			return;
+		/* No timestamp: it cost ~24 ns per event; the reader stamps each batch. */
+		e->time = 0;
+		e->addr = a->addr;
+		e->size = a->size;
+		e->old_addr = a->old_addr;
+		e->old_size = a->old_size;
+		e->call_site = a->call_site;
+		e->leaf = a->leaf;
+		e->pid = id >> 32;
+		e->tid = (__u32)id;
+		e->kind = a->kind;
+		e->func = a->func;
+		e->flags = a->flags;
+		e->charged = 0;
+		e->stack_id = -1;
+		bpf_ringbuf_submit(e, flags);
 	}
-	/* No timestamp: it cost ~24 ns per event; the reader stamps each batch. */
-	e->time = 0;
-	e->addr = a->addr;
-	e->size = a->size;
-	e->old_addr = a->old_addr;
-	e->old_size = a->old_size;
-	e->call_site = a->call_site;
-	e->leaf = a->leaf;
-	e->pid = id >> 32;
-	e->tid = (__u32)id;
-	e->kind = a->kind;
-	e->func = a->func;
-	e->flags = a->flags;
-	e->charged = 0;
-	e->stack_id = -1;
-	bpf_ringbuf_submit(e, a->wake ? BPF_RB_FORCE_WAKEUP : wake_flags());
 }
 
 #include "frames.h"
@@ -464,7 +509,7 @@ static __always_inline int in_outer(struct inflight *s, __u64 sp)
 		 * memtrace's) replaced the return address with its trampoline,
 		 * in the process's uprobe page, after this entry read it.
 		 */
-		xol = BPF_CORE_READ(t, mm, uprobes_state.xol_area, vaddr);
+		xol = task_xol(t);
 		if (!xol || ra < xol || ra >= xol + 4096)
 			goto past;
 	}

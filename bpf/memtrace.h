@@ -96,6 +96,37 @@ struct event {
 	__s32 stack_id;  /* unused by the probes (-1); user space numbers stacks */
 };
 
+/*
+ * The compact records of the events that need no more, told apart from
+ * struct event and from each other by their length (no implicit padding).
+ * Allocations without a stack and frees are most events, and the ring's
+ * cost is mostly its bytes: a record's cache lines were last written a
+ * whole ring ago. In both old_addr and old_size are 0, the time is the
+ * reader's, and there is no stack. small_event: 48 bytes.
+ */
+struct small_event {
+	__u64 addr;
+	__u64 size;
+	__u64 call_site;
+	__u64 leaf;
+	__u32 pid;
+	__u32 tid;
+	__u8 kind;
+	__u8 func;
+	__u8 flags;
+	__u8 pad[5];
+};
+
+/* A free: no size, call site or flags either. 24 bytes. */
+struct free_event {
+	__u64 addr;
+	__u32 pid;
+	__u32 tid;
+	__u8 kind;
+	__u8 func;
+	__u8 pad[6];
+};
+
 /* A frame's pc whose bit 63 is set is exact (interrupted by a signal), not a return address. */
 enum frame_bit {
 	FRAME_EXACT_BIT = 63,

@@ -456,7 +456,7 @@ __noinline int emit_site(struct site_args *a)
 		    !(fi->has_row && (fi->row.kind & (ROW_WRAPPER | ROW_ANON)))) {
 			emit(&(struct emit_args){.kind = a->kind, .func = a->func, .addr = a->addr, .size = a->size,
 						 .old_addr = a->old_addr, .old_size = a->old_size, .call_site = a->pc,
-						 .leaf = a->pc, .flags = a->cat << EVENT_CAT_SHIFT});
+						 .leaf = a->pc, .flags = a->cat << EVENT_CAT_SHIFT, .id = id});
 			return 0;
 		}
 	}
@@ -480,7 +480,7 @@ __noinline int emit_site(struct site_args *a)
 	w->pid = id >> 32;
 	w->epoch = epoch;
 	w->mm = mm;
-	w->xol = BPF_CORE_READ((struct task_struct *)bpf_get_current_task_btf(), mm, uprobes_state.xol_area, vaddr);
+	w->xol = task_xol(bpf_get_current_task_btf());
 	if (stack_depth) {
 		rec->frames[0] = w->pc | (a->exact ? FRAME_EXACT : 0);
 		w->n = 1;
@@ -491,7 +491,7 @@ __noinline int emit_site(struct site_args *a)
 		emit(&(struct emit_args){.kind = a->kind, .func = a->func, .addr = a->addr, .size = a->size,
 					 .old_addr = a->old_addr, .old_size = a->old_size,
 					 .call_site = w->charged_pc & ~FRAME_EXACT, .leaf = a->pc,
-					 .flags = a->cat << EVENT_CAT_SHIFT});
+					 .flags = a->cat << EVENT_CAT_SHIFT, .id = id});
 		return 0;
 	}
 	rec->e.time = 0;

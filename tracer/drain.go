@@ -34,6 +34,9 @@ type Drainer struct {
 	// last is when the reader last found the ring empty: the events read
 	// next happened after it.
 	last uint64
+	// leftAt is the last handed event's time when a Poll stops with
+	// events left in the ring; 0 otherwise.
+	leftAt uint64
 }
 
 // NewDrainer opens a reader on the objects' ring buffer.
@@ -69,11 +72,9 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 	// with events left (the batch cap, a drain's budget) sets it to the
 	// last event's time instead, so that the next batch's events are
 	// spread from there, not squeezed after this return.
-	var t uint64
-	left := false
 	defer func() {
-		if left && t != 0 {
-			d.last = t
+		if d.leftAt != 0 {
+			d.last, d.leftAt = d.leftAt, 0
 		} else {
 			d.last = monotonicNS()
 		}
@@ -104,13 +105,39 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 		rb := recordBytes(len(d.rec.RawSample))
 		read += rb
 		budget -= int(rb)
+		// The compact records (struct small_event, struct free_event): most events.
+		switch len(d.rec.RawSample) {
+		case int(unsafe.Sizeof(memtraceSmallEvent{})):
+			raw := (*memtraceSmallEvent)(unsafe.Pointer(&d.rec.RawSample[0]))
+			d.ev = event.Event{
+				Time: spread(d.last, stamp, read, total), Addr: raw.Addr, Size: raw.Size,
+				CallSite: raw.CallSite, Leaf: raw.Leaf,
+				PID: raw.Pid, TID: raw.Tid, Kind: event.Kind(raw.Kind), Func: event.Func(raw.Func),
+				StackID: -1, JVMCategory: raw.Flags >> eventCatShift,
+			}
+			if d.hand(fn, &n, draining, budget) {
+				return n, nil
+			}
+			continue
+		case int(unsafe.Sizeof(memtraceFreeEvent{})):
+			raw := (*memtraceFreeEvent)(unsafe.Pointer(&d.rec.RawSample[0]))
+			d.ev = event.Event{
+				Time: spread(d.last, stamp, read, total), Addr: raw.Addr,
+				PID: raw.Pid, TID: raw.Tid, Kind: event.Kind(raw.Kind), Func: event.Func(raw.Func),
+				StackID: -1,
+			}
+			if d.hand(fn, &n, draining, budget) {
+				return n, nil
+			}
+			continue
+		}
 		if len(d.rec.RawSample) < int(unsafe.Sizeof(memtraceEvent{})) {
 			d.Short++
 			continue
 		}
 		// The record is the C struct laid out for this host; see the size test.
 		raw := (*memtraceEvent)(unsafe.Pointer(&d.rec.RawSample[0]))
-		t = raw.Time
+		t := raw.Time
 		if t == 0 {
 			t = spread(d.last, stamp, read, total)
 		}
@@ -147,19 +174,33 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 			}
 			d.ev.Comm = string(comm)
 		}
-		fn(&d.ev)
-		n++
-		d.Events++
-		// A drain stops once it has read what was there when it began.
-		if draining && (budget <= 0 || d.rd.AvailableBytes() == 0) {
-			left = d.rd.AvailableBytes() > 0
-			return n, nil
-		}
-		if !draining && n >= MaxBatch {
-			left = true
+		if d.hand(fn, &n, draining, budget) {
 			return n, nil
 		}
 	}
+}
+
+// hand gives the decoded event to fn and counts it; true when Poll is done.
+func (d *Drainer) hand(fn func(*event.Event), n *int, draining bool, budget int) bool {
+	t := d.ev.Time
+	fn(&d.ev)
+	*n++
+	d.Events++
+	// A drain stops once it has read what was there when it began.
+	if draining {
+		if budget <= 0 || d.rd.AvailableBytes() == 0 {
+			if d.rd.AvailableBytes() > 0 {
+				d.leftAt = t
+			}
+			return true
+		}
+		return false
+	}
+	if *n >= MaxBatch {
+		d.leftAt = t // events are left: the ring was not empty
+		return true
+	}
+	return false
 }
 
 // recordBytes is what a record of n bytes takes in the ring: an 8-byte

@@ -1,6 +1,9 @@
 package tracer
 
 import (
+	"bytes"
+	"encoding/binary"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -16,40 +19,13 @@ import (
 // after what the ring held when it began: the session loop's ticks,
 // signals and deadline are served under any load.
 func TestPollUnderFlood(t *testing.T) {
-	needBPF(t)
 	o := DefaultOptions()
 	o.RingBytes = 1 << 20
-	objs, err := Load(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer objs.Close()
-	d, err := objs.NewDrainer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	// A struct event of kind alloc on the stack, written to the ring once a run.
-	insns := asm.Instructions{asm.Mov.Imm(asm.R1, 0)}
-	for off := int16(-72); off < 0; off += 8 {
-		insns = append(insns, asm.StoreMem(asm.RFP, off, asm.R1, asm.DWord))
-	}
-	insns = append(insns,
-		asm.StoreImm(asm.RFP, -72+64, int64(event.Alloc), asm.Byte),
-		asm.LoadMapPtr(asm.R1, objs.objs.Events.FD()),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, -72),
-		asm.Mov.Imm(asm.R3, 72),
-		asm.Mov.Imm(asm.R4, 1), // BPF_RB_NO_WAKEUP
-		asm.FnRingbufOutput.Call(),
-		asm.Mov.Imm(asm.R0, 0),
-		asm.Return(),
-	)
-	fill, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "flood", Type: ebpf.SocketFilter, License: "GPL", Instructions: insns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fill.Close()
+	objs, d := loadDrainer(t, o)
+	// A struct event of kind alloc, written to the ring once a run.
+	rec := make([]byte, 72)
+	rec[64] = byte(event.Alloc)
+	fill := recordProgram(t, objs, rec)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for range 2 {
@@ -159,4 +135,91 @@ func TestRecordBytes(t *testing.T) {
 			t.Errorf("recordBytes(%d) = %d, want %d", n, got, want)
 		}
 	}
+}
+
+// TestCompactRecords: the drainer decodes the compact records (struct
+// free_event, struct small_event) by their length, each field in place.
+func TestCompactRecords(t *testing.T) {
+	objs, d := loadDrainer(t, DefaultOptions())
+	var buf bytes.Buffer
+	free := memtraceFreeEvent{Addr: 0x1234560, Pid: 4242, Tid: 4243, Kind: uint8(event.Free), Func: uint8(event.FuncFree)}
+	small := memtraceSmallEvent{Addr: 0x7000, Size: 64, CallSite: 0x401000, Leaf: 0x400800, Pid: 4242, Tid: 4244,
+		Kind: uint8(event.Alloc), Func: uint8(event.FuncMalloc), Flags: 5 << eventCatShift}
+	for _, rec := range []any{free, small} {
+		buf.Reset()
+		if err := binary.Write(&buf, binary.NativeEndian, rec); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := recordProgram(t, objs, buf.Bytes()).Run(&ebpf.RunOptions{Data: make([]byte, 64)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []event.Event
+	if _, err := d.Poll(0, func(e *event.Event) { got = append(got, *e) }); err != nil {
+		t.Fatal(err)
+	}
+	want := []event.Event{
+		{Addr: 0x1234560, PID: 4242, TID: 4243, Kind: event.Free, Func: event.FuncFree, StackID: -1},
+		{Addr: 0x7000, Size: 64, CallSite: 0x401000, Leaf: 0x400800, PID: 4242, TID: 4244, Kind: event.Alloc,
+			Func: event.FuncMalloc, StackID: -1, JVMCategory: 5},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d events, want %d: %+v", len(got), len(want), got)
+	}
+	for i := range want {
+		if got[i].Time == 0 {
+			t.Errorf("event %d has no time", i)
+		}
+		got[i].Time = 0
+		if !reflect.DeepEqual(got[i], want[i]) {
+			t.Errorf("event %d:\n got %+v\nwant %+v", i, got[i], want[i])
+		}
+	}
+}
+
+// loadDrainer loads the objects and opens a drainer, both closed when the test ends.
+func loadDrainer(t *testing.T, o Options) (*Objects, *Drainer) {
+	t.Helper()
+	needBPF(t)
+	objs, err := Load(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { objs.Close() })
+	d, err := objs.NewDrainer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return objs, d
+}
+
+// recordProgram returns a program that writes rec (a multiple of 8 bytes)
+// to the objects' ring buffer from its stack, once a run, without waking
+// the reader; closed when the test ends.
+func recordProgram(t *testing.T, objs *Objects, rec []byte) *ebpf.Program {
+	t.Helper()
+	n := int16(len(rec))
+	var insns asm.Instructions
+	for off := int16(0); off < n; off += 8 {
+		insns = append(insns,
+			asm.LoadImm(asm.R1, int64(binary.NativeEndian.Uint64(rec[off:])), asm.DWord),
+			asm.StoreMem(asm.RFP, off-n, asm.R1, asm.DWord))
+	}
+	insns = append(insns,
+		asm.LoadMapPtr(asm.R1, objs.objs.Events.FD()),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, int32(-n)),
+		asm.Mov.Imm(asm.R3, int32(n)),
+		asm.Mov.Imm(asm.R4, 1), // BPF_RB_NO_WAKEUP
+		asm.FnRingbufOutput.Call(),
+		asm.Mov.Imm(asm.R0, 0),
+		asm.Return(),
+	)
+	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "record", Type: ebpf.SocketFilter, License: "GPL", Instructions: insns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
 }

@@ -27,6 +27,8 @@ func TestRecordLayout(t *testing.T) {
 		typ  reflect.Type
 	}{
 		{"event", reflect.TypeFor[memtraceEvent]()},
+		{"small_event", reflect.TypeFor[memtraceSmallEvent]()},
+		{"free_event", reflect.TypeFor[memtraceFreeEvent]()},
 		{"code_event", reflect.TypeFor[memtraceCodeEvent]()},
 		{"proc_event", reflect.TypeFor[memtraceProcEvent]()},
 		{"alloc_counts", reflect.TypeFor[memtraceAllocCounts]()},
@@ -62,6 +64,13 @@ func TestRecordLayout(t *testing.T) {
 	// The ring record must stay small: every byte is copied per event.
 	if s := unsafe.Sizeof(memtraceEvent{}); s != 72 {
 		t.Errorf("struct event is %d bytes, want 72", s)
+	}
+	// The drainer tells the records apart by their lengths.
+	if s := unsafe.Sizeof(memtraceSmallEvent{}); s != 48 {
+		t.Errorf("struct small_event is %d bytes, want 48", s)
+	}
+	if s := unsafe.Sizeof(memtraceFreeEvent{}); s != 24 {
+		t.Errorf("struct free_event is %d bytes, want 24", s)
 	}
 }
 

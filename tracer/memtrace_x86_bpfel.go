@@ -153,6 +153,16 @@ type memtraceFrameKey struct {
 	Pad uint32
 }
 
+type memtraceFreeEvent struct {
+	_    structs.HostLayout
+	Addr uint64
+	Pid  uint32
+	Tid  uint32
+	Kind uint8
+	Func uint8
+	Pad  [6]uint8
+}
+
 type memtraceFuncId uint32
 
 const (
@@ -222,6 +232,20 @@ type memtraceSampleKey struct {
 	Addr uint64
 	Pid  uint32
 	Pad  uint32
+}
+
+type memtraceSmallEvent struct {
+	_        structs.HostLayout
+	Addr     uint64
+	Size     uint64
+	CallSite uint64
+	Leaf     uint64
+	Pid      uint32
+	Tid      uint32
+	Kind     uint8
+	Func     uint8
+	Flags    uint8
+	Pad      [5]uint8
 }
 
 type memtraceStackLimit uint32
@@ -351,11 +375,13 @@ const (
 	memtraceVarUnusedFileFlag    = "unused_file_flag"
 	memtraceVarUnusedFileKey     = "unused_file_key"
 	memtraceVarUnusedFrameBit    = "unused_frame_bit"
+	memtraceVarUnusedFreeEvent   = "unused_free_event"
 	memtraceVarUnusedFuncId      = "unused_func_id"
 	memtraceVarUnusedJvmCookie   = "unused_jvm_cookie"
 	memtraceVarUnusedProcEvent   = "unused_proc_event"
 	memtraceVarUnusedRowFlag     = "unused_row_flag"
 	memtraceVarUnusedSampleKey   = "unused_sample_key"
+	memtraceVarUnusedSmallEvent  = "unused_small_event"
 	memtraceVarUnusedStackLimit  = "unused_stack_limit"
 	memtraceVarUnusedUcOffset    = "unused_uc_offset"
 	memtraceVarUnusedUnwindFile  = "unused_unwind_file"
@@ -465,11 +491,13 @@ type memtraceVariableSpecs struct {
 	UnusedFileFlag    *ebpf.VariableSpec `ebpf:"unused_file_flag"`
 	UnusedFileKey     *ebpf.VariableSpec `ebpf:"unused_file_key"`
 	UnusedFrameBit    *ebpf.VariableSpec `ebpf:"unused_frame_bit"`
+	UnusedFreeEvent   *ebpf.VariableSpec `ebpf:"unused_free_event"`
 	UnusedFuncId      *ebpf.VariableSpec `ebpf:"unused_func_id"`
 	UnusedJvmCookie   *ebpf.VariableSpec `ebpf:"unused_jvm_cookie"`
 	UnusedProcEvent   *ebpf.VariableSpec `ebpf:"unused_proc_event"`
 	UnusedRowFlag     *ebpf.VariableSpec `ebpf:"unused_row_flag"`
 	UnusedSampleKey   *ebpf.VariableSpec `ebpf:"unused_sample_key"`
+	UnusedSmallEvent  *ebpf.VariableSpec `ebpf:"unused_small_event"`
 	UnusedStackLimit  *ebpf.VariableSpec `ebpf:"unused_stack_limit"`
 	UnusedUcOffset    *ebpf.VariableSpec `ebpf:"unused_uc_offset"`
 	UnusedUnwindFile  *ebpf.VariableSpec `ebpf:"unused_unwind_file"`
@@ -562,11 +590,13 @@ type memtraceVariables struct {
 	UnusedFileFlag    *ebpf.Variable `ebpf:"unused_file_flag"`
 	UnusedFileKey     *ebpf.Variable `ebpf:"unused_file_key"`
 	UnusedFrameBit    *ebpf.Variable `ebpf:"unused_frame_bit"`
+	UnusedFreeEvent   *ebpf.Variable `ebpf:"unused_free_event"`
 	UnusedFuncId      *ebpf.Variable `ebpf:"unused_func_id"`
 	UnusedJvmCookie   *ebpf.Variable `ebpf:"unused_jvm_cookie"`
 	UnusedProcEvent   *ebpf.Variable `ebpf:"unused_proc_event"`
 	UnusedRowFlag     *ebpf.Variable `ebpf:"unused_row_flag"`
 	UnusedSampleKey   *ebpf.Variable `ebpf:"unused_sample_key"`
+	UnusedSmallEvent  *ebpf.Variable `ebpf:"unused_small_event"`
 	UnusedStackLimit  *ebpf.Variable `ebpf:"unused_stack_limit"`
 	UnusedUcOffset    *ebpf.Variable `ebpf:"unused_uc_offset"`
 	UnusedUnwindFile  *ebpf.Variable `ebpf:"unused_unwind_file"`
