@@ -142,12 +142,13 @@ type objects struct {
 	OnRssStat      *ebpf.Program `ebpf:"on_rss_stat"`
 	FaultPending   *ebpf.Map     `ebpf:"fault_pending"`
 	FaultSites     *ebpf.Map     `ebpf:"fault_sites"`
+	OnPageAlloc    *ebpf.Program `ebpf:"on_page_alloc"`
 }
 
 func (o *objects) Close() error {
 	return _MemtraceClose(o.Entry, o.JvmEntry, o.Ret, o.OnExec, o.OnExit, o.FileKeyOf, o.Events, o.Inflight,
 		o.LostByPid, o.LostTotal, o.UnwindRows, o.UnwindFiles, o.Scratch, o.Sampled, o.ProcCounts, o.CgroupFilter,
-		o.OnFaultUser, o.OnFaultKernel, o.FaultPids, o.FaultCountdown, o.OnRssStat, o.FaultPending, o.FaultSites)
+		o.OnFaultUser, o.OnFaultKernel, o.FaultPids, o.FaultCountdown, o.OnRssStat, o.FaultPending, o.FaultSites, o.OnPageAlloc)
 }
 
 // Load checks the kernel's prerequisites and loads the BPF objects.

@@ -92,12 +92,14 @@ type memtraceFaultCountdown struct {
 }
 
 type memtraceFaultPending struct {
-	_    structs.HostLayout
-	Task uint64
-	Addr uint64
-	Pc   uint64
-	Sp   uint64
-	Bp   uint64
+	_         structs.HostLayout
+	Task      uint64
+	Addr      uint64
+	Order     uint32
+	Allocated uint32
+	Pc        uint64
+	Sp        uint64
+	Bp        uint64
 }
 
 type memtraceFaultSiteKey struct {
@@ -327,6 +329,7 @@ const (
 	memtraceProgOnExit           = "on_exit"
 	memtraceProgOnFaultKernel    = "on_fault_kernel"
 	memtraceProgOnFaultUser      = "on_fault_user"
+	memtraceProgOnPageAlloc      = "on_page_alloc"
 	memtraceProgOnRssStat        = "on_rss_stat"
 	memtraceProgRet              = "ret"
 	memtraceProgSession          = "session"
@@ -413,6 +416,7 @@ type memtraceProgramSpecs struct {
 	OnExit        *ebpf.ProgramSpec `ebpf:"on_exit"`
 	OnFaultKernel *ebpf.ProgramSpec `ebpf:"on_fault_kernel"`
 	OnFaultUser   *ebpf.ProgramSpec `ebpf:"on_fault_user"`
+	OnPageAlloc   *ebpf.ProgramSpec `ebpf:"on_page_alloc"`
 	OnRssStat     *ebpf.ProgramSpec `ebpf:"on_rss_stat"`
 	Ret           *ebpf.ProgramSpec `ebpf:"ret"`
 	Session       *ebpf.ProgramSpec `ebpf:"session"`
@@ -586,6 +590,7 @@ type memtracePrograms struct {
 	OnExit        *ebpf.Program `ebpf:"on_exit"`
 	OnFaultKernel *ebpf.Program `ebpf:"on_fault_kernel"`
 	OnFaultUser   *ebpf.Program `ebpf:"on_fault_user"`
+	OnPageAlloc   *ebpf.Program `ebpf:"on_page_alloc"`
 	OnRssStat     *ebpf.Program `ebpf:"on_rss_stat"`
 	Ret           *ebpf.Program `ebpf:"ret"`
 	Session       *ebpf.Program `ebpf:"session"`
@@ -600,6 +605,7 @@ func (p *memtracePrograms) Close() error {
 		p.OnExit,
 		p.OnFaultKernel,
 		p.OnFaultUser,
+		p.OnPageAlloc,
 		p.OnRssStat,
 		p.Ret,
 		p.Session,
