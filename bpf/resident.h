@@ -40,54 +40,6 @@ struct {
 	__type(value, __u8);
 } fault_pids SEC(".maps");
 
-/*
- * The countdown, per CPU: the faults of one CPU form one sequence, and
- * each fault's chance stays independent of all others (the exponential
- * has no memory), whichever process takes it. No per-thread storage to
- * create on the fault path.
- */
-struct fault_countdown {
-	__s64 left;
-	__u64 drawn;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct fault_countdown);
-} fault_countdown SEC(".maps");
-
-static __always_inline __s64 fault_draw(void)
-{
-	return (__s64)((exp_draw() * fault_sample_bytes) >> 16);
-}
-
-/*
- * fault_sample decides whether a fault that made size bytes resident is
- * sampled: the countdown drops by size, and the fault is sampled when it
- * crosses zero, with probability 1 - e^(-size/fault_sample_bytes)
- * (user space weighs each sample by size over that).
- */
-static __always_inline int fault_sample(__u64 size)
-{
-	struct fault_countdown *c;
-	__u32 zero = 0;
-
-	c = bpf_map_lookup_elem(&fault_countdown, &zero);
-	if (!c)
-		return 0;
-	if (!c->drawn) {
-		c->left = fault_draw();
-		c->drawn = 1;
-	}
-	c->left -= size;
-	if (c->left > 0)
-		return 0;
-	c->left = fault_draw();
-	return 1;
-}
-
 static __always_inline int fault_wanted(void)
 {
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
@@ -117,6 +69,15 @@ struct fault_pending {
 	__u32 order; /* of the first movable folio the fault allocated */
 	__u32 allocated;
 	__u64 pc, sp, bp; /* before 6.2 only: the walk runs at the fault */
+	/*
+	 * The countdown of bytes to the next sample, kept here to spare a
+	 * lookup: the faults of the threads that share a slot form one
+	 * sequence, and each fault's chance stays independent of all others
+	 * (the exponential has no memory). Two CPUs that update it at once
+	 * lose one update, which biases nothing either.
+	 */
+	__s64 left;
+	__u64 drawn;
 };
 
 struct {
@@ -131,6 +92,30 @@ static __always_inline struct fault_pending *fault_slot(void)
 	__u32 slot = (__u32)bpf_get_current_pid_tgid() & (FAULT_SLOTS - 1);
 
 	return bpf_map_lookup_elem(&fault_pending, &slot);
+}
+
+static __always_inline __s64 fault_draw(void)
+{
+	return (__s64)((exp_draw() * fault_sample_bytes) >> 16);
+}
+
+/*
+ * fault_sample decides whether a fault that made size bytes resident is
+ * sampled: the countdown drops by size, and the fault is sampled when it
+ * crosses zero, with probability 1 - e^(-size/fault_sample_bytes)
+ * (user space weighs each sample by size over that).
+ */
+static __always_inline int fault_sample(struct fault_pending *p, __u64 size)
+{
+	if (!p->drawn) {
+		p->left = fault_draw();
+		p->drawn = 1;
+	}
+	p->left -= size;
+	if (p->left > 0)
+		return 0;
+	p->left = fault_draw();
+	return 1;
 }
 
 /*
@@ -212,7 +197,7 @@ static __always_inline void on_fault(__u64 address, struct pt_regs *uregs)
 	 * The charged frame is right (it is found before the walk leaves the
 	 * first file); a stack stops at its second file.
 	 */
-	if (!fault_sample(PAGE_SIZE) || bpf_probe_read_kernel(&p->pc, sizeof(p->pc), &PT_REGS_IP(uregs)) ||
+	if (!fault_sample(p, PAGE_SIZE) || bpf_probe_read_kernel(&p->pc, sizeof(p->pc), &PT_REGS_IP(uregs)) ||
 	    bpf_probe_read_kernel(&p->sp, sizeof(p->sp), &PT_REGS_SP(uregs)) ||
 	    bpf_probe_read_kernel(&p->bp, sizeof(p->bp), &PT_REGS_FP(uregs)))
 		return;
@@ -283,15 +268,19 @@ int on_rss_stat(__u64 *ctx)
 	__u64 size, pc, sp, bp;
 	__u32 zero = 0;
 
+	if ((int)ctx[1] != MM_ANONPAGES)
+		return 0;
 	p = fault_slot();
-	if (!p || !p->task || p->task != (__u64)task || (int)ctx[1] != MM_ANONPAGES)
+	if (!p || !p->task || p->task != (__u64)task)
 		return 0;
 	p->task = 0;
-	/* fork counts the child's pages (another mm) in the parent's task. */
-	if (ctx[0] != (__u64)BPF_CORE_READ(task, mm))
-		return 0;
 	size = (__u64)PAGE_SIZE << (p->allocated && p->order <= FAULT_MAX_ORDER ? p->order : 0);
-	if (!fault_sample(size))
+	/*
+	 * fork counts the child's pages (another mm) in the parent's task:
+	 * not a sample, checked only once sampled (an unsampled count moves
+	 * the countdown, which biases nothing).
+	 */
+	if (!fault_sample(p, size) || ctx[0] != (__u64)task->mm)
 		return 0;
 	regs = (struct pt_regs *)bpf_task_pt_regs((struct task_struct *)task);
 	if (bpf_probe_read_kernel(&pc, sizeof(pc), &PT_REGS_IP(regs)) ||

@@ -85,12 +85,6 @@ const (
 	memtraceExpBitsEXP_BITS memtraceExpBits = 12
 )
 
-type memtraceFaultCountdown struct {
-	_     structs.HostLayout
-	Left  int64
-	Drawn uint64
-}
-
 type memtraceFaultPending struct {
 	_         structs.HostLayout
 	Task      uint64
@@ -100,6 +94,8 @@ type memtraceFaultPending struct {
 	Pc        uint64
 	Sp        uint64
 	Bp        uint64
+	Left      int64
+	Drawn     uint64
 }
 
 type memtraceFaultSiteKey struct {
@@ -308,7 +304,6 @@ type memtraceUnwindRow struct {
 const (
 	memtraceMapCgroupFilter      = "cgroup_filter"
 	memtraceMapEvents            = "events"
-	memtraceMapFaultCountdown    = "fault_countdown"
 	memtraceMapFaultPending      = "fault_pending"
 	memtraceMapFaultPids         = "fault_pids"
 	memtraceMapFaultSites        = "fault_sites"
@@ -426,22 +421,21 @@ type memtraceProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type memtraceMapSpecs struct {
-	CgroupFilter   *ebpf.MapSpec `ebpf:"cgroup_filter"`
-	Events         *ebpf.MapSpec `ebpf:"events"`
-	FaultCountdown *ebpf.MapSpec `ebpf:"fault_countdown"`
-	FaultPending   *ebpf.MapSpec `ebpf:"fault_pending"`
-	FaultPids      *ebpf.MapSpec `ebpf:"fault_pids"`
-	FaultSites     *ebpf.MapSpec `ebpf:"fault_sites"`
-	FrameCache     *ebpf.MapSpec `ebpf:"frame_cache"`
-	FrameEpoch     *ebpf.MapSpec `ebpf:"frame_epoch"`
-	Inflight       *ebpf.MapSpec `ebpf:"inflight"`
-	LostByPid      *ebpf.MapSpec `ebpf:"lost_by_pid"`
-	LostTotal      *ebpf.MapSpec `ebpf:"lost_total"`
-	ProcCounts     *ebpf.MapSpec `ebpf:"proc_counts"`
-	Sampled        *ebpf.MapSpec `ebpf:"sampled"`
-	Scratch        *ebpf.MapSpec `ebpf:"scratch"`
-	UnwindFiles    *ebpf.MapSpec `ebpf:"unwind_files"`
-	UnwindRows     *ebpf.MapSpec `ebpf:"unwind_rows"`
+	CgroupFilter *ebpf.MapSpec `ebpf:"cgroup_filter"`
+	Events       *ebpf.MapSpec `ebpf:"events"`
+	FaultPending *ebpf.MapSpec `ebpf:"fault_pending"`
+	FaultPids    *ebpf.MapSpec `ebpf:"fault_pids"`
+	FaultSites   *ebpf.MapSpec `ebpf:"fault_sites"`
+	FrameCache   *ebpf.MapSpec `ebpf:"frame_cache"`
+	FrameEpoch   *ebpf.MapSpec `ebpf:"frame_epoch"`
+	Inflight     *ebpf.MapSpec `ebpf:"inflight"`
+	LostByPid    *ebpf.MapSpec `ebpf:"lost_by_pid"`
+	LostTotal    *ebpf.MapSpec `ebpf:"lost_total"`
+	ProcCounts   *ebpf.MapSpec `ebpf:"proc_counts"`
+	Sampled      *ebpf.MapSpec `ebpf:"sampled"`
+	Scratch      *ebpf.MapSpec `ebpf:"scratch"`
+	UnwindFiles  *ebpf.MapSpec `ebpf:"unwind_files"`
+	UnwindRows   *ebpf.MapSpec `ebpf:"unwind_rows"`
 }
 
 // memtraceVariableSpecs contains global variables before they are loaded into the kernel.
@@ -502,29 +496,27 @@ func (o *memtraceObjects) Close() error {
 //
 // It can be passed to loadMemtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type memtraceMaps struct {
-	CgroupFilter   *ebpf.Map `ebpf:"cgroup_filter"`
-	Events         *ebpf.Map `ebpf:"events"`
-	FaultCountdown *ebpf.Map `ebpf:"fault_countdown"`
-	FaultPending   *ebpf.Map `ebpf:"fault_pending"`
-	FaultPids      *ebpf.Map `ebpf:"fault_pids"`
-	FaultSites     *ebpf.Map `ebpf:"fault_sites"`
-	FrameCache     *ebpf.Map `ebpf:"frame_cache"`
-	FrameEpoch     *ebpf.Map `ebpf:"frame_epoch"`
-	Inflight       *ebpf.Map `ebpf:"inflight"`
-	LostByPid      *ebpf.Map `ebpf:"lost_by_pid"`
-	LostTotal      *ebpf.Map `ebpf:"lost_total"`
-	ProcCounts     *ebpf.Map `ebpf:"proc_counts"`
-	Sampled        *ebpf.Map `ebpf:"sampled"`
-	Scratch        *ebpf.Map `ebpf:"scratch"`
-	UnwindFiles    *ebpf.Map `ebpf:"unwind_files"`
-	UnwindRows     *ebpf.Map `ebpf:"unwind_rows"`
+	CgroupFilter *ebpf.Map `ebpf:"cgroup_filter"`
+	Events       *ebpf.Map `ebpf:"events"`
+	FaultPending *ebpf.Map `ebpf:"fault_pending"`
+	FaultPids    *ebpf.Map `ebpf:"fault_pids"`
+	FaultSites   *ebpf.Map `ebpf:"fault_sites"`
+	FrameCache   *ebpf.Map `ebpf:"frame_cache"`
+	FrameEpoch   *ebpf.Map `ebpf:"frame_epoch"`
+	Inflight     *ebpf.Map `ebpf:"inflight"`
+	LostByPid    *ebpf.Map `ebpf:"lost_by_pid"`
+	LostTotal    *ebpf.Map `ebpf:"lost_total"`
+	ProcCounts   *ebpf.Map `ebpf:"proc_counts"`
+	Sampled      *ebpf.Map `ebpf:"sampled"`
+	Scratch      *ebpf.Map `ebpf:"scratch"`
+	UnwindFiles  *ebpf.Map `ebpf:"unwind_files"`
+	UnwindRows   *ebpf.Map `ebpf:"unwind_rows"`
 }
 
 func (m *memtraceMaps) Close() error {
 	return _MemtraceClose(
 		m.CgroupFilter,
 		m.Events,
-		m.FaultCountdown,
 		m.FaultPending,
 		m.FaultPids,
 		m.FaultSites,
