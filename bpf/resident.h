@@ -242,7 +242,8 @@ int on_page_alloc(__u64 *ctx)
 {
 	struct fault_pending *p;
 
-	if (!ctx[0] || (int)ctx[3] != MIGRATE_MOVABLE)
+	/* Before 6.2 no fault waits for its size. */
+	if (split_rss_counting() || !ctx[0] || (int)ctx[3] != MIGRATE_MOVABLE)
 		return 0;
 	p = fault_slot();
 	if (!p || p->allocated || p->task != (__u64)bpf_get_current_task_btf())
