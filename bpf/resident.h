@@ -266,10 +266,11 @@ int on_rss_stat(__u64 *ctx)
 	struct task_struct___mm *task = (void *)bpf_get_current_task_btf();
 	struct fault_pending *p;
 	struct pt_regs *regs;
-	__u64 size, pc, sp, bp;
+	__u64 size;
 	__u32 zero = 0;
 
-	if ((int)ctx[1] != MM_ANONPAGES)
+	/* Before 6.2 no fault waits here (and 6.1's verifier sees no walk). */
+	if (split_rss_counting() || (int)ctx[1] != MM_ANONPAGES)
 		return 0;
 	p = fault_slot();
 	if (!p || !p->task || p->task != (__u64)task)
@@ -284,13 +285,14 @@ int on_rss_stat(__u64 *ctx)
 	if (!fault_sample(p, size) || ctx[0] != (__u64)task->mm)
 		return 0;
 	regs = (struct pt_regs *)bpf_task_pt_regs((struct task_struct *)task);
-	if (bpf_probe_read_kernel(&pc, sizeof(pc), &PT_REGS_IP(regs)) ||
-	    bpf_probe_read_kernel(&sp, sizeof(sp), &PT_REGS_SP(regs)) ||
-	    bpf_probe_read_kernel(&bp, sizeof(bp), &PT_REGS_FP(regs)))
+	/* Into the map value, as before 6.2: the stack is short for the walk. */
+	if (bpf_probe_read_kernel(&p->pc, sizeof(p->pc), &PT_REGS_IP(regs)) ||
+	    bpf_probe_read_kernel(&p->sp, sizeof(p->sp), &PT_REGS_SP(regs)) ||
+	    bpf_probe_read_kernel(&p->bp, sizeof(p->bp), &PT_REGS_FP(regs)))
 		return 0;
 	/* A folio is aligned to its size: the huge page's first address. */
-	struct fault_site_key k = {.pc = pc, .pid = bpf_get_current_pid_tgid() >> 32, .mm = ctx[0]};
-	struct site_args a = {.addr = p->addr & ~(size - 1), .size = size, .pc = pc, .sp = sp, .bp = bp,
+	struct fault_site_key k = {.pc = p->pc, .pid = bpf_get_current_pid_tgid() >> 32, .mm = ctx[0]};
+	struct site_args a = {.addr = p->addr & ~(size - 1), .size = size, .pc = p->pc, .sp = p->sp, .bp = p->bp,
 			      .old_size = fault_sample_bytes, .kind = KIND_FAULT, .exact = 1, .fault = 1};
 	struct stack_record *rec;
 	__u8 one = 1;
