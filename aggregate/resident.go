@@ -7,14 +7,15 @@ import (
 )
 
 // Resident attribution: who made anonymous memory resident. The probes
-// sample write faults, each with the same probability P = 1 - e^(-page/N)
-// (one sample per N bytes of faults on average; a Fault event carries N in
-// OldSize), and say who took the fault. A sampled page is charged while it
-// stays resident; an Unresident event (user space found it gone from
-// /proc/PID/pagemap) ends that. The resident bytes charged to a site are
-// then the Horvitz-Thompson estimate sum(size)/P over its sampled pages
-// still resident, unbiased, with variance sum(size^2 (1-P)/P^2), whose
-// estimate gives the standard error.
+// sample faults by the bytes they make resident: a fault of size bytes (a
+// page, or a huge page's folio) with probability P = 1 - e^(-size/N) (one
+// sample per N bytes on average; a Fault event carries N in OldSize and
+// size in Size), and say who took the fault. A sampled page stays charged
+// while it stays resident; an Unresident event (user space found it gone
+// from /proc/PID/pagemap) ends that. The resident bytes charged to a site
+// are then the Horvitz-Thompson estimate sum(size/P) over its sampled
+// pages still resident, unbiased whatever the sizes, with variance
+// sum(size^2 (1-P)/P^2), whose estimate gives the standard error.
 
 // residentPage is a sampled page still charged.
 type residentPage struct {
@@ -67,8 +68,8 @@ type ResidentSite struct {
 	Stderr  float64
 }
 
-// FaultProbability is the chance that the probes sample a fault of
-// pageBytes when one in mean bytes of faults is sampled on average.
+// FaultProbability is the chance that the probes sample a fault that made
+// pageBytes resident when one in mean bytes is sampled on average.
 func FaultProbability(pageBytes, mean uint64) float64 {
 	if mean == 0 {
 		return 1
@@ -81,33 +82,35 @@ func (r *residentPages) snapshot() *ResidentSnapshot {
 		return nil
 	}
 	s := &ResidentSnapshot{SampleBytes: r.mean}
-	type acc struct{ pages, bytes, bytes2 float64 }
+	type acc struct{ pages, bytes, variance float64 }
 	by := map[siteID]*acc{}
+	var total acc
+	prob := map[uint32]float64{} // by size: a page, a huge page
 	for _, pg := range r.pages {
 		a := by[pg.site]
 		if a == nil {
 			a = &acc{}
 			by[pg.site] = a
 		}
-		a.pages++
-		a.bytes += float64(pg.size)
-		a.bytes2 += float64(pg.size) * float64(pg.size)
+		p, ok := prob[pg.size]
+		if !ok {
+			p = FaultProbability(uint64(pg.size), r.mean)
+			prob[pg.size] = p
+		}
+		size := float64(pg.size)
+		for _, a := range [2]*acc{a, &total} {
+			a.pages++
+			a.bytes += size / p
+			a.variance += size * size * (1 - p) / (p * p)
+		}
 	}
-	var total acc
 	for id, a := range by {
-		// Faults are of one page size: P is the same for all (a huge
-		// page's fault is sampled as one page, and weighs its size).
-		p := FaultProbability(4096, r.mean)
 		s.Sites = append(s.Sites, ResidentSite{Address: id.addr, StackID: id.stack, Pages: uint64(a.pages),
-			Bytes: uint64(math.Round(a.bytes / p)), Stderr: math.Sqrt(a.bytes2*(1-p)) / p})
-		total.pages += a.pages
-		total.bytes += a.bytes
-		total.bytes2 += a.bytes2
+			Bytes: uint64(math.Round(a.bytes)), Stderr: math.Sqrt(a.variance)})
 	}
-	p := FaultProbability(4096, r.mean)
 	s.Pages = uint64(total.pages)
-	s.Bytes = uint64(math.Round(total.bytes / p))
-	s.Stderr = math.Sqrt(total.bytes2*(1-p)) / p
+	s.Bytes = uint64(math.Round(total.bytes))
+	s.Stderr = math.Sqrt(total.variance)
 	slices.SortFunc(s.Sites, func(a, b ResidentSite) int {
 		if c := cmp.Compare(b.Bytes, a.Bytes); c != 0 {
 			return c

@@ -15,6 +15,11 @@ func TestResident(t *testing.T) {
 	fault := func(addr, site uint64) event.Event {
 		return event.Event{Kind: event.Fault, PID: 1, Addr: addr, Size: 4096, OldSize: mean, CallSite: site, StackID: -1}
 	}
+	// A fault that mapped a 2 MiB huge page: sampled with its own chance,
+	// weighed by its size over it.
+	ph := FaultProbability(2<<20, mean)
+	huge := event.Event{Kind: event.Fault, PID: 1, Addr: 0x200000, Size: 2 << 20, OldSize: mean, CallSite: 0xa, StackID: -1}
+	wh, vh := (2<<20)/ph, float64(2<<20)*(2<<20)*(1-ph)/(ph*ph)
 	gone := func(addr uint64) event.Event {
 		return event.Event{Kind: event.Unresident, PID: 1, Addr: addr, StackID: -1}
 	}
@@ -38,6 +43,12 @@ func TestResident(t *testing.T) {
 			&ResidentSnapshot{SampleBytes: mean, Pages: 1, Bytes: uint64(math.Round(w)), Stderr: se(1), Sites: []ResidentSite{
 				{Address: 0xa, StackID: -1, Pages: 1, Bytes: uint64(math.Round(w)), Stderr: se(1)},
 			}}},
+		{"huge page", []event.Event{huge, fault(0x1000, 0xa), fault(0x9000, 0xb)},
+			&ResidentSnapshot{SampleBytes: mean, Pages: 3, Bytes: uint64(math.Round(wh + 2*w)),
+				Stderr: math.Sqrt(vh + se(2)*se(2)), Sites: []ResidentSite{
+					{Address: 0xa, StackID: -1, Pages: 2, Bytes: uint64(math.Round(wh + w)), Stderr: math.Sqrt(vh + se(1)*se(1))},
+					{Address: 0xb, StackID: -1, Pages: 1, Bytes: uint64(math.Round(w)), Stderr: se(1)},
+				}}},
 		{"all gone", []event.Event{fault(0x1000, 0xa), gone(0x1000)},
 			&ResidentSnapshot{SampleBytes: mean}},
 	}

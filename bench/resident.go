@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -45,6 +46,7 @@ func (r *runner) resident(ctx context.Context) ([]*Comparison, error) {
 	// path's BPF work is system time), which a machine shared with other
 	// work disturbs less.
 	hostCost := func(id, title, skip string, name string, args ...string) []*Comparison {
+		var perFault []float64
 		note := "memtrace (no target, no flag) runs the whole round, attached 3 s before the program starts"
 		wallC := &Comparison{ID: id, Title: title + ": wall time", Unit: "s", Baseline: rowUntraced, Notes: []string{note}}
 		cpuC := &Comparison{ID: id + "-cpu", Title: title + ": CPU time (user + system)", Unit: "s", Baseline: rowUntraced, Notes: []string{note}}
@@ -60,10 +62,17 @@ func (r *runner) resident(ctx context.Context) ([]*Comparison, error) {
 				if err != nil {
 					return nil, nil, err
 				}
-				defer stop()
-				return times(run(ctx, residentTimeout, name, args...))
+				t, s, err := times(run(ctx, residentTimeout, name, args...))
+				if ns := faultNs(stop()); ns > 0 {
+					perFault = append(perFault, ns)
+				}
+				return t, s, err
 			}},
 		})
+		if len(perFault) > 0 {
+			cpuC.Notes = append(cpuC.Notes, fmt.Sprintf("BPF time per user write fault (kernel.bpf_stats_enabled, all fault programs): %.0f ns, median of %d runs",
+				median(perFault), len(perFault)))
+		}
 		return []*Comparison{wallC, cpuC}
 	}
 	rounds := "8"
@@ -98,7 +107,7 @@ func (r *runner) residentMemorySection(ctx context.Context) ([]*Comparison, erro
 
 // startHost starts memtrace with no target and no flag (the default) and
 // returns once it has attached; stop ends it as Ctrl-C does.
-func (r *runner) startHost(ctx context.Context) (stop func(), err error) {
+func (r *runner) startHost(ctx context.Context) (stop func() map[string]progRun, err error) {
 	cmd := command(ctx, r.memtrace, "-v", "-o", os.DevNull)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
@@ -111,7 +120,9 @@ func (r *runner) startHost(ctx context.Context) (stop func(), err error) {
 	if r.cfg.Quick {
 		settle = 0
 	}
-	stop = func() {
+	var rest bytes.Buffer
+	copied := make(chan struct{})
+	stop = func() map[string]progRun {
 		cmd.Process.Signal(syscall.SIGINT)
 		done := make(chan struct{})
 		go func() { cmd.Wait(); close(done) }()
@@ -121,21 +132,41 @@ func (r *runner) startHost(ctx context.Context) (stop func(), err error) {
 			killGroup(cmd)
 			<-done
 		}
+		select {
+		case <-copied: // the -v lines memtrace wrote at its end
+		case <-time.After(time.Second):
+			return nil
+		}
+		return parseBPFPrograms(rest.String())
 	}
 	sc := bufio.NewScanner(pipe)
 	var log strings.Builder
 	for sc.Scan() {
 		log.WriteString(sc.Text() + "\n")
 		if strings.Contains(sc.Text(), "msg=attached") {
-			go io.Copy(io.Discard, pipe)
+			go func() { io.Copy(&rest, pipe); close(copied) }()
 			// Left on, memtrace is past its start: the tables of the
 			// allocator files in use are built, the processes seen.
 			time.Sleep(settle)
 			return stop, nil
 		}
 	}
+	close(copied)
 	stop()
 	return nil, fmt.Errorf("memtrace ended before attaching%s", tail(log.String()))
+}
+
+// faultNs is the fault programs' BPF time per user write fault (0 when the
+// kernel did not time them).
+func faultNs(progs map[string]progRun) float64 {
+	var ns uint64
+	for _, name := range []string{"on_fault_user", "on_fault_kernel", "on_page_alloc", "on_rss_stat"} {
+		ns += progs[name].ns
+	}
+	if progs["on_fault_user"].runs == 0 {
+		return 0
+	}
+	return float64(ns) / float64(progs["on_fault_user"].runs)
 }
 
 // residentRecord is what the accuracy runs read of a resident record.

@@ -4,16 +4,18 @@
  * it, and the kernel takes that fault anyway: a tracepoint on it adds no
  * trap, and faults are ~100x rarer than allocations.
  *
- * Every write fault on a user address counts PAGE_SIZE bytes towards a
+ * Every write fault that makes anonymous memory resident counts the bytes
+ * it mapped (4 KiB, or 2 MiB for a transparent huge page) towards a
  * countdown of bytes to the next sample, a draw from Exp(mean
- * fault_sample_bytes), as sampled mode does for allocations: each fault is
- * sampled with probability 1 - e^(-4096/fault_sample_bytes), independently
- * of every other. Only a sampled fault pays for the stack walk and a ring
- * record, and only once the kernel has counted a page of anonymous memory
- * resident (rss_stat, below). How long the page stays resident is for
- * user space to tell, from /proc/PID/pagemap: that covers munmap, madvise,
- * mremap, exit, exec, reclaim and swap at once, and costs the faults
- * nothing.
+ * fault_sample_bytes), as sampled mode does for allocations: a fault of
+ * size bytes is sampled with probability 1 - e^(-size/fault_sample_bytes),
+ * independently of every other, and reported with its size. The size is
+ * known only once the kernel has counted the pages resident (rss_stat,
+ * below): the decision is taken there, and only a sampled fault pays for
+ * the stack walk and a ring record. How long the pages stay resident is
+ * for user space to tell, from /proc/PID/pagemap: that covers munmap,
+ * madvise, mremap, exit, exec, reclaim and swap at once, and costs the
+ * faults nothing.
  */
 #ifndef MEMTRACE_RESIDENT_H
 #define MEMTRACE_RESIDENT_H
@@ -23,8 +25,8 @@
 #define PF_WRITE 0x2
 
 /*
- * Set by the loader. fault_sample_bytes: the mean bytes of write faults
- * between samples; 0 = resident attribution off (its programs are not
+ * Set by the loader. fault_sample_bytes: the mean bytes made resident by
+ * faults between samples; 0 = resident attribution off (its programs are not
  * attached). fault_pid_filter: -p and --, only the processes in fault_pids
  * (a tracepoint has no PID filter of its own).
  */
@@ -38,49 +40,6 @@ struct {
 	__type(value, __u8);
 } fault_pids SEC(".maps");
 
-/*
- * The countdown, per CPU: the faults of one CPU form one sequence, and
- * each fault's chance stays independent of all others (the exponential
- * has no memory), whichever process takes it. No per-thread storage to
- * create on the fault path.
- */
-struct fault_countdown {
-	__s64 left;
-	__u64 drawn;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct fault_countdown);
-} fault_countdown SEC(".maps");
-
-static __always_inline __s64 fault_draw(void)
-{
-	return (__s64)((exp_draw() * fault_sample_bytes) >> 16);
-}
-
-/* fault_sample decides whether this fault (PAGE_SIZE bytes) is sampled. */
-static __always_inline int fault_sample(void)
-{
-	struct fault_countdown *c;
-	__u32 zero = 0;
-
-	c = bpf_map_lookup_elem(&fault_countdown, &zero);
-	if (!c)
-		return 0;
-	if (!c->drawn) {
-		c->left = fault_draw();
-		c->drawn = 1;
-	}
-	c->left -= PAGE_SIZE;
-	if (c->left > 0)
-		return 0;
-	c->left = fault_draw();
-	return 1;
-}
-
 static __always_inline int fault_wanted(void)
 {
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
@@ -91,28 +50,73 @@ static __always_inline int fault_wanted(void)
 }
 
 /*
- * A sampled fault waits here, per CPU, for the kernel to say what it made
- * resident. The page fault tracepoints fire with interrupts off, where
- * bpf_find_vma can run once per program (its unlock waits for an irq_work
- * until interrupts are back on), too few for a stack walk. rss_stat fires
- * in the same fault once a page is counted, with interrupts on: the walk
- * runs there, and only when the fault made anonymous memory resident
- * (MM_ANONPAGES grew: a new page, a copy of the zero page or of a file
- * page). A fault that ends otherwise (a file page, a copy-on-write between
- * anonymous pages, an error) leaves its sample here, cleared by the CPU's
- * next fault.
+ * A write fault waits here, per thread, for the kernel to say what it made
+ * resident: the size of the fault is known only then. rss_stat fires in
+ * the same fault once the pages are counted, with interrupts on, when the
+ * fault made anonymous memory resident (MM_ANONPAGES grew: a new page, a
+ * copy of the zero page or of a file page); a fault that ends otherwise
+ * (a file page, a copy-on-write between anonymous pages, an error) leaves
+ * its slot, overwritten by the thread's next fault. Per thread, not per
+ * CPU: a fault that maps a huge page zeroes 2 MiB, and may move to another
+ * CPU on the way. Slots are indexed by thread id; two threads that share a
+ * slot and fault at the same moment lose one fault (task tells them apart).
  */
+#define FAULT_SLOTS 4096
+
 struct fault_pending {
-	__u64 task; /* the faulting task; 0: no sample waits */
-	__u64 addr, pc, sp, bp;
+	__u64 task; /* the faulting task; 0: none waits */
+	__u64 addr;
+	__u32 order; /* of the first movable folio the fault allocated */
+	__u32 allocated;
+	__u64 pc, sp, bp; /* before 6.2 only: the walk runs at the fault */
+	/*
+	 * The countdown of bytes to the next sample, kept here to spare a
+	 * lookup: the faults of the threads that share a slot form one
+	 * sequence, and each fault's chance stays independent of all others
+	 * (the exponential has no memory). Two CPUs that update it at once
+	 * lose one update, which biases nothing either.
+	 */
+	__s64 left;
+	__u64 drawn;
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FAULT_SLOTS);
 	__type(key, __u32);
 	__type(value, struct fault_pending);
 } fault_pending SEC(".maps");
+
+static __always_inline struct fault_pending *fault_slot(void)
+{
+	__u32 slot = (__u32)bpf_get_current_pid_tgid() & (FAULT_SLOTS - 1);
+
+	return bpf_map_lookup_elem(&fault_pending, &slot);
+}
+
+static __always_inline __s64 fault_draw(void)
+{
+	return (__s64)((exp_draw() * fault_sample_bytes) >> 16);
+}
+
+/*
+ * fault_sample decides whether a fault that made size bytes resident is
+ * sampled: the countdown drops by size, and the fault is sampled when it
+ * crosses zero, with probability 1 - e^(-size/fault_sample_bytes)
+ * (user space weighs each sample by size over that).
+ */
+static __always_inline int fault_sample(struct fault_pending *p, __u64 size)
+{
+	if (!p->drawn) {
+		p->left = fault_draw();
+		p->drawn = 1;
+	}
+	p->left -= size;
+	if (p->left > 0)
+		return 0;
+	p->left = fault_draw();
+	return 1;
+}
 
 /*
  * Faulting instructions already known to be charged themselves (a named
@@ -158,45 +162,49 @@ static __always_inline int split_rss_counting(void)
 	return bpf_core_field_exists(((struct task_struct___split_rss *)0)->rss_stat);
 }
 
+/* migratetype of a user page: anonymous folios and the page cache. */
+#define MIGRATE_MOVABLE 1
+/* The largest folio a fault maps (a PMD: 2 MiB); bounds a bad order. */
+#define FAULT_MAX_ORDER 9
+
 /*
- * on_fault samples a write fault at address; uregs are the user registers
- * (a kernel pointer): at the faulting instruction, or, for a fault taken
- * by the kernel copying into user memory (read(2)), at the system call.
+ * on_fault notes a write fault at address: user regs (a kernel pointer)
+ * are at the faulting instruction, or, for a fault taken by the kernel
+ * copying into user memory (read(2)), at the system call. From 6.2 the
+ * thread's slot waits for rss_stat, which samples; before, it is sampled
+ * here, as one page.
  */
 static __always_inline void on_fault(__u64 address, struct pt_regs *uregs)
 {
 	struct fault_pending *p;
-	__u32 zero = 0;
 
 	if (!fault_wanted())
 		return;
-	p = bpf_map_lookup_elem(&fault_pending, &zero);
+	p = fault_slot();
 	if (!p)
 		return;
-	p->task = 0;
+	if (!split_rss_counting()) {
+		p->addr = address;
+		p->allocated = 0;
+		p->task = (__u64)bpf_get_current_task_btf();
+		return;
+	}
 	/*
-	 * The three registers go straight into the map value: a struct
-	 * pt_regs on the stack took 6.1's verifier past its 512 bytes for the
-	 * walk's calls below.
+	 * Before 6.2 rss_stat fires only every 64 faults: sample and walk
+	 * here, a page each (a huge page weighs 4 KiB: README). The three
+	 * registers go straight into the map value: a struct pt_regs on the
+	 * stack took 6.1's verifier past its 512 bytes for the walk's calls.
+	 * The charged frame is right (it is found before the walk leaves the
+	 * first file); a stack stops at its second file.
 	 */
-	if (!fault_sample() || bpf_probe_read_kernel(&p->pc, sizeof(p->pc), &PT_REGS_IP(uregs)) ||
+	if (!fault_sample(p, PAGE_SIZE) || bpf_probe_read_kernel(&p->pc, sizeof(p->pc), &PT_REGS_IP(uregs)) ||
 	    bpf_probe_read_kernel(&p->sp, sizeof(p->sp), &PT_REGS_SP(uregs)) ||
 	    bpf_probe_read_kernel(&p->bp, sizeof(p->bp), &PT_REGS_FP(uregs)))
 		return;
-	p->addr = address & ~(__u64)(PAGE_SIZE - 1);
-	if (split_rss_counting()) {
-		/*
-		 * Before 6.2 rss_stat fires only every 64 faults: walk here. The
-		 * charged frame is right (it is found before the walk leaves the
-		 * first file); a stack stops at its second file.
-		 */
-		struct site_args a = {.addr = p->addr, .size = PAGE_SIZE, .pc = p->pc, .sp = p->sp, .bp = p->bp,
-				      .old_size = fault_sample_bytes, .kind = KIND_FAULT, .exact = 1, .fault = 1};
+	struct site_args a = {.addr = address & ~(__u64)(PAGE_SIZE - 1), .size = PAGE_SIZE, .pc = p->pc, .sp = p->sp,
+			      .bp = p->bp, .old_size = fault_sample_bytes, .kind = KIND_FAULT, .exact = 1, .fault = 1};
 
-		emit_site(&a);
-		return;
-	}
-	p->task = (__u64)bpf_get_current_task_btf();
+	emit_site(&a);
 }
 
 SEC("tp_btf/page_fault_user")
@@ -222,28 +230,73 @@ int on_fault_kernel(__u64 *ctx)
 }
 
 /*
+ * mm_page_alloc (page, order, gfp, migratetype): the size of what a fault
+ * maps is the order of the first movable folio it allocates: a 4 KiB page,
+ * a transparent huge page (order 9), or an mTHP folio. Page tables and
+ * slabs are not movable; a copy of a file page allocates its anonymous
+ * page before it reads the file. Every page allocation on the host runs
+ * this far: a test of two arguments, and of the thread's slot.
+ */
+SEC("tp_btf/mm_page_alloc")
+int on_page_alloc(__u64 *ctx)
+{
+	struct fault_pending *p;
+
+	/* Before 6.2 no fault waits for its size. */
+	if (split_rss_counting() || !ctx[0] || (int)ctx[3] != MIGRATE_MOVABLE)
+		return 0;
+	p = fault_slot();
+	if (!p || p->allocated || p->task != (__u64)bpf_get_current_task_btf())
+		return 0;
+	p->order = (__u32)ctx[1];
+	p->allocated = 1;
+	return 0;
+}
+
+/*
  * rss_stat (mm, member): a counter of mm's resident pages changed. When it
- * is the current task's anonymous pages, in the fault a sample waits for,
- * the sample is reported with its stack. Exact pcs: the faulting
- * instruction, or the one after the system call (same function).
+ * is the current task's anonymous pages, in a write fault of the task, the
+ * fault made anonymous memory resident: its size counts towards the
+ * sample, and a sampled one is reported with its stack. Exact pcs: the
+ * faulting instruction, or the one after the system call (same function).
  */
 SEC("tp_btf/rss_stat")
 int on_rss_stat(__u64 *ctx)
 {
+	struct task_struct___mm *task = (void *)bpf_get_current_task_btf();
 	struct fault_pending *p;
+	struct pt_regs *regs;
+	__u64 size;
 	__u32 zero = 0;
 
-	p = bpf_map_lookup_elem(&fault_pending, &zero);
-	if (!p || !p->task || p->task != (__u64)bpf_get_current_task_btf() || (int)ctx[1] != MM_ANONPAGES)
+	/* Before 6.2 no fault waits here (and 6.1's verifier sees no walk). */
+	if (split_rss_counting() || (int)ctx[1] != MM_ANONPAGES)
+		return 0;
+	p = fault_slot();
+	if (!p || !p->task || p->task != (__u64)task)
 		return 0;
 	p->task = 0;
-	struct fault_site_key k = {.pc = p->pc, .pid = bpf_get_current_pid_tgid() >> 32};
-	struct site_args a = {.addr = p->addr, .size = PAGE_SIZE, .pc = p->pc, .sp = p->sp, .bp = p->bp,
+	size = (__u64)PAGE_SIZE << (p->allocated && p->order <= FAULT_MAX_ORDER ? p->order : 0);
+	/*
+	 * fork counts the child's pages (another mm) in the parent's task:
+	 * not a sample, checked only once sampled (an unsampled count moves
+	 * the countdown, which biases nothing).
+	 */
+	if (!fault_sample(p, size) || ctx[0] != (__u64)task->mm)
+		return 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs((struct task_struct *)task);
+	/* Into the map value, as before 6.2: the stack is short for the walk. */
+	if (bpf_probe_read_kernel(&p->pc, sizeof(p->pc), &PT_REGS_IP(regs)) ||
+	    bpf_probe_read_kernel(&p->sp, sizeof(p->sp), &PT_REGS_SP(regs)) ||
+	    bpf_probe_read_kernel(&p->bp, sizeof(p->bp), &PT_REGS_FP(regs)))
+		return 0;
+	/* A folio is aligned to its size: the huge page's first address. */
+	struct fault_site_key k = {.pc = p->pc, .pid = bpf_get_current_pid_tgid() >> 32, .mm = ctx[0]};
+	struct site_args a = {.addr = p->addr & ~(size - 1), .size = size, .pc = p->pc, .sp = p->sp, .bp = p->bp,
 			      .old_size = fault_sample_bytes, .kind = KIND_FAULT, .exact = 1, .fault = 1};
 	struct stack_record *rec;
 	__u8 one = 1;
 
-	k.mm = (__u64)BPF_CORE_READ((struct task_struct___mm *)bpf_get_current_task_btf(), mm);
 	if (!stack_depth && bpf_map_lookup_elem(&fault_sites, &k)) {
 		emit(&(struct emit_args){.kind = KIND_FAULT, .addr = a.addr, .size = a.size,
 					 .old_size = a.old_size, .call_site = a.pc, .leaf = a.pc});

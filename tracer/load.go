@@ -119,35 +119,35 @@ type sessionObjects struct {
 // objects is what a run loads: the tracing programs and their maps. (The
 // test programs are in an object of their own, tracer/bpftest.)
 type objects struct {
-	Entry          *ebpf.Program `ebpf:"entry"`
-	JvmEntry       *ebpf.Program `ebpf:"jvm_entry"`
-	Ret            *ebpf.Program `ebpf:"ret"`
-	OnExec         *ebpf.Program `ebpf:"on_exec"`
-	OnExit         *ebpf.Program `ebpf:"on_exit"`
-	Events         *ebpf.Map     `ebpf:"events"`
-	Inflight       *ebpf.Map     `ebpf:"inflight"`
-	LostByPid      *ebpf.Map     `ebpf:"lost_by_pid"`
-	LostTotal      *ebpf.Map     `ebpf:"lost_total"`
-	FileKeyOf      *ebpf.Program `ebpf:"file_key_of"`
-	UnwindRows     *ebpf.Map     `ebpf:"unwind_rows"`
-	UnwindFiles    *ebpf.Map     `ebpf:"unwind_files"`
-	Scratch        *ebpf.Map     `ebpf:"scratch"`
-	Sampled        *ebpf.Map     `ebpf:"sampled"`
-	ProcCounts     *ebpf.Map     `ebpf:"proc_counts"`
-	CgroupFilter   *ebpf.Map     `ebpf:"cgroup_filter"`
-	OnFaultUser    *ebpf.Program `ebpf:"on_fault_user"`
-	OnFaultKernel  *ebpf.Program `ebpf:"on_fault_kernel"`
-	FaultPids      *ebpf.Map     `ebpf:"fault_pids"`
-	FaultCountdown *ebpf.Map     `ebpf:"fault_countdown"`
-	OnRssStat      *ebpf.Program `ebpf:"on_rss_stat"`
-	FaultPending   *ebpf.Map     `ebpf:"fault_pending"`
-	FaultSites     *ebpf.Map     `ebpf:"fault_sites"`
+	Entry         *ebpf.Program `ebpf:"entry"`
+	JvmEntry      *ebpf.Program `ebpf:"jvm_entry"`
+	Ret           *ebpf.Program `ebpf:"ret"`
+	OnExec        *ebpf.Program `ebpf:"on_exec"`
+	OnExit        *ebpf.Program `ebpf:"on_exit"`
+	Events        *ebpf.Map     `ebpf:"events"`
+	Inflight      *ebpf.Map     `ebpf:"inflight"`
+	LostByPid     *ebpf.Map     `ebpf:"lost_by_pid"`
+	LostTotal     *ebpf.Map     `ebpf:"lost_total"`
+	FileKeyOf     *ebpf.Program `ebpf:"file_key_of"`
+	UnwindRows    *ebpf.Map     `ebpf:"unwind_rows"`
+	UnwindFiles   *ebpf.Map     `ebpf:"unwind_files"`
+	Scratch       *ebpf.Map     `ebpf:"scratch"`
+	Sampled       *ebpf.Map     `ebpf:"sampled"`
+	ProcCounts    *ebpf.Map     `ebpf:"proc_counts"`
+	CgroupFilter  *ebpf.Map     `ebpf:"cgroup_filter"`
+	OnFaultUser   *ebpf.Program `ebpf:"on_fault_user"`
+	OnFaultKernel *ebpf.Program `ebpf:"on_fault_kernel"`
+	FaultPids     *ebpf.Map     `ebpf:"fault_pids"`
+	OnRssStat     *ebpf.Program `ebpf:"on_rss_stat"`
+	FaultPending  *ebpf.Map     `ebpf:"fault_pending"`
+	FaultSites    *ebpf.Map     `ebpf:"fault_sites"`
+	OnPageAlloc   *ebpf.Program `ebpf:"on_page_alloc"`
 }
 
 func (o *objects) Close() error {
 	return _MemtraceClose(o.Entry, o.JvmEntry, o.Ret, o.OnExec, o.OnExit, o.FileKeyOf, o.Events, o.Inflight,
 		o.LostByPid, o.LostTotal, o.UnwindRows, o.UnwindFiles, o.Scratch, o.Sampled, o.ProcCounts, o.CgroupFilter,
-		o.OnFaultUser, o.OnFaultKernel, o.FaultPids, o.FaultCountdown, o.OnRssStat, o.FaultPending, o.FaultSites)
+		o.OnFaultUser, o.OnFaultKernel, o.FaultPids, o.OnRssStat, o.FaultPending, o.FaultSites, o.OnPageAlloc)
 }
 
 // Load checks the kernel's prerequisites and loads the BPF objects.

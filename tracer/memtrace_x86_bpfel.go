@@ -85,19 +85,17 @@ const (
 	memtraceExpBitsEXP_BITS memtraceExpBits = 12
 )
 
-type memtraceFaultCountdown struct {
-	_     structs.HostLayout
-	Left  int64
-	Drawn uint64
-}
-
 type memtraceFaultPending struct {
-	_    structs.HostLayout
-	Task uint64
-	Addr uint64
-	Pc   uint64
-	Sp   uint64
-	Bp   uint64
+	_         structs.HostLayout
+	Task      uint64
+	Addr      uint64
+	Order     uint32
+	Allocated uint32
+	Pc        uint64
+	Sp        uint64
+	Bp        uint64
+	Left      int64
+	Drawn     uint64
 }
 
 type memtraceFaultSiteKey struct {
@@ -330,7 +328,6 @@ type memtraceUnwindRow struct {
 const (
 	memtraceMapCgroupFilter      = "cgroup_filter"
 	memtraceMapEvents            = "events"
-	memtraceMapFaultCountdown    = "fault_countdown"
 	memtraceMapFaultPending      = "fault_pending"
 	memtraceMapFaultPids         = "fault_pids"
 	memtraceMapFaultSites        = "fault_sites"
@@ -351,6 +348,7 @@ const (
 	memtraceProgOnExit           = "on_exit"
 	memtraceProgOnFaultKernel    = "on_fault_kernel"
 	memtraceProgOnFaultUser      = "on_fault_user"
+	memtraceProgOnPageAlloc      = "on_page_alloc"
 	memtraceProgOnRssStat        = "on_rss_stat"
 	memtraceProgRet              = "ret"
 	memtraceProgSession          = "session"
@@ -439,6 +437,7 @@ type memtraceProgramSpecs struct {
 	OnExit        *ebpf.ProgramSpec `ebpf:"on_exit"`
 	OnFaultKernel *ebpf.ProgramSpec `ebpf:"on_fault_kernel"`
 	OnFaultUser   *ebpf.ProgramSpec `ebpf:"on_fault_user"`
+	OnPageAlloc   *ebpf.ProgramSpec `ebpf:"on_page_alloc"`
 	OnRssStat     *ebpf.ProgramSpec `ebpf:"on_rss_stat"`
 	Ret           *ebpf.ProgramSpec `ebpf:"ret"`
 	Session       *ebpf.ProgramSpec `ebpf:"session"`
@@ -448,22 +447,21 @@ type memtraceProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type memtraceMapSpecs struct {
-	CgroupFilter   *ebpf.MapSpec `ebpf:"cgroup_filter"`
-	Events         *ebpf.MapSpec `ebpf:"events"`
-	FaultCountdown *ebpf.MapSpec `ebpf:"fault_countdown"`
-	FaultPending   *ebpf.MapSpec `ebpf:"fault_pending"`
-	FaultPids      *ebpf.MapSpec `ebpf:"fault_pids"`
-	FaultSites     *ebpf.MapSpec `ebpf:"fault_sites"`
-	FrameCache     *ebpf.MapSpec `ebpf:"frame_cache"`
-	FrameEpoch     *ebpf.MapSpec `ebpf:"frame_epoch"`
-	Inflight       *ebpf.MapSpec `ebpf:"inflight"`
-	LostByPid      *ebpf.MapSpec `ebpf:"lost_by_pid"`
-	LostTotal      *ebpf.MapSpec `ebpf:"lost_total"`
-	ProcCounts     *ebpf.MapSpec `ebpf:"proc_counts"`
-	Sampled        *ebpf.MapSpec `ebpf:"sampled"`
-	Scratch        *ebpf.MapSpec `ebpf:"scratch"`
-	UnwindFiles    *ebpf.MapSpec `ebpf:"unwind_files"`
-	UnwindRows     *ebpf.MapSpec `ebpf:"unwind_rows"`
+	CgroupFilter *ebpf.MapSpec `ebpf:"cgroup_filter"`
+	Events       *ebpf.MapSpec `ebpf:"events"`
+	FaultPending *ebpf.MapSpec `ebpf:"fault_pending"`
+	FaultPids    *ebpf.MapSpec `ebpf:"fault_pids"`
+	FaultSites   *ebpf.MapSpec `ebpf:"fault_sites"`
+	FrameCache   *ebpf.MapSpec `ebpf:"frame_cache"`
+	FrameEpoch   *ebpf.MapSpec `ebpf:"frame_epoch"`
+	Inflight     *ebpf.MapSpec `ebpf:"inflight"`
+	LostByPid    *ebpf.MapSpec `ebpf:"lost_by_pid"`
+	LostTotal    *ebpf.MapSpec `ebpf:"lost_total"`
+	ProcCounts   *ebpf.MapSpec `ebpf:"proc_counts"`
+	Sampled      *ebpf.MapSpec `ebpf:"sampled"`
+	Scratch      *ebpf.MapSpec `ebpf:"scratch"`
+	UnwindFiles  *ebpf.MapSpec `ebpf:"unwind_files"`
+	UnwindRows   *ebpf.MapSpec `ebpf:"unwind_rows"`
 }
 
 // memtraceVariableSpecs contains global variables before they are loaded into the kernel.
@@ -526,29 +524,27 @@ func (o *memtraceObjects) Close() error {
 //
 // It can be passed to loadMemtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type memtraceMaps struct {
-	CgroupFilter   *ebpf.Map `ebpf:"cgroup_filter"`
-	Events         *ebpf.Map `ebpf:"events"`
-	FaultCountdown *ebpf.Map `ebpf:"fault_countdown"`
-	FaultPending   *ebpf.Map `ebpf:"fault_pending"`
-	FaultPids      *ebpf.Map `ebpf:"fault_pids"`
-	FaultSites     *ebpf.Map `ebpf:"fault_sites"`
-	FrameCache     *ebpf.Map `ebpf:"frame_cache"`
-	FrameEpoch     *ebpf.Map `ebpf:"frame_epoch"`
-	Inflight       *ebpf.Map `ebpf:"inflight"`
-	LostByPid      *ebpf.Map `ebpf:"lost_by_pid"`
-	LostTotal      *ebpf.Map `ebpf:"lost_total"`
-	ProcCounts     *ebpf.Map `ebpf:"proc_counts"`
-	Sampled        *ebpf.Map `ebpf:"sampled"`
-	Scratch        *ebpf.Map `ebpf:"scratch"`
-	UnwindFiles    *ebpf.Map `ebpf:"unwind_files"`
-	UnwindRows     *ebpf.Map `ebpf:"unwind_rows"`
+	CgroupFilter *ebpf.Map `ebpf:"cgroup_filter"`
+	Events       *ebpf.Map `ebpf:"events"`
+	FaultPending *ebpf.Map `ebpf:"fault_pending"`
+	FaultPids    *ebpf.Map `ebpf:"fault_pids"`
+	FaultSites   *ebpf.Map `ebpf:"fault_sites"`
+	FrameCache   *ebpf.Map `ebpf:"frame_cache"`
+	FrameEpoch   *ebpf.Map `ebpf:"frame_epoch"`
+	Inflight     *ebpf.Map `ebpf:"inflight"`
+	LostByPid    *ebpf.Map `ebpf:"lost_by_pid"`
+	LostTotal    *ebpf.Map `ebpf:"lost_total"`
+	ProcCounts   *ebpf.Map `ebpf:"proc_counts"`
+	Sampled      *ebpf.Map `ebpf:"sampled"`
+	Scratch      *ebpf.Map `ebpf:"scratch"`
+	UnwindFiles  *ebpf.Map `ebpf:"unwind_files"`
+	UnwindRows   *ebpf.Map `ebpf:"unwind_rows"`
 }
 
 func (m *memtraceMaps) Close() error {
 	return _MemtraceClose(
 		m.CgroupFilter,
 		m.Events,
-		m.FaultCountdown,
 		m.FaultPending,
 		m.FaultPids,
 		m.FaultSites,
@@ -616,6 +612,7 @@ type memtracePrograms struct {
 	OnExit        *ebpf.Program `ebpf:"on_exit"`
 	OnFaultKernel *ebpf.Program `ebpf:"on_fault_kernel"`
 	OnFaultUser   *ebpf.Program `ebpf:"on_fault_user"`
+	OnPageAlloc   *ebpf.Program `ebpf:"on_page_alloc"`
 	OnRssStat     *ebpf.Program `ebpf:"on_rss_stat"`
 	Ret           *ebpf.Program `ebpf:"ret"`
 	Session       *ebpf.Program `ebpf:"session"`
@@ -630,6 +627,7 @@ func (p *memtracePrograms) Close() error {
 		p.OnExit,
 		p.OnFaultKernel,
 		p.OnFaultUser,
+		p.OnPageAlloc,
 		p.OnRssStat,
 		p.Ret,
 		p.Session,

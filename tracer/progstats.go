@@ -24,7 +24,10 @@ func (t *Objects) ProgramStats() ([]ProgramStats, error) {
 	for _, p := range []struct {
 		name string
 		prog *ebpf.Program
-	}{{"entry", t.objs.Entry}, {"ret", t.objs.Ret}, {"session", t.session}, {"on_exec", t.objs.OnExec}, {"on_exit", t.objs.OnExit}} {
+	}{{"entry", t.objs.Entry}, {"ret", t.objs.Ret}, {"session", t.session}, {"on_exec", t.objs.OnExec}, {"on_exit", t.objs.OnExit},
+		// The page-fault path (bpf/resident.h): what every fault pays.
+		{"on_fault_user", t.objs.OnFaultUser}, {"on_fault_kernel", t.objs.OnFaultKernel},
+		{"on_page_alloc", t.objs.OnPageAlloc}, {"on_rss_stat", t.objs.OnRssStat}} {
 		if p.prog == nil {
 			continue
 		}

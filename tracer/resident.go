@@ -8,25 +8,30 @@ import (
 	"github.com/cilium/ebpf/link"
 )
 
-// DefaultResidentBytes is the mean bytes of write faults between two
-// sampled faults (--resident-bytes): one fault in 16. Sampling faults of
+// DefaultResidentBytes is the mean bytes made resident by faults between
+// two sampled faults (--resident-bytes): one 4 KiB fault in 16, every
+// fault that maps a 2 MiB huge page. Sampling faults of
 // 16 MiB then keeps ~256 pages, a standard error of ~6%; memtrace keeps
 // ~1M pages for a 64 GiB process.
 const DefaultResidentBytes = 64 << 10
 
-// PageSize is the bytes each write fault counts (PAGE_SIZE in bpf/resident.h).
+// PageSize is the bytes of a page (PAGE_SIZE in bpf/resident.h): a fault
+// maps one, or a folio of several (a huge page).
 const PageSize = 4096
 
 // AttachFaults attaches the page-fault programs (bpf/resident.h) as BTF
 // tracepoints: no kprobes, no tracefs. Faults taken in user mode, and
 // those the kernel takes copying into user memory (read(2)), are sampled;
-// rss_stat reports the samples that made anonymous memory resident.
+// rss_stat samples those that made anonymous memory resident, by the size
+// of the folio mm_page_alloc saw them allocate.
 func (t *Objects) AttachFaults() error {
 	if t.faultBytes == 0 {
 		return errors.New("attach page-fault tracepoints: resident attribution is off")
 	}
-	// rss_stat first: a sample never waits for a program not there yet.
-	for _, p := range []*ebpf.Program{t.objs.OnRssStat, t.objs.OnFaultUser, t.objs.OnFaultKernel} {
+	// rss_stat and the folio's size first: a fault never waits for a
+	// program not there yet.
+	progs := []*ebpf.Program{t.objs.OnRssStat, t.objs.OnPageAlloc, t.objs.OnFaultUser, t.objs.OnFaultKernel}
+	for _, p := range progs {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p})
 		if err != nil {
 			err = fmt.Errorf("attach tracepoint %s: %w", p, err)

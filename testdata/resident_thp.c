@@ -1,0 +1,89 @@
+/*
+ * Resident attribution with transparent huge pages: hold_huge makes its
+ * own 2 MiB-aligned mapping resident with MADV_HUGEPAGE (a fault per 2 MiB
+ * maps a huge page), hold_small a mapping with MADV_NOHUGEPAGE (a fault
+ * per 4 KiB); both written a byte a page. Sizes in MiB from argv (default
+ * 64 16). It prints "thp N", the kB of huge pages the process holds
+ * (AnonHugePages of /proc/self/smaps_rollup: the proof that the kernel
+ * mapped them), then "ready". With HOLD_MS set it sleeps that long before
+ * exiting.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#define MiB (1UL << 20)
+#define HUGE (2 * MiB)
+
+char *volatile keep[2]; /* read by nobody, but kept: the compiler must not drop the blocks */
+
+static char *map(size_t n, int advice)
+{
+	/* 2 MiB more, to start on a 2 MiB boundary: only whole huge pages. */
+	char *p = mmap(NULL, n + HUGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		perror("mmap");
+		exit(1);
+	}
+	p = (char *)(((uintptr_t)p + HUGE - 1) & ~(uintptr_t)(HUGE - 1));
+	if (madvise(p, n, advice)) {
+		perror("madvise");
+		exit(1);
+	}
+	return p;
+}
+
+__attribute__((noinline)) void hold_huge(size_t n)
+{
+	char *p = map(n, MADV_HUGEPAGE);
+
+	for (size_t i = 0; i < n; i += 4096)
+		p[i] = 1;
+	keep[0] = p;
+}
+
+__attribute__((noinline)) void hold_small(size_t n)
+{
+	char *p = map(n, MADV_NOHUGEPAGE);
+
+	for (size_t i = 0; i < n; i += 4096)
+		p[i] = 1;
+	keep[1] = p;
+}
+
+static long anon_huge_kb(void)
+{
+	FILE *f = fopen("/proc/self/smaps_rollup", "r");
+	char line[256];
+	long kb = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "AnonHugePages: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+int main(int argc, char **argv)
+{
+	size_t a = argc > 1 ? atol(argv[1]) : 64, b = argc > 2 ? atol(argv[2]) : 16;
+	const char *hold = getenv("HOLD_MS");
+
+	hold_huge(a * MiB);
+	hold_small(b * MiB);
+	printf("thp %ld\nready\n", anon_huge_kb());
+	fflush(stdout);
+	if (hold) {
+		long ms = atol(hold);
+		struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
