@@ -22,6 +22,7 @@ import (
 	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/recording"
 	"github.com/memtrace/memtrace/report"
+	"github.com/memtrace/memtrace/residency"
 	"github.com/memtrace/memtrace/symbolize"
 	"github.com/memtrace/memtrace/tracer"
 	"github.com/memtrace/memtrace/unwind"
@@ -69,7 +70,7 @@ type session struct {
 	host           *hostState        // whole-host mode (host.go); nil with -p and --
 	time           *timeState        // --record, --mark, --dump-dir (timeline.go)
 	exports        *pipeline.Exports // --pprof, --folded, --html, --listen (exports.go)
-	residentDue    time.Time         // the next check of sampled pages (resident.go)
+	resident       residency.Pacer   // when sampled pages are checked next (resident.go)
 	// exitFootprints are the readings taken at exit stops (footprint.go).
 	exitFootprints map[int]footprint.Reading
 	lastFootprints map[int]lastReading // the latest reading of each process
@@ -117,7 +118,6 @@ func (s *session) run() (int, error) {
 		return 0, err
 	}
 	defer stopExports()
-
 
 	var child *launch.Child
 	switch {
