@@ -60,8 +60,8 @@ func (s *session) historyTick(now uint64) {
 		return
 	}
 	snap := s.pr.Bare(recording.Report{Time: now, All: true})
-	if s.exports.FootprintDue(footprintEvery) {
-		s.readFootprints(&snap, false) // footprint.go: the timeline's heap resident
+	if s.exports.FootprintDue(pipeline.FootprintEvery) {
+		s.footprints.Read(&snap, false) // the timeline's heap resident
 	}
 	s.exports.Sample(now, snap, s.table)
 }

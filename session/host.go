@@ -270,7 +270,7 @@ func (s *session) hostExec(e *event.Event) {
 		s.feed(pipeline.Input{Kind: pipeline.InForget, PID: pid})
 		s.res.Forget(int(pid))
 	}
-	delete(s.lastFootprints, int(pid)) // a new address space (footprint.go)
+	s.footprints.Forget(int(pid)) // a new address space
 	if h.lastPID == pid {
 		h.lastPID = 0
 	}
@@ -288,7 +288,7 @@ func (s *session) hostExec(e *event.Event) {
 // final records are held for the next batch, and it is dropped.
 func (s *session) hostExit(pid uint32, comm string, when uint64) {
 	h := s.host
-	defer delete(s.lastFootprints, int(pid))
+	defer s.footprints.Forget(int(pid))
 	h.scans.Drop(int(pid))
 	delete(h.execComms, pid)
 	if h.lastPID == pid {

@@ -17,7 +17,6 @@ import (
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/event"
-	"github.com/memtrace/memtrace/footprint"
 	"github.com/memtrace/memtrace/launch"
 	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/recording"
@@ -65,16 +64,14 @@ type session struct {
 	downloads      *pipeline.Downloads  // debuginfod; nil without servers (debuginfod.go)
 	targets        map[int]*target
 	exitedPIDs     chan int
-	live           *liveRates        // decaying rates and --watch (live.go)
-	leak           *leakState        // the leak check, -f (leaks.go)
-	host           *hostState        // whole-host mode (host.go); nil with -p and --
-	time           *timeState        // --record, --mark, --dump-dir (timeline.go)
-	exports        *pipeline.Exports // --pprof, --folded, --html, --listen (exports.go)
-	resident       residency.Pacer   // when sampled pages are checked next (resident.go)
-	// exitFootprints are the readings taken at exit stops (footprint.go).
-	exitFootprints map[int]footprint.Reading
-	lastFootprints map[int]lastReading // the latest reading of each process
-	code           int                 // the run's exit code (Run)
+	live           *liveRates               // decaying rates and --watch (live.go)
+	leak           *leakState               // the leak check, -f (leaks.go)
+	host           *hostState               // whole-host mode (host.go); nil with -p and --
+	time           *timeState               // --record, --mark, --dump-dir (timeline.go)
+	exports        *pipeline.Exports        // --pprof, --folded, --html, --listen (exports.go)
+	resident       residency.Pacer          // when sampled pages are checked next (resident.go)
+	footprints     *pipeline.FootprintPacer // paced readings, those at exit stops (footprint.go)
+	code           int                      // the run's exit code (Run)
 }
 
 // run is the live run: one loop for every mode. The ring's events and
@@ -271,7 +268,8 @@ func (s *session) newState() {
 	s.targets = map[int]*target{}
 	s.exitedPIDs = make(chan int, 16)
 	s.stacks = pipeline.NewStackStore()
-	s.pr = &pipeline.Printer{Table: s.table, Res: s.res, HoldExits: s.cfg.Host(), Footprints: s.readFootprints,
+	s.footprints = s.newFootprints()
+	s.pr = &pipeline.Printer{Table: s.table, Res: s.res, HoldExits: s.cfg.Host(), Footprints: s.footprints.Read,
 		Base: report.Options{Top: s.cfg.Top, Sort: s.cfg.Sort, Raw: s.cfg.Raw, Host: s.cfg.Host(),
 			ResidentOnly: s.cfg.Host() && !s.cfg.Heap}}
 	s.startTime() // the recording sees every input (timeline.go)
@@ -392,7 +390,7 @@ func (s *session) onStop(st launch.Stop) error {
 			s.objs.Forget(uint32(st.PID), s.table.LiveAddrs(uint32(st.PID))) // sampled blocks, counts
 			s.feed(pipeline.Input{Kind: pipeline.InForget, PID: uint32(st.PID)})
 			s.res.Forget(st.PID)
-			delete(s.lastFootprints, st.PID) // footprint.go
+			s.footprints.Forget(st.PID)
 			// attach removes the probes the new program does not need.
 			s.log.Info("exec: statistics restart", "pid", st.PID, "exe", exe)
 		}
