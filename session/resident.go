@@ -113,6 +113,12 @@ func (s *session) checkResidentOf(pid uint32) {
 		return
 	}
 	now := monotonicNow()
+	if len(gone) == 0 {
+		// Address 0 is never a sampled page: the check's time alone,
+		// recorded, for the figures of a process that exits before the
+		// next (aggregate.ResidentSnapshot.CheckedNS).
+		gone = []uint64{0}
+	}
 	for _, a := range gone {
 		s.apply(&event.Event{Time: now, PID: pid, Kind: event.Unresident, Addr: a, StackID: -1})
 	}
