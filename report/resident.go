@@ -119,6 +119,9 @@ func checkedText(checked, exit uint64) string {
 		return "no pagemap check before it exited: every sampled page made resident over its run"
 	}
 	gap := time.Duration(exit - min(checked, exit))
+	if gap < time.Millisecond { // checked at its exit stop (-p, --)
+		return "figures as of the pagemap check at its exit"
+	}
 	ago := fmt.Sprintf("%d ms", gap.Milliseconds())
 	if gap >= time.Second {
 		ago = fmt.Sprintf("%.1f s", gap.Seconds())

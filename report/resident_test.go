@@ -27,6 +27,8 @@ func TestResidentCheckedText(t *testing.T) {
 			head + "  figures as of its last pagemap check, 400 ms before its exit was seen: pages released since stay charged\n"},
 		{"long", aggregate.ProcessSnapshot{PID: 1, Resident: res(1_500_000_000), Exited: true, ExitTime: 5_000_000_000},
 			head + "  figures as of its last pagemap check, 3.5 s before its exit was seen: pages released since stay charged\n"},
+		{"at exit", aggregate.ProcessSnapshot{PID: 1, Resident: res(4_999_990_000), Exited: true, ExitTime: 5_000_000_000},
+			head + "  figures as of the pagemap check at its exit\n"},
 		{"never", aggregate.ProcessSnapshot{PID: 1, Resident: res(0), Exited: true, ExitTime: 5_000_000_000},
 			head + "  no pagemap check before it exited: every sampled page made resident over its run\n"},
 	} {

@@ -415,10 +415,12 @@ func (s *session) onStop(st launch.Stop) error {
 		if _, err := s.drain.Poll(0, s.apply); err != nil {
 			return err
 		}
-		s.checkResidentOf(uint32(st.PID))
 		s.waitDebuginfoAtExit(st.PID) // for the leak check's names (debuginfod.go)
 		s.readExitFootprint(st.PID)   // footprint.go
 		s.leakCheckAtExit(st)         // while its memory is still there (leaks.go)
+		// Last, so that the check's time is that of its exit (the
+		// resident header says so); it is stopped: nothing changed since.
+		s.checkResidentOf(uint32(st.PID))
 		s.markExited(st.PID)
 	}
 	return nil
