@@ -17,6 +17,7 @@ import (
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/event"
+	"github.com/memtrace/memtrace/host"
 	"github.com/memtrace/memtrace/launch"
 	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/recording"
@@ -180,7 +181,7 @@ func (s *session) loop(child *launch.Child, sigs chan os.Signal) (int, error) {
 	}
 	var sweep <-chan time.Time
 	if s.host != nil {
-		t := time.NewTicker(sweepEvery)
+		t := time.NewTicker(host.SweepEvery)
 		defer t.Stop()
 		sweep = t.C
 	}
