@@ -1,12 +1,8 @@
 package session
 
 import (
-	"path/filepath"
 	"slices"
-	"strings"
 
-	"github.com/memtrace/memtrace/allocator"
-	"github.com/memtrace/memtrace/event"
 	"github.com/memtrace/memtrace/footprint"
 	"github.com/memtrace/memtrace/pipeline"
 )
@@ -41,26 +37,11 @@ func (s *session) readExitFootprint(pid int) {
 }
 
 // footprintOptions says what a reading of pid needs: its tracked regions
-// and whether its malloc is glibc's, whose mappings are then recognized
-// by their headers. Whole host, the reading decides from the files the
-// process maps.
+// and its malloc's module, when a target's (whole host: unknown).
 func (s *session) footprintOptions(pid int, regions []footprint.Range) footprint.Options {
-	if t := s.targets[pid]; t != nil && t.malloc != "" {
-		return footprint.Options{Ranges: regions, Glibc: isGlibc(t.malloc)}
+	malloc := ""
+	if t := s.targets[pid]; t != nil {
+		malloc = t.malloc
 	}
-	return footprint.Options{Ranges: regions, Detect: true}
-}
-
-// mallocModule is the module malloc binds to among probes.
-func mallocModule(probes []allocator.Probe) string {
-	for _, p := range probes {
-		if p.Func == event.FuncMalloc {
-			return p.Module
-		}
-	}
-	return ""
-}
-
-func isGlibc(module string) bool {
-	return strings.HasPrefix(filepath.Base(module), "libc.so")
+	return footprint.OptionsFor(malloc, regions)
 }

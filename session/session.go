@@ -458,7 +458,7 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 		}
 		s.log.Warn("no allocator to probe: resident memory only", "pid", t.pid, "err", err)
 	}
-	t.malloc = mallocModule(probes) // footprint.go
+	t.malloc = allocator.MallocModule(probes)
 	// The unwind tables of its code (and of the libraries a command stopped
 	// at exec will map) before its probes, so that its first allocations
 	// are charged and unwound right.
