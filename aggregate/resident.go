@@ -25,8 +25,9 @@ type residentPage struct {
 
 // residentPages are a process's sampled pages, by address.
 type residentPages struct {
-	pages map[uint64]residentPage
-	mean  uint64 // N of the latest Fault
+	pages   map[uint64]residentPage
+	mean    uint64 // N of the latest Fault
+	checked uint64 // time of the latest Unresident: the latest pagemap check
 }
 
 func (r *residentPages) fault(addr, size, mean uint64, site siteID) {
@@ -46,6 +47,10 @@ func (r *residentPages) unresident(addr uint64) {
 type ResidentSnapshot struct {
 	// SampleBytes is N: one sampled fault per N bytes of write faults on average.
 	SampleBytes uint64
+	// CheckedNS is when the pages were last checked against pagemap (the
+	// latest Unresident event; 0: never). A process gone has its figures
+	// as of that check.
+	CheckedNS uint64
 	// Pages counts the sampled pages still resident.
 	Pages uint64
 	// Bytes estimates the resident bytes they stand for; Stderr is its standard error.
@@ -81,7 +86,7 @@ func (r *residentPages) snapshot() *ResidentSnapshot {
 	if r.mean == 0 {
 		return nil
 	}
-	s := &ResidentSnapshot{SampleBytes: r.mean}
+	s := &ResidentSnapshot{SampleBytes: r.mean, CheckedNS: r.checked}
 	type acc struct{ pages, bytes, variance float64 }
 	by := map[siteID]*acc{}
 	var total acc

@@ -102,7 +102,8 @@ func (t *Table) Apply(e *event.Event) {
 	case event.Fault:
 		p.resident.fault(e.Addr, e.Size, e.OldSize, siteID{addr: e.CallSite, stack: e.StackID})
 	case event.Unresident:
-		p.resident.unresident(e.Addr)
+		p.resident.unresident(e.Addr) // Addr 0: a check that found every page resident
+		p.resident.checked = e.Time
 	}
 }
 

@@ -98,3 +98,13 @@ func Bind(modules []Module) ([]Probe, error) {
 	}
 	return probes, nil
 }
+
+// MallocModule is the module malloc binds to among probes ("": none).
+func MallocModule(probes []Probe) string {
+	for _, p := range probes {
+		if p.Func == event.FuncMalloc {
+			return p.Module
+		}
+	}
+	return ""
+}

@@ -49,7 +49,8 @@ const (
 	// resident anonymous memory (unmapped, released, swapped out,
 	// reclaimed, or never was: a file page). User space finds it in
 	// /proc/PID/pagemap and records it as an event, so that a replay
-	// charges the same pages.
+	// charges the same pages. Addr 0 (never a sampled page) is a check
+	// that found every page resident: its time alone.
 	Unresident Kind = 13
 )
 

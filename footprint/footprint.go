@@ -85,3 +85,12 @@ type Options struct {
 	// mimalloc.
 	Detect bool
 }
+
+// OptionsFor are the options of a process whose malloc binds to the
+// module malloc ("": not known, as whole host), with its tracked ranges.
+func OptionsFor(malloc string, ranges []Range) Options {
+	if malloc == "" {
+		return Options{Ranges: ranges, Detect: true}
+	}
+	return Options{Ranges: ranges, Glibc: isLibc(malloc)}
+}

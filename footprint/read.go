@@ -97,12 +97,14 @@ func mapsOtherAllocator(vmas []vma) bool {
 
 func mapsLibc(vmas []vma) bool {
 	for i := range vmas {
-		if strings.HasPrefix(filepath.Base(vmas[i].path), "libc.so") {
+		if isLibc(vmas[i].path) {
 			return true
 		}
 	}
 	return false
 }
+
+func isLibc(path string) bool { return strings.HasPrefix(filepath.Base(path), "libc.so") }
 
 // cgroupMemory reads the process's memory cgroup from /proc/PID/cgroup
 // and what that cgroup is charged: memory.current under cgroup v2

@@ -160,3 +160,10 @@ func tasks(pid int) ([]int, error) {
 	}
 	return out, nil
 }
+
+// GPRegs are the registers a leak check scans, as valgrind does: the
+// general-purpose ones.
+func GPRegs(r *unix.PtraceRegs) []uint64 {
+	return []uint64{r.Rax, r.Rbx, r.Rcx, r.Rdx, r.Rsi, r.Rdi, r.Rbp, r.Rsp,
+		r.R8, r.R9, r.R10, r.R11, r.R12, r.R13, r.R14, r.R15}
+}

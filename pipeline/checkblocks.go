@@ -4,6 +4,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/leakcheck"
 	"github.com/memtrace/memtrace/recording"
 )
@@ -53,4 +54,31 @@ func CheckBlocks(pid int, blocks []recording.LeakBlock, threads []leakcheck.Thre
 		blocks[i].Class, blocks[i].Heuristic, blocks[i].Indirect = res.Class[i], res.Heuristic[i], res.IndirectBytes[i]
 	}
 	return CheckedProcess{Blocks: blocks, Roots: len(roots), ScannedBytes: res.ScannedBytes, SkippedBytes: res.SkippedBytes}, nil
+}
+
+// LiveBlocks are the blocks a check of pid covers: its live blocks in t,
+// and those it inherited from its parent (-f; inherited may be nil).
+func LiveBlocks(t *aggregate.Table, inherited *leakcheck.Inherited, pid int) []recording.LeakBlock {
+	var blocks []recording.LeakBlock
+	t.ForEachLiveSite(uint32(pid), func(addr, size uint64, site aggregate.SiteKey) bool {
+		blocks = append(blocks, recording.LeakBlock{Addr: addr, Size: size, Site: site})
+		return true
+	})
+	if inherited != nil {
+		for addr, h := range inherited.Of(pid) {
+			blocks = append(blocks, recording.LeakBlock{Addr: addr, Size: h.Size, Site: h.Site})
+		}
+	}
+	return blocks
+}
+
+// RecordedLeakCheck is a check's result as the recording keeps it, for a
+// replay to judge again.
+func RecordedLeakCheck(r *leakcheck.Verdict, blocks []recording.LeakBlock, now uint64) *recording.LeakCheck {
+	c := recording.LeakCheck{PID: uint32(r.PID), Time: now, Comm: r.Comm, When: r.When, Cwd: r.Cwd,
+		ScannedBytes: r.ScannedBytes, Blocks: blocks}
+	if r.Err != nil {
+		c.Err = r.Err.Error()
+	}
+	return &c
 }

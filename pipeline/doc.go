@@ -5,7 +5,7 @@
 // which builds each report's snapshot and writes it; the StackStore,
 // which holds the stacks events name; the judged leak checks; the
 // exports' state and files; the numbered dumps; the footprint readings
-// recorded with a snapshot; the peak hint; the debuginfod downloads a
-// report waits for; and the settings and exit codes the two share. It
-// imports nothing from eBPF.
+// recorded with a snapshot (and the live run's, paced: FootprintPacer);
+// the peak hint; the debuginfod downloads a report waits for; and the
+// settings and exit codes the two share. It imports nothing from eBPF.
 package pipeline

@@ -1,7 +1,9 @@
 package pipeline
 
 import (
+	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/footprint"
@@ -43,4 +45,108 @@ func Aligned(r footprint.Reading, ranges, regions []footprint.Range) footprint.R
 type RecordedFootprint struct {
 	R      footprint.Reading
 	Ranges []footprint.Range
+}
+
+// FootprintEvery is how often the --html timeline gets a footprint
+// reading; reports and --listen's refreshes take their own.
+const FootprintEvery = time.Second
+
+// footprintDuty bounds what readings cost: a process is read again only
+// once footprintDuty times its last reading's duration has passed (the
+// latest reading stands in meanwhile), so readings take at most 1% of a
+// core per process, however many mappings or resident pages it has. The
+// final report always reads afresh.
+const footprintDuty = 100
+
+// FootprintPacer reads the live run's processes' footprints, paced by
+// footprintDuty, and keeps the readings taken at exit stops.
+type FootprintPacer struct {
+	// Options says what a reading of pid needs (footprint.Options).
+	Options func(pid int, regions []footprint.Range) footprint.Options
+	// Attached says whether memtrace traced pid from its start's view
+	// (footprint.Reading.Attached).
+	Attached func(pid int) bool
+	// Record gets each fresh reading, for the --record file (may be nil).
+	Record func(pid int, r footprint.Reading, regions []footprint.Range)
+	Log    *slog.Logger
+
+	exit map[int]footprint.Reading
+	last map[int]lastReading
+}
+
+// lastReading is a process's latest footprint and the regions it split.
+type lastReading struct {
+	r       footprint.Reading
+	regions []footprint.Range
+	at      time.Time     // when it was taken
+	took    time.Duration // how long it took
+}
+
+// Read gives every process of snap a footprint reading: a fresh one while
+// it runs (or, within footprintDuty of the last, that one), the one taken
+// at its exit stop once it has exited, else its latest. A process that
+// cannot be read (it just exited, a zombie) keeps its latest reading, if
+// any, and says so at debug level.
+func (f *FootprintPacer) Read(snap *aggregate.Snapshot, fresh bool) {
+	for i := range snap.Processes {
+		p := &snap.Processes[i]
+		pid := int(p.PID)
+		if r, ok := f.exit[pid]; ok {
+			p.SetFootprint(r)
+			continue
+		}
+		last, ok := f.last[pid]
+		if p.Exited || (ok && !fresh && time.Since(last.at) < footprintDuty*last.took) {
+			f.latest(p)
+			continue
+		}
+		start := time.Now()
+		r, err := footprint.Read(pid, f.Options(pid, p.Regions))
+		if err != nil {
+			f.Log.Debug("footprint", "pid", pid, "err", err)
+			f.latest(p)
+			continue
+		}
+		r.Attached = f.Attached(pid)
+		p.SetFootprint(r)
+		if f.last == nil {
+			f.last = map[int]lastReading{}
+		}
+		f.last[pid] = lastReading{r: r, regions: p.Regions, at: start, took: time.Since(start)}
+		f.record(pid, r, p.Regions)
+	}
+}
+
+// ReadExit reads a process stopped at its exit, when its memory is still
+// all there; regions are its tracked ones.
+func (f *FootprintPacer) ReadExit(pid int, regions []footprint.Range) {
+	r, err := footprint.Read(pid, f.Options(pid, regions))
+	if err != nil {
+		f.Log.Warn("footprint at exit", "pid", pid, "err", err)
+		return
+	}
+	if f.exit == nil {
+		f.exit = map[int]footprint.Reading{}
+	}
+	f.exit[pid] = r
+	f.record(pid, r, regions)
+}
+
+// Forget drops pid's latest reading: a new address space (exec), or the
+// process is gone (whole host).
+func (f *FootprintPacer) Forget(pid int) { delete(f.last, pid) }
+
+func (f *FootprintPacer) record(pid int, r footprint.Reading, regions []footprint.Range) {
+	if f.Record != nil {
+		f.Record(pid, r, regions)
+	}
+}
+
+// latest gives a process its latest reading, when it is not read afresh
+// (it exited, or was read within footprintDuty); a region made or cut
+// since has no state.
+func (f *FootprintPacer) latest(p *aggregate.ProcessSnapshot) {
+	if last, ok := f.last[int(p.PID)]; ok {
+		p.SetFootprint(Aligned(last.r, last.regions, p.Regions))
+	}
 }

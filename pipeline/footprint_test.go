@@ -1,9 +1,12 @@
 package pipeline
 
 import (
+	"log/slog"
+	"os"
 	"slices"
 	"testing"
 
+	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/footprint"
 )
 
@@ -28,5 +31,46 @@ func TestAligned(t *testing.T) {
 		if !slices.Equal(got.Ranges, tc.want) || got.RSS != 7 {
 			t.Errorf("%s: %+v, want %+v", tc.name, got.Ranges, tc.want)
 		}
+	}
+}
+
+// TestFootprintPacer: a process read within footprintDuty of its last
+// reading keeps that one; a fresh report reads it again; once it has
+// exited, the reading taken at its exit stop stands; Forget drops the
+// latest.
+func TestFootprintPacer(t *testing.T) {
+	pid := os.Getpid()
+	var recorded int
+	f := &FootprintPacer{
+		Options:  func(int, []footprint.Range) footprint.Options { return footprint.Options{Detect: true} },
+		Attached: func(int) bool { return true },
+		Record:   func(int, footprint.Reading, []footprint.Range) { recorded++ },
+		Log:      slog.New(slog.DiscardHandler),
+	}
+	snap := func() *aggregate.Snapshot {
+		return &aggregate.Snapshot{Processes: []aggregate.ProcessSnapshot{{PID: uint32(pid)}}}
+	}
+	for i, c := range []struct {
+		fresh bool
+		want  int
+	}{{false, 1}, {false, 1}, {true, 2}} {
+		s := snap()
+		f.Read(s, c.fresh)
+		if recorded != c.want || s.Processes[0].Footprint == nil || !s.Processes[0].Footprint.Attached {
+			t.Fatalf("read %d: %d recorded, want %d; footprint %+v", i, recorded, c.want, s.Processes[0].Footprint)
+		}
+	}
+	f.Forget(pid)
+	s := snap()
+	s.Processes[0].Exited = true
+	f.Read(s, false)
+	if s.Processes[0].Footprint != nil {
+		t.Errorf("exited, forgotten, no exit reading: footprint %+v", s.Processes[0].Footprint)
+	}
+	f.ReadExit(pid, nil)
+	s = snap()
+	f.Read(s, true)
+	if recorded != 3 || s.Processes[0].Footprint == nil || s.Processes[0].Footprint.Attached {
+		t.Errorf("after the exit reading: %d recorded, want 3; footprint %+v (the exit reading is not marked attached)", recorded, s.Processes[0].Footprint)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/olekukonko/tablewriter/tw"
 
@@ -37,8 +38,11 @@ type residentRecord struct {
 	Sampled      bool   `json:"sampled"`
 	SampledPages uint64 `json:"sampled_pages"`
 	SampleBytes  uint64 `json:"sample_bytes"`
-	Final        bool   `json:"final"`
-	TimeNS       uint64 `json:"time_ns"`
+	// CheckedNS is the process's latest pagemap check (0: none): the
+	// figures of a process that exited are as of it.
+	CheckedNS uint64 `json:"checked_ns"`
+	Final     bool   `json:"final"`
+	TimeNS    uint64 `json:"time_ns"`
 }
 
 // residentSites are the sites shown: the top o.Top (0: all).
@@ -57,18 +61,18 @@ func residentRecords(p aggregate.ProcessSnapshot, sym Symbolizer, t uint64, o Op
 	}
 	var out []any
 	for _, s := range residentSites(r, o) {
-		out = append(out, newResidentRecord(p.PID, p.Comm, s, r.SampleBytes, sym, t, o))
+		out = append(out, newResidentRecord(p.PID, p.Comm, s, r, sym, t, o))
 	}
 	return out
 }
 
-func newResidentRecord(pid uint32, comm string, s aggregate.ResidentSite, mean uint64, sym Symbolizer, t uint64, o Options) residentRecord {
+func newResidentRecord(pid uint32, comm string, s aggregate.ResidentSite, r *aggregate.ResidentSnapshot, sym Symbolizer, t uint64, o Options) residentRecord {
 	f := resolve(sym, pid, s.Address)
 	return residentRecord{
 		Type: typeResident, PID: pid, Comm: comm,
 		Function: f.Function, File: f.File, Line: f.Line, Module: f.Module, Address: hex(s.Address),
 		ResidentBytes: s.Bytes, ResidentBytesStderr: roundStderr(s.Stderr),
-		Sampled: true, SampledPages: s.Pages, SampleBytes: mean, Final: o.Final, TimeNS: t,
+		Sampled: true, SampledPages: s.Pages, SampleBytes: r.SampleBytes, CheckedNS: r.CheckedNS, Final: o.Final, TimeNS: t,
 	}
 }
 
@@ -83,6 +87,9 @@ func writeResidentText(b *bytes.Buffer, p aggregate.ProcessSnapshot, sym Symboli
 	fmt.Fprintf(b, "  resident by who made it resident (1 write fault sampled per %s of faults): %s%s ± %s in %s\n",
 		byteText(r.SampleBytes, o.Raw), estMark, byteText(r.Bytes, o.Raw), stderrText(r.Stderr, o.Raw),
 		count(r.Pages, "sampled page"))
+	if p.Exited {
+		b.WriteString("  " + checkedText(r.CheckedNS, p.ExitTime) + "\n")
+	}
 	sites := residentSites(r, o)
 	if len(sites) == 0 {
 		return nil
@@ -103,6 +110,23 @@ func writeResidentText(b *bytes.Buffer, p aggregate.ProcessSnapshot, sym Symboli
 	}
 	indentTable(b, out.String())
 	return nil
+}
+
+// checkedText says when an exited process's figures are from: pages
+// released after its last pagemap check stay charged.
+func checkedText(checked, exit uint64) string {
+	if checked == 0 {
+		return "no pagemap check before it exited: every sampled page made resident over its run"
+	}
+	gap := time.Duration(exit - min(checked, exit))
+	if gap < time.Millisecond { // checked at its exit stop (-p, --)
+		return "figures as of the pagemap check at its exit"
+	}
+	ago := fmt.Sprintf("%d ms", gap.Milliseconds())
+	if gap >= time.Second {
+		ago = fmt.Sprintf("%.1f s", gap.Seconds())
+	}
+	return "figures as of its last pagemap check, " + ago + " before its exit was seen: pages released since stay charged"
 }
 
 // hostResident is one process's resident site in the host-wide ranking.
@@ -147,15 +171,15 @@ func hostResidentView(s aggregate.Snapshot, o Options) (procs []aggregate.Proces
 // the top sites across the host.
 func hostResidentRecords(s aggregate.Snapshot, sym Symbolizer, o Options) []any {
 	_, sites, _, _ := hostResidentView(s, o)
-	mean := map[uint32]uint64{}
+	res := map[uint32]*aggregate.ResidentSnapshot{}
 	for _, p := range s.Processes {
 		if p.Resident != nil {
-			mean[p.PID] = p.Resident.SampleBytes
+			res[p.PID] = p.Resident
 		}
 	}
 	var out []any
 	for _, st := range sites {
-		out = append(out, newResidentRecord(st.pid, st.comm, st.ResidentSite, mean[st.pid], sym, s.Time, o))
+		out = append(out, newResidentRecord(st.pid, st.comm, st.ResidentSite, res[st.pid], sym, s.Time, o))
 	}
 	return out
 }

@@ -1,8 +1,6 @@
 package session
 
 import (
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/memtrace/memtrace/aggregate"
@@ -60,8 +58,8 @@ func (s *session) historyTick(now uint64) {
 		return
 	}
 	snap := s.pr.Bare(recording.Report{Time: now, All: true})
-	if s.exports.FootprintDue(footprintEvery) {
-		s.readFootprints(&snap, false) // footprint.go: the timeline's heap resident
+	if s.exports.FootprintDue(pipeline.FootprintEvery) {
+		s.footprints.Read(&snap, false) // the timeline's heap resident
 	}
 	s.exports.Sample(now, snap, s.table)
 }
@@ -101,7 +99,7 @@ func (s *session) writeExports() error {
 	}
 	snap := s.freshSnapshot(false) // after the final report: its readings
 	return pipeline.WriteExportFiles(&s.cfg.ExportFiles, s.exports.History, snap, s.exports.Sources(), pipeline.ExportEnd{
-		Title: "memtrace " + strings.Join(s.title(), " "), Start: s.exports.Start, Time: time.Now(),
+		Title: pipeline.Title(s.cfg.PIDs, s.cfg.Command), Start: s.exports.Start, Time: time.Now(),
 		NS: monotonicNow(), Blocks: s.table, Exited: s.exports.Exited})
 }
 
@@ -142,19 +140,4 @@ func (s *session) refreshLost() {
 		}
 		s.feed(pipeline.Input{Kind: pipeline.InTotalLost, N: total})
 	}
-}
-
-// title names the run: the command, or the PIDs, or the host.
-func (s *session) title() []string {
-	switch {
-	case len(s.cfg.Command) > 0:
-		return s.cfg.Command
-	case len(s.cfg.PIDs) > 0:
-		var out []string
-		for _, p := range s.cfg.PIDs {
-			out = append(out, "-p "+strconv.Itoa(p))
-		}
-		return out
-	}
-	return []string{"(whole host)"}
 }

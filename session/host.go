@@ -21,18 +21,6 @@ import (
 // exit (a process's final records are reported, then it is dropped, so
 // that memory stays bounded however long the run). Sampled by default.
 
-const (
-	// exitFlush: the final records of processes that exited are written
-	// in batches, at most this long after the first of a batch exited.
-	exitFlush = time.Second
-	// maxHeldExits bounds a batch (and the memory it holds).
-	maxHeldExits = 1024
-	// sweepEvery: how often the per-process BPF maps and the table are
-	// checked for processes gone without an exit event (one lost in a
-	// full ring).
-	sweepEvery = time.Minute
-)
-
 // hostState is the whole-host mode's part of a session.
 type hostState struct {
 	finder *host.Finder
@@ -41,28 +29,22 @@ type hostState struct {
 	att *tracer.Attachment
 	// scans are the processes to scan again for new allocator files.
 	scans host.Scans
-	// exitsSince: when the first process of the batch of exits the
-	// printer holds exited.
-	exitsSince time.Time
-	// lastPID is the PID of the previous event, whose process is known.
-	lastPID uint32
+	// exits paces the batches of exits the printer holds.
+	exits host.ExitBatch
+	// seen: the processes whose events were met.
+	seen host.Seen
 	// marked counts, per --mark function, the files it is probed in.
 	marked map[string]int
-	// execComms are the names of the programs executed by processes not
-	// seen yet: a short-lived one may be gone before its first event is
-	// read, and /proc with it.
-	execComms map[uint32]string
 }
 
 // newHost is the whole-host mode's state; the run loads the objects with
 // hostOptions.
 func (s *session) newHost() *hostState {
 	h := &hostState{
-		finder:    &host.Finder{Allocator: s.cfg.Allocator, Self: os.Getpid()},
-		filter:    host.Filter{Comm: s.cfg.Comm, Cgroup: s.cfg.CgroupPath},
-		att:       &tracer.Attachment{PID: 0},
-		marked:    map[string]int{},
-		execComms: map[uint32]string{},
+		finder: &host.Finder{Allocator: s.cfg.Allocator, Self: os.Getpid()},
+		filter: host.Filter{Comm: s.cfg.Comm, Cgroup: s.cfg.CgroupPath},
+		att:    &tracer.Attachment{PID: 0},
+		marked: map[string]int{},
 	}
 	if len(s.cfg.Marks) > 0 {
 		h.finder.Extra = func(mods []allocator.Module) []allocator.Probe {
@@ -131,7 +113,7 @@ func (s *session) hostIdle() error {
 		return nil
 	}
 	s.runScans()
-	if pids, _ := s.pr.Held(); len(pids) > 0 && (time.Since(s.host.exitsSince) >= exitFlush || len(pids) >= maxHeldExits) {
+	if pids, _ := s.pr.Held(); s.host.exits.Due(len(pids)) {
 		return s.flushExits()
 	}
 	return nil
@@ -238,19 +220,11 @@ func (s *session) hostApply(e *event.Event) {
 // running since before, or a fork), its name and mappings are read now,
 // while it lives.
 func (s *session) hostSeen(pid uint32) {
-	h := s.host
-	if pid == h.lastPID {
+	if s.host.seen.Same(pid) {
 		return
 	}
-	h.lastPID = pid
 	if !s.table.Known(pid) {
-		comm, ok := h.execComms[pid]
-		if ok {
-			delete(h.execComms, pid)
-		} else {
-			comm = host.Comm(int(pid))
-		}
-		s.feed(pipeline.Input{Kind: pipeline.InProcess, PID: pid, Comm: comm})
+		s.feed(pipeline.Input{Kind: pipeline.InProcess, PID: pid, Comm: s.host.seen.Comm(pid)})
 		_ = s.res.Capture(int(pid))
 	}
 }
@@ -270,12 +244,10 @@ func (s *session) hostExec(e *event.Event) {
 		s.feed(pipeline.Input{Kind: pipeline.InForget, PID: pid})
 		s.res.Forget(int(pid))
 	}
-	delete(s.lastFootprints, int(pid)) // a new address space (footprint.go)
-	if h.lastPID == pid {
-		h.lastPID = 0
-	}
+	s.footprints.Forget(int(pid)) // a new address space
+	h.seen.Forget(pid, false)
 	if e.Size != 0 { // it passes --comm and --cgroup
-		h.execComms[pid] = e.Comm
+		h.seen.Executed(pid, e.Comm)
 		// Its program is mapped now, its libraries soon: read what is
 		// there at once, in case it exits before the scan (a short-lived
 		// process's call sites are mostly in its program).
@@ -288,12 +260,9 @@ func (s *session) hostExec(e *event.Event) {
 // final records are held for the next batch, and it is dropped.
 func (s *session) hostExit(pid uint32, comm string, when uint64) {
 	h := s.host
-	defer delete(s.lastFootprints, int(pid))
+	defer s.footprints.Forget(int(pid))
 	h.scans.Drop(int(pid))
-	delete(h.execComms, pid)
-	if h.lastPID == pid {
-		h.lastPID = 0
-	}
+	h.seen.Forget(pid, true)
 	c, counted := s.objs.CountsOf(pid)
 	if !s.table.Known(pid) && !counted {
 		s.objs.Forget(pid, nil)
@@ -307,9 +276,8 @@ func (s *session) hostExit(pid uint32, comm string, when uint64) {
 		s.feed(pipeline.Input{Kind: pipeline.InLost, PID: pid, N: n})
 	}
 	s.feed(pipeline.Input{Kind: pipeline.InExited, PID: pid, Time: when})
-	if pids, _ := s.pr.Held(); len(pids) == 0 {
-		h.exitsSince = time.Now()
-	}
+	pids, _ := s.pr.Held()
+	h.exits.Exited(len(pids))
 	s.objs.Forget(pid, s.table.LiveAddrs(pid))
 	s.feed(pipeline.Input{Kind: pipeline.InForget, PID: pid}) // held for the next batch (pipeline.Printer)
 }
@@ -366,11 +334,7 @@ func (s *session) sweepHost() {
 			gone++
 		}
 	}
-	for pid := range s.host.execComms {
-		if !host.Alive(int(pid)) {
-			delete(s.host.execComms, pid)
-		}
-	}
+	s.host.seen.Sweep()
 	n := s.objs.Sweep(func(pid uint32) bool { return host.Alive(int(pid)) })
 	s.log.Info("sweep", "processes", len(s.table.Processes()), "gone without exit", gone, "map entries deleted", n)
 }

@@ -5,9 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/event"
 	"github.com/memtrace/memtrace/launch"
@@ -59,7 +56,7 @@ func (s *session) leakCheckAtExit(st launch.Stop) {
 	var regs []uint64
 	if st.Regs != nil {
 		threads = []leakcheck.Thread{{SP: st.Regs.Rsp}}
-		regs = gpRegs(st.Regs)
+		regs = launch.GPRegs(st.Regs)
 	}
 	s.runLeakCheck(st.PID, threads, regs, false, "at exit")
 	s.leaks().inherited.Drop(st.PID)
@@ -88,7 +85,7 @@ func (s *session) leakCheckRunning() {
 		var regs []uint64
 		for _, th := range f.Threads {
 			threads = append(threads, leakcheck.Thread{SP: th.Regs.Rsp})
-			regs = append(regs, gpRegs(&th.Regs)...)
+			regs = append(regs, launch.GPRegs(&th.Regs)...)
 		}
 		// Blocks allocated before memtrace attached are unknown: the
 		// heap outside the known blocks counts as roots.
@@ -97,12 +94,6 @@ func (s *session) leakCheckRunning() {
 			s.log.Warn("leak check: resume the process", "pid", pid, "err", err)
 		}
 	}
-}
-
-// gpRegs are the registers valgrind scans: the general-purpose ones.
-func gpRegs(r *unix.PtraceRegs) []uint64 {
-	return []uint64{r.Rax, r.Rbx, r.Rcx, r.Rdx, r.Rsi, r.Rdi, r.Rbp, r.Rsp,
-		r.R8, r.R9, r.R10, r.R11, r.R12, r.R13, r.R14, r.R15}
 }
 
 // runLeakCheck classifies pid's live blocks and keeps the result, in the
@@ -131,14 +122,7 @@ func (s *session) runLeakCheck(pid int, threads []leakcheck.Thread, regs []uint6
 // inherited), by address, each with its class.
 func (s *session) checkBlocks(r *leakcheck.Verdict, threads []leakcheck.Thread, regs []uint64, unknownHeap bool) ([]recording.LeakBlock, error) {
 	pid := r.PID
-	var blocks []recording.LeakBlock
-	s.table.ForEachLiveSite(uint32(pid), func(addr, size uint64, site aggregate.SiteKey) bool {
-		blocks = append(blocks, recording.LeakBlock{Addr: addr, Size: size, Site: site})
-		return true
-	})
-	for addr, h := range s.leaks().inherited.Of(pid) {
-		blocks = append(blocks, recording.LeakBlock{Addr: addr, Size: h.Size, Site: h.Site})
-	}
+	blocks := pipeline.LiveBlocks(s.table, &s.leaks().inherited, pid)
 	c, err := pipeline.CheckBlocks(pid, blocks, threads, regs, unknownHeap, s.cfg.Heuristics)
 	if err != nil {
 		return nil, err
@@ -155,12 +139,7 @@ func (s *session) recordLeakCheck(r *leakcheck.Verdict, blocks []recording.LeakB
 	if s.time == nil || s.time.rec == nil {
 		return
 	}
-	c := recording.LeakCheck{PID: uint32(r.PID), Time: monotonicNow(), Comm: r.Comm, When: r.When, Cwd: r.Cwd,
-		ScannedBytes: r.ScannedBytes, Blocks: blocks}
-	if r.Err != nil {
-		c.Err = r.Err.Error()
-	}
-	s.time.rec.LeakCheck(&c)
+	s.time.rec.LeakCheck(pipeline.RecordedLeakCheck(r, blocks, monotonicNow()))
 }
 
 // detailStacks is the --detail stack source (nil without it).

@@ -1,7 +1,9 @@
 // Package session is memtrace's live source: a trace (-p, -- COMMAND, or
 // every process on the host) from the probes into the one loop
-// (pipeline.Loop), as a pipeline.Source, and the leak check's stops.
-// cmd/memtrace parses the command line into a Config and calls Run.
+// (pipeline.Loop), as a pipeline.Source, and the leak check's stops. It
+// holds the orchestration only: what is checked, read or decided is in
+// the packages that own it (residency, pipeline.FootprintPacer, host's
+// policy, pipeline's leak-check blocks). cmd/memtrace parses the command line into a Config and calls Run.
 package session
 
 import (

@@ -17,11 +17,12 @@ import (
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/event"
-	"github.com/memtrace/memtrace/footprint"
+	"github.com/memtrace/memtrace/host"
 	"github.com/memtrace/memtrace/launch"
 	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/recording"
 	"github.com/memtrace/memtrace/report"
+	"github.com/memtrace/memtrace/residency"
 	"github.com/memtrace/memtrace/symbolize"
 	"github.com/memtrace/memtrace/tracer"
 	"github.com/memtrace/memtrace/unwind"
@@ -64,16 +65,14 @@ type session struct {
 	downloads      *pipeline.Downloads  // debuginfod; nil without servers (debuginfod.go)
 	targets        map[int]*target
 	exitedPIDs     chan int
-	live           *liveRates        // decaying rates and --watch (live.go)
-	leak           *leakState        // the leak check, -f (leaks.go)
-	host           *hostState        // whole-host mode (host.go); nil with -p and --
-	time           *timeState        // --record, --mark, --dump-dir (timeline.go)
-	exports        *pipeline.Exports // --pprof, --folded, --html, --listen (exports.go)
-	residentDue    time.Time         // the next check of sampled pages (resident.go)
-	// exitFootprints are the readings taken at exit stops (footprint.go).
-	exitFootprints map[int]footprint.Reading
-	lastFootprints map[int]lastReading // the latest reading of each process
-	code           int                 // the run's exit code (Run)
+	live           *liveRates               // decaying rates and --watch (live.go)
+	leak           *leakState               // the leak check, -f (leaks.go)
+	host           *hostState               // whole-host mode (host.go); nil with -p and --
+	time           *timeState               // --record, --mark, --dump-dir (timeline.go)
+	exports        *pipeline.Exports        // --pprof, --folded, --html, --listen (exports.go)
+	resident       residency.Pacer          // when sampled pages are checked next (resident.go)
+	footprints     *pipeline.FootprintPacer // paced readings, those at exit stops (footprint.go)
+	code           int                      // the run's exit code (Run)
 }
 
 // run is the live run: one loop for every mode. The ring's events and
@@ -117,7 +116,6 @@ func (s *session) run() (int, error) {
 		return 0, err
 	}
 	defer stopExports()
-
 
 	var child *launch.Child
 	switch {
@@ -183,7 +181,7 @@ func (s *session) loop(child *launch.Child, sigs chan os.Signal) (int, error) {
 	}
 	var sweep <-chan time.Time
 	if s.host != nil {
-		t := time.NewTicker(sweepEvery)
+		t := time.NewTicker(host.SweepEvery)
 		defer t.Stop()
 		sweep = t.C
 	}
@@ -271,7 +269,8 @@ func (s *session) newState() {
 	s.targets = map[int]*target{}
 	s.exitedPIDs = make(chan int, 16)
 	s.stacks = pipeline.NewStackStore()
-	s.pr = &pipeline.Printer{Table: s.table, Res: s.res, HoldExits: s.cfg.Host(), Footprints: s.readFootprints,
+	s.footprints = s.newFootprints()
+	s.pr = &pipeline.Printer{Table: s.table, Res: s.res, HoldExits: s.cfg.Host(), Footprints: s.footprints.Read,
 		Base: report.Options{Top: s.cfg.Top, Sort: s.cfg.Sort, Raw: s.cfg.Raw, Host: s.cfg.Host(),
 			ResidentOnly: s.cfg.Host() && !s.cfg.Heap}}
 	s.startTime() // the recording sees every input (timeline.go)
@@ -392,7 +391,7 @@ func (s *session) onStop(st launch.Stop) error {
 			s.objs.Forget(uint32(st.PID), s.table.LiveAddrs(uint32(st.PID))) // sampled blocks, counts
 			s.feed(pipeline.Input{Kind: pipeline.InForget, PID: uint32(st.PID)})
 			s.res.Forget(st.PID)
-			delete(s.lastFootprints, st.PID) // footprint.go
+			s.footprints.Forget(st.PID)
 			// attach removes the probes the new program does not need.
 			s.log.Info("exec: statistics restart", "pid", st.PID, "exe", exe)
 		}
@@ -417,10 +416,12 @@ func (s *session) onStop(st launch.Stop) error {
 		if _, err := s.drain.Poll(0, s.apply); err != nil {
 			return err
 		}
-		s.checkResidentOf(uint32(st.PID))
 		s.waitDebuginfoAtExit(st.PID) // for the leak check's names (debuginfod.go)
 		s.readExitFootprint(st.PID)   // footprint.go
 		s.leakCheckAtExit(st)         // while its memory is still there (leaks.go)
+		// Last, so that the check's time is that of its exit (the
+		// resident header says so); it is stopped: nothing changed since.
+		s.checkResidentOf(uint32(st.PID))
 		s.markExited(st.PID)
 	}
 	return nil
@@ -457,7 +458,7 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 		}
 		s.log.Warn("no allocator to probe: resident memory only", "pid", t.pid, "err", err)
 	}
-	t.malloc = mallocModule(probes) // footprint.go
+	t.malloc = allocator.MallocModule(probes)
 	// The unwind tables of its code (and of the libraries a command stopped
 	// at exec will map) before its probes, so that its first allocations
 	// are charged and unwound right.

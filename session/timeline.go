@@ -31,14 +31,7 @@ func (s *session) openTime(args []string) error {
 		return nil
 	}
 	host, _ := os.Hostname()
-	mode := "host"
-	switch {
-	case len(s.cfg.PIDs) > 0:
-		mode = "pid"
-	case len(s.cfg.Command) > 0:
-		mode = "command"
-	}
-	info := recording.Info{Start: time.Now(), StartNS: monotonicNow(), Hostname: host, Args: args, Mode: mode,
+	info := recording.Info{Start: time.Now(), StartNS: monotonicNow(), Hostname: host, Args: args, Mode: pipeline.Mode(s.cfg.PIDs, s.cfg.Command),
 		SampleBytes: s.cfg.SampleBytes, Detail: s.cfg.Detail, StackDepth: s.cfg.StackDepth, Marks: s.cfg.Marks,
 		ResidentOnly: s.cfg.Host() && !s.cfg.Heap}
 	// The leak check's settings: a replay's defaults (pipeline.LeakConfig.RecordedLeakSettings).

@@ -31,7 +31,7 @@ func TestEBPFOnlyInTheLiveSource(t *testing.T) {
 			}
 		}
 	}
-	for _, pkg := range []string{"replay", "pipeline", "aggregate", "report", "recording", "symbolize", "leakcheck"} {
+	for _, pkg := range []string{"replay", "pipeline", "aggregate", "report", "recording", "symbolize", "leakcheck", "residency"} {
 		if slices.Contains(with, pkg) {
 			t.Errorf("%s depends on github.com/cilium/ebpf", pkg)
 		}

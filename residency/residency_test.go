@@ -1,4 +1,4 @@
-package session
+package residency
 
 import (
 	"os"
@@ -7,9 +7,9 @@ import (
 	"unsafe"
 )
 
-// TestUnresidentPages: of a mapping's pages, those written are resident
+// TestUnresident: of a mapping's pages, those written are resident
 // anonymous memory; those never written, or released, are not.
-func TestUnresidentPages(t *testing.T) {
+func TestUnresident(t *testing.T) {
 	const pages = 64
 	b, err := syscall.Mmap(-1, 0, pages*4096, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
 	if err != nil {
@@ -27,7 +27,7 @@ func TestUnresidentPages(t *testing.T) {
 	for i := 0; i < pages; i++ {
 		all = append(all, base+uint64(i)*4096)
 	}
-	gone, err := unresidentPages(os.Getpid(), all)
+	gone, err := Unresident(os.Getpid(), all, 4096)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,9 +47,9 @@ func TestUnresidentPages(t *testing.T) {
 	}
 }
 
-// BenchmarkUnresidentPages checks 1 GiB of resident memory sampled at
+// BenchmarkUnresident checks 1 GiB of resident memory sampled at
 // the default rate (one page in 16): the cost of a pagemap check per GiB.
-func BenchmarkUnresidentPages(b *testing.B) {
+func BenchmarkUnresident(b *testing.B) {
 	const size = 1 << 30
 	m, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
 	if err != nil {
@@ -66,7 +66,7 @@ func BenchmarkUnresidentPages(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if gone, err := unresidentPages(os.Getpid(), sampled); err != nil || len(gone) != 0 {
+		if gone, err := Unresident(os.Getpid(), sampled, 4096); err != nil || len(gone) != 0 {
 			b.Fatal(len(gone), err)
 		}
 	}

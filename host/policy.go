@@ -1,0 +1,91 @@
+package host
+
+import "time"
+
+// The whole-host mode's policy data: when a batch of exits is written,
+// which processes are known, and how often what exits missed is swept.
+
+const (
+	// exitFlush: the final records of processes that exited are written
+	// in batches, at most this long after the first of a batch exited.
+	exitFlush = time.Second
+	// maxHeldExits bounds a batch (and the memory it holds).
+	maxHeldExits = 1024
+	// SweepEvery: how often the per-process BPF maps and the table are
+	// checked for processes gone without an exit event (one lost in a
+	// full ring).
+	SweepEvery = time.Minute
+)
+
+// ExitBatch paces the batches of exits whose final records are held.
+type ExitBatch struct {
+	since time.Time // when the batch's first process exited
+}
+
+// Exited notes an exit; held is how many exits the batch held before it.
+func (b *ExitBatch) Exited(held int) {
+	if held == 0 {
+		b.since = time.Now()
+	}
+}
+
+// Due reports whether a batch of held exits is to be written now.
+func (b *ExitBatch) Due(held int) bool {
+	return held > 0 && (time.Since(b.since) >= exitFlush || held >= maxHeldExits)
+}
+
+// Seen tracks which processes' events were met: the previous event's
+// process is known, and the names of programs executed by processes not
+// seen yet are kept (a short-lived one may be gone before its first event
+// is read, and /proc with it).
+type Seen struct {
+	last  uint32
+	comms map[uint32]string
+}
+
+// Same reports whether pid is the previous event's process, and makes it
+// the previous one.
+func (s *Seen) Same(pid uint32) bool {
+	if pid == s.last {
+		return true
+	}
+	s.last = pid
+	return false
+}
+
+// Executed keeps the name of the program pid executed, for its first event.
+func (s *Seen) Executed(pid uint32, comm string) {
+	if s.comms == nil {
+		s.comms = map[uint32]string{}
+	}
+	s.comms[pid] = comm
+}
+
+// Comm is pid's name at its first event: the program it executed, or
+// /proc's.
+func (s *Seen) Comm(pid uint32) string {
+	if c, ok := s.comms[pid]; ok {
+		delete(s.comms, pid)
+		return c
+	}
+	return Comm(int(pid))
+}
+
+// Forget: pid executed or exited; its next event is met as a new one.
+func (s *Seen) Forget(pid uint32, exited bool) {
+	if s.last == pid {
+		s.last = 0
+	}
+	if exited {
+		delete(s.comms, pid)
+	}
+}
+
+// Sweep drops the names kept for processes gone.
+func (s *Seen) Sweep() {
+	for pid := range s.comms {
+		if !Alive(int(pid)) {
+			delete(s.comms, pid)
+		}
+	}
+}
