@@ -225,7 +225,7 @@ func TestHostResidentText(t *testing.T) {
 	s := aggregate.Snapshot{Time: 5e9, Processes: []aggregate.ProcessSnapshot{
 		{PID: 10, Comm: "small", Resident: res(2 << 20), Footprint: &footprint.Reading{RSS: 90 << 20, RSSAnon: 80 << 20}},
 		{PID: 20, Comm: "big", Resident: res(8 << 20), Footprint: &footprint.Reading{RSS: 30 << 20, RSSAnon: 20 << 20}},
-		{PID: 30, Comm: "gone", Resident: res(1 << 20), Exited: true},
+		{PID: 30, Comm: "gone", Resident: res(1 << 20), Exited: true, ExitTime: 4e9},
 	}}
 	for _, c := range []struct {
 		sort SortKey
@@ -235,7 +235,8 @@ func TestHostResidentText(t *testing.T) {
 			"   PID  COMM        RSS  RSS ANON  ~RESIDENT  ± RESIDENT  PAGES\n" +
 			"    20  big    31457280  20971520    8388608        1000    128\n" +
 			"    10  small  94371840  83886080    2097152        1000     32\n" +
-			"    30  gone          -         -    1048576        1000     16\n"},
+			"    30  gone          -         -    1048576        1000     16\n" +
+			"   pid 30 gone: no pagemap check before it exited: every sampled page made resident over its run\n"},
 		{SortRSS, "processes by RSS (1 write fault sampled per 65536 B of faults) (all 3):\n" +
 			"   PID  COMM        RSS  RSS ANON  ~RESIDENT  ± RESIDENT  PAGES\n" +
 			"    10  small  94371840  83886080    2097152        1000     32\n" +

@@ -219,6 +219,12 @@ func writeHostResident(b *bytes.Buffer, s aggregate.Snapshot, sym Symbolizer, o 
 		return fmt.Errorf("render resident processes: %w", err)
 	}
 	indentTable(b, out.String())
+	// An exited process's figures are as of its last pagemap check.
+	for _, p := range procs {
+		if p.Exited {
+			fmt.Fprintf(b, "   pid %d %s: %s\n", p.PID, commLabel(p.Comm), checkedText(p.Resident.CheckedNS, p.ExitTime))
+		}
+	}
 
 	fmt.Fprintf(b, "\n%s\n", shownOf("call sites across the host by who made memory resident", len(sites), totalSites))
 	out.Reset()
