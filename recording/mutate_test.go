@@ -44,7 +44,7 @@ func TestMutated(t *testing.T) {
 			if err = r.Next(&rec); err != nil {
 				break
 			}
-			rec.ApplyTo(tb)
+			applyTo(&rec, tb)
 		}
 		r.Close()
 		if err == nil {

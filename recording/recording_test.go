@@ -117,7 +117,7 @@ func replay(b []byte) (aggregate.Snapshot, []Record, error) {
 		if err != nil {
 			return t.Snapshot(), other, err
 		}
-		rec.ApplyTo(t)
+		applyTo(&rec, t)
 		if rec.Kind == KindMaps {
 			other = append(other, rec)
 		}
@@ -222,7 +222,7 @@ func FuzzReader(f *testing.F) {
 			if err := r.Next(&rec); err != nil {
 				return
 			}
-			rec.ApplyTo(tb)
+			applyTo(&rec, tb)
 		}
 	})
 }
