@@ -68,6 +68,12 @@ struct fault_pending {
 	__u64 addr;
 	__u32 order; /* of the first movable folio the fault allocated */
 	__u32 allocated;
+	/*
+	 * Before 6.2: the process's anonymous page count as the fault
+	 * allocated a huge folio; rss_stat's count must be that plus the
+	 * folio, or the count it reports is not this fault's.
+	 */
+	__s64 anon_at_alloc;
 	__u64 pc, sp, bp; /* before 6.2 only: the walk runs at the fault */
 	/*
 	 * The countdown of bytes to the next sample, kept here to spare a
@@ -162,10 +168,44 @@ static __always_inline int split_rss_counting(void)
 	return bpf_core_field_exists(((struct task_struct___split_rss *)0)->rss_stat);
 }
 
+/* Before 6.2 an mm's counts are atomics (mm_struct.rss_stat.count[]). */
+struct atomic_count___split_rss {
+	__s64 counter;
+} __attribute__((preserve_access_index));
+
+struct mm_rss_stat___split_rss {
+	struct atomic_count___split_rss count[4];
+} __attribute__((preserve_access_index));
+
+struct mm_struct___split_rss {
+	struct mm_rss_stat___split_rss rss_stat;
+} __attribute__((preserve_access_index));
+
+static __always_inline __s64 split_anon_pages(void *mm)
+{
+	return BPF_CORE_READ((struct mm_struct___split_rss *)mm, rss_stat.count[MM_ANONPAGES].counter);
+}
+
 /* migratetype of a user page: anonymous folios and the page cache. */
 #define MIGRATE_MOVABLE 1
 /* The largest folio a fault maps (a PMD: 2 MiB); bounds a bad order. */
 #define FAULT_MAX_ORDER 9
+
+/*
+ * regs_to_slot reads the task's user registers (the faulting instruction,
+ * or the system call's) into its slot, pc 0 when they cannot be read. Into
+ * the map value: a struct pt_regs on the stack took 6.1's verifier past
+ * its 512 bytes for the walk's calls.
+ */
+static __always_inline void regs_to_slot(struct fault_pending *p, struct task_struct___mm *task)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs((struct task_struct *)task);
+
+	if (bpf_probe_read_kernel(&p->pc, sizeof(p->pc), &PT_REGS_IP(regs)) ||
+	    bpf_probe_read_kernel(&p->sp, sizeof(p->sp), &PT_REGS_SP(regs)) ||
+	    bpf_probe_read_kernel(&p->bp, sizeof(p->bp), &PT_REGS_FP(regs)))
+		p->pc = 0;
+}
 
 /*
  * on_fault notes a write fault at address: user regs (a kernel pointer)
@@ -183,15 +223,16 @@ static __always_inline void on_fault(__u64 address, struct pt_regs *uregs)
 	p = fault_slot();
 	if (!p)
 		return;
-	if (!split_rss_counting()) {
-		p->addr = address;
-		p->allocated = 0;
-		p->task = (__u64)bpf_get_current_task_btf();
+	p->addr = address;
+	p->allocated = 0;
+	p->task = (__u64)bpf_get_current_task_btf();
+	if (!split_rss_counting())
 		return;
-	}
 	/*
-	 * Before 6.2 rss_stat fires only every 64 faults: sample and walk
-	 * here, a page each (a huge page weighs 4 KiB: README). The three
+	 * Before 6.2 rss_stat fires for a 4 KiB page only every 64 faults:
+	 * sample and walk here, a page each. A huge page is counted at once
+	 * (add_mm_counter, not the task's cache): the rest of it is weighed
+	 * at rss_stat (on_rss_stat_split). The three
 	 * registers go straight into the map value: a struct pt_regs on the
 	 * stack took 6.1's verifier past its 512 bytes for the walk's calls.
 	 * The charged frame is right (it is found before the walk leaves the
@@ -240,17 +281,54 @@ int on_fault_kernel(__u64 *ctx)
 SEC("tp_btf/mm_page_alloc")
 int on_page_alloc(__u64 *ctx)
 {
+	struct task_struct___mm *task;
 	struct fault_pending *p;
 
-	/* Before 6.2 no fault waits for its size. */
-	if (split_rss_counting() || !ctx[0] || (int)ctx[3] != MIGRATE_MOVABLE)
+	/* Before 6.2 only a huge folio matters (4 KiB pages are weighed at the fault). */
+	if (!ctx[0] || (int)ctx[3] != MIGRATE_MOVABLE || (split_rss_counting() && !ctx[1]))
 		return 0;
 	p = fault_slot();
-	if (!p || p->allocated || p->task != (__u64)bpf_get_current_task_btf())
+	task = (void *)bpf_get_current_task_btf();
+	if (!p || p->allocated || p->task != (__u64)task)
 		return 0;
 	p->order = (__u32)ctx[1];
 	p->allocated = 1;
+	if (split_rss_counting())
+		p->anon_at_alloc = split_anon_pages(task->mm);
 	return 0;
+}
+
+/*
+ * Before 6.2 a fault that maps a huge page counts its pages in the mm at
+ * once (rss_stat (mm, member, count)), after the folio's allocation; a
+ * count the fault makes before (the task's cache, synced as the fault
+ * starts) comes before it. The fault's first 4 KiB were weighed at the
+ * fault; the rest of the folio is weighed here, as a piece of its own
+ * (both pieces are sampled independently, so the estimate stays
+ * unbiased). It is reported at the folio's first page, or at its second
+ * when the fault's own page is the first (a sampled page is keyed by
+ * address).
+ */
+static __always_inline void on_rss_stat_split(__u64 *ctx, struct task_struct___mm *task, struct fault_pending *p)
+{
+	__u64 size, base, addr;
+
+	if (!p->allocated || !p->order || p->order > FAULT_MAX_ORDER ||
+	    (__s64)ctx[2] - p->anon_at_alloc != (1LL << p->order) || ctx[0] != (__u64)task->mm)
+		return;
+	p->task = 0;
+	size = (__u64)PAGE_SIZE << p->order;
+	if (!fault_sample(p, size - PAGE_SIZE))
+		return;
+	regs_to_slot(p, task);
+	if (!p->pc)
+		return;
+	base = p->addr & ~(size - 1);
+	addr = (p->addr & ~(__u64)(PAGE_SIZE - 1)) == base ? base + PAGE_SIZE : base;
+	struct site_args a = {.addr = addr, .size = size - PAGE_SIZE, .pc = p->pc, .sp = p->sp, .bp = p->bp,
+			      .old_size = fault_sample_bytes, .kind = KIND_FAULT, .exact = 1, .fault = 1};
+
+	emit_site(&a);
 }
 
 /*
@@ -265,16 +343,18 @@ int on_rss_stat(__u64 *ctx)
 {
 	struct task_struct___mm *task = (void *)bpf_get_current_task_btf();
 	struct fault_pending *p;
-	struct pt_regs *regs;
 	__u64 size;
 	__u32 zero = 0;
 
-	/* Before 6.2 no fault waits here (and 6.1's verifier sees no walk). */
-	if (split_rss_counting() || (int)ctx[1] != MM_ANONPAGES)
+	if ((int)ctx[1] != MM_ANONPAGES)
 		return 0;
 	p = fault_slot();
 	if (!p || !p->task || p->task != (__u64)task)
 		return 0;
+	if (split_rss_counting()) {
+		on_rss_stat_split(ctx, task, p);
+		return 0;
+	}
 	p->task = 0;
 	size = (__u64)PAGE_SIZE << (p->allocated && p->order <= FAULT_MAX_ORDER ? p->order : 0);
 	/*
@@ -284,11 +364,8 @@ int on_rss_stat(__u64 *ctx)
 	 */
 	if (!fault_sample(p, size) || ctx[0] != (__u64)task->mm)
 		return 0;
-	regs = (struct pt_regs *)bpf_task_pt_regs((struct task_struct *)task);
-	/* Into the map value, as before 6.2: the stack is short for the walk. */
-	if (bpf_probe_read_kernel(&p->pc, sizeof(p->pc), &PT_REGS_IP(regs)) ||
-	    bpf_probe_read_kernel(&p->sp, sizeof(p->sp), &PT_REGS_SP(regs)) ||
-	    bpf_probe_read_kernel(&p->bp, sizeof(p->bp), &PT_REGS_FP(regs)))
+	regs_to_slot(p, task);
+	if (!p->pc)
 		return 0;
 	/* A folio is aligned to its size: the huge page's first address. */
 	struct fault_site_key k = {.pc = p->pc, .pid = bpf_get_current_pid_tgid() >> 32, .mm = ctx[0]};

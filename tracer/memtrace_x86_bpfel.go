@@ -86,16 +86,17 @@ const (
 )
 
 type memtraceFaultPending struct {
-	_         structs.HostLayout
-	Task      uint64
-	Addr      uint64
-	Order     uint32
-	Allocated uint32
-	Pc        uint64
-	Sp        uint64
-	Bp        uint64
-	Left      int64
-	Drawn     uint64
+	_           structs.HostLayout
+	Task        uint64
+	Addr        uint64
+	Order       uint32
+	Allocated   uint32
+	AnonAtAlloc int64
+	Pc          uint64
+	Sp          uint64
+	Bp          uint64
+	Left        int64
+	Drawn       uint64
 }
 
 type memtraceFaultSiteKey struct {

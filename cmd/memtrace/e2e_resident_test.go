@@ -156,12 +156,11 @@ func TestResidentMallocPages(t *testing.T) {
 // counts and weighs 2 MiB (it once weighed 4 KiB: 64 MiB of huge pages
 // came out near 128 KiB). hold_huge's mapping is made resident by huge
 // pages (the fixture prints the kernel's AnonHugePages to prove it),
-// hold_small's by 4 KiB pages, in the same process.
+// hold_small's by 4 KiB pages, in the same process. Both paths: from 6.2
+// the fault is weighed at rss_stat, before it its first page at the fault
+// and the rest of the huge page at rss_stat (bpf/resident.h).
 func TestResidentHugePages(t *testing.T) {
 	needBPF(t)
-	if !kernelAtLeast(6, 2) {
-		t.Skip("before 6.2 a fault is sampled before its size is known, as one page (README, resident memory's limits)")
-	}
 	bin := fixture(t, "resident_thp.c")
 	r := runMemtrace(t, "--json", "--resident-bytes", residentSample, "--", bin)
 	if r.code != 0 {

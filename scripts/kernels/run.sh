@@ -25,8 +25,8 @@ limit=${MEMTRACE_KERNELS_TIMEOUT:-1200}
 # host (a new libc in a chroot, cgroup and comm filters, exits), sampling,
 # bad input, the refusal of a kernel, the per-probe path against
 # uprobe_multi, resident attribution (page faults; before 6.2 the walk runs
-# at the fault itself, bpf/resident.h), its release and huge pages (6.2+;
-# skipped on 6.1, which samples a fault before its size is known). Left out, as they measure the machine more than the
+# at the fault itself, bpf/resident.h), its release and huge pages (on
+# 6.1 in two pieces: the fault's first page, then the rest). Left out, as they measure the machine more than the
 # kernel under TCG on a busy host: TestThreads (1.6 M events at full
 # speed: the starved reader loses some), TestHostPicksUpNewProcesses (its
 # short-lived process is gone before memtrace reads its mappings), and
