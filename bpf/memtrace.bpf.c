@@ -128,6 +128,7 @@ const volatile __u8 exit_has_group_dead = 1;
 const struct event *unused_event __attribute__((unused));
 const struct small_event *unused_small_event __attribute__((unused));
 const struct free_event *unused_free_event __attribute__((unused));
+const struct site_event *unused_site_event __attribute__((unused));
 const struct code_event *unused_code_event __attribute__((unused));
 const struct proc_event *unused_proc_event __attribute__((unused));
 const struct alloc_counts *unused_alloc_counts __attribute__((unused));
@@ -144,6 +145,7 @@ const enum jvm_cookie *unused_jvm_cookie __attribute__((unused));
 const enum event_flag *unused_event_flag __attribute__((unused));
 const enum event_cat *unused_event_cat __attribute__((unused));
 const enum frame_bit *unused_frame_bit __attribute__((unused));
+const enum tag_addr *unused_tag_addr __attribute__((unused));
 const enum unwind_kind *unused_unwind_kind __attribute__((unused));
 const enum row_flag *unused_row_flag __attribute__((unused));
 const enum uc_offset *unused_uc_offset __attribute__((unused));
@@ -376,7 +378,7 @@ static __always_inline void *reserve(__u64 size, __u64 id)
 
 /*
  * emit writes a record without a stack: frees, unmappings, and allocations
- * when no stack is kept; a free_event or small_event when it holds all of
+ * when no stack is kept; a free_event, site_event or small_event when it holds all of
  * it (the branches are mostly decided at compile time: emit is inlined
  * with constant arguments).
  */
@@ -384,20 +386,31 @@ static __always_inline void emit(const struct emit_args *a)
 {
 	__u64 id = a->id ? a->id : bpf_get_current_pid_tgid();
 	__u64 flags = a->wake ? BPF_RB_FORCE_WAKEUP : wake_flags();
+	int tags = a->addr < (1ULL << TAG_ADDR_BITS);
 	struct small_event *se;
+	struct site_event *ie;
 	struct free_event *fe;
 	struct event *e;
 
-	if (!a->size && !a->call_site && !a->leaf && !a->old_addr && !a->old_size && !a->flags) {
+	if (tags && !a->size && !a->call_site && !a->leaf && !a->old_addr && !a->old_size && !a->flags) {
 		fe = reserve(sizeof(*fe), id);
 		if (!fe)
 			return;
-		fe->addr = a->addr;
+		fe->tagged = tag_addr(a->addr, a->kind, a->func);
 		fe->pid = id >> 32;
 		fe->tid = (__u32)id;
-		fe->kind = a->kind;
-		fe->func = a->func;
 		bpf_ringbuf_submit(fe, flags);
+	} else if (tags && a->call_site == a->leaf && a->size <= 0xffffffffULL && !a->old_addr && !a->old_size) {
+		ie = reserve(sizeof(*ie), id);
+		if (!ie)
+			return;
+		ie->tagged = tag_addr(a->addr, a->kind, a->func);
+		ie->call_site = a->call_site;
+		ie->size = (__u32)a->size;
+		ie->pid = id >> 32;
+		ie->tid = (__u32)id;
+		ie->flags = a->flags;
+		bpf_ringbuf_submit(ie, flags);
 	} else if (!a->old_addr && !a->old_size) {
 		se = reserve(sizeof(*se), id);
 		if (!se)

@@ -101,8 +101,10 @@ struct event {
  * struct event and from each other by their length (no implicit padding).
  * Allocations without a stack and frees are most events, and the ring's
  * cost is mostly its bytes: a record's cache lines were last written a
- * whole ring ago. In both old_addr and old_size are 0, the time is the
- * reader's, and there is no stack. small_event: 48 bytes.
+ * whole ring ago. In all old_addr and old_size are 0, the time is the
+ * reader's, and there is no stack. small_event: 48 bytes, the rest of
+ * them (an address at or above 2^48, a size at or above 2^32, a call site
+ * apart from the leaf: a wrapper's caller).
  */
 struct small_event {
 	__u64 addr;
@@ -117,14 +119,34 @@ struct small_event {
 	__u8 pad[5];
 };
 
-/* A free: no size, call site or flags either. 24 bytes. */
-struct free_event {
-	__u64 addr;
+/*
+ * An address below 2^48 (every user address, but under 5-level paging),
+ * with the kind and the function in its top 16 bits: tag_addr.
+ */
+enum tag_addr {
+	TAG_ADDR_BITS = 48,
+};
+#define tag_addr(addr, kind, func) ((addr) | (__u64)(kind) << TAG_ADDR_BITS | (__u64)(func) << (TAG_ADDR_BITS + 8))
+
+/*
+ * An allocation charged to its leaf (call_site == leaf: no wrapper), of
+ * less than 4 GiB at a tagged address: most allocations. 32 bytes.
+ */
+struct site_event {
+	__u64 tagged;  /* tag_addr(addr, kind, func) */
+	__u64 call_site;
+	__u32 size;
 	__u32 pid;
 	__u32 tid;
-	__u8 kind;
-	__u8 func;
-	__u8 pad[6];
+	__u8 flags;
+	__u8 pad[3];
+};
+
+/* A free: no size, call site or flags either; a tagged address. 16 bytes. */
+struct free_event {
+	__u64 tagged;  /* tag_addr(addr, kind, func) */
+	__u32 pid;
+	__u32 tid;
 };
 
 /* A frame's pc whose bit 63 is set is exact (interrupted by a signal), not a return address. */

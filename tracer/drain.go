@@ -105,8 +105,22 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 		rb := recordBytes(len(d.rec.RawSample))
 		read += rb
 		budget -= int(rb)
-		// The compact records (struct small_event, struct free_event): most events.
+		// The compact records (struct site_event, struct free_event,
+		// struct small_event): most events.
 		switch len(d.rec.RawSample) {
+		case int(unsafe.Sizeof(memtraceSiteEvent{})):
+			raw := (*memtraceSiteEvent)(unsafe.Pointer(&d.rec.RawSample[0]))
+			addr, kind, fun := untag(raw.Tagged)
+			d.ev = event.Event{
+				Time: spread(d.last, stamp, read, total), Addr: addr, Size: uint64(raw.Size),
+				CallSite: raw.CallSite, Leaf: raw.CallSite,
+				PID: raw.Pid, TID: raw.Tid, Kind: kind, Func: fun,
+				StackID: -1, JVMCategory: raw.Flags >> eventCatShift,
+			}
+			if d.hand(fn, &n, draining, budget) {
+				return n, nil
+			}
+			continue
 		case int(unsafe.Sizeof(memtraceSmallEvent{})):
 			raw := (*memtraceSmallEvent)(unsafe.Pointer(&d.rec.RawSample[0]))
 			d.ev = event.Event{
@@ -121,9 +135,10 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 			continue
 		case int(unsafe.Sizeof(memtraceFreeEvent{})):
 			raw := (*memtraceFreeEvent)(unsafe.Pointer(&d.rec.RawSample[0]))
+			addr, kind, fun := untag(raw.Tagged)
 			d.ev = event.Event{
-				Time: spread(d.last, stamp, read, total), Addr: raw.Addr,
-				PID: raw.Pid, TID: raw.Tid, Kind: event.Kind(raw.Kind), Func: event.Func(raw.Func),
+				Time: spread(d.last, stamp, read, total), Addr: addr,
+				PID: raw.Pid, TID: raw.Tid, Kind: kind, Func: fun,
 				StackID: -1,
 			}
 			if d.hand(fn, &n, draining, budget) {
@@ -206,6 +221,15 @@ func (d *Drainer) hand(fn func(*event.Event), n *int, draining bool, budget int)
 // recordBytes is what a record of n bytes takes in the ring: an 8-byte
 // header, rounded up to 8 bytes.
 func recordBytes(n int) uint64 { return uint64(n+8+7) &^ 7 }
+
+// untag splits a compact record's tagged address (bpf/memtrace.h's
+// tag_addr): the address in the low 48 bits, the kind and the function
+// above.
+func untag(tagged uint64) (uint64, event.Kind, event.Func) {
+	return tagged & (1<<tagAddrBits - 1), event.Kind(tagged >> tagAddrBits), event.Func(tagged >> (tagAddrBits + 8))
+}
+
+const tagAddrBits = memtraceTagAddrTAG_ADDR_BITS
 
 // spread is the time of the event whose record ends read bytes into a
 // batch of total bytes read at stamp, the ring having been empty at from:

@@ -138,14 +138,21 @@ func TestRecordBytes(t *testing.T) {
 }
 
 // TestCompactRecords: the drainer decodes the compact records (struct
-// free_event, struct small_event) by their length, each field in place.
+// free_event, struct site_event, struct small_event) by their length, each
+// field in place; the tagged addresses as the probes tag them (the highest
+// user address of 4-level paging, kind and function in the top bits).
 func TestCompactRecords(t *testing.T) {
 	objs, d := loadDrainer(t, DefaultOptions())
 	var buf bytes.Buffer
-	free := memtraceFreeEvent{Addr: 0x1234560, Pid: 4242, Tid: 4243, Kind: uint8(event.Free), Func: uint8(event.FuncFree)}
+	tag := func(addr uint64, k event.Kind, f event.Func) uint64 {
+		return addr | uint64(k)<<tagAddrBits | uint64(f)<<(tagAddrBits+8)
+	}
+	free := memtraceFreeEvent{Tagged: tag(0x7fff_ffff_f000, event.Free, event.FuncFree), Pid: 4242, Tid: 4243}
+	site := memtraceSiteEvent{Tagged: tag(0x7000, event.Alloc, event.FuncCalloc), CallSite: 0x401000, Size: 0xffff_ffff,
+		Pid: 4242, Tid: 4245, Flags: 3 << eventCatShift}
 	small := memtraceSmallEvent{Addr: 0x7000, Size: 64, CallSite: 0x401000, Leaf: 0x400800, Pid: 4242, Tid: 4244,
 		Kind: uint8(event.Alloc), Func: uint8(event.FuncMalloc), Flags: 5 << eventCatShift}
-	for _, rec := range []any{free, small} {
+	for _, rec := range []any{free, site, small} {
 		buf.Reset()
 		if err := binary.Write(&buf, binary.NativeEndian, rec); err != nil {
 			t.Fatal(err)
@@ -159,7 +166,9 @@ func TestCompactRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []event.Event{
-		{Addr: 0x1234560, PID: 4242, TID: 4243, Kind: event.Free, Func: event.FuncFree, StackID: -1},
+		{Addr: 0x7fff_ffff_f000, PID: 4242, TID: 4243, Kind: event.Free, Func: event.FuncFree, StackID: -1},
+		{Addr: 0x7000, Size: 0xffff_ffff, CallSite: 0x401000, Leaf: 0x401000, PID: 4242, TID: 4245, Kind: event.Alloc,
+			Func: event.FuncCalloc, StackID: -1, JVMCategory: 3},
 		{Addr: 0x7000, Size: 64, CallSite: 0x401000, Leaf: 0x400800, PID: 4242, TID: 4244, Kind: event.Alloc,
 			Func: event.FuncMalloc, StackID: -1, JVMCategory: 5},
 	}

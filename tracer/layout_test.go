@@ -29,6 +29,7 @@ func TestRecordLayout(t *testing.T) {
 		{"event", reflect.TypeFor[memtraceEvent]()},
 		{"small_event", reflect.TypeFor[memtraceSmallEvent]()},
 		{"free_event", reflect.TypeFor[memtraceFreeEvent]()},
+		{"site_event", reflect.TypeFor[memtraceSiteEvent]()},
 		{"code_event", reflect.TypeFor[memtraceCodeEvent]()},
 		{"proc_event", reflect.TypeFor[memtraceProcEvent]()},
 		{"alloc_counts", reflect.TypeFor[memtraceAllocCounts]()},
@@ -69,8 +70,11 @@ func TestRecordLayout(t *testing.T) {
 	if s := unsafe.Sizeof(memtraceSmallEvent{}); s != 48 {
 		t.Errorf("struct small_event is %d bytes, want 48", s)
 	}
-	if s := unsafe.Sizeof(memtraceFreeEvent{}); s != 24 {
-		t.Errorf("struct free_event is %d bytes, want 24", s)
+	if s := unsafe.Sizeof(memtraceFreeEvent{}); s != 16 {
+		t.Errorf("struct free_event is %d bytes, want 16", s)
+	}
+	if s := unsafe.Sizeof(memtraceSiteEvent{}); s != 32 {
+		t.Errorf("struct site_event is %d bytes, want 32", s)
 	}
 }
 
@@ -106,6 +110,7 @@ func TestConstants(t *testing.T) {
 			"FUNC_DLOPEN": uint64(event.FuncDlopen), "FUNC_MARK": uint64(event.FuncMark),
 		}},
 		{"frame_bit", map[string]uint64{"FRAME_EXACT_BIT": uint64(bitOf(t, event.FrameExact))}},
+		{"tag_addr", map[string]uint64{"TAG_ADDR_BITS": uint64(tagAddrBits)}},
 		{"unwind_kind", map[string]uint64{
 			"UNWIND_UNDEFINED": uint64(unwind.KindUndefined), "UNWIND_RSP": uint64(unwind.KindRSP),
 			"UNWIND_RBP": uint64(unwind.KindRBP), "UNWIND_PLT": uint64(unwind.KindPLT),

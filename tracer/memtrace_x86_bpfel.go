@@ -153,13 +153,10 @@ type memtraceFrameKey struct {
 }
 
 type memtraceFreeEvent struct {
-	_    structs.HostLayout
-	Addr uint64
-	Pid  uint32
-	Tid  uint32
-	Kind uint8
-	Func uint8
-	Pad  [6]uint8
+	_      structs.HostLayout
+	Tagged uint64
+	Pid    uint32
+	Tid    uint32
 }
 
 type memtraceFuncId uint32
@@ -233,6 +230,17 @@ type memtraceSampleKey struct {
 	Pad  uint32
 }
 
+type memtraceSiteEvent struct {
+	_        structs.HostLayout
+	Tagged   uint64
+	CallSite uint64
+	Size     uint32
+	Pid      uint32
+	Tid      uint32
+	Flags    uint8
+	Pad      [3]uint8
+}
+
 type memtraceSmallEvent struct {
 	_        structs.HostLayout
 	Addr     uint64
@@ -286,6 +294,12 @@ type memtraceStackRecord struct {
 		_         [7]byte
 	}
 }
+
+type memtraceTagAddr uint32
+
+const (
+	memtraceTagAddrTAG_ADDR_BITS memtraceTagAddr = 48
+)
 
 type memtraceUcOffset uint32
 
@@ -380,8 +394,10 @@ const (
 	memtraceVarUnusedProcEvent   = "unused_proc_event"
 	memtraceVarUnusedRowFlag     = "unused_row_flag"
 	memtraceVarUnusedSampleKey   = "unused_sample_key"
+	memtraceVarUnusedSiteEvent   = "unused_site_event"
 	memtraceVarUnusedSmallEvent  = "unused_small_event"
 	memtraceVarUnusedStackLimit  = "unused_stack_limit"
+	memtraceVarUnusedTagAddr     = "unused_tag_addr"
 	memtraceVarUnusedUcOffset    = "unused_uc_offset"
 	memtraceVarUnusedUnwindFile  = "unused_unwind_file"
 	memtraceVarUnusedUnwindKind  = "unused_unwind_kind"
@@ -496,8 +512,10 @@ type memtraceVariableSpecs struct {
 	UnusedProcEvent   *ebpf.VariableSpec `ebpf:"unused_proc_event"`
 	UnusedRowFlag     *ebpf.VariableSpec `ebpf:"unused_row_flag"`
 	UnusedSampleKey   *ebpf.VariableSpec `ebpf:"unused_sample_key"`
+	UnusedSiteEvent   *ebpf.VariableSpec `ebpf:"unused_site_event"`
 	UnusedSmallEvent  *ebpf.VariableSpec `ebpf:"unused_small_event"`
 	UnusedStackLimit  *ebpf.VariableSpec `ebpf:"unused_stack_limit"`
+	UnusedTagAddr     *ebpf.VariableSpec `ebpf:"unused_tag_addr"`
 	UnusedUcOffset    *ebpf.VariableSpec `ebpf:"unused_uc_offset"`
 	UnusedUnwindFile  *ebpf.VariableSpec `ebpf:"unused_unwind_file"`
 	UnusedUnwindKind  *ebpf.VariableSpec `ebpf:"unused_unwind_kind"`
@@ -593,8 +611,10 @@ type memtraceVariables struct {
 	UnusedProcEvent   *ebpf.Variable `ebpf:"unused_proc_event"`
 	UnusedRowFlag     *ebpf.Variable `ebpf:"unused_row_flag"`
 	UnusedSampleKey   *ebpf.Variable `ebpf:"unused_sample_key"`
+	UnusedSiteEvent   *ebpf.Variable `ebpf:"unused_site_event"`
 	UnusedSmallEvent  *ebpf.Variable `ebpf:"unused_small_event"`
 	UnusedStackLimit  *ebpf.Variable `ebpf:"unused_stack_limit"`
+	UnusedTagAddr     *ebpf.Variable `ebpf:"unused_tag_addr"`
 	UnusedUcOffset    *ebpf.Variable `ebpf:"unused_uc_offset"`
 	UnusedUnwindFile  *ebpf.Variable `ebpf:"unused_unwind_file"`
 	UnusedUnwindKind  *ebpf.Variable `ebpf:"unused_unwind_kind"`
