@@ -89,10 +89,18 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 	// between, in proportion to the bytes of the ring read up to it, so
 	// that the events of a short run keep their order in time (see
 	// spread). The clock is bpf_ktime_get_ns's.
+	// Records that came while the batch was read (past its total bytes)
+	// start a batch of their own, stamped then: under load a reader slow
+	// enough for the ring to refill as it reads would otherwise give them
+	// all one time (two marks at one moment).
+	from := d.last
 	var stamp, total, read uint64
 	for {
 		err := d.rd.ReadInto(&d.rec)
-		if stamp == 0 {
+		if stamp == 0 || (err == nil && read >= total) {
+			if stamp != 0 {
+				from, read = stamp, 0
+			}
 			stamp = monotonicNS()
 			total = uint64(d.rec.Remaining) + recordBytes(len(d.rec.RawSample))
 		}
@@ -112,7 +120,7 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 			raw := (*memtraceSiteEvent)(unsafe.Pointer(&d.rec.RawSample[0]))
 			addr, kind, fun := untag(raw.Tagged)
 			d.ev = event.Event{
-				Time: spread(d.last, stamp, read, total), Addr: addr, Size: uint64(raw.Size),
+				Time: spread(from, stamp, read, total), Addr: addr, Size: uint64(raw.Size),
 				CallSite: raw.CallSite, Leaf: raw.CallSite,
 				PID: raw.Pid, TID: raw.Tid, Kind: kind, Func: fun,
 				StackID: -1, JVMCategory: raw.Flags >> eventCatShift,
@@ -124,7 +132,7 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 		case int(unsafe.Sizeof(memtraceSmallEvent{})):
 			raw := (*memtraceSmallEvent)(unsafe.Pointer(&d.rec.RawSample[0]))
 			d.ev = event.Event{
-				Time: spread(d.last, stamp, read, total), Addr: raw.Addr, Size: raw.Size,
+				Time: spread(from, stamp, read, total), Addr: raw.Addr, Size: raw.Size,
 				CallSite: raw.CallSite, Leaf: raw.Leaf,
 				PID: raw.Pid, TID: raw.Tid, Kind: event.Kind(raw.Kind), Func: event.Func(raw.Func),
 				StackID: -1, JVMCategory: raw.Flags >> eventCatShift,
@@ -137,7 +145,7 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 			raw := (*memtraceFreeEvent)(unsafe.Pointer(&d.rec.RawSample[0]))
 			addr, kind, fun := untag(raw.Tagged)
 			d.ev = event.Event{
-				Time: spread(d.last, stamp, read, total), Addr: addr,
+				Time: spread(from, stamp, read, total), Addr: addr,
 				PID: raw.Pid, TID: raw.Tid, Kind: kind, Func: fun,
 				StackID: -1,
 			}
@@ -154,7 +162,7 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 		raw := (*memtraceEvent)(unsafe.Pointer(&d.rec.RawSample[0]))
 		t := raw.Time
 		if t == 0 {
-			t = spread(d.last, stamp, read, total)
+			t = spread(from, stamp, read, total)
 		}
 		if raw.Kind == kindUnwindMiss {
 			// A file the walk met has no table yet: build it aside, so

@@ -101,6 +101,35 @@ func TestPollUnderFlood(t *testing.T) {
 	if first < last || first-last > uint64(5*time.Millisecond) {
 		t.Errorf("after a capped poll: next batch starts %d ns after the last event, want 0 to 5 ms", int64(first-last))
 	}
+
+	// A poll that reads past what the ring held at its stamp (the ring
+	// refilled meanwhile) spreads those records from that stamp to a new
+	// one: they once all got one time, and two marks among them were at
+	// one moment. Times keep their order and hardly repeat.
+	MaxBatch = 3 * capacity
+	var times []uint64
+	if _, err := d.Poll(20*time.Millisecond, func(e *event.Event) {
+		for s := time.Now(); time.Since(s) < time.Microsecond; {
+		}
+		times = append(times, e.Time)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(times) <= capacity {
+		t.Fatalf("%d events read, want more than the ring holds (%d): the flood stopped?", len(times), capacity)
+	}
+	same := map[uint64]int{}
+	for i, tm := range times {
+		if i > 0 && tm < times[i-1] {
+			t.Fatalf("event %d at %d, before event %d at %d", i, tm, i-1, times[i-1])
+		}
+		same[tm]++
+	}
+	for tm, n := range same {
+		if n > 10 {
+			t.Errorf("%d of %d events at one time %d", n, len(times), tm)
+		}
+	}
 }
 
 // TestSpread: a batch's events get times between the moment the ring was
