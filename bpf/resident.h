@@ -64,17 +64,9 @@ static __always_inline int fault_wanted(void)
 #define FAULT_SLOTS 4096
 
 struct fault_pending {
+	/* What every fault reads and writes, first: 32 bytes, half a cache line. */
 	__u64 task; /* the faulting task; 0: none waits */
 	__u64 addr;
-	__u32 order; /* of the first movable folio the fault allocated */
-	__u32 allocated;
-	/*
-	 * Before 6.2: the process's anonymous page count as the fault
-	 * allocated a huge folio; rss_stat's count must be that plus the
-	 * folio, or the count it reports is not this fault's.
-	 */
-	__s64 anon_at_alloc;
-	__u64 pc, sp, bp; /* before 6.2 only: the walk runs at the fault */
 	/*
 	 * The countdown of bytes to the next sample, kept here to spare a
 	 * lookup: the faults of the threads that share a slot form one
@@ -83,7 +75,18 @@ struct fault_pending {
 	 * lose one update, which biases nothing either.
 	 */
 	__s64 left;
-	__u64 drawn;
+	__u32 order; /* of the first movable folio the fault allocated */
+	__u8 allocated;
+	__u8 drawn; /* left holds a draw */
+	__u8 pad[2];
+	/* Then what only a sampled fault or a huge page needs: 64 bytes in all. */
+	/*
+	 * Before 6.2: the process's anonymous page count as the fault
+	 * allocated a huge folio; rss_stat's count must be that plus the
+	 * folio, or the count it reports is not this fault's.
+	 */
+	__s64 anon_at_alloc;
+	__u64 pc, sp, bp; /* the registers the walk starts from */
 };
 
 struct {

@@ -89,14 +89,15 @@ type memtraceFaultPending struct {
 	_           structs.HostLayout
 	Task        uint64
 	Addr        uint64
+	Left        int64
 	Order       uint32
-	Allocated   uint32
+	Allocated   uint8
+	Drawn       uint8
+	Pad         [2]uint8
 	AnonAtAlloc int64
 	Pc          uint64
 	Sp          uint64
 	Bp          uint64
-	Left        int64
-	Drawn       uint64
 }
 
 type memtraceFaultSiteKey struct {
