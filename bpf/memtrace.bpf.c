@@ -466,15 +466,37 @@ static __always_inline __u8 jvm_category(struct pt_regs *ctx, struct inflight *s
 	return s->jvm_cat;
 }
 
-/* report_site reports the allocation s made with its charged call site (emit_site). */
+/*
+ * report_site reports the allocation s made with its charged call site
+ * (emit_site). Without stacks, a call from the thread's last call site
+ * that the frame cache found charged itself, in the same epoch and address
+ * space, is charged there without the cache's lookup: most allocations
+ * come from a loop.
+ */
 static __always_inline void report_site(struct pt_regs *ctx, struct inflight *s, __u8 kind,
 					__u64 addr, __u64 size, __u64 old_addr, __u64 old_size)
 {
+	__u64 pc = PT_REGS_IP(ctx), epoch = 0, mm = 0;
+	__u8 cat = jvm_category(ctx, s);
 	struct site_args a = {.addr = addr, .size = size, .old_addr = old_addr, .old_size = old_size,
-			      .pc = PT_REGS_IP(ctx), .sp = PT_REGS_SP(ctx), .bp = PT_REGS_FP(ctx),
-			      .kind = kind, .func = s->func, .cat = jvm_category(ctx, s)};
+			      .pc = pc, .sp = PT_REGS_SP(ctx), .bp = PT_REGS_FP(ctx),
+			      .kind = kind, .func = s->func, .cat = cat};
 
-	emit_site(&a);
+	if (!stack_depth) {
+		epoch = frames_epoch();
+		mm = frames_mm();
+		if (epoch && s->memo_pc == pc && s->memo_epoch == epoch && s->memo_mm == mm) {
+			emit(&(struct emit_args){.kind = kind, .func = s->func, .addr = addr, .size = size,
+						 .old_addr = old_addr, .old_size = old_size, .call_site = pc,
+						 .leaf = pc, .flags = cat << EVENT_CAT_SHIFT});
+			return;
+		}
+	}
+	if (emit_site(&a) && epoch) {
+		s->memo_pc = pc;
+		s->memo_epoch = epoch;
+		s->memo_mm = mm;
+	}
 }
 
 /* What bpf_find_vma found of a returnless call's code (in_outer). */

@@ -250,6 +250,12 @@ struct inflight {
 	__s64 countdown;
 	__u64 ret_addr;  /* with noret: the return address at sp on entry */
 	__u64 ip;        /* with noret: where the call was probed (its function's code) */
+	/*
+	 * The thread's last call site known to be charged itself (the frame
+	 * cache's decision, report_site), and the epoch and address space it
+	 * holds for: a loop's next allocation from there needs no lookup.
+	 */
+	__u64 memo_pc, memo_epoch, memo_mm;
 };
 
 /* A library dlopen loaded: addr is its load bias, path its name. */

@@ -435,7 +435,8 @@ struct site_args {
  * or the faulting instruction); the walk skips the wrapper chain above it
  * and, with stack_depth, records stack_depth frames from the charged one on.
  * A global function: the verifier checks it once, not at each of its
- * callers (each would walk the whole unwinder again).
+ * callers (each would walk the whole unwinder again). Returns 1 when the
+ * frame cache found pc's frame charged itself (report_site remembers it).
  */
 __noinline int emit_site(struct site_args *a)
 {
@@ -457,7 +458,7 @@ __noinline int emit_site(struct site_args *a)
 			emit(&(struct emit_args){.kind = a->kind, .func = a->func, .addr = a->addr, .size = a->size,
 						 .old_addr = a->old_addr, .old_size = a->old_size, .call_site = a->pc,
 						 .leaf = a->pc, .flags = a->cat << EVENT_CAT_SHIFT, .id = id});
-			return 0;
+			return 1;
 		}
 	}
 	rec = bpf_map_lookup_elem(&scratch, &zero);

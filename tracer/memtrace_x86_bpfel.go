@@ -199,6 +199,9 @@ type memtraceInflight struct {
 	Countdown  int64
 	RetAddr    uint64
 	Ip         uint64
+	MemoPc     uint64
+	MemoEpoch  uint64
+	MemoMm     uint64
 }
 
 type memtraceJvmCookie uint32
