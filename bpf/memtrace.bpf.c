@@ -468,35 +468,52 @@ static __always_inline __u8 jvm_category(struct pt_regs *ctx, struct inflight *s
 
 /*
  * report_site reports the allocation s made with its charged call site
- * (emit_site). Without stacks, a call from the thread's last call site
- * that the frame cache found charged itself, in the same epoch and address
- * space, is charged there without the cache's lookup: most allocations
- * come from a loop.
+ * (emit_site). Without stacks, a call from the thread's last allocator
+ * caller whose charged frame is known, in the same epoch and address
+ * space, is charged without the frame cache's lookups: most allocations
+ * come from a loop. That caller is charged itself, or it is a wrapper
+ * (operator new) with an sp-based CFA called again from the same call
+ * site: one read of its return address tells.
  */
 static __always_inline void report_site(struct pt_regs *ctx, struct inflight *s, __u8 kind,
 					__u64 addr, __u64 size, __u64 old_addr, __u64 old_size)
 {
-	__u64 pc = PT_REGS_IP(ctx), epoch = 0, mm = 0;
+	__u64 pc = PT_REGS_IP(ctx), sp = PT_REGS_SP(ctx), epoch = 0, mm = 0, site = pc;
 	__u8 cat = jvm_category(ctx, s);
 	struct site_args a = {.addr = addr, .size = size, .old_addr = old_addr, .old_size = old_size,
-			      .pc = pc, .sp = PT_REGS_SP(ctx), .bp = PT_REGS_FP(ctx),
+			      .pc = pc, .sp = sp, .bp = PT_REGS_FP(ctx),
 			      .kind = kind, .func = s->func, .cat = cat};
+	struct stack_record *rec;
+	__u32 zero = 0;
+	int known;
 
 	if (!stack_depth) {
 		epoch = frames_epoch();
 		mm = frames_mm();
-		if (epoch && s->memo_pc == pc && s->memo_epoch == epoch && s->memo_mm == mm) {
+		if (epoch && s->memo_pc == pc && s->memo_epoch == epoch && s->memo_mm == mm &&
+		    (!s->memo_off || (!bpf_probe_read_user(&site, sizeof(site), (void *)(sp + s->memo_off - 8)) &&
+				      site == s->memo_site))) {
 			emit(&(struct emit_args){.kind = kind, .func = s->func, .addr = addr, .size = size,
-						 .old_addr = old_addr, .old_size = old_size, .call_site = pc,
+						 .old_addr = old_addr, .old_size = old_size, .call_site = site,
 						 .leaf = pc, .flags = cat << EVENT_CAT_SHIFT});
 			return;
 		}
 	}
-	if (emit_site(&a) && epoch) {
-		s->memo_pc = pc;
-		s->memo_epoch = epoch;
-		s->memo_mm = mm;
+	known = emit_site(&a);
+	s->memo_pc = 0;
+	if (!epoch || !known)
+		return;
+	s->memo_off = 0;
+	if (known == 2) {
+		rec = bpf_map_lookup_elem(&scratch, &zero);
+		if (!rec)
+			return;
+		s->memo_off = rec->w.leaf_off;
+		s->memo_site = rec->w.charged_pc;
 	}
+	s->memo_pc = pc;
+	s->memo_epoch = epoch;
+	s->memo_mm = mm;
 }
 
 /* What bpf_find_vma found of a returnless call's code (in_outer). */

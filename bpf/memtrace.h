@@ -251,11 +251,16 @@ struct inflight {
 	__u64 ret_addr;  /* with noret: the return address at sp on entry */
 	__u64 ip;        /* with noret: where the call was probed (its function's code) */
 	/*
-	 * The thread's last call site known to be charged itself (the frame
-	 * cache's decision, report_site), and the epoch and address space it
-	 * holds for: a loop's next allocation from there needs no lookup.
+	 * The thread's last allocator caller whose charged frame is known
+	 * (report_site), and the epoch and address space that holds for: a
+	 * loop's next allocation from there needs no lookup. memo_off 0: the
+	 * caller is charged itself (the frame cache said so); else it is a
+	 * wrapper whose return address is at sp + memo_off - 8 (its CFA is
+	 * sp-based), and its caller at memo_site was charged itself.
 	 */
 	__u64 memo_pc, memo_epoch, memo_mm;
+	__u64 memo_site;
+	__s64 memo_off;
 };
 
 /* A library dlopen loaded: addr is its load bias, path its name. */

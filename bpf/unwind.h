@@ -52,6 +52,8 @@ struct walk {
 	__u64 epoch;      /* the frame cache's epoch (frames.h); 0: none */
 	__u64 mm;         /* the process's address space */
 	__u64 xol;        /* its uprobe page (return probes' trampoline); 0: none */
+	__s32 leaf_off;   /* the leaf is a wrapper with an sp-based CFA: its offset; 0: not */
+	__u8 memo;        /* the leaf is such a wrapper and its caller is charged itself */
 	/*
 	 * The last mapping met and its file's rows: consecutive frames are
 	 * mostly in one file, and bpf_find_vma is the walk's dearest step.
@@ -366,10 +368,13 @@ known:
 				w->charged_pc = w->pc;
 				if (stack_depth)
 					w->limit = i + stack_depth;
+				w->memo = i == 1 && w->leaf_off && w->anon == ANON_NONE && !w->exact;
 			}
 		} else if (flags & ROW_WRAPPER) {
 			charge_next = 1; /* the frame above, unless it is a wrapper too */
 			w->anon = ANON_NONE;
+			if (i == 0 && (r->kind & ROW_KIND_MASK) == UNWIND_RSP && r->cfa_off > 0)
+				w->leaf_off = r->cfa_off;
 		} else if (w->anon == ANON_NONE) {
 			/* In a file without names no named caller in its file can be charged. */
 			w->anon = fflags & FILE_NO_NAMES ? ANON_FILES : ANON_ONE_FILE;
@@ -436,7 +441,9 @@ struct site_args {
  * and, with stack_depth, records stack_depth frames from the charged one on.
  * A global function: the verifier checks it once, not at each of its
  * callers (each would walk the whole unwinder again). Returns 1 when the
- * frame cache found pc's frame charged itself (report_site remembers it).
+ * frame cache found pc's frame charged itself, 2 when the walk found pc's
+ * a wrapper with an sp-based CFA whose caller is charged itself (scratch's
+ * walk holds the offset and the caller): report_site remembers either.
  */
 __noinline int emit_site(struct site_args *a)
 {
@@ -474,6 +481,8 @@ __noinline int emit_site(struct site_args *a)
 	w->exact = a->exact;
 	w->fault = a->fault;
 	w->end = 0;
+	w->leaf_off = 0;
+	w->memo = 0;
 	w->cached = 0;
 	w->anon = ANON_NONE;
 	w->n = 0;
@@ -493,7 +502,7 @@ __noinline int emit_site(struct site_args *a)
 					 .old_addr = a->old_addr, .old_size = a->old_size,
 					 .call_site = w->charged_pc & ~FRAME_EXACT, .leaf = a->pc,
 					 .flags = a->cat << EVENT_CAT_SHIFT, .id = id});
-		return 0;
+		return w->memo ? 2 : 0;
 	}
 	rec->e.time = 0;
 	rec->e.addr = a->addr;

@@ -36,8 +36,36 @@ __attribute__((noipa)) void churn_new()
 	}
 }
 
+// Two callers of operator new in turn: the probes remember a thread's
+// last charged caller past the wrapper, and must not charge b's to a.
+// (No tail call: a frame of their own.)
+__attribute__((noipa)) Node *make_a()
+{
+	Node *n = new Node; // @site make_a()
+	sink = n;
+	return n;
+}
+
+__attribute__((noipa)) Node *make_b()
+{
+	Node *n = new Node; // @site make_b()
+	sink = n;
+	return n;
+}
+
+__attribute__((noipa)) void alternate()
+{
+	for (int i = 0; i < 500; i++) {
+		Node *a = make_a(), *b = make_b(), *c = make_b();
+		delete a;
+		delete b;
+		delete c;
+	}
+}
+
 int main()
 {
+	alternate();
 	leak_new();
 	leak_new_array();
 	leak_nothrow();

@@ -202,6 +202,8 @@ type memtraceInflight struct {
 	MemoPc     uint64
 	MemoEpoch  uint64
 	MemoMm     uint64
+	MemoSite   uint64
+	MemoOff    int64
 }
 
 type memtraceJvmCookie uint32
@@ -288,6 +290,9 @@ type memtraceStackRecord struct {
 		Epoch     uint64
 		Mm        uint64
 		Xol       uint64
+		LeafOff   int32
+		Memo      uint8
+		_         [3]byte
 		MapStart  uint64
 		MapEnd    uint64
 		MapDelta  uint64

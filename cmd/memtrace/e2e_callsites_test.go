@@ -46,6 +46,8 @@ func TestWrappers(t *testing.T) {
 			"leak_aligned()":   {Allocs: 1, AllocBytes: 64, LiveAllocs: 1, LiveBytes: 64},
 			"leak_strdup()":    {Allocs: 1, AllocBytes: 6, LiveAllocs: 1, LiveBytes: 6},
 			"churn_new()":      {Allocs: 1000, AllocBytes: 48000, Frees: 1000, FreedBytes: 48000},
+			"make_a()":         {Allocs: 500, AllocBytes: 24000, Frees: 500, FreedBytes: 24000},
+			"make_b()":         {Allocs: 1000, AllocBytes: 48000, Frees: 1000, FreedBytes: 48000},
 		}},
 		{"C strdup and asprintf", func(t *testing.T) string { return fixture(t, "demo/leaky.c") }, "demo/leaky.c", map[string]siteTotals{
 			// 5000 x malloc(16) on line 28, and asprintf on line 29: a malloc(100)
