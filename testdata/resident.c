@@ -6,7 +6,10 @@
  * byte a page. With HOLD_MS set it sleeps that long before exiting. With
  * WAIT set it reads a line before it allocates, and after "ready" another
  * line, then releases everything (free, munmap), says "freed" and waits
- * for its input to end. With EXEC set it then executes that program.
+ * for its input to end; if that line is "pageout", it asks the kernel to
+ * reclaim its memory instead (MADV_PAGEOUT: with swap on, the pages go to
+ * swap), says "paged out" and waits likewise. With EXEC set it then
+ * executes that program.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +20,9 @@
 #include <unistd.h>
 
 #define MiB (1UL << 20)
+#ifndef MADV_PAGEOUT
+#define MADV_PAGEOUT 21
+#endif
 
 char *volatile keep[3]; /* read by nobody, but kept: the compiler must not drop the blocks */
 
@@ -53,9 +59,9 @@ int main(int argc, char **argv)
 	const char *hold = getenv("HOLD_MS"), *wait = getenv("WAIT");
 	char line[64];
 	/*
-	 * No transparent huge pages (Debian's 6.12 defaults to "always"): a
-	 * fault that maps 2 MiB is weighed as one 4 KiB page (README,
-	 * resident memory's limits), and these figures are exact per page.
+	 * No transparent huge pages (Debian's kernels default to "always"):
+	 * these figures measure the sampling of 4 KiB faults (a 2 MiB fault is
+	 * always sampled; resident_thp.c has huge pages).
 	 */
 	prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
 
@@ -70,10 +76,23 @@ int main(int argc, char **argv)
 	if (wait) {
 		if (!fgets(line, sizeof(line), stdin))
 			return 1;
-		free(keep[0]);
-		munmap(keep[1], b * MiB);
-		free(keep[2]);
-		printf("freed\n");
+		if (strcmp(line, "pageout\n") == 0) {
+			size_t n[3] = {a * MiB, b * MiB, c * MiB};
+
+			/* madvise wants page-aligned ranges: malloc's blocks start 16 bytes in. */
+			for (int i = 0; i < 3; i++) {
+				size_t start = ((size_t)keep[i] + 4095) & ~4095UL, end = ((size_t)keep[i] + n[i]) & ~4095UL;
+
+				if (madvise((void *)start, end - start, MADV_PAGEOUT))
+					perror("madvise");
+			}
+			printf("paged out\n");
+		} else {
+			free(keep[0]);
+			munmap(keep[1], b * MiB);
+			free(keep[2]);
+			printf("freed\n");
+		}
 		fflush(stdout);
 		while (fgets(line, sizeof(line), stdin))
 			;

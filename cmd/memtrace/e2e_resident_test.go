@@ -317,6 +317,84 @@ func TestResidentReleased(t *testing.T) {
 	}
 }
 
+// TestResidentSwapped: memory the kernel swaps out stops being charged.
+// The fixture asks for
+// its pages to be reclaimed (MADV_PAGEOUT) with a swap file on; the next
+// pagemap check finds them swapped.
+func TestResidentSwapped(t *testing.T) {
+	needBPF(t)
+	enableSwap(t, 256<<20)
+	bin := fixture(t, "resident.c")
+	target := exec.Command(bin)
+	target.Env = append(os.Environ(), "WAIT=1")
+	stdin, _ := target.StdinPipe()
+	stdout, _ := target.StdoutPipe()
+	if err := target.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer target.Process.Kill()
+	lines := bufio.NewReader(stdout)
+	before := rssAnon(t, target.Process.Pid)
+	mt, out, log := startAttached(t, target.Process.Pid, "--json", "--resident-bytes", residentSample)
+	io.WriteString(stdin, "go\n")
+	expectLine(t, lines, "ready")
+	held := rssAnon(t, target.Process.Pid)
+	io.WriteString(stdin, "pageout\n")
+	expectLine(t, lines, "paged out")
+	time.Sleep(1500 * time.Millisecond) // a periodic check
+	after := rssAnon(t, target.Process.Pid)
+	mt.Process.Signal(syscall.SIGINT)
+	if err := mt.Wait(); err != nil {
+		t.Fatalf("memtrace: %v\n%s", err, log.String())
+	}
+	t.Logf("RssAnon: %d MiB before, %d MiB held, %d MiB after the pageout", before>>20, held>>20, after>>20)
+	if after > before+(held-before)/2 {
+		t.Fatalf("the kernel swapped out too little to tell (RssAnon %d MiB of %d MiB held)", after>>20, held>>20)
+	}
+	// What the kernel left resident (a partial page at each end of a
+	// malloc'ed block) may stay charged: a few pages, not the MiBs held.
+	got := residentByFunction(t, out.String(), target.Process.Pid)
+	for fn, held := range cResident {
+		if e := got[fn]; e.bytes > 0.02*held+4*e.stderr {
+			t.Errorf("%s: %.0f bytes ± %.0f still charged of %.0f held, after the pageout", fn, e.bytes, e.stderr, held)
+		}
+	}
+}
+
+// enableSwap turns on a swap file of size bytes for the test (a root
+// test: nothing else here swaps with the machine's memory mostly free).
+func enableSwap(t *testing.T, size int) {
+	t.Helper()
+	unavailable := func(format string, args ...any) {
+		t.Helper()
+		if os.Getenv("CI") == "true" {
+			t.Fatalf(format, args...)
+		}
+		t.Skipf(format, args...)
+	}
+	path := filepath.Join(t.TempDir(), "swap")
+	// A swap file must have no holes: written, not truncated.
+	if err := os.WriteFile(path, make([]byte, size), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range []string{"mkswap", "swapon", "swapoff"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			unavailable("%s not found: %v", tool, err)
+		}
+	}
+	if b, err := exec.Command("mkswap", path).CombinedOutput(); err != nil {
+		unavailable("mkswap: %v\n%s", err, b)
+	}
+	if b, err := exec.Command("swapon", path).CombinedOutput(); err != nil {
+		unavailable("swapon (a swap file on %s): %v\n%s", filepath.Dir(path), err, b)
+	}
+	t.Cleanup(func() {
+		if b, err := exec.Command("swapoff", path).CombinedOutput(); err != nil {
+			t.Errorf("swapoff: %v\n%s", err, b)
+		}
+	})
+}
+
 // rssAnon reads a process's RssAnon in bytes.
 func rssAnon(t *testing.T, pid int) uint64 {
 	t.Helper()
