@@ -243,25 +243,14 @@ func TestResidentPID(t *testing.T) {
 		{"go", goFixture(t), map[string]float64{"main.keepSlices": 192 << 20}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			target := exec.Command(tc.bin)
-			target.Env = append(os.Environ(), "WAIT=1")
-			stdin, _ := target.StdinPipe()
-			stdout, _ := target.StdoutPipe()
-			if err := target.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer target.Process.Kill()
-			lines := bufio.NewReader(stdout)
+			target, stdin, lines := startWaiting(t, tc.bin)
 			before := rssAnon(t, target.Process.Pid)
 
 			mt, out, log := startAttached(t, target.Process.Pid, "--json", "--resident-bytes", residentSample)
 			io.WriteString(stdin, "go\n")
 			expectLine(t, lines, "ready")
 			after := rssAnon(t, target.Process.Pid)
-			mt.Process.Signal(syscall.SIGINT)
-			if err := mt.Wait(); err != nil {
-				t.Fatalf("memtrace: %v\n%s", err, log.String())
-			}
+			stopAttached(t, mt, log)
 			got := residentByFunction(t, out.String(), target.Process.Pid)
 			checkResident(t, got, tc.want)
 			checkRssAnonGained(t, got, after-before)
@@ -290,25 +279,14 @@ func checkRssAnonGained(t *testing.T, got map[string]residentEstimate, gainedByt
 func TestResidentReleased(t *testing.T) {
 	needBPF(t)
 	bin := fixture(t, "resident.c")
-	target := exec.Command(bin)
-	target.Env = append(os.Environ(), "WAIT=1")
-	stdin, _ := target.StdinPipe()
-	stdout, _ := target.StdoutPipe()
-	if err := target.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer target.Process.Kill()
-	lines := bufio.NewReader(stdout)
+	target, stdin, lines := startWaiting(t, bin)
 	mt, out, log := startAttached(t, target.Process.Pid, "--json", "--resident-bytes", residentSample)
 	io.WriteString(stdin, "go\n")
 	expectLine(t, lines, "ready")
 	io.WriteString(stdin, "free\n")
 	expectLine(t, lines, "freed")
 	time.Sleep(1500 * time.Millisecond) // a periodic check
-	mt.Process.Signal(syscall.SIGINT)
-	if err := mt.Wait(); err != nil {
-		t.Fatalf("memtrace: %v\n%s", err, log.String())
-	}
+	stopAttached(t, mt, log)
 	got := residentByFunction(t, out.String(), target.Process.Pid)
 	for fn := range cResident {
 		if e, ok := got[fn]; ok {
@@ -325,15 +303,7 @@ func TestResidentSwapped(t *testing.T) {
 	needBPF(t)
 	enableSwap(t, 256<<20)
 	bin := fixture(t, "resident.c")
-	target := exec.Command(bin)
-	target.Env = append(os.Environ(), "WAIT=1")
-	stdin, _ := target.StdinPipe()
-	stdout, _ := target.StdoutPipe()
-	if err := target.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer target.Process.Kill()
-	lines := bufio.NewReader(stdout)
+	target, stdin, lines := startWaiting(t, bin)
 	before := rssAnon(t, target.Process.Pid)
 	mt, out, log := startAttached(t, target.Process.Pid, "--json", "--resident-bytes", residentSample)
 	io.WriteString(stdin, "go\n")
@@ -343,10 +313,7 @@ func TestResidentSwapped(t *testing.T) {
 	expectLine(t, lines, "paged out")
 	time.Sleep(1500 * time.Millisecond) // a periodic check
 	after := rssAnon(t, target.Process.Pid)
-	mt.Process.Signal(syscall.SIGINT)
-	if err := mt.Wait(); err != nil {
-		t.Fatalf("memtrace: %v\n%s", err, log.String())
-	}
+	stopAttached(t, mt, log)
 	t.Logf("RssAnon: %d MiB before, %d MiB held, %d MiB after the pageout", before>>20, held>>20, after>>20)
 	if after > before+(held-before)/2 {
 		t.Fatalf("the kernel swapped out too little to tell (RssAnon %d MiB of %d MiB held)", after>>20, held>>20)
@@ -358,6 +325,30 @@ func TestResidentSwapped(t *testing.T) {
 		if e := got[fn]; e.bytes > 0.02*held+4*e.stderr {
 			t.Errorf("%s: %.0f bytes ± %.0f still charged of %.0f held, after the pageout", fn, e.bytes, e.stderr, held)
 		}
+	}
+}
+
+// startWaiting starts a fixture with WAIT set: it allocates when told to
+// on stdin (resident.c, the Go fixture). Killed at the test's end.
+func startWaiting(t *testing.T, bin string) (*exec.Cmd, io.Writer, *bufio.Reader) {
+	t.Helper()
+	target := exec.Command(bin)
+	target.Env = append(os.Environ(), "WAIT=1")
+	stdin, _ := target.StdinPipe()
+	stdout, _ := target.StdoutPipe()
+	if err := target.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { target.Process.Kill(); target.Wait() })
+	return target, stdin, bufio.NewReader(stdout)
+}
+
+// stopAttached ends a memtrace -p run with SIGINT, as Ctrl-C would.
+func stopAttached(t *testing.T, mt *exec.Cmd, log *bytes.Buffer) {
+	t.Helper()
+	mt.Process.Signal(syscall.SIGINT)
+	if err := mt.Wait(); err != nil {
+		t.Fatalf("memtrace: %v\n%s", err, log.String())
 	}
 }
 
