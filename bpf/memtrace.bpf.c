@@ -467,46 +467,60 @@ static __always_inline __u8 jvm_category(struct pt_regs *ctx, struct inflight *s
 }
 
 /*
- * report_site reports the allocation s made with its charged call site
- * (emit_site). Without stacks, a call from the thread's last allocator
- * caller whose charged frame is known, in the same epoch and address
- * space, is charged without the frame cache's lookups: most allocations
- * come from a loop. That caller is charged itself, or it is a wrapper
- * (operator new) with an sp-based CFA called again from the same call
- * site: one read of its return address tells.
+ * report_known reports an allocation (no old block) from the thread's last
+ * allocator caller whose charged frame is known, in the same epoch and
+ * address space, without the frame cache's lookups (most allocations come
+ * from a loop); 0 when it is not such a call. That caller is charged
+ * itself, or it is a wrapper (operator new) with an sp-based CFA called
+ * again from the same call site: one read of its return address tells. A
+ * global function: its locals stay off the return program's stack, which
+ * 6.1's verifier counts with the walk's.
  */
-static __always_inline void report_site(struct pt_regs *ctx, struct inflight *s, __u8 kind,
-					__u64 addr, __u64 size, __u64 old_addr, __u64 old_size)
+__noinline int report_known(struct pt_regs *ctx, struct inflight *s, __u64 addr, __u64 size)
 {
-	__u64 pc = PT_REGS_IP(ctx), sp = PT_REGS_SP(ctx), epoch = 0, mm = 0, site = pc;
-	__u8 cat = jvm_category(ctx, s);
-	struct site_args a = {.addr = addr, .size = size, .old_addr = old_addr, .old_size = old_size,
-			      .pc = pc, .sp = sp, .bp = PT_REGS_FP(ctx),
-			      .kind = kind, .func = s->func, .cat = cat};
+	__u64 pc, epoch, site;
+
+	if (!ctx || !s || stack_depth)
+		return 0;
+	pc = PT_REGS_IP(ctx);
+	epoch = frames_epoch();
+	if (!epoch || s->memo_pc != pc || s->memo_epoch != epoch || s->memo_mm != frames_mm())
+		return 0;
+	site = pc;
+	if (s->memo_off && (bpf_probe_read_user(&site, sizeof(site), (void *)(PT_REGS_SP(ctx) + s->memo_off - 8)) ||
+			    site != s->memo_site))
+		return 0;
+	emit(&(struct emit_args){.kind = KIND_ALLOC, .func = s->func, .addr = addr, .size = size, .call_site = site,
+				 .leaf = pc, .flags = jvm_category(ctx, s) << EVENT_CAT_SHIFT});
+	return 1;
+}
+
+/*
+ * remember_site remembers what emit_site found of pc's charged frame
+ * (known: 1, charged itself; 2, a wrapper whose caller is, from the walk's
+ * state in scratch) for report_known.
+ */
+static __always_inline void remember_site(struct inflight *s, __u64 pc, int known)
+{
+	__u64 epoch = frames_epoch(), mm = frames_mm();
 	struct stack_record *rec;
 	__u32 zero = 0;
-	int known;
 
-	if (!stack_depth) {
-		epoch = frames_epoch();
-		mm = frames_mm();
-		if (epoch && s->memo_pc == pc && s->memo_epoch == epoch && s->memo_mm == mm &&
-		    (!s->memo_off || (!bpf_probe_read_user(&site, sizeof(site), (void *)(sp + s->memo_off - 8)) &&
-				      site == s->memo_site))) {
-			emit(&(struct emit_args){.kind = kind, .func = s->func, .addr = addr, .size = size,
-						 .old_addr = old_addr, .old_size = old_size, .call_site = site,
-						 .leaf = pc, .flags = cat << EVENT_CAT_SHIFT});
-			return;
-		}
-	}
-	known = emit_site(&a);
 	s->memo_pc = 0;
-	if (!epoch || !known)
+	if (!epoch || !known || stack_depth)
 		return;
 	s->memo_off = 0;
 	if (known == 2) {
+		/*
+		 * The per-CPU scratch: another walk may have reused it if this
+		 * program was preempted, so it must be a walk of this process
+		 * from this pc in this epoch. (Another thread's from the same pc
+		 * has the same offset; its caller is checked against this
+		 * thread's stack at each use.)
+		 */
 		rec = bpf_map_lookup_elem(&scratch, &zero);
-		if (!rec)
+		if (!rec || rec->w.leaf != pc || rec->w.pid != (__u32)(bpf_get_current_pid_tgid() >> 32) ||
+		    rec->w.epoch != epoch || rec->w.mm != mm || !rec->w.memo || rec->w.leaf_off <= 0)
 			return;
 		s->memo_off = rec->w.leaf_off;
 		s->memo_site = rec->w.charged_pc;
@@ -514,6 +528,19 @@ static __always_inline void report_site(struct pt_regs *ctx, struct inflight *s,
 	s->memo_pc = pc;
 	s->memo_epoch = epoch;
 	s->memo_mm = mm;
+}
+
+/* report_site reports the allocation s made with its charged call site (emit_site). */
+static __always_inline void report_site(struct pt_regs *ctx, struct inflight *s, __u8 kind,
+					__u64 addr, __u64 size, __u64 old_addr, __u64 old_size)
+{
+	struct site_args a = {.addr = addr, .size = size, .old_addr = old_addr, .old_size = old_size,
+			      .pc = PT_REGS_IP(ctx), .sp = PT_REGS_SP(ctx), .bp = PT_REGS_FP(ctx),
+			      .kind = kind, .func = s->func, .cat = jvm_category(ctx, s)};
+
+	if (kind == KIND_ALLOC && report_known(ctx, s, addr, size))
+		return;
+	remember_site(s, PT_REGS_IP(ctx), emit_site(&a));
 }
 
 /* What bpf_find_vma found of a returnless call's code (in_outer). */

@@ -87,6 +87,13 @@ struct fault_pending {
 	 */
 	__s64 anon_at_alloc;
 	__u64 pc, sp, bp; /* the registers the walk starts from */
+	/*
+	 * Before 6.2: the faulting instruction (or the system call's, for a
+	 * fault in the kernel's copy). Nothing ends a 4 KiB fault's wait
+	 * there, so a later huge folio counts as the fault's only while the
+	 * task's user registers are still the fault's (same_fault).
+	 */
+	__u64 fault_ip;
 };
 
 struct {
@@ -210,12 +217,21 @@ static __always_inline void regs_to_slot(struct fault_pending *p, struct task_st
 		p->pc = 0;
 }
 
+/* same_fault: the task's user registers are still at the noted fault's instruction (before 6.2). */
+static __always_inline int same_fault(struct fault_pending *p, struct task_struct___mm *task)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs((struct task_struct *)task);
+	__u64 ip = 0;
+
+	return !bpf_probe_read_kernel(&ip, sizeof(ip), &PT_REGS_IP(regs)) && ip && ip == p->fault_ip;
+}
+
 /*
  * on_fault notes a write fault at address: user regs (a kernel pointer)
  * are at the faulting instruction, or, for a fault taken by the kernel
  * copying into user memory (read(2)), at the system call. From 6.2 the
- * thread's slot waits for rss_stat, which samples; before, it is sampled
- * here, as one page.
+ * thread's slot waits for rss_stat, which samples; before, the fault's
+ * first 4 KiB are sampled here, and a huge page's rest at rss_stat.
  */
 static __always_inline void on_fault(__u64 address, struct pt_regs *uregs)
 {
@@ -231,6 +247,8 @@ static __always_inline void on_fault(__u64 address, struct pt_regs *uregs)
 	p->task = (__u64)bpf_get_current_task_btf();
 	if (!split_rss_counting())
 		return;
+	if (bpf_probe_read_kernel(&p->fault_ip, sizeof(p->fault_ip), &PT_REGS_IP(uregs)))
+		p->fault_ip = 0;
 	/*
 	 * Before 6.2 rss_stat fires for a 4 KiB page only every 64 faults:
 	 * sample and walk here, a page each. A huge page is counted at once
@@ -294,10 +312,13 @@ int on_page_alloc(__u64 *ctx)
 	task = (void *)bpf_get_current_task_btf();
 	if (!p || p->allocated || p->task != (__u64)task)
 		return 0;
+	if (split_rss_counting()) {
+		if (!same_fault(p, task))
+			return 0;
+		p->anon_at_alloc = split_anon_pages(task->mm);
+	}
 	p->order = (__u32)ctx[1];
 	p->allocated = 1;
-	if (split_rss_counting())
-		p->anon_at_alloc = split_anon_pages(task->mm);
 	return 0;
 }
 
@@ -305,19 +326,22 @@ int on_page_alloc(__u64 *ctx)
  * Before 6.2 a fault that maps a huge page counts its pages in the mm at
  * once (rss_stat (mm, member, count)), after the folio's allocation; a
  * count the fault makes before (the task's cache, synced as the fault
- * starts) comes before it. The fault's first 4 KiB were weighed at the
- * fault; the rest of the folio is weighed here, as a piece of its own
- * (both pieces are sampled independently, so the estimate stays
- * unbiased). It is reported at the folio's first page, or at its second
- * when the fault's own page is the first (a sampled page is keyed by
- * address).
+ * starts) comes before it. The first count in the same fault (the same
+ * user registers) that grew by the folio at least since its allocation
+ * is the fault's (other threads' counts in between only add to it). The
+ * fault's first 4 KiB were weighed at the fault; the rest of the folio is
+ * weighed here, as a piece of its own (both pieces are sampled
+ * independently, so the estimate stays unbiased). It is reported at the
+ * folio's first page, or at its second when the fault's own page is the
+ * first (a sampled page is keyed by address).
  */
 static __always_inline void on_rss_stat_split(__u64 *ctx, struct task_struct___mm *task, struct fault_pending *p)
 {
 	__u64 size, base, addr;
 
 	if (!p->allocated || !p->order || p->order > FAULT_MAX_ORDER ||
-	    (__s64)ctx[2] - p->anon_at_alloc != (1LL << p->order) || ctx[0] != (__u64)task->mm)
+	    (__s64)ctx[2] - p->anon_at_alloc < (1LL << p->order) || ctx[0] != (__u64)task->mm ||
+	    !same_fault(p, task))
 		return;
 	p->task = 0;
 	size = (__u64)PAGE_SIZE << p->order;
@@ -335,7 +359,7 @@ static __always_inline void on_rss_stat_split(__u64 *ctx, struct task_struct___m
 }
 
 /*
- * rss_stat (mm, member): a counter of mm's resident pages changed. When it
+ * rss_stat (mm, member; before 6.2 also count): a counter of mm's resident pages changed. When it
  * is the current task's anonymous pages, in a write fault of the task, the
  * fault made anonymous memory resident: its size counts towards the
  * sample, and a sampled one is reported with its stack. Exact pcs: the

@@ -52,6 +52,7 @@ struct walk {
 	__u64 epoch;      /* the frame cache's epoch (frames.h); 0: none */
 	__u64 mm;         /* the process's address space */
 	__u64 xol;        /* its uprobe page (return probes' trampoline); 0: none */
+	__u64 leaf;       /* the walk's first pc */
 	__s32 leaf_off;   /* the leaf is a wrapper with an sp-based CFA: its offset; 0: not */
 	__u8 memo;        /* the leaf is such a wrapper and its caller is charged itself */
 	/*
@@ -442,8 +443,9 @@ struct site_args {
  * A global function: the verifier checks it once, not at each of its
  * callers (each would walk the whole unwinder again). Returns 1 when the
  * frame cache found pc's frame charged itself, 2 when the walk found pc's
- * a wrapper with an sp-based CFA whose caller is charged itself (scratch's
- * walk holds the offset and the caller): report_site remembers either.
+ * a wrapper with an sp-based CFA whose caller is charged itself (the
+ * walk's state in scratch holds the offset and the caller): report_site
+ * remembers either.
  */
 __noinline int emit_site(struct site_args *a)
 {
@@ -481,6 +483,7 @@ __noinline int emit_site(struct site_args *a)
 	w->exact = a->exact;
 	w->fault = a->fault;
 	w->end = 0;
+	w->leaf = a->pc;
 	w->leaf_off = 0;
 	w->memo = 0;
 	w->cached = 0;
@@ -502,7 +505,7 @@ __noinline int emit_site(struct site_args *a)
 					 .old_addr = a->old_addr, .old_size = a->old_size,
 					 .call_site = w->charged_pc & ~FRAME_EXACT, .leaf = a->pc,
 					 .flags = a->cat << EVENT_CAT_SHIFT, .id = id});
-		return w->memo ? 2 : 0;
+		return w->memo && w->leaf_off > 0 ? 2 : 0;
 	}
 	rec->e.time = 0;
 	rec->e.addr = a->addr;

@@ -98,6 +98,7 @@ type memtraceFaultPending struct {
 	Pc          uint64
 	Sp          uint64
 	Bp          uint64
+	FaultIp     uint64
 }
 
 type memtraceFaultSiteKey struct {
@@ -290,6 +291,7 @@ type memtraceStackRecord struct {
 		Epoch     uint64
 		Mm        uint64
 		Xol       uint64
+		Leaf      uint64
 		LeafOff   int32
 		Memo      uint8
 		_         [3]byte
