@@ -538,9 +538,20 @@ static __always_inline void report_site(struct pt_regs *ctx, struct inflight *s,
 			      .pc = PT_REGS_IP(ctx), .sp = PT_REGS_SP(ctx), .bp = PT_REGS_FP(ctx),
 			      .kind = kind, .func = s->func, .cat = jvm_category(ctx, s)};
 
+	__u64 pc = PT_REGS_IP(ctx), epoch;
+
+	/* A caller charged itself, inline (report_known does the same and the wrappers). */
+	if (kind == KIND_ALLOC && !stack_depth && s->memo_pc == pc && !s->memo_off) {
+		epoch = frames_epoch();
+		if (epoch && s->memo_epoch == epoch && s->memo_mm == frames_mm()) {
+			emit(&(struct emit_args){.kind = KIND_ALLOC, .func = s->func, .addr = addr, .size = size,
+						 .call_site = pc, .leaf = pc, .flags = a.cat << EVENT_CAT_SHIFT});
+			return;
+		}
+	}
 	if (kind == KIND_ALLOC && report_known(ctx, s, addr, size))
 		return;
-	remember_site(s, PT_REGS_IP(ctx), emit_site(&a));
+	remember_site(s, pc, emit_site(&a));
 }
 
 /* What bpf_find_vma found of a returnless call's code (in_outer). */
