@@ -467,28 +467,38 @@ static __always_inline __u8 jvm_category(struct pt_regs *ctx, struct inflight *s
 }
 
 /*
- * report_known reports an allocation (no old block) from the thread's last
- * allocator caller whose charged frame is known, in the same epoch and
- * address space, without the frame cache's lookups (most allocations come
- * from a loop); 0 when it is not such a call. That caller is charged
- * itself, or it is a wrapper (operator new) with an sp-based CFA called
- * again from the same call site: one read of its return address tells. A
- * global function: its locals stay off the return program's stack, which
- * 6.1's verifier counts with the walk's.
+ * memo_holds reports whether the thread's memo (struct inflight) is of its
+ * allocator caller at pc, in the frame cache's current epoch and the
+ * process's address space: then that caller's charged frame is known
+ * without the frame cache's lookups (most allocations come from a loop).
  */
-__noinline int report_known(struct pt_regs *ctx, struct inflight *s, __u64 addr, __u64 size)
+static __always_inline int memo_holds(struct inflight *s, __u64 pc)
 {
-	__u64 pc, epoch, site;
+	__u64 epoch;
 
-	if (!ctx || !s || stack_depth)
+	if (stack_depth || s->memo_pc != pc)
+		return 0;
+	epoch = frames_epoch();
+	return epoch && s->memo_epoch == epoch && s->memo_mm == frames_mm();
+}
+
+/*
+ * report_wrapped reports an allocation (no old block) whose caller is a
+ * remembered wrapper (operator new) with an sp-based CFA, called again from
+ * the same call site: one read of its return address tells; 0 when it is
+ * not. A global function: its locals stay off the return program's stack,
+ * which 6.1's verifier counts with the walk's.
+ */
+__noinline int report_wrapped(struct pt_regs *ctx, struct inflight *s, __u64 addr, __u64 size)
+{
+	__u64 pc, site;
+
+	if (!ctx || !s || !s->memo_off)
 		return 0;
 	pc = PT_REGS_IP(ctx);
-	epoch = frames_epoch();
-	if (!epoch || s->memo_pc != pc || s->memo_epoch != epoch || s->memo_mm != frames_mm())
-		return 0;
-	site = pc;
-	if (s->memo_off && (bpf_probe_read_user(&site, sizeof(site), (void *)(PT_REGS_SP(ctx) + s->memo_off - 8)) ||
-			    site != s->memo_site))
+	if (!memo_holds(s, pc) ||
+	    bpf_probe_read_user(&site, sizeof(site), (void *)(PT_REGS_SP(ctx) + s->memo_off - 8)) ||
+	    site != s->memo_site)
 		return 0;
 	emit(&(struct emit_args){.kind = KIND_ALLOC, .func = s->func, .addr = addr, .size = size, .call_site = site,
 				 .leaf = pc, .flags = jvm_category(ctx, s) << EVENT_CAT_SHIFT});
@@ -498,16 +508,22 @@ __noinline int report_known(struct pt_regs *ctx, struct inflight *s, __u64 addr,
 /*
  * remember_site remembers what emit_site found of pc's charged frame
  * (known: 1, charged itself; 2, a wrapper whose caller is, from the walk's
- * state in scratch) for report_known.
+ * state in scratch) for memo_holds. The epoch and mm are read again, not
+ * kept from before emit_site: kept, they took the return program's stack
+ * past 6.1's limit.
  */
 static __always_inline void remember_site(struct inflight *s, __u64 pc, int known)
 {
-	__u64 epoch = frames_epoch(), mm = frames_mm();
+	__u64 epoch, mm;
 	struct stack_record *rec;
 	__u32 zero = 0;
 
 	s->memo_pc = 0;
-	if (!epoch || !known || stack_depth)
+	if (!known || stack_depth)
+		return;
+	epoch = frames_epoch();
+	mm = frames_mm();
+	if (!epoch)
 		return;
 	s->memo_off = 0;
 	if (known == 2) {
@@ -530,26 +546,25 @@ static __always_inline void remember_site(struct inflight *s, __u64 pc, int know
 	s->memo_mm = mm;
 }
 
-/* report_site reports the allocation s made with its charged call site (emit_site). */
+/*
+ * report_site reports the allocation s made with its charged call site
+ * (emit_site), or, for an allocation from a remembered caller, without the
+ * frame cache: a caller charged itself here, a wrapper (report_wrapped).
+ */
 static __always_inline void report_site(struct pt_regs *ctx, struct inflight *s, __u8 kind,
 					__u64 addr, __u64 size, __u64 old_addr, __u64 old_size)
 {
 	struct site_args a = {.addr = addr, .size = size, .old_addr = old_addr, .old_size = old_size,
 			      .pc = PT_REGS_IP(ctx), .sp = PT_REGS_SP(ctx), .bp = PT_REGS_FP(ctx),
 			      .kind = kind, .func = s->func, .cat = jvm_category(ctx, s)};
+	__u64 pc = PT_REGS_IP(ctx);
 
-	__u64 pc = PT_REGS_IP(ctx), epoch;
-
-	/* A caller charged itself, inline (report_known does the same and the wrappers). */
-	if (kind == KIND_ALLOC && !stack_depth && s->memo_pc == pc && !s->memo_off) {
-		epoch = frames_epoch();
-		if (epoch && s->memo_epoch == epoch && s->memo_mm == frames_mm()) {
-			emit(&(struct emit_args){.kind = KIND_ALLOC, .func = s->func, .addr = addr, .size = size,
-						 .call_site = pc, .leaf = pc, .flags = a.cat << EVENT_CAT_SHIFT});
-			return;
-		}
+	if (kind == KIND_ALLOC && !s->memo_off && memo_holds(s, pc)) {
+		emit(&(struct emit_args){.kind = KIND_ALLOC, .func = s->func, .addr = addr, .size = size,
+					 .call_site = pc, .leaf = pc, .flags = a.cat << EVENT_CAT_SHIFT});
+		return;
 	}
-	if (kind == KIND_ALLOC && report_known(ctx, s, addr, size))
+	if (kind == KIND_ALLOC && report_wrapped(ctx, s, addr, size))
 		return;
 	remember_site(s, pc, emit_site(&a));
 }
