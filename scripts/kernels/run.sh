@@ -160,8 +160,8 @@ summarize() {
 	fail=$(cat "$res"/tracer.log "$res"/e2e.log 2>/dev/null | grep -c '^--- FAIL' || true)
 	echo "== kernel $kernel ($pkg), ${took}s: $pass passed, $fail failed"
 	if [ -s "$res/first-boot" ]; then
-		echo "   booted twice: the first guest did not finish its tests"
-		sed 's/^/   first boot: /' "$res/first-boot"
+		echo "   booted again: an earlier guest did not finish its tests"
+		sed 's/^/   earlier boot: /' "$res/first-boot"
 	fi
 	for log in tracer e2e; do
 		if ! [ -f "$res/$log.rc" ]; then
@@ -209,24 +209,33 @@ for meta in "${packages[@]}"; do
 done
 wait
 
-# A guest that stops before its tests end (under TCG on a loaded host this
-# has been seen once, with no failed test in its logs) is booted once more.
-# What the first one left is printed with the results, never hidden.
-for meta in "${packages[@]}"; do
-	pkg=${image_of[$meta]}
-	res=$out/$pkg
-	finished "$res" && continue
-	echo "test-kernels: $pkg: the guest did not finish its tests; booting it again"
-	unfinished "$res" >"$out/$pkg.first-boot"
-	rm -rf "$res.first" && mv "$res" "$res.first" && mkdir -p "$res"
-	mv "$out/$pkg.first-boot" "$res/first-boot"
-	guest_script "$res"
-	(
-		boot "$cache/$pkg" "$res" || echo "test-kernels: $pkg: qemu exited with $?"
-		echo $(($(date +%s) - start)) >"$res/took"
-	) &
+# A guest that stops before its tests end is booted again, up to twice.
+# Under TCG on a loaded host 6.12 guests have panicked in the kernel's own
+# text patching (an int3 left in __schedule or __alloc_pages while a
+# tracepoint was switched on or off), with no failed test in their logs;
+# once, both of two boots did. What each earlier boot left is printed with
+# the results, never hidden.
+for attempt in 2 3; do
+	for meta in "${packages[@]}"; do
+		pkg=${image_of[$meta]}
+		res=$out/$pkg
+		finished "$res" && continue
+		echo "test-kernels: $pkg: the guest did not finish its tests; booting it again (boot $attempt of 3)"
+		{
+			cat "$res/first-boot" 2>/dev/null || true
+			echo "boot $((attempt - 1)):"
+			unfinished "$res"
+		} >"$out/$pkg.first-boot"
+		rm -rf "$res.first" && mv "$res" "$res.first" && mkdir -p "$res"
+		mv "$out/$pkg.first-boot" "$res/first-boot"
+		guest_script "$res"
+		(
+			boot "$cache/$pkg" "$res" || echo "test-kernels: $pkg: qemu exited with $?"
+			echo $(($(date +%s) - start)) >"$res/took"
+		) &
+	done
+	wait
 done
-wait
 
 status=0
 summary=()
