@@ -263,6 +263,14 @@ struct inflight {
 	__s64 memo_off;
 };
 
+/*
+ * thread_slots' largest size (tracer.ThreadSlotsMax): a 144-byte slot per
+ * thread id, 9 MiB; the loader uses kernel.pid_max when smaller.
+ */
+enum thread_slots_max {
+	THREAD_SLOTS_MAX = 1 << 16,
+};
+
 /* A library dlopen loaded: addr is its load bias, path its name. */
 struct code_event {
 	struct event e;

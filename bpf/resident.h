@@ -112,7 +112,7 @@ static __always_inline struct fault_pending *fault_slot(void)
 
 static __always_inline __s64 fault_draw(void)
 {
-	return (__s64)((exp_draw() * fault_sample_bytes) >> 16);
+	return draw_mean(fault_sample_bytes);
 }
 
 /*

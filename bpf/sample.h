@@ -30,15 +30,19 @@ const volatile __u64 sample_bytes = 0;
 const volatile __u32 exp_table[EXP_TABLE_SIZE + 1] = {};
 
 /*
- * exp_draw returns a draw from Exp(1) in 16.16 fixed point, without
- * floating point: the top EXP_BITS bits of a random u32 pick a bucket i of
- * the uniform U, the other bits place U in it, and -ln U is interpolated
- * linearly between the table's -ln(i/4096) and -ln((i+1)/4096). U in the
+ * exp_draw returns a draw from Exp(1) in units of 2^-EXP_DRAW_SHIFT,
+ * without floating point: the top EXP_BITS bits of a random u32 pick a
+ * bucket i of the uniform U, the other bits place U in it, and -ln U is
+ * interpolated linearly between the table's -ln(i/4096) and
+ * -ln((i+1)/4096), keeping all of those bits (a 16.16 result would make a
+ * draw of mean 512 KiB a multiple of 8 bytes: see draw_bytes). U in the
  * bottom bucket (i = 0, where -ln has no bound) uses memorylessness: given
  * U < 1/4096, -ln U = ln 4096 + X' with X' ~ Exp(1) again, so it adds ln
  * 4096 and draws once more (bounded: 4 redraws in a row happen once in
  * 2^48 draws, and then the sum so far is kept).
  */
+#define EXP_DRAW_SHIFT (16 + EXP_FRAC_BITS)
+
 static __always_inline __u64 exp_draw(void)
 {
 	__u64 base = 0, hi, lo;
@@ -49,20 +53,37 @@ static __always_inline __u64 exp_draw(void)
 		i = r >> EXP_FRAC_BITS;
 		f = r & ((1U << EXP_FRAC_BITS) - 1);
 		if (i == 0) {
-			base += exp_table[1]; /* ln 4096 */
+			base += (__u64)exp_table[1] << EXP_FRAC_BITS; /* ln 4096 */
 			continue;
 		}
 		hi = exp_table[i];
 		lo = exp_table[i + 1];
-		return base + hi - (((hi - lo) * f) >> EXP_FRAC_BITS);
+		return base + (hi << EXP_FRAC_BITS) - (hi - lo) * f;
 	}
 	return base;
+}
+
+/*
+ * draw_mean returns a draw from Exp(mean), in bytes, rounded up: with
+ * countdowns in whole bytes, P(draw <= s) is then P(X <= s) for the
+ * exponential X itself. (Rounded down, or from a 16.16 draw, sizes were
+ * sampled as if rounded to the draw's resolution, mean / 65536 bytes:
+ * with 512 KiB a 7-byte block was never sampled, a 12-byte one as if 8.)
+ * The resolution is now mean / 2^36 bytes. No overflow for mean <= 2^40:
+ * exp_draw stays below 42 * 2^36.
+ */
+static __always_inline __s64 draw_mean(__u64 mean)
+{
+	__u64 e = exp_draw(), frac = e & ((1ULL << EXP_FRAC_BITS) - 1);
+	__u64 x16 = (e >> EXP_FRAC_BITS) * mean + ((frac * mean) >> EXP_FRAC_BITS);
+
+	return (__s64)((x16 + 0xffff) >> 16);
 }
 
 /* draw_bytes returns a draw from Exp(mean sample_bytes), in bytes. */
 static __always_inline __s64 draw_bytes(void)
 {
-	return (__s64)((exp_draw() * sample_bytes) >> 16);
+	return draw_mean(sample_bytes);
 }
 
 /*

@@ -40,6 +40,24 @@ int draw_test(void *ctx)
 	return 0;
 }
 
+/* The rounding test: one draw_bytes() (mean sample_bytes) per slot of draws. */
+static long bytes_one(__u64 i, void *ctx)
+{
+	__u32 k = i;
+	__u64 *v = bpf_map_lookup_elem(&draws, &k);
+
+	if (v)
+		*v = draw_bytes();
+	return 0;
+}
+
+SEC("syscall")
+int bytes_test(void *ctx)
+{
+	bpf_loop(1 << 16, bytes_one, 0, 0);
+	return 0;
+}
+
 /*
  * The sampling test: each slot of draws holds an allocation size on input
  * and, on output, 1 if one thread's countdown sampled that allocation.

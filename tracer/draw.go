@@ -6,8 +6,12 @@ import "math"
 // (EXP_BITS in bpf/sample.h).
 const ExpBits = int(memtraceExpBitsEXP_BITS)
 
-// ExpOne is 1.0 in the draw's 16.16 fixed point.
+// ExpOne is 1.0 in the table's 16.16 fixed point.
 const ExpOne = 1 << 16
+
+// ExpDrawOne is 1.0 in the units of a draw (exp_draw): the table's 16
+// fractional bits and the 32-ExpBits of the interpolation.
+const ExpDrawOne = ExpOne << (32 - ExpBits)
 
 // ExpTable returns the table the BPF programs draw exponentials from:
 // entry i is -ln(i/4096) in 16.16 fixed point, rounded, for i = 1..4096

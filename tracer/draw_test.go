@@ -85,7 +85,7 @@ func TestExpDraw(t *testing.T) {
 	raw := readDraws(t, objs.Draws)
 	xs := make([]float64, len(raw))
 	for i, r := range raw {
-		xs[i] = float64(r) / ExpOne
+		xs[i] = float64(r) / ExpDrawOne
 	}
 	n := float64(len(xs))
 
@@ -178,6 +178,40 @@ func TestSampleDecision(t *testing.T) {
 		}
 		t.Logf("size %7d: sampled %.5f, want %.5f (se %.5f)", s, got, p, se)
 	}
+}
+
+// TestDrawBytesRounding checks that a countdown drawn with a mean of 512
+// KiB (the default) is not confined to the draw's old resolution, mean /
+// 65536 = 8 bytes: with it every draw was a multiple of 8, so that blocks
+// of 1 to 7 bytes were never sampled and a 12-byte block was sampled as if
+// it had 8. Each residue mod 8 must hold an eighth of the draws (chi-square
+// over 8 classes, 7 degrees of freedom: the 10^-6 quantile is about 38),
+// and the mean stays 512 KiB + 1/2 (rounded up) within 5 standard errors.
+func TestDrawBytesRounding(t *testing.T) {
+	const N = 512 << 10
+	objs := loadTest(t, N)
+	if _, err := objs.BytesTest.Run(&ebpf.RunOptions{}); err != nil {
+		t.Fatalf("run bytes_test: %v", err)
+	}
+	out := readDraws(t, objs.Draws)
+	var class [8]float64
+	sum := 0.0
+	for _, v := range out {
+		class[v%8]++
+		sum += float64(v)
+	}
+	n := float64(len(out))
+	chi := 0.0
+	for _, c := range class {
+		chi += (c - n/8) * (c - n/8) / (n / 8)
+	}
+	if chi > 38 {
+		t.Errorf("draws mod 8: %v, chi-square %.1f > 38: not spread over every byte", class, chi)
+	}
+	if mean, se := sum/n, N/math.Sqrt(n); math.Abs(mean-(N+0.5)) > 5*se {
+		t.Errorf("mean draw %.0f, want %d ± %.0f", mean, N, 5*se)
+	}
+	t.Logf("draws mod 8: %v (chi-square %.1f), mean %.0f", class, chi, sum/n)
 }
 
 func TestExpTable(t *testing.T) {

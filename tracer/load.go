@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -79,6 +81,25 @@ const CommLen = int(memtraceCommLenCOMM_LEN)
 
 // MaxStackDepth bounds --stack-depth (MAX_STACK in bpf/memtrace.h).
 const MaxStackDepth = int(memtraceStackLimitMAX_STACK)
+
+// ThreadSlotsMax bounds the probes' per-thread slots (bpf/memtrace.h):
+// threads with an id past the slots keep their state in task storage.
+const ThreadSlotsMax = int(memtraceThreadSlotsMaxTHREAD_SLOTS_MAX)
+
+// threadSlots sizes the per-thread slots: a slot per possible thread id
+// (kernel.pid_max), at most ThreadSlotsMax; ThreadSlotsMax when pid_max
+// cannot be read.
+func threadSlots() uint32 {
+	b, err := os.ReadFile("/proc/sys/kernel/pid_max")
+	if err != nil {
+		return uint32(ThreadSlotsMax)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n <= 0 || n > ThreadSlotsMax {
+		return uint32(ThreadSlotsMax)
+	}
+	return uint32(n)
+}
 
 // DefaultUnwindRows is room for the unwind tables of a few hundred
 // libraries (libc has about 30 000 rows): 8 MiB.
@@ -223,6 +244,7 @@ func loadSpec(o Options) (*ebpf.CollectionSpec, error) {
 		return nil, fmt.Errorf("load BPF object: %w", err)
 	}
 	spec.Maps["events"].MaxEntries = uint32(o.RingBytes)
+	spec.Maps["thread_slots"].MaxEntries = threadSlots()
 	set := func(name string, v any) error {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return fmt.Errorf("set %s: %w", name, err)

@@ -312,6 +312,18 @@ const (
 	memtraceTagAddrTAG_ADDR_BITS memtraceTagAddr = 48
 )
 
+type memtraceThreadSlot struct {
+	_         structs.HostLayout
+	StartTime uint64
+	S         memtraceInflight
+}
+
+type memtraceThreadSlotsMax uint32
+
+const (
+	memtraceThreadSlotsMaxTHREAD_SLOTS_MAX memtraceThreadSlotsMax = 65536
+)
+
 type memtraceUcOffset uint32
 
 const (
@@ -352,68 +364,70 @@ type memtraceUnwindRow struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	memtraceMapCgroupFilter      = "cgroup_filter"
-	memtraceMapEvents            = "events"
-	memtraceMapFaultPending      = "fault_pending"
-	memtraceMapFaultPids         = "fault_pids"
-	memtraceMapFaultSites        = "fault_sites"
-	memtraceMapFrameCache        = "frame_cache"
-	memtraceMapFrameEpoch        = "frame_epoch"
-	memtraceMapInflight          = "inflight"
-	memtraceMapLostByPid         = "lost_by_pid"
-	memtraceMapLostTotal         = "lost_total"
-	memtraceMapProcCounts        = "proc_counts"
-	memtraceMapSampled           = "sampled"
-	memtraceMapScratch           = "scratch"
-	memtraceMapUnwindFiles       = "unwind_files"
-	memtraceMapUnwindRows        = "unwind_rows"
-	memtraceProgEntry            = "entry"
-	memtraceProgFileKeyOf        = "file_key_of"
-	memtraceProgJvmEntry         = "jvm_entry"
-	memtraceProgOnExec           = "on_exec"
-	memtraceProgOnExit           = "on_exit"
-	memtraceProgOnFaultKernel    = "on_fault_kernel"
-	memtraceProgOnFaultUser      = "on_fault_user"
-	memtraceProgOnPageAlloc      = "on_page_alloc"
-	memtraceProgOnRssStat        = "on_rss_stat"
-	memtraceProgRet              = "ret"
-	memtraceProgSession          = "session"
-	memtraceVarCommFilter        = "comm_filter"
-	memtraceVarExitHasGroupDead  = "exit_has_group_dead"
-	memtraceVarExpTable          = "exp_table"
-	memtraceVarFaultPidFilter    = "fault_pid_filter"
-	memtraceVarFaultSampleBytes  = "fault_sample_bytes"
-	memtraceVarFilterCgroup      = "filter_cgroup"
-	memtraceVarFilterComm        = "filter_comm"
-	memtraceVarSampleBytes       = "sample_bytes"
-	memtraceVarSelfPid           = "self_pid"
-	memtraceVarStackDepth        = "stack_depth"
-	memtraceVarUnusedAllocCounts = "unused_alloc_counts"
-	memtraceVarUnusedCodeEvent   = "unused_code_event"
-	memtraceVarUnusedCommLen     = "unused_comm_len"
-	memtraceVarUnusedEvent       = "unused_event"
-	memtraceVarUnusedEventCat    = "unused_event_cat"
-	memtraceVarUnusedEventFlag   = "unused_event_flag"
-	memtraceVarUnusedEventKind   = "unused_event_kind"
-	memtraceVarUnusedExpBits     = "unused_exp_bits"
-	memtraceVarUnusedFileFlag    = "unused_file_flag"
-	memtraceVarUnusedFileKey     = "unused_file_key"
-	memtraceVarUnusedFrameBit    = "unused_frame_bit"
-	memtraceVarUnusedFreeEvent   = "unused_free_event"
-	memtraceVarUnusedFuncId      = "unused_func_id"
-	memtraceVarUnusedJvmCookie   = "unused_jvm_cookie"
-	memtraceVarUnusedProcEvent   = "unused_proc_event"
-	memtraceVarUnusedRowFlag     = "unused_row_flag"
-	memtraceVarUnusedSampleKey   = "unused_sample_key"
-	memtraceVarUnusedSiteEvent   = "unused_site_event"
-	memtraceVarUnusedSmallEvent  = "unused_small_event"
-	memtraceVarUnusedStackLimit  = "unused_stack_limit"
-	memtraceVarUnusedTagAddr     = "unused_tag_addr"
-	memtraceVarUnusedUcOffset    = "unused_uc_offset"
-	memtraceVarUnusedUnwindFile  = "unused_unwind_file"
-	memtraceVarUnusedUnwindKind  = "unused_unwind_kind"
-	memtraceVarUnusedUnwindRow   = "unused_unwind_row"
-	memtraceVarWakeupBytes       = "wakeup_bytes"
+	memtraceMapCgroupFilter         = "cgroup_filter"
+	memtraceMapEvents               = "events"
+	memtraceMapFaultPending         = "fault_pending"
+	memtraceMapFaultPids            = "fault_pids"
+	memtraceMapFaultSites           = "fault_sites"
+	memtraceMapFrameCache           = "frame_cache"
+	memtraceMapFrameEpoch           = "frame_epoch"
+	memtraceMapInflight             = "inflight"
+	memtraceMapLostByPid            = "lost_by_pid"
+	memtraceMapLostTotal            = "lost_total"
+	memtraceMapProcCounts           = "proc_counts"
+	memtraceMapSampled              = "sampled"
+	memtraceMapScratch              = "scratch"
+	memtraceMapThreadSlots          = "thread_slots"
+	memtraceMapUnwindFiles          = "unwind_files"
+	memtraceMapUnwindRows           = "unwind_rows"
+	memtraceProgEntry               = "entry"
+	memtraceProgFileKeyOf           = "file_key_of"
+	memtraceProgJvmEntry            = "jvm_entry"
+	memtraceProgOnExec              = "on_exec"
+	memtraceProgOnExit              = "on_exit"
+	memtraceProgOnFaultKernel       = "on_fault_kernel"
+	memtraceProgOnFaultUser         = "on_fault_user"
+	memtraceProgOnPageAlloc         = "on_page_alloc"
+	memtraceProgOnRssStat           = "on_rss_stat"
+	memtraceProgRet                 = "ret"
+	memtraceProgSession             = "session"
+	memtraceVarCommFilter           = "comm_filter"
+	memtraceVarExitHasGroupDead     = "exit_has_group_dead"
+	memtraceVarExpTable             = "exp_table"
+	memtraceVarFaultPidFilter       = "fault_pid_filter"
+	memtraceVarFaultSampleBytes     = "fault_sample_bytes"
+	memtraceVarFilterCgroup         = "filter_cgroup"
+	memtraceVarFilterComm           = "filter_comm"
+	memtraceVarSampleBytes          = "sample_bytes"
+	memtraceVarSelfPid              = "self_pid"
+	memtraceVarStackDepth           = "stack_depth"
+	memtraceVarUnusedAllocCounts    = "unused_alloc_counts"
+	memtraceVarUnusedCodeEvent      = "unused_code_event"
+	memtraceVarUnusedCommLen        = "unused_comm_len"
+	memtraceVarUnusedEvent          = "unused_event"
+	memtraceVarUnusedEventCat       = "unused_event_cat"
+	memtraceVarUnusedEventFlag      = "unused_event_flag"
+	memtraceVarUnusedEventKind      = "unused_event_kind"
+	memtraceVarUnusedExpBits        = "unused_exp_bits"
+	memtraceVarUnusedFileFlag       = "unused_file_flag"
+	memtraceVarUnusedFileKey        = "unused_file_key"
+	memtraceVarUnusedFrameBit       = "unused_frame_bit"
+	memtraceVarUnusedFreeEvent      = "unused_free_event"
+	memtraceVarUnusedFuncId         = "unused_func_id"
+	memtraceVarUnusedJvmCookie      = "unused_jvm_cookie"
+	memtraceVarUnusedProcEvent      = "unused_proc_event"
+	memtraceVarUnusedRowFlag        = "unused_row_flag"
+	memtraceVarUnusedSampleKey      = "unused_sample_key"
+	memtraceVarUnusedSiteEvent      = "unused_site_event"
+	memtraceVarUnusedSmallEvent     = "unused_small_event"
+	memtraceVarUnusedStackLimit     = "unused_stack_limit"
+	memtraceVarUnusedTagAddr        = "unused_tag_addr"
+	memtraceVarUnusedThreadSlotsMax = "unused_thread_slots_max"
+	memtraceVarUnusedUcOffset       = "unused_uc_offset"
+	memtraceVarUnusedUnwindFile     = "unused_unwind_file"
+	memtraceVarUnusedUnwindKind     = "unused_unwind_kind"
+	memtraceVarUnusedUnwindRow      = "unused_unwind_row"
+	memtraceVarWakeupBytes          = "wakeup_bytes"
 )
 
 // loadMemtrace returns the embedded CollectionSpec for memtrace.
@@ -488,6 +502,7 @@ type memtraceMapSpecs struct {
 	ProcCounts   *ebpf.MapSpec `ebpf:"proc_counts"`
 	Sampled      *ebpf.MapSpec `ebpf:"sampled"`
 	Scratch      *ebpf.MapSpec `ebpf:"scratch"`
+	ThreadSlots  *ebpf.MapSpec `ebpf:"thread_slots"`
 	UnwindFiles  *ebpf.MapSpec `ebpf:"unwind_files"`
 	UnwindRows   *ebpf.MapSpec `ebpf:"unwind_rows"`
 }
@@ -496,42 +511,43 @@ type memtraceMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type memtraceVariableSpecs struct {
-	CommFilter        *ebpf.VariableSpec `ebpf:"comm_filter"`
-	ExitHasGroupDead  *ebpf.VariableSpec `ebpf:"exit_has_group_dead"`
-	ExpTable          *ebpf.VariableSpec `ebpf:"exp_table"`
-	FaultPidFilter    *ebpf.VariableSpec `ebpf:"fault_pid_filter"`
-	FaultSampleBytes  *ebpf.VariableSpec `ebpf:"fault_sample_bytes"`
-	FilterCgroup      *ebpf.VariableSpec `ebpf:"filter_cgroup"`
-	FilterComm        *ebpf.VariableSpec `ebpf:"filter_comm"`
-	SampleBytes       *ebpf.VariableSpec `ebpf:"sample_bytes"`
-	SelfPid           *ebpf.VariableSpec `ebpf:"self_pid"`
-	StackDepth        *ebpf.VariableSpec `ebpf:"stack_depth"`
-	UnusedAllocCounts *ebpf.VariableSpec `ebpf:"unused_alloc_counts"`
-	UnusedCodeEvent   *ebpf.VariableSpec `ebpf:"unused_code_event"`
-	UnusedCommLen     *ebpf.VariableSpec `ebpf:"unused_comm_len"`
-	UnusedEvent       *ebpf.VariableSpec `ebpf:"unused_event"`
-	UnusedEventCat    *ebpf.VariableSpec `ebpf:"unused_event_cat"`
-	UnusedEventFlag   *ebpf.VariableSpec `ebpf:"unused_event_flag"`
-	UnusedEventKind   *ebpf.VariableSpec `ebpf:"unused_event_kind"`
-	UnusedExpBits     *ebpf.VariableSpec `ebpf:"unused_exp_bits"`
-	UnusedFileFlag    *ebpf.VariableSpec `ebpf:"unused_file_flag"`
-	UnusedFileKey     *ebpf.VariableSpec `ebpf:"unused_file_key"`
-	UnusedFrameBit    *ebpf.VariableSpec `ebpf:"unused_frame_bit"`
-	UnusedFreeEvent   *ebpf.VariableSpec `ebpf:"unused_free_event"`
-	UnusedFuncId      *ebpf.VariableSpec `ebpf:"unused_func_id"`
-	UnusedJvmCookie   *ebpf.VariableSpec `ebpf:"unused_jvm_cookie"`
-	UnusedProcEvent   *ebpf.VariableSpec `ebpf:"unused_proc_event"`
-	UnusedRowFlag     *ebpf.VariableSpec `ebpf:"unused_row_flag"`
-	UnusedSampleKey   *ebpf.VariableSpec `ebpf:"unused_sample_key"`
-	UnusedSiteEvent   *ebpf.VariableSpec `ebpf:"unused_site_event"`
-	UnusedSmallEvent  *ebpf.VariableSpec `ebpf:"unused_small_event"`
-	UnusedStackLimit  *ebpf.VariableSpec `ebpf:"unused_stack_limit"`
-	UnusedTagAddr     *ebpf.VariableSpec `ebpf:"unused_tag_addr"`
-	UnusedUcOffset    *ebpf.VariableSpec `ebpf:"unused_uc_offset"`
-	UnusedUnwindFile  *ebpf.VariableSpec `ebpf:"unused_unwind_file"`
-	UnusedUnwindKind  *ebpf.VariableSpec `ebpf:"unused_unwind_kind"`
-	UnusedUnwindRow   *ebpf.VariableSpec `ebpf:"unused_unwind_row"`
-	WakeupBytes       *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
+	CommFilter           *ebpf.VariableSpec `ebpf:"comm_filter"`
+	ExitHasGroupDead     *ebpf.VariableSpec `ebpf:"exit_has_group_dead"`
+	ExpTable             *ebpf.VariableSpec `ebpf:"exp_table"`
+	FaultPidFilter       *ebpf.VariableSpec `ebpf:"fault_pid_filter"`
+	FaultSampleBytes     *ebpf.VariableSpec `ebpf:"fault_sample_bytes"`
+	FilterCgroup         *ebpf.VariableSpec `ebpf:"filter_cgroup"`
+	FilterComm           *ebpf.VariableSpec `ebpf:"filter_comm"`
+	SampleBytes          *ebpf.VariableSpec `ebpf:"sample_bytes"`
+	SelfPid              *ebpf.VariableSpec `ebpf:"self_pid"`
+	StackDepth           *ebpf.VariableSpec `ebpf:"stack_depth"`
+	UnusedAllocCounts    *ebpf.VariableSpec `ebpf:"unused_alloc_counts"`
+	UnusedCodeEvent      *ebpf.VariableSpec `ebpf:"unused_code_event"`
+	UnusedCommLen        *ebpf.VariableSpec `ebpf:"unused_comm_len"`
+	UnusedEvent          *ebpf.VariableSpec `ebpf:"unused_event"`
+	UnusedEventCat       *ebpf.VariableSpec `ebpf:"unused_event_cat"`
+	UnusedEventFlag      *ebpf.VariableSpec `ebpf:"unused_event_flag"`
+	UnusedEventKind      *ebpf.VariableSpec `ebpf:"unused_event_kind"`
+	UnusedExpBits        *ebpf.VariableSpec `ebpf:"unused_exp_bits"`
+	UnusedFileFlag       *ebpf.VariableSpec `ebpf:"unused_file_flag"`
+	UnusedFileKey        *ebpf.VariableSpec `ebpf:"unused_file_key"`
+	UnusedFrameBit       *ebpf.VariableSpec `ebpf:"unused_frame_bit"`
+	UnusedFreeEvent      *ebpf.VariableSpec `ebpf:"unused_free_event"`
+	UnusedFuncId         *ebpf.VariableSpec `ebpf:"unused_func_id"`
+	UnusedJvmCookie      *ebpf.VariableSpec `ebpf:"unused_jvm_cookie"`
+	UnusedProcEvent      *ebpf.VariableSpec `ebpf:"unused_proc_event"`
+	UnusedRowFlag        *ebpf.VariableSpec `ebpf:"unused_row_flag"`
+	UnusedSampleKey      *ebpf.VariableSpec `ebpf:"unused_sample_key"`
+	UnusedSiteEvent      *ebpf.VariableSpec `ebpf:"unused_site_event"`
+	UnusedSmallEvent     *ebpf.VariableSpec `ebpf:"unused_small_event"`
+	UnusedStackLimit     *ebpf.VariableSpec `ebpf:"unused_stack_limit"`
+	UnusedTagAddr        *ebpf.VariableSpec `ebpf:"unused_tag_addr"`
+	UnusedThreadSlotsMax *ebpf.VariableSpec `ebpf:"unused_thread_slots_max"`
+	UnusedUcOffset       *ebpf.VariableSpec `ebpf:"unused_uc_offset"`
+	UnusedUnwindFile     *ebpf.VariableSpec `ebpf:"unused_unwind_file"`
+	UnusedUnwindKind     *ebpf.VariableSpec `ebpf:"unused_unwind_kind"`
+	UnusedUnwindRow      *ebpf.VariableSpec `ebpf:"unused_unwind_row"`
+	WakeupBytes          *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
 // memtraceObjects contains all objects after they have been loaded into the kernel.
@@ -567,6 +583,7 @@ type memtraceMaps struct {
 	ProcCounts   *ebpf.Map `ebpf:"proc_counts"`
 	Sampled      *ebpf.Map `ebpf:"sampled"`
 	Scratch      *ebpf.Map `ebpf:"scratch"`
+	ThreadSlots  *ebpf.Map `ebpf:"thread_slots"`
 	UnwindFiles  *ebpf.Map `ebpf:"unwind_files"`
 	UnwindRows   *ebpf.Map `ebpf:"unwind_rows"`
 }
@@ -586,6 +603,7 @@ func (m *memtraceMaps) Close() error {
 		m.ProcCounts,
 		m.Sampled,
 		m.Scratch,
+		m.ThreadSlots,
 		m.UnwindFiles,
 		m.UnwindRows,
 	)
@@ -595,42 +613,43 @@ func (m *memtraceMaps) Close() error {
 //
 // It can be passed to loadMemtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type memtraceVariables struct {
-	CommFilter        *ebpf.Variable `ebpf:"comm_filter"`
-	ExitHasGroupDead  *ebpf.Variable `ebpf:"exit_has_group_dead"`
-	ExpTable          *ebpf.Variable `ebpf:"exp_table"`
-	FaultPidFilter    *ebpf.Variable `ebpf:"fault_pid_filter"`
-	FaultSampleBytes  *ebpf.Variable `ebpf:"fault_sample_bytes"`
-	FilterCgroup      *ebpf.Variable `ebpf:"filter_cgroup"`
-	FilterComm        *ebpf.Variable `ebpf:"filter_comm"`
-	SampleBytes       *ebpf.Variable `ebpf:"sample_bytes"`
-	SelfPid           *ebpf.Variable `ebpf:"self_pid"`
-	StackDepth        *ebpf.Variable `ebpf:"stack_depth"`
-	UnusedAllocCounts *ebpf.Variable `ebpf:"unused_alloc_counts"`
-	UnusedCodeEvent   *ebpf.Variable `ebpf:"unused_code_event"`
-	UnusedCommLen     *ebpf.Variable `ebpf:"unused_comm_len"`
-	UnusedEvent       *ebpf.Variable `ebpf:"unused_event"`
-	UnusedEventCat    *ebpf.Variable `ebpf:"unused_event_cat"`
-	UnusedEventFlag   *ebpf.Variable `ebpf:"unused_event_flag"`
-	UnusedEventKind   *ebpf.Variable `ebpf:"unused_event_kind"`
-	UnusedExpBits     *ebpf.Variable `ebpf:"unused_exp_bits"`
-	UnusedFileFlag    *ebpf.Variable `ebpf:"unused_file_flag"`
-	UnusedFileKey     *ebpf.Variable `ebpf:"unused_file_key"`
-	UnusedFrameBit    *ebpf.Variable `ebpf:"unused_frame_bit"`
-	UnusedFreeEvent   *ebpf.Variable `ebpf:"unused_free_event"`
-	UnusedFuncId      *ebpf.Variable `ebpf:"unused_func_id"`
-	UnusedJvmCookie   *ebpf.Variable `ebpf:"unused_jvm_cookie"`
-	UnusedProcEvent   *ebpf.Variable `ebpf:"unused_proc_event"`
-	UnusedRowFlag     *ebpf.Variable `ebpf:"unused_row_flag"`
-	UnusedSampleKey   *ebpf.Variable `ebpf:"unused_sample_key"`
-	UnusedSiteEvent   *ebpf.Variable `ebpf:"unused_site_event"`
-	UnusedSmallEvent  *ebpf.Variable `ebpf:"unused_small_event"`
-	UnusedStackLimit  *ebpf.Variable `ebpf:"unused_stack_limit"`
-	UnusedTagAddr     *ebpf.Variable `ebpf:"unused_tag_addr"`
-	UnusedUcOffset    *ebpf.Variable `ebpf:"unused_uc_offset"`
-	UnusedUnwindFile  *ebpf.Variable `ebpf:"unused_unwind_file"`
-	UnusedUnwindKind  *ebpf.Variable `ebpf:"unused_unwind_kind"`
-	UnusedUnwindRow   *ebpf.Variable `ebpf:"unused_unwind_row"`
-	WakeupBytes       *ebpf.Variable `ebpf:"wakeup_bytes"`
+	CommFilter           *ebpf.Variable `ebpf:"comm_filter"`
+	ExitHasGroupDead     *ebpf.Variable `ebpf:"exit_has_group_dead"`
+	ExpTable             *ebpf.Variable `ebpf:"exp_table"`
+	FaultPidFilter       *ebpf.Variable `ebpf:"fault_pid_filter"`
+	FaultSampleBytes     *ebpf.Variable `ebpf:"fault_sample_bytes"`
+	FilterCgroup         *ebpf.Variable `ebpf:"filter_cgroup"`
+	FilterComm           *ebpf.Variable `ebpf:"filter_comm"`
+	SampleBytes          *ebpf.Variable `ebpf:"sample_bytes"`
+	SelfPid              *ebpf.Variable `ebpf:"self_pid"`
+	StackDepth           *ebpf.Variable `ebpf:"stack_depth"`
+	UnusedAllocCounts    *ebpf.Variable `ebpf:"unused_alloc_counts"`
+	UnusedCodeEvent      *ebpf.Variable `ebpf:"unused_code_event"`
+	UnusedCommLen        *ebpf.Variable `ebpf:"unused_comm_len"`
+	UnusedEvent          *ebpf.Variable `ebpf:"unused_event"`
+	UnusedEventCat       *ebpf.Variable `ebpf:"unused_event_cat"`
+	UnusedEventFlag      *ebpf.Variable `ebpf:"unused_event_flag"`
+	UnusedEventKind      *ebpf.Variable `ebpf:"unused_event_kind"`
+	UnusedExpBits        *ebpf.Variable `ebpf:"unused_exp_bits"`
+	UnusedFileFlag       *ebpf.Variable `ebpf:"unused_file_flag"`
+	UnusedFileKey        *ebpf.Variable `ebpf:"unused_file_key"`
+	UnusedFrameBit       *ebpf.Variable `ebpf:"unused_frame_bit"`
+	UnusedFreeEvent      *ebpf.Variable `ebpf:"unused_free_event"`
+	UnusedFuncId         *ebpf.Variable `ebpf:"unused_func_id"`
+	UnusedJvmCookie      *ebpf.Variable `ebpf:"unused_jvm_cookie"`
+	UnusedProcEvent      *ebpf.Variable `ebpf:"unused_proc_event"`
+	UnusedRowFlag        *ebpf.Variable `ebpf:"unused_row_flag"`
+	UnusedSampleKey      *ebpf.Variable `ebpf:"unused_sample_key"`
+	UnusedSiteEvent      *ebpf.Variable `ebpf:"unused_site_event"`
+	UnusedSmallEvent     *ebpf.Variable `ebpf:"unused_small_event"`
+	UnusedStackLimit     *ebpf.Variable `ebpf:"unused_stack_limit"`
+	UnusedTagAddr        *ebpf.Variable `ebpf:"unused_tag_addr"`
+	UnusedThreadSlotsMax *ebpf.Variable `ebpf:"unused_thread_slots_max"`
+	UnusedUcOffset       *ebpf.Variable `ebpf:"unused_uc_offset"`
+	UnusedUnwindFile     *ebpf.Variable `ebpf:"unused_unwind_file"`
+	UnusedUnwindKind     *ebpf.Variable `ebpf:"unused_unwind_kind"`
+	UnusedUnwindRow      *ebpf.Variable `ebpf:"unused_unwind_row"`
+	WakeupBytes          *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 
 // memtracePrograms contains all programs after they have been loaded into the kernel.

@@ -17,6 +17,7 @@ import (
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	SamplingMapDraws       = "draws"
+	SamplingProgBytesTest  = "bytes_test"
 	SamplingProgDrawTest   = "draw_test"
 	SamplingProgSampleTest = "sample_test"
 	SamplingVarExpTable    = "exp_table"
@@ -65,6 +66,7 @@ type SamplingSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type SamplingProgramSpecs struct {
+	BytesTest  *ebpf.ProgramSpec `ebpf:"bytes_test"`
 	DrawTest   *ebpf.ProgramSpec `ebpf:"draw_test"`
 	SampleTest *ebpf.ProgramSpec `ebpf:"sample_test"`
 }
@@ -125,12 +127,14 @@ type SamplingVariables struct {
 //
 // It can be passed to LoadSamplingObjects or ebpf.CollectionSpec.LoadAndAssign.
 type SamplingPrograms struct {
+	BytesTest  *ebpf.Program `ebpf:"bytes_test"`
 	DrawTest   *ebpf.Program `ebpf:"draw_test"`
 	SampleTest *ebpf.Program `ebpf:"sample_test"`
 }
 
 func (p *SamplingPrograms) Close() error {
 	return _SamplingClose(
+		p.BytesTest,
 		p.DrawTest,
 		p.SampleTest,
 	)
