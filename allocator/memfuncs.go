@@ -64,3 +64,11 @@ func MemoryFunction(name string) bool {
 func MemoryLibrary(defines func(name string) bool) bool {
 	return defines("malloc") || defines("memset")
 }
+
+// AllocatorLibrary reports whether a file that defines the named
+// functions is an allocator and nothing else (it defines malloc but not
+// the C library's memset: jemalloc, tcmalloc, mimalloc): all of its code
+// serves its allocation functions, which may tail-call unnamed parts of it.
+func AllocatorLibrary(defines func(name string) bool) bool {
+	return defines("malloc") && !defines("memset")
+}

@@ -143,6 +143,7 @@ const enum event_kind *unused_event_kind __attribute__((unused));
 const enum func_id *unused_func_id __attribute__((unused));
 const enum comm_len *unused_comm_len __attribute__((unused));
 const enum jvm_cookie *unused_jvm_cookie __attribute__((unused));
+const enum func_cookie *unused_func_cookie __attribute__((unused));
 const enum event_flag *unused_event_flag __attribute__((unused));
 const enum event_cat *unused_event_cat __attribute__((unused));
 const enum frame_bit *unused_frame_bit __attribute__((unused));
@@ -153,6 +154,7 @@ const enum uc_offset *unused_uc_offset __attribute__((unused));
 const enum file_flag *unused_file_flag __attribute__((unused));
 const enum exp_bits *unused_exp_bits __attribute__((unused));
 const enum thread_slots_max *unused_thread_slots_max __attribute__((unused));
+const enum sampled_hints *unused_sampled_hints __attribute__((unused));
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -263,6 +265,25 @@ struct {
 } sampled SEC(".maps");
 
 /*
+ * Sampled mode: a counting filter in front of sampled, for frees. Each
+ * sampled block counts one in the slot its process and address hash to
+ * (sampled_hint_slot), from before it is in sampled until after it left;
+ * a free whose slot is 0 is of no sampled block and needs no hash lookup
+ * (an array lookup, which the verifier inlines, where the hash miss cost
+ * ~50 ns a free: measured). Entries user space deletes (exited
+ * processes) leave their counts: a slot can only say "maybe" wrongly.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SAMPLED_HINTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} sampled_hint SEC(".maps");
+
+/* Set by the loader: sampled_hint's size - 1 (a power of two), 0 when not sampling. */
+const volatile __u32 sampled_hint_mask = 0;
+
+/*
  * Sampled mode: exact allocation counts per process (user space deletes
  * them at exit, and sums the CPUs' counts). Per CPU: every counted call
  * adds to them, and a shared counter's atomic adds cost more.
@@ -304,6 +325,16 @@ static __always_inline void count_lost(__u32 pid)
 	}
 }
 
+/* sampled_hint_slot returns the counting filter's slot of a block, NULL when not sampling. */
+static __always_inline __u32 *sampled_hint_slot(struct sample_key *k)
+{
+	__u32 i = (__u32)(((k->addr >> 4) ^ ((__u64)k->pid << 44)) * 0x9e3779b97f4a7c15ULL >> 32) & sampled_hint_mask;
+
+	if (!sampled_hint_mask)
+		return 0;
+	return bpf_map_lookup_elem(&sampled_hint, &i);
+}
+
 /*
  * remember_sampled remembers a sampled block at addr so that its free is
  * reported. A block that cannot be remembered (the map is full) is still
@@ -312,10 +343,17 @@ static __always_inline void count_lost(__u32 pid)
 static __always_inline void remember_sampled(__u64 addr)
 {
 	struct sample_key k = {.addr = addr, .pid = bpf_get_current_pid_tgid() >> 32};
+	__u32 *hint = sampled_hint_slot(&k);
 	__u8 one = 1;
 
-	if (bpf_map_update_elem(&sampled, &k, &one, BPF_ANY))
+	/* Counted first: a free of the block, once malloc returned, then looks it up. */
+	if (hint)
+		__sync_fetch_and_add(hint, 1);
+	if (bpf_map_update_elem(&sampled, &k, &one, BPF_ANY)) {
+		if (hint)
+			__sync_fetch_and_add(hint, -1);
 		count_lost(k.pid);
+	}
 }
 
 /* sampled_block decides an allocation at addr and remembers it when sampled. */
@@ -331,7 +369,10 @@ static __always_inline int sampled_block(struct inflight *s, __u64 addr, __u64 s
 static __always_inline int is_sampled(__u64 addr)
 {
 	struct sample_key k = {.addr = addr, .pid = bpf_get_current_pid_tgid() >> 32};
+	__u32 *hint = sampled_hint_slot(&k);
 
+	if (hint && !*hint)
+		return 0;
 	return bpf_map_lookup_elem(&sampled, &k) != 0;
 }
 
@@ -339,8 +380,15 @@ static __always_inline int is_sampled(__u64 addr)
 static __always_inline int take_sampled(__u64 addr)
 {
 	struct sample_key k = {.addr = addr, .pid = bpf_get_current_pid_tgid() >> 32};
+	__u32 *hint = sampled_hint_slot(&k);
 
-	return bpf_map_delete_elem(&sampled, &k) == 0;
+	if (hint && !*hint)
+		return 0;
+	if (bpf_map_delete_elem(&sampled, &k))
+		return 0;
+	if (hint)
+		__sync_fetch_and_add(hint, -1);
+	return 1;
 }
 
 /* count_alloc adds a successful allocation to its process's exact counts. */
@@ -617,61 +665,64 @@ static __always_inline void report_site(struct pt_regs *ctx, struct inflight *s,
 	remember_site(s, pc, emit_site(&a));
 }
 
-/* What bpf_find_vma found of a returnless call's code (in_outer). */
-struct code_range {
-	__u64 start, end;
-};
+/* in_outer's answers. */
+enum { OUTER_NO = 0, OUTER_YES = 1, OUTER_MAYBE = 2 };
 
-static long vma_range(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
+/*
+ * in_outer reports whether a call of fn entered at sp is inside the
+ * thread's recorded outer call. A call whose return probe runs is in
+ * flight until its return clears its state, so any call at or below its
+ * entry sp is inside it (nested, or tail-called). A call whose return a
+ * session skipped (noret) leaves its state behind, and nothing at entry
+ * tells cheaply whether it still runs: reading its return address to
+ * compare later cost ~160 ns, half of the session program (measured,
+ * kernel 6.18). So a later call at or above its sp is past it; below it,
+ * only an anonymous mmap can be the allocator's own work (glibc's,
+ * jemalloc's, tcmalloc's and mimalloc's malloc family call no other
+ * allocation function through its public entry), and whether it was is
+ * decided at the mmap's return by the stack walk (OUTER_MAYBE,
+ * outer_frame). Another allocation call below it starts a new outer call;
+ * free, munmap and mremap there are not nested and keep the state (glibc
+ * unmaps parts of a new heap it just mapped).
+ */
+static __always_inline int in_outer(struct inflight *s, __u64 sp, __u64 fn)
 {
-	struct code_range *c = ctx;
-
-	c->start = BPF_CORE_READ(vma, vm_start);
-	c->end = BPF_CORE_READ(vma, vm_end);
-	return 0;
+	if (!s->sp)
+		return OUTER_NO;
+	if (!s->noret)
+		return s->sp >= sp ? OUTER_YES : OUTER_NO;
+	if (sp < s->sp) {
+		if (fn == FUNC_MMAP)
+			return OUTER_MAYBE;
+		if (fn == FUNC_FREE || fn == FUNC_MUNMAP || fn == FUNC_MREMAP)
+			return OUTER_NO;
+	}
+	s->sp = 0;
+	return OUTER_NO;
 }
 
 /*
- * in_outer reports whether a call entered at sp is inside the thread's
- * recorded outer call. A call whose return probe runs is in flight until
- * it clears its state, so any call at or below its entry sp is inside it
- * (nested, or tail-called). A call whose return a session skipped
- * (noret) leaves its state behind: a later call at or above its sp is
- * past it, and one below is inside it only while its return address is
- * still where it was (a later call from its caller overwrites it), and
- * when it is called from the outer call's own code mapping (the allocator
- * calling mmap; not the program, whose later frames may have left the
- * slot untouched). The first call found past it forgets it.
+ * outer_past decides, at the return of an anonymous mmap entered below a
+ * noret call (s->outer_sp), whether that call was over: 1 when it was (the
+ * mmap is the program's own and is reported; the noret state is gone), 0
+ * when the mmap was made inside it (the allocator's, holding the block it
+ * returns, which sampling accounts for: not reported, and the noret state
+ * comes back for the rest of that call), and 0 too when the walk cannot
+ * tell (no unwind table yet, a broken stack): then the mmap is counted
+ * lost, so that the report says its figures may be short.
  */
-static __always_inline int in_outer(struct inflight *s, __u64 sp)
+static __always_inline int outer_past(struct pt_regs *ctx, struct inflight *s)
 {
-	struct code_range c = {};
-	struct task_struct *t;
-	__u64 ra, xol, caller;
+	__u64 outer = s->outer_sp;
+	int r = outer_frame(ctx, s);
 
-	if (!s->sp)
-		return 0;
-	if (!s->noret)
-		return s->sp >= sp;
-	if (sp >= s->sp || bpf_probe_read_user(&ra, sizeof(ra), (void *)s->sp))
-		goto past;
-	t = bpf_get_current_task_btf();
-	if (ra != s->ret_addr) {
-		/*
-		 * Another tracer's return probe on the same function (or another
-		 * memtrace's) replaced the return address with its trampoline,
-		 * in the process's uprobe page, after this entry read it.
-		 */
-		xol = task_xol(t);
-		if (!xol || ra < xol || ra >= xol + 4096)
-			goto past;
-	}
-	if (bpf_probe_read_user(&caller, sizeof(caller), (void *)sp) ||
-	    bpf_find_vma(t, s->ip, vma_range, &c, 0) || caller < c.start || caller >= c.end)
-		goto past;
-	return 1;
-past:
-	s->sp = 0;
+	s->outer_sp = 0;
+	if (r == OUTER_FRAME_OTHER)
+		return 1;
+	if (r == OUTER_FRAME_UNKNOWN)
+		count_lost(bpf_get_current_pid_tgid() >> 32);
+	s->sp = outer;
+	s->noret = 1;
 	return 0;
 }
 
@@ -687,11 +738,18 @@ static __always_inline int enter(struct pt_regs *ctx, __u8 func, __u64 size,
 				 __u64 old_addr, __u64 old_size)
 {
 	struct inflight *s;
-	__u64 sp = PT_REGS_SP(ctx);
+	__u64 sp = PT_REGS_SP(ctx), outer = 0;
+	int in;
 
 	s = thread_state(1);
-	if (!s || in_outer(s, sp))
+	if (!s)
 		return 0;
+	in = in_outer(s, sp, func);
+	if (in == OUTER_YES)
+		return 0;
+	if (in == OUTER_MAYBE)
+		outer = s->sp;
+	s->outer_sp = outer;
 	s->sp = sp;
 	s->size = size;
 	s->old_addr = old_addr;
@@ -709,7 +767,7 @@ static __always_inline int enter(struct pt_regs *ctx, __u8 func, __u64 size,
  * the answer is no without the task storage lookup (~50 ns of a ~150 ns
  * program, measured). Sampled mode's skipped returns (noret) leave none.
  */
-static __always_inline int nested(struct pt_regs *ctx)
+static __always_inline int nested(struct pt_regs *ctx, __u64 fn)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
 	struct inflight *s;
@@ -717,7 +775,7 @@ static __always_inline int nested(struct pt_regs *ctx)
 	if (!sample_bytes && !return_pending(t))
 		return 0;
 	s = thread_state(0);
-	return s && in_outer(s, PT_REGS_SP(ctx));
+	return s && in_outer(s, PT_REGS_SP(ctx), fn) == OUTER_YES;
 }
 
 /*
@@ -926,14 +984,14 @@ int entry(struct pt_regs *ctx)
 		 * free. Sampled: only the free of a sampled block is reported
 		 * (looked up first: most are not, and then nothing else is read).
 		 */
-		if (!a1 || (sample_bytes && !is_sampled(a1)) || nested(ctx))
+		if (!a1 || (sample_bytes && !is_sampled(a1)) || nested(ctx, FUNC_FREE))
 			break;
 		if (!sample_bytes || take_sampled(a1))
 			emit(&(struct emit_args){.kind = KIND_FREE, .func = FUNC_FREE, .addr = a1});
 		break;
 	case FUNC_MUNMAP:
 		frames_unmap(a1);
-		if (!nested(ctx))
+		if (!nested(ctx, FUNC_MUNMAP))
 			emit(&(struct emit_args){.kind = KIND_MUNMAP, .func = FUNC_MUNMAP, .addr = a1, .size = a2});
 		break;
 	default:
@@ -980,7 +1038,7 @@ static __always_inline int on_return(struct pt_regs *ctx)
 	__u64 ret = PT_REGS_RC(ctx), addr;
 	struct inflight *s;
 
-	if (bpf_get_attach_cookie(ctx) == FUNC_DLOPEN) {
+	if ((bpf_get_attach_cookie(ctx) & FUNC_COOKIE_MASK) == FUNC_DLOPEN) {
 		if (ret)
 			frames_invalidate(); /* a library may be where a dlclosed one was */
 		if (ret && wanted())
@@ -1017,6 +1075,8 @@ static __always_inline int on_return(struct pt_regs *ctx)
 			alloc_done(ctx, s, addr);
 		return 0;
 	case FUNC_MMAP:
+		if (s->outer_sp && !outer_past(ctx, s))
+			return 0;
 		if (ret != MAP_FAILED)
 			report_site(ctx, s, KIND_MMAP, ret, s->size, 0, 0);
 		return 0;
@@ -1075,7 +1135,7 @@ static __always_inline int skippable_size(struct pt_regs *ctx, __u64 fn, __u64 *
  * return runs only for a call recorded here, in the task storage where the
  * calls nested in it look.
  */
-static __always_inline int session_enter(struct pt_regs *ctx, __u64 fn, __u64 size)
+static __always_inline int session_enter(struct pt_regs *ctx, __u64 fn, __u64 size, __u64 code_len)
 {
 	struct inflight *s;
 	__u64 sp = PT_REGS_SP(ctx), a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx);
@@ -1087,7 +1147,7 @@ static __always_inline int session_enter(struct pt_regs *ctx, __u64 fn, __u64 si
 	if ((fn == FUNC_CALLOC && a1 && size / a1 != a2) || size >= MAX_USER_SIZE)
 		return 1;
 	s = thread_state(1);
-	if (!s || in_outer(s, sp))
+	if (!s || in_outer(s, sp, fn) == OUTER_YES)
 		return 1;
 	count_alloc(size);
 	s->sp = sp;
@@ -1103,8 +1163,7 @@ static __always_inline int session_enter(struct pt_regs *ctx, __u64 fn, __u64 si
 	s->noret = 1;
 	s->presampled = 0;
 	s->ip = PT_REGS_IP(ctx);
-	if (bpf_probe_read_user(&s->ret_addr, sizeof(s->ret_addr), (void *)sp))
-		s->sp = 0;
+	s->code_end = s->ip + code_len;
 	return 1;
 }
 
@@ -1118,7 +1177,7 @@ static __always_inline int session_enter(struct pt_regs *ctx, __u64 fn, __u64 si
 SEC("uprobe.session")
 int session(struct pt_regs *ctx)
 {
-	__u64 fn = bpf_get_attach_cookie(ctx), size;
+	__u64 c = bpf_get_attach_cookie(ctx), fn = c & FUNC_COOKIE_MASK, size;
 
 	if (bpf_session_is_return())
 		return on_return(ctx);
@@ -1127,7 +1186,7 @@ int session(struct pt_regs *ctx)
 	if (!wanted())
 		return 1;
 	if (skippable_size(ctx, fn, &size))
-		return session_enter(ctx, fn, size);
+		return session_enter(ctx, fn, size, c >> FUNC_COOKIE_LEN_SHIFT);
 	return enter_call(ctx, fn) ? 0 : 1;
 }
 

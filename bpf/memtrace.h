@@ -50,6 +50,16 @@ enum func_id {
 };
 
 /*
+ * The session program's attach cookie: the function (enum func_id) in the
+ * low 32 bits, the bytes of its code from the probe on in the high 32
+ * (in_outer: which code a skipped call runs).
+ */
+enum func_cookie {
+	FUNC_COOKIE_MASK = 0xffffffff,
+	FUNC_COOKIE_LEN_SHIFT = 32,
+};
+
+/*
  * jvm_entry's attach cookie: the low byte is which argument holds the
  * category (2 or 3), the high 32 bits how many bytes of code follow the probe.
  */
@@ -213,6 +223,7 @@ enum file_flag {
 	FILE_NO_CFI = 2,   /* no unwind information: follow frame pointers */
 	FILE_UNMARKED = 4, /* no row is a wrapper or anonymous: charging needs no lookup */
 	FILE_NO_NAMES = 8, /* no named function in its code: unnamed frames in it lead to no named caller */
+	FILE_ALLOCATOR = 16, /* an allocator library (jemalloc, …): all its code serves its allocation functions */
 };
 
 /*
@@ -234,7 +245,8 @@ struct inflight {
 	__u8 jvm_cat;
 	/*
 	 * noret: a session entry skipped this call's return (sampled mode,
-	 * not sampled); the call is in progress while ret_addr is still at sp.
+	 * not sampled); whether it is still in progress is decided only for an
+	 * anonymous mmap below it (in_outer, outer_frame).
 	 */
 	__u8 noret;
 	__u8 presampled; /* a session entry sampled and counted this call */
@@ -248,8 +260,13 @@ struct inflight {
 	 * over the thread's allocated bytes).
 	 */
 	__s64 countdown;
-	__u64 ret_addr;  /* with noret: the return address at sp on entry */
-	__u64 ip;        /* with noret: where the call was probed (its function's code) */
+	__u64 code_end;  /* with noret: the end of its function's code */
+	__u64 ip;        /* with noret: where the call was probed: its code is [ip, code_end) */
+	/*
+	 * An anonymous mmap in flight below a noret call: the noret call's
+	 * sp, restored when its return finds the mmap was made inside it.
+	 */
+	__u64 outer_sp;
 	/*
 	 * The thread's last allocator caller whose charged frame is known
 	 * (report_site), and the epoch and address space that holds for: a
@@ -263,9 +280,14 @@ struct inflight {
 	__s64 memo_off;
 };
 
+/* sampled_hint's size in sampled mode: 4 MiB of counters (tracer.SampledHints). */
+enum sampled_hints {
+	SAMPLED_HINTS = 1 << 20,
+};
+
 /*
- * thread_slots' largest size (tracer.ThreadSlotsMax): a 144-byte slot per
- * thread id, 9 MiB; the loader uses kernel.pid_max when smaller.
+ * thread_slots' largest size (tracer.ThreadSlotsMax): a 152-byte slot per
+ * thread id, 9.5 MiB; the loader uses kernel.pid_max when smaller.
  */
 enum thread_slots_max {
 	THREAD_SLOTS_MAX = 1 << 16,

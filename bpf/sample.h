@@ -70,9 +70,11 @@ static __always_inline __u64 exp_draw(void)
  * sampled as if rounded to the draw's resolution, mean / 65536 bytes:
  * with 512 KiB a 7-byte block was never sampled, a 12-byte one as if 8.)
  * The resolution is now mean / 2^36 bytes. No overflow for mean <= 2^40:
- * exp_draw stays below 42 * 2^36.
+ * exp_draw stays below 42 * 2^36. Not inlined (draws are rare): its
+ * locals stay off the stack of the programs that also walk, which 6.1's
+ * verifier counts with the walk's (512 bytes in all).
  */
-static __always_inline __s64 draw_mean(__u64 mean)
+static __noinline __s64 draw_mean(__u64 mean)
 {
 	__u64 e = exp_draw(), frac = e & ((1ULL << EXP_FRAC_BITS) - 1);
 	__u64 x16 = (e >> EXP_FRAC_BITS) * mean + ((frac * mean) >> EXP_FRAC_BITS);

@@ -69,7 +69,19 @@ struct walk {
 	 */
 	struct file_key anon_key;
 	__u8 anon;
+	/*
+	 * outer_frame's question: is the frame entered at outer_sp (its CFA
+	 * outer_sp + 8) still the skipped call's, whose code is [outer_lo,
+	 * outer_hi)? outer_sp 0: not asked. outer: enum outer_frame_answer.
+	 */
+	__u8 outer;
+	__u64 outer_sp, outer_lo, outer_hi;
+	__u64 outer_pc;   /* the pc of the frame the walk is leaving */
+	__u8 outer_alloc; /* and whether its file is an allocator library */
 };
+
+/* outer_frame's answers. */
+enum { OUTER_FRAME_UNKNOWN = 0, OUTER_FRAME_SAME = 1, OUTER_FRAME_OTHER = 2 };
 
 enum { ANON_NONE, ANON_ONE_FILE, ANON_FILES };
 
@@ -384,13 +396,20 @@ known:
 			w->anon = ANON_FILES;
 		}
 	}
-	/* Done: the charged frame is known and no (more) stack is wanted. */
-	if (!w->chain && w->n >= w->limit) {
+	if (w->outer_sp) {
+		/* outer_frame's walk: only the frames up to outer_sp matter. */
+		if (i >= MAX_CHAIN_FRAMES) {
+			w->end = STEP_STOP;
+			return 1;
+		}
+		w->outer_pc = w->pc;
+		w->outer_alloc = (fflags & FILE_ALLOCATOR) != 0;
+	} else if (!w->chain && w->n >= w->limit) {
+		/* Done: the charged frame is known and no (more) stack is wanted. */
 		w->end = STEP_STOP;
 		return 1;
-	}
-	/* Past MAX_WRAPPER_FRAMES, only a chain that can still end in a charged name goes on. */
-	if (i >= MAX_WRAPPER_FRAMES && !w->limit && (i >= MAX_CHAIN_FRAMES || w->anon == ANON_FILES)) {
+	} else if (i >= MAX_WRAPPER_FRAMES && !w->limit && (i >= MAX_CHAIN_FRAMES || w->anon == ANON_FILES)) {
+		/* Past MAX_WRAPPER_FRAMES, only a chain that can still end in a charged name goes on. */
 		w->end = STEP_STOP;
 		return 1;
 	}
@@ -407,6 +426,20 @@ known:
 		step = STEP_STOP;
 	if (step != STEP_OK) {
 		w->end = step;
+		return 1;
+	}
+	if (w->outer_sp && w->sp >= w->outer_sp + 8) {
+		/*
+		 * The frame just left was entered at outer_sp when its CFA is
+		 * outer_sp + 8: the skipped call's own code, or any code of an
+		 * allocator library (its malloc may tail-call the rest), says
+		 * the call still runs; another function there, or no frame
+		 * there at all, that it was over.
+		 */
+		w->outer = w->sp == w->outer_sp + 8 &&
+				   ((w->outer_pc > w->outer_lo && w->outer_pc <= w->outer_hi) || w->outer_alloc)
+			   ? OUTER_FRAME_SAME : OUTER_FRAME_OTHER;
+		w->end = STEP_STOP;
 		return 1;
 	}
 	if (charge_next) {
@@ -488,6 +521,7 @@ __noinline int emit_site(struct site_args *a)
 	w->memo = 0;
 	w->cached = 0;
 	w->anon = ANON_NONE;
+	w->outer_sp = 0;
 	w->n = 0;
 	w->limit = 0;
 	w->pid = id >> 32;
@@ -528,6 +562,56 @@ __noinline int emit_site(struct site_args *a)
 	if (bpf_ringbuf_output(&events, rec, size_out, wake_flags()))
 		count_lost(id >> 32);
 	return 0;
+}
+
+/*
+ * outer_frame walks the stack of an anonymous mmap returning now, entered
+ * below a call whose return a session skipped (s->outer_sp, in_outer), up
+ * to the frame entered at that call's sp: whether that frame still runs
+ * the skipped call's code (enum outer_frame_answer). A global function,
+ * as emit_site; the walk keeps no frames and emits nothing.
+ */
+__noinline int outer_frame(struct pt_regs *ctx, struct inflight *s)
+{
+	struct stack_record *rec;
+	struct walk *w;
+	__u32 zero = 0;
+	int r;
+
+	if (!ctx || !s)
+		return OUTER_FRAME_UNKNOWN;
+	rec = bpf_map_lookup_elem(&scratch, &zero);
+	if (!rec)
+		return OUTER_FRAME_UNKNOWN;
+	w = &rec->w;
+	w->pc = PT_REGS_IP(ctx);
+	w->sp = PT_REGS_SP(ctx);
+	w->bp = PT_REGS_FP(ctx);
+	w->charged_pc = w->pc;
+	w->charged = 0;
+	w->chain = 1;
+	w->exact = 0;
+	w->fault = 0;
+	w->end = 0;
+	w->leaf = w->pc;
+	w->leaf_off = 0;
+	w->memo = 0;
+	w->cached = 0;
+	w->anon = ANON_NONE;
+	w->n = 0;
+	w->limit = 0;
+	w->pid = bpf_get_current_pid_tgid() >> 32;
+	w->epoch = frames_epoch();
+	w->mm = frames_mm();
+	w->xol = task_xol(bpf_get_current_task_btf());
+	w->outer = OUTER_FRAME_UNKNOWN;
+	w->outer_sp = s->outer_sp;
+	w->outer_lo = s->ip;
+	w->outer_hi = s->code_end;
+	bpf_loop(MAX_CHAIN_FRAMES + 1, walk_frame, 0, 0);
+	r = w->outer;
+	w->outer_sp = 0;
+	return r;
 }
 
 /* file_key_of's context: an address of the caller's, and what maps it. */

@@ -58,6 +58,14 @@ func cookie(p Placement) uint64 {
 		(p.Size-min(p.Size, uint64(p.Skip)))<<memtraceJvmCookieJVM_COOKIE_LEN_SHIFT
 }
 
+// sessionCookie is the attach cookie of p's session probe (enum
+// func_cookie): the function's id and how many bytes of its code follow
+// the probe, so that the probes know which code a call whose return they
+// skipped runs (in_outer; 0 when the symbol has no size).
+func sessionCookie(p Placement) uint64 {
+	return uint64(p.Func) | (p.Size-min(p.Size, uint64(p.Skip)))<<memtraceFuncCookieFUNC_COOKIE_LEN_SHIFT
+}
+
 // entryProg is the entry program of p's probe.
 func (t *Objects) entryProg(p Placement) *ebpf.Program {
 	if p.CategoryArg != 0 {

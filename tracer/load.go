@@ -82,6 +82,10 @@ const CommLen = int(memtraceCommLenCOMM_LEN)
 // MaxStackDepth bounds --stack-depth (MAX_STACK in bpf/memtrace.h).
 const MaxStackDepth = int(memtraceStackLimitMAX_STACK)
 
+// SampledHints is the size of sampled mode's counting filter in front of
+// the sampled blocks (bpf/memtrace.bpf.c, sampled_hint): 4 MiB of counters.
+const SampledHints = int(memtraceSampledHintsSAMPLED_HINTS)
+
 // ThreadSlotsMax bounds the probes' per-thread slots (bpf/memtrace.h):
 // threads with an id past the slots keep their state in task storage.
 const ThreadSlotsMax = int(memtraceThreadSlotsMaxTHREAD_SLOTS_MAX)
@@ -280,9 +284,13 @@ func loadSpec(o Options) (*ebpf.CollectionSpec, error) {
 	}
 	if o.SampleBytes > 0 {
 		spec.Maps["sampled"].MaxEntries = sampledBlocks(o)
+		if err := set("sampled_hint_mask", uint32(SampledHints-1)); err != nil {
+			return nil, err
+		}
 	} else {
 		spec.Maps["sampled"].MaxEntries = 1
 		spec.Maps["proc_counts"].MaxEntries = 1
+		spec.Maps["sampled_hint"].MaxEntries = 1
 	}
 	if o.Host {
 		if err := set("self_pid", uint32(os.Getpid())); err != nil {

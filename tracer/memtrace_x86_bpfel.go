@@ -111,10 +111,11 @@ type memtraceFaultSiteKey struct {
 type memtraceFileFlag uint32
 
 const (
-	memtraceFileFlagFILE_PENDING  memtraceFileFlag = 1
-	memtraceFileFlagFILE_NO_CFI   memtraceFileFlag = 2
-	memtraceFileFlagFILE_UNMARKED memtraceFileFlag = 4
-	memtraceFileFlagFILE_NO_NAMES memtraceFileFlag = 8
+	memtraceFileFlagFILE_PENDING   memtraceFileFlag = 1
+	memtraceFileFlagFILE_NO_CFI    memtraceFileFlag = 2
+	memtraceFileFlagFILE_UNMARKED  memtraceFileFlag = 4
+	memtraceFileFlagFILE_NO_NAMES  memtraceFileFlag = 8
+	memtraceFileFlagFILE_ALLOCATOR memtraceFileFlag = 16
 )
 
 type memtraceFileKey struct {
@@ -161,6 +162,13 @@ type memtraceFreeEvent struct {
 	Tid    uint32
 }
 
+type memtraceFuncCookie uint32
+
+const (
+	memtraceFuncCookieFUNC_COOKIE_MASK      memtraceFuncCookie = 4294967295
+	memtraceFuncCookieFUNC_COOKIE_LEN_SHIFT memtraceFuncCookie = 32
+)
+
 type memtraceFuncId uint32
 
 const (
@@ -198,8 +206,9 @@ type memtraceInflight struct {
 	Pad2       uint32
 	JvmPc      uint64
 	Countdown  int64
-	RetAddr    uint64
+	CodeEnd    uint64
 	Ip         uint64
+	OuterSp    uint64
 	MemoPc     uint64
 	MemoEpoch  uint64
 	MemoMm     uint64
@@ -237,6 +246,12 @@ type memtraceSampleKey struct {
 	Pad  uint32
 }
 
+type memtraceSampledHints uint32
+
+const (
+	memtraceSampledHintsSAMPLED_HINTS memtraceSampledHints = 1048576
+)
+
 type memtraceSiteEvent struct {
 	_        structs.HostLayout
 	Tagged   uint64
@@ -273,36 +288,43 @@ type memtraceStackRecord struct {
 	E      memtraceEvent
 	Frames [135]uint64
 	W      struct {
-		_         structs.HostLayout
-		Pc        uint64
-		Sp        uint64
-		Bp        uint64
-		ChargedPc uint64
-		N         uint32
-		Charged   uint32
-		Limit     uint32
-		Chain     uint8
-		Exact     uint8
-		End       uint8
-		Cached    uint8
-		Fault     uint8
-		_         [3]byte
-		Pid       uint32
-		Epoch     uint64
-		Mm        uint64
-		Xol       uint64
-		Leaf      uint64
-		LeafOff   int32
-		Memo      uint8
-		_         [3]byte
-		MapStart  uint64
-		MapEnd    uint64
-		MapDelta  uint64
-		File      memtraceUnwindFile
-		MapKey    memtraceFileKey
-		AnonKey   memtraceFileKey
-		Anon      uint8
-		_         [7]byte
+		_          structs.HostLayout
+		Pc         uint64
+		Sp         uint64
+		Bp         uint64
+		ChargedPc  uint64
+		N          uint32
+		Charged    uint32
+		Limit      uint32
+		Chain      uint8
+		Exact      uint8
+		End        uint8
+		Cached     uint8
+		Fault      uint8
+		_          [3]byte
+		Pid        uint32
+		Epoch      uint64
+		Mm         uint64
+		Xol        uint64
+		Leaf       uint64
+		LeafOff    int32
+		Memo       uint8
+		_          [3]byte
+		MapStart   uint64
+		MapEnd     uint64
+		MapDelta   uint64
+		File       memtraceUnwindFile
+		MapKey     memtraceFileKey
+		AnonKey    memtraceFileKey
+		Anon       uint8
+		Outer      uint8
+		_          [6]byte
+		OuterSp    uint64
+		OuterLo    uint64
+		OuterHi    uint64
+		OuterPc    uint64
+		OuterAlloc uint8
+		_          [7]byte
 	}
 }
 
@@ -376,6 +398,7 @@ const (
 	memtraceMapLostTotal            = "lost_total"
 	memtraceMapProcCounts           = "proc_counts"
 	memtraceMapSampled              = "sampled"
+	memtraceMapSampledHint          = "sampled_hint"
 	memtraceMapScratch              = "scratch"
 	memtraceMapThreadSlots          = "thread_slots"
 	memtraceMapUnwindFiles          = "unwind_files"
@@ -399,6 +422,7 @@ const (
 	memtraceVarFilterCgroup         = "filter_cgroup"
 	memtraceVarFilterComm           = "filter_comm"
 	memtraceVarSampleBytes          = "sample_bytes"
+	memtraceVarSampledHintMask      = "sampled_hint_mask"
 	memtraceVarSelfPid              = "self_pid"
 	memtraceVarStackDepth           = "stack_depth"
 	memtraceVarUnusedAllocCounts    = "unused_alloc_counts"
@@ -413,11 +437,13 @@ const (
 	memtraceVarUnusedFileKey        = "unused_file_key"
 	memtraceVarUnusedFrameBit       = "unused_frame_bit"
 	memtraceVarUnusedFreeEvent      = "unused_free_event"
+	memtraceVarUnusedFuncCookie     = "unused_func_cookie"
 	memtraceVarUnusedFuncId         = "unused_func_id"
 	memtraceVarUnusedJvmCookie      = "unused_jvm_cookie"
 	memtraceVarUnusedProcEvent      = "unused_proc_event"
 	memtraceVarUnusedRowFlag        = "unused_row_flag"
 	memtraceVarUnusedSampleKey      = "unused_sample_key"
+	memtraceVarUnusedSampledHints   = "unused_sampled_hints"
 	memtraceVarUnusedSiteEvent      = "unused_site_event"
 	memtraceVarUnusedSmallEvent     = "unused_small_event"
 	memtraceVarUnusedStackLimit     = "unused_stack_limit"
@@ -501,6 +527,7 @@ type memtraceMapSpecs struct {
 	LostTotal    *ebpf.MapSpec `ebpf:"lost_total"`
 	ProcCounts   *ebpf.MapSpec `ebpf:"proc_counts"`
 	Sampled      *ebpf.MapSpec `ebpf:"sampled"`
+	SampledHint  *ebpf.MapSpec `ebpf:"sampled_hint"`
 	Scratch      *ebpf.MapSpec `ebpf:"scratch"`
 	ThreadSlots  *ebpf.MapSpec `ebpf:"thread_slots"`
 	UnwindFiles  *ebpf.MapSpec `ebpf:"unwind_files"`
@@ -519,6 +546,7 @@ type memtraceVariableSpecs struct {
 	FilterCgroup         *ebpf.VariableSpec `ebpf:"filter_cgroup"`
 	FilterComm           *ebpf.VariableSpec `ebpf:"filter_comm"`
 	SampleBytes          *ebpf.VariableSpec `ebpf:"sample_bytes"`
+	SampledHintMask      *ebpf.VariableSpec `ebpf:"sampled_hint_mask"`
 	SelfPid              *ebpf.VariableSpec `ebpf:"self_pid"`
 	StackDepth           *ebpf.VariableSpec `ebpf:"stack_depth"`
 	UnusedAllocCounts    *ebpf.VariableSpec `ebpf:"unused_alloc_counts"`
@@ -533,11 +561,13 @@ type memtraceVariableSpecs struct {
 	UnusedFileKey        *ebpf.VariableSpec `ebpf:"unused_file_key"`
 	UnusedFrameBit       *ebpf.VariableSpec `ebpf:"unused_frame_bit"`
 	UnusedFreeEvent      *ebpf.VariableSpec `ebpf:"unused_free_event"`
+	UnusedFuncCookie     *ebpf.VariableSpec `ebpf:"unused_func_cookie"`
 	UnusedFuncId         *ebpf.VariableSpec `ebpf:"unused_func_id"`
 	UnusedJvmCookie      *ebpf.VariableSpec `ebpf:"unused_jvm_cookie"`
 	UnusedProcEvent      *ebpf.VariableSpec `ebpf:"unused_proc_event"`
 	UnusedRowFlag        *ebpf.VariableSpec `ebpf:"unused_row_flag"`
 	UnusedSampleKey      *ebpf.VariableSpec `ebpf:"unused_sample_key"`
+	UnusedSampledHints   *ebpf.VariableSpec `ebpf:"unused_sampled_hints"`
 	UnusedSiteEvent      *ebpf.VariableSpec `ebpf:"unused_site_event"`
 	UnusedSmallEvent     *ebpf.VariableSpec `ebpf:"unused_small_event"`
 	UnusedStackLimit     *ebpf.VariableSpec `ebpf:"unused_stack_limit"`
@@ -582,6 +612,7 @@ type memtraceMaps struct {
 	LostTotal    *ebpf.Map `ebpf:"lost_total"`
 	ProcCounts   *ebpf.Map `ebpf:"proc_counts"`
 	Sampled      *ebpf.Map `ebpf:"sampled"`
+	SampledHint  *ebpf.Map `ebpf:"sampled_hint"`
 	Scratch      *ebpf.Map `ebpf:"scratch"`
 	ThreadSlots  *ebpf.Map `ebpf:"thread_slots"`
 	UnwindFiles  *ebpf.Map `ebpf:"unwind_files"`
@@ -602,6 +633,7 @@ func (m *memtraceMaps) Close() error {
 		m.LostTotal,
 		m.ProcCounts,
 		m.Sampled,
+		m.SampledHint,
 		m.Scratch,
 		m.ThreadSlots,
 		m.UnwindFiles,
@@ -621,6 +653,7 @@ type memtraceVariables struct {
 	FilterCgroup         *ebpf.Variable `ebpf:"filter_cgroup"`
 	FilterComm           *ebpf.Variable `ebpf:"filter_comm"`
 	SampleBytes          *ebpf.Variable `ebpf:"sample_bytes"`
+	SampledHintMask      *ebpf.Variable `ebpf:"sampled_hint_mask"`
 	SelfPid              *ebpf.Variable `ebpf:"self_pid"`
 	StackDepth           *ebpf.Variable `ebpf:"stack_depth"`
 	UnusedAllocCounts    *ebpf.Variable `ebpf:"unused_alloc_counts"`
@@ -635,11 +668,13 @@ type memtraceVariables struct {
 	UnusedFileKey        *ebpf.Variable `ebpf:"unused_file_key"`
 	UnusedFrameBit       *ebpf.Variable `ebpf:"unused_frame_bit"`
 	UnusedFreeEvent      *ebpf.Variable `ebpf:"unused_free_event"`
+	UnusedFuncCookie     *ebpf.Variable `ebpf:"unused_func_cookie"`
 	UnusedFuncId         *ebpf.Variable `ebpf:"unused_func_id"`
 	UnusedJvmCookie      *ebpf.Variable `ebpf:"unused_jvm_cookie"`
 	UnusedProcEvent      *ebpf.Variable `ebpf:"unused_proc_event"`
 	UnusedRowFlag        *ebpf.Variable `ebpf:"unused_row_flag"`
 	UnusedSampleKey      *ebpf.Variable `ebpf:"unused_sample_key"`
+	UnusedSampledHints   *ebpf.Variable `ebpf:"unused_sampled_hints"`
 	UnusedSiteEvent      *ebpf.Variable `ebpf:"unused_site_event"`
 	UnusedSmallEvent     *ebpf.Variable `ebpf:"unused_small_event"`
 	UnusedStackLimit     *ebpf.Variable `ebpf:"unused_stack_limit"`

@@ -120,7 +120,7 @@ func (t *Objects) attachSession(made *Attachment, ex *link.Executable, path stri
 		}
 		if needsReturn(p) {
 			sessOffsets = append(sessOffsets, addr)
-			sessCookies = append(sessCookies, cookie(p))
+			sessCookies = append(sessCookies, sessionCookie(p))
 			sessKeys = append(sessKeys, placedKey(p))
 			continue
 		}

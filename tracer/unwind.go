@@ -31,6 +31,7 @@ const (
 	fileNoCFI    = uint32(memtraceFileFlagFILE_NO_CFI)
 	fileUnmarked = uint32(memtraceFileFlagFILE_UNMARKED)
 	fileNoNames  = uint32(memtraceFileFlagFILE_NO_NAMES)
+	fileAlloc    = uint32(memtraceFileFlagFILE_ALLOCATOR)
 )
 
 // tables loads files' unwind tables into the probes' maps: up front for the
@@ -269,7 +270,7 @@ func (t *tables) build(path string) ([]byte, uint32, error) {
 	}
 	defer f.Close()
 	tab = tab.Clone()
-	marked, named := markFunctions(f, tab, t.wraps)
+	marked, named, alloc := markFunctions(f, tab, t.wraps)
 	rows, err := toFileOffsets(f, tab)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", path, err)
@@ -285,6 +286,9 @@ func (t *tables) build(path string) ([]byte, uint32, error) {
 	if !named {
 		flags |= fileNoNames
 	}
+	if alloc {
+		flags |= fileAlloc
+	}
 	return b, flags, nil
 }
 
@@ -293,8 +297,9 @@ func (t *tables) build(path string) ([]byte, uint32, error) {
 // the caller), and code no named function covers, in tab; it reports
 // whether it flagged anything. In a C library or an allocator, unnamed
 // code is its internals: memory functions too. named: whether any named
-// function lies in .text.
-func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (marked, named bool) {
+// function lies in .text; alloc: whether the file is an allocator library
+// (allocator.AllocatorLibrary).
+func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (marked, named, alloc bool) {
 	type fn struct {
 		start, end uint64
 		name       string
@@ -324,12 +329,14 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (mar
 		}
 	}
 	// Unnamed code: the gaps between named functions in .text.
+	defines := func(n string) bool { return defined[n] }
+	alloc = allocator.AllocatorLibrary(defines)
 	text := f.Section(".text")
 	if text == nil {
-		return marked, true
+		return marked, true, alloc
 	}
 	anon := unwind.FlagAnon
-	if allocator.MemoryLibrary(func(n string) bool { return defined[n] }) {
+	if allocator.MemoryLibrary(defines) {
 		anon |= unwind.FlagMemFn
 	}
 	sort.Slice(fns, func(i, j int) bool { return fns[i].start < fns[j].start })
@@ -349,7 +356,7 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (mar
 		tab.Mark(at, end, anon)
 		marked = true
 	}
-	return marked, named
+	return marked, named, alloc
 }
 
 // toFileOffsets re-keys the rows of executable segments by file offset;

@@ -49,7 +49,7 @@ func TestMarkFunctions(t *testing.T) {
 	for _, s := range syms {
 		addr[s.Name] = s
 	}
-	marked, named := markFunctions(f, tab, func(name string) bool { return name == "inner" })
+	marked, named, _ := markFunctions(f, tab, func(name string) bool { return name == "inner" })
 	if !marked || !named {
 		t.Fatalf("marked %v, named %v, want true true", marked, named)
 	}
@@ -76,7 +76,7 @@ func TestMarkFunctions(t *testing.T) {
 // have no names, so the probes stop looking for a named caller in it.
 func TestMarkStripped(t *testing.T) {
 	f, tab := stacksTable(t, "-s")
-	marked, named := markFunctions(f, tab, func(string) bool { return true })
+	marked, named, _ := markFunctions(f, tab, func(string) bool { return true })
 	if !marked || named {
 		t.Fatalf("marked %v, named %v, want true false", marked, named)
 	}

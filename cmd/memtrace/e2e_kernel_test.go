@@ -220,6 +220,34 @@ func TestSessionUnderAnotherTracer(t *testing.T) {
 	}
 }
 
+// TestMapsAfterSkippedReturn: on the session path a malloc that is not
+// sampled skips its return, and an anonymous mmap below its stack pointer
+// is the allocator's own only if the stack walk finds malloc's code in the
+// frame malloc was entered at (outer_frame). The program's own mappings
+// made right after such a malloc, from a deeper frame and from the same
+// one (testdata/mapsafter.c), must all count, with nothing lost; and
+// glibc's mappings inside malloc and calloc (bigblocks.c, in
+// TestSessionUnderAnotherTracer) none. Both attach paths.
+func TestMapsAfterSkippedReturn(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "mapsafter.c")
+	for _, lacks := range []string{"", "uprobe_session"} {
+		t.Setenv(lacksEnv, lacks)
+		r := runMemtrace(t, "--json", "--sample-bytes", "64K", "--", bin)
+		if r.code != 0 {
+			t.Fatalf("lacking %q: exit %d, stderr:\n%s", lacks, r.code, r.stderr)
+		}
+		var maps uint64
+		if _, err := fmt.Sscanf(r.stderr[strings.Index(r.stderr, "maps="):], "maps=%d", &maps); err != nil || maps != 200 {
+			t.Fatalf("lacking %q: fixture said %q", lacks, r.stderr)
+		}
+		p := parseNDJSON(t, r.stdout).finalProcess(t)
+		if p.Mmap.Maps != maps || p.Mmap.Unmaps != maps || p.LostEvents != 0 {
+			t.Errorf("lacking %q: maps %d, unmaps %d, lost %d; want %d, %d, 0", lacks, p.Mmap.Maps, p.Mmap.Unmaps, p.LostEvents, maps, maps)
+		}
+	}
+}
+
 // TestSampledFailedCalls: sampled mode's exact counts include the failed
 // calls of malloc-like functions on the session path only (counted at
 // entry, before the result is known), but never a request larger than the
