@@ -196,13 +196,17 @@ struct {
  * it to kernel.pid_max, at most THREAD_SLOTS_MAX): an array lookup, which
  * the verifier inlines, where bpf_task_storage_get is a helper call
  * (measured: ~20 ns a lookup, two per allocation). A slot belongs to the
- * thread whose start time it holds: a thread id used again is a new
- * thread, whose state starts zeroed, as task storage's would. Threads with
+ * thread whose start time it holds, in the address space it holds: a
+ * thread id used again is a new thread, whose state starts zeroed, as task
+ * storage's would, and so does a thread after exec (a thread that execs
+ * takes its leader's id and start time, and with them the slot of a leader
+ * that may have been killed inside an allocator call). Threads with
  * higher ids keep theirs in inflight. Only the thread itself reads or
  * writes its slot: ids are unique among live threads.
  */
 struct thread_slot {
 	__u64 start_time;
+	__u64 mm;
 	struct inflight s;
 };
 
@@ -222,17 +226,19 @@ static __always_inline struct inflight *thread_state(int create)
 	struct task_struct *t = bpf_get_current_task_btf();
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct thread_slot *slot = bpf_map_lookup_elem(&thread_slots, &tid);
-	__u64 start;
+	__u64 start, mm;
 
 	if (!slot)
 		return bpf_task_storage_get(&inflight, t, 0, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 	start = t->start_time;
-	if (slot->start_time == start)
+	mm = (__u64)t->mm;
+	if (slot->start_time == start && slot->mm == mm)
 		return &slot->s;
 	if (!create)
 		return 0;
 	__builtin_memset(&slot->s, 0, sizeof(slot->s));
 	slot->start_time = start;
+	slot->mm = mm;
 	return &slot->s;
 }
 
@@ -780,14 +786,16 @@ static __always_inline int nested(struct pt_regs *ctx, __u64 fn)
 
 /*
  * leave returns the in-flight call that this return ends, or NULL when the
- * return belongs to a nested call. After `ret`, sp is the entry sp + 8.
+ * return belongs to a nested call, or to a call that recorded none (dlopen):
+ * after `ret`, sp is the entry sp + 8. A call whose return was skipped
+ * (noret) is never ended here: a dlopen at its depth returns at its sp + 8.
  */
 static __always_inline struct inflight *leave(struct pt_regs *ctx)
 {
 	struct inflight *s;
 
 	s = thread_state(0);
-	if (!s || !s->sp || PT_REGS_SP(ctx) != s->sp + 8)
+	if (!s || !s->sp || s->noret || PT_REGS_SP(ctx) != s->sp + 8)
 		return 0;
 	s->sp = 0;
 	return s;
@@ -1038,16 +1046,20 @@ static __always_inline int on_return(struct pt_regs *ctx)
 	__u64 ret = PT_REGS_RC(ctx), addr;
 	struct inflight *s;
 
-	if ((bpf_get_attach_cookie(ctx) & FUNC_COOKIE_MASK) == FUNC_DLOPEN) {
+	/*
+	 * dlopen records no call (enter_call), so its return finds none: the
+	 * attach cookie, a helper call, is read only then.
+	 */
+	s = leave(ctx);
+	if (!s) {
+		if ((bpf_get_attach_cookie(ctx) & FUNC_COOKIE_MASK) != FUNC_DLOPEN)
+			return 0;
 		if (ret)
 			frames_invalidate(); /* a library may be where a dlclosed one was */
 		if (ret && wanted())
 			emit_code_map(ret);
 		return 0;
 	}
-	s = leave(ctx);
-	if (!s)
-		return 0;
 	/*
 	 * The kernel restores ip to the hijacked return address before calling
 	 * return probes, and sp and rbp are the caller's: the walk that finds

@@ -286,8 +286,8 @@ enum sampled_hints {
 };
 
 /*
- * thread_slots' largest size (tracer.ThreadSlotsMax): a 152-byte slot per
- * thread id, 9.5 MiB; the loader uses kernel.pid_max when smaller.
+ * thread_slots' largest size (tracer.ThreadSlotsMax): a 144-byte slot per
+ * thread id, 9 MiB; the loader uses kernel.pid_max when smaller.
  */
 enum thread_slots_max {
 	THREAD_SLOTS_MAX = 1 << 16,

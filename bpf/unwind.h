@@ -458,6 +458,37 @@ known:
 	return 0;
 }
 
+/*
+ * walk_start sets the walk up to start at a frame (pc, sp, bp) of the
+ * process pid: charging from there, no frames kept, no outer_frame
+ * question; the caller sets what differs.
+ */
+static __always_inline void walk_start(struct walk *w, __u64 pc, __u64 sp, __u64 bp, __u32 pid,
+				       __u64 epoch, __u64 mm)
+{
+	w->pc = pc;
+	w->sp = sp;
+	w->bp = bp;
+	w->charged_pc = pc;
+	w->charged = 0;
+	w->chain = 1;
+	w->exact = 0;
+	w->fault = 0;
+	w->end = 0;
+	w->leaf = pc;
+	w->leaf_off = 0;
+	w->memo = 0;
+	w->cached = 0;
+	w->anon = ANON_NONE;
+	w->outer_sp = 0;
+	w->n = 0;
+	w->limit = 0;
+	w->pid = pid;
+	w->epoch = epoch;
+	w->mm = mm;
+	w->xol = task_xol(bpf_get_current_task_btf());
+}
+
 /* What emit_site reports, and where the walk starts. */
 struct site_args {
 	__u64 addr, size, old_addr, old_size;
@@ -507,27 +538,9 @@ __noinline int emit_site(struct site_args *a)
 	if (!rec)
 		return 0;
 	w = &rec->w;
-	w->pc = a->pc;
-	w->sp = a->sp;
-	w->bp = a->bp;
-	w->charged_pc = w->pc;
-	w->charged = 0;
-	w->chain = 1;
+	walk_start(w, a->pc, a->sp, a->bp, id >> 32, epoch, mm);
 	w->exact = a->exact;
 	w->fault = a->fault;
-	w->end = 0;
-	w->leaf = a->pc;
-	w->leaf_off = 0;
-	w->memo = 0;
-	w->cached = 0;
-	w->anon = ANON_NONE;
-	w->outer_sp = 0;
-	w->n = 0;
-	w->limit = 0;
-	w->pid = id >> 32;
-	w->epoch = epoch;
-	w->mm = mm;
-	w->xol = task_xol(bpf_get_current_task_btf());
 	if (stack_depth) {
 		rec->frames[0] = w->pc | (a->exact ? FRAME_EXACT : 0);
 		w->n = 1;
@@ -584,26 +597,8 @@ __noinline int outer_frame(struct pt_regs *ctx, struct inflight *s)
 	if (!rec)
 		return OUTER_FRAME_UNKNOWN;
 	w = &rec->w;
-	w->pc = PT_REGS_IP(ctx);
-	w->sp = PT_REGS_SP(ctx);
-	w->bp = PT_REGS_FP(ctx);
-	w->charged_pc = w->pc;
-	w->charged = 0;
-	w->chain = 1;
-	w->exact = 0;
-	w->fault = 0;
-	w->end = 0;
-	w->leaf = w->pc;
-	w->leaf_off = 0;
-	w->memo = 0;
-	w->cached = 0;
-	w->anon = ANON_NONE;
-	w->n = 0;
-	w->limit = 0;
-	w->pid = bpf_get_current_pid_tgid() >> 32;
-	w->epoch = frames_epoch();
-	w->mm = frames_mm();
-	w->xol = task_xol(bpf_get_current_task_btf());
+	walk_start(w, PT_REGS_IP(ctx), PT_REGS_SP(ctx), PT_REGS_FP(ctx), bpf_get_current_pid_tgid() >> 32,
+		   frames_epoch(), frames_mm());
 	w->outer = OUTER_FRAME_UNKNOWN;
 	w->outer_sp = s->outer_sp;
 	w->outer_lo = s->ip;

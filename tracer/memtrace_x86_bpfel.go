@@ -337,6 +337,7 @@ const (
 type memtraceThreadSlot struct {
 	_         structs.HostLayout
 	StartTime uint64
+	Mm        uint64
 	S         memtraceInflight
 }
 
