@@ -23,6 +23,34 @@ type runner struct {
 	empty *emptyProbe
 	// testBins records the packages whose test binaries are built in tmp.
 	testBins map[string]bool
+	// stats holds kernel.bpf_stats_enabled on (nil while off): the
+	// sections time with it on, but for the resident section's cost rounds
+	// (see statsOff).
+	stats io.Closer
+}
+
+// statsOn turns the kernel's BPF run-time statistics on, if off.
+func (r *runner) statsOn() error {
+	if r.stats != nil || r.noBPF != "" {
+		return nil
+	}
+	c, err := enableBPFStats()
+	if err != nil {
+		return err
+	}
+	r.stats = c
+	return nil
+}
+
+// statsOff turns them off, if this bench turned them on. Timing every BPF
+// program run costs each run two clock reads: a comparison between an
+// untraced program and one whose every page fault runs memtrace's
+// programs would count that against memtrace.
+func (r *runner) statsOff() {
+	if r.stats != nil {
+		r.stats.Close()
+		r.stats = nil
+	}
 }
 
 // Run measures every configured section and returns the results; progress
@@ -49,13 +77,10 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Results, error) 
 		}
 	}()
 	res := &Results{Started: time.Now(), Host: hostInfo(), Config: cfg}
-	if r.noBPF == "" {
-		stats, err := enableBPFStats()
-		if err != nil {
-			return nil, err
-		}
-		defer stats.Close()
+	if err := r.statsOn(); err != nil {
+		return nil, err
 	}
+	defer r.statsOff()
 
 	if tool("gcc") == "" {
 		return nil, fmt.Errorf("gcc is needed to build testdata/bench/mallocfree.c")
