@@ -688,8 +688,9 @@ enum { OUTER_NO = 0, OUTER_YES = 1, OUTER_MAYBE = 2 };
  * allocation function through its public entry), and whether it was is
  * decided at the mmap's return by the stack walk (OUTER_MAYBE,
  * outer_frame). Another allocation call below it starts a new outer call;
- * free, munmap and mremap there are not nested and keep the state (glibc
- * unmaps parts of a new heap it just mapped).
+ * free and munmap there are not nested and keep the state (glibc unmaps
+ * parts of a new heap it just mapped), and an mremap there is the
+ * program's (no allocator's malloc family calls it).
  */
 static __always_inline int in_outer(struct inflight *s, __u64 sp, __u64 fn)
 {
@@ -770,8 +771,9 @@ static __always_inline int enter(struct pt_regs *ctx, __u8 func, __u64 size,
  * nested reports whether an entry-only probe (free, munmap) fires inside an
  * outer call. In exact mode every outer call takes its return probe, so
  * while it runs the thread has a return instance: with none (most frees),
- * the answer is no without the task storage lookup (~50 ns of a ~150 ns
- * program, measured). Sampled mode's skipped returns (noret) leave none.
+ * the answer is no without looking up the thread's state (with task
+ * storage that was ~50 ns of a ~150 ns program, measured). Sampled mode's
+ * skipped returns (noret) leave none.
  */
 static __always_inline int nested(struct pt_regs *ctx, __u64 fn)
 {
@@ -1142,10 +1144,11 @@ static __always_inline int skippable_size(struct pt_regs *ctx, __u64 fn, __u64 *
  * session_enter is sampled mode's entry of a skippable call: it counts the
  * call (exactly, failures included: whether it fails is not known yet),
  * draws whether it is sampled, and returns 1 to skip the return unless it
- * is. The call stays recorded (noret) so that what it calls (mmap,
- * munmap) is not counted again. The session cookie is not needed: a
- * return runs only for a call recorded here, in the task storage where the
- * calls nested in it look.
+ * is. The call stays recorded (noret, with its function's code from the
+ * probe on: code_len, from the attach cookie) so that an mmap it makes is
+ * not counted again (in_outer, outer_frame). The session cookie is not
+ * needed: a return runs only for a call recorded here, in the thread's
+ * state where the calls nested in it look.
  */
 static __always_inline int session_enter(struct pt_regs *ctx, __u64 fn, __u64 size, __u64 code_len)
 {
