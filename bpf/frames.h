@@ -85,18 +85,6 @@ static __always_inline __u64 task_xol(struct task_struct *t)
 	return x ? x->vaddr : 0;
 }
 
-/*
- * return_pending reports whether any return probe waits on the task's
- * stack (a return instance: the kernel's, of any uprobe's return). Loads
- * through the BTF pointer, no helper call.
- */
-static __always_inline int return_pending(struct task_struct *t)
-{
-	struct uprobe_task *u = t->utask;
-
-	return u && u->return_instances;
-}
-
 /* frames_valid reports whether a cached frame holds for the walk's process now. */
 static __always_inline int frames_valid(struct frame_info *fi, __u64 epoch, __u64 mm)
 {
