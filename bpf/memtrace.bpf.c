@@ -224,21 +224,30 @@ struct {
 static __always_inline struct inflight *thread_state(int create)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
 	struct thread_slot *slot = bpf_map_lookup_elem(&thread_slots, &tid);
-	__u64 start, mm;
+	struct inflight *s;
+	__u64 start, mm = (__u64)t->mm;
 
-	if (!slot)
-		return bpf_task_storage_get(&inflight, t, 0, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	if (!slot) {
+		s = bpf_task_storage_get(&inflight, t, 0, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+		if (s) {
+			s->cur_id = id;
+			s->cur_mm = mm;
+		}
+		return s;
+	}
 	start = t->start_time;
-	mm = (__u64)t->mm;
-	if (slot->start_time == start && slot->mm == mm)
-		return &slot->s;
-	if (!create)
-		return 0;
-	__builtin_memset(&slot->s, 0, sizeof(slot->s));
-	slot->start_time = start;
-	slot->mm = mm;
+	if (slot->start_time != start || slot->mm != mm) {
+		if (!create)
+			return 0;
+		__builtin_memset(&slot->s, 0, sizeof(slot->s));
+		slot->start_time = start;
+		slot->mm = mm;
+	}
+	slot->s.cur_id = id;
+	slot->s.cur_mm = mm;
 	return &slot->s;
 }
 
@@ -581,7 +590,7 @@ static __always_inline int memo_holds(struct inflight *s, __u64 pc)
 	if (stack_depth || s->memo_pc != pc)
 		return 0;
 	epoch = frames_epoch();
-	return epoch && s->memo_epoch == epoch && s->memo_mm == frames_mm();
+	return epoch && s->memo_epoch == epoch && s->memo_mm == s->cur_mm;
 }
 
 /*
@@ -603,16 +612,16 @@ __noinline int report_wrapped(struct pt_regs *ctx, struct inflight *s, __u64 add
 	    site != s->memo_site)
 		return 0;
 	emit(&(struct emit_args){.kind = KIND_ALLOC, .func = s->func, .addr = addr, .size = size, .call_site = site,
-				 .leaf = pc, .flags = jvm_category(ctx, s) << EVENT_CAT_SHIFT});
+				 .leaf = pc, .flags = jvm_category(ctx, s) << EVENT_CAT_SHIFT, .id = s->cur_id});
 	return 1;
 }
 
 /*
  * remember_site remembers what emit_site found of pc's charged frame
  * (known: 1, charged itself; 2, a wrapper whose caller is, from the walk's
- * state in scratch) for memo_holds. The epoch and mm are read again, not
- * kept from before emit_site: kept, they took the return program's stack
- * past 6.1's limit.
+ * state in scratch) for memo_holds. The epoch is read again, not kept
+ * from before emit_site: kept, it took the return program's stack past
+ * 6.1's limit; the address space and ids are the thread state's.
  */
 static __always_inline void remember_site(struct inflight *s, __u64 pc, int known)
 {
@@ -624,7 +633,7 @@ static __always_inline void remember_site(struct inflight *s, __u64 pc, int know
 	if (!known || stack_depth)
 		return;
 	epoch = frames_epoch();
-	mm = frames_mm();
+	mm = s->cur_mm;
 	if (!epoch)
 		return;
 	s->memo_off = 0;
@@ -637,7 +646,7 @@ static __always_inline void remember_site(struct inflight *s, __u64 pc, int know
 		 * thread's stack at each use.)
 		 */
 		rec = bpf_map_lookup_elem(&scratch, &zero);
-		if (!rec || rec->w.leaf != pc || rec->w.pid != (__u32)(bpf_get_current_pid_tgid() >> 32) ||
+		if (!rec || rec->w.leaf != pc || rec->w.pid != (__u32)(s->cur_id >> 32) ||
 		    rec->w.epoch != epoch || rec->w.mm != mm || !rec->w.memo || rec->w.leaf_off <= 0)
 			return;
 		s->memo_off = rec->w.leaf_off;
@@ -663,7 +672,7 @@ static __always_inline void report_site(struct pt_regs *ctx, struct inflight *s,
 
 	if (kind == KIND_ALLOC && !s->memo_off && memo_holds(s, pc)) {
 		emit(&(struct emit_args){.kind = KIND_ALLOC, .func = s->func, .addr = addr, .size = size,
-					 .call_site = pc, .leaf = pc, .flags = a.cat << EVENT_CAT_SHIFT});
+					 .call_site = pc, .leaf = pc, .flags = a.cat << EVENT_CAT_SHIFT, .id = s->cur_id});
 		return;
 	}
 	if (kind == KIND_ALLOC && report_wrapped(ctx, s, addr, size))

@@ -278,6 +278,12 @@ struct inflight {
 	__u64 memo_pc, memo_epoch, memo_mm;
 	__u64 memo_site;
 	__s64 memo_off;
+	/*
+	 * The thread's bpf_get_current_pid_tgid() and address space, set at
+	 * each lookup of this state (thread_state): the return program needs
+	 * both again, and two helper calls fewer is ~10 ns.
+	 */
+	__u64 cur_id, cur_mm;
 };
 
 /* sampled_hint's size in sampled mode: 4 MiB of counters (tracer.SampledHints). */
@@ -286,8 +292,8 @@ enum sampled_hints {
 };
 
 /*
- * thread_slots' largest size (tracer.ThreadSlotsMax): a 144-byte slot per
- * thread id, 9 MiB; the loader uses kernel.pid_max when smaller.
+ * thread_slots' largest size (tracer.ThreadSlotsMax): a 160-byte slot per
+ * thread id, 10 MiB; the loader uses kernel.pid_max when smaller.
  */
 enum thread_slots_max {
 	THREAD_SLOTS_MAX = 1 << 16,

@@ -214,6 +214,8 @@ type memtraceInflight struct {
 	MemoMm     uint64
 	MemoSite   uint64
 	MemoOff    int64
+	CurId      uint64
+	CurMm      uint64
 }
 
 type memtraceJvmCookie uint32
