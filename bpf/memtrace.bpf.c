@@ -407,9 +407,9 @@ static __always_inline int take_sampled(__u64 addr)
 }
 
 /* count_alloc adds a successful allocation to its process's exact counts. */
-static __always_inline void count_alloc(__u64 size)
+static __always_inline void count_alloc(struct inflight *s, __u64 size)
 {
-	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+	__u32 pid = s->cur_id >> 32;
 	struct alloc_counts *c, zero = {};
 
 	c = bpf_map_lookup_elem(&proc_counts, &pid);
@@ -887,7 +887,7 @@ static __always_inline void alloc_done(struct pt_regs *ctx, struct inflight *s, 
 	if (sample_bytes && s->presampled) {
 		remember_sampled(addr); /* counted and sampled at entry (session) */
 	} else if (sample_bytes) {
-		count_alloc(s->size);
+		count_alloc(s, s->size);
 		if (!sampled_block(s, addr, s->size))
 			return;
 	}
@@ -908,7 +908,7 @@ static __always_inline void realloc_sampled(struct pt_regs *ctx, struct inflight
 	int seen = 0;
 
 	if (ret) {
-		count_alloc(s->size);
+		count_alloc(s, s->size);
 		seen = sampled_block(s, ret, s->size);
 	}
 	if (seen)
@@ -1178,7 +1178,7 @@ static __always_inline int session_enter(struct pt_regs *ctx, __u64 fn, __u64 si
 	s = thread_state(1);
 	if (!s || in_outer(s, sp, fn) == OUTER_YES)
 		return 1;
-	count_alloc(size);
+	count_alloc(s, size);
 	s->sp = sp;
 	s->func = fn;
 	if (sample(s, size)) {
