@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -22,6 +23,13 @@ func enableBPFStats() (io.Closer, error) {
 		return nil, fmt.Errorf("enable BPF run-time statistics: %w", err)
 	}
 	return c, nil
+}
+
+// statsOn reports whether the kernel times BPF programs now, whoever
+// turned it on.
+func statsOn() bool {
+	b, err := os.ReadFile("/proc/sys/kernel/bpf_stats_enabled")
+	return err == nil && strings.TrimSpace(string(b)) == "1"
 }
 
 // progRun is what the kernel counted of one BPF program in one run.

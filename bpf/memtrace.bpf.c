@@ -1063,19 +1063,20 @@ static __always_inline int on_return(struct pt_regs *ctx)
 	struct inflight *s;
 
 	/*
-	 * dlopen records no call (enter_call), so its return finds none: the
-	 * attach cookie, a helper call, is read only then.
+	 * dlopen records no call (enter_call); asked first, so that a call
+	 * whose return never ran (it entered while the return links were
+	 * being attached) cannot take dlopen's return for its own.
 	 */
-	s = leave(ctx);
-	if (!s) {
-		if ((bpf_get_attach_cookie(ctx) & FUNC_COOKIE_MASK) != FUNC_DLOPEN)
-			return 0;
+	if ((bpf_get_attach_cookie(ctx) & FUNC_COOKIE_MASK) == FUNC_DLOPEN) {
 		if (ret)
 			frames_invalidate(); /* a library may be where a dlclosed one was */
 		if (ret && wanted())
 			emit_code_map(ret);
 		return 0;
 	}
+	s = leave(ctx);
+	if (!s)
+		return 0;
 	/*
 	 * The kernel restores ip to the hijacked return address before calling
 	 * return probes, and sp and rbp are the caller's: the walk that finds
@@ -1103,10 +1104,18 @@ static __always_inline int on_return(struct pt_regs *ctx)
 			alloc_done(ctx, s, addr);
 		return 0;
 	case FUNC_MMAP:
+		if (ret == MAP_FAILED) {
+			/* Nothing to tell apart: the skipped call, if any, goes on. */
+			if (s->outer_sp) {
+				s->sp = s->outer_sp;
+				s->noret = 1;
+				s->outer_sp = 0;
+			}
+			return 0;
+		}
 		if (s->outer_sp && !outer_past(ctx, s))
 			return 0;
-		if (ret != MAP_FAILED)
-			report_site(ctx, s, KIND_MMAP, ret, s->size, 0, 0);
+		report_site(ctx, s, KIND_MMAP, ret, s->size, 0, 0);
 		return 0;
 	case FUNC_MREMAP:
 		if (ret != MAP_FAILED)
@@ -1129,9 +1138,12 @@ extern _Bool bpf_session_is_return(void) __ksym __weak;
 
 /*
  * skippable_size gives the size asked by a call whose return a session
- * may skip: the functions that only return a block, whose failure is
- * NULL. 0 for the others (realloc, posix_memalign, mmap, mremap, dlopen:
- * their return always runs).
+ * may skip: malloc and calloc, which only return a block (NULL on
+ * failure) and run their own code while they work (in_outer tells an mmap
+ * of theirs by their code). 0 for the others, whose return always runs:
+ * realloc, posix_memalign, mmap, mremap, dlopen, and the rare aligned ones
+ * (glibc's memalign, aligned_alloc, valloc and pvalloc tail-call an
+ * unnamed helper, which may tail-call malloc at the same sp).
  */
 static __always_inline int skippable_size(struct pt_regs *ctx, __u64 fn, __u64 *size)
 {
@@ -1139,16 +1151,16 @@ static __always_inline int skippable_size(struct pt_regs *ctx, __u64 fn, __u64 *
 
 	switch (fn) {
 	case FUNC_MALLOC:
-	case FUNC_VALLOC:
-	case FUNC_PVALLOC:
 		*size = a1;
 		return 1;
 	case FUNC_CALLOC:
-		*size = a1 * a2;
-		return 1;
-	case FUNC_ALIGNED_ALLOC:
-	case FUNC_MEMALIGN:
-		*size = a2;
+		/*
+		 * Kept opaque: otherwise clang turns session_enter's overflow
+		 * check into a 128-bit multiply (__multi3), which BPF lacks.
+		 */
+		a1 *= a2;
+		barrier_var(a1);
+		*size = a1;
 		return 1;
 	}
 	return 0;

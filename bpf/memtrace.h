@@ -224,6 +224,7 @@ enum file_flag {
 	FILE_UNMARKED = 4, /* no row is a wrapper or anonymous: charging needs no lookup */
 	FILE_NO_NAMES = 8, /* no named function in its code: unnamed frames in it lead to no named caller */
 	FILE_ALLOCATOR = 16, /* an allocator library (jemalloc, …): all its code serves its allocation functions */
+	FILE_LIBRARY = 32,   /* a shared library, not a program: its unnamed code is its own internals */
 };
 
 /*

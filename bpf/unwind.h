@@ -71,13 +71,16 @@ struct walk {
 	__u8 anon;
 	/*
 	 * outer_frame's question: is the frame entered at outer_sp (its CFA
-	 * outer_sp + 8) still the skipped call's, whose code is [outer_lo,
-	 * outer_hi)? outer_sp 0: not asked. outer: enum outer_frame_answer.
+	 * outer_sp + 8) still the skipped call's, whose code from the probe on
+	 * is [outer_lo, outer_hi), in the mapping [outer_map_lo, outer_map_hi)
+	 * of its file (whose FILE_* flags are outer_file)? outer_sp 0: not
+	 * asked. outer: enum outer_frame_answer.
 	 */
 	__u8 outer;
-	__u64 outer_sp, outer_lo, outer_hi;
+	__u8 outer_anon;  /* the frame the walk is leaving is unnamed code */
+	__u32 outer_file;
+	__u64 outer_sp, outer_lo, outer_hi, outer_map_lo, outer_map_hi;
 	__u64 outer_pc;   /* the pc of the frame the walk is leaving */
-	__u8 outer_alloc; /* and whether its file is an allocator library */
 };
 
 /* outer_frame's answers. */
@@ -306,7 +309,8 @@ static long walk_frame(__u64 i, void *ctx)
 
 	fk.pc = v.addr;
 	fk.pid = w->pid;
-	fi = w->epoch ? bpf_map_lookup_elem(&frame_cache, &fk) : 0;
+	/* outer_frame's walk needs every row: the cache may hold none for a frame. */
+	fi = w->epoch && !w->outer_sp ? bpf_map_lookup_elem(&frame_cache, &fk) : 0;
 	if (frames_valid(fi, w->epoch, w->mm)) {
 		/* Seen before: no mapping, table or row to look up. */
 		key = fi->key;
@@ -341,7 +345,7 @@ static long walk_frame(__u64 i, void *ctx)
 		w->cached = 1;
 	}
 	f = &w->file;
-	if (!(f->flags & (FILE_NO_CFI | FILE_UNMARKED)) || w->limit) {
+	if (!(f->flags & (FILE_NO_CFI | FILE_UNMARKED)) || w->limit || w->outer_sp) {
 		found = find_row(f, v.off);
 		if (found) {
 			row = *found;
@@ -403,7 +407,7 @@ known:
 			return 1;
 		}
 		w->outer_pc = w->pc;
-		w->outer_alloc = (fflags & FILE_ALLOCATOR) != 0;
+		w->outer_anon = r && (r->kind & ROW_ANON);
 	} else if (!w->chain && w->n >= w->limit) {
 		/* Done: the charged frame is known and no (more) stack is wanted. */
 		w->end = STEP_STOP;
@@ -431,14 +435,20 @@ known:
 	if (w->outer_sp && w->sp >= w->outer_sp + 8) {
 		/*
 		 * The frame just left was entered at outer_sp when its CFA is
-		 * outer_sp + 8: the skipped call's own code, or any code of an
-		 * allocator library (its malloc may tail-call the rest), says
-		 * the call still runs; another function there, or no frame
-		 * there at all, that it was over.
+		 * outer_sp + 8. The skipped call still runs there when it is
+		 * the skipped function's own code, or code of its file that
+		 * the function may have tail-called: any code of an allocator
+		 * library, or a shared library's unnamed code (a stripped
+		 * libc's internals; not a program's, whose own unnamed code the
+		 * program may call). Another function there, or no frame there
+		 * at all, says the call was over.
 		 */
-		w->outer = w->sp == w->outer_sp + 8 &&
-				   ((w->outer_pc > w->outer_lo && w->outer_pc <= w->outer_hi) || w->outer_alloc)
-			   ? OUTER_FRAME_SAME : OUTER_FRAME_OTHER;
+		__u64 pc = w->outer_pc;
+		int same = (pc > w->outer_lo && pc <= w->outer_hi) ||
+			   (pc > w->outer_map_lo && pc <= w->outer_map_hi &&
+			    ((w->outer_file & FILE_ALLOCATOR) || (w->outer_anon && (w->outer_file & FILE_LIBRARY))));
+
+		w->outer = w->sp == w->outer_sp + 8 && same ? OUTER_FRAME_SAME : OUTER_FRAME_OTHER;
 		w->end = STEP_STOP;
 		return 1;
 	}
@@ -581,32 +591,49 @@ __noinline int emit_site(struct site_args *a)
  * outer_frame walks the stack of an anonymous mmap returning now, entered
  * below a call whose return a session skipped (s->outer_sp, in_outer), up
  * to the frame entered at that call's sp: whether that frame still runs
- * the skipped call's code (enum outer_frame_answer). A global function,
- * as emit_site; the walk keeps no frames and emits nothing.
+ * the skipped call's code (enum outer_frame_answer). An mmap called from
+ * outside the skipped function's file is the program's without a walk:
+ * glibc, jemalloc, tcmalloc and mimalloc map from their own code. A
+ * global function, as emit_site; the walk keeps no frames and emits
+ * nothing.
  */
 __noinline int outer_frame(struct pt_regs *ctx, struct inflight *s)
 {
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct vma_found v = {};
 	struct stack_record *rec;
+	struct unwind_file *f;
 	struct walk *w;
-	__u32 zero = 0;
-	int r;
+	__u32 zero = 0, pid = bpf_get_current_pid_tgid() >> 32;
+	__u64 pc;
 
 	if (!ctx || !s)
 		return OUTER_FRAME_UNKNOWN;
+	v.addr = s->ip;
+	if (bpf_find_vma(t, s->ip, vma_file, &v, 0) || !v.found)
+		return OUTER_FRAME_UNKNOWN;
+	pc = PT_REGS_IP(ctx);
+	if (pc <= v.start || pc > v.end)
+		return OUTER_FRAME_OTHER;
+	f = bpf_map_lookup_elem(&unwind_files, &v.key);
 	rec = bpf_map_lookup_elem(&scratch, &zero);
 	if (!rec)
 		return OUTER_FRAME_UNKNOWN;
 	w = &rec->w;
-	walk_start(w, PT_REGS_IP(ctx), PT_REGS_SP(ctx), PT_REGS_FP(ctx), bpf_get_current_pid_tgid() >> 32,
-		   frames_epoch(), frames_mm());
+	walk_start(w, pc, PT_REGS_SP(ctx), PT_REGS_FP(ctx), pid, frames_epoch(), frames_mm());
 	w->outer = OUTER_FRAME_UNKNOWN;
 	w->outer_sp = s->outer_sp;
 	w->outer_lo = s->ip;
 	w->outer_hi = s->code_end;
+	w->outer_map_lo = v.start;
+	w->outer_map_hi = v.end;
+	w->outer_file = f ? f->flags : 0;
 	bpf_loop(MAX_CHAIN_FRAMES + 1, walk_frame, 0, 0);
-	r = w->outer;
+	/* The per-CPU scratch: a walk that preempted this one answers nothing. */
+	if (w->outer_sp != s->outer_sp || w->pid != pid)
+		return OUTER_FRAME_UNKNOWN;
 	w->outer_sp = 0;
-	return r;
+	return w->outer;
 }
 
 /* file_key_of's context: an address of the caller's, and what maps it. */

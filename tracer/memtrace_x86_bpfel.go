@@ -116,6 +116,7 @@ const (
 	memtraceFileFlagFILE_UNMARKED  memtraceFileFlag = 4
 	memtraceFileFlagFILE_NO_NAMES  memtraceFileFlag = 8
 	memtraceFileFlagFILE_ALLOCATOR memtraceFileFlag = 16
+	memtraceFileFlagFILE_LIBRARY   memtraceFileFlag = 32
 )
 
 type memtraceFileKey struct {
@@ -320,13 +321,15 @@ type memtraceStackRecord struct {
 		AnonKey    memtraceFileKey
 		Anon       uint8
 		Outer      uint8
-		_          [6]byte
+		OuterAnon  uint8
+		_          [1]byte
+		OuterFile  uint32
 		OuterSp    uint64
 		OuterLo    uint64
 		OuterHi    uint64
+		OuterMapLo uint64
+		OuterMapHi uint64
 		OuterPc    uint64
-		OuterAlloc uint8
-		_          [7]byte
 	}
 }
 

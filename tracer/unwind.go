@@ -32,6 +32,7 @@ const (
 	fileUnmarked = uint32(memtraceFileFlagFILE_UNMARKED)
 	fileNoNames  = uint32(memtraceFileFlagFILE_NO_NAMES)
 	fileAlloc    = uint32(memtraceFileFlagFILE_ALLOCATOR)
+	fileLibrary  = uint32(memtraceFileFlagFILE_LIBRARY)
 )
 
 // tables loads files' unwind tables into the probes' maps: up front for the
@@ -286,8 +287,13 @@ func (t *tables) build(path string) ([]byte, uint32, error) {
 	if !named {
 		flags |= fileNoNames
 	}
-	if alloc {
-		flags |= fileAlloc
+	// A program that links an allocator in statically is no allocator
+	// library: its own frames must not pass for the allocator's.
+	if sharedLibrary(f) {
+		flags |= fileLibrary
+		if alloc {
+			flags |= fileAlloc
+		}
 	}
 	return b, flags, nil
 }
@@ -357,6 +363,18 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (mar
 		marked = true
 	}
 	return marked, named, alloc
+}
+
+// sharedLibrary reports whether f is a shared library rather than a
+// program: a shared object (ET_DYN) with a soname. (An interpreter does
+// not tell: PIE programs have one, and so does glibc's libc.so.6, which
+// runs as a program too.)
+func sharedLibrary(f *elf.File) bool {
+	if f.Type != elf.ET_DYN {
+		return false
+	}
+	names, err := f.DynString(elf.DT_SONAME)
+	return err == nil && len(names) > 0
 }
 
 // toFileOffsets re-keys the rows of executable segments by file offset;

@@ -108,3 +108,39 @@ func stacksTable(t *testing.T, flags ...string) (*elf.File, *unwind.Table) {
 	}
 	return f, tab
 }
+
+// TestSharedLibrary: the file flags that let unnamed code of a skipped
+// call's file pass for that call's (FILE_LIBRARY, FILE_ALLOCATOR) go to
+// shared libraries only: a PIE program, and a program that links an
+// allocator in, have an interpreter as glibc's libc.so.6 does, and no
+// soname.
+func TestSharedLibrary(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name  string
+		flags []string
+		want  bool
+	}{
+		{"pie", []string{"-fPIE", "-pie"}, false},
+		{"static", []string{"-static"}, false},
+		{"shared", []string{"-shared", "-fPIC", "-Wl,-soname,libstacks.so.1"}, true},
+		{"shared-no-soname", []string{"-shared", "-fPIC"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := filepath.Join(dir, tt.name)
+			args := append([]string{"-O2", "-o", out, "../testdata/stacks.c"}, tt.flags...)
+			if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+				t.Skipf("gcc: %v: %s", err, b)
+			}
+			f, err := elf.Open(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if got := sharedLibrary(f); got != tt.want {
+				t.Errorf("sharedLibrary = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
