@@ -717,6 +717,14 @@ static __always_inline int in_outer(struct inflight *s, __u64 sp, __u64 fn)
 	return OUTER_NO;
 }
 
+/* resume_skipped makes the skipped call below which an mmap ran (outer_sp) the thread's call again. */
+static __always_inline void resume_skipped(struct inflight *s)
+{
+	s->sp = s->outer_sp;
+	s->noret = 1;
+	s->outer_sp = 0;
+}
+
 /*
  * outer_past decides, at the return of an anonymous mmap entered below a
  * noret call (s->outer_sp), whether that call was over: 1 when it was (the
@@ -729,16 +737,15 @@ static __always_inline int in_outer(struct inflight *s, __u64 sp, __u64 fn)
  */
 static __always_inline int outer_past(struct pt_regs *ctx, struct inflight *s)
 {
-	__u64 outer = s->outer_sp;
 	int r = outer_frame(ctx, s);
 
-	s->outer_sp = 0;
-	if (r == OUTER_FRAME_OTHER)
+	if (r == OUTER_FRAME_OTHER) {
+		s->outer_sp = 0;
 		return 1;
+	}
 	if (r == OUTER_FRAME_UNKNOWN)
 		count_lost(bpf_get_current_pid_tgid() >> 32);
-	s->sp = outer;
-	s->noret = 1;
+	resume_skipped(s);
 	return 0;
 }
 
@@ -1106,11 +1113,8 @@ static __always_inline int on_return(struct pt_regs *ctx)
 	case FUNC_MMAP:
 		if (ret == MAP_FAILED) {
 			/* Nothing to tell apart: the skipped call, if any, goes on. */
-			if (s->outer_sp) {
-				s->sp = s->outer_sp;
-				s->noret = 1;
-				s->outer_sp = 0;
-			}
+			if (s->outer_sp)
+				resume_skipped(s);
 			return 0;
 		}
 		if (s->outer_sp && !outer_past(ctx, s))

@@ -230,13 +230,7 @@ func TestSessionUnderAnotherTracer(t *testing.T) {
 // TestSessionUnderAnotherTracer) none. Both attach paths.
 func TestMapsAfterSkippedReturn(t *testing.T) {
 	needBPF(t)
-	bin := fixture(t, "mapsafter.c")
-	for _, lacks := range []string{"", "uprobe_session"} {
-		t.Setenv(lacksEnv, lacks)
-		r := runMemtrace(t, "--json", "--sample-bytes", "64K", "--", bin)
-		if r.code != 0 {
-			t.Fatalf("lacking %q: exit %d, stderr:\n%s", lacks, r.code, r.stderr)
-		}
+	sampledOnBothPaths(t, fixture(t, "mapsafter.c"), func(lacks string, r result) {
 		var maps uint64
 		i := strings.Index(r.stderr, "maps=")
 		if i < 0 {
@@ -249,6 +243,21 @@ func TestMapsAfterSkippedReturn(t *testing.T) {
 		if p.Mmap.Maps != maps || p.Mmap.Unmaps != maps || p.LostEvents != 0 {
 			t.Errorf("lacking %q: maps %d, unmaps %d, lost %d; want %d, %d, 0", lacks, p.Mmap.Maps, p.Mmap.Unmaps, p.LostEvents, maps, maps)
 		}
+	})
+}
+
+// sampledOnBothPaths runs memtrace --json --sample-bytes 64K on bin on
+// the session path and, lacking uprobe sessions, on the entry and return
+// links, and hands each successful run to check.
+func sampledOnBothPaths(t *testing.T, bin string, check func(lacks string, r result)) {
+	t.Helper()
+	for _, lacks := range []string{"", "uprobe_session"} {
+		t.Setenv(lacksEnv, lacks)
+		r := runMemtrace(t, "--json", "--sample-bytes", "64K", "--", bin)
+		if r.code != 0 {
+			t.Fatalf("lacking %q: exit %d, stderr:\n%s", lacks, r.code, r.stderr)
+		}
+		check(lacks, r)
 	}
 }
 
@@ -261,18 +270,12 @@ func TestMapsAfterSkippedReturn(t *testing.T) {
 // session path, memalign(16, n) was counted twice when not sampled.
 func TestSampledAlignedCounts(t *testing.T) {
 	needBPF(t)
-	bin := fixture(t, "alignedbig.c")
-	for _, lacks := range []string{"", "uprobe_session"} {
-		t.Setenv(lacksEnv, lacks)
-		r := runMemtrace(t, "--json", "--sample-bytes", "64K", "--", bin)
-		if r.code != 0 {
-			t.Fatalf("lacking %q: exit %d, stderr:\n%s", lacks, r.code, r.stderr)
-		}
+	sampledOnBothPaths(t, fixture(t, "alignedbig.c"), func(lacks string, r result) {
 		p := parseNDJSON(t, r.stdout).finalProcess(t)
 		if p.Allocs != 400 || p.Mmap.Maps != 0 || p.LostEvents != 0 {
 			t.Errorf("lacking %q: allocs %d, maps %d, lost %d; want 400, 0, 0", lacks, p.Allocs, p.Mmap.Maps, p.LostEvents)
 		}
-	}
+	})
 }
 
 // TestSampledFailedCalls: sampled mode's exact counts include the failed
