@@ -106,3 +106,38 @@ func closeLinks(links []link.Link) error {
 	}
 	return errors.Join(errs...)
 }
+
+// faultTracepoints are the BTF tracepoints resident attribution attaches
+// (tracer/resident.go): every user write fault runs the first, the third
+// and the fourth; every page allocation on the host runs the third.
+var faultTracepoints = []string{"page_fault_user", "page_fault_kernel", "mm_page_alloc", "rss_stat"}
+
+// attachEmptyFaultPrograms attaches a program that returns at once to each
+// of faultTracepoints: what the kernel's dispatch of those tracepoints
+// costs a fault, with none of memtrace's work, the floor of any design on
+// the same tracepoints.
+func attachEmptyFaultPrograms() ([]link.Link, error) {
+	var links []link.Link
+	for _, tp := range faultTracepoints {
+		prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+			Name:         "membench_empty",
+			Type:         ebpf.Tracing,
+			AttachType:   ebpf.AttachTraceRawTp,
+			AttachTo:     tp,
+			License:      "GPL",
+			Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
+		})
+		if err != nil {
+			closeLinks(links)
+			return nil, fmt.Errorf("load empty program for tracepoint %s: %w", tp, err)
+		}
+		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
+		prog.Close() // the link holds it
+		if err != nil {
+			closeLinks(links)
+			return nil, fmt.Errorf("attach empty program to tracepoint %s: %w", tp, err)
+		}
+		links = append(links, l)
+	}
+	return links, nil
+}

@@ -25,6 +25,10 @@ import (
 
 const rowHostDefault = "memtrace whole host (default)"
 
+// rowFaultFloor: empty programs on the tracepoints the default attaches
+// (attachEmptyFaultPrograms), the floor of its cost.
+const rowFaultFloor = "floor: empty fault programs"
+
 // hostSettle: how long the whole host's memtrace runs before a traced
 // round starts, so that the round measures it left on, not starting.
 const hostSettle = 3 * time.Second
@@ -47,7 +51,7 @@ func (r *runner) resident(ctx context.Context) ([]*Comparison, error) {
 	// work disturbs less.
 	hostCost := func(id, title, skip string, name string, args ...string) []*Comparison {
 		var perFault []float64
-		note := "memtrace (no target, no flag) runs the whole round, attached 3 s before the program starts"
+		note := "memtrace (no target, no flag) runs the whole round, attached 3 s before the program starts; the floor attaches a program that returns at once to each tracepoint memtrace's default attaches (" + strings.Join(faultTracepoints, ", ") + ")"
 		wallC := &Comparison{ID: id, Title: title + ": wall time", Unit: "s", Baseline: rowUntraced, Notes: []string{note}}
 		cpuC := &Comparison{ID: id + "-cpu", Title: title + ": CPU time (user + system)", Unit: "s", Baseline: rowUntraced, Notes: []string{note}}
 		times := func(o output, err error) ([]float64, *traceSummary, error) {
@@ -74,6 +78,14 @@ func (r *runner) resident(ctx context.Context) ([]*Comparison, error) {
 		}
 		r.alternate(ctx, []*Comparison{wallC, cpuC}, []workloadVariant{
 			{name: rowUntraced, skip: skip, run: func(ctx context.Context) ([]float64, *traceSummary, error) {
+				return times(run(ctx, residentTimeout, name, args...))
+			}},
+			{name: rowFaultFloor, skip: skip, run: func(ctx context.Context) ([]float64, *traceSummary, error) {
+				links, err := attachEmptyFaultPrograms()
+				if err != nil {
+					return nil, nil, err
+				}
+				defer closeLinks(links)
 				return times(run(ctx, residentTimeout, name, args...))
 			}},
 			{name: rowHostDefault, skip: skip, run: host},
