@@ -418,6 +418,59 @@ static __always_inline int take_sampled(__u64 addr, __u32 pid)
 	return 1;
 }
 
+/*
+ * Sampled mode: user space forgets the sampled blocks of a process that
+ * is gone or exec'd, whose frees no probe will see. They are deleted here,
+ * through forget_sampled (BPF_PROG_RUN), so that each deleted block's
+ * count in the filter drops as take_sampled's does: a user-space read and
+ * write of a filter slot would lose a probe's concurrent add, and then a
+ * sampled block's free could be missed. (Deleted from user space, their
+ * counts stayed: a long whole-host run slowly lost the filter's benefit.)
+ * User space writes a batch into forget_batches, then runs the program.
+ */
+#define FORGET_BATCH 512
+
+struct forget_batch {
+	__u32 pid;
+	__u32 n;       /* addrs used */
+	__u32 deleted; /* out: blocks that were there */
+	__u32 pad;
+	__u64 addrs[FORGET_BATCH];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct forget_batch);
+} forget_batches SEC(".maps");
+
+static long forget_one(__u64 i, void *unused)
+{
+	__u32 zero = 0, *hint;
+	struct forget_batch *b = bpf_map_lookup_elem(&forget_batches, &zero);
+	struct sample_key k = {};
+
+	if (!b || i >= FORGET_BATCH || i >= b->n)
+		return 1;
+	k.addr = b->addrs[i];
+	k.pid = b->pid;
+	hint = sampled_hint_slot(&k);
+	if (bpf_map_delete_elem(&sampled, &k))
+		return 0;
+	if (hint)
+		__sync_fetch_and_add(hint, -1);
+	b->deleted++;
+	return 0;
+}
+
+SEC("syscall")
+int forget_sampled(void *ctx)
+{
+	bpf_loop(FORGET_BATCH, forget_one, 0, 0);
+	return 0;
+}
+
 /* count_alloc adds a successful allocation to its process's exact counts. */
 static __always_inline void count_alloc(struct inflight *s, __u64 size)
 {

@@ -101,23 +101,66 @@ func (t *Objects) Forget(pid uint32, live []uint64) {
 	t.forgetSampled(pid, live)
 }
 
-// forgetSampled deletes pid's sampled blocks at addrs, in batches.
-func (t *Objects) forgetSampled(pid uint32, addrs []uint64) {
-	const batch = 4096
+// forgetSampled deletes pid's sampled blocks at addrs and returns how
+// many were there. forget_sampled (bpf/memtrace.bpf.c) deletes them, so
+// that each one's count in the probes' filter drops too.
+func (t *Objects) forgetSampled(pid uint32, addrs []uint64) int {
+	t.forgetMu.Lock()
+	defer t.forgetMu.Unlock()
+	deleted := 0
+	var b memtraceForgetBatch
 	for len(addrs) > 0 {
-		n := min(len(addrs), batch)
-		keys := make([]memtraceSampleKey, n)
-		for i, a := range addrs[:n] {
-			keys[i] = memtraceSampleKey{Addr: a, Pid: pid}
-		}
-		if _, err := t.objs.Sampled.BatchDelete(keys, nil); err != nil {
-			// Some were not there (their free raced the exit): one by one.
-			for i := range keys {
-				_ = t.objs.Sampled.Delete(&keys[i])
-			}
-		}
+		n := min(len(addrs), len(b.Addrs))
+		b = memtraceForgetBatch{Pid: pid, N: uint32(n)}
+		copy(b.Addrs[:], addrs[:n])
 		addrs = addrs[n:]
+		err := t.objs.ForgetBatches.Put(uint32(0), &b)
+		if err == nil {
+			_, err = t.objs.ForgetSampled.Run(&ebpf.RunOptions{})
+		}
+		if err == nil {
+			err = t.objs.ForgetBatches.Lookup(uint32(0), &b)
+		}
+		if err != nil {
+			// Not expected (the program loaded with the others): the blocks
+			// are deleted from here, their filter counts stay.
+			deleted += t.deleteSampled(pid, b.Addrs[:n])
+			continue
+		}
+		deleted += int(b.Deleted)
 	}
+	return deleted
+}
+
+// deleteSampled deletes pid's sampled blocks at addrs from user space,
+// leaving their counts in the filter (forgetSampled's fallback).
+func (t *Objects) deleteSampled(pid uint32, addrs []uint64) int {
+	n := 0
+	for _, a := range addrs {
+		if t.objs.Sampled.Delete(&memtraceSampleKey{Addr: a, Pid: pid}) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// SampledFilterCount is the sum of the counts in sampled mode's filter:
+// one per sampled block the map holds, when every block forgotten was
+// forgotten through forgetSampled (-v logs it at exit).
+func (t *Objects) SampledFilterCount() (uint64, error) {
+	if t.sampleBytes == 0 {
+		return 0, nil
+	}
+	var sum uint64
+	var k, v uint32
+	it := t.objs.SampledHint.Iterate()
+	for it.Next(&k, &v) {
+		sum += uint64(v)
+	}
+	if err := it.Err(); err != nil {
+		return 0, fmt.Errorf("read the sampled filter: %w", err)
+	}
+	return sum, nil
 }
 
 // Sweep deletes the entries of processes that are gone (alive reports
@@ -146,19 +189,17 @@ func (t *Objects) Sweep(alive func(pid uint32) bool) int {
 		return n
 	}
 	sweep(t.objs.ProcCounts, new([]memtraceAllocCounts))
-	var dead []memtraceSampleKey
+	dead := map[uint32][]uint64{}
 	var k memtraceSampleKey
 	var v uint8
 	it := t.objs.Sampled.Iterate()
 	for it.Next(&k, &v) {
 		if !alive(k.Pid) {
-			dead = append(dead, k)
+			dead[k.Pid] = append(dead[k.Pid], k.Addr)
 		}
 	}
-	for i := range dead {
-		if t.objs.Sampled.Delete(&dead[i]) == nil {
-			n++
-		}
+	for pid, addrs := range dead {
+		n += t.forgetSampled(pid, addrs)
 	}
 	return n
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -133,6 +134,8 @@ type Objects struct {
 	faults     []link.Link
 	// session is the uprobe session program (AttachSession only).
 	session *ebpf.Program
+	// forgetMu serializes forget_sampled's runs: they share one batch.
+	forgetMu sync.Mutex
 }
 
 // sessionObjects are objects and the session program, on AttachSession.
@@ -167,12 +170,16 @@ type objects struct {
 	FaultPending  *ebpf.Map     `ebpf:"fault_pending"`
 	FaultSites    *ebpf.Map     `ebpf:"fault_sites"`
 	OnPageAlloc   *ebpf.Program `ebpf:"on_page_alloc"`
+	ForgetSampled *ebpf.Program `ebpf:"forget_sampled"`
+	ForgetBatches *ebpf.Map     `ebpf:"forget_batches"`
+	SampledHint   *ebpf.Map     `ebpf:"sampled_hint"`
 }
 
 func (o *objects) Close() error {
 	return _MemtraceClose(o.Entry, o.JvmEntry, o.Ret, o.OnExec, o.OnExit, o.FileKeyOf, o.Events, o.Inflight,
 		o.LostByPid, o.LostTotal, o.UnwindRows, o.UnwindFiles, o.Scratch, o.Sampled, o.ProcCounts, o.CgroupFilter,
-		o.OnFaultUser, o.OnFaultKernel, o.FaultPids, o.OnRssStat, o.FaultPending, o.FaultSites, o.OnPageAlloc)
+		o.OnFaultUser, o.OnFaultKernel, o.FaultPids, o.OnRssStat, o.FaultPending, o.FaultSites, o.OnPageAlloc,
+		o.ForgetSampled, o.ForgetBatches, o.SampledHint)
 }
 
 // Load checks the kernel's prerequisites and loads the BPF objects.

@@ -132,6 +132,15 @@ type memtraceFileKeyQuery struct {
 	Found uint64
 }
 
+type memtraceForgetBatch struct {
+	_       structs.HostLayout
+	Pid     uint32
+	N       uint32
+	Deleted uint32
+	Pad     uint32
+	Addrs   [512]uint64
+}
+
 type memtraceFrameBit uint32
 
 const (
@@ -397,6 +406,7 @@ const (
 	memtraceMapFaultPending         = "fault_pending"
 	memtraceMapFaultPids            = "fault_pids"
 	memtraceMapFaultSites           = "fault_sites"
+	memtraceMapForgetBatches        = "forget_batches"
 	memtraceMapFrameCache           = "frame_cache"
 	memtraceMapFrameEpoch           = "frame_epoch"
 	memtraceMapInflight             = "inflight"
@@ -411,6 +421,7 @@ const (
 	memtraceMapUnwindRows           = "unwind_rows"
 	memtraceProgEntry               = "entry"
 	memtraceProgFileKeyOf           = "file_key_of"
+	memtraceProgForgetSampled       = "forget_sampled"
 	memtraceProgJvmEntry            = "jvm_entry"
 	memtraceProgOnExec              = "on_exec"
 	memtraceProgOnExit              = "on_exit"
@@ -506,6 +517,7 @@ type memtraceSpecs struct {
 type memtraceProgramSpecs struct {
 	Entry         *ebpf.ProgramSpec `ebpf:"entry"`
 	FileKeyOf     *ebpf.ProgramSpec `ebpf:"file_key_of"`
+	ForgetSampled *ebpf.ProgramSpec `ebpf:"forget_sampled"`
 	JvmEntry      *ebpf.ProgramSpec `ebpf:"jvm_entry"`
 	OnExec        *ebpf.ProgramSpec `ebpf:"on_exec"`
 	OnExit        *ebpf.ProgramSpec `ebpf:"on_exit"`
@@ -521,23 +533,24 @@ type memtraceProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type memtraceMapSpecs struct {
-	CgroupFilter *ebpf.MapSpec `ebpf:"cgroup_filter"`
-	Events       *ebpf.MapSpec `ebpf:"events"`
-	FaultPending *ebpf.MapSpec `ebpf:"fault_pending"`
-	FaultPids    *ebpf.MapSpec `ebpf:"fault_pids"`
-	FaultSites   *ebpf.MapSpec `ebpf:"fault_sites"`
-	FrameCache   *ebpf.MapSpec `ebpf:"frame_cache"`
-	FrameEpoch   *ebpf.MapSpec `ebpf:"frame_epoch"`
-	Inflight     *ebpf.MapSpec `ebpf:"inflight"`
-	LostByPid    *ebpf.MapSpec `ebpf:"lost_by_pid"`
-	LostTotal    *ebpf.MapSpec `ebpf:"lost_total"`
-	ProcCounts   *ebpf.MapSpec `ebpf:"proc_counts"`
-	Sampled      *ebpf.MapSpec `ebpf:"sampled"`
-	SampledHint  *ebpf.MapSpec `ebpf:"sampled_hint"`
-	Scratch      *ebpf.MapSpec `ebpf:"scratch"`
-	ThreadSlots  *ebpf.MapSpec `ebpf:"thread_slots"`
-	UnwindFiles  *ebpf.MapSpec `ebpf:"unwind_files"`
-	UnwindRows   *ebpf.MapSpec `ebpf:"unwind_rows"`
+	CgroupFilter  *ebpf.MapSpec `ebpf:"cgroup_filter"`
+	Events        *ebpf.MapSpec `ebpf:"events"`
+	FaultPending  *ebpf.MapSpec `ebpf:"fault_pending"`
+	FaultPids     *ebpf.MapSpec `ebpf:"fault_pids"`
+	FaultSites    *ebpf.MapSpec `ebpf:"fault_sites"`
+	ForgetBatches *ebpf.MapSpec `ebpf:"forget_batches"`
+	FrameCache    *ebpf.MapSpec `ebpf:"frame_cache"`
+	FrameEpoch    *ebpf.MapSpec `ebpf:"frame_epoch"`
+	Inflight      *ebpf.MapSpec `ebpf:"inflight"`
+	LostByPid     *ebpf.MapSpec `ebpf:"lost_by_pid"`
+	LostTotal     *ebpf.MapSpec `ebpf:"lost_total"`
+	ProcCounts    *ebpf.MapSpec `ebpf:"proc_counts"`
+	Sampled       *ebpf.MapSpec `ebpf:"sampled"`
+	SampledHint   *ebpf.MapSpec `ebpf:"sampled_hint"`
+	Scratch       *ebpf.MapSpec `ebpf:"scratch"`
+	ThreadSlots   *ebpf.MapSpec `ebpf:"thread_slots"`
+	UnwindFiles   *ebpf.MapSpec `ebpf:"unwind_files"`
+	UnwindRows    *ebpf.MapSpec `ebpf:"unwind_rows"`
 }
 
 // memtraceVariableSpecs contains global variables before they are loaded into the kernel.
@@ -606,23 +619,24 @@ func (o *memtraceObjects) Close() error {
 //
 // It can be passed to loadMemtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type memtraceMaps struct {
-	CgroupFilter *ebpf.Map `ebpf:"cgroup_filter"`
-	Events       *ebpf.Map `ebpf:"events"`
-	FaultPending *ebpf.Map `ebpf:"fault_pending"`
-	FaultPids    *ebpf.Map `ebpf:"fault_pids"`
-	FaultSites   *ebpf.Map `ebpf:"fault_sites"`
-	FrameCache   *ebpf.Map `ebpf:"frame_cache"`
-	FrameEpoch   *ebpf.Map `ebpf:"frame_epoch"`
-	Inflight     *ebpf.Map `ebpf:"inflight"`
-	LostByPid    *ebpf.Map `ebpf:"lost_by_pid"`
-	LostTotal    *ebpf.Map `ebpf:"lost_total"`
-	ProcCounts   *ebpf.Map `ebpf:"proc_counts"`
-	Sampled      *ebpf.Map `ebpf:"sampled"`
-	SampledHint  *ebpf.Map `ebpf:"sampled_hint"`
-	Scratch      *ebpf.Map `ebpf:"scratch"`
-	ThreadSlots  *ebpf.Map `ebpf:"thread_slots"`
-	UnwindFiles  *ebpf.Map `ebpf:"unwind_files"`
-	UnwindRows   *ebpf.Map `ebpf:"unwind_rows"`
+	CgroupFilter  *ebpf.Map `ebpf:"cgroup_filter"`
+	Events        *ebpf.Map `ebpf:"events"`
+	FaultPending  *ebpf.Map `ebpf:"fault_pending"`
+	FaultPids     *ebpf.Map `ebpf:"fault_pids"`
+	FaultSites    *ebpf.Map `ebpf:"fault_sites"`
+	ForgetBatches *ebpf.Map `ebpf:"forget_batches"`
+	FrameCache    *ebpf.Map `ebpf:"frame_cache"`
+	FrameEpoch    *ebpf.Map `ebpf:"frame_epoch"`
+	Inflight      *ebpf.Map `ebpf:"inflight"`
+	LostByPid     *ebpf.Map `ebpf:"lost_by_pid"`
+	LostTotal     *ebpf.Map `ebpf:"lost_total"`
+	ProcCounts    *ebpf.Map `ebpf:"proc_counts"`
+	Sampled       *ebpf.Map `ebpf:"sampled"`
+	SampledHint   *ebpf.Map `ebpf:"sampled_hint"`
+	Scratch       *ebpf.Map `ebpf:"scratch"`
+	ThreadSlots   *ebpf.Map `ebpf:"thread_slots"`
+	UnwindFiles   *ebpf.Map `ebpf:"unwind_files"`
+	UnwindRows    *ebpf.Map `ebpf:"unwind_rows"`
 }
 
 func (m *memtraceMaps) Close() error {
@@ -632,6 +646,7 @@ func (m *memtraceMaps) Close() error {
 		m.FaultPending,
 		m.FaultPids,
 		m.FaultSites,
+		m.ForgetBatches,
 		m.FrameCache,
 		m.FrameEpoch,
 		m.Inflight,
@@ -699,6 +714,7 @@ type memtraceVariables struct {
 type memtracePrograms struct {
 	Entry         *ebpf.Program `ebpf:"entry"`
 	FileKeyOf     *ebpf.Program `ebpf:"file_key_of"`
+	ForgetSampled *ebpf.Program `ebpf:"forget_sampled"`
 	JvmEntry      *ebpf.Program `ebpf:"jvm_entry"`
 	OnExec        *ebpf.Program `ebpf:"on_exec"`
 	OnExit        *ebpf.Program `ebpf:"on_exit"`
@@ -714,6 +730,7 @@ func (p *memtracePrograms) Close() error {
 	return _MemtraceClose(
 		p.Entry,
 		p.FileKeyOf,
+		p.ForgetSampled,
 		p.JvmEntry,
 		p.OnExec,
 		p.OnExit,

@@ -18,6 +18,14 @@ func LogRun(log *slog.Logger, d *Drainer, objs *Objects, start time.Time) {
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		log.Info("memtrace memory", "peak_rss_bytes", ru.Maxrss*1024)
 	}
+	// Sampled mode: the blocks the probes still watch for a free, and the
+	// filter's counts in front of them (equal, when forgotten blocks left
+	// no count behind).
+	if objs.sampleBytes > 0 {
+		if filter, err := objs.SampledFilterCount(); err == nil {
+			log.Info("sampled blocks", "blocks", objs.SampledBlocks(), "filter_count", filter)
+		}
+	}
 	// What each BPF program cost, when kernel.bpf_stats_enabled is on (make bench).
 	stats, err := objs.ProgramStats()
 	if err != nil {

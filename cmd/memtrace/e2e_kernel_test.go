@@ -278,6 +278,29 @@ func TestSampledAlignedCounts(t *testing.T) {
 	})
 }
 
+// TestSampledForgottenBlocks: blocks whose frees no probe will see (an
+// exec'd program's, an exited process's) are forgotten through
+// forget_sampled, which drops their counts in the probes' filter too
+// (testdata/sampled_exec.c: 100 blocks, every one sampled, then an exec).
+// Deleted from user space, the 100 counts stayed behind.
+func TestSampledForgottenBlocks(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "sampled_exec.c")
+	for _, lacks := range []string{"", "uprobe_session"} {
+		t.Setenv(lacksEnv, lacks)
+		r := runMemtrace(t, "-v", "-o", os.DevNull, "--sample-bytes", "1", "--", bin)
+		if r.code != 0 {
+			t.Fatalf("lacking %q: exit %d, stderr:\n%s", lacks, r.code, r.stderr)
+		}
+		if !strings.Contains(r.stderr, `msg="exec: statistics restart"`) {
+			t.Fatalf("lacking %q: no exec logged; stderr:\n%s", lacks, r.stderr)
+		}
+		if want := `msg="sampled blocks" blocks=0 filter_count=0`; !strings.Contains(r.stderr, want) {
+			t.Errorf("lacking %q: want %s; stderr:\n%s", lacks, want, r.stderr)
+		}
+	}
+}
+
 // TestSampledFailedCalls: sampled mode's exact counts include the failed
 // calls of malloc-like functions on the session path only (counted at
 // entry, before the result is known), but never a request larger than the
