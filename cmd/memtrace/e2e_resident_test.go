@@ -132,6 +132,10 @@ func TestResidentMallocPages(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("exit %d\n%s", r.code, r.stderr)
 			}
+			// A lost sample would bias the estimate low: say so first.
+			if p := parseNDJSON(t, r.stdout).finalProcess(t); p.LostEvents != 0 {
+				t.Errorf("%d events lost", p.LostEvents)
+			}
 			got := residentByFunction(t, r.stdout, finalPID(t, r.stdout))
 			// Unnamed sites may hold a page or two (the kernel matrix's 6.12
 			// once charged one page to the launcher's code before the exec),
