@@ -137,6 +137,7 @@ func TestResidentMallocPages(t *testing.T) {
 				t.Errorf("%d events lost", p.LostEvents)
 			}
 			got := residentByFunction(t, r.stdout, finalPID(t, r.stdout))
+			t.Logf("resident by function: %v", got) // shown on failure: where the rest went
 			// Unnamed sites may hold a page or two (the kernel matrix's 6.12
 			// once charged one page to the launcher's code before the exec),
 			// never the heap's bulk (the uprobe trampoline's address was).
