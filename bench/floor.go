@@ -107,18 +107,13 @@ func closeLinks(links []link.Link) error {
 	return errors.Join(errs...)
 }
 
-// faultTracepoints are the BTF tracepoints resident attribution attaches
-// (tracer/resident.go): every user write fault runs the first, the third
-// and the fourth; every page allocation on the host runs the third.
-var faultTracepoints = []string{"page_fault_user", "page_fault_kernel", "mm_page_alloc", "rss_stat"}
-
 // attachEmptyFaultPrograms attaches a program that returns at once to each
-// of faultTracepoints: what the kernel's dispatch of those tracepoints
-// costs a fault, with none of memtrace's work, the floor of any design on
-// the same tracepoints.
-func attachEmptyFaultPrograms() ([]link.Link, error) {
+// tracepoint resident attribution attaches (tracer.FaultTracepoints): what
+// the kernel's dispatch of those tracepoints costs a fault, with none of
+// memtrace's work, the floor of any design on the same tracepoints.
+func attachEmptyFaultPrograms(tracepoints []string) ([]link.Link, error) {
 	var links []link.Link
-	for _, tp := range faultTracepoints {
+	for _, tp := range tracepoints {
 		prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 			Name:         "membench_empty",
 			Type:         ebpf.Tracing,

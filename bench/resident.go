@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/memtrace/memtrace/tracer"
 )
 
 // The resident section: what the whole host's default (resident memory by
@@ -44,6 +46,10 @@ func (r *runner) resident(ctx context.Context) ([]*Comparison, error) {
 	if err != nil {
 		return nil, err
 	}
+	tracepoints, err := tracer.FaultTracepoints()
+	if err != nil {
+		return nil, err
+	}
 	var cs []*Comparison
 	// Cost: untraced against the whole host's default running beside; the
 	// program's wall time, and its CPU time (user + system: the fault
@@ -51,7 +57,7 @@ func (r *runner) resident(ctx context.Context) ([]*Comparison, error) {
 	// work disturbs less.
 	hostCost := func(id, title, skip string, name string, args ...string) []*Comparison {
 		var perFault []float64
-		note := "memtrace (no target, no flag) runs the whole round, attached 3 s before the program starts; the floor attaches a program that returns at once to each tracepoint memtrace's default attaches (" + strings.Join(faultTracepoints, ", ") + ")"
+		note := "memtrace (no target, no flag) runs the whole round, attached 3 s before the program starts; the floor attaches a program that returns at once to each tracepoint memtrace's default attaches (" + strings.Join(tracepoints, ", ") + ")"
 		wallC := &Comparison{ID: id, Title: title + ": wall time", Unit: "s", Baseline: rowUntraced, Notes: []string{note}}
 		cpuC := &Comparison{ID: id + "-cpu", Title: title + ": CPU time (user + system)", Unit: "s", Baseline: rowUntraced, Notes: []string{note}}
 		times := func(o output, err error) ([]float64, *traceSummary, error) {
@@ -81,7 +87,7 @@ func (r *runner) resident(ctx context.Context) ([]*Comparison, error) {
 				return times(run(ctx, residentTimeout, name, args...))
 			}},
 			{name: rowFaultFloor, skip: skip, run: func(ctx context.Context) ([]float64, *traceSummary, error) {
-				links, err := attachEmptyFaultPrograms()
+				links, err := attachEmptyFaultPrograms(tracepoints)
 				if err != nil {
 					return nil, nil, err
 				}

@@ -31,6 +31,7 @@ func (t *Objects) AttachFaults() error {
 	// rss_stat and the folio's size first: a fault never waits for a
 	// program not there yet.
 	progs := []*ebpf.Program{t.objs.OnRssStat, t.objs.OnPageAlloc, t.objs.OnFaultUser, t.objs.OnFaultKernel}
+	// (FaultTracepoints names the same programs.)
 	for _, p := range progs {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p})
 		if err != nil {
@@ -40,6 +41,25 @@ func (t *Objects) AttachFaults() error {
 		t.faults = append(t.faults, l)
 	}
 	return nil
+}
+
+// FaultTracepoints returns the tracepoints AttachFaults attaches to, read
+// from the programs' sections (make bench's floor attaches empty programs
+// there).
+func FaultTracepoints() ([]string, error) {
+	spec, err := loadMemtrace()
+	if err != nil {
+		return nil, fmt.Errorf("load BPF spec: %w", err)
+	}
+	var tps []string
+	for _, name := range []string{"on_rss_stat", "on_page_alloc", "on_fault_user", "on_fault_kernel"} {
+		p := spec.Programs[name]
+		if p == nil {
+			return nil, fmt.Errorf("no program %s in the BPF object", name)
+		}
+		tps = append(tps, p.AttachTo)
+	}
+	return tps, nil
 }
 
 // DetachFaults removes the page-fault programs, if attached.
