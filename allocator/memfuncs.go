@@ -23,13 +23,20 @@ var memoryFunctions = []string{
 
 // memoryPrefixes are families of the same: glibc's IFUNC variants
 // (__memset_avx2_unaligned_erms), its internal names (__libc_malloc,
-// _int_malloc), the _chk checked forms, jemalloc's and tcmalloc's internals.
+// _int_malloc), the _chk checked forms, jemalloc's and tcmalloc's
+// internals, Go's system calls and reads.
 var memoryPrefixes = []string{
 	"__memset_", "__memcpy_", "__memmove_", "__mempcpy_", "__wmemset_", "__bzero",
 	"__libc_malloc", "__libc_calloc", "__libc_realloc", "__libc_memalign", "__libc_read",
 	"__libc_pread", "_int_malloc", "_int_realloc", "_int_memalign", "sysmalloc", "tcache_",
 	"je_", "tc_", "_IO_file_read", "_IO_file_xsgetn", "_IO_new_file_underflow", "__underflow",
 	"__uflow", "_IO_getline", "runtime.mallocgc", "runtime.memclr", "runtime.memmove",
+	// Go's reads: the kernel's copy faults in the system call, charged to
+	// whoever called os.(*File).Read, os.ReadFile, io.ReadAll or a
+	// connection's Read, past the syscall and poll packages between.
+	"internal/runtime/syscall/", "runtime/internal/syscall.", "syscall.", "golang.org/x/sys/unix.",
+	"internal/poll.", "os.(*File).Read", "os.(*File).read", "os.(*File).pread", "os.ReadFile",
+	"io.ReadAll", "io.ReadFull", "io.ReadAtLeast", "net.(*netFD).Read", "net.(*netFD).read", "net.(*conn).Read",
 }
 
 var memoryNames = func() map[string]bool {

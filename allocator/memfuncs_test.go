@@ -15,6 +15,12 @@ func TestMemoryFunction(t *testing.T) {
 		{"_Znwm", true}, // the allocation wrappers count too
 		{"runtime.memclrNoHeapPointersChunked", true},
 		{"runtime.mallocgc", true},
+		{"internal/runtime/syscall/linux.Syscall6", true},
+		{"syscall.read", true},
+		{"internal/poll.(*FD).Read", true},
+		{"os.(*File).Read", true},
+		{"os.ReadFile", true},
+		{"os.(*File).Write", false},
 		{"main.keepSlices", false},
 		{"hold_malloc", false},
 		{"memtrace_mark", false},

@@ -8,6 +8,8 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+
+	"github.com/memtrace/memtrace/gopclntab"
 )
 
 // Module is one ELF file (executable or shared library) opened for
@@ -184,7 +186,8 @@ func (m *Module) loadSymbols() {
 
 // functionSymbols reads the function symbols of .symtab and .dynsym. Each
 // table is optional: strip removes .symtab, static executables have no
-// .dynsym.
+// .dynsym. A Go executable without .symtab (-ldflags=-s) still names its
+// functions in its function table (.gopclntab), which the runtime keeps.
 func functionSymbols(f *elf.File) ([]rankedSymbol, error) {
 	var cands []rankedSymbol
 	var errs []error
@@ -193,12 +196,30 @@ func functionSymbols(f *elf.File) ([]rankedSymbol, error) {
 		errs = append(errs, fmt.Errorf("symtab: %w", err))
 	}
 	cands = collectFuncs(cands, syms)
+	if len(cands) == 0 {
+		cands = goFuncs(cands, f)
+	}
 	dyn, err := f.DynamicSymbols()
 	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
 		errs = append(errs, fmt.Errorf("dynsym: %w", err))
 	}
 	cands = collectFuncs(cands, dyn)
 	return cands, errors.Join(errs...)
+}
+
+// goFuncs adds the functions of f's Go function table, if it has one.
+func goFuncs(dst []rankedSymbol, f *elf.File) []rankedSymbol {
+	tab, err := gopclntab.Read(f)
+	if err != nil {
+		return dst
+	}
+	for _, fn := range tab.Funcs {
+		dst = append(dst, rankedSymbol{
+			symbol:  symbol{addr: fn.Entry, size: fn.End - fn.Entry, name: fn.Name},
+			binding: elf.STB_GLOBAL,
+		})
+	}
+	return dst
 }
 
 func (m *Module) loadDWARF() {

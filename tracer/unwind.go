@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/memtrace/memtrace/allocator"
+	"github.com/memtrace/memtrace/gopclntab"
 	"github.com/memtrace/memtrace/symbolize"
 	"github.com/memtrace/memtrace/unwind"
 )
@@ -312,7 +313,24 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (mar
 	}
 	var fns []fn
 	defined := map[string]bool{}
-	for _, read := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
+	// A Go executable without .symtab (-ldflags=-s) names its functions
+	// in its function table: runtime.memmove and the rest are marked too.
+	goSymbols := func() ([]elf.Symbol, error) {
+		if syms, _ := f.Symbols(); len(syms) > 0 {
+			return nil, nil
+		}
+		tab, err := gopclntab.Read(f)
+		if err != nil {
+			return nil, err
+		}
+		syms := make([]elf.Symbol, 0, len(tab.Funcs))
+		for _, fn := range tab.Funcs {
+			syms = append(syms, elf.Symbol{Name: fn.Name, Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_FUNC),
+				Value: fn.Entry, Size: fn.End - fn.Entry})
+		}
+		return syms, nil
+	}
+	for _, read := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols, goSymbols} {
 		syms, _ := read()
 		for _, s := range syms {
 			t := elf.ST_TYPE(s.Info)

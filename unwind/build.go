@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+
+	"github.com/memtrace/memtrace/gopclntab"
 )
 
 // ErrUnsupportedMachine is returned for ELF files that are not x86-64.
@@ -62,7 +64,45 @@ func Build(f *elf.File) (*Table, error) {
 			b.spans = append(b.spans[:n], uncovered(b.spans[:n], b.spans[n:])...)
 		}
 	}
+	n := len(b.spans)
+	b.addGoFunctions(f)
+	b.spans = append(b.spans[:n], uncovered(b.spans[:n], b.spans[n:])...)
 	return b.table(), nil
+}
+
+// addGoFunctions adds rows for a Go executable's functions from its
+// function table (.gopclntab), which every Go binary keeps: Go writes no
+// .eh_frame, and its .debug_frame goes with DWARF (`-ldflags=-w` drops
+// it). The rows are those Go's linker writes to .debug_frame on x86-64:
+// CFA = rsp + the function's stack pointer offset at the pc + 8, rbp
+// unchanged (Go saves it, but says nothing of it there). Frameless
+// assembly (runtime.memmove, memclrNoHeapPointers) then unwinds to its
+// caller, where rbp would skip it. A table memtrace cannot read adds no
+// rows (the walk follows frame pointers there, as before).
+func (b *builder) addGoFunctions(f *elf.File) {
+	tab, err := gopclntab.Read(f)
+	if err != nil {
+		return
+	}
+	for _, fn := range tab.Funcs {
+		sp, err := tab.SPDeltas(fn)
+		if err != nil || len(sp) == 0 {
+			continue
+		}
+		lo := len(b.rows)
+		for _, r := range sp {
+			row := Row{PC: r.PC, Kind: KindRSP, CFAOffset: int32(r.Delta + 8)}
+			// A frame past the encoding's 16 bits, as Build does with CFI.
+			if r.Delta+8 < 0 || encodable(row) != nil {
+				row = Row{PC: r.PC, Kind: KindUndefined}
+			}
+			if n := len(b.rows); n > lo && sameRule(b.rows[n-1], row) {
+				continue
+			}
+			b.rows = append(b.rows, row)
+		}
+		b.spans = append(b.spans, span{start: fn.Entry, end: sp[len(sp)-1].End, lo: lo, hi: len(b.rows)})
+	}
 }
 
 // addSection parses one frame section and interprets every FDE.

@@ -261,7 +261,8 @@ func findBuildID(d []byte) []byte {
 }
 
 // frameSizes distinguishes files that share a build-id but not their CFI
-// (a program and its separate debug file).
+// (a program and its separate debug file; Go's function table counts as
+// CFI, see Build).
 func frameSizes(f *elf.File) string {
 	size := func(name string) uint64 {
 		if s := f.Section(name); s != nil && s.Type != elf.SHT_NOBITS {
@@ -269,7 +270,7 @@ func frameSizes(f *elf.File) string {
 		}
 		return 0
 	}
-	return fmt.Sprintf("%x-%x", size(".eh_frame"), size(".debug_frame"))
+	return fmt.Sprintf("%x-%x-%x", size(".eh_frame"), size(".debug_frame"), size(".gopclntab"))
 }
 
 // The cache file: a header, the rows as Encode writes them, a CRC-32C of
@@ -278,7 +279,7 @@ func frameSizes(f *elf.File) string {
 // trusted.
 const (
 	cacheMagic   = "MTUNWIND"
-	cacheVersion = 2
+	cacheVersion = 3
 	cacheHeader  = len(cacheMagic) + 4 + 4
 )
 

@@ -190,19 +190,16 @@ var (
 	goFixtureOnce sync.Once
 	goFixturePath string
 	goFixtureErr  error
+
+	goVariantsMu sync.Mutex
+	goVariants   = map[string]string{}
 )
 
 // goFixture builds testdata/resident_go with the Go toolchain.
 func goFixture(t *testing.T) string {
 	t.Helper()
 	goFixtureOnce.Do(func() {
-		goFixturePath = filepath.Join(binDir, "resident_go")
-		cmd := exec.Command("go", "build", "-o", goFixturePath, ".")
-		cmd.Dir = filepath.Join("..", "..", "testdata", "resident_go")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			goFixtureErr = fmt.Errorf("go build resident_go: %v\n%s", err, out)
-		}
+		goFixturePath, goFixtureErr = buildGoFixture("resident_go")
 	})
 	if goFixtureErr != nil {
 		t.Fatal(goFixtureErr)
@@ -210,16 +207,66 @@ func goFixture(t *testing.T) string {
 	return goFixturePath
 }
 
+// goFixtureLinked builds testdata/resident_go with linker flags, as
+// release builds of Go programs often are: -w drops DWARF, -s the symbol
+// table too.
+func goFixtureLinked(t *testing.T, ldflags string) string {
+	t.Helper()
+	goVariantsMu.Lock()
+	defer goVariantsMu.Unlock()
+	if p, ok := goVariants[ldflags]; ok {
+		return p
+	}
+	p, err := buildGoFixture("resident_go"+strings.ReplaceAll(ldflags, " ", ""), "-ldflags="+ldflags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goVariants[ldflags] = p
+	return p
+}
+
+func buildGoFixture(name string, flags ...string) (string, error) {
+	out := filepath.Join(binDir, name)
+	cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", out, ".")...)
+	cmd.Dir = filepath.Join("..", "..", "testdata", "resident_go")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %v\n%s", name, err, b)
+	}
+	return out, nil
+}
+
 // TestResidentGo: `--` of a Go program, which has no allocator to probe:
 // it is traced, not refused, and its slices are charged to the Go function
-// that wrote them.
+// that wrote them. Without DWARF, and without a symbol table, the program
+// still unwinds and names its functions by Go's own function table
+// (.gopclntab). copySlices' pages fault in runtime.memmove, which has no
+// frame of its own: its frame pointer is its caller's, and a walk by frame
+// pointers (as without DWARF before) charged copySlices' caller,
+// main.main; with no symbol table no function had a name at all.
 func TestResidentGo(t *testing.T) {
 	needBPF(t)
-	r := runMemtrace(t, "--json", "--resident-bytes", residentSample, "--", goFixture(t))
-	if r.code != 0 {
-		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	want := map[string]float64{"main.keepSlices": 192 << 20, "main.copySlices": 64 << 20}
+	for _, tc := range []struct {
+		name    string
+		ldflags string
+	}{
+		{"with DWARF", ""},
+		{"no DWARF", "-w"},
+		{"stripped", "-s -w"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bin := goFixture(t)
+			if tc.ldflags != "" {
+				bin = goFixtureLinked(t, tc.ldflags)
+			}
+			r := runMemtraceEnv(t, []string{"COPY_MIB=64"}, "--json", "--resident-bytes", residentSample, "--", bin)
+			if r.code != 0 {
+				t.Fatalf("exit %d\n%s", r.code, r.stderr)
+			}
+			checkResident(t, residentByFunction(t, r.stdout, finalPID(t, r.stdout)), want)
+		})
 	}
-	checkResident(t, residentByFunction(t, r.stdout, finalPID(t, r.stdout)), map[string]float64{"main.keepSlices": 192 << 20})
 }
 
 // finalPID is the pid of the final process record.

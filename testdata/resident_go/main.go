@@ -5,7 +5,9 @@
 // HOLD_MS set it sleeps that long before exiting. With WAIT set it reads a
 // line before it allocates, and waits for its input to end after "ready".
 // With MEMSTATS set it prints the runtime's own figures after "ready"
-// (the footprint's Go heap is checked against them).
+// (the footprint's Go heap is checked against them). With COPY_MIB set,
+// copySlices first keeps that many MiB of 1 MiB slices written by copy:
+// the pages fault in runtime.memmove, assembly without a frame of its own.
 package main
 
 import (
@@ -31,6 +33,17 @@ func keepSlices(mib int) {
 	}
 }
 
+var source = make([]byte, 1<<20)
+
+//go:noinline
+func copySlices(mib int) {
+	for i := 0; i < mib; i++ {
+		s := make([]byte, len(source))
+		copy(s, source)
+		kept = append(kept, s)
+	}
+}
+
 func main() {
 	mib := 192
 	if len(os.Args) > 1 {
@@ -42,6 +55,9 @@ func main() {
 		if _, err := in.ReadString('\n'); err != nil {
 			os.Exit(1)
 		}
+	}
+	if n, err := strconv.Atoi(os.Getenv("COPY_MIB")); err == nil {
+		copySlices(n)
 	}
 	keepSlices(mib)
 	fmt.Println("ready")

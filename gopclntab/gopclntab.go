@@ -1,0 +1,180 @@
+// Package gopclntab reads a Go executable's function table (.gopclntab):
+// each function's name, its range of code, and how far the stack pointer
+// is below its frame at each pc. The runtime needs that table for its own
+// tracebacks, so every Go binary keeps it, also one built with
+// `-ldflags="-s -w"` that has neither a symbol table nor DWARF: memtrace
+// names Go functions and unwinds Go frames from it. Go 1.18 and later
+// (table versions 1.18 and 1.20, which Go 1.26 still writes); older
+// tables return ErrVersion. It imports nothing from eBPF.
+package gopclntab
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// ErrNoTable: the file has no .gopclntab (not a Go executable).
+var ErrNoTable = errors.New("no Go function table")
+
+// ErrVersion: a table of a Go release before 1.18, or of another
+// architecture's word size.
+var ErrVersion = errors.New("unsupported Go function table")
+
+// ErrMalformed: the table's offsets point outside it.
+var ErrMalformed = errors.New("malformed Go function table")
+
+// The table's magic numbers (runtime/symtab.go, abi.PCLnTabMagic).
+const (
+	magic118 = 0xfffffff0
+	magic120 = 0xfffffff1
+)
+
+// Func is one function of the table.
+type Func struct {
+	Name       string
+	Entry, End uint64 // [Entry, End): ELF virtual addresses
+	pcsp       []byte // the pc-value table of the stack pointer's offset
+}
+
+// Table is a Go executable's functions, sorted by Entry.
+type Table struct {
+	Funcs []Func
+	minLC uint64 // the pc quantum (1 on x86-64)
+}
+
+// Read finds and parses the function table of f. Function entries are
+// offsets from the start of the text, which is .text's address.
+func Read(f *elf.File) (*Table, error) {
+	sec := f.Section(".gopclntab")
+	if sec == nil {
+		sec = f.Section(".data.rel.ro.gopclntab")
+	}
+	text := f.Section(".text")
+	if sec == nil || sec.Type == elf.SHT_NOBITS || text == nil {
+		return nil, ErrNoTable
+	}
+	data, err := sec.Data()
+	if err != nil {
+		return nil, fmt.Errorf("read .gopclntab: %w", err)
+	}
+	return Parse(data, text.Addr)
+}
+
+// Parse reads a little-endian 64-bit function table whose text starts at
+// text.
+func Parse(data []byte, text uint64) (*Table, error) {
+	le := binary.LittleEndian
+	if len(data) < 8 {
+		return nil, fmt.Errorf("%w: %d bytes", ErrMalformed, len(data))
+	}
+	if m := le.Uint32(data); m != magic118 && m != magic120 {
+		return nil, fmt.Errorf("%w: magic %#x", ErrVersion, m)
+	}
+	minLC, ptrSize := uint64(data[6]), data[7]
+	if ptrSize != 8 || minLC == 0 {
+		return nil, fmt.Errorf("%w: pointer size %d, pc quantum %d", ErrVersion, ptrSize, minLC)
+	}
+	// The header: magic, pads, minLC, ptrSize, then nfunc, nfiles, an
+	// unused word (once textStart) and five offsets, one word each.
+	const hdr = 8 + 8*8
+	if len(data) < hdr {
+		return nil, fmt.Errorf("%w: header of %d bytes", ErrMalformed, len(data))
+	}
+	word := func(i int) uint64 { return le.Uint64(data[8+8*i:]) }
+	nfunc := word(0)
+	funcnames, pctab, pcln := word(3), word(6), word(7)
+	size := uint64(len(data))
+	if funcnames > size || pctab > size || pcln > size || nfunc > size/8 || pcln+(nfunc+1)*8 > size {
+		return nil, fmt.Errorf("%w: offsets past its %d bytes", ErrMalformed, size)
+	}
+	// functab: nfunc+1 pairs of (entry offset, _func offset from pcln);
+	// the last entry offset is the end of the last function.
+	functab := data[pcln:]
+	t := &Table{Funcs: make([]Func, 0, nfunc), minLC: minLC}
+	for i := range nfunc {
+		entry := uint64(le.Uint32(functab[8*i:]))
+		end := uint64(le.Uint32(functab[8*(i+1):]))
+		off := pcln + uint64(le.Uint32(functab[8*i+4:]))
+		// _func: entryOff, nameOff, args, deferreturn, pcsp, ...
+		if off+20 > size || end < entry {
+			return nil, fmt.Errorf("%w: function %d", ErrMalformed, i)
+		}
+		nameOff := uint64(le.Uint32(data[off+4:]))
+		pcsp := uint64(le.Uint32(data[off+16:]))
+		name, ok := cString(data, funcnames+nameOff)
+		if !ok || pctab+pcsp > size {
+			return nil, fmt.Errorf("%w: function %d", ErrMalformed, i)
+		}
+		var sp []byte
+		if pcsp != 0 {
+			sp = data[pctab+pcsp:]
+		}
+		t.Funcs = append(t.Funcs, Func{Name: name, Entry: text + entry, End: text + end, pcsp: sp})
+	}
+	return t, nil
+}
+
+func cString(data []byte, off uint64) (string, bool) {
+	if off >= uint64(len(data)) {
+		return "", false
+	}
+	n := bytes.IndexByte(data[off:], 0)
+	if n < 0 {
+		return "", false
+	}
+	return string(data[off : off+uint64(n)]), true
+}
+
+// SPRange is a run of pcs, [PC, End), where the stack pointer is Delta
+// bytes below where it was at the function's entry (after the call pushed
+// the return address).
+type SPRange struct {
+	PC, End uint64
+	Delta   int64
+}
+
+// SPDeltas returns fn's stack pointer offsets, in pc order, covering
+// [Entry, End) or a prefix of it; nil when the table has none.
+func (t *Table) SPDeltas(fn Func) ([]SPRange, error) {
+	p := fn.pcsp
+	if p == nil {
+		return nil, nil
+	}
+	// A pc-value table: pairs of (zig-zag value delta, pc delta in
+	// quanta), varints, from the value -1 at the entry; a value holds
+	// from the previous pc up to the new one. A zero value delta after
+	// the first pair ends it.
+	var out []SPRange
+	pc, val := fn.Entry, int64(-1)
+	for first := true; ; first = false {
+		uv, n := binary.Uvarint(p)
+		if n <= 0 {
+			return nil, fmt.Errorf("%w: pc-sp table of %s", ErrMalformed, fn.Name)
+		}
+		if uv == 0 && !first {
+			break
+		}
+		p = p[n:]
+		val += int64(-(uv & 1) ^ (uv >> 1))
+		pcd, n := binary.Uvarint(p)
+		if n <= 0 {
+			return nil, fmt.Errorf("%w: pc-sp table of %s", ErrMalformed, fn.Name)
+		}
+		p = p[n:]
+		next := pc + pcd*t.minLC
+		if next > fn.End || next < pc {
+			return nil, fmt.Errorf("%w: pc-sp table of %s runs past its end", ErrMalformed, fn.Name)
+		}
+		if next > pc {
+			out = append(out, SPRange{PC: pc, End: next, Delta: val})
+		}
+		pc = next
+		if pc == fn.End {
+			break
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,107 @@
+package gopclntab
+
+import (
+	"debug/elf"
+	"debug/gosym"
+	"errors"
+	"os"
+	"testing"
+)
+
+// testBinary opens the running test, a Go executable.
+func testBinary(t *testing.T) *elf.File {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// TestFuncsMatchGosym: every function's name and range, as the standard
+// library's reader of the same table gives them.
+func TestFuncsMatchGosym(t *testing.T) {
+	f := testBinary(t)
+	tab, err := Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := f.Section(".gopclntab").Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := gosym.NewTable(nil, gosym.NewLineTable(data, f.Section(".text").Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tab.Funcs) != len(want.Funcs) || len(tab.Funcs) < 1000 {
+		t.Fatalf("%d functions, gosym reads %d", len(tab.Funcs), len(want.Funcs))
+	}
+	for i, fn := range tab.Funcs {
+		w := want.Funcs[i]
+		if fn.Name != w.Name || fn.Entry != w.Entry || fn.End != w.End {
+			t.Fatalf("function %d: %s [%#x, %#x), gosym: %s [%#x, %#x)", i, fn.Name, fn.Entry, fn.End, w.Name, w.Entry, w.End)
+		}
+	}
+}
+
+// TestSPDeltas: the offsets of functions whose frames are known: a
+// function's first instruction runs with only the return address pushed
+// (offset 0), ranges follow one another, and every offset is a multiple of
+// 8 (negative in assembly that pops its return address, such as
+// syscall.rawVforkSyscall).
+func TestSPDeltas(t *testing.T) {
+	tab, err := Read(testBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var framed int
+	for _, fn := range tab.Funcs {
+		sp, err := tab.SPDeltas(fn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sp) == 0 {
+			continue
+		}
+		if sp[0].PC != fn.Entry || sp[0].Delta != 0 {
+			t.Fatalf("%s starts at %#x with offset %d, want %#x and 0", fn.Name, sp[0].PC, sp[0].Delta, fn.Entry)
+		}
+		for i, r := range sp {
+			if r.End <= r.PC || (i > 0 && r.PC != sp[i-1].End) || r.Delta%8 != 0 {
+				t.Fatalf("%s: range %d %+v after %+v", fn.Name, i, r, sp[max(i-1, 0)])
+			}
+			if r.Delta > 0 {
+				framed++
+			}
+		}
+	}
+	if framed < 1000 {
+		t.Fatalf("only %d ranges inside a frame", framed)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want error
+	}{
+		{"empty", nil, ErrMalformed},
+		{"go 1.16 table", []byte{0xfa, 0xff, 0xff, 0xff, 0, 0, 1, 8}, ErrVersion},
+		{"32-bit", []byte{0xf1, 0xff, 0xff, 0xff, 0, 0, 1, 4}, ErrVersion},
+		{"header cut short", []byte{0xf1, 0xff, 0xff, 0xff, 0, 0, 1, 8, 1}, ErrMalformed},
+		{"function count past the end", append([]byte{0xf1, 0xff, 0xff, 0xff, 0, 0, 1, 8, 0xff, 0xff, 0xff}, make([]byte, 61)...), ErrMalformed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := Parse(tc.data, 0x401000); !errors.Is(err, tc.want) {
+				t.Fatalf("err %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
