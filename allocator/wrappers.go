@@ -164,11 +164,16 @@ func sourceName(s string) (id, rest string) {
 
 // wrapperFamilies are the prefixes of allocation families (lower case,
 // leading underscores dropped): redis's zmalloc, GNU's xmalloc, GLib's
-// g_malloc, nginx's ngx_alloc/ngx_palloc, FFmpeg's av_malloc, CPython's
-// PyMem_/PyObject_, SQLite's sqlite3Malloc/sqlite3DbMallocRaw/sqlite3_malloc.
+// g_malloc and g_slice_alloc, nginx's ngx_alloc/ngx_palloc, FFmpeg's
+// av_malloc, CPython's PyMem_/PyObject_, SQLite's
+// sqlite3Malloc/sqlite3DbMallocRaw/sqlite3_malloc, OpenSSL's CRYPTO_zalloc
+// (in node, among others), Perl's Perl_safesysmalloc, Ruby's ruby_xmalloc,
+// Lua's luaM_malloc_, PHP's _emalloc/_safe_emalloc, APR's apr_palloc,
+// libxml2's xmlMalloc/xmlStrdup/xmlMemMalloc.
 var wrapperFamilies = []string{
-	"z", "x", "g_", "ngx_", "ngx_p", "ngx_pn", "ngx_pc", "av_", "pymem_", "pymem_raw", "pyobject_",
-	"sqlite3", "sqlite3_", "sqlite3db", "sqlite3mem",
+	"z", "x", "g_", "g_slice_", "ngx_", "ngx_p", "ngx_pn", "ngx_pc", "av_", "pymem_", "pymem_raw", "pyobject_",
+	"sqlite3", "sqlite3_", "sqlite3db", "sqlite3mem", "crypto_", "crypto_clear_", "perl_safesys", "ruby_x",
+	"luam_", "e", "safe_e", "apr_p", "xml", "xmlmem",
 }
 
 // wrapperVerbs are what follows a family prefix (after an optional "try").

@@ -17,10 +17,20 @@ func TestAutoWrapper(t *testing.T) {
 		{"PyMem_Malloc", true}, {"PyMem_RawMalloc", true}, {"PyObject_Malloc", true}, {"_PyObject_Malloc", true},
 		{"sqlite3Malloc", true}, {"sqlite3MallocZero", true}, {"sqlite3DbMallocRaw", true}, {"sqlite3DbStrDup", true},
 		{"sqlite3Realloc", true}, {"sqlite3MemMalloc", true}, {"sqlite3_malloc64", true},
+		{"CRYPTO_malloc", true}, {"CRYPTO_zalloc", true}, {"CRYPTO_realloc", true}, {"CRYPTO_clear_realloc", true},
+		{"CRYPTO_strdup", true}, {"Perl_safesysmalloc", true}, {"Perl_safesyscalloc", true},
+		{"Perl_safesysrealloc", true}, {"ruby_xmalloc", true}, {"ruby_xmalloc2", true}, {"ruby_xrealloc2", true},
+		{"luaM_malloc_", true}, {"luaM_realloc_", true}, {"_emalloc", true}, {"_emalloc_56", true},
+		{"_safe_emalloc", true}, {"_estrdup", true}, {"apr_palloc", true}, {"apr_pcalloc", true},
+		{"xmlMalloc", true}, {"xmlStrdup", true}, {"xmlMemMalloc", true}, {"g_slice_alloc0", true},
 		// The allocator itself and ordinary functions are not wrappers.
 		{"malloc", false}, {"calloc", false}, {"realloc", false}, {"free", false}, {"je_malloc", false},
 		{"zfree", false}, {"xfree", false}, {"g_free", false}, {"sqlite3VdbeExec", false},
 		{"sqlite3VdbeMemGrow", false}, {"main", false}, {"xml_parse", false}, {"", false},
+		{"CRYPTO_free", false}, {"OPENSSL_sk_dup", false}, {"BUF_MEM_grow", false}, {"Perl_newSV", false},
+		{"Perl_safesysfree", false}, {"ruby_xfree", false}, {"rb_ary_new", false}, {"luaM_free_", false},
+		{"_efree", false}, {"encode", false}, {"exit", false}, {"apr_pool_create", false}, {"xmlFree", false},
+		{"xmlParseFile", false},
 	}
 	for _, tt := range tests {
 		if got := AutoWrapper(tt.name); got != tt.want {
