@@ -56,6 +56,12 @@ func MemoryFunction(name string) bool {
 	if memoryNames[name] {
 		return true
 	}
+	// HotSpot's memset and memcpy: Copy::fill_to_memory_atomic zeroes a
+	// direct ByteBuffer's memory for Unsafe_SetMemory0, Copy::conjoint_*
+	// and Copy::disjoint_* copy.
+	if parts := cxxName(name); len(parts) == 2 && parts[0] == "Copy" {
+		return true
+	}
 	for _, p := range memoryPrefixes {
 		if strings.HasPrefix(name, p) {
 			return true
