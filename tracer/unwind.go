@@ -315,8 +315,9 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (mar
 	defined := map[string]bool{}
 	// A Go executable without .symtab (-ldflags=-s) names its functions
 	// in its function table: runtime.memmove and the rest are marked too.
+	symtab, _ := f.Symbols()
 	goSymbols := func() ([]elf.Symbol, error) {
-		if syms, _ := f.Symbols(); len(syms) > 0 {
+		if len(symtab) > 0 {
 			return nil, nil
 		}
 		tab, err := gopclntab.Read(f)
@@ -330,7 +331,7 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (mar
 		}
 		return syms, nil
 	}
-	for _, read := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols, goSymbols} {
+	for _, read := range []func() ([]elf.Symbol, error){func() ([]elf.Symbol, error) { return symtab, nil }, f.DynamicSymbols, goSymbols} {
 		syms, _ := read()
 		for _, s := range syms {
 			t := elf.ST_TYPE(s.Info)
