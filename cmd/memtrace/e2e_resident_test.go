@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -209,19 +210,25 @@ func goFixture(t *testing.T) string {
 
 // goFixtureLinked builds testdata/resident_go with linker flags, as
 // release builds of Go programs often are: -w drops DWARF, -s the symbol
-// table too.
-func goFixtureLinked(t *testing.T, ldflags string) string {
+// table too; with cgo, the cgofixture build (linked with libc, whose
+// allocator memtrace probes).
+func goFixtureLinked(t *testing.T, ldflags string, cgo bool) string {
 	t.Helper()
 	goVariantsMu.Lock()
 	defer goVariantsMu.Unlock()
-	if p, ok := goVariants[ldflags]; ok {
+	key := fmt.Sprint(ldflags, cgo)
+	if p, ok := goVariants[key]; ok {
 		return p
 	}
-	p, err := buildGoFixture("resident_go"+strings.ReplaceAll(ldflags, " ", ""), "-ldflags="+ldflags)
+	name, flags := "resident_go"+strings.ReplaceAll(ldflags, " ", ""), []string{"-ldflags=" + ldflags}
+	if cgo {
+		name, flags = name+"_cgo", append(flags, "-tags", "cgofixture")
+	}
+	p, err := buildGoFixture(name, flags...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	goVariants[ldflags] = p
+	goVariants[key] = p
 	return p
 }
 
@@ -230,6 +237,9 @@ func buildGoFixture(name string, flags ...string) (string, error) {
 	cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", out, ".")...)
 	cmd.Dir = filepath.Join("..", "..", "testdata", "resident_go")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if slices.Contains(flags, "cgofixture") {
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	}
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build %s: %v\n%s", name, err, b)
 	}
@@ -243,22 +253,25 @@ func buildGoFixture(name string, flags ...string) (string, error) {
 // (.gopclntab). copySlices' pages fault in runtime.memmove, which has no
 // frame of its own: its frame pointer is its caller's, and a walk by frame
 // pointers (as without DWARF before) charged copySlices' caller,
-// main.main; with no symbol table no function had a name at all.
+// main.main; with no symbol table no function had a name at all. A cgo
+// build (libc's allocator probed too) did the same.
 func TestResidentGo(t *testing.T) {
 	needBPF(t)
 	want := map[string]float64{"main.keepSlices": 192 << 20, "main.copySlices": 64 << 20}
 	for _, tc := range []struct {
 		name    string
 		ldflags string
+		cgo     bool
 	}{
-		{"with DWARF", ""},
-		{"no DWARF", "-w"},
-		{"stripped", "-s -w"},
+		{"with DWARF", "", false},
+		{"no DWARF", "-w", false},
+		{"stripped", "-s -w", false},
+		{"cgo, no DWARF", "-w", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bin := goFixture(t)
 			if tc.ldflags != "" {
-				bin = goFixtureLinked(t, tc.ldflags)
+				bin = goFixtureLinked(t, tc.ldflags, tc.cgo)
 			}
 			r := runMemtraceEnv(t, []string{"COPY_MIB=64"}, "--json", "--resident-bytes", residentSample, "--", bin)
 			if r.code != 0 {
