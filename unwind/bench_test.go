@@ -1,18 +1,32 @@
 package unwind
 
 import (
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
+// gofmtPath is the Go toolchain's gofmt ("" when go is not found: skipped).
+var gofmtPath = func() string {
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(strings.TrimSpace(string(out)), "bin", "gofmt")
+}()
+
 // benchFiles are the files the build benchmarks measure: glibc, libstdc++,
-// libsqlite3 and two files over 100 MB from Debian packages (libLLVM-14:
-// 110 MB with a 5 MB .eh_frame; chromium: 297 MB, 0.4 MB .eh_frame).
+// libsqlite3, two files over 100 MB from Debian packages (libLLVM-14:
+// 110 MB with a 5 MB .eh_frame; chromium: 297 MB, 0.4 MB .eh_frame), and a
+// Go program whose rows come from its function table (gofmt: no DWARF).
 var benchFiles = []struct{ name, path string }{
 	{"libc", libc},
 	{"libstdc++", libstdcxx},
 	{"libsqlite3", libsqlite},
 	{"libLLVM-14", libLLVM},
 	{"chromium", chromium},
+	{"gofmt", gofmtPath},
 }
 
 // BenchmarkBuild: time and memory to build one file's table from its
