@@ -105,3 +105,27 @@ func TestParseErrors(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParse: no input panics, and every function read has its offsets
+// within the input.
+func FuzzParse(f *testing.F) {
+	ef, err := elf.Open("/proc/self/exe")
+	if err == nil {
+		if data, err := ef.Section(".gopclntab").Data(); err == nil && len(data) > 4096 {
+			f.Add(data[:4096])
+		}
+		ef.Close()
+	}
+	f.Add([]byte{0xf1, 0xff, 0xff, 0xff, 0, 0, 1, 8})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tab, err := Parse(data, 0x401000)
+		if err != nil {
+			return
+		}
+		for _, fn := range tab.Funcs {
+			if _, err := tab.SPDeltas(fn); err != nil && !errors.Is(err, ErrMalformed) {
+				t.Fatalf("%s: %v", fn.Name, err)
+			}
+		}
+	})
+}
