@@ -14,6 +14,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sort"
 )
 
 // ErrNoTable: the file has no .gopclntab (not a Go executable).
@@ -36,14 +37,23 @@ const (
 type Func struct {
 	Name       string
 	Entry, End uint64 // [Entry, End): ELF virtual addresses
-	pcsp       []byte // the pc-value table of the stack pointer's offset
+	// pc-value tables: the stack pointer's offset, the source file (an
+	// index into the compile unit's files, from cu in cutab), the line, and
+	// the inlined call the code belongs to (-1: the function's own).
+	pcsp, pcfile, pcln, inl []byte
+	cu                      uint64
 }
 
 // Table is a Go executable's functions, sorted by Entry.
 type Table struct {
-	Funcs []Func
-	minLC uint64 // the pc quantum (1 on x86-64)
+	Funcs          []Func
+	minLC          uint64 // the pc quantum (1 on x86-64)
+	cutab, filetab []byte
 }
+
+// pcdataInlTree is PCDATA_InlTreeIndex (internal/abi): the pc-value table
+// of the inlined call each pc belongs to.
+const pcdataInlTree = 2
 
 // Read finds and parses the function table of f. Function entries are
 // offsets from the start of the text, which is .text's address.
@@ -85,15 +95,29 @@ func Parse(data []byte, text uint64) (*Table, error) {
 	}
 	word := func(i int) uint64 { return le.Uint64(data[8+8*i:]) }
 	nfunc := word(0)
-	funcnames, pctab, pcln := word(3), word(6), word(7)
+	funcnames, cutab, filetab, pctab, pcln := word(3), word(4), word(5), word(6), word(7)
 	size := uint64(len(data))
-	if funcnames > size || pctab > size || pcln > size || nfunc > size/8 || pcln+(nfunc+1)*8 > size {
+	if funcnames > size || cutab > size || filetab > size || pctab > size || pcln > size ||
+		nfunc > size/8 || pcln+(nfunc+1)*8 > size {
 		return nil, fmt.Errorf("%w: offsets past its %d bytes", ErrMalformed, size)
+	}
+	// The _func record: 40 bytes before Go 1.20, 44 since (startLine),
+	// then its pcdata tables' offsets, a uint32 each.
+	funcSize := uint64(44)
+	if le.Uint32(data) == magic118 {
+		funcSize = 40
 	}
 	// functab: nfunc+1 pairs of (entry offset, _func offset from pcln);
 	// the last entry offset is the end of the last function.
 	functab := data[pcln:]
-	t := &Table{Funcs: make([]Func, 0, nfunc), minLC: minLC}
+	t := &Table{Funcs: make([]Func, 0, nfunc), minLC: minLC, cutab: data[cutab:], filetab: data[filetab:]}
+	// table returns the pc-value table at offset off of pctab, nil for none.
+	table := func(off uint64) []byte {
+		if off == 0 || pctab+off >= size {
+			return nil
+		}
+		return data[pctab+off:]
+	}
 	for i := range nfunc {
 		entry := uint64(le.Uint32(functab[8*i:]))
 		end := uint64(le.Uint32(functab[8*(i+1):]))
@@ -103,16 +127,24 @@ func Parse(data []byte, text uint64) (*Table, error) {
 			return nil, fmt.Errorf("%w: function %d", ErrMalformed, i)
 		}
 		nameOff := uint64(le.Uint32(data[off+4:]))
-		pcsp := uint64(le.Uint32(data[off+16:]))
 		name, ok := cString(data, funcnames+nameOff)
-		if !ok || pctab+pcsp > size {
+		if !ok || off+funcSize > size {
 			return nil, fmt.Errorf("%w: function %d", ErrMalformed, i)
 		}
-		var sp []byte
-		if pcsp != 0 {
-			sp = data[pctab+pcsp:]
+		fn := Func{Name: name, Entry: text + entry, End: text + end,
+			pcsp:   table(uint64(le.Uint32(data[off+16:]))),
+			pcfile: table(uint64(le.Uint32(data[off+20:]))),
+			pcln:   table(uint64(le.Uint32(data[off+24:]))),
+			cu:     uint64(le.Uint32(data[off+32:])),
 		}
-		t.Funcs = append(t.Funcs, Func{Name: name, Entry: text + entry, End: text + end, pcsp: sp})
+		if npcdata := uint64(le.Uint32(data[off+28:])); npcdata > pcdataInlTree {
+			at := off + funcSize + 4*pcdataInlTree
+			if at+4 > size {
+				return nil, fmt.Errorf("%w: function %d", ErrMalformed, i)
+			}
+			fn.inl = table(uint64(le.Uint32(data[at:])))
+		}
+		t.Funcs = append(t.Funcs, fn)
 	}
 	return t, nil
 }
@@ -177,4 +209,77 @@ func (t *Table) SPDeltas(fn Func) ([]SPRange, error) {
 		}
 	}
 	return out, nil
+}
+
+// value returns the value a pc-value table gives pc, in fn.
+func (t *Table) value(fn Func, p []byte, target uint64) (int64, bool) {
+	if p == nil || target < fn.Entry || target >= fn.End {
+		return 0, false
+	}
+	pc, val := fn.Entry, int64(-1)
+	for first := true; ; first = false {
+		uv, n := binary.Uvarint(p)
+		if n <= 0 || (uv == 0 && !first) {
+			return 0, false
+		}
+		p = p[n:]
+		val += int64(-(uv & 1) ^ (uv >> 1))
+		pcd, n := binary.Uvarint(p)
+		if n <= 0 {
+			return 0, false
+		}
+		p = p[n:]
+		next := pc + pcd*t.minLC
+		if next < pc || next > fn.End {
+			return 0, false
+		}
+		if target < next {
+			return val, true
+		}
+		pc = next
+	}
+}
+
+// Func returns the function whose code holds pc.
+func (t *Table) Func(pc uint64) (Func, bool) {
+	i := sort.Search(len(t.Funcs), func(i int) bool { return t.Funcs[i].Entry > pc }) - 1
+	if i < 0 || pc >= t.Funcs[i].End {
+		return Func{}, false
+	}
+	return t.Funcs[i], true
+}
+
+// Line returns the source file and line of the instruction at pc, when
+// it is code of its function's own: code inlined into it has the inlined
+// function's file and line, and the table does not name that function
+// (its inline tree is in the executable's funcdata, which only the
+// runtime's module data locates), so no line is given for it.
+func (t *Table) Line(pc uint64) (file string, line int, ok bool) {
+	fn, ok := t.Func(pc)
+	if !ok {
+		return "", 0, false
+	}
+	if fn.inl != nil {
+		if idx, ok := t.value(fn, fn.inl, pc); !ok || idx >= 0 {
+			return "", 0, false
+		}
+	}
+	fileno, ok1 := t.value(fn, fn.pcfile, pc)
+	ln, ok2 := t.value(fn, fn.pcln, pc)
+	if !ok1 || !ok2 || fileno < 0 || ln <= 0 {
+		return "", 0, false
+	}
+	at := 4 * (fn.cu + uint64(fileno))
+	if at+4 > uint64(len(t.cutab)) {
+		return "", 0, false
+	}
+	off := binary.LittleEndian.Uint32(t.cutab[at:])
+	if off == ^uint32(0) {
+		return "", 0, false
+	}
+	name, ok := cString(t.filetab, uint64(off))
+	if !ok {
+		return "", 0, false
+	}
+	return name, int(ln), true
 }

@@ -129,3 +129,44 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestLineMatchesGosym: the file and line of every instruction start the
+// table gives a line for are the standard library's, and most of the
+// code has one (the rest is inlined code, which gets none).
+func TestLineMatchesGosym(t *testing.T) {
+	f := testBinary(t)
+	tab, err := Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := f.Section(".gopclntab").Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := gosym.NewTable(nil, gosym.NewLineTable(data, f.Section(".text").Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var own, all int
+	for _, fn := range tab.Funcs {
+		for pc := fn.Entry; pc < fn.End; pc += max(1, (fn.End-fn.Entry)/7) {
+			all++
+			file, line, ok := tab.Line(pc)
+			if !ok {
+				continue
+			}
+			own++
+			wf, wl, _ := want.PCToLine(pc)
+			if file != wf || line != wl {
+				t.Fatalf("%s at %#x: %s:%d, gosym %s:%d", fn.Name, pc, file, line, wf, wl)
+			}
+		}
+	}
+	if own < all/2 {
+		t.Fatalf("a line for %d of %d pcs", own, all)
+	}
+	t.Logf("a line for %d of %d pcs", own, all)
+	if g, ok := tab.Func(tab.Funcs[10].Entry + 1); !ok || g.Name != tab.Funcs[10].Name {
+		t.Fatalf("Func(%#x) = %s, %v", tab.Funcs[10].Entry+1, g.Name, ok)
+	}
+}

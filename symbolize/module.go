@@ -50,6 +50,10 @@ type Module struct {
 	dw        *dwarfInfo
 	dwarfErr  error
 
+	// A Go executable's function table, for lines where it has no DWARF.
+	goOnce sync.Once
+	goTab  *gopclntab.Table
+
 	// execSegs are the executable PT_LOAD segments, for checking call
 	// targets; sites remembers resolved call sites (callsite.go).
 	execSegs []segment
@@ -158,7 +162,27 @@ func (m *Module) Function(vaddr uint64) string {
 // ("", 0) when no debug information covers it.
 func (m *Module) Line(vaddr uint64) (file string, line int) {
 	m.dwarfOnce.Do(m.loadDWARF)
+	if m.dw == nil {
+		// No DWARF (go build -ldflags=-w): a Go executable's own table
+		// has the lines of code not inlined (gopclntab.Table.Line).
+		m.goOnce.Do(m.loadGo)
+		if m.goTab != nil {
+			if f, l, ok := m.goTab.Line(vaddr); ok {
+				return f, l
+			}
+		}
+		return "", 0
+	}
 	return m.dw.lines().lookup(vaddr)
+}
+
+func (m *Module) loadGo() {
+	_ = guard("read Go function table", func() error {
+		if t, err := gopclntab.Read(m.f); err == nil {
+			m.goTab = t
+		}
+		return nil
+	})
 }
 
 // Load builds the symbol and line tables now rather than on first use, and
