@@ -42,6 +42,7 @@ type Func struct {
 	// the inlined call the code belongs to (-1: the function's own).
 	pcsp, pcfile, pcln, inl []byte
 	cu                      uint64
+	inlTree                 uint32 // its inline tree's offset from the module's gofunc; ^0: none
 }
 
 // Table is a Go executable's functions, sorted by Entry.
@@ -49,11 +50,19 @@ type Table struct {
 	Funcs          []Func
 	minLC          uint64 // the pc quantum (1 on x86-64)
 	cutab, filetab []byte
+	funcnames      []byte
+	go118          bool // the Go 1.18 and 1.19 layouts
+	// The inline trees: the bytes of the section holding the module's
+	// gofunc (go:func.*), from gofunc on; nil when it was not found.
+	gofunc []byte
 }
 
 // pcdataInlTree is PCDATA_InlTreeIndex (internal/abi): the pc-value table
 // of the inlined call each pc belongs to.
 const pcdataInlTree = 2
+
+// funcdataInlTree is FUNCDATA_InlTree: a function's inline tree.
+const funcdataInlTree = 3
 
 // Read finds and parses the function table of f. Function entries are
 // offsets from the start of the text, which is .text's address.
@@ -70,7 +79,61 @@ func Read(f *elf.File) (*Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read .gopclntab: %w", err)
 	}
-	return Parse(data, text.Addr)
+	t, err := Parse(data, text.Addr)
+	if err != nil {
+		return nil, err
+	}
+	t.gofunc = inlineTrees(f, sec.Addr, data, text.Addr, t.go118)
+	return t, nil
+}
+
+// inlineTrees returns the bytes from the module's gofunc (go:func.*, where
+// functions' inline trees are) to the end of its section, or nil. gofunc
+// is a field of the runtime's module data (runtime.firstmoduledata), found
+// in its data section as the word that points at the table, followed by
+// slices into it (funcnametab, cutab) and, further on, the text's
+// address. A position-independent executable keeps these words in its
+// relocations instead: not found, no inline trees.
+func inlineTrees(f *elf.File, tabAddr uint64, tab []byte, text uint64, go118 bool) []byte {
+	le := binary.LittleEndian
+	funcnames, cutab := tabAddr+le.Uint64(tab[8+8*3:]), tabAddr+le.Uint64(tab[8+8*4:])
+	// Word indices in moduledata (runtime/symtab.go): pcHeader 0,
+	// funcnametab 1-3, cutab 4-6, ..., text 22, then Go 1.20's covctrs
+	// and ecovctrs before end, ..., rodata, gofunc.
+	const textWord = 22
+	gofuncWord := 40
+	if go118 {
+		gofuncWord = 38
+	}
+	// Go 1.26 gives it a section of its own; before, it is in .noptrdata.
+	for _, name := range []string{".go.module", ".noptrdata", ".data"} {
+		sec := f.Section(name)
+		if sec == nil || sec.Type == elf.SHT_NOBITS {
+			continue
+		}
+		d, err := sec.Data()
+		if err != nil {
+			continue
+		}
+		for i := 0; i+8*(gofuncWord+1) <= len(d); i += 8 {
+			w := func(k int) uint64 { return le.Uint64(d[i+8*k:]) }
+			if w(0) != tabAddr || w(1) != funcnames || w(4) != cutab || w(textWord) != text {
+				continue
+			}
+			gofunc := w(gofuncWord)
+			for _, s := range f.Sections {
+				if s.Type == elf.SHT_PROGBITS && s.Flags&elf.SHF_ALLOC != 0 && gofunc >= s.Addr && gofunc < s.Addr+s.Size {
+					b, err := s.Data()
+					if err != nil || uint64(len(b)) < gofunc-s.Addr {
+						return nil
+					}
+					return b[gofunc-s.Addr:]
+				}
+			}
+			return nil
+		}
+	}
+	return nil
 }
 
 // Parse reads a little-endian 64-bit function table whose text starts at
@@ -103,14 +166,15 @@ func Parse(data []byte, text uint64) (*Table, error) {
 	}
 	// The _func record: 40 bytes before Go 1.20, 44 since (startLine),
 	// then its pcdata tables' offsets, a uint32 each.
-	funcSize := uint64(44)
-	if le.Uint32(data) == magic118 {
+	funcSize, go118 := uint64(44), le.Uint32(data) == magic118
+	if go118 {
 		funcSize = 40
 	}
 	// functab: nfunc+1 pairs of (entry offset, _func offset from pcln);
 	// the last entry offset is the end of the last function.
 	functab := data[pcln:]
-	t := &Table{Funcs: make([]Func, 0, nfunc), minLC: minLC, cutab: data[cutab:], filetab: data[filetab:]}
+	t := &Table{Funcs: make([]Func, 0, nfunc), minLC: minLC, cutab: data[cutab:], filetab: data[filetab:],
+		funcnames: data[funcnames:], go118: go118}
 	// table returns the pc-value table at offset off of pctab, nil for none.
 	table := func(off uint64) []byte {
 		if off == 0 || pctab+off >= size {
@@ -132,17 +196,21 @@ func Parse(data []byte, text uint64) (*Table, error) {
 			return nil, fmt.Errorf("%w: function %d", ErrMalformed, i)
 		}
 		fn := Func{Name: name, Entry: text + entry, End: text + end,
-			pcsp:   table(uint64(le.Uint32(data[off+16:]))),
-			pcfile: table(uint64(le.Uint32(data[off+20:]))),
-			pcln:   table(uint64(le.Uint32(data[off+24:]))),
-			cu:     uint64(le.Uint32(data[off+32:])),
+			pcsp:    table(uint64(le.Uint32(data[off+16:]))),
+			pcfile:  table(uint64(le.Uint32(data[off+20:]))),
+			pcln:    table(uint64(le.Uint32(data[off+24:]))),
+			cu:      uint64(le.Uint32(data[off+32:])),
+			inlTree: ^uint32(0),
 		}
-		if npcdata := uint64(le.Uint32(data[off+28:])); npcdata > pcdataInlTree {
-			at := off + funcSize + 4*pcdataInlTree
-			if at+4 > size {
-				return nil, fmt.Errorf("%w: function %d", ErrMalformed, i)
-			}
-			fn.inl = table(uint64(le.Uint32(data[at:])))
+		npcdata, nfuncdata := uint64(le.Uint32(data[off+28:])), uint64(data[off+funcSize-1])
+		if off+funcSize+4*(npcdata+nfuncdata) > size {
+			return nil, fmt.Errorf("%w: function %d", ErrMalformed, i)
+		}
+		if npcdata > pcdataInlTree {
+			fn.inl = table(uint64(le.Uint32(data[off+funcSize+4*pcdataInlTree:])))
+		}
+		if nfuncdata > funcdataInlTree {
+			fn.inlTree = le.Uint32(data[off+funcSize+4*(npcdata+funcdataInlTree):])
 		}
 		t.Funcs = append(t.Funcs, fn)
 	}
@@ -249,21 +317,26 @@ func (t *Table) Func(pc uint64) (Func, bool) {
 	return t.Funcs[i], true
 }
 
-// Line returns the source file and line of the instruction at pc, when
-// it is code of its function's own: code inlined into it has the inlined
-// function's file and line, and the table does not name that function
-// (its inline tree is in the executable's funcdata, which only the
-// runtime's module data locates), so no line is given for it.
+// Line returns the source file and line of the instruction at pc: for
+// code inlined into its function, the inlined function's (Inlined names
+// the chain). When the inline trees were not found (a position-independent
+// executable), inlined code gets no line: a line of a function the report
+// cannot name would mislead.
 func (t *Table) Line(pc uint64) (file string, line int, ok bool) {
 	fn, ok := t.Func(pc)
 	if !ok {
 		return "", 0, false
 	}
-	if fn.inl != nil {
+	if fn.inl != nil && t.gofunc == nil {
 		if idx, ok := t.value(fn, fn.inl, pc); !ok || idx >= 0 {
 			return "", 0, false
 		}
 	}
+	return t.position(fn, pc)
+}
+
+// position is the file and line the table gives pc, in fn.
+func (t *Table) position(fn Func, pc uint64) (file string, line int, ok bool) {
 	fileno, ok1 := t.value(fn, fn.pcfile, pc)
 	ln, ok2 := t.value(fn, fn.pcln, pc)
 	if !ok1 || !ok2 || fileno < 0 || ln <= 0 {
@@ -282,4 +355,71 @@ func (t *Table) Line(pc uint64) (file string, line int, ok bool) {
 		return "", 0, false
 	}
 	return name, int(ln), true
+}
+
+// InlineFrame is one function of the chain of inlined calls at a pc.
+type InlineFrame struct {
+	Function string
+	File     string
+	Line     int
+}
+
+// Inlined returns the chain of inlined calls at pc, innermost first: the
+// inlined function at pc with the file and line of pc, then each caller
+// with the file and line of its call, the last being pc's function. nil
+// when pc is its function's own code, or the inline tree is not known.
+func (t *Table) Inlined(pc uint64) []InlineFrame {
+	fn, ok := t.Func(pc)
+	if !ok || fn.inl == nil || fn.inlTree == ^uint32(0) || t.gofunc == nil {
+		return nil
+	}
+	idx, ok := t.value(fn, fn.inl, pc)
+	if !ok || idx < 0 {
+		return nil
+	}
+	file, line, ok := t.position(fn, pc)
+	if !ok {
+		return nil
+	}
+	var out []InlineFrame
+	for range 64 { // bounds a malformed tree's loop
+		name, parentPC, ok := t.inlinedCall(fn, idx)
+		if !ok || name == fn.Name {
+			return nil // runtime._System and its kin mark themselves so: no call
+		}
+		out = append(out, InlineFrame{Function: name, File: file, Line: line})
+		at := fn.Entry + parentPC
+		if file, line, ok = t.position(fn, at); !ok {
+			return nil
+		}
+		if idx, ok = t.value(fn, fn.inl, at); !ok {
+			return nil
+		}
+		if idx < 0 {
+			return append(out, InlineFrame{Function: fn.Name, File: file, Line: line})
+		}
+	}
+	return nil
+}
+
+// inlinedCall reads entry idx of fn's inline tree: the called function's
+// name and the offset from fn's entry of an instruction at its call site.
+func (t *Table) inlinedCall(fn Func, idx int64) (name string, parentPC uint64, ok bool) {
+	le := binary.LittleEndian
+	// Go 1.20: funcID, 3 bytes, nameOff, parentPc, startLine; Go 1.18:
+	// parent (int16), funcID, a byte, file, line, nameOff, parentPc.
+	size, nameAt, parentAt := uint64(16), uint64(4), uint64(8)
+	if t.go118 {
+		size, nameAt, parentAt = 20, 12, 16
+	}
+	at := uint64(fn.inlTree) + uint64(idx)*size
+	if idx < 0 || at+size > uint64(len(t.gofunc)) {
+		return "", 0, false
+	}
+	nameOff, parent := le.Uint32(t.gofunc[at+nameAt:]), int32(le.Uint32(t.gofunc[at+parentAt:]))
+	name, ok = cString(t.funcnames, uint64(nameOff))
+	if !ok || parent < 0 || fn.Entry+uint64(parent) >= fn.End {
+		return "", 0, false
+	}
+	return name, uint64(parent), true
 }

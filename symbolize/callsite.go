@@ -75,6 +75,16 @@ func (m *Module) inlineChain(vaddr uint64, file string, line int, fn string) []I
 	m.dwarfOnce.Do(m.loadDWARF)
 	var out []InlineFrame
 	_ = guard("inline chain", func() error {
+		if m.dw == nil {
+			// No DWARF: a Go executable's inline trees (gopclntab).
+			m.goOnce.Do(m.loadGo)
+			if m.goTab != nil {
+				for _, c := range m.goTab.Inlined(vaddr) {
+					out = append(out, InlineFrame{Function: c.Function, File: c.File, Line: c.Line})
+				}
+			}
+			return nil
+		}
 		if u, node := m.dw.inlineAt(vaddr); u != nil {
 			out = u.chain(node, file, line, fn)
 		}
