@@ -1,11 +1,13 @@
 // Package gopclntab reads a Go executable's function table (.gopclntab):
-// each function's name, its range of code, and how far the stack pointer
-// is below its frame at each pc. The runtime needs that table for its own
-// tracebacks, so every Go binary keeps it, also one built with
-// `-ldflags="-s -w"` that has neither a symbol table nor DWARF: memtrace
-// names Go functions and unwinds Go frames from it. Go 1.18 and later
-// (table versions 1.18 and 1.20, which Go 1.26 still writes); older
-// tables return ErrVersion. It imports nothing from eBPF.
+// each function's name, its range of code, how far the stack pointer is
+// below its frame at each pc, each pc's file and line, and (through the
+// runtime's module data) the inline trees that name inlined calls. The
+// runtime needs these for its own tracebacks, so every Go binary keeps
+// them, also one built with `-ldflags="-s -w"` that has neither a symbol
+// table nor DWARF: memtrace names Go functions, gives their lines and
+// unwinds Go frames from them. Go 1.18 and later (table versions 1.18 and
+// 1.20, which Go 1.26 still writes); older tables return ErrVersion. It
+// imports nothing from eBPF.
 package gopclntab
 
 import (

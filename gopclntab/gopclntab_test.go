@@ -126,6 +126,8 @@ func FuzzParse(f *testing.F) {
 			if _, err := tab.SPDeltas(fn); err != nil && !errors.Is(err, ErrMalformed) {
 				t.Fatalf("%s: %v", fn.Name, err)
 			}
+			tab.Line(fn.Entry)
+			tab.Inlined(fn.Entry)
 		}
 	})
 }
