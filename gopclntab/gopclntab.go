@@ -86,7 +86,42 @@ func Read(f *elf.File) (*Table, error) {
 		return nil, err
 	}
 	t.gofunc = inlineTrees(f, sec.Addr, data, text.Addr, t.go118)
+	if !t.plausibleTrees() {
+		t.gofunc = nil
+	}
 	return t, nil
+}
+
+// plausibleTrees checks the first entry of up to 64 functions' inline
+// trees: a known function ID, a name in the table, a call site inside the
+// function and, from Go 1.20, a start line. A module data of an unforeseen
+// layout would fail it: no inline names then, rather than wrong ones.
+func (t *Table) plausibleTrees() bool {
+	if t.gofunc == nil {
+		return false
+	}
+	checked := 0
+	for _, fn := range t.Funcs {
+		if fn.inlTree == ^uint32(0) {
+			continue
+		}
+		name, _, ok := t.inlinedCall(fn, 0)
+		at := uint64(fn.inlTree)
+		if !ok || name == "" || at+16 > uint64(len(t.gofunc)) {
+			return false
+		}
+		funcID, line := t.gofunc[at], int32(binary.LittleEndian.Uint32(t.gofunc[at+12:]))
+		if t.go118 {
+			funcID = t.gofunc[at+2]
+		}
+		if funcID > 64 || (!t.go118 && line <= 0) {
+			return false
+		}
+		if checked++; checked == 64 {
+			break
+		}
+	}
+	return checked > 0
 }
 
 // inlineTrees returns the bytes from the module's gofunc (go:func.*, where
@@ -123,6 +158,9 @@ func inlineTrees(f *elf.File, tabAddr uint64, tab []byte, text uint64, go118 boo
 				continue
 			}
 			gofunc := w(gofuncWord)
+			if gofunc < w(gofuncWord-1) { // rodata, just before it
+				return nil
+			}
 			for _, s := range f.Sections {
 				if s.Type == elf.SHT_PROGBITS && s.Flags&elf.SHF_ALLOC != 0 && gofunc >= s.Addr && gofunc < s.Addr+s.Size {
 					b, err := s.Data()

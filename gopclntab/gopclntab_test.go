@@ -172,3 +172,37 @@ func TestLineMatchesGosym(t *testing.T) {
 		t.Fatalf("Func(%#x) = %s, %v", tab.Funcs[10].Entry+1, g.Name, ok)
 	}
 }
+
+// TestInlineTrees: the inline trees are found in a Go 1.26 binary, and a
+// gofunc off by a few bytes (a module data of another layout) fails the
+// plausibility check, so that no inlined call is ever misnamed.
+func TestInlineTrees(t *testing.T) {
+	tab, err := Read(testBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tab.gofunc == nil {
+		t.Fatal("no inline trees found")
+	}
+	var inlined int
+	for _, fn := range tab.Funcs {
+		for pc := fn.Entry; pc < fn.End; pc += 8 {
+			if c := tab.Inlined(pc); len(c) > 0 {
+				if len(c) < 2 || c[len(c)-1].Function != fn.Name {
+					t.Fatalf("%s at %#x: chain %v", fn.Name, pc, c)
+				}
+				inlined++
+			}
+		}
+	}
+	if inlined < 1000 {
+		t.Fatalf("only %d inlined pcs", inlined)
+	}
+	for _, shift := range []int{4, 8, 12} {
+		bad := *tab
+		bad.gofunc = tab.gofunc[shift:]
+		if bad.plausibleTrees() {
+			t.Errorf("gofunc %d bytes off passes", shift)
+		}
+	}
+}
