@@ -53,7 +53,9 @@ type Table struct {
 	minLC          uint64 // the pc quantum (1 on x86-64)
 	cutab, filetab []byte
 	funcnames      []byte
-	go118          bool // the Go 1.18 and 1.19 layouts
+	go118          bool   // the Go 1.18 and 1.19 layouts
+	data           []byte // the whole table
+	addr, text     uint64 // the table's and the text's addresses (addr: Read's)
 	// The inline trees: the bytes of the section holding the module's
 	// gofunc (go:func.*), from gofunc on; nil when it was not found.
 	gofunc []byte
@@ -85,11 +87,21 @@ func Read(f *elf.File) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.gofunc = inlineTrees(f, sec.Addr, data, text.Addr, t.go118)
+	t.addr = sec.Addr
+	return t, nil
+}
+
+// FindInlineTrees locates, in f (the file Read read t from), the inline
+// trees that Line and Inlined need for inlined code. Only symbolizing
+// needs them: unwinding and naming functions do not.
+func (t *Table) FindInlineTrees(f *elf.File) {
+	if t.addr == 0 {
+		return
+	}
+	t.gofunc = inlineTrees(f, t.addr, t.data, t.text, t.go118)
 	if !t.plausibleTrees() {
 		t.gofunc = nil
 	}
-	return t, nil
 }
 
 // plausibleTrees checks the first entry of up to 64 functions' inline
@@ -214,7 +226,7 @@ func Parse(data []byte, text uint64) (*Table, error) {
 	// the last entry offset is the end of the last function.
 	functab := data[pcln:]
 	t := &Table{Funcs: make([]Func, 0, nfunc), minLC: minLC, cutab: data[cutab:], filetab: data[filetab:],
-		funcnames: data[funcnames:], go118: go118}
+		funcnames: data[funcnames:], go118: go118, data: data, text: text}
 	// table returns the pc-value table at offset off of pctab, nil for none.
 	table := func(off uint64) []byte {
 		if off == 0 || pctab+off >= size {
@@ -279,73 +291,68 @@ type SPRange struct {
 // SPDeltas returns fn's stack pointer offsets, in pc order, covering
 // [Entry, End) or a prefix of it; nil when the table has none.
 func (t *Table) SPDeltas(fn Func) ([]SPRange, error) {
-	p := fn.pcsp
-	if p == nil {
-		return nil, nil
-	}
-	// A pc-value table: pairs of (zig-zag value delta, pc delta in
-	// quanta), varints, from the value -1 at the entry; a value holds
-	// from the previous pc up to the new one. A zero value delta after
-	// the first pair ends it.
 	var out []SPRange
-	pc, val := fn.Entry, int64(-1)
-	for first := true; ; first = false {
-		uv, n := binary.Uvarint(p)
-		if n <= 0 {
-			return nil, fmt.Errorf("%w: pc-sp table of %s", ErrMalformed, fn.Name)
-		}
-		if uv == 0 && !first {
-			break
-		}
-		p = p[n:]
-		val += int64(-(uv & 1) ^ (uv >> 1))
-		pcd, n := binary.Uvarint(p)
-		if n <= 0 {
-			return nil, fmt.Errorf("%w: pc-sp table of %s", ErrMalformed, fn.Name)
-		}
-		p = p[n:]
-		next := pc + pcd*t.minLC
-		if next > fn.End || next < pc {
-			return nil, fmt.Errorf("%w: pc-sp table of %s runs past its end", ErrMalformed, fn.Name)
-		}
-		if next > pc {
-			out = append(out, SPRange{PC: pc, End: next, Delta: val})
-		}
-		pc = next
-		if pc == fn.End {
-			break
-		}
+	err := t.runs(fn, fn.pcsp, func(pc, end uint64, val int64) bool {
+		out = append(out, SPRange{PC: pc, End: end, Delta: val})
+		return true
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
 // value returns the value a pc-value table gives pc, in fn.
-func (t *Table) value(fn Func, p []byte, target uint64) (int64, bool) {
-	if p == nil || target < fn.Entry || target >= fn.End {
+func (t *Table) value(fn Func, p []byte, target uint64) (v int64, found bool) {
+	if target < fn.Entry || target >= fn.End {
 		return 0, false
 	}
+	err := t.runs(fn, p, func(pc, end uint64, val int64) bool {
+		if target < end {
+			v, found = val, true
+			return false
+		}
+		return true
+	})
+	return v, found && err == nil
+}
+
+// runs decodes fn's pc-value table p, calling yield with each run of
+// pcs [pc, end) that share a value, in pc order, until yield returns
+// false or the table ends. The table: pairs of (zig-zag value delta, pc
+// delta in quanta), varints, from the value -1 at the entry; a value holds
+// from the previous pc up to the new one. A zero value delta after the
+// first pair ends it.
+func (t *Table) runs(fn Func, p []byte, yield func(pc, end uint64, val int64) bool) error {
+	if p == nil {
+		return nil
+	}
 	pc, val := fn.Entry, int64(-1)
-	for first := true; ; first = false {
+	for first := true; first || pc < fn.End; first = false {
 		uv, n := binary.Uvarint(p)
-		if n <= 0 || (uv == 0 && !first) {
-			return 0, false
+		if n <= 0 {
+			return fmt.Errorf("%w: pc-value table of %s", ErrMalformed, fn.Name)
+		}
+		if uv == 0 && !first {
+			return nil
 		}
 		p = p[n:]
 		val += int64(-(uv & 1) ^ (uv >> 1))
 		pcd, n := binary.Uvarint(p)
 		if n <= 0 {
-			return 0, false
+			return fmt.Errorf("%w: pc-value table of %s", ErrMalformed, fn.Name)
 		}
 		p = p[n:]
 		next := pc + pcd*t.minLC
-		if next < pc || next > fn.End {
-			return 0, false
+		if next > fn.End || next < pc {
+			return fmt.Errorf("%w: pc-value table of %s runs past its end", ErrMalformed, fn.Name)
 		}
-		if target < next {
-			return val, true
+		if next > pc && !yield(pc, next, val) {
+			return nil
 		}
 		pc = next
 	}
+	return nil
 }
 
 // Func returns the function whose code holds pc.
@@ -360,8 +367,8 @@ func (t *Table) Func(pc uint64) (Func, bool) {
 // Line returns the source file and line of the instruction at pc: for
 // code inlined into its function, the inlined function's (Inlined names
 // the chain). When the inline trees were not found (a position-independent
-// executable), inlined code gets no line: a line of a function the report
-// cannot name would mislead.
+// executable, or FindInlineTrees not called), inlined code gets no line: a
+// line of a function the report cannot name would mislead.
 func (t *Table) Line(pc uint64) (file string, line int, ok bool) {
 	fn, ok := t.Func(pc)
 	if !ok {

@@ -141,6 +141,7 @@ func TestLineMatchesGosym(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tab.FindInlineTrees(f)
 	data, err := f.Section(".gopclntab").Data()
 	if err != nil {
 		t.Fatal(err)
@@ -177,10 +178,12 @@ func TestLineMatchesGosym(t *testing.T) {
 // gofunc off by a few bytes (a module data of another layout) fails the
 // plausibility check, so that no inlined call is ever misnamed.
 func TestInlineTrees(t *testing.T) {
-	tab, err := Read(testBinary(t))
+	f := testBinary(t)
+	tab, err := Read(f)
 	if err != nil {
 		t.Fatal(err)
 	}
+	tab.FindInlineTrees(f)
 	if tab.gofunc == nil {
 		t.Fatal("no inline trees found")
 	}

@@ -50,7 +50,8 @@ type Module struct {
 	dw        *dwarfInfo
 	dwarfErr  error
 
-	// A Go executable's function table, for lines where it has no DWARF.
+	// A Go executable's function table, for lines and inlined calls where
+	// it has no DWARF.
 	goOnce sync.Once
 	goTab  *gopclntab.Table
 
@@ -164,7 +165,7 @@ func (m *Module) Line(vaddr uint64) (file string, line int) {
 	m.dwarfOnce.Do(m.loadDWARF)
 	if m.dw == nil {
 		// No DWARF (go build -ldflags=-w): a Go executable's own table
-		// has the lines of code not inlined (gopclntab.Table.Line).
+		// has the lines (gopclntab.Table.Line).
 		m.goOnce.Do(m.loadGo)
 		if m.goTab != nil {
 			if f, l, ok := m.goTab.Line(vaddr); ok {
@@ -179,6 +180,7 @@ func (m *Module) Line(vaddr uint64) (file string, line int) {
 func (m *Module) loadGo() {
 	_ = guard("read Go function table", func() error {
 		if t, err := gopclntab.Read(m.f); err == nil {
+			t.FindInlineTrees(m.f)
 			m.goTab = t
 		}
 		return nil
