@@ -23,14 +23,9 @@ func testBinary(t *testing.T) *elf.File {
 	return f
 }
 
-// TestFuncsMatchGosym: every function's name and range, as the standard
-// library's reader of the same table gives them.
-func TestFuncsMatchGosym(t *testing.T) {
-	f := testBinary(t)
-	tab, err := Read(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+// gosymTable reads f's table with the standard library, to compare with.
+func gosymTable(t *testing.T, f *elf.File) *gosym.Table {
+	t.Helper()
 	data, err := f.Section(".gopclntab").Data()
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +34,18 @@ func TestFuncsMatchGosym(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return want
+}
+
+// TestFuncsMatchGosym: every function's name and range, as the standard
+// library's reader of the same table gives them.
+func TestFuncsMatchGosym(t *testing.T) {
+	f := testBinary(t)
+	tab, err := Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := gosymTable(t, f)
 	if len(tab.Funcs) != len(want.Funcs) || len(tab.Funcs) < 1000 {
 		t.Fatalf("%d functions, gosym reads %d", len(tab.Funcs), len(want.Funcs))
 	}
@@ -142,14 +149,7 @@ func TestLineMatchesGosym(t *testing.T) {
 		t.Fatal(err)
 	}
 	tab.FindInlineTrees(f)
-	data, err := f.Section(".gopclntab").Data()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := gosym.NewTable(nil, gosym.NewLineTable(data, f.Section(".text").Addr))
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := gosymTable(t, f)
 	var own, all int
 	for _, fn := range tab.Funcs {
 		for pc := fn.Entry; pc < fn.End; pc += max(1, (fn.End-fn.Entry)/7) {

@@ -316,23 +316,17 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (mar
 	// A Go executable without .symtab (-ldflags=-s) names its functions
 	// in its function table: runtime.memmove and the rest are marked too.
 	symtab, _ := f.Symbols()
-	goSymbols := func() ([]elf.Symbol, error) {
-		if len(symtab) > 0 {
-			return nil, nil
+	dynsym, _ := f.DynamicSymbols()
+	var goSyms []elf.Symbol
+	if len(symtab) == 0 {
+		if gt, err := gopclntab.Read(f); err == nil {
+			for _, fn := range gt.Funcs {
+				goSyms = append(goSyms, elf.Symbol{Name: fn.Name, Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_FUNC),
+					Value: fn.Entry, Size: fn.End - fn.Entry})
+			}
 		}
-		tab, err := gopclntab.Read(f)
-		if err != nil {
-			return nil, err
-		}
-		syms := make([]elf.Symbol, 0, len(tab.Funcs))
-		for _, fn := range tab.Funcs {
-			syms = append(syms, elf.Symbol{Name: fn.Name, Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_FUNC),
-				Value: fn.Entry, Size: fn.End - fn.Entry})
-		}
-		return syms, nil
 	}
-	for _, read := range []func() ([]elf.Symbol, error){func() ([]elf.Symbol, error) { return symtab, nil }, f.DynamicSymbols, goSymbols} {
-		syms, _ := read()
+	for _, syms := range [][]elf.Symbol{symtab, dynsym, goSyms} {
 		for _, s := range syms {
 			t := elf.ST_TYPE(s.Info)
 			if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC) || s.Value == 0 {

@@ -96,10 +96,7 @@ func (b *builder) addGoFunctions(f *elf.File) {
 			if r.Delta+8 < 0 || encodable(row) != nil {
 				row = Row{PC: r.PC, Kind: KindUndefined}
 			}
-			if n := len(b.rows); n > lo && sameRule(b.rows[n-1], row) {
-				continue
-			}
-			b.rows = append(b.rows, row)
+			b.addRow(lo, row)
 		}
 		b.spans = append(b.spans, span{start: fn.Entry, end: sp[len(sp)-1].End, lo: lo, hi: len(b.rows)})
 	}
@@ -117,13 +114,19 @@ func (b *builder) addSection(sec frameSection) error {
 		for _, lr := range p.fdeRows(f) {
 			row := ruleRow(f.cie, lr.state)
 			row.PC = lr.loc
-			if n := len(b.rows); n > lo && sameRule(b.rows[n-1], row) {
-				continue
-			}
-			b.rows = append(b.rows, row)
+			b.addRow(lo, row)
 		}
 		b.spans = append(b.spans, span{start: f.start, end: f.end, lo: lo, hi: len(b.rows)})
 	})
+}
+
+// addRow appends row to the span whose rows start at lo, unless the
+// span's last row has the same rule.
+func (b *builder) addRow(lo int, row Row) {
+	if n := len(b.rows); n > lo && sameRule(b.rows[n-1], row) {
+		return
+	}
+	b.rows = append(b.rows, row)
 }
 
 // uncovered returns the spans of extra whose start no span of base covers.
