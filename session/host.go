@@ -213,7 +213,7 @@ func (s *session) hostApply(e *event.Event) {
 		return
 	}
 	s.hostSeen(e.PID)
-	s.feed(pipeline.Input{Kind: pipeline.InEvent, Event: e})
+	s.feedEvent(e)
 }
 
 // hostSeen registers the process of an event: when first seen (a process

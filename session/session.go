@@ -61,6 +61,7 @@ type session struct {
 	pr             *pipeline.Printer // the reports (pipeline/printer.go)
 	input          *pipeline.Loop    // the one loop the table's inputs go through (feed)
 	sink           func(*pipeline.Input) error
+	eventIn        pipeline.Input       // apply's input, reused: one per event on the heap cost more than the table's work
 	stacks         *pipeline.StackStore // the stacks events name (pipeline/stacks.go)
 	downloads      *pipeline.Downloads  // debuginfod; nil without servers (debuginfod.go)
 	targets        map[int]*target
@@ -290,6 +291,16 @@ func (s *session) Run(feed func(*pipeline.Input) error) (err error) {
 // feed gives the loop one input. Only a report's can fail.
 func (s *session) feed(in pipeline.Input) error { return s.sink(&in) }
 
+// feedEvent gives the loop an event's input. It reuses one Input: feed's
+// escapes to the heap, and an allocation per event (with the collections
+// it brings) once cost more than the table's own work: 430 against 210 ns
+// of memtrace's CPU per event, measured on mallocfree.
+func (s *session) feedEvent(e *event.Event) {
+	s.eventIn.Kind, s.eventIn.Event = pipeline.InEvent, e
+	s.sink(&s.eventIn)
+	s.eventIn.Event = nil
+}
+
 // load loads the BPF objects with the run's options (adjust, if set, adds
 // a mode's own) and opens the ring reader; release closes both.
 func (s *session) load(adjust func(*tracer.Options)) (release func(), err error) {
@@ -356,7 +367,7 @@ func (s *session) apply(e *event.Event) {
 		return
 	}
 	s.noteInherited(e) // -f: a forked child's inherited blocks (leaks.go)
-	s.feed(pipeline.Input{Kind: pipeline.InEvent, Event: e})
+	s.feedEvent(e)
 	s.exportApplied(e)
 }
 

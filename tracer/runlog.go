@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"context"
 	"log/slog"
 	"syscall"
 	"time"
@@ -21,7 +22,7 @@ func LogRun(log *slog.Logger, d *Drainer, objs *Objects, start time.Time) {
 	// Sampled mode: the blocks the probes still watch for a free, and the
 	// filter's counts in front of them (equal, when forgotten blocks left
 	// no count behind).
-	if objs.sampleBytes > 0 {
+	if objs.sampleBytes > 0 && log.Enabled(context.Background(), slog.LevelInfo) {
 		if filter, err := objs.SampledFilterCount(); err == nil {
 			log.Info("sampled blocks", "blocks", objs.SampledBlocks(), "filter_count", filter)
 		}

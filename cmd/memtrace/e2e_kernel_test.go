@@ -301,6 +301,30 @@ func TestSampledForgottenBlocks(t *testing.T) {
 	}
 }
 
+// TestSampledFilterCount: the filter's counts, read in batches at the
+// end of a -v run, sum to the sampled blocks still held (leaks.c leaves
+// blocks live at its exit, and --sample-bytes 1 samples every one). A
+// sum read wrong, or not at all, shows as a difference or as 0.
+func TestSampledFilterCount(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "leaks.c")
+	r := runMemtrace(t, "-v", "-o", os.DevNull, "--sample-bytes", "1", "--", bin, "0")
+	if r.code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	var blocks, count int
+	i := strings.Index(r.stderr, `msg="sampled blocks"`)
+	if i < 0 {
+		t.Fatalf("no sampled blocks logged; stderr:\n%s", r.stderr)
+	}
+	if _, err := fmt.Sscanf(r.stderr[i:], `msg="sampled blocks" blocks=%d filter_count=%d`, &blocks, &count); err != nil {
+		t.Fatalf("%v in %q", err, r.stderr[i:])
+	}
+	if blocks == 0 || count != blocks {
+		t.Errorf("blocks=%d filter_count=%d, want equal and not 0", blocks, count)
+	}
+}
+
 // TestSampledFailedCalls: sampled mode's exact counts include the failed
 // calls of malloc-like functions on the session path only (counted at
 // entry, before the result is known), but never a request larger than the
