@@ -1,15 +1,31 @@
 /* embed.c: a launcher that is not a JDK's bin/java. It dlopens the
  * libjvm.so named by its first argument, creates a JVM, looks up a JDK
  * class (loading, linking and compiling things: the JVM allocates), and
- * destroys the JVM. memtrace sees libjvm.so only at dlopen.
+ * destroys the JVM. memtrace sees libjvm.so only at dlopen. Then, for
+ * about two seconds, it loads more classes: a tracer that places its
+ * probes at dlopen's return, slowed down by a loaded machine, still sees
+ * the JVM allocate (the JVM can start and finish in less than it takes
+ * to read libjvm.so's symbols).
  *
  * Build: gcc -O2 -I$JDK/include -I$JDK/include/linux -o embed embed.c -ldl
  */
 #include <dlfcn.h>
 #include <jni.h>
 #include <stdio.h>
+#include <unistd.h>
 
 typedef jint (*create_fn)(JavaVM **, void **, void *);
+
+static const char *later[] = {
+	"java/util/concurrent/ConcurrentSkipListMap", "java/util/concurrent/LinkedBlockingDeque",
+	"java/util/concurrent/ForkJoinPool", "java/util/concurrent/CopyOnWriteArrayList",
+	"java/util/concurrent/DelayQueue", "java/util/concurrent/Exchanger",
+	"java/util/concurrent/Phaser", "java/util/concurrent/Semaphore",
+	"java/util/concurrent/CyclicBarrier", "java/util/concurrent/LinkedTransferQueue",
+	"java/util/TreeMap", "java/util/PriorityQueue", "java/util/IdentityHashMap",
+	"java/util/WeakHashMap", "java/util/BitSet", "java/util/Scanner",
+	"java/util/zip/Deflater", "java/util/zip/CRC32C", "java/time/Duration", "java/time/ZonedDateTime",
+};
 
 int main(int argc, char **argv)
 {
@@ -34,6 +50,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("%s\n", (*env)->FindClass(env, "java/util/concurrent/ConcurrentHashMap") ? "found" : "missing");
+	for (int i = 0; i < sizeof(later) / sizeof(later[0]); i++) {
+		usleep(100 * 1000);
+		if ((*env)->FindClass(env, later[i]) == NULL)
+			(*env)->ExceptionClear(env);
+	}
 	(*vm)->DestroyJavaVM(vm);
 	return 0;
 }
