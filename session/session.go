@@ -61,7 +61,7 @@ type session struct {
 	pr             *pipeline.Printer // the reports (pipeline/printer.go)
 	input          *pipeline.Loop    // the one loop the table's inputs go through (feed)
 	sink           func(*pipeline.Input) error
-	eventIn        pipeline.Input       // apply's input, reused: one per event on the heap cost more than the table's work
+	eventIn        pipeline.Input       // feedEvent's, reused
 	stacks         *pipeline.StackStore // the stacks events name (pipeline/stacks.go)
 	downloads      *pipeline.Downloads  // debuginfod; nil without servers (debuginfod.go)
 	targets        map[int]*target

@@ -31,7 +31,7 @@ limit=${MEMTRACE_KERNELS_TIMEOUT:-1200}
 # speed: the starved reader loses some), TestHostPicksUpNewProcesses (its
 # short-lived process is gone before memtrace reads its mappings), and
 # TestFollowForks (-f; the slowest, a minute per guest).
-E2E_TESTS=${E2E_TESTS:-'^(TestLeaksExact|TestAttachRunning|TestCommandStatus|TestWrappers|TestDlopenUnloaded|TestDetailStacks|TestUnwindChains|TestWrapperRules|TestExceptionsUnchanged|TestWrappersOnOverlay|TestFailOnLeak|TestLeakCheckAttached|TestSampledEstimates|TestSampledAttachPaths|TestSessionUnderAnotherTracer|TestMapsAfterSkippedReturn|TestSampledAlignedCounts|TestSampledForgottenBlocks|TestSampledFailedCalls|TestHostCgroup|TestBadInput|TestKernelRefused|TestPerProbeSameFigures|TestFootprintFixtures|TestResidentCommand|TestResidentReleased|TestResidentHugePages)$'}
+E2E_TESTS=${E2E_TESTS:-'^(TestLeaksExact|TestAttachRunning|TestCommandStatus|TestWrappers|TestDlopenUnloaded|TestDetailStacks|TestUnwindChains|TestWrapperRules|TestExceptionsUnchanged|TestWrappersOnOverlay|TestFailOnLeak|TestLeakCheckAttached|TestSampledEstimates|TestSampledAttachPaths|TestSessionUnderAnotherTracer|TestMapsAfterSkippedReturn|TestSampledAlignedCounts|TestSampledForgottenBlocks|TestSampledFilterCount|TestSampledFailedCalls|TestHostCgroup|TestBadInput|TestKernelRefused|TestPerProbeSameFigures|TestFootprintFixtures|TestResidentCommand|TestResidentReleased|TestResidentHugePages)$'}
 # Runs of BenchmarkAttach per attach path.
 BENCH_RUNS=${BENCH_RUNS:-3}
 TRACER_TESTS=${TRACER_TESTS:-'^(TestFeatures|TestLoadPerProbe|TestDetachStale|TestLoadModes|TestRecordLayout|TestExpDraw|TestSampleDecision)$'}
