@@ -57,6 +57,7 @@ func (r *runner) resident(ctx context.Context) ([]*Comparison, error) {
 	// work disturbs less.
 	hostCost := func(id, title, skip string, name string, args ...string) []*Comparison {
 		var perFault []float64
+		perProgram := map[string][]float64{} // the same, program by program
 		note := "memtrace (no target, no flag) runs the whole round, attached 3 s before the program starts; the floor attaches a program that returns at once to each tracepoint memtrace's default attaches (" + strings.Join(tracepoints, ", ") + ")"
 		wallC := &Comparison{ID: id, Title: title + ": wall time", Unit: "s", Baseline: rowUntraced, Notes: []string{note}}
 		cpuC := &Comparison{ID: id + "-cpu", Title: title + ": CPU time (user + system)", Unit: "s", Baseline: rowUntraced, Notes: []string{note}}
@@ -70,8 +71,12 @@ func (r *runner) resident(ctx context.Context) ([]*Comparison, error) {
 				return nil, nil, err
 			}
 			t, s, err := times(run(ctx, residentTimeout, name, args...))
-			if ns := faultNs(stop()); ns > 0 && !timed {
+			progs := stop()
+			if ns := faultNs(progs); ns > 0 && !timed {
 				perFault = append(perFault, ns)
+				for _, p := range faultPrograms {
+					perProgram[p] = append(perProgram[p], float64(progs[p].ns)/float64(progs["on_fault_user"].runs))
+				}
 			}
 			return t, s, err
 		}
@@ -106,6 +111,11 @@ func (r *runner) resident(ctx context.Context) ([]*Comparison, error) {
 		if len(perFault) > 0 {
 			cpuC.Notes = append(cpuC.Notes, fmt.Sprintf("BPF time per user write fault (kernel.bpf_stats_enabled, all fault programs, in runs of their own): %.0f ns, median of %d runs",
 				median(perFault), len(perFault)))
+			var split []string
+			for _, p := range faultPrograms {
+				split = append(split, fmt.Sprintf("%s %.0f", p, median(perProgram[p])))
+			}
+			cpuC.Notes = append(cpuC.Notes, "of which, per program (ns per user write fault, medians): "+strings.Join(split, ", "))
 		}
 		wallC.Notes = append(wallC.Notes, statsNote)
 		return []*Comparison{wallC, cpuC}
@@ -191,11 +201,14 @@ func (r *runner) startHost(ctx context.Context) (stop func() map[string]progRun,
 	return nil, fmt.Errorf("memtrace ended before attaching%s", tail(log.String()))
 }
 
+// faultPrograms are the programs of resident attribution (bpf/resident.h).
+var faultPrograms = []string{"on_fault_user", "on_fault_kernel", "on_page_alloc", "on_rss_stat"}
+
 // faultNs is the fault programs' BPF time per user write fault (0 when the
 // kernel did not time them).
 func faultNs(progs map[string]progRun) float64 {
 	var ns uint64
-	for _, name := range []string{"on_fault_user", "on_fault_kernel", "on_page_alloc", "on_rss_stat"} {
+	for _, name := range faultPrograms {
 		ns += progs[name].ns
 	}
 	if progs["on_fault_user"].runs == 0 {
