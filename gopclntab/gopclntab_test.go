@@ -23,6 +23,17 @@ func testBinary(t *testing.T) *elf.File {
 	return f
 }
 
+// inlinedTable is f's table with its inline trees looked for, as symbolize reads it.
+func inlinedTable(t *testing.T, f *elf.File) *Table {
+	t.Helper()
+	tab, err := Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab.FindInlineTrees(f)
+	return tab
+}
+
 // gosymTable reads f's table with the standard library, to compare with.
 func gosymTable(t *testing.T, f *elf.File) *gosym.Table {
 	t.Helper()
@@ -144,11 +155,7 @@ func FuzzParse(f *testing.F) {
 // code has one (the rest is inlined code, which gets none).
 func TestLineMatchesGosym(t *testing.T) {
 	f := testBinary(t)
-	tab, err := Read(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tab.FindInlineTrees(f)
+	tab := inlinedTable(t, f)
 	want := gosymTable(t, f)
 	var own, all int
 	for _, fn := range tab.Funcs {
@@ -178,12 +185,7 @@ func TestLineMatchesGosym(t *testing.T) {
 // gofunc off by a few bytes (a module data of another layout) fails the
 // plausibility check, so that no inlined call is ever misnamed.
 func TestInlineTrees(t *testing.T) {
-	f := testBinary(t)
-	tab, err := Read(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tab.FindInlineTrees(f)
+	tab := inlinedTable(t, testBinary(t))
 	if tab.gofunc == nil {
 		t.Fatal("no inline trees found")
 	}
