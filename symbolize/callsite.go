@@ -77,9 +77,8 @@ func (m *Module) inlineChain(vaddr uint64, file string, line int, fn string) []I
 	_ = guard("inline chain", func() error {
 		if m.dw == nil {
 			// No DWARF: a Go executable's inline trees (gopclntab).
-			m.goOnce.Do(m.loadGo)
-			if m.goTab != nil {
-				for _, c := range m.goTab.Inlined(vaddr) {
+			if t := m.goTable(); t != nil {
+				for _, c := range t.Inlined(vaddr) {
 					out = append(out, InlineFrame{Function: c.Function, File: c.File, Line: c.Line})
 				}
 			}

@@ -93,7 +93,7 @@ func FuzzMiniDebugInfo(f *testing.F) {
 		if err != nil {
 			return
 		}
-		syms, _ := functionSymbols(ef)
+		syms, _ := functionSymbols(ef, nil)
 		newSymbolTable(syms).lookup(0x1000)
 	})
 }

@@ -166,15 +166,20 @@ func (m *Module) Line(vaddr uint64) (file string, line int) {
 	if m.dw == nil {
 		// No DWARF (go build -ldflags=-w): a Go executable's own table
 		// has the lines (gopclntab.Table.Line).
-		m.goOnce.Do(m.loadGo)
-		if m.goTab != nil {
-			if f, l, ok := m.goTab.Line(vaddr); ok {
+		if t := m.goTable(); t != nil {
+			if f, l, ok := t.Line(vaddr); ok {
 				return f, l
 			}
 		}
 		return "", 0
 	}
 	return m.dw.lines().lookup(vaddr)
+}
+
+// goTable is the module's Go function table, read once (nil if it has none).
+func (m *Module) goTable() *gopclntab.Table {
+	m.goOnce.Do(m.loadGo)
+	return m.goTab
 }
 
 func (m *Module) loadGo() {
@@ -201,7 +206,11 @@ func (m *Module) loadSymbols() {
 		var cands []rankedSymbol
 		var errs []error
 		for _, src := range m.debugSources() {
-			c, err := functionSymbols(src)
+			var goTable func() *gopclntab.Table // the one Line and inlineChain read
+			if src == m.f {
+				goTable = m.goTable
+			}
+			c, err := functionSymbols(src, goTable)
 			cands = append(cands, c...)
 			errs = append(errs, err)
 		}
@@ -213,8 +222,9 @@ func (m *Module) loadSymbols() {
 // functionSymbols reads the function symbols of .symtab and .dynsym. Each
 // table is optional: strip removes .symtab, static executables have no
 // .dynsym. A Go executable without .symtab (-ldflags=-s) still names its
-// functions in its function table (.gopclntab), which the runtime keeps.
-func functionSymbols(f *elf.File) ([]rankedSymbol, error) {
+// functions in its function table (.gopclntab), which the runtime keeps:
+// goTable's, or f's read here when goTable is nil.
+func functionSymbols(f *elf.File, goTable func() *gopclntab.Table) ([]rankedSymbol, error) {
 	var cands []rankedSymbol
 	var errs []error
 	syms, err := f.Symbols()
@@ -223,7 +233,13 @@ func functionSymbols(f *elf.File) ([]rankedSymbol, error) {
 	}
 	cands = collectFuncs(cands, syms)
 	if len(cands) == 0 {
-		cands = goFuncs(cands, f)
+		var tab *gopclntab.Table
+		if goTable != nil {
+			tab = goTable()
+		} else {
+			tab, _ = gopclntab.Read(f)
+		}
+		cands = goFuncs(cands, tab)
 	}
 	dyn, err := f.DynamicSymbols()
 	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
@@ -233,10 +249,9 @@ func functionSymbols(f *elf.File) ([]rankedSymbol, error) {
 	return cands, errors.Join(errs...)
 }
 
-// goFuncs adds the functions of f's Go function table, if it has one.
-func goFuncs(dst []rankedSymbol, f *elf.File) []rankedSymbol {
-	tab, err := gopclntab.Read(f)
-	if err != nil {
+// goFuncs adds the functions of a Go function table (none when tab is nil).
+func goFuncs(dst []rankedSymbol, tab *gopclntab.Table) []rankedSymbol {
+	if tab == nil {
 		return dst
 	}
 	for _, fn := range tab.Funcs {
