@@ -45,11 +45,25 @@ type byteSize struct {
 	max uint64
 }
 
+// String gives the count in the largest unit that holds it whole (64K,
+// 64M), as --help shows a default; a form parseBytes reads back.
 func (b byteSize) String() string {
 	if b.n == nil {
 		return ""
 	}
-	return strconv.FormatUint(*b.n, 10)
+	return formatBytes(*b.n)
+}
+
+func formatBytes(n uint64) string {
+	for _, u := range []struct {
+		suffix string
+		mult   uint64
+	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if n != 0 && n%u.mult == 0 {
+			return strconv.FormatUint(n/u.mult, 10) + u.suffix
+		}
+	}
+	return strconv.FormatUint(n, 10)
 }
 
 func (b byteSize) Type() string { return "bytes" }

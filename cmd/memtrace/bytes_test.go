@@ -87,10 +87,30 @@ func TestByteFlags(t *testing.T) {
 	if err := diff.Flags().Parse([]string{"--fail-on-growth", "3M"}); err != nil {
 		t.Fatal(err)
 	}
-	if v := diff.Flags().Lookup("fail-on-growth").Value.String(); v != "3145728" {
-		t.Errorf("memtrace diff --fail-on-growth 3M: %s, want 3145728", v)
+	if v := diff.Flags().Lookup("fail-on-growth").Value.String(); v != "3M" {
+		t.Errorf("memtrace diff --fail-on-growth 3M: %s, want 3M", v)
 	}
 	if _, err := parseFlags([]string{"--ring-size", "4G", "--", "true"}, io.Discard); err == nil || !strings.Contains(err.Error(), "at most 2147483648 bytes") {
 		t.Errorf("--ring-size 4G: %v, want a usage error", err)
+	}
+}
+
+// TestFormatBytes: a default shown by --help reads back as the same count.
+func TestFormatBytes(t *testing.T) {
+	tests := []struct {
+		n    uint64
+		want string
+	}{
+		{0, "0"}, {1000, "1000"}, {4096, "4K"}, {65536, "64K"}, {1536 << 10, "1536K"},
+		{64 << 20, "64M"}, {3 << 30, "3G"}, {1<<30 + 1, "1073741825"},
+	}
+	for _, tc := range tests {
+		got := formatBytes(tc.n)
+		if got != tc.want {
+			t.Errorf("formatBytes(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+		if back, err := parseBytes(got); err != nil || back != tc.n {
+			t.Errorf("parseBytes(%q) = %d, %v; want %d", got, back, err, tc.n)
+		}
 	}
 }

@@ -46,7 +46,7 @@ func (p pidList) Set(s string) error {
 // usageLines head memtrace --help.
 const usageLines = `memtrace [flags] -p PID[,PID...]       attach to running processes
   memtrace [flags] -- COMMAND [ARGS...]  start COMMAND and trace it from its first instruction
-  memtrace [flags]                       trace every process on the host (sampled)
+  memtrace [flags]                       every process on the host: resident memory (--heap: allocators too, sampled)
   memtrace replay FILE [flags]           print the reports of a run recorded with --record
   memtrace diff OLD NEW [flags]          compare two runs' reports or recordings`
 

@@ -33,7 +33,7 @@ func addHostFlags(fs *pflag.FlagSet, c *session.Config) func() error {
 	h.ResidentBytes = tracer.DefaultResidentBytes
 	var residentSet bool
 	fs.Var(byteSize{&h.ResidentBytes, &residentSet, tracer.MaxSampleBytes}, "resident-bytes",
-		"resident memory by who made it resident: sample one fault per `N` bytes made resident on average, a huge page weighing 2 MiB (0 = off; default 64K)")
+		"resident memory by who made it resident: sample one fault per `N` bytes made resident on average, a huge page weighing 2 MiB (0 = off)")
 	fs.StringVar(&h.Comm, "comm", "", "with no target: only processes with command name `NAME`")
 	fs.StringVar(&h.Cgroup, "cgroup", "", "with no target: only processes in the cgroup v2 `PATH` (a directory, or a path as /proc/PID/cgroup shows it) or below it")
 	return func() error {
