@@ -38,8 +38,51 @@ func (r *residentPages) fault(addr, size, mean uint64, site siteID) {
 	r.mean = mean
 }
 
-func (r *residentPages) unresident(addr uint64) {
-	delete(r.pages, addr)
+// uncharge drops p's sampled pages in [addr, addr+size), telling
+// t.uncharged of each.
+func (t *Table) uncharge(p *process, addr, size uint64) {
+	for a := addr; a-addr < max(size, pageSize); a += pageSize {
+		if _, ok := p.resident.pages[a]; !ok {
+			continue
+		}
+		delete(p.resident.pages, a)
+		if t.uncharged != nil {
+			t.uncharged(p.pid, a)
+		}
+	}
+}
+
+// faultSpan is the range a sampled fault of size bytes made resident
+// anew, from its address: a page or a folio (a power of two); before 6.2
+// a huge page's rest, sampled apart from its first 4 KiB (2 MiB - 4 KiB
+// from the folio's first page or its second), spans its own page only, as
+// the fault's first 4 KiB, sampled before it, may lie in that range.
+func faultSpan(size uint64) uint64 {
+	if size&(size-1) == 0 {
+		return size
+	}
+	return pageSize
+}
+
+// OnUncharge has f hear of each sampled page that leaves a process's
+// pages still charged (an Unresident, a Refault, a new sample at its
+// address, Forget), with its process and address: the live run keeps the
+// probes' count of charged pages (tracer.Objects.Uncharge).
+func (t *Table) OnUncharge(f func(pid uint32, addr uint64)) { t.uncharged = f }
+
+// Charged reports whether pid has a sampled page charged in [addr,
+// addr+size): a Refault elsewhere changes nothing, and is not applied.
+func (t *Table) Charged(pid uint32, addr, size uint64) bool {
+	p := t.procs[pid]
+	if p == nil || len(p.resident.pages) == 0 {
+		return false
+	}
+	for a := addr; a-addr < max(size, pageSize); a += pageSize {
+		if _, ok := p.resident.pages[a]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // ResidentSnapshot is a process's resident anonymous memory by who made it

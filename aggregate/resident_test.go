@@ -1,7 +1,9 @@
 package aggregate
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/memtrace/memtrace/event"
@@ -89,6 +91,80 @@ func sameResident(a, b *ResidentSnapshot) bool {
 		}
 	}
 	return true
+}
+
+// TestResidentUncharge: each sampled page that leaves the table is told to
+// OnUncharge's function once (the live run's count of charged pages, which
+// the probes compare to tell refaults), and Refault events drop the
+// sampled pages in their range.
+func TestResidentUncharge(t *testing.T) {
+	fault := func(pid uint32, addr, size uint64) event.Event {
+		return event.Event{Kind: event.Fault, PID: pid, Addr: addr, Size: size, OldSize: 65536, CallSite: 0xa, StackID: -1}
+	}
+	refault := func(pid uint32, addr, size uint64) event.Event {
+		return event.Event{Kind: event.Refault, PID: pid, Addr: addr, Size: size, StackID: -1}
+	}
+	gone := func(addr uint64) event.Event {
+		return event.Event{Kind: event.Unresident, PID: 1, Addr: addr, StackID: -1}
+	}
+	type page struct {
+		pid  uint32
+		addr uint64
+	}
+	tests := []struct {
+		name      string
+		events    []event.Event
+		forget    bool // Forget(1) after the events
+		uncharged []page
+		left      []uint64 // process 1's pages still charged
+	}{
+		{"refault of a sampled page", []event.Event{fault(1, 0x1000, 4096), fault(1, 0x2000, 4096), refault(1, 0x2000, 4096)},
+			false, []page{{1, 0x2000}}, []uint64{0x1000}},
+		{"refault of another page", []event.Event{fault(1, 0x1000, 4096), refault(1, 0x3000, 4096), refault(2, 0x1000, 4096)},
+			false, nil, []uint64{0x1000}},
+		{"huge refault drops its range", []event.Event{fault(1, 0x1ff000, 4096), fault(1, 0x200000, 4096), fault(1, 0x3ff000, 4096),
+			fault(1, 0x400000, 4096), refault(1, 0x200000, 2<<20)},
+			false, []page{{1, 0x200000}, {1, 0x3ff000}}, []uint64{0x1ff000, 0x400000}},
+		{"sampled again", []event.Event{fault(1, 0x1000, 4096), fault(1, 0x1000, 4096)},
+			false, []page{{1, 0x1000}}, []uint64{0x1000}},
+		{"huge sample over pages", []event.Event{fault(1, 0x201000, 4096), fault(1, 0x200000, 2<<20)},
+			false, []page{{1, 0x201000}}, []uint64{0x200000}},
+		// Before 6.2 a huge page's rest (2 MiB - 4 KiB) follows its first
+		// 4 KiB's sample, which it must not drop.
+		{"huge rest keeps the first page", []event.Event{fault(1, 0x201000, 4096), fault(1, 0x200000, 2<<20-4096)},
+			false, nil, []uint64{0x200000, 0x201000}},
+		{"unresident", []event.Event{fault(1, 0x1000, 4096), gone(0x1000), gone(0x1000), gone(0)},
+			false, []page{{1, 0x1000}}, nil},
+		{"forget", []event.Event{fault(1, 0x1000, 4096), fault(1, 0x5000, 4096)},
+			true, []page{{1, 0x1000}, {1, 0x5000}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tab := NewTable()
+			var got []page
+			tab.OnUncharge(func(pid uint32, addr uint64) { got = append(got, page{pid, addr}) })
+			for i := range tt.events {
+				e := &tt.events[i]
+				if e.Kind == event.Refault && !tab.Charged(e.PID, e.Addr, e.Size) {
+					continue // as the live run: nothing sampled there
+				}
+				tab.Apply(e)
+			}
+			if tt.forget {
+				tab.Forget(1)
+			}
+			slices.SortFunc(got, func(a, b page) int { return cmp.Compare(a.addr, b.addr) })
+			if !slices.Equal(got, tt.uncharged) {
+				t.Errorf("uncharged %v, want %v", got, tt.uncharged)
+			}
+			if left := tab.ResidentPages(1); !slices.Equal(left, tt.left) {
+				t.Errorf("pages left %#x, want %#x", left, tt.left)
+			}
+			if tab.Known(2) {
+				t.Errorf("a refault of a process with no sample registered it")
+			}
+		})
+	}
 }
 
 // TestFaultProbability: the chance of a 4 KiB fault at the documented means.

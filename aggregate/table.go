@@ -29,9 +29,12 @@ type Table struct {
 	sampleBytes uint64 // sampled mode's mean (estimate.go); 0 = exact
 	breakdown   bool   // sites are call sites, stacks a breakdown (stack_parts.go)
 
-	obs     Observer      // sees every input (observer.go); nil: none
-	marks   []Mark        // marks.go
-	peakTol PeakTolerance // the peak snapshot's T (peak.go)
+	obs Observer // sees every input (observer.go); nil: none
+	// uncharged hears of each sampled page that leaves a process's
+	// resident pages (resident.go); nil: none.
+	uncharged func(pid uint32, addr uint64)
+	marks     []Mark        // marks.go
+	peakTol   PeakTolerance // the peak snapshot's T (peak.go)
 }
 
 // NewTable returns an empty Table.
@@ -100,10 +103,13 @@ func (t *Table) Apply(e *event.Event) {
 	case event.Mremap:
 		p.mremap(e.OldAddr, e.OldSize, e.Addr, e.Size)
 	case event.Fault:
+		t.uncharge(p, e.Addr, faultSpan(e.Size)) // made resident again: older samples there are gone
 		p.resident.fault(e.Addr, e.Size, e.OldSize, siteID{addr: e.CallSite, stack: e.StackID})
 	case event.Unresident:
-		p.resident.unresident(e.Addr) // Addr 0: a check that found every page resident
+		t.uncharge(p, e.Addr, pageSize) // Addr 0: a check that found every page resident
 		p.resident.checked = e.Time
+	case event.Refault:
+		t.uncharge(p, e.Addr, e.Size)
 	}
 }
 
@@ -170,6 +176,11 @@ func (t *Table) Forget(pid uint32) {
 			if t.marks[i].PID == pid {
 				t.marks[i].PID = 0
 			}
+		}
+	}
+	if p := t.procs[pid]; p != nil && t.uncharged != nil {
+		for a := range p.resident.pages {
+			t.uncharged(pid, a)
 		}
 	}
 	delete(t.procs, pid)

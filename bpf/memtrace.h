@@ -27,6 +27,7 @@ enum event_kind {
 	KIND_MARK = 10,    /* --mark: a marked function was called: struct code_event, path = label */
 	KIND_UNWIND_MISS = 11, /* a file has no unwind table yet: addr = pc, size = dev, old_addr = inode */
 	KIND_FAULT = 12, /* a sampled write fault: the page at addr (size bytes) may have become resident */
+	KIND_REFAULT = 14, /* a fault made the page at addr (size bytes) resident again: its old sample is gone */
 };
 
 /* Which allocator entry point; event.Func in Go has the same values. */

@@ -15,10 +15,13 @@
  * the stack walk and a ring record. How long the pages stay resident is
  * for user space to tell, from /proc/PID/pagemap: that covers munmap,
  * madvise, mremap, exit, exec, reclaim and swap at once, and costs the
- * faults nothing.
+ * faults nothing; a page released and faulted again between two checks
+ * is told by its new fault (refault_slots, below).
  */
 #ifndef MEMTRACE_RESIDENT_H
 #define MEMTRACE_RESIDENT_H
+
+#include "refault.h"
 
 #define PAGE_SIZE 4096
 /* x86 page fault error code bits. */
@@ -162,6 +165,64 @@ struct {
 	__type(key, struct fault_site_key);
 	__type(value, __u8);
 } fault_sites SEC(".maps");
+
+/*
+ * Released, then faulted again: a sampled page unmapped or released
+ * (munmap, madvise) and written again before user space's next pagemap
+ * check is resident again, but no longer by the sampled fault: left
+ * charged, a process that churns its mappings at the same addresses
+ * would be charged each address as if any of its faults had been sampled
+ * (measured: ~1.6x RssAnon). Every fault that makes anonymous memory
+ * resident therefore looks up its page's slot here: a slot counts the
+ * samples the probes charged to pages that hash to it, and, written by
+ * user space alone (the array is mmapped), those that left its table.
+ * When they differ a sampled page may be there, and the fault tells user
+ * space (KIND_REFAULT), which uncharges it if it is; a huge page's fault
+ * always tells. One inlined array lookup a fault; other processes' pages
+ * that share a slot cost a record, which user space drops.
+ */
+struct refault_slot {
+	__u32 charged;   /* samples charged to this slot's pages (the probes) */
+	__u32 uncharged; /* of them, those user space uncharged since */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1 << REFAULT_SLOT_BITS);
+	__type(key, __u32);
+	__type(value, struct refault_slot);
+} refault_slots SEC(".maps");
+
+/* refault_slot_of: the slot of the page at addr of process tgid (refault.h). */
+static __always_inline struct refault_slot *refault_slot_of(__u32 tgid, __u64 addr)
+{
+	__u32 i = refault_index(tgid, addr);
+
+	return bpf_map_lookup_elem(&refault_slots, &i);
+}
+
+/* charge_page counts a sample of the page at addr going out. */
+static __always_inline void charge_page(__u32 tgid, __u64 addr)
+{
+	struct refault_slot *r = refault_slot_of(tgid, addr);
+
+	if (r)
+		__sync_fetch_and_add(&r->charged, 1);
+}
+
+/* tell_refault tells user space that a fault not sampled made [addr, addr + size) resident again, if it may matter. */
+static __always_inline void tell_refault(__u32 tgid, __u64 addr, __u64 size)
+{
+	struct refault_slot *r;
+
+	if (size == PAGE_SIZE) {
+		r = refault_slot_of(tgid, addr);
+		if (!r || r->charged == r->uncharged)
+			return;
+	}
+	emit(&(struct emit_args){.kind = KIND_REFAULT, .addr = addr, .size = size});
+}
 
 struct task_struct___mm {
 	void *mm;
@@ -377,8 +438,9 @@ int on_rss_stat(__u64 *ctx)
 {
 	struct task_struct___mm *task = (void *)bpf_get_current_task_btf();
 	struct fault_pending *p;
-	__u64 size;
-	__u32 zero = 0;
+	__u64 size, addr;
+	__u32 zero = 0, tgid;
+	int sampled;
 
 	if ((int)ctx[1] != MM_ANONPAGES)
 		return 0;
@@ -393,17 +455,27 @@ int on_rss_stat(__u64 *ctx)
 	size = (__u64)PAGE_SIZE << (p->allocated && p->order <= FAULT_MAX_ORDER ? p->order : 0);
 	/*
 	 * fork counts the child's pages (another mm) in the parent's task:
-	 * not a sample, checked only once sampled (an unsampled count moves
-	 * the countdown, which biases nothing).
+	 * neither a sample nor a refault (the count still moves the
+	 * countdown, which biases nothing).
 	 */
-	if (!fault_sample(p, size) || ctx[0] != (__u64)task->mm)
-		return 0;
-	regs_to_slot(p, task);
-	if (!p->pc)
+	sampled = fault_sample(p, size);
+	if (ctx[0] != (__u64)task->mm)
 		return 0;
 	/* A folio is aligned to its size: the huge page's first address. */
-	struct fault_site_key k = {.pc = p->pc, .pid = ((struct task_struct *)task)->tgid, .mm = ctx[0]};
-	struct site_args a = {.addr = p->addr & ~(size - 1), .size = size, .pc = p->pc, .sp = p->sp, .bp = p->bp,
+	addr = p->addr & ~(size - 1);
+	tgid = ((struct task_struct *)task)->tgid;
+	if (!sampled) {
+		tell_refault(tgid, addr, size);
+		return 0;
+	}
+	regs_to_slot(p, task);
+	if (!p->pc) {
+		tell_refault(tgid, addr, size);
+		return 0;
+	}
+	charge_page(tgid, addr);
+	struct fault_site_key k = {.pc = p->pc, .pid = tgid, .mm = ctx[0]};
+	struct site_args a = {.addr = addr, .size = size, .pc = p->pc, .sp = p->sp, .bp = p->bp,
 			      .old_size = fault_sample_bytes, .kind = KIND_FAULT, .exact = 1, .fault = 1};
 	struct stack_record *rec;
 	__u8 one = 1;

@@ -3,14 +3,16 @@
 /*
  * Test programs, in an object of their own that only tests load
  * (tracer/bpftest, used by tracer/draw_test.go): they run the probes'
- * exponential draw and sampling decision (sample.h) through
- * BPF_PROG_TEST_RUN, so that the code tested is the code the probes run.
+ * exponential draw and sampling decision (sample.h), and the refault
+ * slots' hash (refault.h), through BPF_PROG_TEST_RUN, so that the code
+ * tested is the code the probes run.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 
 #include "memtrace.h"
 #include "sample.h"
+#include "refault.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -81,3 +83,24 @@ int sample_test(void *ctx)
 	return 0;
 }
 
+
+/*
+ * The refault test: each slot i of draws holds an address on input and,
+ * on output, the refault slot of process i + 1000's page there.
+ */
+static long refault_one(__u64 i, void *ctx)
+{
+	__u32 k = i;
+	__u64 *v = bpf_map_lookup_elem(&draws, &k);
+
+	if (v)
+		*v = refault_index(k + 1000, *v);
+	return 0;
+}
+
+SEC("syscall")
+int refault_test(void *ctx)
+{
+	bpf_loop(1 << 16, refault_one, 0, 0);
+	return 0;
+}

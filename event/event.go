@@ -52,6 +52,11 @@ const (
 	// charges the same pages. Addr 0 (never a sampled page) is a check
 	// that found every page resident: its time alone.
 	Unresident Kind = 13
+	// Refault: a fault not sampled made the Size bytes at Addr resident
+	// again, after they were released: a sampled page among them is no
+	// longer resident by its sampled fault, and is uncharged. The probes
+	// tell only when a sampled page may be there (bpf/resident.h).
+	Refault Kind = 14
 )
 
 // String names the kind as docs and JSON do.
@@ -81,6 +86,8 @@ func (k Kind) String() string {
 		return "fault"
 	case Unresident:
 		return "unresident"
+	case Refault:
+		return "refault"
 	}
 	return "unknown"
 }

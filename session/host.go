@@ -69,9 +69,6 @@ func (s *session) startHost() error {
 	if err := s.objs.AttachHost(); err != nil {
 		return err
 	}
-	if err := s.startResident(); err != nil { // resident.go
-		return err
-	}
 	start := time.Now()
 	pids, err := host.PIDs()
 	if err != nil {
@@ -89,6 +86,12 @@ func (s *session) startHost() error {
 		if _, err := s.scanProcess(pid); err != nil {
 			return err
 		}
+	}
+	// The faults last: a process running now has its C library's table
+	// (scanResident), so that its first sampled faults in memset or
+	// malloc's internals are charged to their callers, not to libc's code.
+	if err := s.startResident(); err != nil { // resident.go
+		return err
 	}
 	files := h.finder.Files()
 	s.log.Info("attached", "processes", scanned, "files", len(files), "probes", h.att.Probes(), "took", time.Since(start))

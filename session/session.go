@@ -104,6 +104,9 @@ func (s *session) run() (int, error) {
 		return 0, err
 	}
 	defer release()
+	if s.cfg.ResidentBytes > 0 {
+		s.table.OnUncharge(s.objs.Uncharge) // the probes tell refaults of charged pages only (resident.go)
+	}
 	defer func(start time.Time) { tracer.LogRun(s.log, s.drain, s.objs, start) }(time.Now()) // -v: events read, per second
 	defer s.detachAll()
 	if s.host == nil {
@@ -347,6 +350,9 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 // apply accounts one event; a new code mapping (dlopen) makes it read the
 // process's mappings at once, while the library is still there.
 func (s *session) apply(e *event.Event) {
+	if e.Kind == event.Refault && !s.table.Charged(e.PID, e.Addr, e.Size) {
+		return // no sampled page there: another page of its slot (bpf/resident.h)
+	}
 	s.stacks.Learn(e.PID, e.StackID, s.objs.Stack) // before anything reads it (pipeline/stacks.go)
 	s.exportEvent(e)                               // --html's history (exports.go)
 	if e.Kind == event.Mark {

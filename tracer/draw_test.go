@@ -228,3 +228,38 @@ func TestExpTable(t *testing.T) {
 		}
 	}
 }
+
+// TestRefaultSlot checks that user space's refault slot (Uncharge) is the
+// probes' own (bpf/refault.h): each slot i of draws goes in as an address
+// of process i + 1000 and comes out as its slot.
+func TestRefaultSlot(t *testing.T) {
+	objs := loadTest(t, 4096)
+	in := make([]uint64, testDraws)
+	keys := make([]uint32, testDraws)
+	for i := range in {
+		keys[i] = uint32(i)
+		// Pages across the address space, with low bits the hash ignores.
+		in[i] = uint64(i)*0x9e3779b97f4a7c15>>16 | uint64(i&0xfff)
+	}
+	if _, err := objs.Draws.BatchUpdate(keys, in, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := objs.RefaultTest.Run(&ebpf.RunOptions{}); err != nil {
+		t.Fatalf("run refault_test: %v", err)
+	}
+	out := readDraws(t, objs.Draws)
+	seen := map[uint64]bool{}
+	for i, got := range out {
+		if want := uint64(refaultSlot(uint32(i+1000), in[i])); got != want {
+			t.Fatalf("address %#x of process %d: probes' slot %d, user space's %d", in[i], i+1000, got, want)
+		}
+		if got >= 1<<refaultSlotBits {
+			t.Fatalf("slot %d past the array's %d", got, 1<<refaultSlotBits)
+		}
+		seen[got] = true
+	}
+	// 65536 pages in 2^20 slots: a hash that spreads them shares few (~2000).
+	if len(seen) < testDraws*9/10 {
+		t.Errorf("%d pages in %d slots only", testDraws, len(seen))
+	}
+}

@@ -98,6 +98,7 @@ func TestConstants(t *testing.T) {
 			"KIND_MARK":        uint64(event.Mark),
 			"KIND_UNWIND_MISS": uint64(kindUnwindMiss), // the drainer's own: never an event.Event
 			"KIND_FAULT":       uint64(event.Fault),
+			"KIND_REFAULT":     uint64(event.Refault),
 		}},
 		{"func_id", map[string]uint64{
 			"FUNC_MALLOC": uint64(event.FuncMalloc), "FUNC_CALLOC": uint64(event.FuncCalloc),

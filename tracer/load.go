@@ -132,6 +132,9 @@ type Objects struct {
 	// faultBytes is Options.ResidentBytes; faults the page-fault links.
 	faultBytes uint64
 	faults     []link.Link
+	// refault is refault_slots mapped (resident.go's Uncharge); nil when
+	// resident attribution is off.
+	refault *ebpf.Memory
 	// session is the uprobe session program (AttachSession only).
 	session *ebpf.Program
 	// forgetMu serializes forget_sampled's runs: they share one batch.
@@ -173,13 +176,14 @@ type objects struct {
 	ForgetSampled *ebpf.Program `ebpf:"forget_sampled"`
 	ForgetBatches *ebpf.Map     `ebpf:"forget_batches"`
 	SampledHint   *ebpf.Map     `ebpf:"sampled_hint"`
+	RefaultSlots  *ebpf.Map     `ebpf:"refault_slots"`
 }
 
 func (o *objects) Close() error {
 	return _MemtraceClose(o.Entry, o.JvmEntry, o.Ret, o.OnExec, o.OnExit, o.FileKeyOf, o.Events, o.Inflight,
 		o.LostByPid, o.LostTotal, o.UnwindRows, o.UnwindFiles, o.Scratch, o.Sampled, o.ProcCounts, o.CgroupFilter,
 		o.OnFaultUser, o.OnFaultKernel, o.FaultPids, o.OnRssStat, o.FaultPending, o.FaultSites, o.OnPageAlloc,
-		o.ForgetSampled, o.ForgetBatches, o.SampledHint)
+		o.ForgetSampled, o.ForgetBatches, o.SampledHint, o.RefaultSlots)
 }
 
 // Load checks the kernel's prerequisites and loads the BPF objects.
@@ -237,6 +241,12 @@ func load(o Options, k Kernel) (*Objects, error) {
 		return nil, fmt.Errorf("load BPF programs: %w", err)
 	}
 	t.session = sess.Session
+	if o.ResidentBytes > 0 {
+		if t.refault, err = t.objs.RefaultSlots.Memory(); err != nil {
+			t.objs.Close()
+			return nil, fmt.Errorf("map refault_slots: %w", err)
+		}
+	}
 	if cgroup >= 0 {
 		if err := t.objs.CgroupFilter.Put(uint32(0), uint32(cgroup)); err != nil {
 			t.objs.Close()
@@ -283,6 +293,9 @@ func loadSpec(o Options) (*ebpf.CollectionSpec, error) {
 	}
 	if err := set("fault_sample_bytes", o.ResidentBytes); err != nil {
 		return nil, err
+	}
+	if o.ResidentBytes == 0 {
+		spec.Maps["refault_slots"].MaxEntries = 1
 	}
 	if o.FaultPIDs {
 		if err := set("fault_pid_filter", uint8(1)); err != nil {

@@ -77,6 +77,7 @@ const (
 	memtraceEventKindKIND_MARK        memtraceEventKind = 10
 	memtraceEventKindKIND_UNWIND_MISS memtraceEventKind = 11
 	memtraceEventKindKIND_FAULT       memtraceEventKind = 12
+	memtraceEventKindKIND_REFAULT     memtraceEventKind = 14
 )
 
 type memtraceExpBits uint32
@@ -239,6 +240,12 @@ type memtraceProcEvent struct {
 	_    structs.HostLayout
 	E    memtraceEvent
 	Comm [16]int8
+}
+
+type memtraceRefaultSlot struct {
+	_         structs.HostLayout
+	Charged   uint32
+	Uncharged uint32
 }
 
 type memtraceRowFlag uint32
@@ -413,6 +420,7 @@ const (
 	memtraceMapLostByPid            = "lost_by_pid"
 	memtraceMapLostTotal            = "lost_total"
 	memtraceMapProcCounts           = "proc_counts"
+	memtraceMapRefaultSlots         = "refault_slots"
 	memtraceMapSampled              = "sampled"
 	memtraceMapSampledHint          = "sampled_hint"
 	memtraceMapScratch              = "scratch"
@@ -545,6 +553,7 @@ type memtraceMapSpecs struct {
 	LostByPid     *ebpf.MapSpec `ebpf:"lost_by_pid"`
 	LostTotal     *ebpf.MapSpec `ebpf:"lost_total"`
 	ProcCounts    *ebpf.MapSpec `ebpf:"proc_counts"`
+	RefaultSlots  *ebpf.MapSpec `ebpf:"refault_slots"`
 	Sampled       *ebpf.MapSpec `ebpf:"sampled"`
 	SampledHint   *ebpf.MapSpec `ebpf:"sampled_hint"`
 	Scratch       *ebpf.MapSpec `ebpf:"scratch"`
@@ -631,6 +640,7 @@ type memtraceMaps struct {
 	LostByPid     *ebpf.Map `ebpf:"lost_by_pid"`
 	LostTotal     *ebpf.Map `ebpf:"lost_total"`
 	ProcCounts    *ebpf.Map `ebpf:"proc_counts"`
+	RefaultSlots  *ebpf.Map `ebpf:"refault_slots"`
 	Sampled       *ebpf.Map `ebpf:"sampled"`
 	SampledHint   *ebpf.Map `ebpf:"sampled_hint"`
 	Scratch       *ebpf.Map `ebpf:"scratch"`
@@ -653,6 +663,7 @@ func (m *memtraceMaps) Close() error {
 		m.LostByPid,
 		m.LostTotal,
 		m.ProcCounts,
+		m.RefaultSlots,
 		m.Sampled,
 		m.SampledHint,
 		m.Scratch,

@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -81,6 +82,34 @@ func (t *Objects) TraceFaults(pid uint32) error {
 // UntraceFaults removes pid from the processes whose faults are sampled.
 func (t *Objects) UntraceFaults(pid uint32) {
 	_ = t.objs.FaultPids.Delete(pid)
+}
+
+// refaultSlotBits is REFAULT_SLOT_BITS (bpf/resident.h).
+const refaultSlotBits = 20
+
+// refaultSlot is the slot of refault_slots of pid's page at addr, as
+// refault_slot_of computes it.
+func refaultSlot(pid uint32, addr uint64) uint32 {
+	return uint32(((addr >> 12) ^ uint64(pid)<<40) * 0x9E3779B97F4A7C15 >> (64 - refaultSlotBits))
+}
+
+// Uncharge tells the probes that pid's sampled page at addr left the
+// table (unresident, faulted again, sampled again, or its process
+// forgotten): its slot counts one sample fewer still charged, and a fault
+// there need not be told while the slot holds no other (bpf/resident.h,
+// tell_refault). Only this process writes the count, so a plain
+// read and write of the mapped array does.
+func (t *Objects) Uncharge(pid uint32, addr uint64) {
+	if t.refault == nil {
+		return
+	}
+	var b [4]byte
+	off := int64(refaultSlot(pid, addr))*8 + 4 // struct refault_slot's uncharged
+	if _, err := t.refault.ReadAt(b[:], off); err != nil {
+		return
+	}
+	binary.LittleEndian.PutUint32(b[:], binary.LittleEndian.Uint32(b[:])+1)
+	_, _ = t.refault.WriteAt(b[:], off)
 }
 
 // ResidentBytes is the mean of the fault sampling, 0 when it is off.

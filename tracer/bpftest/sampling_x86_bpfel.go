@@ -16,12 +16,13 @@ import (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	SamplingMapDraws       = "draws"
-	SamplingProgBytesTest  = "bytes_test"
-	SamplingProgDrawTest   = "draw_test"
-	SamplingProgSampleTest = "sample_test"
-	SamplingVarExpTable    = "exp_table"
-	SamplingVarSampleBytes = "sample_bytes"
+	SamplingMapDraws        = "draws"
+	SamplingProgBytesTest   = "bytes_test"
+	SamplingProgDrawTest    = "draw_test"
+	SamplingProgRefaultTest = "refault_test"
+	SamplingProgSampleTest  = "sample_test"
+	SamplingVarExpTable     = "exp_table"
+	SamplingVarSampleBytes  = "sample_bytes"
 )
 
 // LoadSampling returns the embedded CollectionSpec for Sampling.
@@ -66,9 +67,10 @@ type SamplingSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type SamplingProgramSpecs struct {
-	BytesTest  *ebpf.ProgramSpec `ebpf:"bytes_test"`
-	DrawTest   *ebpf.ProgramSpec `ebpf:"draw_test"`
-	SampleTest *ebpf.ProgramSpec `ebpf:"sample_test"`
+	BytesTest   *ebpf.ProgramSpec `ebpf:"bytes_test"`
+	DrawTest    *ebpf.ProgramSpec `ebpf:"draw_test"`
+	RefaultTest *ebpf.ProgramSpec `ebpf:"refault_test"`
+	SampleTest  *ebpf.ProgramSpec `ebpf:"sample_test"`
 }
 
 // SamplingMapSpecs contains maps before they are loaded into the kernel.
@@ -127,15 +129,17 @@ type SamplingVariables struct {
 //
 // It can be passed to LoadSamplingObjects or ebpf.CollectionSpec.LoadAndAssign.
 type SamplingPrograms struct {
-	BytesTest  *ebpf.Program `ebpf:"bytes_test"`
-	DrawTest   *ebpf.Program `ebpf:"draw_test"`
-	SampleTest *ebpf.Program `ebpf:"sample_test"`
+	BytesTest   *ebpf.Program `ebpf:"bytes_test"`
+	DrawTest    *ebpf.Program `ebpf:"draw_test"`
+	RefaultTest *ebpf.Program `ebpf:"refault_test"`
+	SampleTest  *ebpf.Program `ebpf:"sample_test"`
 }
 
 func (p *SamplingPrograms) Close() error {
 	return _SamplingClose(
 		p.BytesTest,
 		p.DrawTest,
+		p.RefaultTest,
 		p.SampleTest,
 	)
 }
