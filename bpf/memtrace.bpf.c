@@ -629,6 +629,7 @@ static __always_inline void emit(const struct emit_args *a)
 }
 
 #include "frames.h"
+#include "refault.h"
 #include "unwind.h"
 #include "resident.h"
 

@@ -21,8 +21,6 @@
 #ifndef MEMTRACE_RESIDENT_H
 #define MEMTRACE_RESIDENT_H
 
-#include "refault.h"
-
 #define PAGE_SIZE 4096
 /* x86 page fault error code bits. */
 #define PF_WRITE 0x2
@@ -167,48 +165,21 @@ struct {
 } fault_sites SEC(".maps");
 
 /*
- * Released, then faulted again: a sampled page unmapped or released
- * (munmap, madvise) and written again before user space's next pagemap
- * check is resident again, but no longer by the sampled fault: left
- * charged, a process that churns its mappings at the same addresses
- * would be charged each address as if any of its faults had been sampled
- * (measured: ~1.6x RssAnon). Every fault that makes anonymous memory
- * resident therefore looks up its page's slot here: a slot counts the
- * samples the probes charged to pages that hash to it, and, written by
- * user space alone (the array is mmapped), those that left its table.
- * When they differ a sampled page may be there, and the fault tells user
- * space (KIND_REFAULT), which uncharges it if it is; a huge page's fault
- * always tells. One inlined array lookup a fault; other processes' pages
- * that share a slot cost a record, which user space drops.
+ * emit_refault writes a refault record. A global function: its record's
+ * arguments stay off the fault programs' stacks, which 6.1's verifier
+ * counts with the walk's (on_rss_stat's went past 512 bytes).
  */
-struct refault_slot {
-	__u32 charged;   /* samples charged to this slot's pages (the probes) */
-	__u32 uncharged; /* of them, those user space uncharged since */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, 1 << REFAULT_SLOT_BITS);
-	__type(key, __u32);
-	__type(value, struct refault_slot);
-} refault_slots SEC(".maps");
-
-/* refault_slot_of: the slot of the page at addr of process tgid (refault.h). */
-static __always_inline struct refault_slot *refault_slot_of(__u32 tgid, __u64 addr)
+__noinline int emit_refault(__u64 addr, __u64 size)
 {
-	__u32 i = refault_index(tgid, addr);
-
-	return bpf_map_lookup_elem(&refault_slots, &i);
+	emit(&(struct emit_args){.kind = KIND_REFAULT, .addr = addr, .size = size});
+	return 0;
 }
 
-/* charge_page counts a sample of the page at addr going out. */
-static __always_inline void charge_page(__u32 tgid, __u64 addr)
+/* tell_refault_range tells user space that a huge page's piece [addr, addr + size) is resident anew. */
+static __always_inline void tell_refault_range(__u64 addr, __u64 size)
 {
-	struct refault_slot *r = refault_slot_of(tgid, addr);
-
-	if (r)
-		__sync_fetch_and_add(&r->charged, 1);
+	if (size)
+		emit_refault(addr, size);
 }
 
 /* tell_refault tells user space that a fault not sampled made [addr, addr + size) resident again, if it may matter. */
@@ -221,7 +192,7 @@ static __always_inline void tell_refault(__u32 tgid, __u64 addr, __u64 size)
 		if (!r || r->charged == r->uncharged)
 			return;
 	}
-	emit(&(struct emit_args){.kind = KIND_REFAULT, .addr = addr, .size = size});
+	emit_refault(addr, size);
 }
 
 struct task_struct___mm {
@@ -329,12 +300,15 @@ static __always_inline void on_fault(__u64 address, struct pt_regs *uregs)
 	 */
 	if (!fault_sample(p, PAGE_SIZE) || bpf_probe_read_kernel(&p->pc, sizeof(p->pc), &PT_REGS_IP(uregs)) ||
 	    bpf_probe_read_kernel(&p->sp, sizeof(p->sp), &PT_REGS_SP(uregs)) ||
-	    bpf_probe_read_kernel(&p->bp, sizeof(p->bp), &PT_REGS_FP(uregs)))
+	    bpf_probe_read_kernel(&p->bp, sizeof(p->bp), &PT_REGS_FP(uregs))) {
+		/* Any write fault, as any may be sampled here (a COW copy's too). */
+		tell_refault(task->tgid, address & ~(__u64)(PAGE_SIZE - 1), PAGE_SIZE);
 		return;
+	}
 	struct site_args a = {.addr = address & ~(__u64)(PAGE_SIZE - 1), .size = PAGE_SIZE, .pc = p->pc, .sp = p->sp,
 			      .bp = p->bp, .old_size = fault_sample_bytes, .kind = KIND_FAULT, .exact = 1, .fault = 1};
 
-	emit_site(&a);
+	emit_site(&a); /* which charges the page (charge_page) */
 }
 
 SEC("tp_btf/page_fault_user")
@@ -405,7 +379,7 @@ int on_page_alloc(__u64 *ctx)
  */
 static __always_inline void on_rss_stat_split(__u64 *ctx, struct task_struct___mm *task, struct fault_pending *p)
 {
-	__u64 size, base, addr;
+	__u64 size, base, addr, page;
 
 	if (!p->allocated || !p->order || p->order > FAULT_MAX_ORDER ||
 	    (__s64)ctx[2] - p->anon_at_alloc < (1LL << p->order) || ctx[0] != (__u64)task->mm ||
@@ -413,8 +387,14 @@ static __always_inline void on_rss_stat_split(__u64 *ctx, struct task_struct___m
 		return;
 	p->task = 0;
 	size = (__u64)PAGE_SIZE << p->order;
-	if (!fault_sample(p, size - PAGE_SIZE))
+	if (!fault_sample(p, size - PAGE_SIZE)) {
+		/* Around the fault's own page, which on_fault told or sampled. */
+		base = p->addr & ~(size - 1);
+		page = p->addr & ~(__u64)(PAGE_SIZE - 1);
+		tell_refault_range(base, page - base);
+		tell_refault_range(page + PAGE_SIZE, base + size - page - PAGE_SIZE);
 		return;
+	}
 	regs_to_slot(p, task);
 	if (!p->pc)
 		return;
@@ -438,9 +418,8 @@ int on_rss_stat(__u64 *ctx)
 {
 	struct task_struct___mm *task = (void *)bpf_get_current_task_btf();
 	struct fault_pending *p;
-	__u64 size, addr;
-	__u32 zero = 0, tgid;
-	int sampled;
+	__u64 size;
+	__u32 zero = 0;
 
 	if ((int)ctx[1] != MM_ANONPAGES)
 		return 0;
@@ -458,29 +437,27 @@ int on_rss_stat(__u64 *ctx)
 	 * neither a sample nor a refault (the count still moves the
 	 * countdown, which biases nothing).
 	 */
-	sampled = fault_sample(p, size);
+	if (!fault_sample(p, size)) {
+		/* A folio is aligned to its size: the huge page's first address. */
+		if (ctx[0] == (__u64)task->mm)
+			tell_refault(((struct task_struct *)task)->tgid, p->addr & ~(size - 1), size);
+		return 0;
+	}
 	if (ctx[0] != (__u64)task->mm)
 		return 0;
-	/* A folio is aligned to its size: the huge page's first address. */
-	addr = p->addr & ~(size - 1);
-	tgid = ((struct task_struct *)task)->tgid;
-	if (!sampled) {
-		tell_refault(tgid, addr, size);
-		return 0;
-	}
 	regs_to_slot(p, task);
 	if (!p->pc) {
-		tell_refault(tgid, addr, size);
+		tell_refault(((struct task_struct *)task)->tgid, p->addr & ~(size - 1), size);
 		return 0;
 	}
-	charge_page(tgid, addr);
-	struct fault_site_key k = {.pc = p->pc, .pid = tgid, .mm = ctx[0]};
-	struct site_args a = {.addr = addr, .size = size, .pc = p->pc, .sp = p->sp, .bp = p->bp,
+	struct fault_site_key k = {.pc = p->pc, .pid = ((struct task_struct *)task)->tgid, .mm = ctx[0]};
+	struct site_args a = {.addr = p->addr & ~(size - 1), .size = size, .pc = p->pc, .sp = p->sp, .bp = p->bp,
 			      .old_size = fault_sample_bytes, .kind = KIND_FAULT, .exact = 1, .fault = 1};
 	struct stack_record *rec;
 	__u8 one = 1;
 
 	if (!stack_depth && bpf_map_lookup_elem(&fault_sites, &k)) {
+		charge_page(k.pid, a.addr);
 		emit(&(struct emit_args){.kind = KIND_FAULT, .addr = a.addr, .size = a.size,
 					 .old_size = a.old_size, .call_site = a.pc, .leaf = a.pc});
 		return 0;

@@ -12,6 +12,7 @@
 
 #include "memtrace.h"
 #include "sample.h"
+#define REFAULT_INDEX_ONLY
 #include "refault.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

@@ -533,6 +533,8 @@ __noinline int emit_site(struct site_args *a)
 
 	if (!a)
 		return 0;
+	if (a->kind == KIND_FAULT)
+		charge_page(id >> 32, a->addr); /* resident.h */
 	if (!stack_depth && !a->exact) {
 		/* A known caller that is neither a wrapper nor unnamed is charged: no walk. */
 		fi = bpf_map_lookup_elem(&frame_cache, &fk);

@@ -88,9 +88,10 @@ func (t *Objects) UntraceFaults(pid uint32) {
 const refaultSlotBits = 20
 
 // refaultSlot is the slot of refault_slots of pid's page at addr, as
-// refault_slot_of computes it.
+// refault_index computes it: a 2 MiB region's pages in consecutive slots.
 func refaultSlot(pid uint32, addr uint64) uint32 {
-	return uint32(((addr >> 12) ^ uint64(pid)<<40) * 0x9E3779B97F4A7C15 >> (64 - refaultSlotBits))
+	region := ((addr >> 21) ^ uint64(pid)<<40) * 0x9E3779B97F4A7C15 >> (64 - refaultSlotBits)
+	return uint32(region+(addr>>12)&511) & (1<<refaultSlotBits - 1)
 }
 
 // Uncharge tells the probes that pid's sampled page at addr left the
