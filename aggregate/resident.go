@@ -64,6 +64,50 @@ func faultSpan(size uint64) uint64 {
 	return pageSize
 }
 
+// moveResident moves p's sampled pages in [from, from+size) to the same
+// offsets from to: mremap moves a mapping's pages, resident ones
+// included, and they stay charged to who made them resident. A sampled
+// page already at a destination (stale: that range was not mapped) is
+// replaced. A move of a range far larger than the pages sampled goes
+// through the pages, not the range.
+func (t *Table) moveResident(p *process, from, size, to uint64) {
+	if from == to || size == 0 || len(p.resident.pages) == 0 {
+		return
+	}
+	var moving []uint64
+	if size/pageSize > uint64(len(p.resident.pages)) {
+		for a := range p.resident.pages {
+			if a-from < size {
+				moving = append(moving, a)
+			}
+		}
+	} else {
+		for a := from; a-from < size; a += pageSize {
+			if _, ok := p.resident.pages[a]; ok {
+				moving = append(moving, a)
+			}
+		}
+	}
+	pages := make([]residentPage, len(moving))
+	for i, a := range moving {
+		pages[i] = p.resident.pages[a]
+		delete(p.resident.pages, a)
+	}
+	for i, a := range moving {
+		dst := a - from + to
+		t.uncharge(p, dst, pageSize)
+		p.resident.pages[dst] = pages[i]
+		if t.moved != nil {
+			t.moved(p.pid, a, dst)
+		}
+	}
+}
+
+// OnMove has f hear of each sampled page that moves (an Mremap, a Moved),
+// from its old address to its new one: the live run moves the probes'
+// count of charged pages with it (tracer.Objects.MovePage).
+func (t *Table) OnMove(f func(pid uint32, from, to uint64)) { t.moved = f }
+
 // OnUncharge has f hear of each sampled page that leaves a process's
 // pages still charged (an Unresident, a Refault, a new sample at its
 // address, Forget), with its process and address: the live run keeps the

@@ -2,6 +2,7 @@ package aggregate
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"slices"
 	"testing"
@@ -162,6 +163,65 @@ func TestResidentUncharge(t *testing.T) {
 			}
 			if tab.Known(2) {
 				t.Errorf("a refault of a process with no sample registered it")
+			}
+		})
+	}
+}
+
+// TestResidentMove: an Mremap or a Moved moves the sampled pages of its old
+// range to the same offsets in the new one (still charged to their sites),
+// telling OnMove of each; a stale sample at a destination is uncharged.
+func TestResidentMove(t *testing.T) {
+	fault := func(addr, site uint64) event.Event {
+		return event.Event{Kind: event.Fault, PID: 1, Addr: addr, Size: 4096, OldSize: 65536, CallSite: site, StackID: -1}
+	}
+	mremap := func(old, oldSize, addr, size uint64) event.Event {
+		return event.Event{Kind: event.Mremap, PID: 1, OldAddr: old, OldSize: oldSize, Addr: addr, Size: size, StackID: -1}
+	}
+	moved := func(old, oldSize, addr uint64) event.Event {
+		return event.Event{Kind: event.Moved, PID: 1, OldAddr: old, OldSize: oldSize, Addr: addr, StackID: -1}
+	}
+	type move struct{ from, to uint64 }
+	tests := []struct {
+		name      string
+		events    []event.Event
+		moves     []move
+		uncharged []uint64
+		left      map[uint64]uint64 // page: site
+	}{
+		{"moved", []event.Event{fault(0x10000, 0xa), fault(0x13000, 0xb), fault(0x20000, 0xc), moved(0x10000, 0x10000, 0x80000)},
+			[]move{{0x10000, 0x80000}, {0x13000, 0x83000}}, nil,
+			map[uint64]uint64{0x20000: 0xc, 0x80000: 0xa, 0x83000: 0xb}},
+		{"mremap", []event.Event{fault(0x10000, 0xa), mremap(0x10000, 0x4000, 0x90000, 0x8000)},
+			[]move{{0x10000, 0x90000}}, nil, map[uint64]uint64{0x90000: 0xa}},
+		{"in place", []event.Event{fault(0x10000, 0xa), mremap(0x10000, 0x4000, 0x10000, 0x8000)},
+			nil, nil, map[uint64]uint64{0x10000: 0xa}},
+		{"over a stale sample", []event.Event{fault(0x10000, 0xa), fault(0x90000, 0xb), moved(0x10000, 0x1000, 0x90000)},
+			[]move{{0x10000, 0x90000}}, []uint64{0x90000}, map[uint64]uint64{0x90000: 0xa}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tab := NewTable()
+			var moves []move
+			var uncharged []uint64
+			tab.OnMove(func(pid uint32, from, to uint64) { moves = append(moves, move{from, to}) })
+			tab.OnUncharge(func(pid uint32, addr uint64) { uncharged = append(uncharged, addr) })
+			for i := range tt.events {
+				tab.Apply(&tt.events[i])
+			}
+			slices.SortFunc(moves, func(a, b move) int { return cmp.Compare(a.from, b.from) })
+			if !slices.Equal(moves, tt.moves) {
+				t.Errorf("moves %x, want %x", moves, tt.moves)
+			}
+			if !slices.Equal(uncharged, tt.uncharged) {
+				t.Errorf("uncharged %#x, want %#x", uncharged, tt.uncharged)
+			}
+			got := map[uint64]uint64{}
+			for a, pg := range tab.procs[1].resident.pages {
+				got[a] = pg.site.addr
+			}
+			if !maps.Equal(got, tt.left) {
+				t.Errorf("pages %#x, want %#x", got, tt.left)
 			}
 		})
 	}

@@ -31,8 +31,9 @@ type Table struct {
 
 	obs Observer // sees every input (observer.go); nil: none
 	// uncharged hears of each sampled page that leaves a process's
-	// resident pages (resident.go); nil: none.
+	// resident pages, moved of each that moves (resident.go); nil: none.
 	uncharged func(pid uint32, addr uint64)
+	moved     func(pid uint32, from, to uint64)
 	marks     []Mark        // marks.go
 	peakTol   PeakTolerance // the peak snapshot's T (peak.go)
 }
@@ -102,6 +103,7 @@ func (t *Table) Apply(e *event.Event) {
 		}
 	case event.Mremap:
 		p.mremap(e.OldAddr, e.OldSize, e.Addr, e.Size)
+		t.moveResident(p, e.OldAddr, e.OldSize, e.Addr)
 	case event.Fault:
 		t.uncharge(p, e.Addr, faultSpan(e.Size)) // made resident again: older samples there are gone
 		p.resident.fault(e.Addr, e.Size, e.OldSize, siteID{addr: e.CallSite, stack: e.StackID})
@@ -110,6 +112,8 @@ func (t *Table) Apply(e *event.Event) {
 		p.resident.checked = e.Time
 	case event.Refault:
 		t.uncharge(p, e.Addr, e.Size)
+	case event.Moved:
+		t.moveResident(p, e.OldAddr, e.OldSize, e.Addr)
 	}
 }
 

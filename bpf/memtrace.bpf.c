@@ -838,10 +838,18 @@ static __always_inline int enter(struct pt_regs *ctx, struct task_struct *t, __u
 	if (!s)
 		return 0;
 	in = in_outer(s, sp, func);
-	if (in == OUTER_YES)
+	if (in == OUTER_YES) {
+		if (fault_sample_bytes && func == FUNC_MREMAP) {
+			/* Not the program's: only where its pages go (nested_moved). */
+			s->nested_sp = sp;
+			s->nested_old_addr = old_addr;
+			s->nested_old_size = old_size;
+		}
 		return 0;
+	}
 	if (in == OUTER_MAYBE)
 		outer = s->sp;
+	s->nested_sp = 0;
 	s->outer_sp = outer;
 	s->sp = sp;
 	s->size = size;
@@ -874,6 +882,34 @@ static __always_inline int nested(struct pt_regs *ctx, struct task_struct *t, __
 }
 
 /*
+ * emit_moved writes a KIND_MOVED record. A global function: the record's
+ * arguments stay off the return program's stack, which 6.1's verifier
+ * counts with the walk's.
+ */
+__noinline int emit_moved(__u64 addr, __u64 old_addr, __u64 old_size)
+{
+	emit(&(struct emit_args){.kind = KIND_MOVED, .func = FUNC_MREMAP, .addr = addr, .old_addr = old_addr,
+				 .old_size = old_size});
+	return 0;
+}
+
+/*
+ * nested_moved tells, at the return of an mremap made inside an allocator
+ * call (enter), where it moved the pages: resident pages move with their
+ * mapping, and stay charged to who made them resident.
+ */
+static __always_inline void nested_moved(struct pt_regs *ctx, struct inflight *s)
+{
+	__u64 ret = PT_REGS_RC(ctx);
+
+	if (PT_REGS_SP(ctx) != s->nested_sp + 8)
+		return;
+	s->nested_sp = 0;
+	if (ret != MAP_FAILED && ret != s->nested_old_addr)
+		emit_moved(ret, s->nested_old_addr, s->nested_old_size);
+}
+
+/*
  * leave returns the in-flight call that this return ends, or NULL when the
  * return belongs to a nested call, or to a call that recorded none (dlopen):
  * after `ret`, sp is the entry sp + 8. A call whose return was skipped
@@ -884,8 +920,12 @@ static __always_inline struct inflight *leave(struct pt_regs *ctx)
 	struct inflight *s;
 
 	s = thread_state(bpf_get_current_task_btf(), 0);
-	if (!s || !s->sp || s->noret || PT_REGS_SP(ctx) != s->sp + 8)
+	if (!s || !s->sp || s->noret || PT_REGS_SP(ctx) != s->sp + 8) {
+		if (fault_sample_bytes && s && s->nested_sp &&
+		    (bpf_get_attach_cookie(ctx) & FUNC_COOKIE_MASK) == FUNC_MREMAP)
+			nested_moved(ctx, s);
 		return 0;
+	}
 	s->sp = 0;
 	return s;
 }

@@ -28,6 +28,7 @@ enum event_kind {
 	KIND_UNWIND_MISS = 11, /* a file has no unwind table yet: addr = pc, size = dev, old_addr = inode */
 	KIND_FAULT = 12, /* a sampled write fault: the page at addr (size bytes) may have become resident */
 	KIND_REFAULT = 14, /* a fault made the page at addr (size bytes) resident again: its old sample is gone */
+	KIND_MOVED = 15,   /* an mremap inside an allocator call moved old_size bytes at old_addr to addr */
 };
 
 /* Which allocator entry point; event.Func in Go has the same values. */
@@ -286,6 +287,14 @@ struct inflight {
 	 * both again, and two helper calls fewer is ~10 ns.
 	 */
 	__u64 cur_id, cur_mm;
+	/*
+	 * With resident attribution: an mremap made inside this call (glibc's
+	 * realloc of a block it mapped itself) at sp nested_sp (0: none), of
+	 * the nested_old_size bytes at nested_old_addr. Its return tells
+	 * where their resident pages went (KIND_MOVED): they stay resident,
+	 * charged to who made them so.
+	 */
+	__u64 nested_sp, nested_old_addr, nested_old_size;
 };
 
 /* sampled_hint's size in sampled mode: 4 MiB of counters (tracer.SampledHints). */
@@ -294,8 +303,8 @@ enum sampled_hints {
 };
 
 /*
- * thread_slots' largest size (tracer.ThreadSlotsMax): a 160-byte slot per
- * thread id, 10 MiB; the loader uses kernel.pid_max when smaller.
+ * thread_slots' largest size (tracer.ThreadSlotsMax): a 184-byte slot per
+ * thread id, 11.5 MiB; the loader uses kernel.pid_max when smaller.
  */
 enum thread_slots_max {
 	THREAD_SLOTS_MAX = 1 << 16,

@@ -57,6 +57,12 @@ const (
 	// longer resident by its sampled fault, and is uncharged. The probes
 	// tell only when a sampled page may be there (bpf/resident.h).
 	Refault Kind = 14
+	// Moved: an mremap made inside an allocator call (glibc's realloc of a
+	// block it mapped) moved the OldSize bytes at OldAddr to Addr. Only
+	// resident attribution reads it: the sampled pages there move with
+	// their mapping (the program's own mremap is an Mremap, which moves
+	// them too).
+	Moved Kind = 15
 )
 
 // String names the kind as docs and JSON do.
@@ -88,6 +94,8 @@ func (k Kind) String() string {
 		return "unresident"
 	case Refault:
 		return "refault"
+	case Moved:
+		return "moved"
 	}
 	return "unknown"
 }

@@ -106,6 +106,7 @@ func (s *session) run() (int, error) {
 	defer release()
 	if s.cfg.ResidentBytes > 0 {
 		s.table.OnUncharge(s.objs.Uncharge) // the probes tell refaults of charged pages only (resident.go)
+		s.table.OnMove(s.objs.MovePage)
 	}
 	defer func(start time.Time) { tracer.LogRun(s.log, s.drain, s.objs, start) }(time.Now()) // -v: events read, per second
 	defer s.detachAll()

@@ -99,6 +99,7 @@ func TestConstants(t *testing.T) {
 			"KIND_UNWIND_MISS": uint64(kindUnwindMiss), // the drainer's own: never an event.Event
 			"KIND_FAULT":       uint64(event.Fault),
 			"KIND_REFAULT":     uint64(event.Refault),
+			"KIND_MOVED":       uint64(event.Moved),
 		}},
 		{"func_id", map[string]uint64{
 			"FUNC_MALLOC": uint64(event.FuncMalloc), "FUNC_CALLOC": uint64(event.FuncCalloc),

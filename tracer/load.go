@@ -132,9 +132,9 @@ type Objects struct {
 	// faultBytes is Options.ResidentBytes; faults the page-fault links.
 	faultBytes uint64
 	faults     []link.Link
-	// refault is refault_slots mapped (resident.go's Uncharge); nil when
-	// resident attribution is off.
-	refault *ebpf.Memory
+	// refault is refault_slots mapped (resident.go's Uncharge, MovePage);
+	// nil when resident attribution is off.
+	refault []byte
 	// session is the uprobe session program (AttachSession only).
 	session *ebpf.Program
 	// forgetMu serializes forget_sampled's runs: they share one batch.
@@ -242,9 +242,9 @@ func load(o Options, k Kernel) (*Objects, error) {
 	}
 	t.session = sess.Session
 	if o.ResidentBytes > 0 {
-		if t.refault, err = t.objs.RefaultSlots.Memory(); err != nil {
+		if t.refault, err = mapRefaultSlots(t.objs.RefaultSlots); err != nil {
 			t.objs.Close()
-			return nil, fmt.Errorf("map refault_slots: %w", err)
+			return nil, err
 		}
 	}
 	if cgroup >= 0 {
@@ -373,7 +373,12 @@ func sampledBlocks(o Options) uint32 {
 // Close releases the programs and maps. Attachments must be detached first.
 func (t *Objects) Close() error {
 	t.tables.close()
-	return errors.Join(t.DetachFaults(), t.DetachHost(), t.objs.Close(), _MemtraceClose(t.session))
+	var unmap error
+	if t.refault != nil {
+		unmap = unix.Munmap(t.refault)
+		t.refault = nil
+	}
+	return errors.Join(t.DetachFaults(), t.DetachHost(), t.objs.Close(), _MemtraceClose(t.session), unmap)
 }
 
 // Lost returns the events the kernel could not hand over, per process and in total.

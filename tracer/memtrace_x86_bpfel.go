@@ -78,6 +78,7 @@ const (
 	memtraceEventKindKIND_UNWIND_MISS memtraceEventKind = 11
 	memtraceEventKindKIND_FAULT       memtraceEventKind = 12
 	memtraceEventKindKIND_REFAULT     memtraceEventKind = 14
+	memtraceEventKindKIND_MOVED       memtraceEventKind = 15
 )
 
 type memtraceExpBits uint32
@@ -202,31 +203,34 @@ const (
 )
 
 type memtraceInflight struct {
-	_          structs.HostLayout
-	Sp         uint64
-	Size       uint64
-	OldAddr    uint64
-	OldSize    uint64
-	Func       uint8
-	Drawn      uint8
-	JvmCat     uint8
-	Noret      uint8
-	Presampled uint8
-	Pad        [3]uint8
-	JvmLen     uint32
-	Pad2       uint32
-	JvmPc      uint64
-	Countdown  int64
-	CodeEnd    uint64
-	Ip         uint64
-	OuterSp    uint64
-	MemoPc     uint64
-	MemoEpoch  uint64
-	MemoMm     uint64
-	MemoSite   uint64
-	MemoOff    int64
-	CurId      uint64
-	CurMm      uint64
+	_             structs.HostLayout
+	Sp            uint64
+	Size          uint64
+	OldAddr       uint64
+	OldSize       uint64
+	Func          uint8
+	Drawn         uint8
+	JvmCat        uint8
+	Noret         uint8
+	Presampled    uint8
+	Pad           [3]uint8
+	JvmLen        uint32
+	Pad2          uint32
+	JvmPc         uint64
+	Countdown     int64
+	CodeEnd       uint64
+	Ip            uint64
+	OuterSp       uint64
+	MemoPc        uint64
+	MemoEpoch     uint64
+	MemoMm        uint64
+	MemoSite      uint64
+	MemoOff       int64
+	CurId         uint64
+	CurMm         uint64
+	NestedSp      uint64
+	NestedOldAddr uint64
+	NestedOldSize uint64
 }
 
 type memtraceJvmCookie uint32

@@ -1,9 +1,12 @@
 package tracer
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -94,23 +97,43 @@ func refaultSlot(pid uint32, addr uint64) uint32 {
 	return uint32(region+(addr>>12)&511) & (1<<refaultSlotBits - 1)
 }
 
+// mapRefaultSlots maps refault_slots into memtrace, writable: user space
+// counts the pages it uncharged there, and moves charges (atomically: the
+// probes add to the same words).
+func mapRefaultSlots(m *ebpf.Map) ([]byte, error) {
+	b, err := unix.Mmap(m.FD(), 0, int(m.MaxEntries())*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("map refault_slots: %w", err)
+	}
+	return b, nil
+}
+
+// refaultCounts is slot i's struct refault_slot: charged, uncharged.
+func (t *Objects) refaultCounts(i uint32) *[2]uint32 {
+	return (*[2]uint32)(unsafe.Pointer(&t.refault[uint64(i)*8]))
+}
+
 // Uncharge tells the probes that pid's sampled page at addr left the
 // table (unresident, faulted again, sampled again, or its process
 // forgotten): its slot counts one sample fewer still charged, and a fault
 // there need not be told while the slot holds no other (bpf/resident.h,
-// tell_refault). Only this process writes the count, so a plain
-// read and write of the mapped array does.
+// tell_refault).
 func (t *Objects) Uncharge(pid uint32, addr uint64) {
 	if t.refault == nil {
 		return
 	}
-	var b [4]byte
-	off := int64(refaultSlot(pid, addr))*8 + 4 // struct refault_slot's uncharged
-	if _, err := t.refault.ReadAt(b[:], off); err != nil {
+	atomic.AddUint32(&t.refaultCounts(refaultSlot(pid, addr))[1], 1)
+}
+
+// MovePage tells the probes that pid's sampled page at from is now at to
+// (mremap): its charge moves to to's slot, so that a refault there is
+// told.
+func (t *Objects) MovePage(pid uint32, from, to uint64) {
+	if t.refault == nil {
 		return
 	}
-	binary.LittleEndian.PutUint32(b[:], binary.LittleEndian.Uint32(b[:])+1)
-	_, _ = t.refault.WriteAt(b[:], off)
+	atomic.AddUint32(&t.refaultCounts(refaultSlot(pid, from))[1], 1)
+	atomic.AddUint32(&t.refaultCounts(refaultSlot(pid, to))[0], 1)
 }
 
 // ResidentBytes is the mean of the fault sampling, 0 when it is off.

@@ -732,3 +732,25 @@ func TestResidentRefault(t *testing.T) {
 		})
 	}
 }
+
+// TestResidentMoved: pages that move with their mapping stay charged to
+// who made them resident (resident_moved.c): glibc's realloc moves
+// fill_a's block with an mremap inside the call, and the program's own
+// mremap moves fill_c's mapping. Before, both were lost at the next
+// pagemap check (nothing resident at the old addresses, nothing sampled
+// at the new).
+func TestResidentMoved(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "resident_moved.c")
+	r := runMemtrace(t, "--json", "--resident-bytes", residentSample, "--", bin)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	for _, l := range []string{"realloc moved 1", "mremap moved 1"} {
+		if !strings.Contains(r.stdout, l+"\n") {
+			t.Fatalf("the fixture did not say %q: nothing moved, nothing tested\n%s", l, r.stdout)
+		}
+	}
+	got := residentByFunction(t, r.stdout, finalPID(t, r.stdout))
+	checkResident(t, got, map[string]float64{"fill_a": 64 << 20, "fill_b": 64 << 20, "fill_c": 32 << 20})
+}
