@@ -113,12 +113,19 @@ var cResident = map[string]float64{"hold_malloc": 64 << 20, "hold_mmap": 32 << 2
 // memset, charged to its caller.
 func TestResidentCommand(t *testing.T) {
 	needBPF(t)
-	bin := fixture(t, "resident.c")
+	r := runResident(t, fixture(t, "resident.c"))
+	checkResident(t, residentByFunction(t, r.stdout, finalPID(t, r.stdout)), cResident)
+}
+
+// runResident runs memtrace --json with the tests' resident sampling on a
+// command, which must succeed.
+func runResident(t *testing.T, bin string) result {
+	t.Helper()
 	r := runMemtrace(t, "--json", "--resident-bytes", residentSample, "--", bin)
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
-	checkResident(t, residentByFunction(t, r.stdout, finalPID(t, r.stdout)), cResident)
+	return r
 }
 
 // TestResidentMallocPages: heap made resident only by malloc's own header
@@ -741,11 +748,7 @@ func TestResidentRefault(t *testing.T) {
 // at the new).
 func TestResidentMoved(t *testing.T) {
 	needBPF(t)
-	bin := fixture(t, "resident_moved.c")
-	r := runMemtrace(t, "--json", "--resident-bytes", residentSample, "--", bin)
-	if r.code != 0 {
-		t.Fatalf("exit %d\n%s", r.code, r.stderr)
-	}
+	r := runResident(t, fixture(t, "resident_moved.c"))
 	for _, l := range []string{"realloc moved 1", "mremap moved 1"} {
 		if !strings.Contains(r.stdout, l+"\n") {
 			t.Fatalf("the fixture did not say %q: nothing moved, nothing tested\n%s", l, r.stdout)

@@ -31,7 +31,7 @@ limit=${MEMTRACE_KERNELS_TIMEOUT:-1200}
 # speed: the starved reader loses some), TestHostPicksUpNewProcesses (its
 # short-lived process is gone before memtrace reads its mappings), and
 # TestFollowForks (-f; the slowest, a minute per guest).
-E2E_TESTS=${E2E_TESTS:-'^(TestLeaksExact|TestAttachRunning|TestCommandStatus|TestWrappers|TestDlopenUnloaded|TestDetailStacks|TestUnwindChains|TestWrapperRules|TestExceptionsUnchanged|TestWrappersOnOverlay|TestFailOnLeak|TestLeakCheckAttached|TestSampledEstimates|TestSampledAttachPaths|TestSessionUnderAnotherTracer|TestMapsAfterSkippedReturn|TestSampledAlignedCounts|TestSampledForgottenBlocks|TestSampledFilterCount|TestSampledFailedCalls|TestHostCgroup|TestBadInput|TestKernelRefused|TestPerProbeSameFigures|TestFootprintFixtures|TestResidentCommand|TestResidentReleased|TestResidentHugePages|TestResidentRefault)$'}
+E2E_TESTS=${E2E_TESTS:-'^(TestLeaksExact|TestAttachRunning|TestCommandStatus|TestWrappers|TestDlopenUnloaded|TestDetailStacks|TestUnwindChains|TestWrapperRules|TestExceptionsUnchanged|TestWrappersOnOverlay|TestFailOnLeak|TestLeakCheckAttached|TestSampledEstimates|TestSampledAttachPaths|TestSessionUnderAnotherTracer|TestMapsAfterSkippedReturn|TestSampledAlignedCounts|TestSampledForgottenBlocks|TestSampledFilterCount|TestSampledFailedCalls|TestHostCgroup|TestBadInput|TestKernelRefused|TestPerProbeSameFigures|TestFootprintFixtures|TestResidentCommand|TestResidentReleased|TestResidentHugePages|TestResidentRefault|TestResidentMoved)$'}
 # One host thread runs both vCPUs (single-threaded TCG). With a thread per
 # vCPU (MTTCG, qemu's default) 6.12 guests often panicked in the kernel's
 # own text patching: a vCPU ran a half-patched jump label (an int3, or the
