@@ -7,20 +7,21 @@
 #ifndef MEMTRACE_REFAULT_H
 #define MEMTRACE_REFAULT_H
 
-#define REFAULT_SLOT_BITS 20
+/* The slots of refault_slots at most: 2^22 (32 MiB; tracer.refaultBits). */
+#define REFAULT_SLOT_BITS_MAX 22
 
 /*
- * refault_index: the slot of process tgid's page at addr. The pages of a
+ * refault_index: the slot of process tgid's page at addr among 2^bits. The pages of a
  * 2 MiB region take consecutive slots from a hash of the region and the
  * process: faults come mostly in address order, and so then do their
  * lookups, a cache line for 8 pages (a hash of each page cost a cache
  * miss a fault: faults.c 1.24x untraced against 1.12x, measured).
  */
-static __always_inline __u32 refault_index(__u32 tgid, __u64 addr)
+static __always_inline __u32 refault_index(__u32 tgid, __u64 addr, __u32 bits)
 {
-	__u64 region = (((addr >> 21) ^ ((__u64)tgid << 40)) * 0x9E3779B97F4A7C15ULL) >> (64 - REFAULT_SLOT_BITS);
+	__u64 region = (((addr >> 21) ^ ((__u64)tgid << 40)) * 0x9E3779B97F4A7C15ULL) >> (64 - bits);
 
-	return (region + ((addr >> 12) & 511)) & ((1 << REFAULT_SLOT_BITS) - 1);
+	return (region + ((addr >> 12) & 511)) & ((1U << bits) - 1);
 }
 
 #ifndef REFAULT_INDEX_ONLY
@@ -45,10 +46,16 @@ struct refault_slot {
 	__u32 uncharged; /* of them, those user space uncharged since */
 };
 
+/*
+ * log2 of refault_slots' size, set by the loader from the machine's memory
+ * and the sampling mean (tracer.refaultBits), with max_entries.
+ */
+const volatile __u32 refault_slot_bits = 20;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, 1 << REFAULT_SLOT_BITS);
+	__uint(max_entries, 1 << 20);
 	__type(key, __u32);
 	__type(value, struct refault_slot);
 } refault_slots SEC(".maps");
@@ -56,7 +63,7 @@ struct {
 /* refault_slot_of: the slot of the page at addr of process tgid. */
 static __always_inline struct refault_slot *refault_slot_of(__u32 tgid, __u64 addr)
 {
-	__u32 i = refault_index(tgid, addr);
+	__u32 i = refault_index(tgid, addr, refault_slot_bits);
 
 	return bpf_map_lookup_elem(&refault_slots, &i);
 }

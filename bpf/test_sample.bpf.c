@@ -85,6 +85,9 @@ int sample_test(void *ctx)
 }
 
 
+/* The refault test's number of slots, log2 (set by the test). */
+const volatile __u32 test_refault_bits = 20;
+
 /*
  * The refault test: each slot i of draws holds an address on input and,
  * on output, the refault slot of process i + 1000's page there.
@@ -95,7 +98,7 @@ static long refault_one(__u64 i, void *ctx)
 	__u64 *v = bpf_map_lookup_elem(&draws, &k);
 
 	if (v)
-		*v = refault_index(k + 1000, *v);
+		*v = refault_index(k + 1000, *v, test_refault_bits);
 	return 0;
 }
 

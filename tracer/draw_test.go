@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"slices"
@@ -230,36 +231,79 @@ func TestExpTable(t *testing.T) {
 }
 
 // TestRefaultSlot checks that user space's refault slot (Uncharge) is the
-// probes' own (bpf/refault.h): each slot i of draws goes in as an address
-// of process i + 1000 and comes out as its slot.
+// probes' own (bpf/refault.h), at the smallest, a middle and the largest
+// array: each slot i of draws goes in as an address of process i + 1000
+// and comes out as its slot.
 func TestRefaultSlot(t *testing.T) {
-	objs := loadTest(t, 4096)
-	in := make([]uint64, testDraws)
-	keys := make([]uint32, testDraws)
-	for i := range in {
-		keys[i] = uint32(i)
-		// Pages across the address space, with low bits the hash ignores.
-		in[i] = uint64(i)*0x9e3779b97f4a7c15>>16 | uint64(i&0xfff)
+	for _, bits := range []uint32{refaultBitsMin, 20, refaultBitsMax} {
+		t.Run(fmt.Sprint(bits), func(t *testing.T) {
+			needBPF(t)
+			spec, err := bpftest.LoadSampling()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := spec.Variables["test_refault_bits"].Set(bits); err != nil {
+				t.Fatal(err)
+			}
+			var objs bpftest.SamplingObjects
+			if err := spec.LoadAndAssign(&objs, nil); err != nil {
+				t.Fatalf("load test programs: %v", err)
+			}
+			defer objs.Close()
+			in := make([]uint64, testDraws)
+			keys := make([]uint32, testDraws)
+			for i := range in {
+				keys[i] = uint32(i)
+				// Pages across the address space, with low bits the hash ignores.
+				in[i] = uint64(i)*0x9e3779b97f4a7c15>>16 | uint64(i&0xfff)
+			}
+			if _, err := objs.Draws.BatchUpdate(keys, in, nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := objs.RefaultTest.Run(&ebpf.RunOptions{}); err != nil {
+				t.Fatalf("run refault_test: %v", err)
+			}
+			out := readDraws(t, objs.Draws)
+			seen := map[uint64]bool{}
+			for i, got := range out {
+				if want := uint64(refaultSlot(uint32(i+1000), in[i], bits)); got != want {
+					t.Fatalf("address %#x of process %d: probes' slot %d, user space's %d", in[i], i+1000, got, want)
+				}
+				if got >= 1<<bits {
+					t.Fatalf("slot %d past the array's %d", got, 1<<bits)
+				}
+				seen[got] = true
+			}
+			// 65536 pages spread over 2^bits slots: occupied nearly as by
+			// chance (1 - e^-load; a region's pages share a window of 512
+			// slots, which clusters them: 0.91 of chance at 2^16 slots).
+			n := float64(uint64(1) << bits)
+			want := n * -math.Expm1(-float64(testDraws)/n)
+			if float64(len(seen)) < 0.85*want {
+				t.Errorf("%d pages in %d slots of %.0f, want about %.0f", testDraws, len(seen), n, want)
+			}
+		})
 	}
-	if _, err := objs.Draws.BatchUpdate(keys, in, nil); err != nil {
-		t.Fatal(err)
+}
+
+// TestRefaultBits: the refault array grows with the machine's memory over
+// the sampling mean, within its bounds.
+func TestRefaultBits(t *testing.T) {
+	tests := []struct {
+		mem, resident uint64
+		want          uint32
+	}{
+		{16 << 30, 64 << 10, 19}, // 256K pages sampled at most: 512K slots, 4 MiB
+		{23 << 30, 64 << 10, 20},
+		{64 << 30, 64 << 10, 21},
+		{1 << 40, 64 << 10, refaultBitsMax},
+		{1 << 30, 1 << 30, refaultBitsMin},
+		{16 << 30, 4 << 10, refaultBitsMax},
+		{16 << 30, 0, refaultBitsMax},
 	}
-	if _, err := objs.RefaultTest.Run(&ebpf.RunOptions{}); err != nil {
-		t.Fatalf("run refault_test: %v", err)
-	}
-	out := readDraws(t, objs.Draws)
-	seen := map[uint64]bool{}
-	for i, got := range out {
-		if want := uint64(refaultSlot(uint32(i+1000), in[i])); got != want {
-			t.Fatalf("address %#x of process %d: probes' slot %d, user space's %d", in[i], i+1000, got, want)
+	for _, tc := range tests {
+		if got := refaultBits(tc.mem, tc.resident); got != tc.want {
+			t.Errorf("refaultBits(%d, %d) = %d, want %d", tc.mem, tc.resident, got, tc.want)
 		}
-		if got >= 1<<refaultSlotBits {
-			t.Fatalf("slot %d past the array's %d", got, 1<<refaultSlotBits)
-		}
-		seen[got] = true
-	}
-	// 65536 pages in 2^20 slots: a hash that spreads them shares few (~2000).
-	if len(seen) < testDraws*9/10 {
-		t.Errorf("%d pages in %d slots only", testDraws, len(seen))
 	}
 }

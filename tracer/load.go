@@ -132,9 +132,10 @@ type Objects struct {
 	// faultBytes is Options.ResidentBytes; faults the page-fault links.
 	faultBytes uint64
 	faults     []link.Link
-	// refault is refault_slots mapped (resident.go's Uncharge, MovePage);
-	// nil when resident attribution is off.
-	refault []byte
+	// refault is refault_slots mapped (resident.go's Uncharge, MovePage),
+	// of 2^refaultBits slots; nil when resident attribution is off.
+	refault     []byte
+	refaultBits uint32
 	// session is the uprobe session program (AttachSession only).
 	session *ebpf.Program
 	// forgetMu serializes forget_sampled's runs: they share one batch.
@@ -242,6 +243,10 @@ func load(o Options, k Kernel) (*Objects, error) {
 	}
 	t.session = sess.Session
 	if o.ResidentBytes > 0 {
+		if err := spec.Variables["refault_slot_bits"].Get(&t.refaultBits); err != nil {
+			t.objs.Close()
+			return nil, fmt.Errorf("refault_slot_bits: %w", err)
+		}
 		if t.refault, err = mapRefaultSlots(t.objs.RefaultSlots); err != nil {
 			t.objs.Close()
 			return nil, err
@@ -296,6 +301,12 @@ func loadSpec(o Options) (*ebpf.CollectionSpec, error) {
 	}
 	if o.ResidentBytes == 0 {
 		spec.Maps["refault_slots"].MaxEntries = 1
+	} else {
+		bits := refaultBits(memTotal(), o.ResidentBytes)
+		spec.Maps["refault_slots"].MaxEntries = 1 << bits
+		if err := set("refault_slot_bits", bits); err != nil {
+			return nil, err
+		}
 	}
 	if o.FaultPIDs {
 		if err := set("fault_pid_filter", uint8(1)); err != nil {

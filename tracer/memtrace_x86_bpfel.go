@@ -450,6 +450,7 @@ const (
 	memtraceVarFaultSampleBytes     = "fault_sample_bytes"
 	memtraceVarFilterCgroup         = "filter_cgroup"
 	memtraceVarFilterComm           = "filter_comm"
+	memtraceVarRefaultSlotBits      = "refault_slot_bits"
 	memtraceVarSampleBytes          = "sample_bytes"
 	memtraceVarSampledHintMask      = "sampled_hint_mask"
 	memtraceVarSelfPid              = "self_pid"
@@ -577,6 +578,7 @@ type memtraceVariableSpecs struct {
 	FaultSampleBytes     *ebpf.VariableSpec `ebpf:"fault_sample_bytes"`
 	FilterCgroup         *ebpf.VariableSpec `ebpf:"filter_cgroup"`
 	FilterComm           *ebpf.VariableSpec `ebpf:"filter_comm"`
+	RefaultSlotBits      *ebpf.VariableSpec `ebpf:"refault_slot_bits"`
 	SampleBytes          *ebpf.VariableSpec `ebpf:"sample_bytes"`
 	SampledHintMask      *ebpf.VariableSpec `ebpf:"sampled_hint_mask"`
 	SelfPid              *ebpf.VariableSpec `ebpf:"self_pid"`
@@ -688,6 +690,7 @@ type memtraceVariables struct {
 	FaultSampleBytes     *ebpf.Variable `ebpf:"fault_sample_bytes"`
 	FilterCgroup         *ebpf.Variable `ebpf:"filter_cgroup"`
 	FilterComm           *ebpf.Variable `ebpf:"filter_comm"`
+	RefaultSlotBits      *ebpf.Variable `ebpf:"refault_slot_bits"`
 	SampleBytes          *ebpf.Variable `ebpf:"sample_bytes"`
 	SampledHintMask      *ebpf.Variable `ebpf:"sampled_hint_mask"`
 	SelfPid              *ebpf.Variable `ebpf:"self_pid"`

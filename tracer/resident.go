@@ -3,6 +3,9 @@ package tracer
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"unsafe"
 
@@ -87,14 +90,48 @@ func (t *Objects) UntraceFaults(pid uint32) {
 	_ = t.objs.FaultPids.Delete(pid)
 }
 
-// refaultSlotBits is REFAULT_SLOT_BITS (bpf/resident.h).
-const refaultSlotBits = 20
+// refaultBitsMin and refaultBitsMax bound log2 of refault_slots' size
+// (REFAULT_SLOT_BITS_MAX in bpf/refault.h): 512 KiB to 32 MiB.
+const (
+	refaultBitsMin = 16
+	refaultBitsMax = 22
+)
 
-// refaultSlot is the slot of refault_slots of pid's page at addr, as
+// refaultBits is log2 of refault_slots' size: twice as many slots as the
+// pages sampled if all of memBytes were made resident at one sample per
+// residentBytes, so that fewer than two in five slots hold a sample even
+// then (a fault in a slot that holds another page's sample writes a
+// record memtrace drops).
+func refaultBits(memBytes, residentBytes uint64) uint32 {
+	want := 2 * memBytes / max(residentBytes, 1)
+	bits := uint32(refaultBitsMin)
+	for bits < refaultBitsMax && uint64(1)<<bits < want {
+		bits++
+	}
+	return bits
+}
+
+// memTotal is /proc/meminfo's MemTotal in bytes, or 16 GiB when it
+// cannot be read.
+func memTotal() uint64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "MemTotal:"); ok {
+				if kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64); err == nil {
+					return kb << 10
+				}
+			}
+		}
+	}
+	return 16 << 30
+}
+
+// refaultSlot is the slot of pid's page at addr among 2^bits, as
 // refault_index computes it: a 2 MiB region's pages in consecutive slots.
-func refaultSlot(pid uint32, addr uint64) uint32 {
-	region := ((addr >> 21) ^ uint64(pid)<<40) * 0x9E3779B97F4A7C15 >> (64 - refaultSlotBits)
-	return uint32(region+(addr>>12)&511) & (1<<refaultSlotBits - 1)
+func refaultSlot(pid uint32, addr uint64, bits uint32) uint32 {
+	region := ((addr >> 21) ^ uint64(pid)<<40) * 0x9E3779B97F4A7C15 >> (64 - bits)
+	return uint32(region+(addr>>12)&511) & (1<<bits - 1)
 }
 
 // mapRefaultSlots maps refault_slots into memtrace, writable: user space
@@ -122,7 +159,7 @@ func (t *Objects) Uncharge(pid uint32, addr uint64) {
 	if t.refault == nil {
 		return
 	}
-	atomic.AddUint32(&t.refaultCounts(refaultSlot(pid, addr))[1], 1)
+	atomic.AddUint32(&t.refaultCounts(refaultSlot(pid, addr, t.refaultBits))[1], 1)
 }
 
 // MovePage tells the probes that pid's sampled page at from is now at to
@@ -132,8 +169,8 @@ func (t *Objects) MovePage(pid uint32, from, to uint64) {
 	if t.refault == nil {
 		return
 	}
-	atomic.AddUint32(&t.refaultCounts(refaultSlot(pid, from))[1], 1)
-	atomic.AddUint32(&t.refaultCounts(refaultSlot(pid, to))[0], 1)
+	atomic.AddUint32(&t.refaultCounts(refaultSlot(pid, from, t.refaultBits))[1], 1)
+	atomic.AddUint32(&t.refaultCounts(refaultSlot(pid, to, t.refaultBits))[0], 1)
 }
 
 // ResidentBytes is the mean of the fault sampling, 0 when it is off.

@@ -16,13 +16,14 @@ import (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	SamplingMapDraws        = "draws"
-	SamplingProgBytesTest   = "bytes_test"
-	SamplingProgDrawTest    = "draw_test"
-	SamplingProgRefaultTest = "refault_test"
-	SamplingProgSampleTest  = "sample_test"
-	SamplingVarExpTable     = "exp_table"
-	SamplingVarSampleBytes  = "sample_bytes"
+	SamplingMapDraws           = "draws"
+	SamplingProgBytesTest      = "bytes_test"
+	SamplingProgDrawTest       = "draw_test"
+	SamplingProgRefaultTest    = "refault_test"
+	SamplingProgSampleTest     = "sample_test"
+	SamplingVarExpTable        = "exp_table"
+	SamplingVarSampleBytes     = "sample_bytes"
+	SamplingVarTestRefaultBits = "test_refault_bits"
 )
 
 // LoadSampling returns the embedded CollectionSpec for Sampling.
@@ -84,8 +85,9 @@ type SamplingMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type SamplingVariableSpecs struct {
-	ExpTable    *ebpf.VariableSpec `ebpf:"exp_table"`
-	SampleBytes *ebpf.VariableSpec `ebpf:"sample_bytes"`
+	ExpTable        *ebpf.VariableSpec `ebpf:"exp_table"`
+	SampleBytes     *ebpf.VariableSpec `ebpf:"sample_bytes"`
+	TestRefaultBits *ebpf.VariableSpec `ebpf:"test_refault_bits"`
 }
 
 // SamplingObjects contains all objects after they have been loaded into the kernel.
@@ -121,8 +123,9 @@ func (m *SamplingMaps) Close() error {
 //
 // It can be passed to LoadSamplingObjects or ebpf.CollectionSpec.LoadAndAssign.
 type SamplingVariables struct {
-	ExpTable    *ebpf.Variable `ebpf:"exp_table"`
-	SampleBytes *ebpf.Variable `ebpf:"sample_bytes"`
+	ExpTable        *ebpf.Variable `ebpf:"exp_table"`
+	SampleBytes     *ebpf.Variable `ebpf:"sample_bytes"`
+	TestRefaultBits *ebpf.Variable `ebpf:"test_refault_bits"`
 }
 
 // SamplingPrograms contains all programs after they have been loaded into the kernel.
