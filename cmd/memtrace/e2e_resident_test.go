@@ -418,12 +418,13 @@ func TestResidentSwapped(t *testing.T) {
 	}
 }
 
-// startWaiting starts a fixture with WAIT set: it allocates when told to
-// on stdin (resident.c, the Go fixture). Killed at the test's end.
-func startWaiting(t *testing.T, bin string) (*exec.Cmd, io.Writer, *bufio.Reader) {
+// startWaiting starts a fixture with WAIT set (and env): it allocates
+// when told to on stdin (resident.c, the Go fixture). Killed at the
+// test's end.
+func startWaiting(t *testing.T, bin string, env ...string) (*exec.Cmd, io.Writer, *bufio.Reader) {
 	t.Helper()
 	target := exec.Command(bin)
-	target.Env = append(os.Environ(), "WAIT=1")
+	target.Env = append(append(os.Environ(), "WAIT=1"), env...)
 	stdin, _ := target.StdinPipe()
 	stdout, _ := target.StdoutPipe()
 	if err := target.Start(); err != nil {
@@ -756,4 +757,22 @@ func TestResidentMoved(t *testing.T) {
 	}
 	got := residentByFunction(t, r.stdout, finalPID(t, r.stdout))
 	checkResident(t, got, map[string]float64{"fill_a": 64 << 20, "fill_b": 64 << 20, "fill_c": 32 << 20})
+}
+
+// TestResidentGoChurn: a Go program that gives its heap back to the system
+// and allocates it again, over and over (resident_go with CHURN_MS: the
+// runtime releases the pages with madvise, and they fault again at the
+// same addresses), is charged what it holds at the end. Each round's
+// sampled pages are uncharged by the next round's faults there (refaults);
+// before, they stayed charged: this fixture's keepSlices was charged
+// 1.4 GiB for the 192 MiB it holds.
+func TestResidentGoChurn(t *testing.T) {
+	needBPF(t)
+	target, stdin, lines := startWaiting(t, goFixture(t), "CHURN_MS=2000")
+	mt, out, log := startAttached(t, target.Process.Pid, "--json", "--resident-bytes", residentSample)
+	io.WriteString(stdin, "go\n")
+	expectLine(t, lines, "ready")
+	stopAttached(t, mt, log)
+	got := residentByFunction(t, out.String(), target.Process.Pid)
+	checkResident(t, got, map[string]float64{"main.keepSlices": 192 << 20})
 }

@@ -8,6 +8,10 @@
 // (the footprint's Go heap is checked against them). With COPY_MIB set,
 // copySlices first keeps that many MiB of 1 MiB slices written by copy:
 // the pages fault in runtime.memmove, assembly without a frame of its own.
+// With CHURN_MS set, it first keeps the slices and gives them back to the
+// system over and over for that long (debug.FreeOSMemory: the runtime
+// releases the pages with madvise, and the next round faults them again at
+// the same addresses).
 package main
 
 import (
@@ -16,6 +20,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"time"
 )
@@ -43,6 +48,15 @@ func copySlices(mib int) {
 	}
 }
 
+// churn keeps mib MiB and gives it back to the system, again and again for d.
+func churn(mib int, d time.Duration) {
+	for start := time.Now(); time.Since(start) < d; {
+		keepSlices(mib)
+		kept = nil
+		debug.FreeOSMemory()
+	}
+}
+
 func main() {
 	mib := 192
 	if len(os.Args) > 1 {
@@ -57,6 +71,9 @@ func main() {
 	}
 	if n, err := strconv.Atoi(os.Getenv("COPY_MIB")); err == nil {
 		copySlices(n)
+	}
+	if ms, err := strconv.Atoi(os.Getenv("CHURN_MS")); err == nil {
+		churn(mib, time.Duration(ms)*time.Millisecond)
 	}
 	keepSlices(mib)
 	fmt.Println("ready")
