@@ -31,7 +31,7 @@ limit=${MEMTRACE_KERNELS_TIMEOUT:-1200}
 # speed: the starved reader loses some), TestHostPicksUpNewProcesses (its
 # short-lived process is gone before memtrace reads its mappings), and
 # TestFollowForks (-f; the slowest, a minute per guest).
-E2E_TESTS=${E2E_TESTS:-'^(TestLeaksExact|TestAttachRunning|TestCommandStatus|TestWrappers|TestDlopenUnloaded|TestDetailStacks|TestUnwindChains|TestWrapperRules|TestExceptionsUnchanged|TestWrappersOnOverlay|TestFailOnLeak|TestLeakCheckAttached|TestSampledEstimates|TestSampledAttachPaths|TestSessionUnderAnotherTracer|TestMapsAfterSkippedReturn|TestSampledAlignedCounts|TestSampledForgottenBlocks|TestSampledFilterCount|TestSampledFailedCalls|TestHostCgroup|TestBadInput|TestKernelRefused|TestPerProbeSameFigures|TestFootprintFixtures|TestResidentCommand|TestResidentReleased|TestResidentHugePages|TestResidentRefault|TestResidentMoved)$'}
+E2E_TESTS=${E2E_TESTS:-'^(TestLeaksExact|TestAttachRunning|TestCommandStatus|TestWrappers|TestDlopenUnloaded|TestDetailStacks|TestUnwindChains|TestWrapperRules|TestExceptionsUnchanged|TestWrappersOnOverlay|TestFailOnLeak|TestLeakCheckAttached|TestSampledEstimates|TestSampledAttachPaths|TestSessionUnderAnotherTracer|TestMapsAfterSkippedReturn|TestSampledAlignedCounts|TestSampledForgottenBlocks|TestSampledFilterCount|TestSampledFailedCalls|TestHostCgroup|TestBadInput|TestKernelRefused|TestPerProbeSameFigures|TestFootprintFixtures|TestResidentCommand|TestResidentReleased|TestResidentHugePages|TestResidentRefault|TestResidentMoved|TestResidentGoChurn)$'}
 # One host thread runs both vCPUs (single-threaded TCG). With a thread per
 # vCPU (MTTCG, qemu's default) 6.12 guests often panicked in the kernel's
 # own text patching: a vCPU ran a half-patched jump label (an int3, or the
@@ -42,7 +42,7 @@ E2E_TESTS=${E2E_TESTS:-'^(TestLeaksExact|TestAttachRunning|TestCommandStatus|Tes
 accel=${MEMTRACE_KERNELS_ACCEL:-tcg,thread=single}
 # Runs of BenchmarkAttach per attach path.
 BENCH_RUNS=${BENCH_RUNS:-3}
-TRACER_TESTS=${TRACER_TESTS:-'^(TestFeatures|TestLoadPerProbe|TestDetachStale|TestLoadModes|TestRecordLayout|TestExpDraw|TestSampleDecision|TestRefaultSlot)$'}
+TRACER_TESTS=${TRACER_TESTS:-'^(TestFeatures|TestLoadPerProbe|TestDetachStale|TestLoadModes|TestRecordLayout|TestExpDraw|TestSampleDecision|TestRefaultSlot|TestRefaultBits)$'}
 
 if [ "$(id -u)" != 0 ]; then
 	echo "test-kernels: needs root (apt-get, and BPF inside the guests)" >&2
