@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 )
 
@@ -94,6 +95,21 @@ func kbField(b []byte) (uint64, error) {
 		return 0, fmt.Errorf("smaps field %q: %w", b, err)
 	}
 	return n, nil
+}
+
+// MemTotal returns the machine's memory in bytes: /proc/meminfo's MemTotal.
+func MemTotal() (uint64, error) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	_, rest, ok := bytes.Cut(b, []byte("MemTotal:"))
+	if !ok {
+		return 0, fmt.Errorf("meminfo: no MemTotal")
+	}
+	line, _, _ := bytes.Cut(rest, []byte{'\n'})
+	kb, err := kbField(line)
+	return kb << 10, err
 }
 
 // parseStatus reads RssAnon, RssFile and RssShmem from /proc/PID/status.

@@ -3,9 +3,6 @@ package tracer
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"unsafe"
 
@@ -13,6 +10,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+
+	"github.com/memtrace/memtrace/footprint"
 )
 
 // DefaultResidentBytes is the mean bytes made resident by faults between
@@ -111,18 +110,11 @@ func refaultBits(memBytes, residentBytes uint64) uint32 {
 	return bits
 }
 
-// memTotal is /proc/meminfo's MemTotal in bytes, or 16 GiB when it
-// cannot be read.
+// memTotal is the machine's memory (footprint.MemTotal), or 16 GiB when
+// it cannot be read.
 func memTotal() uint64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(l, "MemTotal:"); ok {
-				if kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64); err == nil {
-					return kb << 10
-				}
-			}
-		}
+	if n, err := footprint.MemTotal(); err == nil {
+		return n
 	}
 	return 16 << 30
 }
