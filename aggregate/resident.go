@@ -2,6 +2,7 @@ package aggregate
 
 import (
 	"cmp"
+	"iter"
 	"math"
 	"slices"
 )
@@ -38,13 +39,35 @@ func (r *residentPages) fault(addr, size, mean uint64, site siteID) {
 	r.mean = mean
 }
 
+// in yields the sampled pages in [addr, addr+size) (a page at least): by
+// address, or, for a range with more pages than are sampled, through the
+// pages sampled, in no order. The caller may delete the page yielded.
+func (r *residentPages) in(addr, size uint64) iter.Seq[uint64] {
+	size = max(size, pageSize)
+	return func(yield func(uint64) bool) {
+		if len(r.pages) == 0 {
+			return
+		}
+		if size/pageSize > uint64(len(r.pages)) {
+			for a := range r.pages {
+				if a-addr < size && !yield(a) {
+					return
+				}
+			}
+			return
+		}
+		for a := addr; a-addr < size; a += pageSize {
+			if _, ok := r.pages[a]; ok && !yield(a) {
+				return
+			}
+		}
+	}
+}
+
 // uncharge drops p's sampled pages in [addr, addr+size), telling
 // t.uncharged of each.
 func (t *Table) uncharge(p *process, addr, size uint64) {
-	for a := addr; a-addr < max(size, pageSize); a += pageSize {
-		if _, ok := p.resident.pages[a]; !ok {
-			continue
-		}
+	for a := range p.resident.in(addr, size) {
 		delete(p.resident.pages, a)
 		if t.uncharged != nil {
 			t.uncharged(p.pid, a)
@@ -68,26 +91,12 @@ func faultSpan(size uint64) uint64 {
 // offsets from to: mremap moves a mapping's pages, resident ones
 // included, and they stay charged to who made them resident. A sampled
 // page already at a destination (stale: that range was not mapped) is
-// replaced. A move of a range far larger than the pages sampled goes
-// through the pages, not the range.
+// replaced.
 func (t *Table) moveResident(p *process, from, size, to uint64) {
-	if from == to || size == 0 || len(p.resident.pages) == 0 {
+	if from == to || size == 0 {
 		return
 	}
-	var moving []uint64
-	if size/pageSize > uint64(len(p.resident.pages)) {
-		for a := range p.resident.pages {
-			if a-from < size {
-				moving = append(moving, a)
-			}
-		}
-	} else {
-		for a := from; a-from < size; a += pageSize {
-			if _, ok := p.resident.pages[a]; ok {
-				moving = append(moving, a)
-			}
-		}
-	}
+	moving := slices.Collect(p.resident.in(from, size))
 	pages := make([]residentPage, len(moving))
 	for i, a := range moving {
 		pages[i] = p.resident.pages[a]
@@ -118,13 +127,11 @@ func (t *Table) OnUncharge(f func(pid uint32, addr uint64)) { t.uncharged = f }
 // addr+size): a Refault elsewhere changes nothing, and is not applied.
 func (t *Table) Charged(pid uint32, addr, size uint64) bool {
 	p := t.procs[pid]
-	if p == nil || len(p.resident.pages) == 0 {
+	if p == nil {
 		return false
 	}
-	for a := addr; a-addr < max(size, pageSize); a += pageSize {
-		if _, ok := p.resident.pages[a]; ok {
-			return true
-		}
+	for range p.resident.in(addr, size) {
+		return true
 	}
 	return false
 }
