@@ -117,11 +117,11 @@ func TestResidentCommand(t *testing.T) {
 	checkResident(t, residentByFunction(t, r.stdout, finalPID(t, r.stdout)), cResident)
 }
 
-// runResident runs memtrace --json with the tests' resident sampling on a
-// command, which must succeed.
-func runResident(t *testing.T, bin string) result {
+// runResident runs memtrace --json with the tests' resident sampling (and
+// flags) on a command, which must succeed.
+func runResident(t *testing.T, bin string, flags ...string) result {
 	t.Helper()
-	r := runMemtrace(t, "--json", "--resident-bytes", residentSample, "--", bin)
+	r := runMemtrace(t, append(append([]string{"--json", "--resident-bytes", residentSample}, flags...), "--", bin)...)
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -712,8 +712,9 @@ func TestResidentRefault(t *testing.T) {
 			expectLine(t, bufio.NewReader(stdout), "ready")
 			pid := target.Process.Pid
 			var out string
+			rec := filepath.Join(t.TempDir(), "rec")
 			if mode == "pid" {
-				mt, buf, log := startAttached(t, pid, "--json", "--resident-bytes", residentSample)
+				mt, buf, log := startAttached(t, pid, "--json", "--resident-bytes", residentSample, "--record", rec)
 				time.Sleep(2 * time.Second) // tens of times over, and two pagemap checks
 				t.Logf("RssAnon %.1f MiB", float64(rssAnon(t, pid))/(1<<20))
 				stopAttached(t, mt, log)
@@ -732,6 +733,9 @@ func TestResidentRefault(t *testing.T) {
 			got := residentByFunction(t, out, pid)
 			// One block of 64 may be half written at the end: 63.5 MiB ± 0.5.
 			checkResident(t, got, map[string]float64{"busy_fill": held - 512<<10})
+			if mode == "pid" {
+				checkReplayedResident(t, rec, pid, got) // the refaults are recorded
+			}
 			for fn, e := range got {
 				if fn != "busy_fill" && e.bytes > 4*e.stderr+(512<<10) {
 					t.Errorf("%s charged %.0f bytes ± %.0f: only busy_fill makes memory resident", fn, e.bytes, e.stderr)
@@ -749,14 +753,30 @@ func TestResidentRefault(t *testing.T) {
 // at the new).
 func TestResidentMoved(t *testing.T) {
 	needBPF(t)
-	r := runResident(t, fixture(t, "resident_moved.c"))
+	rec := filepath.Join(t.TempDir(), "rec")
+	r := runResident(t, fixture(t, "resident_moved.c"), "--record", rec)
 	for _, l := range []string{"realloc moved 1", "mremap moved 1"} {
 		if !strings.Contains(r.stdout, l+"\n") {
 			t.Fatalf("the fixture did not say %q: nothing moved, nothing tested\n%s", l, r.stdout)
 		}
 	}
-	got := residentByFunction(t, r.stdout, finalPID(t, r.stdout))
+	pid := finalPID(t, r.stdout)
+	got := residentByFunction(t, r.stdout, pid)
 	checkResident(t, got, map[string]float64{"fill_a": 64 << 20, "fill_b": 64 << 20, "fill_c": 32 << 20})
+	checkReplayedResident(t, rec, pid, got) // the moved events are recorded
+}
+
+// checkReplayedResident checks that a recording replays to the live run's
+// resident records of pid.
+func checkReplayedResident(t *testing.T, rec string, pid int, live map[string]residentEstimate) {
+	t.Helper()
+	rp := runMemtrace(t, "replay", "--json", rec)
+	if rp.code != 0 {
+		t.Fatalf("replay: exit %d\n%s", rp.code, rp.stderr)
+	}
+	if got := residentByFunction(t, rp.stdout, pid); fmt.Sprint(got) != fmt.Sprint(live) {
+		t.Errorf("replayed resident records %v, live %v", got, live)
+	}
 }
 
 // TestResidentGoChurn: a Go program that gives its heap back to the system
