@@ -44,6 +44,7 @@ struct uprobes_state {
 
 struct mm_struct {
 	struct uprobes_state uprobes_state;
+	unsigned long start_code, end_code;
 } __attribute__((preserve_access_index));
 
 /*
@@ -84,6 +85,12 @@ struct inode {
 
 struct file {
 	struct inode *f_inode;
+} __attribute__((preserve_access_index));
+
+/* The exec being done: what sched_process_exec passes as its third argument. */
+struct linux_binprm {
+	struct file *file;
+	const char *interp;
 } __attribute__((preserve_access_index));
 
 struct vm_area_struct {
@@ -134,6 +141,7 @@ const struct free_event *unused_free_event __attribute__((unused));
 const struct site_event *unused_site_event __attribute__((unused));
 const struct code_event *unused_code_event __attribute__((unused));
 const struct proc_event *unused_proc_event __attribute__((unused));
+const struct exec_event *unused_exec_event __attribute__((unused));
 const struct alloc_counts *unused_alloc_counts __attribute__((unused));
 const struct sample_key *unused_sample_key __attribute__((unused));
 const struct unwind_row *unused_unwind_row __attribute__((unused));
@@ -1034,12 +1042,25 @@ static __always_inline void realloc_sampled(struct pt_regs *ctx, struct inflight
 		emit(&(struct emit_args){.kind = KIND_FREE, .func = s->func, .addr = old});
 }
 
+/* fill_proc fills a whole-host process event with the process's comm. */
+static __always_inline void fill_proc(struct proc_event *e, __u64 id, __u8 kind, __u64 wanted)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct task_struct *leader = BPF_CORE_READ(t, group_leader);
+
+	e->e.time = bpf_ktime_get_ns();
+	e->e.size = wanted;
+	e->e.pid = id >> 32;
+	e->e.tid = (__u32)id;
+	e->e.kind = kind;
+	e->e.stack_id = -1;
+	bpf_core_read(e->comm, sizeof(e->comm), &leader->comm);
+}
+
 /* emit_proc writes a whole-host process event with the process's comm. */
 static __always_inline void emit_proc(__u8 kind, __u64 wanted, __u64 flags)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct task_struct *t = bpf_get_current_task_btf();
-	struct task_struct *leader = BPF_CORE_READ(t, group_leader);
 	struct proc_event *e;
 
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -1048,13 +1069,7 @@ static __always_inline void emit_proc(__u8 kind, __u64 wanted, __u64 flags)
 		return;
 	}
 	__builtin_memset(e, 0, sizeof(*e));
-	e->e.time = bpf_ktime_get_ns();
-	e->e.size = wanted;
-	e->e.pid = id >> 32;
-	e->e.tid = (__u32)id;
-	e->e.kind = kind;
-	e->e.stack_id = -1;
-	bpf_core_read(e->comm, sizeof(e->comm), &leader->comm);
+	fill_proc(e, id, kind, wanted);
 	bpf_ringbuf_submit(e, flags);
 }
 
@@ -1357,9 +1372,14 @@ int session(struct pt_regs *ctx)
  * into a file not probed yet go unseen.
  */
 SEC("raw_tp/sched_process_exec")
-int on_exec(void *ctx)
+int on_exec(struct bpf_raw_tracepoint_args *ctx)
 {
-	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+	struct linux_binprm *bprm = (struct linux_binprm *)ctx->args[2];
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32;
+	struct task_struct *t;
+	struct exec_event *e;
+	struct inode *ino;
 	int w;
 
 	if (self_pid && pid == self_pid)
@@ -1367,7 +1387,22 @@ int on_exec(void *ctx)
 	if (sample_bytes)
 		bpf_map_delete_elem(&proc_counts, &pid);
 	w = wanted();
-	emit_proc(KIND_EXEC, w, w ? BPF_RB_FORCE_WAKEUP : wake_flags());
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(pid);
+		return 0;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	fill_proc(&e->p, id, KIND_EXEC, w);
+	/* A short-lived process may be gone before user space reads its maps. */
+	t = bpf_get_current_task_btf();
+	e->start_code = BPF_CORE_READ(t, mm, start_code);
+	e->end_code = BPF_CORE_READ(t, mm, end_code);
+	ino = BPF_CORE_READ(bprm, file, f_inode);
+	e->dev = BPF_CORE_READ(ino, i_sb, s_dev);
+	e->ino = BPF_CORE_READ(ino, i_ino);
+	bpf_probe_read_kernel_str(e->path, sizeof(e->path), BPF_CORE_READ(bprm, interp));
+	bpf_ringbuf_submit(e, w ? BPF_RB_FORCE_WAKEUP : wake_flags());
 	return 0;
 }
 

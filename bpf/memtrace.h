@@ -331,6 +331,20 @@ struct proc_event {
 	char comm[COMM_LEN]; /* the thread group leader's comm */
 };
 
+/*
+ * KIND_EXEC's record: a proc_event and the program that was executed, so
+ * that a process gone before user space reads its mappings still has its
+ * program's call sites resolved (symbolize.Resolver.AddProgram).
+ */
+struct exec_event {
+	struct proc_event p;
+	__u64 start_code; /* the program's code, as the ELF loader placed it */
+	__u64 end_code;
+	__u64 dev;        /* the program file's device (the kernel's dev_t) and inode */
+	__u64 ino;
+	char path[256];   /* its name as the exec found it (binprm's interp) */
+};
+
 /* Exact per-process counts of sampled mode, summed in BPF. */
 struct alloc_counts {
 	__u64 allocs;      /* successful allocation calls, realloc included */

@@ -197,10 +197,23 @@ type Event struct {
 	// StackID numbers the user stack (--detail) among those the tracer
 	// has seen (see tracer.Stacks); -1 when no stack is kept.
 	StackID int32
-	// Path is the library of a CodeMap event.
+	// Path is the library of a CodeMap event, and the program an Exec
+	// event's process executed, by the name the exec found it.
 	Path string
 	// Comm is the process's command name in Exec and Exit events.
 	Comm string
 	// Label is a Mark event's label.
 	Label string
+	// Program is where an Exec event's program was loaded; nil for other
+	// events and in recordings.
+	Program *Program
+}
+
+// Program is the program a process executed: its code as the ELF loader
+// placed it and the file's identity. A process that exits before its
+// mappings can be read still has its program's call sites resolved
+// through it (symbolize.Resolver.AddProgram).
+type Program struct {
+	Start, End uint64 // [start_code, end_code) of the process's mm
+	Dev, Ino   uint64 // the file's device, as stat(2) encodes it, and inode
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/memtrace/memtrace/host"
 	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/recording"
+	"github.com/memtrace/memtrace/symbolize"
 	"github.com/memtrace/memtrace/tracer"
 )
 
@@ -253,8 +254,14 @@ func (s *session) hostExec(e *event.Event) {
 		h.seen.Executed(pid, e.Comm)
 		// Its program is mapped now, its libraries soon: read what is
 		// there at once, in case it exits before the scan (a short-lived
-		// process's call sites are mostly in its program).
-		_ = s.res.Capture(int(pid))
+		// process's call sites are mostly in its program). One that ran
+		// for less than the ring's latency is gone already: its program
+		// is found by the file the exec loaded.
+		if err := s.res.Capture(int(pid)); err != nil && e.Program != nil {
+			p := e.Program
+			added := s.res.AddProgram(int(pid), symbolize.Program{Path: e.Path, Start: p.Start, End: p.End, Dev: p.Dev, Ino: p.Ino})
+			s.log.Debug("exited before its mappings were read", "pid", pid, "program", e.Path, "found", added)
+		}
 		s.scheduleScan(int(pid))
 	}
 }

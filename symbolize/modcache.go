@@ -134,6 +134,19 @@ func (c *moduleCache) module(path string, wantIno uint64, from origin) (*Module,
 	return mod, err
 }
 
+// opened returns the module opened for the file with device dev and
+// inode ino, whatever its size and time now, or nil.
+func (c *moduleCache) opened(dev, ino uint64) *Module {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range c.byFile {
+		if k.dev == dev && k.ino == ino && e.mod != nil {
+			return e.mod
+		}
+	}
+	return nil
+}
+
 // close releases every cached module's file.
 func (c *moduleCache) close() error {
 	c.mu.Lock()

@@ -197,11 +197,29 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 			}
 			d.ev.Comm = string(comm)
 		}
+		if d.ev.Kind == event.Exec && len(d.rec.RawSample) >= int(unsafe.Sizeof(memtraceExecEvent{})) {
+			d.ev.Path, d.ev.Program = decodeExec((*memtraceExecEvent)(unsafe.Pointer(&d.rec.RawSample[0])))
+		}
 		if d.hand(fn, &n, draining, budget) {
 			return n, nil
 		}
 	}
 }
+
+// decodeExec reads an exec record's program: its name and where it was
+// loaded, its device re-encoded from the kernel's dev_t to stat(2)'s.
+func decodeExec(raw *memtraceExecEvent) (string, *event.Program) {
+	path := unsafe.Slice((*byte)(unsafe.Pointer(&raw.Path[0])), len(raw.Path))
+	if i := bytes.IndexByte(path, 0); i >= 0 {
+		path = path[:i]
+	}
+	dev := unix.Mkdev(uint32(raw.Dev>>kernelMinorBits), uint32(raw.Dev&(1<<kernelMinorBits-1)))
+	return string(path), &event.Program{Start: raw.StartCode, End: raw.EndCode, Dev: dev, Ino: raw.Ino}
+}
+
+// kernelMinorBits: the kernel's dev_t keeps the minor number in its low 20
+// bits (MINORBITS), unlike the encoding stat(2) returns.
+const kernelMinorBits = 20
 
 // hand gives the decoded event to fn and counts it; true when Poll is done.
 func (d *Drainer) hand(fn func(*event.Event), n *int, draining bool, budget int) bool {

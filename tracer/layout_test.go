@@ -32,6 +32,7 @@ func TestRecordLayout(t *testing.T) {
 		{"site_event", reflect.TypeFor[memtraceSiteEvent]()},
 		{"code_event", reflect.TypeFor[memtraceCodeEvent]()},
 		{"proc_event", reflect.TypeFor[memtraceProcEvent]()},
+		{"exec_event", reflect.TypeFor[memtraceExecEvent]()},
 		{"alloc_counts", reflect.TypeFor[memtraceAllocCounts]()},
 		{"sample_key", reflect.TypeFor[memtraceSampleKey]()},
 		{"unwind_row", reflect.TypeFor[memtraceUnwindRow]()},

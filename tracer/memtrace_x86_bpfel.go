@@ -81,6 +81,16 @@ const (
 	memtraceEventKindKIND_MOVED       memtraceEventKind = 15
 )
 
+type memtraceExecEvent struct {
+	_         structs.HostLayout
+	P         memtraceProcEvent
+	StartCode uint64
+	EndCode   uint64
+	Dev       uint64
+	Ino       uint64
+	Path      [256]int8
+}
+
 type memtraceExpBits uint32
 
 const (
@@ -462,6 +472,7 @@ const (
 	memtraceVarUnusedEventCat       = "unused_event_cat"
 	memtraceVarUnusedEventFlag      = "unused_event_flag"
 	memtraceVarUnusedEventKind      = "unused_event_kind"
+	memtraceVarUnusedExecEvent      = "unused_exec_event"
 	memtraceVarUnusedExpBits        = "unused_exp_bits"
 	memtraceVarUnusedFileFlag       = "unused_file_flag"
 	memtraceVarUnusedFileKey        = "unused_file_key"
@@ -590,6 +601,7 @@ type memtraceVariableSpecs struct {
 	UnusedEventCat       *ebpf.VariableSpec `ebpf:"unused_event_cat"`
 	UnusedEventFlag      *ebpf.VariableSpec `ebpf:"unused_event_flag"`
 	UnusedEventKind      *ebpf.VariableSpec `ebpf:"unused_event_kind"`
+	UnusedExecEvent      *ebpf.VariableSpec `ebpf:"unused_exec_event"`
 	UnusedExpBits        *ebpf.VariableSpec `ebpf:"unused_exp_bits"`
 	UnusedFileFlag       *ebpf.VariableSpec `ebpf:"unused_file_flag"`
 	UnusedFileKey        *ebpf.VariableSpec `ebpf:"unused_file_key"`
@@ -702,6 +714,7 @@ type memtraceVariables struct {
 	UnusedEventCat       *ebpf.Variable `ebpf:"unused_event_cat"`
 	UnusedEventFlag      *ebpf.Variable `ebpf:"unused_event_flag"`
 	UnusedEventKind      *ebpf.Variable `ebpf:"unused_event_kind"`
+	UnusedExecEvent      *ebpf.Variable `ebpf:"unused_exec_event"`
 	UnusedExpBits        *ebpf.Variable `ebpf:"unused_exp_bits"`
 	UnusedFileFlag       *ebpf.Variable `ebpf:"unused_file_flag"`
 	UnusedFileKey        *ebpf.Variable `ebpf:"unused_file_key"`

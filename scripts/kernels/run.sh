@@ -42,7 +42,7 @@ E2E_TESTS=${E2E_TESTS:-'^(TestLeaksExact|TestAttachRunning|TestCommandStatus|Tes
 accel=${MEMTRACE_KERNELS_ACCEL:-tcg,thread=single}
 # Runs of BenchmarkAttach per attach path.
 BENCH_RUNS=${BENCH_RUNS:-3}
-TRACER_TESTS=${TRACER_TESTS:-'^(TestFeatures|TestLoadPerProbe|TestDetachStale|TestLoadModes|TestRecordLayout|TestExpDraw|TestSampleDecision|TestRefaultSlot|TestRefaultBits)$'}
+TRACER_TESTS=${TRACER_TESTS:-'^(TestFeatures|TestLoadPerProbe|TestDetachStale|TestLoadModes|TestRecordLayout|TestExpDraw|TestSampleDecision|TestRefaultSlot|TestRefaultBits|TestExecProgram)$'}
 
 if [ "$(id -u)" != 0 ]; then
 	echo "test-kernels: needs root (apt-get, and BPF inside the guests)" >&2
