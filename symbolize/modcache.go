@@ -134,15 +134,29 @@ func (c *moduleCache) module(path string, wantIno uint64, from origin) (*Module,
 	return mod, err
 }
 
-// opened returns the module opened for the file with device dev and
-// inode ino, whatever its size and time now, or nil.
-func (c *moduleCache) opened(dev, ino uint64) *Module {
+// opened returns the module opened for the file with inode ino that fits,
+// the one on device dev first, or nil. overlayfs and btrfs give stat(2)
+// another device than the kernel's view of the file has: failing the
+// device, the only fitting module with that inode is taken.
+func (c *moduleCache) opened(dev, ino uint64, fits func(*Module) bool) *Module {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var other *Module
+	n := 0
 	for k, e := range c.byFile {
-		if k.dev == dev && k.ino == ino && e.mod != nil {
+		if k.ino != ino || e.mod == nil || !fits(e.mod) {
+			continue
+		}
+		if k.dev == dev {
 			return e.mod
 		}
+		if e.mod != other {
+			other = e.mod
+			n++
+		}
+	}
+	if n == 1 {
+		return other
 	}
 	return nil
 }

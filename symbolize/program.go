@@ -2,6 +2,7 @@ package symbolize
 
 import (
 	"cmp"
+	"debug/elf"
 	"slices"
 	"strings"
 )
@@ -28,17 +29,22 @@ func (r *Resolver) AddProgram(pid int, p Program) bool {
 	if known || p.End <= p.Start {
 		return false
 	}
-	mod := r.mods.opened(p.Dev, p.Ino)
+	// The file must be the one loaded: its code as long as the range and
+	// at the same place in a page.
+	fits := func(m *Module) bool {
+		code, ok := m.firstCode()
+		return ok && code.vaddr%pageSize == p.Start%pageSize && m.codeEnd()-code.vaddr == p.End-p.Start
+	}
+	mod := r.mods.opened(p.Dev, p.Ino, fits)
 	if mod == nil && strings.HasPrefix(p.Path, "/") {
-		mod, _ = r.mods.module(p.Path, p.Ino, origin{modPath: p.Path, roots: []string{""}})
+		if m, err := r.mods.module(p.Path, p.Ino, origin{modPath: p.Path, roots: []string{""}}); err == nil && fits(m) {
+			mod = m
+		}
 	}
 	if mod == nil {
 		return false
 	}
-	code, ok := mod.firstCode()
-	if !ok {
-		return false
-	}
+	code, _ := mod.firstCode()
 	proc := &process{exited: true, maps: []codeMapping{{start: p.Start, end: p.End, offset: code.off, path: p.Path, mod: mod}}}
 	r.mu.Lock()
 	if _, known := r.procs[pid]; known {
@@ -58,4 +64,19 @@ func (m *Module) firstCode() (segment, bool) {
 		return segment{}, false
 	}
 	return slices.MinFunc(m.execSegs, func(a, b segment) int { return cmp.Compare(a.vaddr, b.vaddr) }), true
+}
+
+// codeEnd is where the executable segments' file bytes end: the ELF
+// loader's end_code, less the load bias.
+func (m *Module) codeEnd() uint64 {
+	var end uint64
+	if m.f == nil {
+		return 0
+	}
+	for _, s := range m.f.Progs {
+		if s.Type == elf.PT_LOAD && s.Flags&elf.PF_X != 0 {
+			end = max(end, s.Vaddr+s.Filesz)
+		}
+	}
+	return end
 }

@@ -49,13 +49,19 @@ func TestAddProgram(t *testing.T) {
 		name    string
 		path    string
 		preopen bool // the file was opened through another process
+		dev     uint64
 		ino     uint64
+		shift   uint64 // the code's range moved: another file
 		want    string
 	}{
-		{"by path", bin, false, st.Ino, "main"},
-		{"opened already", "/exec_program", true, st.Ino, "main"},
-		{"by path, another file now", bin, false, st.Ino + 1, ""},
-		{"not found", "/exec_program", false, st.Ino, ""},
+		{"by path", bin, false, uint64(st.Dev), st.Ino, 0, "main"},
+		{"opened already", "/exec_program", true, uint64(st.Dev), st.Ino, 0, "main"},
+		// overlayfs: stat's device is not the kernel's.
+		{"opened already, another device", "/exec_program", true, uint64(st.Dev) + 1, st.Ino, 0, "main"},
+		{"opened already, code elsewhere in its page", "/exec_program", true, uint64(st.Dev), st.Ino, 8, ""},
+		{"by path, code elsewhere in its page", bin, false, uint64(st.Dev), st.Ino, 8, ""},
+		{"by path, another file now", bin, false, uint64(st.Dev), st.Ino + 1, 0, ""},
+		{"not found", "/exec_program", false, uint64(st.Dev), st.Ino, 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The process ran and exited: only its exec's figures are left.
@@ -76,7 +82,8 @@ func TestAddProgram(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			added := r.AddProgram(pid, Program{Path: tc.path, Start: start, End: end, Dev: uint64(st.Dev), Ino: tc.ino})
+			prog := Program{Path: tc.path, Start: start + tc.shift, End: end, Dev: tc.dev, Ino: tc.ino}
+			added := r.AddProgram(pid, prog)
 			if added != (tc.want != "") {
 				t.Fatalf("AddProgram: %v", added)
 			}
@@ -88,7 +95,7 @@ func TestAddProgram(t *testing.T) {
 			if added && fr.Module != tc.path {
 				t.Errorf("module %q, want %q", fr.Module, tc.path)
 			}
-			if added && r.AddProgram(pid, Program{Path: tc.path, Start: start, End: end, Dev: uint64(st.Dev), Ino: tc.ino}) {
+			if added && r.AddProgram(pid, prog) {
 				t.Error("a second AddProgram replaced the first")
 			}
 		})

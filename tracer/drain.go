@@ -213,8 +213,12 @@ func decodeExec(raw *memtraceExecEvent) (string, *event.Program) {
 	if i := bytes.IndexByte(path, 0); i >= 0 {
 		path = path[:i]
 	}
-	dev := unix.Mkdev(uint32(raw.Dev>>kernelMinorBits), uint32(raw.Dev&(1<<kernelMinorBits-1)))
-	return string(path), &event.Program{Start: raw.StartCode, End: raw.EndCode, Dev: dev, Ino: raw.Ino}
+	return string(path), &event.Program{Start: raw.StartCode, End: raw.EndCode, Dev: statDev(raw.Dev), Ino: raw.Ino}
+}
+
+// statDev re-encodes the kernel's dev_t as stat(2) gives it.
+func statDev(dev uint64) uint64 {
+	return unix.Mkdev(uint32(dev>>kernelMinorBits), uint32(dev&(1<<kernelMinorBits-1)))
 }
 
 // kernelMinorBits: the kernel's dev_t keeps the minor number in its low 20
