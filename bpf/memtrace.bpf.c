@@ -81,6 +81,7 @@ struct super_block {
 struct inode {
 	unsigned long i_ino;
 	struct super_block *i_sb;
+	long long i_size;
 } __attribute__((preserve_access_index));
 
 struct file {
@@ -1401,6 +1402,7 @@ int on_exec(struct bpf_raw_tracepoint_args *ctx)
 	ino = BPF_CORE_READ(bprm, file, f_inode);
 	e->dev = BPF_CORE_READ(ino, i_sb, s_dev);
 	e->ino = BPF_CORE_READ(ino, i_ino);
+	e->size = BPF_CORE_READ(ino, i_size);
 	bpf_probe_read_kernel_str(e->path, sizeof(e->path), BPF_CORE_READ(bprm, interp));
 	bpf_ringbuf_submit(e, w ? BPF_RB_FORCE_WAKEUP : wake_flags());
 	return 0;

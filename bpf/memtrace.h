@@ -340,8 +340,9 @@ struct exec_event {
 	struct proc_event p;
 	__u64 start_code; /* the program's code, as the ELF loader placed it */
 	__u64 end_code;
-	__u64 dev;        /* the program file's device (the kernel's dev_t) and inode */
+	__u64 dev;        /* the program file's device (the kernel's dev_t), inode and size */
 	__u64 ino;
+	__u64 size;
 	char path[256];   /* its name as the exec found it (binprm's interp) */
 };
 

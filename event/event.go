@@ -216,4 +216,5 @@ type Event struct {
 type Program struct {
 	Start, End uint64 // [start_code, end_code) of the process's mm
 	Dev, Ino   uint64 // the file's device, as stat(2) encodes it, and inode
+	Size       uint64 // the file's size in bytes
 }

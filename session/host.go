@@ -246,9 +246,11 @@ func (s *session) hostExec(e *event.Event) {
 		s.objs.ForgetStacks(pid)
 		s.stacks.Forget(pid)
 		s.feed(pipeline.Input{Kind: pipeline.InForget, PID: pid})
-		s.res.Forget(int(pid))
 	}
-	s.footprints.Forget(int(pid)) // a new address space
+	// A new address space: the old program's mappings are void, whether
+	// or not the process was known (a wrapper that execs at once).
+	s.res.Forget(int(pid))
+	s.footprints.Forget(int(pid))
 	h.seen.Forget(pid, false)
 	if e.Size != 0 { // it passes --comm and --cgroup
 		h.seen.Executed(pid, e.Comm)
@@ -257,10 +259,10 @@ func (s *session) hostExec(e *event.Event) {
 		// process's call sites are mostly in its program). One that ran
 		// for less than the ring's latency is gone already: its program
 		// is found by the file the exec loaded.
-		if err := s.res.Capture(int(pid)); err != nil && e.Program != nil {
+		if err := s.res.Capture(int(pid)); errors.Is(err, os.ErrNotExist) && e.Program != nil {
 			p := e.Program
-			added := s.res.AddProgram(int(pid), symbolize.Program{Path: e.Path, Start: p.Start, End: p.End, Dev: p.Dev, Ino: p.Ino})
-			s.log.Debug("exited before its mappings were read", "pid", pid, "program", e.Path, "found", added)
+			err = s.res.AddProgram(int(pid), symbolize.Program{Path: e.Path, Start: p.Start, End: p.End, Dev: p.Dev, Ino: p.Ino, Size: p.Size})
+			s.log.Debug("exited before its mappings were read", "pid", pid, "program", e.Path, "err", err)
 		}
 		s.scheduleScan(int(pid))
 	}
@@ -276,7 +278,8 @@ func (s *session) hostExit(pid uint32, comm string, when uint64) {
 	c, counted := s.objs.CountsOf(pid)
 	if !s.table.Known(pid) && !counted {
 		s.objs.Forget(pid, nil)
-		return // it made no allocation while traced
+		s.res.Forget(int(pid)) // captured at its exec or first event
+		return                 // it made no allocation while traced
 	}
 	if counted {
 		s.feed(pipeline.Input{Kind: pipeline.InExactCounts, PID: pid, N: c.Allocs, M: c.AllocBytes})

@@ -27,19 +27,7 @@ func (r *Resolver) AddLibrary(pid int, path string, bias uint64) error {
 	if mod == nil {
 		return fmt.Errorf("add library %s of process %d: %w", path, pid, err)
 	}
-	var add []codeMapping
-	for _, p := range mod.f.Progs {
-		if p.Type != elf.PT_LOAD || p.Flags&elf.PF_X == 0 || p.Memsz == 0 {
-			continue
-		}
-		// The kernel maps whole pages: the mapping starts at the page holding
-		// the segment's first byte, at the page-aligned file offset.
-		head := p.Vaddr % pageSize
-		add = append(add, codeMapping{
-			start: bias + p.Vaddr - head, end: bias + p.Vaddr + p.Memsz,
-			offset: p.Off - head, path: path, mod: mod,
-		})
-	}
+	add := codeMappings(mod, bias, path)
 	if len(add) == 0 {
 		return fmt.Errorf("add library %s of process %d: no executable segment", path, pid)
 	}
@@ -54,6 +42,25 @@ func (r *Resolver) AddLibrary(pid int, path string, bias uint64) error {
 	r.mu.Unlock()
 	r.noteChange(pid)
 	return nil
+}
+
+// codeMappings are the mappings of mod's executable segments loaded with
+// load bias bias, as the kernel makes them.
+func codeMappings(mod *Module, bias uint64, path string) []codeMapping {
+	var add []codeMapping
+	for _, p := range mod.f.Progs {
+		if p.Type != elf.PT_LOAD || p.Flags&elf.PF_X == 0 || p.Memsz == 0 {
+			continue
+		}
+		// The kernel maps whole pages: the mapping starts at the page holding
+		// the segment's first byte, at the page-aligned file offset.
+		head := p.Vaddr % pageSize
+		add = append(add, codeMapping{
+			start: bias + p.Vaddr - head, end: bias + p.Vaddr + p.Memsz,
+			offset: p.Off - head, path: path, mod: mod,
+		})
+	}
+	return add
 }
 
 // mergeMappings returns the mappings of add, plus those of keep that overlap

@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // fileKey identifies one version of a file without reading it: the same
@@ -31,10 +33,12 @@ func keyOf(fi os.FileInfo) (fileKey, bool) {
 }
 
 // cacheEntry remembers an opened module, or why a file could not be one
-// (so a file that is not ELF is not re-read on every capture).
+// (so a file that is not ELF is not re-read on every capture), and a path
+// that names the file from our root, if one was seen ("" otherwise).
 type cacheEntry struct {
-	mod *Module
-	err error
+	mod  *Module
+	err  error
+	path string
 }
 
 // moduleCache shares modules between processes and captures. A module is
@@ -62,6 +66,7 @@ func newModuleCache(debugDirs ...string) *moduleCache {
 type origin struct {
 	modPath string
 	roots   []string
+	ourPath bool // modPath names the file from our root, not only from the process's
 }
 
 // module returns the module for the file at path, opening it if it is not
@@ -130,35 +135,48 @@ func (c *moduleCache) module(path string, wantIno uint64, from origin) (*Module,
 			c.all = append(c.all, mod)
 		}
 	}
-	c.byFile[key] = cacheEntry{mod: mod, err: err}
+	entry := cacheEntry{mod: mod, err: err}
+	if from.ourPath {
+		entry.path = from.modPath
+	}
+	c.byFile[key] = entry
 	return mod, err
 }
 
-// opened returns the module opened for the file with inode ino that fits,
-// the one on device dev first, or nil. overlayfs and btrfs give stat(2)
-// another device than the kernel's view of the file has: failing the
-// device, the only fitting module with that inode is taken.
-func (c *moduleCache) opened(dev, ino uint64, fits func(*Module) bool) *Module {
+// opened returns the module opened for the file that the kernel names by
+// device dev and inode ino, of size bytes (0: unknown), that fits, with
+// the path it was opened by from our root ("" if none), or nil. A device
+// that differs is taken only where stat(2) gives a device of its own
+// (sameDevice); then the only fitting module with that inode is taken.
+func (c *moduleCache) opened(dev, ino, size uint64, fits func(*Module) bool) (*Module, string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var other *Module
+	var other cacheEntry
 	n := 0
 	for k, e := range c.byFile {
-		if k.ino != ino || e.mod == nil || !fits(e.mod) {
+		if k.ino != ino || e.mod == nil || (size != 0 && uint64(k.size) != size) || !sameDevice(k.dev, dev) || !fits(e.mod) {
 			continue
 		}
 		if k.dev == dev {
-			return e.mod
+			return e.mod, e.path
 		}
-		if e.mod != other {
-			other = e.mod
+		if e.mod != other.mod {
+			other = e
 			n++
 		}
 	}
 	if n == 1 {
-		return other
+		return other.mod, other.path
 	}
-	return nil
+	return nil, ""
+}
+
+// sameDevice reports whether stat(2)'s device statDev may be the kernel's
+// kernelDev: equal, or a device number of stat's own (major 0: overlayfs
+// gives each layer a pseudo device, btrfs each subvolume one, while the
+// kernel's file is on the layer's or the filesystem's device).
+func sameDevice(statDev, kernelDev uint64) bool {
+	return statDev == kernelDev || unix.Major(statDev) == 0
 }
 
 // close releases every cached module's file.

@@ -3,6 +3,9 @@ package symbolize
 import (
 	"cmp"
 	"debug/elf"
+	"errors"
+	"fmt"
+	"os"
 	"slices"
 	"strings"
 )
@@ -12,49 +15,80 @@ import (
 type Program struct {
 	Path       string
 	Start, End uint64 // the code's [start_code, end_code)
-	Dev, Ino   uint64 // the file's device (stat(2)'s encoding) and inode
+	Dev, Ino   uint64 // the file as the kernel names it: device (stat(2)'s encoding) and inode
+	Size       uint64 // the file's size; 0: unknown
 }
+
+// ErrNoProgramFile: no file known or at the program's name is the one the
+// exec loaded.
+var ErrNoProgramFile = errors.New("program file not found")
 
 // AddProgram gives pid, gone before Capture could read its mappings, its
 // program's code, so that call sites in the program still resolve (a
 // short-lived process can exit before user space hears of its exec). The
-// file is the module already opened for the same device and inode
-// (through another process, or a probe), else the one at Path from our
-// root if it has that inode. Libraries stay unresolved. It returns false
-// when pid is captured already or the file is not found.
-func (r *Resolver) AddProgram(pid int, p Program) bool {
+// file is a module already opened for the same file (through another
+// process, or a probe), else the one at Path from our root. Either must
+// be the loaded file: its inode, size and device (sameDevice), and code
+// of the loaded length at the same place in a page; a wrong name is worse
+// than none. Libraries stay unresolved.
+func (r *Resolver) AddProgram(pid int, p Program) error {
 	r.mu.RLock()
 	_, known := r.procs[pid]
 	r.mu.RUnlock()
-	if known || p.End <= p.Start {
-		return false
+	if known {
+		return fmt.Errorf("add program of process %d: mappings known already", pid)
 	}
-	// The file must be the one loaded: its code as long as the range and
-	// at the same place in a page.
+	if p.End <= p.Start {
+		return fmt.Errorf("add program of process %d: empty code range", pid)
+	}
 	fits := func(m *Module) bool {
 		code, ok := m.firstCode()
 		return ok && code.vaddr%pageSize == p.Start%pageSize && m.codeEnd()-code.vaddr == p.End-p.Start
 	}
-	mod := r.mods.opened(p.Dev, p.Ino, fits)
-	if mod == nil && strings.HasPrefix(p.Path, "/") {
-		if m, err := r.mods.module(p.Path, p.Ino, origin{modPath: p.Path, roots: []string{""}}); err == nil && fits(m) {
-			mod = m
-		}
-	}
+	mod, path := r.mods.opened(p.Dev, p.Ino, p.Size, fits)
 	if mod == nil {
-		return false
+		var err error
+		if mod, err = r.programAt(p, fits); err != nil {
+			return fmt.Errorf("add program %s of process %d: %w", p.Path, pid, err)
+		}
+		path = p.Path
+	}
+	if path == "" {
+		path = p.Path
 	}
 	code, _ := mod.firstCode()
-	proc := &process{exited: true, maps: []codeMapping{{start: p.Start, end: p.End, offset: code.off, path: p.Path, mod: mod}}}
+	maps := codeMappings(mod, p.Start-code.vaddr, path)
+	slices.SortFunc(maps, func(a, b codeMapping) int { return cmp.Compare(a.start, b.start) })
 	r.mu.Lock()
 	if _, known := r.procs[pid]; known {
 		r.mu.Unlock()
-		return false
+		return fmt.Errorf("add program of process %d: mappings known already", pid)
 	}
-	r.procs[pid] = proc
+	r.procs[pid] = &process{exited: true, maps: maps}
 	r.mu.Unlock()
 	r.noteChange(pid)
-	return true
+	return nil
+}
+
+// programAt opens the program at its name from our root, if that file is
+// the one loaded.
+func (r *Resolver) programAt(p Program, fits func(*Module) bool) (*Module, error) {
+	if !strings.HasPrefix(p.Path, "/") {
+		return nil, ErrNoProgramFile // relative to a working directory we do not know
+	}
+	fi, err := os.Stat(p.Path)
+	if err != nil {
+		return nil, ErrNoProgramFile
+	}
+	key, ok := keyOf(fi)
+	if !ok || key.ino != p.Ino || (p.Size != 0 && uint64(key.size) != p.Size) || !sameDevice(key.dev, p.Dev) {
+		return nil, ErrNoProgramFile
+	}
+	mod, err := r.mods.module(p.Path, p.Ino, origin{modPath: p.Path, roots: []string{""}, ourPath: true})
+	if err != nil || !fits(mod) {
+		return nil, ErrNoProgramFile
+	}
+	return mod, nil
 }
 
 // firstCode is the executable segment with the lowest address: the ELF

@@ -70,7 +70,7 @@ func (r *Resolver) AddCodeMappings(pid int, maps []CodeMapping) error {
 	for _, m := range maps {
 		cm := codeMapping{start: m.Start, end: m.End, offset: m.Offset, path: m.Path}
 		if m.Path != "" && m.Path[0] == '/' {
-			if mod, err := r.mods.module(m.Path, 0, origin{modPath: m.Path, roots: []string{""}}); err == nil {
+			if mod, err := r.mods.module(m.Path, 0, origin{modPath: m.Path, roots: []string{""}, ourPath: true}); err == nil {
 				if m.BuildID == "" || mod.BuildID() == m.BuildID {
 					cm.mod = mod
 				} else {

@@ -95,7 +95,7 @@ func (r *Resolver) moduleFor(pid int, m Mapping, roots []string) *Module {
 		}
 		// A file that is there but no readable ELF fails again, cheaply,
 		// through the other names: its failure is cached by identity.
-		if mod, err := r.mods.module(c.path, c.wantIno, origin{modPath: m.Path, roots: roots}); err == nil {
+		if mod, err := r.mods.module(c.path, c.wantIno, origin{modPath: m.Path, roots: roots, ourPath: true}); err == nil {
 			return mod
 		}
 	}

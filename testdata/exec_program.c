@@ -2,9 +2,16 @@
  * Prints where the ELF loader placed its code, as the kernel keeps it
  * (startcode and endcode, fields 26 and 27 of /proc/self/stat), and exits:
  * the exec record must carry the same range (tracer's TestExecProgram).
+ * far_away lives in a section of its own, which symbolize's TestAddProgram
+ * links into a second executable segment far from the first.
  */
 #include <stdio.h>
 #include <string.h>
+
+__attribute__((noinline, section("far_code"))) int far_away(int x)
+{
+	return x * 3 + 1;
+}
 
 int main(void)
 {
@@ -34,5 +41,5 @@ int main(void)
 	if (sscanf(p, "%llu %llu", &start, &end) != 2)
 		return 1;
 	printf("%llx %llx\n", start, end);
-	return 0;
+	return far_away((int)n) > 0 ? 0 : 1;
 }

@@ -213,7 +213,7 @@ func decodeExec(raw *memtraceExecEvent) (string, *event.Program) {
 	if i := bytes.IndexByte(path, 0); i >= 0 {
 		path = path[:i]
 	}
-	return string(path), &event.Program{Start: raw.StartCode, End: raw.EndCode, Dev: statDev(raw.Dev), Ino: raw.Ino}
+	return string(path), &event.Program{Start: raw.StartCode, End: raw.EndCode, Dev: statDev(raw.Dev), Ino: raw.Ino, Size: raw.Size}
 }
 
 // statDev re-encodes the kernel's dev_t as stat(2) gives it.

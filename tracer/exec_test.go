@@ -44,7 +44,7 @@ func TestExecProgram(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := fi.Sys().(*syscall.Stat_t)
-	want := event.Program{Start: start, End: end, Dev: uint64(st.Dev), Ino: st.Ino}
+	want := event.Program{Start: start, End: end, Dev: uint64(st.Dev), Ino: st.Ino, Size: uint64(st.Size)}
 	// On overlayfs (the kernel matrix's guests, when the repository is
 	// under /tmp) and btrfs, stat(2) gives another device than the kernel
 	// has for the file: the device is checked where the kernel's key for

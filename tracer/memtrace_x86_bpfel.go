@@ -88,6 +88,7 @@ type memtraceExecEvent struct {
 	EndCode   uint64
 	Dev       uint64
 	Ino       uint64
+	Size      uint64
 	Path      [256]int8
 }
 
