@@ -83,13 +83,36 @@ func residentByFunction(t *testing.T, out string, pid int) map[string]residentEs
 // within 4 standard errors.
 func checkResident(t *testing.T, got map[string]residentEstimate, want map[string]float64) {
 	t.Helper()
-	checkResidentSE(t, got, want, nil)
+	checkResidentWithin(t, got, want, nil, 0)
 }
 
 // checkResidentSE is checkResident with a least standard error per
 // function: the sampling design's own, where the estimate's (computed from
 // the sampled pages alone) can understate it.
 func checkResidentSE(t *testing.T, got map[string]residentEstimate, want, minSE map[string]float64) {
+	t.Helper()
+	checkResidentWithin(t, got, want, minSE, 0)
+}
+
+// goHeapSlack is how far resident Go heap may be from what the program
+// holds, by the kernel's design rather than by sampling: with transparent
+// huge pages "always", the heap is one mapping, and a huge page that spans
+// the end of one function's slices and the start of the next one's (or
+// pages the runtime has not used yet) is made resident, and charged,
+// whole by whichever writes it first. That is a huge page at either end
+// of a function's memory. Elsewhere (madvise, never) nothing.
+func goHeapSlack(t *testing.T) float64 {
+	t.Helper()
+	b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	if err != nil || !strings.Contains(string(b), "[always]") {
+		return 0
+	}
+	return 4 << 20 // a huge page at either end
+}
+
+// checkResidentWithin is checkResidentSE with slack bytes more allowed
+// (goHeapSlack) on top of the 15% and 4 standard errors.
+func checkResidentWithin(t *testing.T, got map[string]residentEstimate, want, minSE map[string]float64, slack float64) {
 	t.Helper()
 	for fn, truth := range want {
 		e, ok := got[fn]
@@ -101,8 +124,9 @@ func checkResidentSE(t *testing.T, got map[string]residentEstimate, want, minSE 
 		d := math.Abs(e.bytes - truth)
 		t.Logf("%s: %.1f MiB ± %.2f MiB (%d pages sampled), holds %.1f MiB: off by %.1f%%, %.1f standard errors",
 			fn, e.bytes/(1<<20), e.stderr/(1<<20), e.pages, truth/(1<<20), 100*d/truth, d/e.stderr)
-		if d > 0.15*truth || d > 4*e.stderr {
-			t.Errorf("%s: %.0f bytes ± %.0f, want %.0f within 15%% and 4 standard errors", fn, e.bytes, e.stderr, truth)
+		if d -= slack; d > 0.15*truth || d > 4*e.stderr {
+			t.Errorf("%s: %.0f bytes ± %.0f, want %.0f within 15%% and 4 standard errors (and %.0f bytes of huge pages shared with other functions)",
+				fn, e.bytes, e.stderr, truth, slack)
 		}
 	}
 }
@@ -302,7 +326,7 @@ func TestResidentGo(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("exit %d\n%s", r.code, r.stderr)
 			}
-			checkResident(t, residentByFunction(t, r.stdout, finalPID(t, r.stdout)), want)
+			checkResidentWithin(t, residentByFunction(t, r.stdout, finalPID(t, r.stdout)), want, nil, goHeapSlack(t))
 		})
 	}
 }
@@ -325,15 +349,22 @@ func finalPID(t *testing.T, out string) int {
 func TestResidentPID(t *testing.T) {
 	needBPF(t)
 	for _, tc := range []struct {
-		name string
-		bin  string
-		want map[string]float64
+		name  string
+		bin   string
+		want  map[string]float64
+		slack float64
+		says  string // the fixture's line once it waits
 	}{
-		{"c", fixture(t, "resident.c"), cResident},
-		{"go", goFixture(t), map[string]float64{"main.keepSlices": 192 << 20}},
+		{"c", fixture(t, "resident.c"), cResident, 0, ""},
+		{"go", goFixture(t), map[string]float64{"main.keepSlices": 192 << 20}, goHeapSlack(t), "waiting"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			target, stdin, lines := startWaiting(t, tc.bin)
+			if tc.says != "" {
+				// Its RssAnon is read once the runtime has set up (a huge page
+				// with THP "always"): the gain is the test's own.
+				expectLine(t, lines, tc.says)
+			}
 			before := rssAnon(t, target.Process.Pid)
 
 			mt, out, log := startAttached(t, target.Process.Pid, "--json", "--resident-bytes", residentSample)
@@ -342,7 +373,7 @@ func TestResidentPID(t *testing.T) {
 			after := rssAnon(t, target.Process.Pid)
 			stopAttached(t, mt, log)
 			got := residentByFunction(t, out.String(), target.Process.Pid)
-			checkResident(t, got, tc.want)
+			checkResidentWithin(t, got, tc.want, nil, tc.slack)
 			checkRssAnonGained(t, got, after-before)
 		})
 	}
@@ -789,10 +820,11 @@ func checkReplayedResident(t *testing.T, rec string, pid int, live map[string]re
 func TestResidentGoChurn(t *testing.T) {
 	needBPF(t)
 	target, stdin, lines := startWaiting(t, goFixture(t), "CHURN_MS=2000")
+	expectLine(t, lines, "waiting")
 	mt, out, log := startAttached(t, target.Process.Pid, "--json", "--resident-bytes", residentSample)
 	io.WriteString(stdin, "go\n")
 	expectLine(t, lines, "ready")
 	stopAttached(t, mt, log)
 	got := residentByFunction(t, out.String(), target.Process.Pid)
-	checkResident(t, got, map[string]float64{"main.keepSlices": 192 << 20})
+	checkResidentWithin(t, got, map[string]float64{"main.keepSlices": 192 << 20}, nil, goHeapSlack(t))
 }
