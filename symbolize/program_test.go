@@ -163,7 +163,7 @@ func TestOpenedByInode(t *testing.T) {
 		}, nil},
 		{"the same device first", map[fileKey]cacheEntry{
 			{dev: unix.Mkdev(0, 40), ino: 5, size: 100}: {mod: b},
-			{dev: kernel, ino: 5, size: 100}:             {mod: a},
+			{dev: kernel, ino: 5, size: 100}:            {mod: a},
 		}, a},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
