@@ -1395,15 +1395,20 @@ int on_exec(struct bpf_raw_tracepoint_args *ctx)
 	}
 	__builtin_memset(e, 0, sizeof(*e));
 	fill_proc(&e->p, id, KIND_EXEC, w);
-	/* A short-lived process may be gone before user space reads its maps. */
-	t = bpf_get_current_task_btf();
-	e->start_code = BPF_CORE_READ(t, mm, start_code);
-	e->end_code = BPF_CORE_READ(t, mm, end_code);
-	ino = BPF_CORE_READ(bprm, file, f_inode);
-	e->dev = BPF_CORE_READ(ino, i_sb, s_dev);
-	e->ino = BPF_CORE_READ(ino, i_ino);
-	e->size = BPF_CORE_READ(ino, i_size);
-	bpf_probe_read_kernel_str(e->path, sizeof(e->path), BPF_CORE_READ(bprm, interp));
+	/*
+	 * A short-lived process may be gone before user space reads its maps:
+	 * the program, for the processes user space symbolizes.
+	 */
+	if (w) {
+		t = bpf_get_current_task_btf();
+		e->start_code = BPF_CORE_READ(t, mm, start_code);
+		e->end_code = BPF_CORE_READ(t, mm, end_code);
+		ino = BPF_CORE_READ(bprm, file, f_inode);
+		e->dev = BPF_CORE_READ(ino, i_sb, s_dev);
+		e->ino = BPF_CORE_READ(ino, i_ino);
+		e->size = BPF_CORE_READ(ino, i_size);
+		bpf_probe_read_kernel_str(e->path, sizeof(e->path), BPF_CORE_READ(bprm, interp));
+	}
 	bpf_ringbuf_submit(e, w ? BPF_RB_FORCE_WAKEUP : wake_flags());
 	return 0;
 }

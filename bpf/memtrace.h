@@ -334,7 +334,8 @@ struct proc_event {
 /*
  * KIND_EXEC's record: a proc_event and the program that was executed, so
  * that a process gone before user space reads its mappings still has its
- * program's call sites resolved (symbolize.Resolver.AddProgram).
+ * program's call sites resolved (symbolize.Resolver.AddProgram). The
+ * program is left 0 for a process that fails --comm or --cgroup.
  */
 struct exec_event {
 	struct proc_event p;

@@ -207,8 +207,12 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 }
 
 // decodeExec reads an exec record's program: its name and where it was
-// loaded, its device re-encoded from the kernel's dev_t to stat(2)'s.
+// loaded, its device re-encoded from the kernel's dev_t to stat(2)'s; none
+// for a process the filters leave out (the probes fill in nothing).
 func decodeExec(raw *memtraceExecEvent) (string, *event.Program) {
+	if raw.EndCode == 0 {
+		return "", nil
+	}
 	path := unsafe.Slice((*byte)(unsafe.Pointer(&raw.Path[0])), len(raw.Path))
 	if i := bytes.IndexByte(path, 0); i >= 0 {
 		path = path[:i]
