@@ -21,7 +21,10 @@ import (
 // residentPage is a sampled page still charged.
 type residentPage struct {
 	site siteID
-	size uint32
+	size uint32 // the bytes the sampled fault made resident
+	// resident: of them, the bytes still resident, size until a check of a
+	// fault larger than a page finds fewer (a huge page released in part).
+	resident uint32
 }
 
 // residentPages are a process's sampled pages, by address.
@@ -35,8 +38,19 @@ func (r *residentPages) fault(addr, size, mean uint64, site siteID) {
 	if r.pages == nil {
 		r.pages = map[uint64]residentPage{}
 	}
-	r.pages[addr] = residentPage{site: site, size: uint32(min(size, math.MaxUint32))}
+	sz := uint32(min(size, math.MaxUint32))
+	r.pages[addr] = residentPage{site: site, size: sz, resident: sz}
 	r.mean = mean
+}
+
+// shrink: of the sample at addr, only bytes are still resident (an
+// Unresident event with a size). The sample is weighed by its fault's
+// chance still, so the estimate of what stays stays unbiased.
+func (r *residentPages) shrink(addr, bytes uint64) {
+	if pg, ok := r.pages[addr]; ok && bytes < uint64(pg.resident) {
+		pg.resident = uint32(bytes)
+		r.pages[addr] = pg
+	}
 }
 
 // in yields the sampled pages in [addr, addr+size) (a page at least): by
@@ -196,7 +210,7 @@ func (r *residentPages) snapshot() *ResidentSnapshot {
 			p = FaultProbability(uint64(pg.size), r.mean)
 			prob[pg.size] = p
 		}
-		size := float64(pg.size)
+		size := float64(pg.resident)
 		for _, a := range [2]*acc{a, &total} {
 			a.pages++
 			a.bytes += size / p
@@ -221,16 +235,71 @@ func (r *residentPages) snapshot() *ResidentSnapshot {
 
 // ResidentPages returns the addresses of pid's sampled pages still
 // charged, in increasing order: the pages user space checks in pagemap.
+// A sampled fault larger than a page is one of ResidentSpans instead.
 func (t *Table) ResidentPages(pid uint32) []uint64 {
 	p := t.procs[pid]
 	if p == nil || len(p.resident.pages) == 0 {
 		return nil
 	}
 	out := make([]uint64, 0, len(p.resident.pages))
-	for a := range p.resident.pages {
-		out = append(out, a)
+	for a, pg := range p.resident.pages {
+		if _, ok := sampledSpan(a, uint64(pg.size)); !ok {
+			out = append(out, a)
+		}
 	}
 	slices.Sort(out)
+	return out
+}
+
+// SampledSpan is a sampled fault larger than a page (a huge page, an
+// mTHP folio, or before 6.2 a huge page's rest): Size bytes made resident
+// at once, of which Resident are still charged; the pages of [Start, End),
+// less the page at Skip if not 0, are the fault's. Addr is the sample's.
+type SampledSpan struct {
+	Addr, Size, Resident uint64
+	Start, End, Skip     uint64
+}
+
+// sampledSpan is the span of a sample of size bytes at addr, if it is
+// larger than a page. A folio is aligned to its size and keyed at its
+// first page; before 6.2 a huge page's rest (size = folio - a page) is
+// keyed at the folio's first page, or at its second when the first is
+// the fault's own page (sampled apart): that one is skipped.
+func sampledSpan(addr, size uint64) (SampledSpan, bool) {
+	s := SampledSpan{Addr: addr, Size: size}
+	switch folio := size + pageSize; {
+	case size <= pageSize:
+		return s, false
+	case size&(size-1) == 0:
+		s.Start, s.End = addr, addr+size
+	case folio&(folio-1) == 0:
+		s.Start = addr &^ (folio - 1)
+		s.End = s.Start + folio
+		if addr == s.Start+pageSize {
+			s.Skip = s.Start
+		}
+	default:
+		return s, false
+	}
+	return s, true
+}
+
+// ResidentSpans returns pid's sampled faults larger than a page, by
+// address: user space counts their pages still resident in pagemap, and
+// an Unresident event with the bytes left shrinks each (the Table's Apply).
+func (t *Table) ResidentSpans(pid uint32) []SampledSpan {
+	p := t.procs[pid]
+	if p == nil {
+		return nil
+	}
+	var out []SampledSpan
+	for a, pg := range p.resident.pages {
+		if s, ok := sampledSpan(a, uint64(pg.size)); ok {
+			s.Resident = uint64(pg.resident)
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b SampledSpan) int { return cmp.Compare(a.Addr, b.Addr) })
 	return out
 }
 

@@ -70,8 +70,8 @@ func TestResident(t *testing.T) {
 			if tt.want != nil {
 				wantPages = int(tt.want.Pages)
 			}
-			if n := len(tab.ResidentPages(1)); n != wantPages {
-				t.Errorf("ResidentPages: %d, want %d", n, wantPages)
+			if n := len(tab.ResidentPages(1)) + len(tab.ResidentSpans(1)); n != wantPages {
+				t.Errorf("ResidentPages and ResidentSpans: %d, want %d", n, wantPages)
 			}
 		})
 	}
@@ -158,7 +158,11 @@ func TestResidentUncharge(t *testing.T) {
 			if !slices.Equal(got, tt.uncharged) {
 				t.Errorf("uncharged %v, want %v", got, tt.uncharged)
 			}
-			if left := tab.ResidentPages(1); !slices.Equal(left, tt.left) {
+			left := tab.ResidentPages(1)
+			for _, s := range tab.ResidentSpans(1) {
+				left = append(left, s.Addr)
+			}
+			if slices.Sort(left); !slices.Equal(left, tt.left) {
 				t.Errorf("pages left %#x, want %#x", left, tt.left)
 			}
 			if tab.Known(2) {
@@ -255,4 +259,70 @@ func BenchmarkResidentPages(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/pages, "ns/page")
+}
+
+// TestResidentSpans: a sampled fault larger than a page is checked as a
+// span of pages (its huge page, or before 6.2 the rest of it), and an
+// Unresident event with a size leaves it that many bytes, still weighed
+// by its fault's chance; one with no size drops it.
+func TestResidentSpans(t *testing.T) {
+	const mean = 65536
+	fault := func(addr, size uint64) event.Event {
+		return event.Event{Kind: event.Fault, PID: 1, Addr: addr, Size: size, OldSize: mean, CallSite: 0xa, StackID: -1}
+	}
+	left := func(addr, size uint64) event.Event {
+		return event.Event{Kind: event.Unresident, PID: 1, Addr: addr, Size: size, StackID: -1}
+	}
+	const huge = 2 << 20
+	tests := []struct {
+		name   string
+		events []event.Event
+		spans  []SampledSpan
+		pages  []uint64
+		bytes  float64 // the estimate
+	}{
+		{"a huge page", []event.Event{fault(0x200000, huge)},
+			[]SampledSpan{{Addr: 0x200000, Size: huge, Resident: huge, Start: 0x200000, End: 0x400000}}, nil,
+			huge / FaultProbability(huge, mean)},
+		{"released in part", []event.Event{fault(0x200000, huge), left(0x200000, huge-65536)},
+			[]SampledSpan{{Addr: 0x200000, Size: huge, Resident: huge - 65536, Start: 0x200000, End: 0x400000}}, nil,
+			(huge - 65536) / FaultProbability(huge, mean)},
+		{"never grows back", []event.Event{fault(0x200000, huge), left(0x200000, 65536), left(0x200000, 131072)},
+			[]SampledSpan{{Addr: 0x200000, Size: huge, Resident: 65536, Start: 0x200000, End: 0x400000}}, nil,
+			65536 / FaultProbability(huge, mean)},
+		{"released", []event.Event{fault(0x200000, huge), left(0x200000, 0)}, nil, nil, 0},
+		{"an mTHP folio", []event.Event{fault(0x210000, 65536)},
+			[]SampledSpan{{Addr: 0x210000, Size: 65536, Resident: 65536, Start: 0x210000, End: 0x220000}}, nil,
+			65536 / FaultProbability(65536, mean)},
+		// Before 6.2: the fault's own 4 KiB, then the rest, at the second
+		// page when the fault's page was the first (skipped), else at the first.
+		{"6.1: the rest at the second page", []event.Event{fault(0x200000, 4096), fault(0x201000, huge-4096)},
+			[]SampledSpan{{Addr: 0x201000, Size: huge - 4096, Resident: huge - 4096, Start: 0x200000, End: 0x400000, Skip: 0x200000}},
+			[]uint64{0x200000}, 4096/FaultProbability(4096, mean) + (huge-4096)/FaultProbability(huge-4096, mean)},
+		{"6.1: the rest at the first page", []event.Event{fault(0x205000, 4096), fault(0x200000, huge-4096)},
+			[]SampledSpan{{Addr: 0x200000, Size: huge - 4096, Resident: huge - 4096, Start: 0x200000, End: 0x400000}},
+			[]uint64{0x205000}, 4096/FaultProbability(4096, mean) + (huge-4096)/FaultProbability(huge-4096, mean)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tab := NewTable()
+			tab.AddProcess(1, "x")
+			for i := range tt.events {
+				tab.Apply(&tt.events[i])
+			}
+			if got := tab.ResidentSpans(1); !slices.Equal(got, tt.spans) {
+				t.Errorf("spans %+v, want %+v", got, tt.spans)
+			}
+			if got := tab.ResidentPages(1); !slices.Equal(got, tt.pages) {
+				t.Errorf("pages %#x, want %#x", got, tt.pages)
+			}
+			var got uint64
+			if r := tab.Snapshot().Processes[0].Resident; r != nil {
+				got = r.Bytes
+			}
+			if want := uint64(math.Round(tt.bytes)); got != want {
+				t.Errorf("estimate %d bytes, want %d", got, want)
+			}
+		})
+	}
 }

@@ -108,7 +108,11 @@ func (t *Table) Apply(e *event.Event) {
 		t.uncharge(p, e.Addr, faultSpan(e.Size)) // made resident again: older samples there are gone
 		p.resident.fault(e.Addr, e.Size, e.OldSize, siteID{addr: e.CallSite, stack: e.StackID})
 	case event.Unresident:
-		t.uncharge(p, e.Addr, pageSize) // Addr 0: a check that found every page resident
+		if e.Size != 0 {
+			p.resident.shrink(e.Addr, e.Size) // a fault larger than a page, resident in part
+		} else {
+			t.uncharge(p, e.Addr, pageSize) // Addr 0: a check that found every page resident
+		}
 		p.resident.checked = e.Time
 	case event.Refault:
 		t.uncharge(p, e.Addr, e.Size)

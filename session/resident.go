@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/event"
 	"github.com/memtrace/memtrace/residency"
 	"github.com/memtrace/memtrace/tracer"
@@ -106,6 +107,10 @@ func (s *session) checkResident() {
 // figures are those of its exit (whole host forgets it).
 func (s *session) checkResidentOf(pid uint32) {
 	gone, err := residency.Unresident(int(pid), s.table.ResidentPages(pid), tracer.PageSize)
+	var shrunk []aggregate.SampledSpan
+	if err == nil {
+		shrunk, err = s.residentSpans(pid)
+	}
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			s.log.Debug("check resident pages", "pid", pid, "err", err)
@@ -113,6 +118,11 @@ func (s *session) checkResidentOf(pid uint32) {
 		return
 	}
 	now := monotonicNow()
+	for _, sp := range shrunk {
+		// A fault larger than a page (a huge page): charged for what of
+		// it stays, since a program may release part of it.
+		s.apply(&event.Event{Time: now, PID: pid, Kind: event.Unresident, Addr: sp.Addr, Size: sp.Resident, StackID: -1})
+	}
 	if len(gone) == 0 {
 		// Address 0 is never a sampled page: the check's time alone,
 		// recorded, for the figures of a process that exits before the
@@ -122,4 +132,27 @@ func (s *session) checkResidentOf(pid uint32) {
 	for _, a := range gone {
 		s.apply(&event.Event{Time: now, PID: pid, Kind: event.Unresident, Addr: a, StackID: -1})
 	}
+}
+
+// residentSpans are pid's sampled faults larger than a page whose pages
+// now hold fewer bytes than they are charged for, with Resident set to
+// what they hold (0: none).
+func (s *session) residentSpans(pid uint32) ([]aggregate.SampledSpan, error) {
+	spans := s.table.ResidentSpans(pid)
+	ranges := make([]residency.Range, len(spans))
+	for i, sp := range spans {
+		ranges[i] = residency.Range{Start: sp.Start, End: sp.End, Skip: sp.Skip}
+	}
+	held, err := residency.ResidentBytes(int(pid), ranges, tracer.PageSize)
+	if err != nil {
+		return nil, err
+	}
+	var out []aggregate.SampledSpan
+	for i, sp := range spans {
+		if b := min(held[i], sp.Size); b < sp.Resident {
+			sp.Resident = b
+			out = append(out, sp)
+		}
+	}
+	return out, nil
 }

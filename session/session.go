@@ -436,10 +436,11 @@ func (s *session) onStop(st launch.Stop) error {
 		}
 		s.waitDebuginfoAtExit(st.PID) // for the leak check's names (debuginfod.go)
 		s.readExitFootprint(st.PID)   // footprint.go
-		s.leakCheckAtExit(st)         // while its memory is still there (leaks.go)
-		// Last, so that the check's time is that of its exit (the
-		// resident header says so); it is stopped: nothing changed since.
+		// Its pages as of its exit (the resident header says so), before
+		// the leak check reads its memory: a read of a released page maps
+		// the zero page there, which pagemap shows present.
 		s.checkResidentOf(uint32(st.PID))
+		s.leakCheckAtExit(st) // while its memory is still there (leaks.go)
 		s.markExited(st.PID)
 	}
 	return nil

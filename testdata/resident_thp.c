@@ -5,8 +5,11 @@
  * per 4 KiB); both written a byte a page. Sizes in MiB from argv (default
  * 64 16). It prints "thp N", the kB of huge pages the process holds
  * (AnonHugePages of /proc/self/smaps_rollup: the proof that the kernel
- * mapped them), then "ready". With HOLD_MS set it sleeps that long before
- * exiting.
+ * mapped them), then "ready". With RELEASE set, hold_huge's huge pages
+ * are then released in part, 64 KiB of each (MADV_DONTNEED splits them):
+ * the first 64 KiB of every other one, 64 KiB from the middle of the
+ * rest, so that 62 of its 64 MiB stay resident; it prints "released".
+ * With HOLD_MS set it sleeps that long before exiting.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -79,6 +82,18 @@ int main(int argc, char **argv)
 	hold_small(b * MiB);
 	printf("thp %ld\nready\n", anon_huge_kb());
 	fflush(stdout);
+	if (getenv("RELEASE")) {
+		for (size_t off = 0; off < a * MiB; off += HUGE) {
+			size_t at = off / HUGE % 2 ? 0 : MiB;
+
+			if (madvise(keep[0] + off + at, 64 * 1024, MADV_DONTNEED)) {
+				perror("madvise");
+				return 1;
+			}
+		}
+		printf("released\n");
+		fflush(stdout);
+	}
 	if (hold) {
 		long ms = atol(hold);
 		struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};

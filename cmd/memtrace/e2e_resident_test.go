@@ -208,7 +208,22 @@ func TestResidentMallocPages(t *testing.T) {
 func TestResidentHugePages(t *testing.T) {
 	needBPF(t)
 	bin := fixture(t, "resident_thp.c")
-	r := runMemtrace(t, "--json", "--resident-bytes", residentSample, "--", bin)
+	for _, tc := range []struct {
+		name string
+		env  []string
+		huge float64 // what hold_huge holds at the exit
+	}{
+		{"kept", nil, 64 << 20},
+		// 64 KiB of each huge page released, the first or from the middle:
+		// each sample is charged for what of its huge page stays.
+		{"released in part", []string{"RELEASE=1"}, 62 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) { residentHugePages(t, bin, tc.env, tc.huge) })
+	}
+}
+
+func residentHugePages(t *testing.T, bin string, env []string, huge float64) {
+	r := runMemtraceEnv(t, env, "--json", "--resident-bytes", residentSample, "--", bin)
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -232,7 +247,7 @@ func TestResidentHugePages(t *testing.T) {
 	// huge page is one piece, sampled with p ~ 1: exact either way.
 	p := 1 - math.Exp(-4096.0/16384)
 	checkResidentSE(t, residentByFunction(t, r.stdout, finalPID(t, r.stdout)),
-		map[string]float64{"hold_huge": 64 << 20, "hold_small": 16 << 20},
+		map[string]float64{"hold_huge": huge, "hold_small": 16 << 20},
 		map[string]float64{"hold_huge": math.Sqrt(32*(1-p)/p) * 4096})
 }
 
