@@ -21,7 +21,9 @@ import (
 // residentPage is a sampled page still charged.
 type residentPage struct {
 	site siteID
-	size uint32 // the bytes the sampled fault made resident
+	// size: the bytes the sampled fault made resident, a multiple of a
+	// page; its low bit is restSecond.
+	size uint32
 	// resident: of them, the bytes still resident, size until a check of a
 	// fault larger than a page finds fewer (a huge page released in part).
 	resident uint32
@@ -39,9 +41,22 @@ func (r *residentPages) fault(addr, size, mean uint64, site siteID) {
 		r.pages = map[uint64]residentPage{}
 	}
 	sz := uint32(min(size, math.MaxUint32))
-	r.pages[addr] = residentPage{site: site, size: sz, resident: sz}
+	pg := residentPage{site: site, size: sz, resident: sz}
+	if folio := size + pageSize; size > pageSize && size&(size-1) != 0 && folio&(folio-1) == 0 && addr&(folio-1) == pageSize {
+		pg.size |= restSecond
+	}
+	r.pages[addr] = pg
 	r.mean = mean
 }
+
+// restSecond marks in residentPage.size a sample, before 6.2, of a huge
+// page's rest keyed at the folio's second page (its first was the fault's
+// own, sampled apart). Told by the address's alignment at the fault, and
+// kept: a move (mremap) need not keep that alignment.
+const restSecond = 1
+
+// bytes is the size of the sampled fault.
+func (pg residentPage) bytes() uint64 { return uint64(pg.size &^ restSecond) }
 
 // shrink: of the sample at addr, only bytes are still resident (an
 // Unresident event with a size). The sample is weighed by its fault's
@@ -207,7 +222,7 @@ func (r *residentPages) snapshot() *ResidentSnapshot {
 		}
 		p, ok := prob[pg.size]
 		if !ok {
-			p = FaultProbability(uint64(pg.size), r.mean)
+			p = FaultProbability(pg.bytes(), r.mean)
 			prob[pg.size] = p
 		}
 		size := float64(pg.resident)
@@ -243,7 +258,7 @@ func (t *Table) ResidentPages(pid uint32) []uint64 {
 	}
 	out := make([]uint64, 0, len(p.resident.pages))
 	for a, pg := range p.resident.pages {
-		if _, ok := sampledSpan(a, uint64(pg.size)); !ok {
+		if _, ok := sampledSpan(a, pg); !ok {
 			out = append(out, a)
 		}
 	}
@@ -260,12 +275,13 @@ type SampledSpan struct {
 	Start, End, Skip     uint64
 }
 
-// sampledSpan is the span of a sample of size bytes at addr, if it is
-// larger than a page. A folio is aligned to its size and keyed at its
-// first page; before 6.2 a huge page's rest (size = folio - a page) is
-// keyed at the folio's first page, or at its second when the first is
-// the fault's own page (sampled apart): that one is skipped.
-func sampledSpan(addr, size uint64) (SampledSpan, bool) {
+// sampledSpan is the span of the sample pg at addr, if it is larger than
+// a page. A folio is keyed at its first page; before 6.2 a huge page's
+// rest (size = folio - a page) is keyed at the folio's first page, or at
+// its second when the first is the fault's own page (sampled apart,
+// restSecond): that one is skipped.
+func sampledSpan(addr uint64, pg residentPage) (SampledSpan, bool) {
+	size := pg.bytes()
 	s := SampledSpan{Addr: addr, Size: size}
 	switch folio := size + pageSize; {
 	case size <= pageSize:
@@ -273,11 +289,11 @@ func sampledSpan(addr, size uint64) (SampledSpan, bool) {
 	case size&(size-1) == 0:
 		s.Start, s.End = addr, addr+size
 	case folio&(folio-1) == 0:
-		s.Start = addr &^ (folio - 1)
-		s.End = s.Start + folio
-		if addr == s.Start+pageSize {
-			s.Skip = s.Start
+		s.Start = addr
+		if pg.size&restSecond != 0 {
+			s.Start, s.Skip = addr-pageSize, addr-pageSize
 		}
+		s.End = s.Start + folio
 	default:
 		return s, false
 	}
@@ -294,7 +310,7 @@ func (t *Table) ResidentSpans(pid uint32) []SampledSpan {
 	}
 	var out []SampledSpan
 	for a, pg := range p.resident.pages {
-		if s, ok := sampledSpan(a, uint64(pg.size)); ok {
+		if s, ok := sampledSpan(a, pg); ok {
 			s.Resident = uint64(pg.resident)
 			out = append(out, s)
 		}

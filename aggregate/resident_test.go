@@ -299,6 +299,11 @@ func TestResidentSpans(t *testing.T) {
 		{"6.1: the rest at the second page", []event.Event{fault(0x200000, 4096), fault(0x201000, huge-4096)},
 			[]SampledSpan{{Addr: 0x201000, Size: huge - 4096, Resident: huge - 4096, Start: 0x200000, End: 0x400000, Skip: 0x200000}},
 			[]uint64{0x200000}, 4096/FaultProbability(4096, mean) + (huge-4096)/FaultProbability(huge-4096, mean)},
+		// Moved by mremap off the 2 MiB alignment: the span moves with it.
+		{"6.1: the rest at the second page, moved", []event.Event{fault(0x200000, 4096), fault(0x201000, huge-4096),
+			{Kind: event.Moved, PID: 1, OldAddr: 0x200000, OldSize: huge, Addr: 0x7005000, StackID: -1}},
+			[]SampledSpan{{Addr: 0x7006000, Size: huge - 4096, Resident: huge - 4096, Start: 0x7005000, End: 0x7205000, Skip: 0x7005000}},
+			[]uint64{0x7005000}, 4096/FaultProbability(4096, mean) + (huge-4096)/FaultProbability(huge-4096, mean)},
 		{"6.1: the rest at the first page", []event.Event{fault(0x205000, 4096), fault(0x200000, huge-4096)},
 			[]SampledSpan{{Addr: 0x200000, Size: huge - 4096, Resident: huge - 4096, Start: 0x200000, End: 0x400000}},
 			[]uint64{0x205000}, 4096/FaultProbability(4096, mean) + (huge-4096)/FaultProbability(huge-4096, mean)},

@@ -44,8 +44,10 @@ var zeroFrames = sync.OnceValue(func() struct{ zero, huge uint64 } {
 })
 
 // readFrame maps n bytes (a huge page's worth, 2 MiB-aligned, when n is
-// 2 MiB), reads its first byte and returns the frame it maps there, less
-// the page's index in a huge page; 0 when unknown.
+// 2 MiB), reads its first byte and returns the frame it maps there if
+// /proc/kpageflags says it is a zero page; 0 otherwise. (Without a huge
+// zero page, transparent_hugepage/use_zero_page 0, the read allocates a
+// huge page of memory, freed at once: its frames are anyone's.)
 func readFrame(n int, advice int) uint64 {
 	b, err := syscall.Mmap(-1, 0, 2*n, syscall.PROT_READ, syscall.MAP_PRIVATE|syscall.MAP_ANON)
 	if err != nil {
@@ -73,8 +75,26 @@ func readFrame(n int, advice int) uint64 {
 	if v&pmPresent == 0 {
 		return 0
 	}
-	return v & pmPFN
+	pfn := v & pmPFN
+	flags, err := os.Open("/proc/kpageflags")
+	if err != nil {
+		return 0
+	}
+	defer flags.Close()
+	if _, err := flags.ReadAt(e[:], int64(pfn*8)); err != nil || binary.LittleEndian.Uint64(e[:])&kpfZeroPage == 0 {
+		return 0
+	}
+	return pfn
 }
+
+// kpfZeroPage: /proc/kpageflags' KPF_ZERO_PAGE, set for the zero page and
+// the huge zero page's frames.
+const kpfZeroPage = 1 << 24
+
+// ZeroPagesKnown reports whether the checks can tell the zero page from
+// memory (page frame numbers show to root only): if not, a released page
+// that is read again stays charged.
+func ZeroPagesKnown() bool { return zeroFrames().zero != 0 }
 
 // readSink keeps readFrame's read.
 var readSink byte

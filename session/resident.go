@@ -26,6 +26,9 @@ func (s *session) startResident() error {
 	if err := s.objs.AttachFaults(); err != nil {
 		return err
 	}
+	if !residency.ZeroPagesKnown() {
+		s.log.Warn("pagemap shows no page frames (CAP_SYS_ADMIN): a released page that is read again stays charged")
+	}
 	s.resident.Start()
 	return nil
 }
