@@ -438,10 +438,12 @@ func (s *session) onStop(st launch.Stop) error {
 		s.readExitFootprint(st.PID)   // footprint.go
 		// Its pages as of its exit (the resident header says so), before
 		// the leak check reads its memory: a read of a released page maps
-		// the zero page there, which pagemap shows present.
+		// the zero page there, which pagemap shows present. Its exit is
+		// timed before the check, not after the leak check's scan.
+		exited := monotonicNow()
 		s.checkResidentOf(uint32(st.PID))
 		s.leakCheckAtExit(st) // while its memory is still there (leaks.go)
-		s.markExited(st.PID)
+		s.markExitedAt(st.PID, exited)
 	}
 	return nil
 }
@@ -514,7 +516,10 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 }
 
 // markExited accounts every event the process wrote before it went.
-func (s *session) markExited(pid int) {
+func (s *session) markExited(pid int) { s.markExitedAt(pid, monotonicNow()) }
+
+// markExitedAt is markExited with the time of the exit.
+func (s *session) markExitedAt(pid int, when uint64) {
 	t := s.targets[pid]
 	if t == nil || t.exited {
 		return
@@ -524,7 +529,7 @@ func (s *session) markExited(pid int) {
 	}
 	t.exited = true
 	s.objs.UntraceFaults(uint32(pid)) // its PID may be reused (resident.go)
-	s.feed(pipeline.Input{Kind: pipeline.InExited, PID: uint32(pid), Time: monotonicNow()})
+	s.feed(pipeline.Input{Kind: pipeline.InExited, PID: uint32(pid), Time: when})
 	start := time.Now()
 	_ = t.att.Release()
 	s.log.Info("detached", "pid", pid, "took", time.Since(start))

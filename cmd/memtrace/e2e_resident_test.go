@@ -138,7 +138,32 @@ var cResident = map[string]float64{"hold_malloc": 64 << 20, "hold_mmap": 32 << 2
 func TestResidentCommand(t *testing.T) {
 	needBPF(t)
 	r := runResident(t, fixture(t, "resident.c"))
-	checkResident(t, residentByFunction(t, r.stdout, finalPID(t, r.stdout)), cResident)
+	pid := finalPID(t, r.stdout)
+	checkResident(t, residentByFunction(t, r.stdout, pid), cResident)
+	// The pages were checked at its exit stop, not before: its exit is
+	// timed before the check (and the leak check's scan after it).
+	var exitNS, checkedNS uint64
+	for l := range strings.Lines(r.stdout) {
+		var rec struct {
+			Type       string `json:"type"`
+			PID        int    `json:"pid"`
+			Final      bool   `json:"final"`
+			ExitTimeNS uint64 `json:"exit_time_ns"`
+			CheckedNS  uint64 `json:"checked_ns"`
+		}
+		if json.Unmarshal([]byte(l), &rec) != nil || rec.PID != pid || !rec.Final {
+			continue
+		}
+		switch rec.Type {
+		case "process":
+			exitNS = rec.ExitTimeNS
+		case "resident":
+			checkedNS = max(checkedNS, rec.CheckedNS)
+		}
+	}
+	if exitNS == 0 || checkedNS < exitNS {
+		t.Errorf("resident pages checked at %d ns, its exit at %d: want the check at its exit stop", checkedNS, exitNS)
+	}
 }
 
 // runResident runs memtrace --json with the tests' resident sampling (and
