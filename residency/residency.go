@@ -138,37 +138,59 @@ func (p *Pacer) Checked(start time.Time) {
 	p.due = time.Now().Add(max(CheckEvery, 20*time.Since(start)))
 }
 
-// Unresident returns those of pages (sorted addresses, pageSize apart at
-// least) that pid's pagemap shows not present, or not anonymous.
-func Unresident(pid int, pages []uint64, pageSize uint64) ([]uint64, error) {
-	if len(pages) == 0 {
-		return nil, nil
-	}
+// Pagemap reads a process's /proc/PID/pagemap: a check opens it once for
+// its sampled pages and its ranges.
+type Pagemap struct {
+	f        *os.File
+	pid      int
+	pageSize uint64
+	buf      []byte
+}
+
+// OpenPagemap opens pid's pagemap; the error matches fs.ErrNotExist when
+// the process is gone.
+func OpenPagemap(pid int, pageSize uint64) (*Pagemap, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/pagemap", pid))
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	return &Pagemap{f: f, pid: pid, pageSize: pageSize}, nil
+}
+
+// Close closes the pagemap.
+func (m *Pagemap) Close() error { return m.f.Close() }
+
+// entries reads the entries of n pages from page number first (n at most
+// pagemapChunk), 8 bytes each, into a buffer reused by the next read.
+func (m *Pagemap) entries(first, n uint64) ([]byte, error) {
+	if uint64(cap(m.buf)) < n*8 {
+		m.buf = make([]byte, n*8)
+	}
+	m.buf = m.buf[:n*8]
+	if _, err := m.f.ReadAt(m.buf, int64(first*8)); err != nil {
+		return nil, fmt.Errorf("read pagemap of %d: %w", m.pid, err)
+	}
+	return m.buf, nil
+}
+
+// Unresident returns those of pages (sorted addresses, pageSize apart at
+// least) that the pagemap shows not present, or not anonymous.
+func (m *Pagemap) Unresident(pages []uint64) ([]uint64, error) {
+	ps := m.pageSize
 	var gone []uint64
-	var buf []byte
 	for i := 0; i < len(pages); {
 		j := i + 1
-		for j < len(pages) && (pages[j]-pages[j-1])/pageSize < pagemapGap &&
-			(pages[j]-pages[i])/pageSize < pagemapChunk {
+		for j < len(pages) && (pages[j]-pages[j-1])/ps < pagemapGap &&
+			(pages[j]-pages[i])/ps < pagemapChunk {
 			j++
 		}
-		first, last := pages[i]/pageSize, pages[j-1]/pageSize
-		n := int(last-first+1) * 8
-		if cap(buf) < n {
-			buf = make([]byte, n)
-		}
-		buf = buf[:n]
-		if _, err := f.ReadAt(buf, int64(first*8)); err != nil {
-			return nil, fmt.Errorf("read pagemap of %d: %w", pid, err)
+		first, last := pages[i]/ps, pages[j-1]/ps
+		buf, err := m.entries(first, last-first+1)
+		if err != nil {
+			return nil, err
 		}
 		for _, a := range pages[i:j] {
-			v := binary.LittleEndian.Uint64(buf[(a/pageSize-first)*8:])
-			if !anonResident(v) {
+			if !anonResident(binary.LittleEndian.Uint64(buf[(a/ps-first)*8:])) {
 				gone = append(gone, a)
 			}
 		}
@@ -185,34 +207,22 @@ type Range struct {
 }
 
 // ResidentBytes returns, for each range (page-aligned), the bytes of its
-// pages that pid's pagemap shows present and anonymous. A huge page that
+// pages that the pagemap shows present and anonymous. A huge page that
 // a program releases in part (a Go heap's scavenger, madvise on a 64 KiB
 // chunk) is split by the kernel: its sample is worth the part that stays.
-func ResidentBytes(pid int, ranges []Range, pageSize uint64) ([]uint64, error) {
-	if len(ranges) == 0 {
-		return nil, nil
-	}
-	f, err := os.Open(fmt.Sprintf("/proc/%d/pagemap", pid))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
+func (m *Pagemap) ResidentBytes(ranges []Range) ([]uint64, error) {
+	ps := m.pageSize
 	out := make([]uint64, len(ranges))
-	var buf []byte
 	for i, r := range ranges {
-		for first := r.Start / pageSize; first < r.End/pageSize; {
-			n := min(r.End/pageSize-first, pagemapChunk)
-			if cap(buf) < int(n*8) {
-				buf = make([]byte, n*8)
-			}
-			buf = buf[:n*8]
-			if _, err := f.ReadAt(buf, int64(first*8)); err != nil {
-				return nil, fmt.Errorf("read pagemap of %d: %w", pid, err)
+		for first := r.Start / ps; first < r.End/ps; {
+			n := min(r.End/ps-first, pagemapChunk)
+			buf, err := m.entries(first, n)
+			if err != nil {
+				return nil, err
 			}
 			for j := range n {
-				v := binary.LittleEndian.Uint64(buf[j*8:])
-				if a := (first + j) * pageSize; a != r.Skip && anonResident(v) {
-					out[i] += pageSize
+				if a := (first + j) * ps; a != r.Skip && anonResident(binary.LittleEndian.Uint64(buf[j*8:])) {
+					out[i] += ps
 				}
 			}
 			first += n

@@ -28,7 +28,7 @@ func TestUnresident(t *testing.T) {
 	for i := 0; i < pages; i++ {
 		all = append(all, base+uint64(i)*4096)
 	}
-	gone, err := Unresident(os.Getpid(), all, 4096)
+	gone, err := openSelf(t).Unresident(all)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,15 +65,27 @@ func BenchmarkUnresident(b *testing.B) {
 	for a := uint64(0); a < size; a += 16 * 4096 {
 		sampled = append(sampled, base+a)
 	}
+	pm := openSelf(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if gone, err := Unresident(os.Getpid(), sampled, 4096); err != nil || len(gone) != 0 {
+		if gone, err := pm.Unresident(sampled); err != nil || len(gone) != 0 {
 			b.Fatal(len(gone), err)
 		}
 	}
 }
 
 func uintptrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }
+
+// openSelf opens our own pagemap, closed when the test ends.
+func openSelf(t testing.TB) *Pagemap {
+	t.Helper()
+	m, err := OpenPagemap(os.Getpid(), 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
 
 // TestResidentBytes: the resident bytes of a range are those of its pages
 // written and not released since, less the page it skips.
@@ -110,7 +122,7 @@ func TestResidentBytes(t *testing.T) {
 	for _, tt := range tests {
 		ranges = append(ranges, tt.r)
 	}
-	got, err := ResidentBytes(os.Getpid(), ranges, 4096)
+	got, err := openSelf(t).ResidentBytes(ranges)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,14 +167,15 @@ func TestZeroPageNotResident(t *testing.T) {
 	for i := 0; i < pages; i++ {
 		all = append(all, base+uint64(i)*4096)
 	}
-	gone, err := Unresident(os.Getpid(), all, 4096)
+	m := openSelf(t)
+	gone, err := m.Unresident(all)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(gone, all[:8]) {
 		t.Errorf("pages not resident %#x, want the 8 released", gone)
 	}
-	held, err := ResidentBytes(os.Getpid(), []Range{{Start: base, End: base + pages*4096}}, 4096)
+	held, err := m.ResidentBytes([]Range{{Start: base, End: base + pages*4096}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 
 // Resident attribution (bpf/resident.h, aggregate/resident.go): the probes
 // sample write faults; here the sampled pages are checked
-// (residency.Unresident), and those no longer resident anonymous memory
+// (residency.Pagemap), and those no longer resident anonymous memory
 // are uncharged through Unresident events, which a recording keeps.
 
 // startResident attaches the page-fault tracepoints when resident
@@ -109,11 +109,7 @@ func (s *session) checkResident() {
 // anonymous memory. A process gone keeps its pages as last checked: its
 // figures are those of its exit (whole host forgets it).
 func (s *session) checkResidentOf(pid uint32) {
-	gone, err := residency.Unresident(int(pid), s.table.ResidentPages(pid), tracer.PageSize)
-	var shrunk []aggregate.SampledSpan
-	if err == nil {
-		shrunk, err = s.residentSpans(pid)
-	}
+	gone, shrunk, err := s.readPagemap(pid)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			s.log.Debug("check resident pages", "pid", pid, "err", err)
@@ -137,25 +133,35 @@ func (s *session) checkResidentOf(pid uint32) {
 	}
 }
 
-// residentSpans are pid's sampled faults larger than a page whose pages
-// now hold fewer bytes than they are charged for, with Resident set to
-// what they hold (0: none).
-func (s *session) residentSpans(pid uint32) ([]aggregate.SampledSpan, error) {
+// readPagemap reads pid's pagemap once for its sampled pages and its
+// sampled faults larger than a page: the pages no longer resident, and
+// the larger faults whose pages now hold fewer bytes than they are
+// charged for, with Resident set to what they hold (0: none).
+func (s *session) readPagemap(pid uint32) ([]uint64, []aggregate.SampledSpan, error) {
+	m, err := residency.OpenPagemap(int(pid), tracer.PageSize)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer m.Close()
+	gone, err := m.Unresident(s.table.ResidentPages(pid))
+	if err != nil {
+		return nil, nil, err
+	}
 	spans := s.table.ResidentSpans(pid)
 	ranges := make([]residency.Range, len(spans))
 	for i, sp := range spans {
 		ranges[i] = residency.Range{Start: sp.Start, End: sp.End, Skip: sp.Skip}
 	}
-	held, err := residency.ResidentBytes(int(pid), ranges, tracer.PageSize)
+	held, err := m.ResidentBytes(ranges)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []aggregate.SampledSpan
+	var shrunk []aggregate.SampledSpan
 	for i, sp := range spans {
 		if b := min(held[i], sp.Size); b < sp.Resident {
 			sp.Resident = b
-			out = append(out, sp)
+			shrunk = append(shrunk, sp)
 		}
 	}
-	return out, nil
+	return gone, shrunk, nil
 }
