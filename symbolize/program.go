@@ -51,9 +51,8 @@ func (r *Resolver) AddProgram(pid int, p Program) error {
 		if mod, err = r.programAt(p, fits); err != nil {
 			return fmt.Errorf("add program %s of process %d: %w", p.Path, pid, err)
 		}
-		path = p.Path
 	}
-	if path == "" {
+	if path == "" { // opened by its name, or through a process's root only
 		path = p.Path
 	}
 	code, _ := mod.firstCode()

@@ -180,22 +180,15 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 			d.decodeStack(raw, rest)
 		}
 		if (d.ev.Kind == event.CodeMap || d.ev.Kind == event.Mark) && len(d.rec.RawSample) >= int(unsafe.Sizeof(memtraceCodeEvent{})) {
-			path := d.rec.RawSample[unsafe.Sizeof(memtraceEvent{}):unsafe.Sizeof(memtraceCodeEvent{})]
-			if i := bytes.IndexByte(path, 0); i >= 0 {
-				path = path[:i]
-			}
+			path := cString(d.rec.RawSample[unsafe.Sizeof(memtraceEvent{}):unsafe.Sizeof(memtraceCodeEvent{})])
 			if d.ev.Kind == event.Mark {
-				d.ev.Label = string(path) // a mark's label travels as a code_event's path
+				d.ev.Label = path // a mark's label travels as a code_event's path
 			} else {
-				d.ev.Path = string(path)
+				d.ev.Path = path
 			}
 		}
 		if (d.ev.Kind == event.Exec || d.ev.Kind == event.Exit) && len(d.rec.RawSample) >= int(unsafe.Sizeof(memtraceProcEvent{})) {
-			comm := d.rec.RawSample[unsafe.Sizeof(memtraceEvent{}):unsafe.Sizeof(memtraceProcEvent{})]
-			if i := bytes.IndexByte(comm, 0); i >= 0 {
-				comm = comm[:i]
-			}
-			d.ev.Comm = string(comm)
+			d.ev.Comm = cString(d.rec.RawSample[unsafe.Sizeof(memtraceEvent{}):unsafe.Sizeof(memtraceProcEvent{})])
 		}
 		if d.ev.Kind == event.Exec && len(d.rec.RawSample) >= int(unsafe.Sizeof(memtraceExecEvent{})) {
 			d.ev.Path, d.ev.Program = decodeExec((*memtraceExecEvent)(unsafe.Pointer(&d.rec.RawSample[0])))
@@ -213,11 +206,16 @@ func decodeExec(raw *memtraceExecEvent) (string, *event.Program) {
 	if raw.EndCode == 0 {
 		return "", nil
 	}
-	path := unsafe.Slice((*byte)(unsafe.Pointer(&raw.Path[0])), len(raw.Path))
-	if i := bytes.IndexByte(path, 0); i >= 0 {
-		path = path[:i]
+	path := cString(unsafe.Slice((*byte)(unsafe.Pointer(&raw.Path[0])), len(raw.Path)))
+	return path, &event.Program{Start: raw.StartCode, End: raw.EndCode, Dev: statDev(raw.Dev), Ino: raw.Ino, Size: raw.Size}
+}
+
+// cString is the NUL-terminated string b holds (all of b without a NUL).
+func cString(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
 	}
-	return string(path), &event.Program{Start: raw.StartCode, End: raw.EndCode, Dev: statDev(raw.Dev), Ino: raw.Ino, Size: raw.Size}
+	return string(b)
 }
 
 // statDev re-encodes the kernel's dev_t as stat(2) gives it.
