@@ -248,7 +248,8 @@ func TestResidentHugePages(t *testing.T) {
 }
 
 func residentHugePages(t *testing.T, bin string, env []string, huge float64) {
-	r := runMemtraceEnv(t, env, "--json", "--resident-bytes", residentSample, "--", bin)
+	rec := filepath.Join(t.TempDir(), "thp.rec")
+	r := runMemtraceEnv(t, env, "--json", "--resident-bytes", residentSample, "--record", rec, "--", bin)
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -271,9 +272,12 @@ func residentHugePages(t *testing.T, bin string, env []string, huge float64) {
 	// the design's is sqrt(32 (1-p)/p) 4 KiB, 43 KiB. From 6.2 the whole
 	// huge page is one piece, sampled with p ~ 1: exact either way.
 	p := 1 - math.Exp(-4096.0/16384)
-	checkResidentSE(t, residentByFunction(t, r.stdout, finalPID(t, r.stdout)),
+	pid := finalPID(t, r.stdout)
+	got := residentByFunction(t, r.stdout, pid)
+	checkResidentSE(t, got,
 		map[string]float64{"hold_huge": huge, "hold_small": 16 << 20},
 		map[string]float64{"hold_huge": math.Sqrt(32*(1-p)/p) * 4096})
+	checkReplayedResident(t, rec, pid, got) // the sized unresident events are recorded
 }
 
 var (
