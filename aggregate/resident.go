@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"iter"
 	"math"
+	"math/bits"
 	"slices"
 )
 
@@ -18,45 +19,144 @@ import (
 // pages still resident, unbiased whatever the sizes, with variance
 // sum(size^2 (1-P)/P^2), whose estimate gives the standard error.
 
-// residentPage is a sampled page still charged.
+// residentPage is a sampled fault still charged.
 type residentPage struct {
 	site siteID
-	// size: the bytes the sampled fault made resident, a multiple of a
-	// page; its low bit is restSecond.
+	// size: the bytes the sampled fault made resident, a multiple of a page.
 	size uint32
 	// resident: of them, the bytes still resident, size until a check of a
 	// fault larger than a page finds fewer (a huge page released in part).
 	resident uint32
 }
 
-// residentPages are a process's sampled pages, by address.
+// residentSpan is what a sampled fault larger than a page (a huge page,
+// an mTHP folio, before 6.2 a huge page's rest) adds to its residentPage:
+// the pages it made resident, less those that are no longer its.
+type residentSpan struct {
+	key        uint64 // its address in residentPages.pages
+	start, end uint64 // the fault's pages: [start, end)
+	// origin is the address the probes charged (the fault's report): the
+	// refault slot that OnUncharge and OnMove name, whatever key it has now.
+	origin uint64
+	// holes: a bit per page from start, set for pages no longer the
+	// sample's: written again after a release (a refault, a new sample
+	// there), or (before 6.2) the fault's own page, sampled apart.
+	holes []uint64
+}
+
+// residentPages are a process's sampled faults, by address.
 type residentPages struct {
-	pages   map[uint64]residentPage
+	// pages holds every sample: a fault's page, or a larger fault's key
+	// (its first page that is still its).
+	pages map[uint64]residentPage
+	// spans: the samples larger than a page, by key, and by the 2 MiB
+	// regions they overlap (one, or two after a move off the alignment).
+	spans   map[uint64]*residentSpan
+	regions map[uint64][]*residentSpan
 	mean    uint64 // N of the latest Fault
 	checked uint64 // time of the latest Unresident: the latest pagemap check
 }
+
+const regionShift = 21
 
 func (r *residentPages) fault(addr, size, mean uint64, site siteID) {
 	if r.pages == nil {
 		r.pages = map[uint64]residentPage{}
 	}
 	sz := uint32(min(size, math.MaxUint32))
-	pg := residentPage{site: site, size: sz, resident: sz}
-	if folio := size + pageSize; size > pageSize && size&(size-1) != 0 && folio&(folio-1) == 0 && addr&(folio-1) == pageSize {
-		pg.size |= restSecond
-	}
-	r.pages[addr] = pg
+	r.pages[addr] = residentPage{site: site, size: sz, resident: sz}
 	r.mean = mean
+	switch folio := size + pageSize; {
+	case size <= pageSize:
+	case size&(size-1) == 0:
+		r.addSpan(&residentSpan{key: addr, origin: addr, start: addr, end: addr + size})
+	case folio&(folio-1) == 0:
+		// Before 6.2, a huge page's rest (the folio less the fault's own
+		// page, sampled apart): keyed at the folio's first page, or at its
+		// second when the first is the fault's own, which is no part of it.
+		sp := &residentSpan{key: addr, origin: addr, start: addr, end: addr + folio}
+		if addr&(folio-1) == pageSize {
+			sp.start, sp.end = addr-pageSize, addr-pageSize+folio
+			sp.punch(sp.start, pageSize)
+		}
+		r.addSpan(sp)
+	}
 }
 
-// restSecond marks in residentPage.size a sample, before 6.2, of a huge
-// page's rest keyed at the folio's second page (its first was the fault's
-// own, sampled apart). Told by the address's alignment at the fault, and
-// kept: a move (mremap) need not keep that alignment.
-const restSecond = 1
+func (r *residentPages) addSpan(sp *residentSpan) {
+	if r.spans == nil {
+		r.spans, r.regions = map[uint64]*residentSpan{}, map[uint64][]*residentSpan{}
+	}
+	r.spans[sp.key] = sp
+	for g := sp.start >> regionShift; g <= (sp.end-1)>>regionShift; g++ {
+		r.regions[g] = append(r.regions[g], sp)
+	}
+}
 
-// bytes is the size of the sampled fault.
-func (pg residentPage) bytes() uint64 { return uint64(pg.size &^ restSecond) }
+func (r *residentPages) removeSpan(sp *residentSpan) {
+	delete(r.spans, sp.key)
+	for g := sp.start >> regionShift; g <= (sp.end-1)>>regionShift; g++ {
+		rs := slices.DeleteFunc(r.regions[g], func(s *residentSpan) bool { return s == sp })
+		if len(rs) == 0 {
+			delete(r.regions, g)
+		} else {
+			r.regions[g] = rs
+		}
+	}
+}
+
+// overlapping returns the spans with a page in [addr, addr+size).
+func (r *residentPages) overlapping(addr, size uint64) []*residentSpan {
+	if len(r.spans) == 0 {
+		return nil
+	}
+	var out []*residentSpan
+	for g := addr >> regionShift; g <= (addr+size-1)>>regionShift; g++ {
+		for _, sp := range r.regions[g] {
+			if sp.start < addr+size && addr < sp.end && !slices.Contains(out, sp) {
+				out = append(out, sp)
+			}
+		}
+	}
+	return out
+}
+
+// pages is the number of pages of the span.
+func (sp *residentSpan) pages() uint64 { return (sp.end - sp.start) / pageSize }
+
+func (sp *residentSpan) hole(addr uint64) bool {
+	i := (addr - sp.start) / pageSize
+	return sp.holes != nil && sp.holes[i/64]&(1<<(i%64)) != 0
+}
+
+// punch makes the span's pages in [addr, addr+size) holes, and returns
+// the pages left to it.
+func (sp *residentSpan) punch(addr, size uint64) uint64 {
+	n := sp.pages()
+	if sp.holes == nil {
+		sp.holes = make([]uint64, (n+63)/64)
+	}
+	for a := max(addr, sp.start); a < min(addr+size, sp.end); a += pageSize {
+		i := (a - sp.start) / pageSize
+		sp.holes[i/64] |= 1 << (i % 64)
+	}
+	left := n
+	for _, w := range sp.holes {
+		left -= uint64(bits.OnesCount64(w))
+	}
+	return left
+}
+
+// holeAddrs returns the addresses of the span's pages that are no longer its.
+func (sp *residentSpan) holeAddrs() []uint64 {
+	var out []uint64
+	for a := sp.start; a < sp.end; a += pageSize {
+		if sp.hole(a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
 
 // shrink: of the sample at addr, only bytes are still resident (an
 // Unresident event with a size). The sample is weighed by its fault's
@@ -68,9 +168,9 @@ func (r *residentPages) shrink(addr, bytes uint64) {
 	}
 }
 
-// in yields the sampled pages in [addr, addr+size) (a page at least): by
+// in yields the samples keyed in [addr, addr+size) (a page at least): by
 // address, or, for a range with more pages than are sampled, through the
-// pages sampled, in no order. The caller may delete the page yielded.
+// samples, in no order. The caller may delete the sample yielded.
 func (r *residentPages) in(addr, size uint64) iter.Seq[uint64] {
 	size = max(size, pageSize)
 	return func(yield func(uint64) bool) {
@@ -93,15 +193,66 @@ func (r *residentPages) in(addr, size uint64) iter.Seq[uint64] {
 	}
 }
 
-// uncharge drops p's sampled pages in [addr, addr+size), telling
-// t.uncharged of each.
+// drop removes p's sample at addr, telling t.uncharged.
+func (t *Table) drop(p *process, addr uint64) {
+	if _, ok := p.resident.pages[addr]; !ok {
+		return
+	}
+	delete(p.resident.pages, addr)
+	origin := addr
+	if sp := p.resident.spans[addr]; sp != nil {
+		p.resident.removeSpan(sp)
+		origin = sp.origin
+	}
+	if t.uncharged != nil {
+		t.uncharged(p.pid, origin)
+	}
+}
+
+// uncharge: p's pages in [addr, addr+size) are no longer its older
+// samples' (made resident again). Samples within the range are dropped;
+// a larger fault's sample that the range covers in part keeps the rest of
+// its pages, charged for no more than they hold, and takes as its key its
+// first page left when its key is in the range.
 func (t *Table) uncharge(p *process, addr, size uint64) {
-	for a := range p.resident.in(addr, size) {
-		delete(p.resident.pages, a)
-		if t.uncharged != nil {
-			t.uncharged(p.pid, a)
+	size = max(size, pageSize)
+	r := &p.resident
+	for a := range r.in(addr, size) {
+		if sp := r.spans[a]; sp == nil || (sp.start >= addr && sp.end-addr <= size) {
+			t.drop(p, a)
 		}
 	}
+	for _, sp := range r.overlapping(addr, size) {
+		left := sp.punch(addr, size)
+		if left == 0 {
+			t.drop(p, sp.key)
+			continue
+		}
+		r.shrink(sp.key, left*pageSize)
+		if sp.hole(sp.key) {
+			t.rekey(p, sp)
+		}
+	}
+}
+
+// rekey moves a span's sample to its first page that is still its and
+// holds no other sample (before 6.2, the fault's own page can lie in its
+// rest), or drops it if there is none.
+func (t *Table) rekey(p *process, sp *residentSpan) {
+	r := &p.resident
+	for a := sp.start; a < sp.end; a += pageSize {
+		if _, taken := r.pages[a]; taken || sp.hole(a) {
+			continue
+		}
+		pg := r.pages[sp.key]
+		delete(r.pages, sp.key)
+		delete(r.spans, sp.key)
+		sp.key = a
+		r.pages[a] = pg
+		r.spans[a] = sp
+		return
+	}
+	t.drop(p, sp.key)
 }
 
 // faultSpan is the range a sampled fault of size bytes made resident
@@ -116,51 +267,75 @@ func faultSpan(size uint64) uint64 {
 	return pageSize
 }
 
-// moveResident moves p's sampled pages in [from, from+size) to the same
+// moveResident moves p's samples keyed in [from, from+size) to the same
 // offsets from to: mremap moves a mapping's pages, resident ones
-// included, and they stay charged to who made them resident. A sampled
-// page already at a destination (stale: that range was not mapped) is
-// replaced.
+// included, and they stay charged to who made them resident. What was
+// sampled at a destination (stale: that range was not mapped) is
+// uncharged.
 func (t *Table) moveResident(p *process, from, size, to uint64) {
 	if from == to || size == 0 {
 		return
 	}
-	moving := slices.Collect(p.resident.in(from, size))
+	r := &p.resident
+	moving := slices.Collect(r.in(from, size))
 	pages := make([]residentPage, len(moving))
+	spans := make([]*residentSpan, len(moving))
 	for i, a := range moving {
-		pages[i] = p.resident.pages[a]
-		delete(p.resident.pages, a)
+		pages[i] = r.pages[a]
+		delete(r.pages, a)
+		if sp := r.spans[a]; sp != nil {
+			r.removeSpan(sp)
+			spans[i] = sp
+		}
+	}
+	for _, a := range moving {
+		t.uncharge(p, a-from+to, pageSize)
 	}
 	for i, a := range moving {
 		dst := a - from + to
-		t.uncharge(p, dst, pageSize)
-		p.resident.pages[dst] = pages[i]
+		r.pages[dst] = pages[i]
+		origin := a
+		if sp := spans[i]; sp != nil {
+			origin = sp.origin
+			sp.key, sp.start, sp.end, sp.origin = dst, sp.start-from+to, sp.end-from+to, sp.origin-from+to
+			r.addSpan(sp)
+		}
 		if t.moved != nil {
-			t.moved(p.pid, a, dst)
+			t.moved(p.pid, origin, origin-from+to)
 		}
 	}
 }
 
-// OnMove has f hear of each sampled page that moves (an Mremap, a Moved),
-// from its old address to its new one: the live run moves the probes'
-// count of charged pages with it (tracer.Objects.MovePage).
+// OnMove has f hear of each sampled fault that moves (an Mremap, a
+// Moved), from the address the probes charged to the same offset in the
+// new range: the live run moves the probes' count of charged pages with
+// it (tracer.Objects.MovePage).
 func (t *Table) OnMove(f func(pid uint32, from, to uint64)) { t.moved = f }
 
-// OnUncharge has f hear of each sampled page that leaves a process's
-// pages still charged (an Unresident, a Refault, a new sample at its
-// address, Forget), with its process and address: the live run keeps the
-// probes' count of charged pages (tracer.Objects.Uncharge).
+// OnUncharge has f hear of each sampled fault that leaves a process's
+// samples still charged (an Unresident, a Refault, a new sample at its
+// address, Forget), with its process and the address the probes charged:
+// the live run keeps the probes' count of charged pages
+// (tracer.Objects.Uncharge).
 func (t *Table) OnUncharge(f func(pid uint32, addr uint64)) { t.uncharged = f }
 
-// Charged reports whether pid has a sampled page charged in [addr,
+// Charged reports whether pid has a sample charged with a page in [addr,
 // addr+size): a Refault elsewhere changes nothing, and is not applied.
 func (t *Table) Charged(pid uint32, addr, size uint64) bool {
 	p := t.procs[pid]
 	if p == nil {
 		return false
 	}
+	size = max(size, pageSize)
 	for range p.resident.in(addr, size) {
 		return true
+	}
+	for _, sp := range p.resident.overlapping(addr, size) {
+		for a := max(addr, sp.start); a < min(addr+size, sp.end); a += pageSize {
+			if !sp.hole(a) {
+				return true
+			}
+		}
 	}
 	return false
 }
@@ -222,7 +397,7 @@ func (r *residentPages) snapshot() *ResidentSnapshot {
 		}
 		p, ok := prob[pg.size]
 		if !ok {
-			p = FaultProbability(pg.bytes(), r.mean)
+			p = FaultProbability(uint64(pg.size), r.mean)
 			prob[pg.size] = p
 		}
 		size := float64(pg.resident)
@@ -256,9 +431,9 @@ func (t *Table) ResidentPages(pid uint32) []uint64 {
 	if p == nil || len(p.resident.pages) == 0 {
 		return nil
 	}
-	out := make([]uint64, 0, len(p.resident.pages))
-	for a, pg := range p.resident.pages {
-		if _, ok := sampledSpan(a, pg); !ok {
+	out := make([]uint64, 0, len(p.resident.pages)-len(p.resident.spans))
+	for a := range p.resident.pages {
+		if p.resident.spans[a] == nil {
 			out = append(out, a)
 		}
 	}
@@ -269,35 +444,14 @@ func (t *Table) ResidentPages(pid uint32) []uint64 {
 // SampledSpan is a sampled fault larger than a page (a huge page, an
 // mTHP folio, or before 6.2 a huge page's rest): Size bytes made resident
 // at once, of which Resident are still charged; the pages of [Start, End),
-// less the page at Skip if not 0, are the fault's. Addr is the sample's.
+// less those in Holes, are still the fault's. Addr is the sample's key.
 type SampledSpan struct {
 	Addr, Size, Resident uint64
-	Start, End, Skip     uint64
-}
-
-// sampledSpan is the span of the sample pg at addr, if it is larger than
-// a page. A folio is keyed at its first page; before 6.2 a huge page's
-// rest (size = folio - a page) is keyed at the folio's first page, or at
-// its second when the first is the fault's own page (sampled apart,
-// restSecond): that one is skipped.
-func sampledSpan(addr uint64, pg residentPage) (SampledSpan, bool) {
-	size := pg.bytes()
-	s := SampledSpan{Addr: addr, Size: size}
-	switch folio := size + pageSize; {
-	case size <= pageSize:
-		return s, false
-	case size&(size-1) == 0:
-		s.Start, s.End = addr, addr+size
-	case folio&(folio-1) == 0:
-		s.Start = addr
-		if pg.size&restSecond != 0 {
-			s.Start, s.Skip = addr-pageSize, addr-pageSize
-		}
-		s.End = s.Start + folio
-	default:
-		return s, false
-	}
-	return s, true
+	Start, End           uint64
+	// Holes are the pages no longer the fault's, in increasing order: made
+	// resident again by another fault after a release, or (before 6.2)
+	// the fault's own first page, sampled apart.
+	Holes []uint64
 }
 
 // ResidentSpans returns pid's sampled faults larger than a page, by
@@ -309,11 +463,10 @@ func (t *Table) ResidentSpans(pid uint32) []SampledSpan {
 		return nil
 	}
 	var out []SampledSpan
-	for a, pg := range p.resident.pages {
-		if s, ok := sampledSpan(a, pg); ok {
-			s.Resident = uint64(pg.resident)
-			out = append(out, s)
-		}
+	for a, sp := range p.resident.spans {
+		pg := p.resident.pages[a]
+		out = append(out, SampledSpan{Addr: a, Size: uint64(pg.size), Resident: uint64(pg.resident),
+			Start: sp.start, End: sp.end, Holes: sp.holeAddrs()})
 	}
 	slices.SortFunc(out, func(a, b SampledSpan) int { return cmp.Compare(a.Addr, b.Addr) })
 	return out

@@ -111,7 +111,7 @@ func (t *Table) Apply(e *event.Event) {
 		if e.Size != 0 {
 			p.resident.shrink(e.Addr, e.Size) // a fault larger than a page, resident in part
 		} else {
-			t.uncharge(p, e.Addr, pageSize) // Addr 0: a check that found every page resident
+			t.drop(p, e.Addr) // Addr 0: a check that found every page resident
 		}
 		p.resident.checked = e.Time
 	case event.Refault:
@@ -188,6 +188,9 @@ func (t *Table) Forget(pid uint32) {
 	}
 	if p := t.procs[pid]; p != nil && t.uncharged != nil {
 		for a := range p.resident.pages {
+			if sp := p.resident.spans[a]; sp != nil {
+				a = sp.origin
+			}
 			t.uncharged(pid, a)
 		}
 	}

@@ -200,10 +200,11 @@ func (m *Pagemap) Unresident(pages []uint64) ([]uint64, error) {
 }
 
 // Range is the pages of a sampled fault larger than a page: [Start, End),
-// less the page at Skip if it is not 0 (a piece of the fault sampled on
-// its own, before 6.2).
+// less the pages in Holes (in increasing order): no longer the fault's,
+// or before 6.2 a piece of it sampled on its own.
 type Range struct {
-	Start, End, Skip uint64
+	Start, End uint64
+	Holes      []uint64
 }
 
 // ResidentBytes returns, for each range (page-aligned), the bytes of its
@@ -214,6 +215,7 @@ func (m *Pagemap) ResidentBytes(ranges []Range) ([]uint64, error) {
 	ps := m.pageSize
 	out := make([]uint64, len(ranges))
 	for i, r := range ranges {
+		holes := r.Holes
 		for first := r.Start / ps; first < r.End/ps; {
 			n := min(r.End/ps-first, pagemapChunk)
 			buf, err := m.entries(first, n)
@@ -221,7 +223,11 @@ func (m *Pagemap) ResidentBytes(ranges []Range) ([]uint64, error) {
 				return nil, err
 			}
 			for j := range n {
-				if a := (first + j) * ps; a != r.Skip && anonResident(binary.LittleEndian.Uint64(buf[j*8:])) {
+				a := (first + j) * ps
+				for len(holes) > 0 && holes[0] < a {
+					holes = holes[1:]
+				}
+				if (len(holes) == 0 || holes[0] != a) && anonResident(binary.LittleEndian.Uint64(buf[j*8:])) {
 					out[i] += ps
 				}
 			}

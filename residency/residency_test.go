@@ -113,8 +113,10 @@ func TestResidentBytes(t *testing.T) {
 		want uint64
 	}{
 		{"all", Range{Start: base, End: page(pages)}, (pages - 32) * 4096},
-		{"less a resident page", Range{Start: base, End: page(pages), Skip: page(1 << 4)}, (pages - 33) * 4096},
-		{"less a released page", Range{Start: base, End: page(pages), Skip: base}, (pages - 32) * 4096},
+		{"less a resident page", Range{Start: base, End: page(pages), Holes: []uint64{page(1 << 4)}}, (pages - 33) * 4096},
+		{"less a released page", Range{Start: base, End: page(pages), Holes: []uint64{base}}, (pages - 32) * 4096},
+		{"less pages of either kind", Range{Start: base, End: page(pages), Holes: []uint64{page(3), page(16), page(17), page(300)}},
+			(pages - 35) * 4096},
 		{"released", Range{Start: base, End: page(16)}, 0},
 		{"the second half", Range{Start: page(pages / 2), End: page(pages)}, (pages/2 - 16) * 4096},
 	}

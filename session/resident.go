@@ -150,7 +150,7 @@ func (s *session) readPagemap(pid uint32) ([]uint64, []aggregate.SampledSpan, er
 	spans := s.table.ResidentSpans(pid)
 	ranges := make([]residency.Range, len(spans))
 	for i, sp := range spans {
-		ranges[i] = residency.Range{Start: sp.Start, End: sp.End, Skip: sp.Skip}
+		ranges[i] = residency.Range{Start: sp.Start, End: sp.End, Holes: sp.Holes}
 	}
 	held, err := m.ResidentBytes(ranges)
 	if err != nil {

@@ -9,7 +9,10 @@
  * are then released in part, 64 KiB of each (MADV_DONTNEED splits them):
  * the first 64 KiB of every other one, 64 KiB from the middle of the
  * rest, so that 62 of its 64 MiB stay resident; it prints "released".
- * With HOLD_MS set it sleeps that long before exiting.
+ * With REWRITE set too, 2.5 s later (memtrace's checks have seen the
+ * release), rewrite_released writes the released 64 KiB again: 2 MiB made
+ * resident anew, by another function, half of it on the first pages of
+ * the huge pages. With HOLD_MS set it sleeps that long before exiting.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -58,6 +61,24 @@ __attribute__((noinline)) void hold_small(size_t n)
 	keep[1] = p;
 }
 
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+/* The 64 KiB of each huge page that main released, as it chose them. */
+__attribute__((noinline)) void rewrite_released(size_t n)
+{
+	for (size_t off = 0; off < n; off += HUGE) {
+		char *p = keep[0] + off + (off / HUGE % 2 ? 0 : MiB);
+
+		for (size_t i = 0; i < 64 * 1024; i += 4096)
+			p[i] = 2;
+	}
+}
+
 static long anon_huge_kb(void)
 {
 	FILE *f = fopen("/proc/self/smaps_rollup", "r");
@@ -93,12 +114,22 @@ int main(int argc, char **argv)
 		}
 		printf("released\n");
 		fflush(stdout);
+		if (getenv("REWRITE")) {
+			/*
+			 * Or khugepaged may collapse the released ranges back into
+			 * huge pages while it sleeps (zeroed: no fault to rewrite).
+			 */
+			if (madvise(keep[0], a * MiB, MADV_NOHUGEPAGE)) {
+				perror("madvise");
+				return 1;
+			}
+			sleep_ms(2500);
+			rewrite_released(a * MiB);
+			printf("rewritten\n");
+			fflush(stdout);
+		}
 	}
-	if (hold) {
-		long ms = atol(hold);
-		struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-		nanosleep(&ts, NULL);
-	}
+	if (hold)
+		sleep_ms(atol(hold));
 	return 0;
 }

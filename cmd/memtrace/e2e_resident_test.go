@@ -237,17 +237,23 @@ func TestResidentHugePages(t *testing.T) {
 		name string
 		env  []string
 		huge float64 // what hold_huge holds at the exit
+		// what rewrite_released holds: written again after a release
+		rewritten float64
 	}{
-		{"kept", nil, 64 << 20},
+		{"kept", nil, 64 << 20, 0},
 		// 64 KiB of each huge page released, the first or from the middle:
 		// each sample is charged for what of its huge page stays.
-		{"released in part", []string{"RELEASE=1"}, 62 << 20},
+		{"released in part", []string{"RELEASE=1"}, 62 << 20, 0},
+		// Then written again by another function: a huge page whose first
+		// page is written again (a refault, or a new sample there) keeps
+		// what stays of it, where it lost all of it before.
+		{"written again", []string{"RELEASE=1", "REWRITE=1"}, 62 << 20, 2 << 20},
 	} {
-		t.Run(tc.name, func(t *testing.T) { residentHugePages(t, bin, tc.env, tc.huge) })
+		t.Run(tc.name, func(t *testing.T) { residentHugePages(t, bin, tc.env, tc.huge, tc.rewritten) })
 	}
 }
 
-func residentHugePages(t *testing.T, bin string, env []string, huge float64) {
+func residentHugePages(t *testing.T, bin string, env []string, huge, rewritten float64) {
 	rec := filepath.Join(t.TempDir(), "thp.rec")
 	r := runMemtraceEnv(t, env, "--json", "--resident-bytes", residentSample, "--record", rec, "--", bin)
 	if r.code != 0 {
@@ -274,9 +280,11 @@ func residentHugePages(t *testing.T, bin string, env []string, huge float64) {
 	p := 1 - math.Exp(-4096.0/16384)
 	pid := finalPID(t, r.stdout)
 	got := residentByFunction(t, r.stdout, pid)
-	checkResidentSE(t, got,
-		map[string]float64{"hold_huge": huge, "hold_small": 16 << 20},
-		map[string]float64{"hold_huge": math.Sqrt(32*(1-p)/p) * 4096})
+	want := map[string]float64{"hold_huge": huge, "hold_small": 16 << 20}
+	if rewritten > 0 {
+		want["rewrite_released"] = rewritten
+	}
+	checkResidentSE(t, got, want, map[string]float64{"hold_huge": math.Sqrt(32*(1-p)/p) * 4096})
 	checkReplayedResident(t, rec, pid, got) // the sized unresident events are recorded
 }
 
