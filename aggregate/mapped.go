@@ -139,3 +139,15 @@ func (p *process) notePeakMapped() {
 		p.peakMapped = p.mapped.LiveBytes
 	}
 }
+
+// ForEachMapped calls fn with each of pid's tracked anonymous mappings
+// [start, end) (its mmap calls outside the allocator, less what it
+// unmapped), in increasing order: the leak check's roots, where the
+// kernel shows one merged with the allocator's.
+func (t *Table) ForEachMapped(pid uint32, fn func(start, end uint64)) {
+	if p := t.procs[pid]; p != nil {
+		for _, r := range p.regions.rs {
+			fn(r.start, r.end)
+		}
+	}
+}

@@ -127,6 +127,11 @@ type RootOptions struct {
 	// Blocks are the live blocks, sorted by address (for UnknownHeap, and
 	// to recognize the mappings the allocator keeps its blocks in).
 	Blocks []Block
+	// Mapped are the program's own anonymous mappings (its mmap calls
+	// outside the allocator), sorted: roots even where the kernel merged
+	// one with a mapping of the allocator's next to it (one line of
+	// /proc/PID/maps), which holds a live block and so is heap.
+	Mapped []Range
 }
 
 // glibcHeapMax is glibc's HEAP_MAX_SIZE on 64-bit: each non-main arena
@@ -137,7 +142,8 @@ const glibcHeapMax = 64 << 20
 // readable and writable mapping of client memory — the modules' data and
 // bss, anonymous memory, thread stacks (from the stack pointer up), shared
 // memory — except the heap: the brk heap, glibc's arena heaps, and every
-// mapping that holds a live block (an allocator's chunk or arena). Device
+// mapping that holds a live block (an allocator's chunk or arena), less
+// the parts of it that are the program's own mappings (opt.Mapped). Device
 // mappings other than /dev/zero are skipped, as valgrind skips them. A
 // module's relro (read-only after relocation, just before its writable
 // data) is a root too, although valgrind does not scan it: it holds
@@ -154,6 +160,12 @@ func Roots(ms []Mapping, opt RootOptions) []Range {
 		case heap:
 			if opt.UnknownHeap {
 				out = append(out, gaps(Range{m.Start, m.End}, blocks)...)
+				continue
+			}
+			for _, r := range opt.Mapped {
+				if r.Start < m.End && m.Start < r.End {
+					out = append(out, gaps(Range{max(r.Start, m.Start), min(r.End, m.End)}, blocks)...)
+				}
 			}
 			continue
 		case m.Path == "[vvar]" || m.Path == "[vsyscall]" || m.Path == "[vdso]" || m.Path == "[vvar_vclock]":

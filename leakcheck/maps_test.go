@@ -55,6 +55,15 @@ func TestParseMapsAndRoots(t *testing.T) {
 	if !slices.Equal(roots, want) {
 		t.Errorf("roots:\n got %x\nwant %x", roots, want)
 	}
+	// The program's own mapping merged by the kernel with an mmapped
+	// chunk's (7f1000000000-7f1000022000 holds a block from 7f1000000010):
+	// its part is a root, the chunk's is not.
+	roots = Roots(ms, RootOptions{Blocks: blocks, Mapped: []Range{{0x7f1000021000, 0x7f1000030000}}})
+	if !slices.Contains(roots, Range{0x7f1000021000, 0x7f1000022000}) || slices.ContainsFunc(roots, func(r Range) bool {
+		return r.Start < 0x7f1000021000 && r.End > 0x7f1000000000
+	}) {
+		t.Errorf("roots with a merged mapping: %x", roots)
+	}
 	// -p: the heap's unknown parts are roots too.
 	roots = Roots(ms, RootOptions{Blocks: blocks, UnknownHeap: true})
 	var heapGaps []Range

@@ -22,9 +22,10 @@ type CheckedProcess struct {
 // memory still reaches. The blocks are sorted by address first: the order
 // the recording keeps, so that a replay judges them in the same order.
 // unknownHeap: blocks allocated before the trace are unknown, so the heap
-// outside the known blocks counts as roots.
+// outside the known blocks counts as roots. mapped: the process's own
+// anonymous mappings, sorted (leakcheck.RootOptions.Mapped).
 func CheckBlocks(pid int, blocks []recording.LeakBlock, threads []leakcheck.Thread, regs []uint64, unknownHeap bool,
-	h leakcheck.Heuristics) (CheckedProcess, error) {
+	mapped []leakcheck.Range, h leakcheck.Heuristics) (CheckedProcess, error) {
 	recording.SortLeakBlocks(blocks)
 	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/maps")
 	if err != nil {
@@ -39,7 +40,7 @@ func CheckBlocks(pid int, blocks []recording.LeakBlock, threads []leakcheck.Thre
 	for i, b := range blocks {
 		in[i] = leakcheck.Block{Addr: b.Addr, Size: b.Size}
 	}
-	roots := leakcheck.Roots(maps, leakcheck.RootOptions{Threads: threads, UnknownHeap: unknownHeap, Blocks: in})
+	roots := leakcheck.Roots(maps, leakcheck.RootOptions{Threads: threads, UnknownHeap: unknownHeap, Blocks: in, Mapped: mapped})
 	mem := leakcheck.OpenProcessMemory(pid)
 	defer mem.Close()
 	res, err := leakcheck.Check(leakcheck.Input{
@@ -70,6 +71,13 @@ func LiveBlocks(t *aggregate.Table, inherited *leakcheck.Inherited, pid int) []r
 		}
 	}
 	return blocks
+}
+
+// Mapped are pid's own anonymous mappings in t, sorted.
+func Mapped(t *aggregate.Table, pid int) []leakcheck.Range {
+	var out []leakcheck.Range
+	t.ForEachMapped(uint32(pid), func(start, end uint64) { out = append(out, leakcheck.Range{Start: start, End: end}) })
+	return out
 }
 
 // RecordedLeakCheck is a check's result as the recording keeps it, for a

@@ -123,7 +123,7 @@ func (s *session) runLeakCheck(pid int, threads []leakcheck.Thread, regs []uint6
 func (s *session) checkBlocks(r *leakcheck.Verdict, threads []leakcheck.Thread, regs []uint64, unknownHeap bool) ([]recording.LeakBlock, error) {
 	pid := r.PID
 	blocks := pipeline.LiveBlocks(s.table, &s.leaks().inherited, pid)
-	c, err := pipeline.CheckBlocks(pid, blocks, threads, regs, unknownHeap, s.cfg.Heuristics)
+	c, err := pipeline.CheckBlocks(pid, blocks, threads, regs, unknownHeap, pipeline.Mapped(s.table, pid), s.cfg.Heuristics)
 	if err != nil {
 		return nil, err
 	}

@@ -270,10 +270,21 @@ func TestLeakCheckMatchesValgrind(t *testing.T) {
 		// The README's demo: a realistic mix (11 111 live blocks, strdup
 		// and asprintf through libc), process totals only.
 		{"demo", "demo/leaky.c", func(t *testing.T) string { return fixture(t, "demo/leaky.c") }, siteWant{}, false},
+		// A pointer in the program's own mapping, merged by the kernel
+		// with an mmapped chunk's (keep_in_mapping was definitely lost).
+		{"merged mappings", "leak/merged.c", func(t *testing.T) string { return fixture(t, "leak/merged.c") }, siteWant{
+			"keep_in_mapping": {ReachableBytes: 100, ReachableBlocks: 1},
+			"keep_big":        {ReachableBytes: 256 << 10, ReachableBlocks: 1},
+		}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			bin := tt.bin(t)
+			if tt.name == "merged mappings" {
+				if out, err := exec.Command(bin).CombinedOutput(); err != nil || !strings.Contains(string(out), "merged 1") {
+					t.Fatalf("the fixture's mappings did not merge (%v): %s", err, out)
+				}
+			}
 			vg, order := valgrindLeaks(t, bin)
 			want := vg[order[0]]
 			if want.SuppressedBytes != 0 {
