@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 
@@ -131,6 +132,19 @@ func traceFlags(fs *pflag.FlagSet, c *session.Config) func(command []string) err
 	return func(command []string) error {
 		c.Command = command
 		c.RingBytes = int(ringBytes)
+		if ps := uint64(os.Getpagesize()); ringSet && (ringBytes < ps || ringBytes&(ringBytes-1) != 0) {
+			return fmt.Errorf("%w: --ring-size %d: must be a power of two of at least %d", errUsage, ringBytes, ps)
+		}
+		if c.Allocator != "" {
+			if _, err := os.Stat(c.Allocator); err != nil {
+				return fmt.Errorf("%w: --allocator: %w", errUsage, err)
+			}
+			// Checked now: a file with no allocator in it was passed over
+			// in silence, and the target's own allocator probed instead.
+			if _, err := allocator.Bind([]allocator.Module{{Path: c.Allocator, Module: c.Allocator, Exe: true}}); err != nil {
+				return fmt.Errorf("%w: --allocator %s: not an ELF file that defines malloc and free", errUsage, c.Allocator)
+			}
+		}
 		if err := checkRates(); err != nil {
 			return err
 		}
