@@ -108,7 +108,7 @@ func writeProcessHeader(b *bytes.Buffer, p rankedProcess, raw bool) {
 		line(b, "allocated:", "%s in %s", byteText(h.AllocBytes, raw), count(h.Allocs, "call"))
 		unmatched := strconv.FormatUint(p.UnmatchedFrees, 10)
 		if p.UnmatchedFrees > 0 {
-			unmatched += " (blocks allocated before tracing began, or whose event was lost)"
+			unmatched += " (blocks allocated before tracing began, inside the allocator itself, or whose event was lost)"
 		}
 		line(b, "freed:", "%s in %s, unmatched frees: %s", byteText(h.FreedBytes, raw),
 			count(h.Frees, "block"), unmatched)
