@@ -1,6 +1,7 @@
 package session
 
 import (
+	"errors"
 	"os"
 	"strconv"
 	"time"
@@ -52,6 +53,9 @@ func (s *session) leakCheckAtExit(st launch.Stop) {
 		s.log.Info("leak check: a vfork child exits before exec, not checked", "pid", st.PID)
 		return
 	}
+	if s.noAllocator(st.PID, "at exit") {
+		return
+	}
 	var threads []leakcheck.Thread
 	var regs []uint64
 	if st.Regs != nil {
@@ -70,7 +74,7 @@ func (s *session) leakCheckRunning() {
 	}
 	for _, pid := range s.cfg.PIDs {
 		t := s.targets[pid]
-		if t == nil || t.exited || s.leaks().Judge.Verdicts[pid] != nil {
+		if t == nil || t.exited || s.leaks().Judge.Verdicts[pid] != nil || s.noAllocator(pid, "when the run ended") {
 			continue
 		}
 		f, err := launch.Freeze(pid)
@@ -95,6 +99,24 @@ func (s *session) leakCheckRunning() {
 		}
 	}
 }
+
+// noAllocator: pid is a target in which no allocator was probed (a Go
+// program, a static binary without symbols: resident memory only). Its
+// heap was not traced, so no check can tell what it lost: its verdict says
+// so, rather than "0 bytes lost" (and --fail-on-leak fails on it, as on any
+// check that could not be made).
+func (s *session) noAllocator(pid int, when string) bool {
+	t := s.targets[pid]
+	if t == nil || t.malloc != "" {
+		return false
+	}
+	r := &leakcheck.Verdict{PID: pid, Comm: comm(pid), When: when, Err: errNoAllocator}
+	s.leaks().Judge.Judge(r, nil, nil)
+	s.recordLeakCheck(r, nil)
+	return true
+}
+
+var errNoAllocator = errors.New("no allocator was probed in this process (resident memory only), so its heap was not traced")
 
 // runLeakCheck classifies pid's live blocks and keeps the result, in the
 // recording too.

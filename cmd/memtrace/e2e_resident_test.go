@@ -379,6 +379,25 @@ func TestResidentGo(t *testing.T) {
 				t.Fatalf("exit %d\n%s", r.code, r.stderr)
 			}
 			checkResidentWithin(t, residentByFunction(t, r.stdout, finalPID(t, r.stdout)), want, nil, goHeapSlack(t))
+			// No allocator probed (but cgo's libc): no leak check, rather
+			// than one that finds "0 bytes lost" in a heap never traced;
+			// --fail-on-leak does not pass it.
+			var records strings.Builder
+			for l := range strings.Lines(r.stdout) {
+				if strings.HasPrefix(l, "{") {
+					records.WriteString(l)
+				}
+			}
+			procs, _ := leakRecords(t, records.String())
+			if len(procs) != 1 || procs[0].LeakChecked != tc.cgo {
+				t.Errorf("leak checked: %+v, want %v", procs, tc.cgo)
+			}
+			if tc.ldflags == "-s -w" {
+				f := runMemtraceEnv(t, []string{"COPY_MIB=1"}, "--fail-on-leak", "--resident-bytes", residentSample, "--", bin)
+				if want := "leak check failed: no allocator was probed in this process"; f.code != 1 || !strings.Contains(f.stderr, want) {
+					t.Errorf("--fail-on-leak: exit %d, want 1 and %q:\n%s", f.code, want, f.stderr)
+				}
+			}
 		})
 	}
 }
