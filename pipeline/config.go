@@ -107,5 +107,22 @@ type ExportFiles struct {
 	Colors      []htmlreport.ColorRule
 }
 
+// Check makes sure each file asked for can be written before the run
+// starts (it is created if missing, left as it is otherwise): a typo in a
+// path failed only at the end, after the run, and lost the command's status.
+func (c *ExportFiles) Check() error {
+	for _, f := range []struct{ flag, path string }{{"--pprof", c.PprofFile}, {"--folded", c.FoldedFile}, {"--html", c.HTMLFile}} {
+		if f.path == "" {
+			continue
+		}
+		fd, err := os.OpenFile(f.path, os.O_WRONLY|os.O_CREATE, 0o666)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.flag, err)
+		}
+		fd.Close()
+	}
+	return nil
+}
+
 // Any says whether a file is asked for.
 func (c *ExportFiles) Any() bool { return c.PprofFile != "" || c.FoldedFile != "" || c.HTMLFile != "" }

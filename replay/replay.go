@@ -102,6 +102,10 @@ func Replay(c *ReplayConfig, stdout, stderr io.Writer) int {
 		return pipeline.ExitUsage
 	}
 	defer closeJSON()
+	if err := c.ExportFiles.Check(); err != nil {
+		fmt.Fprintf(stderr, "memtrace: %v\n", err)
+		return pipeline.ExitUsage
+	}
 	rp, err := replay(c, stderr)
 	if rp == nil {
 		fmt.Fprintf(stderr, "memtrace: %v\n", err)

@@ -47,6 +47,10 @@ func Run(cfg *Config, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 		return pipeline.ExitUsage
 	}
 	defer closeJSON()
+	if err := cfg.ExportFiles.Check(); err != nil {
+		fmt.Fprintf(stderr, "memtrace: %v\n", err)
+		return pipeline.ExitUsage
+	}
 	s := &session{cfg: cfg, log: log, out: out, stdin: stdin, stdout: stdout, stderr: stderr}
 	if err := s.openTime(args); err != nil { // --record, --dump-dir (timeline.go)
 		fmt.Fprintf(stderr, "memtrace: %v\n", err)

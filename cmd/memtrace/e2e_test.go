@@ -218,6 +218,7 @@ func TestBadInput(t *testing.T) {
 		{"both", []string{"-p", "1", "--", "true"}, exitUsage, "not both"},
 		{"bad sort", []string{"--sort", "size", "--", "true"}, exitUsage, "unknown sort key"},
 		{"ring size not a power of two", []string{"--ring-size", "3000", "--", "true"}, exitUsage, "--ring-size 3000: must be a power of two"},
+		{"unwritable --pprof", []string{"--pprof", "/no/such/dir/heap.pb.gz", "--", "true"}, exitUsage, "--pprof: open /no/such/dir/heap.pb.gz"},
 		{"no such allocator", []string{"--allocator", "/no/such/lib.so", "--", "true"}, exitUsage, "--allocator: stat /no/such/lib.so"},
 		{"allocator without malloc", []string{"--allocator", "/etc/passwd", "--", "true"}, exitUsage, "not an ELF file that defines malloc and free"},
 		{"command not found", []string{"--", "/no/such/command"}, exitNotFound, "command not found"},
