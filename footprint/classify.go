@@ -86,6 +86,16 @@ func classify(vmas []vma, sps []uint64, o Options, gh *goHeap, mem memory) Readi
 				r.AnonResident += res
 			}
 		}
+		if o.Glibc && !stack && !tracked && rest > 0 && v.path == "" && inGo == 0 {
+			// Large blocks at its start, merged with other memory after them.
+			if end := glibcChunksEnd(v, mem); end > v.start && end < v.end {
+				if res, err := mem.resident(v.start, end); err == nil {
+					res = min(res, rest)
+					r.HeapResident += res
+					rest -= res
+				}
+			}
+		}
 		switch {
 		case stack:
 			r.StackResident += v.rss - goRes // tracked parts included: not counted as anon

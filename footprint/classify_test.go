@@ -161,3 +161,25 @@ Rss:                3072 kB
 		}
 	}
 }
+
+// TestClassifyLargeBlockMergedWithOther: a glibc large block that the
+// kernel merged with an untracked anonymous mapping after it (another
+// library's 12 KiB) is heap for its own pages; the rest stays unexplained.
+// The whole VMA was unexplained: a 64 MiB block showed as "unexplained
+// 64.0 MiB" and heap RSS 8 KiB.
+func TestClassifyLargeBlockMergedWithOther(t *testing.T) {
+	vmas := mustParse(t, `7f6000000000-7f6000203000 rw-p 00000000 00:00 0
+Rss:                2060 kB
+`)
+	mem := fakeMemory{
+		words: map[uint64]uint64{0x7f6000000008: 0x200000 | isMmapped},
+		res:   map[Range]uint64{{0x7f6000000000, 0x7f6000200000}: 2 << 20},
+	}
+	r := classify(vmas, nil, Options{Glibc: true}, nil, mem)
+	if r.HeapResident != 2<<20 {
+		t.Errorf("heap %d, want the block's 2 MiB", r.HeapResident)
+	}
+	if sum := r.HeapResident + r.AnonResident + r.StackResident + r.FileResident + r.GoRuntimeResident; sum != 2<<20 {
+		t.Errorf("explained %d bytes, want 2 MiB (the other 12 KiB unexplained)", sum)
+	}
+}

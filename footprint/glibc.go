@@ -32,18 +32,28 @@ func glibcHeap(v *vma, mem memory) bool {
 			return true
 		}
 	}
+	return glibcChunksEnd(v, mem) == v.end
+}
+
+// glibcChunksEnd is where the run of glibc's large blocks (mmapped
+// chunks, one after another) that starts v ends: v.start when none does.
+// The kernel merges a block's mapping with an anonymous mapping next to it
+// that is not glibc's (another library's, the program's own): the blocks
+// are then a part of v only.
+func glibcChunksEnd(v *vma, mem memory) uint64 {
+	var b [16]byte
 	at := v.start
 	for n := 0; n < maxChunks && at < v.end; n++ {
-		if err := mem.read(b[:16], at); err != nil {
-			return false
+		if err := mem.read(b[:], at); err != nil {
+			break
 		}
 		prevSize := binary.LittleEndian.Uint64(b[0:])
 		size := binary.LittleEndian.Uint64(b[8:])
 		sz := size &^ chunkFlags
 		if prevSize != 0 || size&isMmapped == 0 || sz == 0 || sz%4096 != 0 || sz > v.end-at {
-			return false
+			break
 		}
 		at += sz
 	}
-	return at == v.end
+	return at
 }
