@@ -326,6 +326,11 @@ func (s *session) setExactCounts() {
 		return
 	}
 	for pid, c := range counts {
+		if s.host != nil {
+			// A process with counts and no sample yet: named here, or the
+			// counts made it known nameless (comm "").
+			s.hostSeen(pid)
+		}
 		if s.host != nil || s.targets[int(pid)] != nil {
 			s.feed(pipeline.Input{Kind: pipeline.InExactCounts, PID: pid, N: c.Allocs, M: c.AllocBytes})
 		}

@@ -408,6 +408,54 @@ func TestHostPicksUpNewProcesses(t *testing.T) {
 	}
 }
 
+// TestHostNamesUnsampled: a process running before memtrace starts that
+// makes a few small allocations, none sampled, is reported under its name
+// with its exact counts. The counts registered it first, nameless: its
+// records said comm "" (the text report "?").
+func TestHostNamesUnsampled(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "hostproc.c")
+	root := chrootWithOwnLibc(t, bin, "mt-unsampled")
+	// Waits for a byte, makes 10 small calls, then holds 60 s: still
+	// running when memtrace ends.
+	c := exec.Command("unshare", "-m", "chroot", root, "/mt-unsampled", "-1", "5", "60000")
+	in, err := c.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	var pid int
+	for deadline := time.Now().Add(5 * time.Second); pid == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if out, err := exec.Command("pgrep", "-x", "mt-unsampled").Output(); err == nil {
+			pid, _ = strconv.Atoi(strings.Fields(string(out))[0])
+		}
+	}
+	if pid == 0 {
+		t.Fatal("mt-unsampled did not start")
+	}
+	h := startHost(t, "--comm", "mt-unsampled", "--resident-bytes", "0") // sampled, 512 KiB
+	if _, err := in.Write([]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	run := h.stop(t)
+	var found bool
+	for _, p := range run.procs {
+		if p.PID == pid && p.Final {
+			found = true
+			if p.Comm != "mt-unsampled" || p.Allocs != 10 || p.AllocBytes != 7500 {
+				t.Errorf("final record %+v; want comm mt-unsampled, 10 allocs of 7500 bytes", p.processRecord)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no final record of pid %d:\n%s", pid, h.stdout.String())
+	}
+}
+
 // TestHostShortLived: 1000 processes started and ended during a sampled
 // whole-host run are all reported once, at their exit, with their exact
 // allocation counts, and then dropped. memtrace's resident memory before
