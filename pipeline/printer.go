@@ -117,7 +117,7 @@ func (p *Printer) Write(r recording.Report, snap aggregate.Snapshot) error {
 	if !r.Exited {
 		return report.Write(p.W, snap, p.Res, o, p.Leaks)
 	}
-	o.Exited, o.Kernel, o.Attach = true, "", ""
+	o.Exited = true
 	if p.W.JSON {
 		return report.WriteJSON(p.W.Out, snap, p.Res, o)
 	}

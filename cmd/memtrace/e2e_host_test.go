@@ -384,6 +384,21 @@ func TestHostPicksUpNewProcesses(t *testing.T) {
 	}
 	time.Sleep(1500 * time.Millisecond) // the exits' batch is written within a second
 	run := h.stop(t)
+	// Every report record names the kernel and attach path, the exits'
+	// batches too (they had "kernel":"","attach":"").
+	batches := 0
+	for l := range strings.Lines(h.stdout.String()) {
+		var rec struct{ Type, Kernel, Attach string }
+		if json.Unmarshal([]byte(l), &rec) == nil && rec.Type == "report" {
+			batches++
+			if rec.Kernel == "" || rec.Attach == "" {
+				t.Errorf("report record without kernel or attach: %s", l)
+			}
+		}
+	}
+	if batches < 2 {
+		t.Errorf("%d report records, want the exits' batch and the final one", batches)
+	}
 	errs := h.errors()
 	if !strings.Contains(errs, "path="+root+"/lib/x86_64-linux-gnu/libc.so.6") &&
 		!regexp.MustCompile(`msg=probed pid=`+strconv.Itoa(inRoot.Process.Pid)+` module=\S*libc\.so\.6`).MatchString(errs) {
