@@ -1362,7 +1362,14 @@ int session(struct pt_regs *ctx)
 		return 1;
 	if (skippable_size(ctx, fn, &size))
 		return session_enter(ctx, t, fn, size, c >> FUNC_COOKIE_LEN_SHIFT);
-	return enter_call(ctx, t, fn) ? 0 : 1;
+	if (enter_call(ctx, t, fn))
+		return 0;
+	/*
+	 * An mremap inside realloc is not recorded, but with resident
+	 * attribution its return tells where the pages went (nested_moved):
+	 * skipped, glibc's realloc of a block it mapped lost them.
+	 */
+	return fn == FUNC_MREMAP && fault_sample_bytes ? 0 : 1;
 }
 
 /*
