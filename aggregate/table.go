@@ -166,8 +166,12 @@ func (t *Table) MarkExited(pid uint32, when uint64) {
 	}
 	if p := t.procs[pid]; p != nil {
 		p.exited, p.exitTime = true, when
+		t.newest = max(t.newest, when) // an exit is an event: reports are as of it
 	}
 }
+
+// Newest is the time of the newest event applied (kernel monotonic ns).
+func (t *Table) Newest() uint64 { return t.newest }
 
 // Forget drops everything about pid. Its marks stay in the list, which
 // dumps index by position, but under PID 0 (no process), so that a new

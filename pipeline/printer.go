@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/recording"
 	"github.com/memtrace/memtrace/report"
@@ -84,7 +85,9 @@ func (p *Printer) decorate(snap *aggregate.Snapshot, fresh bool) {
 // Bare is Snapshot without the footprint readings.
 func (p *Printer) Bare(r recording.Report) aggregate.Snapshot {
 	if r.Exited {
-		snap := aggregate.Snapshot{Time: r.Time, Processes: p.exits, SampleBytes: p.Table.SampleBytes(),
+		// As of the newest event, the exits included, as every report
+		// (docs/json.md): "now" put a batch after the final report.
+		snap := aggregate.Snapshot{Time: cmp.Or(p.Table.Newest(), r.Time), Processes: p.exits, SampleBytes: p.Table.SampleBytes(),
 			Marks: p.exitMarks, LostEvents: p.Table.TotalLost()}
 		p.exits, p.exitMarks, p.exitPIDs = nil, nil, nil
 		return snap

@@ -386,14 +386,23 @@ func TestHostPicksUpNewProcesses(t *testing.T) {
 	run := h.stop(t)
 	// Every report record names the kernel and attach path, the exits'
 	// batches too (they had "kernel":"","attach":"").
-	batches := 0
+	// Their times, the newest event's of each, never go back (the exits'
+	// batches were timed "now", after the final report's newest event).
+	batches, last := 0, uint64(0)
 	for l := range strings.Lines(h.stdout.String()) {
-		var rec struct{ Type, Kernel, Attach string }
+		var rec struct {
+			Type, Kernel, Attach string
+			TimeNS               uint64 `json:"time_ns"`
+		}
 		if json.Unmarshal([]byte(l), &rec) == nil && rec.Type == "report" {
 			batches++
 			if rec.Kernel == "" || rec.Attach == "" {
 				t.Errorf("report record without kernel or attach: %s", l)
 			}
+			if rec.TimeNS < last {
+				t.Errorf("report time %d before the previous report's %d", rec.TimeNS, last)
+			}
+			last = max(last, rec.TimeNS)
 		}
 	}
 	if batches < 2 {
