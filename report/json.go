@@ -117,7 +117,16 @@ func newProcessRecord(p rankedProcess, t uint64, final bool) processRecord {
 		ExitTimeNS: exitTime(p),
 		Rates:      rateRecords(p.Rates),
 		Footprint:  newFootprintRecord(p.ProcessSnapshot),
+		Resident:   newProcessResident(p.Resident),
 	}
+}
+
+func newProcessResident(r *aggregate.ResidentSnapshot) processResident {
+	if r == nil {
+		return processResident{}
+	}
+	return processResident{Bytes: r.Bytes, BytesStderr: roundStderr(r.Stderr), Pages: r.Pages,
+		SampleBytes: r.SampleBytes, CheckedNS: r.CheckedNS}
 }
 
 // exitTime is the process's exit time, or 0 while it runs, so the

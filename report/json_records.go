@@ -65,6 +65,9 @@ type processRecord struct {
 	LiveBytesStderr uint64 `json:"live_bytes_stderr"`
 	// Footprint: the kernel's reading of the process (footprint.go).
 	Footprint footprintRecord `json:"footprint"`
+	// Resident: its resident memory by who made it resident, in all
+	// (the resident records give it by call site); zeros when off.
+	Resident processResident `json:"resident"`
 	// The leak check (json_leaks.go): present only in runs that check.
 	LeakChecked *bool `json:"leak_checked,omitempty"`
 	leakRecord
@@ -72,6 +75,15 @@ type processRecord struct {
 	epochRecord
 	// A JVM only (jvm.go): its heap by NMT category.
 	JVMCategories []jvmCategoryRecord `json:"jvm_categories,omitempty"`
+}
+
+// processResident is a process's resident estimate in all.
+type processResident struct {
+	Bytes       uint64 `json:"bytes"`
+	BytesStderr uint64 `json:"bytes_stderr"`
+	Pages       uint64 `json:"pages"`
+	SampleBytes uint64 `json:"sample_bytes"`
+	CheckedNS   uint64 `json:"checked_ns"`
 }
 
 // mmapTotals are a process's anonymous-mapping totals.

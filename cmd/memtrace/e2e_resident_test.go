@@ -142,14 +142,22 @@ func TestResidentCommand(t *testing.T) {
 	checkResident(t, residentByFunction(t, r.stdout, pid), cResident)
 	// The pages were checked at its exit stop, not before: its exit is
 	// timed before the check (and the leak check's scan after it).
-	var exitNS, checkedNS uint64
+	var exitNS, checkedNS, sites uint64
+	var total struct {
+		Bytes       uint64 `json:"bytes"`
+		Pages       uint64 `json:"pages"`
+		SampleBytes uint64 `json:"sample_bytes"`
+		CheckedNS   uint64 `json:"checked_ns"`
+	}
 	for l := range strings.Lines(r.stdout) {
 		var rec struct {
-			Type       string `json:"type"`
-			PID        int    `json:"pid"`
-			Final      bool   `json:"final"`
-			ExitTimeNS uint64 `json:"exit_time_ns"`
-			CheckedNS  uint64 `json:"checked_ns"`
+			Type          string `json:"type"`
+			PID           int    `json:"pid"`
+			Final         bool   `json:"final"`
+			ExitTimeNS    uint64 `json:"exit_time_ns"`
+			CheckedNS     uint64 `json:"checked_ns"`
+			ResidentBytes uint64 `json:"resident_bytes"`
+			Resident      json.RawMessage
 		}
 		if json.Unmarshal([]byte(l), &rec) != nil || rec.PID != pid || !rec.Final {
 			continue
@@ -157,12 +165,20 @@ func TestResidentCommand(t *testing.T) {
 		switch rec.Type {
 		case "process":
 			exitNS = rec.ExitTimeNS
+			if err := json.Unmarshal(rec.Resident, &total); err != nil {
+				t.Errorf("process record's resident: %v", err)
+			}
 		case "resident":
 			checkedNS = max(checkedNS, rec.CheckedNS)
+			sites += rec.ResidentBytes
 		}
 	}
 	if exitNS == 0 || checkedNS < exitNS {
 		t.Errorf("resident pages checked at %d ns, its exit at %d: want the check at its exit stop", checkedNS, exitNS)
+	}
+	// The process record's total: at least its call sites' (the top ones).
+	if total.SampleBytes != 16384 || total.CheckedNS != checkedNS || total.Pages == 0 || total.Bytes+16 < sites {
+		t.Errorf("process resident %+v; its sites' records add up to %d bytes, checked at %d", total, sites, checkedNS)
 	}
 }
 
