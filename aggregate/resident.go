@@ -235,6 +235,14 @@ func (t *Table) uncharge(p *process, addr, size uint64) {
 	}
 }
 
+// dropSpans drops p's samples larger than a page that overlap [addr,
+// addr+size).
+func (t *Table) dropSpans(p *process, addr, size uint64) {
+	for _, sp := range p.resident.overlapping(addr, size) {
+		t.drop(p, sp.key)
+	}
+}
+
 // rekey moves a span's sample to its first page that is still its and
 // holds no other sample (before 6.2, the fault's own page can lie in its
 // rest), or drops it if there is none.

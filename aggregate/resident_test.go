@@ -334,6 +334,15 @@ func TestResidentSpans(t *testing.T) {
 		{"a huge page again", []event.Event{fault(0x200000, huge), refault(0x200000, 4096), fault(0x200000, huge)},
 			[]SampledSpan{{Addr: 0x200000, Size: huge, Resident: huge, Start: 0x200000, End: 0x400000}}, nil,
 			huge / FaultProbability(huge, mean)},
+		// Before 6.2, a huge page released whole and faulted again (a Go
+		// heap's churn): the new fault's pieces are told around its own
+		// page, then its rest is sampled; the old rest is gone whole,
+		// though the refaults left it its own page (it was charged for
+		// that page on and on, and a rest at the same key doubled it).
+		{"6.1: faulted again", []event.Event{fault(0x200000, 4096), fault(0x201000, huge-4096),
+			refault(0x200000, 0x5000), refault(0x206000, huge-0x6000), fault(0x200000, huge-4096)},
+			[]SampledSpan{{Addr: 0x200000, Size: huge - 4096, Resident: huge - 4096, Start: 0x200000, End: 0x400000}},
+			nil, (huge - 4096) / FaultProbability(huge-4096, mean)},
 		// Before 6.2: the rest's first page left is the fault's own, sampled
 		// apart: the next one takes the key.
 		{"6.1: the rest at the first page, written again", []event.Event{fault(0x201000, 4096), fault(0x200000, huge-4096), refault(0x200000, 4096)},

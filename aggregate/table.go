@@ -106,6 +106,12 @@ func (t *Table) Apply(e *event.Event) {
 		t.moveResident(p, e.OldAddr, e.OldSize, e.Addr)
 	case event.Fault:
 		t.uncharge(p, e.Addr, faultSpan(e.Size)) // made resident again: older samples there are gone
+		if folio := e.Size + pageSize; faultSpan(e.Size) < e.Size && folio&(folio-1) == 0 {
+			// Before 6.2, a huge page's rest: the huge page is new, so
+			// older large samples of its range are gone whole (its own
+			// first page's sample, just made, is no large one).
+			t.dropSpans(p, e.Addr&^(folio-1), folio)
+		}
 		p.resident.fault(e.Addr, e.Size, e.OldSize, siteID{addr: e.CallSite, stack: e.StackID})
 	case event.Unresident:
 		if e.Size != 0 {
