@@ -223,15 +223,7 @@ func (t *Table) uncharge(p *process, addr, size uint64) {
 		}
 	}
 	for _, sp := range r.overlapping(addr, size) {
-		left := sp.punch(addr, size)
-		if left == 0 {
-			t.drop(p, sp.key)
-			continue
-		}
-		r.shrink(sp.key, left*pageSize)
-		if sp.hole(sp.key) {
-			t.rekey(p, sp)
-		}
+		t.punch(p, sp, addr, size)
 	}
 }
 
@@ -240,6 +232,21 @@ func (t *Table) uncharge(p *process, addr, size uint64) {
 func (t *Table) dropSpans(p *process, addr, size uint64) {
 	for _, sp := range p.resident.overlapping(addr, size) {
 		t.drop(p, sp.key)
+	}
+}
+
+// punch makes sp's pages in [addr, addr+size) holes: dropped when none
+// is left, else charged for no more than its pages left, and keyed at one
+// of them.
+func (t *Table) punch(p *process, sp *residentSpan, addr, size uint64) {
+	left := sp.punch(addr, size)
+	if left == 0 {
+		t.drop(p, sp.key)
+		return
+	}
+	p.resident.shrink(sp.key, left*pageSize)
+	if sp.hole(sp.key) {
+		t.rekey(p, sp)
 	}
 }
 
@@ -279,27 +286,55 @@ func faultSpan(size uint64) uint64 {
 // offsets from to: mremap moves a mapping's pages, resident ones
 // included, and they stay charged to who made them resident. What was
 // sampled at a destination (stale: that range was not mapped) is
-// uncharged.
+// uncharged. A sample larger than a page that the range covers in part
+// keeps only what moved with its key: the pages on the other side become
+// holes (they stay resident, uncharged: the rare split of a huge page by
+// a partial mremap costs an underestimate, never a double count).
 func (t *Table) moveResident(p *process, from, size, to uint64) {
 	if from == to || size == 0 {
 		return
 	}
 	r := &p.resident
-	moving := slices.Collect(r.in(from, size))
-	pages := make([]residentPage, len(moving))
-	spans := make([]*residentSpan, len(moving))
-	for i, a := range moving {
-		pages[i] = r.pages[a]
-		delete(r.pages, a)
-		if sp := r.spans[a]; sp != nil {
-			r.removeSpan(sp)
-			spans[i] = sp
+	// Spans keyed outside the range lose the pages that move.
+	for _, sp := range r.overlapping(from, size) {
+		if sp.key-from >= size {
+			t.punch(p, sp, from, size)
 		}
 	}
+	moving := slices.Collect(r.in(from, size))
+	slices.Sort(moving) // the same order live and replayed
+	pages := make([]residentPage, 0, len(moving))
+	spans := make([]*residentSpan, 0, len(moving))
+	keys := moving[:0]
 	for _, a := range moving {
-		t.uncharge(p, a-from+to, pageSize)
+		sp := r.spans[a]
+		if sp != nil && (sp.start < from || sp.end-from > size) {
+			// Keyed inside, partly outside: the pages outside stay behind.
+			sp.punch(sp.start, max(from, sp.start)-sp.start)
+			left := sp.punch(min(from+size, sp.end), sp.end-min(from+size, sp.end))
+			if left == 0 {
+				t.drop(p, a)
+				continue
+			}
+			r.shrink(a, left*pageSize)
+		}
+		keys = append(keys, a)
+		pages = append(pages, r.pages[a])
+		spans = append(spans, sp)
+		delete(r.pages, a)
+		if sp != nil {
+			r.removeSpan(sp)
+		}
 	}
-	for i, a := range moving {
+	// The destinations' stale samples first, the moving ones set aside.
+	for i, a := range keys {
+		if sp := spans[i]; sp != nil {
+			t.uncharge(p, sp.start-from+to, sp.end-sp.start)
+		} else {
+			t.uncharge(p, a-from+to, pageSize)
+		}
+	}
+	for i, a := range keys {
 		dst := a - from + to
 		r.pages[dst] = pages[i]
 		origin := a

@@ -192,6 +192,12 @@ func TestResidentMove(t *testing.T) {
 	moved := func(old, oldSize, addr uint64) event.Event {
 		return event.Event{Kind: event.Moved, PID: 1, OldAddr: old, OldSize: oldSize, Addr: addr, StackID: -1}
 	}
+	huge := func(addr uint64) event.Event {
+		return event.Event{Kind: event.Fault, PID: 1, Addr: addr, Size: 2 << 20, OldSize: 65536, CallSite: 0xd, StackID: -1}
+	}
+	refault := func(addr uint64) event.Event {
+		return event.Event{Kind: event.Refault, PID: 1, Addr: addr, Size: 4096, StackID: -1}
+	}
 	type move struct{ from, to uint64 }
 	tests := []struct {
 		name      string
@@ -199,16 +205,35 @@ func TestResidentMove(t *testing.T) {
 		moves     []move
 		uncharged []uint64
 		left      map[uint64]uint64 // page: site
+		spans     []SampledSpan     // when not nil
 	}{
+		// A huge page moved over a stale sample inside its new range: the
+		// stale one goes (it was kept, the page counted twice).
+		{"a huge page over a stale sample", []event.Event{fault(0x805000, 0xa), huge(0x200000), moved(0x200000, 2<<20, 0x800000)},
+			[]move{{0x200000, 0x800000}}, []uint64{0x805000}, map[uint64]uint64{0x800000: 0xd},
+			[]SampledSpan{{Addr: 0x800000, Size: 2 << 20, Resident: 2 << 20, Start: 0x800000, End: 0xa00000}}},
+		// Half a huge page moved: the half that moved with its key stays
+		// charged, the other half is left behind, uncharged.
+		{"half a huge page, with its key", []event.Event{huge(0x200000), moved(0x200000, 1<<20, 0x900000)},
+			[]move{{0x200000, 0x900000}}, nil, map[uint64]uint64{0x900000: 0xd},
+			[]SampledSpan{{Addr: 0x900000, Size: 2 << 20, Resident: 1 << 20, Start: 0x900000, End: 0xb00000, Holes: pageRange(0xa00000, 0xb00000)}}},
+		{"half a huge page, not its key", []event.Event{huge(0x200000), moved(0x300000, 1<<20, 0x900000)},
+			nil, nil, map[uint64]uint64{0x200000: 0xd},
+			[]SampledSpan{{Addr: 0x200000, Size: 2 << 20, Resident: 1 << 20, Start: 0x200000, End: 0x400000, Holes: pageRange(0x300000, 0x400000)}}},
+		// A span rekeyed (its first page written again) moves as the
+		// address the probes charged.
+		{"a rekeyed huge page", []event.Event{huge(0x200000), refault(0x200000), moved(0x200000, 2<<20, 0x800000)},
+			[]move{{0x200000, 0x800000}}, nil, map[uint64]uint64{0x801000: 0xd},
+			[]SampledSpan{{Addr: 0x801000, Size: 2 << 20, Resident: 2<<20 - 4096, Start: 0x800000, End: 0xa00000, Holes: []uint64{0x800000}}}},
 		{"moved", []event.Event{fault(0x10000, 0xa), fault(0x13000, 0xb), fault(0x20000, 0xc), moved(0x10000, 0x10000, 0x80000)},
 			[]move{{0x10000, 0x80000}, {0x13000, 0x83000}}, nil,
-			map[uint64]uint64{0x20000: 0xc, 0x80000: 0xa, 0x83000: 0xb}},
+			map[uint64]uint64{0x20000: 0xc, 0x80000: 0xa, 0x83000: 0xb}, nil},
 		{"mremap", []event.Event{fault(0x10000, 0xa), mremap(0x10000, 0x4000, 0x90000, 0x8000)},
-			[]move{{0x10000, 0x90000}}, nil, map[uint64]uint64{0x90000: 0xa}},
+			[]move{{0x10000, 0x90000}}, nil, map[uint64]uint64{0x90000: 0xa}, nil},
 		{"in place", []event.Event{fault(0x10000, 0xa), mremap(0x10000, 0x4000, 0x10000, 0x8000)},
-			nil, nil, map[uint64]uint64{0x10000: 0xa}},
+			nil, nil, map[uint64]uint64{0x10000: 0xa}, nil},
 		{"over a stale sample", []event.Event{fault(0x10000, 0xa), fault(0x90000, 0xb), moved(0x10000, 0x1000, 0x90000)},
-			[]move{{0x10000, 0x90000}}, []uint64{0x90000}, map[uint64]uint64{0x90000: 0xa}},
+			[]move{{0x10000, 0x90000}}, []uint64{0x90000}, map[uint64]uint64{0x90000: 0xa}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -234,8 +259,29 @@ func TestResidentMove(t *testing.T) {
 			if !maps.Equal(got, tt.left) {
 				t.Errorf("pages %#x, want %#x", got, tt.left)
 			}
+			if got := tab.ResidentSpans(1); tt.spans != nil && !reflect.DeepEqual(got, tt.spans) {
+				t.Errorf("spans %+v, want %+v", got, tt.spans)
+			}
+			// The index holds each span once, and only those in spans.
+			r := &tab.procs[1].resident
+			for _, rs := range r.regions {
+				for _, sp := range rs {
+					if r.spans[sp.key] != sp {
+						t.Errorf("a span in regions at %#x is not in spans", sp.key)
+					}
+				}
+			}
 		})
 	}
+}
+
+// pageRange is the page addresses of [start, end).
+func pageRange(start, end uint64) []uint64 {
+	var out []uint64
+	for a := start; a < end; a += pageSize {
+		out = append(out, a)
+	}
+	return out
 }
 
 // TestFaultProbability: the chance of a 4 KiB fault at the documented means.
