@@ -9,10 +9,10 @@
  * are then released in part, 64 KiB of each (MADV_DONTNEED splits them):
  * the first 64 KiB of every other one, 64 KiB from the middle of the
  * rest, so that 62 of its 64 MiB stay resident; it prints "released".
- * With REWRITE set too, 2.5 s later (memtrace's checks have seen the
- * release), rewrite_released writes the released 64 KiB again: 2 MiB made
- * resident anew, by another function, half of it on the first pages of
- * the huge pages. With HOLD_MS set it sleeps that long before exiting.
+ * RELEASE_KB sets the amount released of each (default 64). With REWRITE
+ * set too, 2.5 s later (memtrace's checks have seen the release),
+ * rewrite_released writes the released pages again: made resident anew,
+ * by another function, half of them on the first pages of the huge pages. With HOLD_MS set it sleeps that long before exiting.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -68,13 +68,15 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-/* The 64 KiB of each huge page that main released, as it chose them. */
+static size_t released = 64 * 1024; /* of each huge page (RELEASE_KB) */
+
+/* The part of each huge page that main released, as it chose them. */
 __attribute__((noinline)) void rewrite_released(size_t n)
 {
 	for (size_t off = 0; off < n; off += HUGE) {
 		char *p = keep[0] + off + (off / HUGE % 2 ? 0 : MiB);
 
-		for (size_t i = 0; i < 64 * 1024; i += 4096)
+		for (size_t i = 0; i < released; i += 4096)
 			p[i] = 2;
 	}
 }
@@ -104,10 +106,12 @@ int main(int argc, char **argv)
 	printf("thp %ld\nready\n", anon_huge_kb());
 	fflush(stdout);
 	if (getenv("RELEASE")) {
+		if (getenv("RELEASE_KB"))
+			released = atol(getenv("RELEASE_KB")) * 1024; /* at most 1024 */
 		for (size_t off = 0; off < a * MiB; off += HUGE) {
 			size_t at = off / HUGE % 2 ? 0 : MiB;
 
-			if (madvise(keep[0] + off + at, 64 * 1024, MADV_DONTNEED)) {
+			if (madvise(keep[0] + off + at, released, MADV_DONTNEED)) {
 				perror("madvise");
 				return 1;
 			}
