@@ -111,12 +111,18 @@ func (s *session) noAllocator(pid int, when string) bool {
 		return false
 	}
 	r := &leakcheck.Verdict{PID: pid, Comm: comm(pid), When: when, Err: errNoAllocator}
+	if t.untraced {
+		r.Err = errUntraced
+	}
 	s.leaks().Judge.Judge(r, nil, nil)
 	s.recordLeakCheck(r, nil)
 	return true
 }
 
-var errNoAllocator = errors.New("no allocator was probed in this process (resident memory only), so its heap was not traced")
+var (
+	errNoAllocator = errors.New("no allocator was probed in this process (resident memory only), so its heap was not traced")
+	errUntraced    = errors.New("the process could not be traced (see the warning above), so its heap was not")
+)
 
 // runLeakCheck classifies pid's live blocks and keeps the result, in the
 // recording too.
@@ -219,7 +225,7 @@ func (s *session) onFork(st launch.Stop) error {
 	if err != nil {
 		// Not worth ending the run for: it goes untraced.
 		s.log.Warn("follow: cannot trace the new process", "pid", st.PID, "parent", st.Parent, "err", err)
-		t.exited, t.reported = true, true
+		t.exited, t.reported, t.untraced = true, true, true
 		return nil
 	}
 	if err := s.res.Capture(st.PID); err != nil {

@@ -45,6 +45,8 @@ type target struct {
 	jvm bool
 	// malloc is the module malloc binds to (footprint.go).
 	malloc string
+	// untraced: a followed child (-f) that could not be traced.
+	untraced bool
 }
 
 // session is one run: it owns the table and is driven by one goroutine.
