@@ -58,11 +58,7 @@ func TestResident(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tab := NewTable()
-			tab.AddProcess(1, "x")
-			for i := range tt.events {
-				tab.Apply(&tt.events[i])
-			}
+			tab := residentTable(tt.events)
 			got := tab.Snapshot().Processes[0].Resident
 			if !sameResident(got, tt.want) {
 				t.Errorf("got %+v\nwant %+v", got, tt.want)
@@ -93,6 +89,16 @@ func sameResident(a, b *ResidentSnapshot) bool {
 		}
 	}
 	return true
+}
+
+// residentTable is a table of process 1 with events applied.
+func residentTable(events []event.Event) *Table {
+	tab := NewTable()
+	tab.AddProcess(1, "x")
+	for i := range events {
+		tab.Apply(&events[i])
+	}
+	return tab
 }
 
 // TestResidentUncharge: each sampled page that leaves the table is told to
@@ -397,11 +403,7 @@ func TestResidentSpans(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tab := NewTable()
-			tab.AddProcess(1, "x")
-			for i := range tt.events {
-				tab.Apply(&tt.events[i])
-			}
+			tab := residentTable(tt.events)
 			if got := tab.ResidentSpans(1); !reflect.DeepEqual(got, tt.spans) {
 				t.Errorf("spans %+v, want %+v", got, tt.spans)
 			}

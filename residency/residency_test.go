@@ -12,22 +12,12 @@ import (
 // anonymous memory; those never written, or released, are not.
 func TestUnresident(t *testing.T) {
 	const pages = 64
-	b, err := syscall.Mmap(-1, 0, pages*4096, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Munmap(b)
-	for i := 0; i < pages; i += 2 {
-		b[i*4096] = 1 // even pages resident
-	}
+	b := written(t, pages, 2) // even pages resident
 	if err := syscall.Madvise(b[8*4096:12*4096], syscall.MADV_DONTNEED); err != nil {
 		t.Fatal(err)
 	}
 	base := uint64(uintptrOf(b))
-	var all []uint64
-	for i := 0; i < pages; i++ {
-		all = append(all, base+uint64(i)*4096)
-	}
+	all := pageAddrs(base, pages)
 	gone, err := openSelf(t).Unresident(all)
 	if err != nil {
 		t.Fatal(err)
@@ -52,14 +42,7 @@ func TestUnresident(t *testing.T) {
 // the default rate (one page in 16): the cost of a pagemap check per GiB.
 func BenchmarkUnresident(b *testing.B) {
 	const size = 1 << 30
-	m, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer syscall.Munmap(m)
-	for i := 0; i < size; i += 4096 {
-		m[i] = 1
-	}
+	m := written(b, size/4096, 1)
 	base := uint64(uintptrOf(m))
 	var sampled []uint64
 	for a := uint64(0); a < size; a += 16 * 4096 {
@@ -76,6 +59,30 @@ func BenchmarkUnresident(b *testing.B) {
 
 func uintptrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }
 
+// written maps pages of anonymous memory, unmapped when the test ends,
+// and writes every step-th page.
+func written(tb testing.TB, pages, step int) []byte {
+	tb.Helper()
+	b, err := syscall.Mmap(-1, 0, pages*4096, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { syscall.Munmap(b) })
+	for i := 0; i < pages; i += step {
+		b[i*4096] = 1
+	}
+	return b
+}
+
+// pageAddrs is the addresses of n pages from base.
+func pageAddrs(base uint64, n int) []uint64 {
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = base + uint64(i)*4096
+	}
+	return out
+}
+
 // openSelf opens our own pagemap, closed when the test ends.
 func openSelf(t testing.TB) *Pagemap {
 	t.Helper()
@@ -91,14 +98,7 @@ func openSelf(t testing.TB) *Pagemap {
 // written and not released since, less the page it skips.
 func TestResidentBytes(t *testing.T) {
 	const pages = 512 // a huge page's worth
-	b, err := syscall.Mmap(-1, 0, pages*4096, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Munmap(b)
-	for i := 0; i < pages; i++ {
-		b[i*4096] = 1
-	}
+	b := written(t, pages, 1)
 	// 64 KiB released at the start and 64 KiB in the middle.
 	for _, at := range []int{0, 256} {
 		if err := syscall.Madvise(b[at*4096:(at+16)*4096], syscall.MADV_DONTNEED); err != nil {
@@ -143,14 +143,7 @@ func TestZeroPageNotResident(t *testing.T) {
 		t.Skip("page frame numbers show to root only")
 	}
 	const pages = 16
-	b, err := syscall.Mmap(-1, 0, pages*4096, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Munmap(b)
-	for i := 0; i < pages; i++ {
-		b[i*4096] = 1
-	}
+	b := written(t, pages, 1)
 	if err := syscall.Madvise(b[:8*4096], syscall.MADV_DONTNEED); err != nil {
 		t.Fatal(err)
 	}
@@ -165,10 +158,7 @@ func TestZeroPageNotResident(t *testing.T) {
 		t.Fatal("the zero page's frame is not known")
 	}
 	base := uint64(uintptrOf(b))
-	var all []uint64
-	for i := 0; i < pages; i++ {
-		all = append(all, base+uint64(i)*4096)
-	}
+	all := pageAddrs(base, pages)
 	m := openSelf(t)
 	gone, err := m.Unresident(all)
 	if err != nil {
