@@ -66,11 +66,11 @@ func (r *residentPages) fault(addr, size, mean uint64, site siteID) {
 	sz := uint32(min(size, math.MaxUint32))
 	r.pages[addr] = residentPage{site: site, size: sz, resident: sz}
 	r.mean = mean
-	switch folio := size + pageSize; {
+	switch folio := restFolio(size); {
 	case size <= pageSize:
 	case size&(size-1) == 0:
 		r.addSpan(&residentSpan{key: addr, origin: addr, start: addr, end: addr + size})
-	case folio&(folio-1) == 0:
+	case folio != 0:
 		// Before 6.2, a huge page's rest (the folio less the fault's own
 		// page, sampled apart): keyed at the folio's first page, or at its
 		// second when the first is the fault's own, which is no part of it.
@@ -81,6 +81,23 @@ func (r *residentPages) fault(addr, size, mean uint64, site siteID) {
 		}
 		r.addSpan(sp)
 	}
+}
+
+// restFolio is the folio of a sampled fault of size bytes that is, before
+// 6.2, a huge page's rest (the folio less its first 4 KiB); 0 for others.
+func restFolio(size uint64) uint64 {
+	if folio := size + pageSize; size > pageSize && size&(size-1) != 0 && folio&(folio-1) == 0 {
+		return folio
+	}
+	return 0
+}
+
+// origin is the address the probes charged for the sample at key.
+func (r *residentPages) origin(key uint64) uint64 {
+	if sp := r.spans[key]; sp != nil {
+		return sp.origin
+	}
+	return key
 }
 
 func (r *residentPages) addSpan(sp *residentSpan) {
@@ -198,11 +215,10 @@ func (t *Table) drop(p *process, addr uint64) {
 	if _, ok := p.resident.pages[addr]; !ok {
 		return
 	}
+	origin := p.resident.origin(addr)
 	delete(p.resident.pages, addr)
-	origin := addr
 	if sp := p.resident.spans[addr]; sp != nil {
 		p.resident.removeSpan(sp)
-		origin = sp.origin
 	}
 	if t.uncharged != nil {
 		t.uncharged(p.pid, origin)

@@ -106,7 +106,7 @@ func (t *Table) Apply(e *event.Event) {
 		t.moveResident(p, e.OldAddr, e.OldSize, e.Addr)
 	case event.Fault:
 		t.uncharge(p, e.Addr, faultSpan(e.Size)) // made resident again: older samples there are gone
-		if folio := e.Size + pageSize; faultSpan(e.Size) < e.Size && folio&(folio-1) == 0 {
+		if folio := restFolio(e.Size); folio != 0 {
 			// Before 6.2, a huge page's rest: the huge page is new, so
 			// older large samples of its range are gone whole (its own
 			// first page's sample, just made, is no large one).
@@ -198,10 +198,7 @@ func (t *Table) Forget(pid uint32) {
 	}
 	if p := t.procs[pid]; p != nil && t.uncharged != nil {
 		for a := range p.resident.pages {
-			if sp := p.resident.spans[a]; sp != nil {
-				a = sp.origin
-			}
-			t.uncharged(pid, a)
+			t.uncharged(pid, p.resident.origin(a))
 		}
 	}
 	delete(t.procs, pid)
