@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"cmp"
+
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/recording"
 	"github.com/memtrace/memtrace/report"

@@ -61,17 +61,16 @@ func readFrame(n int, advice int) uint64 {
 		syscall.Madvise(page, advice)
 	}
 	readSink = page[0]
-	f, err := os.Open("/proc/self/pagemap")
+	m, err := OpenPagemap(os.Getpid(), 4096)
 	if err != nil {
 		return 0
 	}
-	defer f.Close()
-	var e [8]byte
-	addr := uint64(uintptr(unsafe.Pointer(&page[0])))
-	if _, err := f.ReadAt(e[:], int64(addr/4096*8)); err != nil {
+	defer m.Close()
+	buf, err := m.entries(uint64(uintptr(unsafe.Pointer(&page[0])))/4096, 1)
+	if err != nil {
 		return 0
 	}
-	v := binary.LittleEndian.Uint64(e[:])
+	v := binary.LittleEndian.Uint64(buf)
 	if v&pmPresent == 0 {
 		return 0
 	}
@@ -81,6 +80,7 @@ func readFrame(n int, advice int) uint64 {
 		return 0
 	}
 	defer flags.Close()
+	var e [8]byte
 	if _, err := flags.ReadAt(e[:], int64(pfn*8)); err != nil || binary.LittleEndian.Uint64(e[:])&kpfZeroPage == 0 {
 		return 0
 	}
