@@ -1,4 +1,5 @@
-# memtrace — see README.md. `make test` and `make demo` need root (BPF).
+# memtrace — see README.md. `make test`, `make demo` and `make bench` need
+# root (BPF): sudo make test, or make test in a root shell.
 GO      ?= go
 BIN     ?= bin
 CC      ?= gcc
@@ -33,7 +34,7 @@ test:
 	$(GO) test -count=1 -p 1 ./...
 
 # Boot Debian 12's kernels (scripts/kernels/kernels) in qemu and run a
-# subset of the real-BPF tests inside each (README: "Supported kernels").
+# subset of the real-BPF tests inside each (docs/kernels.md).
 test-kernels:
 	scripts/kernels/run.sh
 

@@ -294,7 +294,7 @@ func compileFixture(ctx context.Context, root, dir, name string) (string, error)
 // residentMemory measures memtrace's own peak resident memory (VmHWM):
 // the whole host's default idle, with 1000 processes each making 3 MiB
 // resident, and -p of one process making 8 GiB resident (a 64 GB process
-// keeps 8x its sampled pages: see the README).
+// keeps 8x its sampled pages: see docs/performance.md).
 func (r *runner) residentMemory(ctx context.Context) *Comparison {
 	c := &Comparison{ID: "resident-memory", Title: "memtrace's own peak resident memory (VmHWM)", Unit: "MiB", Baseline: "whole host, idle",
 		Notes: []string{"each round starts memtrace afresh; its VmHWM is read just before it is stopped"}}

@@ -2,7 +2,7 @@ package pipeline
 
 import "errors"
 
-// Exit codes, documented in README.md. In `--` mode memtrace otherwise exits
+// Exit codes, documented in docs/cli.md. In `--` mode memtrace otherwise exits
 // with the command's own status (128+N when a signal N ended it).
 const (
 	ExitOK          = 0

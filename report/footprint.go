@@ -118,7 +118,7 @@ func writeFootprintText(b *bytes.Buffer, p rankedProcess, raw bool) {
 	line(b, "rest of rss:", "%smmap %s, stacks %s, files %s, unexplained %s", goRuntime, byteText(f.AnonResident, raw),
 		byteText(f.StackResident, raw), byteText(f.FileResident, raw), byteText(f.Unexplained, raw))
 	if ret > 1<<20 && ret > f.HeapResident/2 && !f.Attached {
-		line(b, "", "most of the heap's RSS holds no live block: see README \"Footprint\"")
+		line(b, "", "most of the heap's RSS holds no live block: see docs/footprint.md")
 		line(b, "", "(malloc_trim(0), MALLOC_ARENA_MAX, jemalloc's dirty_decay_ms)")
 	}
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // exitCodeFor is memtrace's exit code for a live run's error
-// (pipeline's codes, documented in README.md); in `--` mode memtrace
+// (pipeline's codes, documented in docs/cli.md); in `--` mode memtrace
 // otherwise exits with the command's own status (128+N when a signal N
 // ended it).
 func exitCodeFor(err error) int {

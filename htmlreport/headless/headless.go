@@ -1,6 +1,6 @@
 // Package headless runs Debian's chromium without a display to check and
 // photograph the HTML report: the tests load the page and read back its
-// DOM; the README's screenshots come from the same flags.
+// DOM; docs/exports.md's screenshots come from the same flags.
 package headless
 
 import (
