@@ -100,6 +100,9 @@ func (s *session) run() (int, error) {
 		if err := unix.Kill(pid, 0); err == unix.ESRCH {
 			return 0, fmt.Errorf("process %d: %w", pid, allocator.ErrNoProcess)
 		}
+		if host.KernelThread(pid) {
+			return 0, fmt.Errorf("process %d (%s) %w", pid, comm(pid), host.ErrKernelThread)
+		}
 	}
 	release, err := s.load(adjust)
 	if err != nil {
