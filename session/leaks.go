@@ -83,7 +83,7 @@ func (s *session) leakCheckRunning() {
 			r := &leakcheck.Verdict{PID: pid, Comm: comm(pid), When: "when the run ended", Err: err}
 			s.leaks().Judge.Judge(r, nil, nil)
 			s.recordLeakCheck(r, nil)
-			s.log.Warn("leak check: cannot stop the process", "pid", pid, "err", err)
+			s.log.Warn("leak check: cannot stop the process, so it is not checked", "pid", pid, "err", err)
 			continue
 		}
 		var threads []leakcheck.Thread

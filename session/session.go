@@ -231,7 +231,7 @@ func (s *session) loop(child *launch.Child, sigs chan os.Signal) (int, error) {
 			done = nil
 		case pid := <-s.exitedPIDs:
 			if t := s.targets[pid]; t != nil {
-				s.log.Warn("target exited during the trace", "pid", pid, "comm", t.comm)
+				s.log.Warn("a target exited while traced: its final report follows", "pid", pid, "comm", t.comm)
 			}
 			s.markExited(pid)
 		case now := <-s.live.tick:
@@ -500,7 +500,7 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 	// are charged and unwound right.
 	start := time.Now()
 	if err := s.objs.PreloadTables(t.pid); err != nil {
-		s.log.Warn("unwind tables", "pid", t.pid, "err", err)
+		s.log.Warn("unwind tables not loaded: stacks through this process's code follow frame pointers only", "pid", t.pid, "err", err)
 	}
 	paths := make([]string, 0, len(mods))
 	for _, m := range mods {
