@@ -154,6 +154,9 @@ func (f *FootprintPacer) ReadChanged(snap *aggregate.Snapshot) {
 			continue
 		}
 		last, ok := f.last[pid]
+		if !ok && tracedMemory(p) == 0 {
+			continue // nothing to show yet: the next due reading will do
+		}
 		if ok {
 			now, then := tracedMemory(p), last.memory
 			moved := max(now, then) - min(now, then)
