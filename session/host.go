@@ -168,7 +168,7 @@ func (s *session) scanProcess(pid int) (retry bool, err error) {
 				s.log.Debug("attach", "pid", pid, "module", g.New[0].Module, "err", err)
 				continue
 			}
-			s.log.Warn("cannot probe a process's allocator: its heap is left out (-v says more)", "pid", pid, "module", g.New[0].Module, "err", err)
+			s.log.Warn("cannot probe a process's allocator: its heap is left out of the report", "pid", pid, "module", g.New[0].Module, "err", err)
 			continue
 		}
 		h.finder.Placed(g)
