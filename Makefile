@@ -4,15 +4,26 @@ GO      ?= go
 BIN     ?= bin
 CC      ?= gcc
 
-.PHONY: all build image demo test test-kernels bench generate check-generate clean
+.PHONY: all build man image demo test test-kernels bench generate check-generate clean
 
 all: build
 
 # CGO_ENABLED=0: a static binary. With gcc present, go links libc
 # dynamically for cgo; the binary would then need a libc in a scratch image,
 # and in whole-host mode it would map the very libc it probes.
+# VERSION and COMMIT name the build (memtrace --version): set here, since a
+# build with -buildvcs=false (or from a tarball) records no revision.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS ?= -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 build:
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/memtrace ./cmd/memtrace
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/memtrace ./cmd/memtrace
+
+# Man pages from the flags (cobra/doc): memtrace.1 and one per subcommand,
+# in $(MANDIR). `man -l $(MANDIR)/memtrace.1` reads one.
+MANDIR ?= $(BIN)/man
+man:
+	$(GO) run -tags man ./cmd/memtrace $(MANDIR)
 
 # The container image (Containerfile: the static binary, FROM scratch),
 # built with Debian's buildah (apt-get install -y buildah); vfs storage

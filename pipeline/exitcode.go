@@ -10,7 +10,7 @@ const (
 	ExitUsage       = 2
 	ExitPermission  = 3 // not root / no CAP_BPF
 	ExitKernel      = 4 // no BTF, no uprobes, BPF refused
-	ExitNoProcess   = 5
+	ExitNoProcess   = 5 // no such process, or a kernel thread (-p 2)
 	ExitNoAllocator = 6
 	ExitNotExec     = 126
 	ExitNotFound    = 127

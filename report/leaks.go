@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -128,6 +129,10 @@ func Write(w Outputs, snap aggregate.Snapshot, sym Symbolizer, o Options, leaks 
 // lost blocks by call site, with stacks.
 func writeLeakText(b *bytes.Buffer, l *leakcheck.Judge, r *leakcheck.Verdict) {
 	fmt.Fprintf(b, "\npid %d %s: leak check %s\n", r.PID, r.Comm, r.When)
+	if errors.Is(r.Err, leakcheck.ErrDoesNotApply) {
+		fmt.Fprintf(b, "  leak check %v\n", r.Err)
+		return
+	}
 	if r.Err != nil {
 		fmt.Fprintf(b, "  leak check failed: %v\n", r.Err)
 		return

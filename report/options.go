@@ -28,6 +28,15 @@ const (
 // sortKeys lists the valid keys in the order error messages show them.
 var sortKeys = []SortKey{SortLive, SortAllocated, SortAllocs, SortRate, SortRSS}
 
+// SortKeyNames lists the valid keys (the shell completion offers them).
+func SortKeyNames() []string {
+	out := make([]string, len(sortKeys))
+	for i, k := range sortKeys {
+		out[i] = string(k)
+	}
+	return out
+}
+
 // ParseSortKey accepts the name of a sort key as users type it on the
 // command line. The empty string means the default, SortLive.
 func ParseSortKey(s string) (SortKey, error) {

@@ -11,6 +11,7 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/callstack"
 )
 
 // Resident memory by who made it resident (aggregate.ResidentSnapshot):
@@ -43,6 +44,10 @@ type residentRecord struct {
 	CheckedNS uint64 `json:"checked_ns"`
 	Final     bool   `json:"final"`
 	TimeNS    uint64 `json:"time_ns"`
+	// Stack and StackTruncated: with --detail, as in callsite records
+	// (the charged frame first).
+	Stack          []stackFrame `json:"stack,omitempty"`
+	StackTruncated *bool        `json:"stack_truncated,omitempty"`
 }
 
 // residentSites are the sites shown: the top o.Top (0: all).
@@ -68,12 +73,16 @@ func residentRecords(p aggregate.ProcessSnapshot, sym Symbolizer, t uint64, o Op
 
 func newResidentRecord(pid uint32, comm string, s aggregate.ResidentSite, r *aggregate.ResidentSnapshot, sym Symbolizer, t uint64, o Options) residentRecord {
 	f := resolve(sym, pid, s.Address)
-	return residentRecord{
+	rec := residentRecord{
 		Type: typeResident, PID: pid, Comm: comm,
 		Function: f.Function, File: f.File, Line: f.Line, Module: f.Module, Address: hex(s.Address),
 		ResidentBytes: s.Bytes, ResidentBytesStderr: roundStderr(s.Stderr),
 		Sampled: true, SampledPages: s.Pages, SampleBytes: r.SampleBytes, CheckedNS: r.CheckedNS, Final: o.Final, TimeNS: t,
 	}
+	if st, ok := residentStack(pid, s, o); ok {
+		rec.Stack, rec.StackTruncated = stackRecord(st)
+	}
+	return rec
 }
 
 // writeResidentText prints p's resident section: the total, then the top
@@ -97,8 +106,10 @@ func writeResidentText(b *bytes.Buffer, p aggregate.ProcessSnapshot, sym Symboli
 	var out bytes.Buffer
 	t := hostTable(&out, []tw.Align{tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignLeft, tw.AlignLeft, tw.AlignLeft})
 	t.Header(estMark+"RESIDENT", "± RESIDENT", "PAGES", "FUNCTION", "FILE:LINE", "MODULE")
+	var stacks [][]string
 	for _, s := range sites {
 		f := resolve(sym, p.PID, s.Address)
+		stacks = append(stacks, residentStackLines(p.PID, s, o))
 		row := []string{byteCell(s.Bytes, o.Raw), byteCell(roundStderr(s.Stderr), o.Raw),
 			strconv.FormatUint(s.Pages, 10), functionLabel(f), locationLabel(f), moduleLabel(f)}
 		if err := t.Append(row); err != nil {
@@ -108,8 +119,27 @@ func writeResidentText(b *bytes.Buffer, p aggregate.ProcessSnapshot, sym Symboli
 	if err := t.Render(); err != nil {
 		return fmt.Errorf("render resident sites: %w", err)
 	}
-	indentTable(b, out.String())
+	indentTableStacks(b, out.String(), stacks)
 	return nil
+}
+
+// residentStack is a resident site's checked stack with --detail (its
+// first frame the charged one), ok false without.
+func residentStack(pid uint32, s aggregate.ResidentSite, o Options) (callstack.Stack, bool) {
+	if o.Stacks == nil || s.StackID < 0 {
+		return callstack.Stack{}, false
+	}
+	return o.Stacks.Stack(pid, aggregate.SiteSnapshot{Address: s.Address, StackID: s.StackID}), true
+}
+
+// residentStackLines are the lines under a resident row with --detail:
+// the rows of one function reached by different paths are told apart.
+func residentStackLines(pid uint32, s aggregate.ResidentSite, o Options) []string {
+	st, ok := residentStack(pid, s, o)
+	if !ok {
+		return nil
+	}
+	return stackLines(st)
 }
 
 // checkedText says when an exited process's figures are from: pages
@@ -230,8 +260,10 @@ func writeHostResident(b *bytes.Buffer, s aggregate.Snapshot, sym Symbolizer, o 
 	out.Reset()
 	t = hostTable(&out, []tw.Align{tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignLeft, tw.AlignLeft, tw.AlignLeft, tw.AlignLeft})
 	t.Header(estMark+"RESIDENT", "± RESIDENT", "PAGES", "PID", "COMM", "FUNCTION", "FILE:LINE", "MODULE")
+	var stacks [][]string
 	for _, s := range sites {
 		f := resolve(sym, s.pid, s.Address)
+		stacks = append(stacks, residentStackLines(s.pid, s.ResidentSite, o))
 		if err := t.Append([]string{byteCell(s.Bytes, o.Raw), byteCell(roundStderr(s.Stderr), o.Raw),
 			strconv.FormatUint(s.Pages, 10), strconv.FormatUint(uint64(s.pid), 10), commLabel(s.comm),
 			functionLabel(f), locationLabel(f), moduleLabel(f)}); err != nil {
@@ -241,6 +273,6 @@ func writeHostResident(b *bytes.Buffer, s aggregate.Snapshot, sym Symbolizer, o 
 	if err := t.Render(); err != nil {
 		return fmt.Errorf("render resident sites: %w", err)
 	}
-	indentTable(b, out.String())
+	indentTableStacks(b, out.String(), stacks)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/memtrace/memtrace/allocator"
+	"github.com/memtrace/memtrace/host"
 	"github.com/memtrace/memtrace/launch"
 	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/tracer"
@@ -23,7 +24,7 @@ func exitCodeFor(err error) int {
 		return pipeline.ExitPermission
 	case errors.Is(err, tracer.ErrNoBTF), errors.Is(err, tracer.ErrNoUprobes), errors.Is(err, tracer.ErrOldKernel):
 		return pipeline.ExitKernel
-	case errors.Is(err, allocator.ErrNoProcess), errors.Is(err, tracer.ErrProcessGone):
+	case errors.Is(err, allocator.ErrNoProcess), errors.Is(err, tracer.ErrProcessGone), errors.Is(err, host.ErrKernelThread):
 		return pipeline.ExitNoProcess
 	case errors.Is(err, allocator.ErrNotFound):
 		return pipeline.ExitNoAllocator

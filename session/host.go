@@ -100,7 +100,7 @@ func (s *session) startHost() error {
 		s.log.Info("allocator file", "module", f)
 	}
 	if len(files) == 0 && s.cfg.Heap {
-		s.log.Warn("no allocator in use yet: waiting for processes to start")
+		s.log.Info("no allocator in use yet: the processes that start one are probed as they start")
 	}
 	for _, name := range s.cfg.Marks {
 		if h.marked[name] == 0 {
@@ -164,7 +164,11 @@ func (s *session) scanProcess(pid int) (retry bool, err error) {
 			if errors.Is(err, tracer.ErrNoUprobes) || errors.Is(err, tracer.ErrPermission) {
 				return false, err
 			}
-			s.log.Warn("attach", "pid", pid, "module", g.New[0].Module, "err", err)
+			if errors.Is(err, tracer.ErrProcessGone) {
+				s.log.Debug("attach", "pid", pid, "module", g.New[0].Module, "err", err)
+				continue
+			}
+			s.log.Warn("cannot probe a process's allocator: its heap is left out of the report", "pid", pid, "module", g.New[0].Module, "err", err)
 			continue
 		}
 		h.finder.Placed(g)

@@ -63,7 +63,7 @@ func (s *session) startLive(sigs chan<- os.Signal) *liveRates {
 			}
 		})
 	if err != nil {
-		s.log.Warn("--watch: no live view, printing periodic reports instead", "err", err)
+		s.log.Warn("--watch: no live view (it needs a terminal: run memtrace in one, or in tmux); printing periodic reports instead", "err", err)
 		if s.cfg.Interval == 0 {
 			s.cfg.Interval = watchRefresh
 		}

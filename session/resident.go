@@ -27,7 +27,8 @@ func (s *session) startResident() error {
 		return err
 	}
 	if !residency.ZeroPagesKnown() {
-		s.log.Warn("pagemap shows no page frames (CAP_SYS_ADMIN): a released page that is read again stays charged")
+		s.log.Warn("pagemap hides page frames without CAP_SYS_ADMIN, so a released page that is read again stays charged " +
+			"to who first wrote it; run memtrace with CAP_SYS_ADMIN (as root outside a restricted container) for exact figures")
 	}
 	s.resident.Start()
 	return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/event"
+	"github.com/memtrace/memtrace/footprint"
 	"github.com/memtrace/memtrace/host"
 	"github.com/memtrace/memtrace/launch"
 	"github.com/memtrace/memtrace/pipeline"
@@ -47,6 +48,8 @@ type target struct {
 	malloc string
 	// untraced: a followed child (-f) that could not be traced.
 	untraced bool
+	// goProgram: a Go program with no allocator to probe (leaks.go).
+	goProgram bool
 }
 
 // session is one run: it owns the table and is driven by one goroutine.
@@ -99,6 +102,9 @@ func (s *session) run() (int, error) {
 	for _, pid := range s.cfg.PIDs {
 		if err := unix.Kill(pid, 0); err == unix.ESRCH {
 			return 0, fmt.Errorf("process %d: %w", pid, allocator.ErrNoProcess)
+		}
+		if host.KernelThread(pid) {
+			return 0, fmt.Errorf("process %d (%s) %w", pid, comm(pid), host.ErrKernelThread)
 		}
 	}
 	release, err := s.load(adjust)
@@ -225,7 +231,7 @@ func (s *session) loop(child *launch.Child, sigs chan os.Signal) (int, error) {
 			done = nil
 		case pid := <-s.exitedPIDs:
 			if t := s.targets[pid]; t != nil {
-				s.log.Warn("target exited during the trace", "pid", pid, "comm", t.comm)
+				s.log.Warn("a target exited while traced: its final report follows", "pid", pid, "comm", t.comm)
 			}
 			s.markExited(pid)
 		case now := <-s.live.tick:
@@ -479,7 +485,14 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 		if !errors.Is(err, allocator.ErrNotFound) || s.cfg.ResidentBytes == 0 {
 			return fmt.Errorf("process %d: %w", t.pid, err)
 		}
-		s.log.Warn("no allocator to probe: resident memory only", "pid", t.pid, "err", err)
+		if t.goProgram = footprint.GoProgram(t.pid); t.goProgram {
+			// Nothing is wrong: Go code allocates from its own heap.
+			s.log.Info("a Go program: memtrace shows its memory resident by function, its footprint and its Go heap mappings; "+
+				"Go code does not call malloc, so there are no allocator call sites and no leak check", "pid", t.pid)
+		} else {
+			s.log.Warn("no allocator to probe, so only resident memory by function and the footprint are shown; "+
+				"--allocator FILE names the file that defines malloc and free", "pid", t.pid, "err", err)
+		}
 	}
 	t.malloc = allocator.MallocModule(probes)
 	// The unwind tables of its code (and of the libraries a command stopped
@@ -487,7 +500,7 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 	// are charged and unwound right.
 	start := time.Now()
 	if err := s.objs.PreloadTables(t.pid); err != nil {
-		s.log.Warn("unwind tables", "pid", t.pid, "err", err)
+		s.log.Warn("unwind tables not loaded: stacks through this process's code follow frame pointers only", "pid", t.pid, "err", err)
 	}
 	paths := make([]string, 0, len(mods))
 	for _, m := range mods {

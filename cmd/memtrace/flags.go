@@ -44,12 +44,13 @@ func (p pidList) Set(s string) error {
 	return nil
 }
 
-// usageLines head memtrace --help.
+// usageLines head memtrace --help (indented 4: a preformatted block in the
+// man page too).
 const usageLines = `memtrace [flags] -p PID[,PID...]       attach to running processes
-  memtrace [flags] -- COMMAND [ARGS...]  start COMMAND and trace it from its first instruction
-  memtrace [flags]                       every process on the host: resident memory (--heap: allocators too, sampled)
-  memtrace replay FILE [flags]           print the reports of a run recorded with --record
-  memtrace diff OLD NEW [flags]          compare two runs' reports or recordings`
+    memtrace [flags] -- COMMAND [ARGS...]  start COMMAND and trace it from its first instruction
+    memtrace [flags]                       every process on the host: resident memory (--heap: allocators too, sampled)
+    memtrace replay FILE [flags]           print the reports of a run recorded with --record
+    memtrace diff OLD NEW [flags]          compare two runs' reports or recordings`
 
 // parseFlags parses a trace's command line (no subcommand) into a Config.
 func parseFlags(args []string, stderr io.Writer) (*session.Config, error) {

@@ -56,6 +56,11 @@ func DumpDOM(path string) (dom, log string, err error) {
 	return run(path, "--virtual-time-budget=5000", "--dump-dom")
 }
 
+// DumpDOMSize is DumpDOM in a window of width x height CSS pixels.
+func DumpDOMSize(path string, width, height int) (dom, log string, err error) {
+	return run(path, "--virtual-time-budget=5000", fmt.Sprintf("--window-size=%d,%d", width, height), "--dump-dom")
+}
+
 // Screenshot writes a PNG of the page, width x height CSS pixels.
 func Screenshot(path, png string, width, height int) error {
 	abs, err := filepath.Abs(png)
