@@ -312,6 +312,7 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (mar
 		name       string
 	}
 	var fns []fn
+	var marks []unwind.Span // marked at once: one by one is quadratic (MarkAll)
 	defined := map[string]bool{}
 	// A Go executable without .symtab (-ldflags=-s) names its functions
 	// in its function table: runtime.memmove and the rest are marked too.
@@ -338,12 +339,10 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (mar
 			}
 			fns = append(fns, fn{s.Value, s.Value + s.Size, s.Name})
 			if wraps(s.Name) {
-				tab.Mark(s.Value, s.Value+s.Size, unwind.FlagWrapper)
-				marked = true
+				marks = append(marks, unwind.Span{Start: s.Value, End: s.Value + s.Size, Flag: unwind.FlagWrapper})
 			}
 			if allocator.MemoryFunction(s.Name) {
-				tab.Mark(s.Value, s.Value+s.Size, unwind.FlagMemFn)
-				marked = true
+				marks = append(marks, unwind.Span{Start: s.Value, End: s.Value + s.Size, Flag: unwind.FlagMemFn})
 			}
 		}
 	}
@@ -352,7 +351,8 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (mar
 	alloc = allocator.AllocatorLibrary(defines)
 	text := f.Section(".text")
 	if text == nil {
-		return marked, true, alloc
+		tab.MarkAll(marks)
+		return len(marks) > 0, true, alloc
 	}
 	anon := unwind.FlagAnon
 	if allocator.MemoryLibrary(defines) {
@@ -366,16 +366,15 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (mar
 		}
 		named = true
 		if x.start > at {
-			tab.Mark(at, x.start, anon)
-			marked = true
+			marks = append(marks, unwind.Span{Start: at, End: x.start, Flag: anon})
 		}
 		at = max(at, x.end)
 	}
 	if at < end {
-		tab.Mark(at, end, anon)
-		marked = true
+		marks = append(marks, unwind.Span{Start: at, End: end, Flag: anon})
 	}
-	return marked, named, alloc
+	tab.MarkAll(marks)
+	return len(marks) > 0, named, alloc
 }
 
 // sharedLibrary reports whether f is a shared library rather than a
