@@ -2,8 +2,12 @@ package allocator
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -68,6 +72,26 @@ func NewWrapperRule(names []string, auto bool, not []string) WrapperRule {
 		r.Not[n] = true
 	}
 	return r
+}
+
+// Key names the rule: two rules with one key decide alike (in one build
+// of memtrace). Marked tables are cached under it.
+func (r WrapperRule) Key() string {
+	h := sha256.New()
+	for _, set := range []map[string]bool{r.Names, r.Not} {
+		names := slices.Sorted(maps.Keys(set))
+		for _, n := range names {
+			if set[n] {
+				h.Write([]byte(n))
+				h.Write([]byte{0})
+			}
+		}
+		h.Write([]byte{1})
+	}
+	if r.Auto {
+		h.Write([]byte("auto"))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
 // Wraps reports whether the function named name (as its symbol spells it,

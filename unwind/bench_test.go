@@ -57,7 +57,7 @@ func BenchmarkCacheHit(b *testing.B) {
 	for _, bf := range benchFiles {
 		b.Run(bf.name+"/memory", func(b *testing.B) {
 			needFile(b, bf.path)
-			c := NewCache("")
+			c := NewCache(nil)
 			cachedTable(b, c, bf.path)
 			b.ReportAllocs()
 			for b.Loop() {
@@ -67,13 +67,13 @@ func BenchmarkCacheHit(b *testing.B) {
 		b.Run(bf.name+"/disk", func(b *testing.B) {
 			needFile(b, bf.path)
 			dir := b.TempDir()
-			cachedTable(b, NewCache(dir), bf.path)
+			cachedTable(b, NewCache(testStore(b, dir)), bf.path)
 			if n := len(cacheFiles(b, dir)); n != 1 {
 				b.Fatalf("%d cache files", n)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				c := NewCache(dir)
+				c := NewCache(testStore(b, dir))
 				cachedTable(b, c, bf.path)
 				if c.builds.Load() != 0 {
 					b.Fatal("built instead of read")
