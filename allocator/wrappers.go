@@ -212,20 +212,39 @@ var wrapperVerbs = []string{
 // _PyObject_Malloc, sqlite3DbMallocRaw, sqlite3_malloc64). The allocator's
 // own entry points (malloc, calloc, …) have no family prefix and never match.
 func AutoWrapper(name string) bool {
-	n := strings.ToLower(strings.TrimLeft(name, "_"))
+	n := strings.TrimLeft(name, "_")
 	for _, fam := range wrapperFamilies {
-		rest, ok := strings.CutPrefix(n, fam)
+		rest, ok := cutPrefixFold(n, fam)
 		if !ok {
 			continue
 		}
-		if r, ok := strings.CutPrefix(rest, "try"); ok {
+		if r, ok := cutPrefixFold(rest, "try"); ok {
 			rest = strings.TrimPrefix(r, "_")
 		}
 		for _, v := range wrapperVerbs {
-			if strings.HasPrefix(rest, v) {
+			if _, ok := cutPrefixFold(rest, v); ok {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// cutPrefixFold is strings.CutPrefix with s's ASCII letters lower-cased
+// (prefix is lower case), without lower-casing all of s: a big program's
+// table judges 180k names (strings.ToLower was a third of that).
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) < len(prefix) {
+		return s, false
+	}
+	for i := 0; i < len(prefix); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != prefix[i] {
+			return s, false
+		}
+	}
+	return s[len(prefix):], true
 }

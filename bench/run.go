@@ -102,6 +102,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Results, error) 
 	sections := map[string]func(context.Context) ([]*Comparison, error){
 		"micro":     r.micro,
 		"startup":   r.startup,
+		"node":      r.node, // node.go
 		"consumer":  r.consumer,
 		"livemem":   r.liveMemory,
 		"footprint": r.footprint,

@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/binary"
@@ -381,12 +382,22 @@ func (t *tables) build(path string) ([]byte, uint32, error) {
 			return b[4:], binary.LittleEndian.Uint32(b), nil
 		}
 	}
-	tab, err := t.cache.Table(path)
+	// The CFI and the symbols, read side by side: each takes a big
+	// program about as long as the other.
+	var tab *unwind.Table
+	built := make(chan struct{})
+	go func() {
+		defer close(built)
+		tab, err = t.cache.Table(path)
+	}()
+	marks, named, alloc := functionMarks(f, t.wraps)
+	<-built
 	if err != nil {
 		return nil, 0, err
 	}
 	tab = tab.Clone()
-	marked, named, alloc := markFunctions(f, tab, t.wraps)
+	tab.MarkAll(marks)
+	marked := len(marks) > 0
 	rows, err := toFileOffsets(f, tab)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", path, err)
@@ -449,13 +460,15 @@ var selfKey = sync.OnceValue(func() string {
 // function lies in .text; alloc: whether the file is an allocator library
 // (allocator.AllocatorLibrary).
 func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (marked, named, alloc bool) {
-	type fn struct {
-		start, end uint64
-		name       string
-	}
-	var fns []fn
-	var marks []unwind.Span // marked at once: one by one is quadratic (MarkAll)
-	defined := map[string]bool{}
+	marks, named, alloc := functionMarks(f, wraps)
+	tab.MarkAll(marks)
+	return len(marks) > 0, named, alloc
+}
+
+// functionMarks is markFunctions' reading of f's symbols: the ranges to
+// mark, apart from any table (build reads them while the CFI is built).
+func functionMarks(f *elf.File, wraps func(string) bool) (marks []unwind.Span, named, alloc bool) {
+	type fn struct{ start, end uint64 }
 	// A Go executable without .symtab (-ldflags=-s) names its functions
 	// in its function table: runtime.memmove and the rest are marked too.
 	symtab, _ := f.Symbols()
@@ -469,38 +482,59 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (mar
 			}
 		}
 	}
+	// What a name is, judged once: .dynsym repeats most of .symtab, and
+	// judging a C++ name demangles it (node has 180k function symbols).
+	const (
+		judged = 1 << iota
+		isWrapper
+		isMemFn
+	)
+	names := make(map[string]uint8, len(symtab)+len(dynsym)+len(goSyms))
+	fns := make([]fn, 0, len(symtab)+len(dynsym)+len(goSyms))
 	for _, syms := range [][]elf.Symbol{symtab, dynsym, goSyms} {
 		for _, s := range syms {
 			t := elf.ST_TYPE(s.Info)
 			if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC) || s.Value == 0 {
 				continue
 			}
-			defined[s.Name] = true
+			what, seen := names[s.Name]
+			if !seen {
+				names[s.Name] = 0 // defined
+			}
 			if t != elf.STT_FUNC || s.Size == 0 {
 				continue // an IFUNC's symbol is its resolver, not the code run
 			}
-			fns = append(fns, fn{s.Value, s.Value + s.Size, s.Name})
-			if wraps(s.Name) {
+			if what&judged == 0 {
+				what = judged
+				if wraps(s.Name) {
+					what |= isWrapper
+				}
+				if allocator.MemoryFunction(s.Name) {
+					what |= isMemFn
+				}
+				names[s.Name] = what
+			}
+			fns = append(fns, fn{s.Value, s.Value + s.Size})
+			if what&isWrapper != 0 {
 				marks = append(marks, unwind.Span{Start: s.Value, End: s.Value + s.Size, Flag: unwind.FlagWrapper})
 			}
-			if allocator.MemoryFunction(s.Name) {
+			if what&isMemFn != 0 {
 				marks = append(marks, unwind.Span{Start: s.Value, End: s.Value + s.Size, Flag: unwind.FlagMemFn})
 			}
 		}
 	}
 	// Unnamed code: the gaps between named functions in .text.
-	defines := func(n string) bool { return defined[n] }
+	defines := func(n string) bool { _, ok := names[n]; return ok }
 	alloc = allocator.AllocatorLibrary(defines)
 	text := f.Section(".text")
 	if text == nil {
-		tab.MarkAll(marks)
-		return len(marks) > 0, true, alloc
+		return marks, true, alloc
 	}
 	anon := unwind.FlagAnon
 	if allocator.MemoryLibrary(defines) {
 		anon |= unwind.FlagMemFn
 	}
-	sort.Slice(fns, func(i, j int) bool { return fns[i].start < fns[j].start })
+	slices.SortFunc(fns, func(a, b fn) int { return cmp.Compare(a.start, b.start) })
 	at, end := text.Addr, text.Addr+text.Size
 	for _, x := range fns {
 		if x.end <= at || x.start >= end {
@@ -515,8 +549,7 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (mar
 	if at < end {
 		marks = append(marks, unwind.Span{Start: at, End: end, Flag: anon})
 	}
-	tab.MarkAll(marks)
-	return len(marks) > 0, named, alloc
+	return marks, named, alloc
 }
 
 // sharedLibrary reports whether f is a shared library rather than a

@@ -18,7 +18,8 @@ var gofmtPath = func() string {
 
 // benchFiles are the files the build benchmarks measure: glibc, libstdc++,
 // libsqlite3, two files over 100 MB from Debian packages (libLLVM-14:
-// 110 MB with a 5 MB .eh_frame; chromium: 297 MB, 0.4 MB .eh_frame), and a
+// 110 MB with a 5 MB .eh_frame; chromium: 297 MB, 0.4 MB .eh_frame), node
+// and OpenJDK 17's libjvm.so (the big binaries), and a
 // Go program whose rows come from its function table (gofmt: no DWARF).
 var benchFiles = []struct{ name, path string }{
 	{"libc", libc},
@@ -26,6 +27,8 @@ var benchFiles = []struct{ name, path string }{
 	{"libsqlite3", libsqlite},
 	{"libLLVM-14", libLLVM},
 	{"chromium", chromium},
+	{"node", node},
+	{"libjvm", libjvm},
 	{"gofmt", gofmtPath},
 }
 

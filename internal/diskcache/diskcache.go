@@ -54,9 +54,13 @@ type Store struct {
 	version  uint32
 }
 
-// DefaultDir is the cache directory: /var/cache/memtrace for root, else
-// $XDG_CACHE_HOME/memtrace (~/.cache/memtrace); "" when there is none.
+// DefaultDir is the cache directory: $MEMTRACE_CACHE_DIR when set, else
+// /var/cache/memtrace for root, else $XDG_CACHE_HOME/memtrace
+// (~/.cache/memtrace); "" when there is none.
 func DefaultDir() string {
+	if d := os.Getenv("MEMTRACE_CACHE_DIR"); d != "" {
+		return d
+	}
 	if os.Geteuid() == 0 {
 		return "/var/cache/memtrace"
 	}
