@@ -33,4 +33,6 @@
 //     untraced, on faults.c and sqlite3; resident-accuracy: the accuracy
 //     fixtures' estimates over the truth; resident-memory: memtrace's own
 //     peak memory (idle, 1000 processes, one of 8 GiB).
+//   - hoststart: memtrace's CPU per short-lived process start (/bin/true,
+//     sqlite3) in whole-host mode, by default and with --heap.
 package bench

@@ -113,6 +113,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Results, error) 
 		"resident":          r.resident,
 		"resident-accuracy": r.residentAccuracySection,
 		"resident-memory":   r.residentMemorySection,
+		"hoststart":         r.hostStart, // hoststart.go
 	}
 	for _, name := range Sections {
 		if !cfg.has(name) {
