@@ -158,13 +158,14 @@ const cfiVersion = "cfi3-"
 func (c *Cache) loadKey(f *elf.File, path, key, id string) (*Table, error) {
 	if c.store != nil {
 		b, err := c.store.Get(cfiVersion + key)
+		var tab *Table
 		if err == nil {
-			if tab, err := Decode(b); err == nil {
-				return tab, nil
-			} else {
-				slog.Debug("unwind cache: rebuilding", "key", key, "err", err)
-			}
-		} else if !errors.Is(err, diskcache.ErrMiss) {
+			tab, err = Decode(b)
+		}
+		if err == nil {
+			return tab, nil
+		}
+		if !errors.Is(err, diskcache.ErrMiss) {
 			slog.Debug("unwind cache: rebuilding", "key", key, "err", err)
 		}
 	}
