@@ -53,6 +53,10 @@ type SiteSnapshot struct {
 	// they made this site's allocations; "" when they did not (outside a
 	// JVM, or an allocation the JVM made otherwise).
 	JVMCategory string
+	// BeforeTable: some of the site's events came before the unwind table
+	// of the charged frame's file was loaded: they were charged to that
+	// frame as it was, with no wrapper skipped past it (docs/unwinding.md).
+	BeforeTable bool
 	Stats
 	// Rates are the decaying averages of this site's counters, one per
 	// half-life, shortest first, as of the last Tick (nil when the Table

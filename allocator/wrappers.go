@@ -2,8 +2,12 @@ package allocator
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -68,6 +72,26 @@ func NewWrapperRule(names []string, auto bool, not []string) WrapperRule {
 		r.Not[n] = true
 	}
 	return r
+}
+
+// Key names the rule: two rules with one key decide alike (in one build
+// of memtrace). Marked tables are cached under it.
+func (r WrapperRule) Key() string {
+	h := sha256.New()
+	for _, set := range []map[string]bool{r.Names, r.Not} {
+		names := slices.Sorted(maps.Keys(set))
+		for _, n := range names {
+			if set[n] {
+				h.Write([]byte(n))
+				h.Write([]byte{0})
+			}
+		}
+		h.Write([]byte{1})
+	}
+	if r.Auto {
+		h.Write([]byte("auto"))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
 // Wraps reports whether the function named name (as its symbol spells it,
@@ -188,20 +212,39 @@ var wrapperVerbs = []string{
 // _PyObject_Malloc, sqlite3DbMallocRaw, sqlite3_malloc64). The allocator's
 // own entry points (malloc, calloc, …) have no family prefix and never match.
 func AutoWrapper(name string) bool {
-	n := strings.ToLower(strings.TrimLeft(name, "_"))
+	n := strings.TrimLeft(name, "_")
 	for _, fam := range wrapperFamilies {
-		rest, ok := strings.CutPrefix(n, fam)
+		rest, ok := cutPrefixFold(n, fam)
 		if !ok {
 			continue
 		}
-		if r, ok := strings.CutPrefix(rest, "try"); ok {
+		if r, ok := cutPrefixFold(rest, "try"); ok {
 			rest = strings.TrimPrefix(r, "_")
 		}
 		for _, v := range wrapperVerbs {
-			if strings.HasPrefix(rest, v) {
+			if _, ok := cutPrefixFold(rest, v); ok {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// cutPrefixFold is strings.CutPrefix with s's ASCII letters lower-cased
+// (prefix is lower case), without lower-casing all of s: a big program's
+// table judges 180k names (strings.ToLower was a third of that).
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) < len(prefix) {
+		return s, false
+	}
+	for i := 0; i < len(prefix); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != prefix[i] {
+			return s, false
+		}
+	}
+	return s[len(prefix):], true
 }

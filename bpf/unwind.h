@@ -55,6 +55,7 @@ struct walk {
 	__u64 leaf;       /* the walk's first pc */
 	__s32 leaf_off;   /* the leaf is a wrapper with an sp-based CFA: its offset; 0: not */
 	__u8 memo;        /* the leaf is such a wrapper and its caller is charged itself */
+	__u8 no_table;    /* a frame's file had no table yet: walked by frame pointers there */
 	/*
 	 * The last mapping met and its file's rows: consecutive frames are
 	 * mostly in one file, and bpf_find_vma is the walk's dearest step.
@@ -328,16 +329,24 @@ static long walk_frame(__u64 i, void *ctx)
 			return 1;
 		}
 		f = bpf_map_lookup_elem(&unwind_files, &v.key);
-		if (!f) {
+		if (!f)
 			ask_table(&v);
-			w->end = STEP_STOP;
-			return 1;
+		if (!f || (f->flags & FILE_PENDING)) {
+			/*
+			 * The table is being built (the command does not wait for
+			 * it): this frame is charged as it is, and the walk goes on
+			 * by frame pointers, as in a file without CFI. outer_frame's
+			 * question needs the rows: no answer.
+			 */
+			if (w->outer_sp) {
+				w->end = STEP_STOP;
+				return 1;
+			}
+			w->no_table = 1;
+			w->file = (struct unwind_file){.flags = FILE_NO_CFI | FILE_UNMARKED | FILE_PENDING};
+		} else {
+			w->file = *f;
 		}
-		if (f->flags & FILE_PENDING) {
-			w->end = STEP_STOP;
-			return 1;
-		}
-		w->file = *f;
 		w->map_key = v.key;
 		w->map_start = v.start;
 		w->map_end = v.end;
@@ -354,7 +363,8 @@ static long walk_frame(__u64 i, void *ctx)
 	}
 	key = w->map_key;
 	fflags = f->flags;
-	if (w->epoch) {
+	/* Nothing is cached of a file without its table yet: it comes later. */
+	if (w->epoch && !(fflags & FILE_PENDING)) {
 		nfi.epoch = w->epoch;
 		nfi.mm = w->mm;
 		nfi.key = key;
@@ -488,6 +498,7 @@ static __always_inline void walk_start(struct walk *w, __u64 pc, __u64 sp, __u64
 	w->leaf = pc;
 	w->leaf_off = 0;
 	w->memo = 0;
+	w->no_table = 0;
 	w->cached = 0;
 	w->anon = ANON_NONE;
 	w->outer_sp = 0;
@@ -563,7 +574,8 @@ __noinline int emit_site(struct site_args *a)
 		emit(&(struct emit_args){.kind = a->kind, .func = a->func, .addr = a->addr, .size = a->size,
 					 .old_addr = a->old_addr, .old_size = a->old_size,
 					 .call_site = w->charged_pc & ~FRAME_EXACT, .leaf = a->pc,
-					 .flags = a->cat << EVENT_CAT_SHIFT, .id = id});
+					 .flags = a->cat << EVENT_CAT_SHIFT | (w->no_table ? EVENT_NO_TABLE : 0),
+					 .id = id});
 		return w->memo && w->leaf_off > 0 ? 2 : 0;
 	}
 	rec->e.time = 0;
@@ -577,7 +589,8 @@ __noinline int emit_site(struct site_args *a)
 	rec->e.tid = (__u32)id;
 	rec->e.kind = a->kind;
 	rec->e.func = a->func;
-	rec->e.flags = (w->end == STEP_END ? EVENT_STACK_COMPLETE : 0) | a->cat << EVENT_CAT_SHIFT;
+	rec->e.flags = (w->end == STEP_END ? EVENT_STACK_COMPLETE : 0) | a->cat << EVENT_CAT_SHIFT |
+		       (w->no_table ? EVENT_NO_TABLE : 0);
 	rec->e.charged = w->charged;
 	rec->e.stack_id = -1;
 	n = w->n;

@@ -159,6 +159,8 @@ type callsiteRecord struct {
 	StackTruncated *bool        `json:"stack_truncated,omitempty"`
 	// A JVM's heap sites only (jvm.go): the NMT category of their calls.
 	JVMCategory *string `json:"jvm_category,omitempty"`
+	// Sites charged before their file's unwind table was in: true (absent otherwise).
+	BeforeTable bool `json:"before_table,omitempty"`
 }
 
 // inlineFrame is one source-level frame of an inline chain.

@@ -53,6 +53,10 @@ var reportEpochFields = []string{"epoch", "epoch_start_ns"}
 // jvmProcessFields and jvmFields end a JVM's process and heap callsite records.
 var jvmProcessFields, jvmFields = []string{"jvm_categories"}, []string{"jvm_category"}
 
+// beforeTableFields end the callsite records of sites charged before their
+// unwind table was in.
+var beforeTableFields = []string{"before_table"}
+
 var stackFrameFields = []string{"function", "file", "line", "module", "address", "inlined"}
 
 var mmapFields = []string{"live_bytes", "live_regions", "maps", "mapped_bytes", "unmaps",
@@ -250,7 +254,7 @@ func TestJSONRecordsMatchDocs(t *testing.T) {
 			t.Errorf("docs/json.md does not document `mmap.%s`", f)
 		}
 	}
-	for _, f := range slices.Concat(detailFields, leakProcessFields, epochFields, reportEpochFields, jvmProcessFields, jvmFields) {
+	for _, f := range slices.Concat(detailFields, leakProcessFields, epochFields, reportEpochFields, jvmProcessFields, jvmFields, beforeTableFields) {
 		if !strings.Contains(doc, "`"+f+"`") {
 			t.Errorf("docs/json.md does not document field `%s`", f)
 		}
@@ -265,7 +269,7 @@ func TestJSONRecordsMatchDocs(t *testing.T) {
 		case "process":
 			want = slices.Concat(want, leakProcessFields, epochFields, jvmProcessFields)
 		case "callsite":
-			want = slices.Concat(want, leakFields, epochFields, detailFields, jvmFields)
+			want = slices.Concat(want, leakFields, epochFields, detailFields, jvmFields, beforeTableFields)
 		}
 		if got := jsonTags(v); !slices.Equal(got, want) {
 			t.Errorf("%s struct tags %v, want %v", typ, got, want)

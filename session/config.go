@@ -36,6 +36,20 @@ type Config struct {
 	LeakConfig      // --leak-check, --fail-on-leak, -f, --suppressions, --json-file
 	TimeConfig      // --record, --mark, --peak-tolerance, --dump-dir
 	ExportConfig    // --pprof, --folded, --html, --listen (exports.go)
+	TablesConfig    // --tables-wait, --no-cache, --cache-size
+}
+
+// DefaultCacheBytes bounds the unwind tables kept on disk (--cache-size).
+const DefaultCacheBytes = 512 << 20
+
+// TablesConfig holds the unwind tables' settings.
+type TablesConfig struct {
+	// TablesWait is the longest a target's probes wait for its tables;
+	// 0: they never wait (docs/unwinding.md, "Before the tables").
+	TablesWait time.Duration
+	// NoCache keeps tables in memory only; CacheBytes bounds the cache.
+	NoCache    bool
+	CacheBytes int64
 }
 
 func (c *Config) takesStacks() bool { return pipeline.TakesStacks(c.Detail, c.SampleBytes) }

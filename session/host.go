@@ -150,9 +150,10 @@ func (s *session) scanProcess(pid int) (retry bool, err error) {
 	if len(found.Missing) > 0 {
 		return true, nil
 	}
-	// Its code's unwind tables first (each file's once, host-wide), so
-	// that its first allocations through wrappers are charged right.
-	if err := s.objs.PreloadTables(pid); err != nil {
+	// Its code's unwind tables (each file's once, host-wide), built in
+	// the background: until one is in, allocations are charged to the
+	// frame in its file (docs/unwinding.md, "Before the tables").
+	if _, err := s.objs.PreloadTables(pid, nil); err != nil {
 		s.log.Debug("unwind tables", "pid", pid, "err", err)
 	}
 	for _, g := range found.ByPath() {

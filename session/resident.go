@@ -83,7 +83,7 @@ func (s *session) scanResident(pid int) (retry bool) {
 	}
 	if len(paths) > 0 {
 		s.objs.PreloadTableFiles(paths)
-		s.log.Info("unwind tables loaded", "pid", pid, "files", paths)
+		s.log.Info("unwind tables: loading", "pid", pid, "files", paths)
 	}
 	h.finder.Placed(found)
 	return false

@@ -19,6 +19,7 @@ import (
 	"github.com/memtrace/memtrace/event"
 	"github.com/memtrace/memtrace/footprint"
 	"github.com/memtrace/memtrace/host"
+	"github.com/memtrace/memtrace/internal/diskcache"
 	"github.com/memtrace/memtrace/launch"
 	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/recording"
@@ -26,7 +27,6 @@ import (
 	"github.com/memtrace/memtrace/residency"
 	"github.com/memtrace/memtrace/symbolize"
 	"github.com/memtrace/memtrace/tracer"
-	"github.com/memtrace/memtrace/unwind"
 )
 
 // pollWait bounds how stale a report can be: the probes do not wake the
@@ -185,7 +185,10 @@ func (s *session) attachTargets() error {
 // loop reads the ring every poll and handles what happened meanwhile,
 // until the targets are gone, the deadline passes or a signal comes.
 func (s *session) loop(child *launch.Child, sigs chan os.Signal) (int, error) {
-	tick, deadline, stopTimers := s.runTimers()
+	// -d counts from the moment tracing starts: a command's, once its
+	// probes are attached at its exec.
+	tick, deadline, stopTimers := s.runTimers(child == nil)
+	atExec := child != nil && s.cfg.Duration > 0
 	defer stopTimers()
 	var stops <-chan launch.Stop
 	var done <-chan syscall.WaitStatus
@@ -224,6 +227,9 @@ func (s *session) loop(child *launch.Child, sigs chan os.Signal) (int, error) {
 			if err != nil {
 				syscall.Kill(st.PID, syscall.SIGKILL)
 				return 0, err
+			}
+			if st.Kind == launch.Exec && atExec {
+				deadline, atExec = s.startDeadline(), false
 			}
 		case ws := <-done:
 			code = launch.ExitCode(ws)
@@ -325,7 +331,8 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 		opts.StackDepth = s.cfg.StackDepth
 	}
 	opts.Wraps = s.cfg.WrapperRule.Wraps
-	opts.UnwindCacheDir = unwind.DefaultCacheDir() // tables kept across runs
+	opts.WrapsKey = s.cfg.WrapperRule.Key()
+	opts.UnwindCache = s.openCache() // tables kept across runs
 	opts.Log = s.log
 	if opts.WakeupBytes > opts.RingBytes/4 {
 		opts.WakeupBytes = opts.RingBytes / 4
@@ -354,6 +361,24 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 		d.Close()
 		objs.Close()
 	}, nil
+}
+
+// openCache opens the unwind tables' cache (--no-cache, --cache-size);
+// nil when it is off or cannot be used (a warning says why).
+func (s *session) openCache() *diskcache.Store {
+	if s.cfg.NoCache {
+		return nil
+	}
+	dir := diskcache.DefaultDir()
+	if dir == "" {
+		return nil
+	}
+	store, err := diskcache.Open(dir, s.cfg.CacheBytes, 1)
+	if err != nil {
+		s.log.Warn("unwind tables not cached", "err", err)
+		return nil
+	}
+	return store
 }
 
 // apply accounts one event; a new code mapping (dlopen) makes it read the
@@ -496,18 +521,25 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 	}
 	t.malloc = allocator.MallocModule(probes)
 	// The unwind tables of its code (and of the libraries a command stopped
-	// at exec will map) before its probes, so that its first allocations
-	// are charged and unwound right.
-	start := time.Now()
-	if err := s.objs.PreloadTables(t.pid); err != nil {
-		s.log.Warn("unwind tables not loaded: stacks through this process's code follow frame pointers only", "pid", t.pid, "err", err)
-	}
+	// at exec will map), built in the background: the probes go on after
+	// TablesWait at most. Events before a file's table is in are charged
+	// to the frame in that file (docs/unwinding.md, "Before the tables").
 	paths := make([]string, 0, len(mods))
 	for _, m := range mods {
 		paths = append(paths, m.Path)
 	}
-	s.objs.PreloadTableFiles(paths)
-	s.log.Info("unwind tables loaded", "pid", t.pid, "took", time.Since(start))
+	start := time.Now()
+	loaded, err := s.objs.PreloadTables(t.pid, paths)
+	if err != nil {
+		s.log.Warn("unwind tables", "pid", t.pid, "err", err)
+	}
+	if s.cfg.TablesWait > 0 {
+		select {
+		case <-loaded:
+		case <-time.After(s.cfg.TablesWait):
+			s.log.Info("unwind tables: not waiting longer", "pid", t.pid, "waited", time.Since(start))
+		}
+	}
 	probes = append(probes, s.markProbes(t.pid, mods)...) // --mark (timeline.go)
 	jvm := s.jvmProbes(t.pid, mods)                       // the JVM's categories (jvm.go)
 	t.jvm = len(jvm) > 0
@@ -653,15 +685,22 @@ func (s *session) stackSource() pipeline.StackSource {
 }
 
 // runTimers are the main loop's timers: the -i interval's reports (nil
-// without -i) and the -d deadline (nil without -d).
-func (s *session) runTimers() (tick, deadline <-chan time.Time, stop func()) {
+// without -i) and the -d deadline (nil without -d, or unless now: the
+// loop starts it later).
+func (s *session) runTimers(now bool) (tick, deadline <-chan time.Time, stop func()) {
 	stop = func() {}
 	if s.cfg.Interval > 0 {
 		t := time.NewTicker(s.cfg.Interval)
 		tick, stop = t.C, t.Stop
 	}
-	if s.cfg.Duration > 0 {
-		deadline = time.After(s.cfg.Duration)
+	if s.cfg.Duration > 0 && now {
+		deadline = s.startDeadline()
 	}
 	return tick, deadline, stop
+}
+
+// startDeadline starts -d's time.
+func (s *session) startDeadline() <-chan time.Time {
+	s.log.Info("tracing", "for", s.cfg.Duration)
+	return time.After(s.cfg.Duration)
 }

@@ -72,11 +72,18 @@ func TestMark(t *testing.T) {
 			tab := base()
 			orig := tab.Clone()
 			c := tab.Clone()
+			var spans []Span
 			for _, m := range tt.marks {
 				c.Mark(m[0], m[1], uint8(m[2]))
+				spans = append(spans, Span{m[0], m[1], uint8(m[2])})
 			}
 			if !reflect.DeepEqual(c.Rows, tt.want) {
-				t.Errorf("got  %v\nwant %v", c.Rows, tt.want)
+				t.Errorf("Mark one by one: got  %v\nwant %v", c.Rows, tt.want)
+			}
+			all := tab.Clone()
+			all.MarkAll(spans)
+			if !reflect.DeepEqual(all.Rows, tt.want) {
+				t.Errorf("MarkAll: got  %v\nwant %v", all.Rows, tt.want)
 			}
 			if !reflect.DeepEqual(tab.Rows, orig.Rows) {
 				t.Errorf("Mark on a clone changed the original: %v", tab.Rows)

@@ -130,6 +130,7 @@ func traceFlags(fs *pflag.FlagSet, c *session.Config) func(command []string) err
 	checkLeaks := addLeakFlags(fs, c)
 	checkTime := addTimeFlags(fs, &c.TimeConfig)
 	checkExports := addExportFlags(fs, &c.ExportConfig)
+	checkTables := addTableFlags(fs, &c.TablesConfig)
 	return func(command []string) error {
 		c.Command = command
 		c.RingBytes = int(ringBytes)
@@ -180,6 +181,9 @@ func traceFlags(fs *pflag.FlagSet, c *session.Config) func(command []string) err
 			return err
 		}
 		if err := checkTime(); err != nil {
+			return err
+		}
+		if err := checkTables(); err != nil {
 			return err
 		}
 		return checkExports()
