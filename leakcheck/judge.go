@@ -11,6 +11,7 @@ import (
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/symbolize"
+	"github.com/memtrace/memtrace/textsafe"
 )
 
 // Judging: a check's classes are facts about the process; which of them
@@ -265,13 +266,13 @@ func (j *Judge) Failures(stderr io.Writer) (over, failed bool) {
 	slices.Sort(pids)
 	for _, pid := range pids {
 		if r := j.Verdicts[pid]; r.Err != nil {
-			fmt.Fprintf(stderr, "memtrace: pid %d %s: leak check failed: %v\n", r.PID, r.Comm, r.Err)
+			fmt.Fprintf(stderr, "memtrace: pid %d %s: leak check failed: %s\n", r.PID, textsafe.String(r.Comm), textsafe.String(r.Err.Error()))
 			failed = true
 		}
 	}
 	for _, r := range j.Over {
 		fmt.Fprintf(stderr, "memtrace: pid %d %s: %d bytes lost (%s) %s, more than --fail-on-leak=%d\n",
-			r.PID, r.Comm, r.Counted, j.Kinds, r.When, j.FailBytes)
+			r.PID, textsafe.String(r.Comm), r.Counted, j.Kinds, r.When, j.FailBytes)
 	}
 	return len(j.Over) > 0, failed
 }
