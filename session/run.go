@@ -10,8 +10,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 
+	"github.com/memtrace/memtrace/outfile"
 	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/textsafe"
 )
@@ -40,7 +40,7 @@ func Run(cfg *Config, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 
 	var out io.Writer = text
 	if cfg.Output != "" {
-		f, err := os.Create(cfg.Output)
+		f, err := outfile.Create(cfg.Output)
 		if err != nil {
 			fmt.Fprintf(diag, "memtrace: %v\n", err)
 			return pipeline.ExitUsage
