@@ -108,3 +108,19 @@ func TestParseKinds(t *testing.T) {
 		t.Errorf("heuristics %v %v", h, err)
 	}
 }
+
+// FuzzParseSuppressions: a suppressions file parses or fails with a
+// message, and every pattern it yields compiles and matches.
+func FuzzParseSuppressions(f *testing.F) {
+	f.Add("# comment\nleak:^operator new$\nleak:libfoo.so*bar\n")
+	f.Add("leak:")
+	f.Fuzz(func(t *testing.T, in string) {
+		ss, err := ParseSuppressions(strings.NewReader(in), "fuzz")
+		if err != nil {
+			return
+		}
+		for _, s := range ss {
+			TemplateMatch(s.Pattern, in)
+		}
+	})
+}

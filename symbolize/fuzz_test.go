@@ -216,3 +216,22 @@ func TestModuleSeeds(t *testing.T) {
 		})
 	}
 }
+
+// FuzzNames: symbol names come from the traced program's binaries; the
+// demangler and the shortening of names take any bytes, and shortening
+// never lengthens a name.
+func FuzzNames(f *testing.F) {
+	f.Add("_ZNSt6vectorIiSaIiEE17_M_realloc_insertIJRKiEEEvN9__gnu_cxx17__normal_iteratorIPiS1_EEDpOT_")
+	f.Add("_RNvCs1234_5hello4main")
+	f.Add("<Vec<u8> as Drop>::drop(operator<<(int)")
+	f.Fuzz(func(t *testing.T, in string) {
+		d := demangleName(in)
+		for _, n := range []string{in, d} {
+			for _, detail := range []NameDetail{FullName, NoTemplateArgs, NoTemplateArgsOrParams} {
+				if s := ShortName(n, detail); len(s) > len(n)+len("…") {
+					t.Fatalf("ShortName(%q, %v) = %q: longer", n, detail, s)
+				}
+			}
+		}
+	})
+}

@@ -3,6 +3,8 @@ package textsafe
 import (
 	"bytes"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/mattn/go-runewidth"
 )
@@ -109,4 +111,34 @@ func BenchmarkStringPlain(b *testing.B) {
 	for b.Loop() {
 		String("std::vector<int, std::allocator<int> >::push_back(int const&)")
 	}
+}
+
+// FuzzString: whatever the input, the result is valid UTF-8 with no
+// control, format or separator character, and String leaves it as it is.
+func FuzzString(f *testing.F) {
+	f.Add("\x1b]0;PWN\x07\x1b[2J\xff")
+	f.Add("evil\u202etxt\u2028")
+	f.Fuzz(func(t *testing.T, in string) {
+		out := String(in)
+		if !utf8.ValidString(out) {
+			t.Fatalf("String(%q) = %q: not UTF-8", in, out)
+		}
+		for _, r := range out {
+			if !unicode.IsGraphic(r) {
+				t.Fatalf("String(%q) = %q holds %U", in, out, r)
+			}
+		}
+		if String(out) != out {
+			t.Fatalf("String(%q) = %q, escaped again %q", in, out, String(out))
+		}
+		var b bytes.Buffer
+		w := NewWriter(&b)
+		w.Write([]byte(in))
+		w.Flush()
+		for i, c := range b.Bytes() {
+			if (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f {
+				t.Fatalf("Writer wrote %#x at %d", c, i)
+			}
+		}
+	})
 }

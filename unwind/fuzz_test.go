@@ -3,9 +3,13 @@ package unwind
 import (
 	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"testing"
 )
 
@@ -72,4 +76,39 @@ func FuzzBuild(f *testing.F) {
 		c.Mark(0x1000, 0x2000, FlagWrapper)
 		checkInvariants(t, c)
 	})
+}
+
+// TestHugeFrameSection: a section header claiming 2 GiB of call frame
+// information (more than the file holds, or a compressed section that
+// would inflate to it) is refused before anything is read: the file is
+// malformed, and nothing near its claim is allocated.
+func TestHugeFrameSection(t *testing.T) {
+	bin := compile(t, "frames.c", "frames", "-O2")
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := openELF(t, bin)
+	s := f.Section(".eh_frame")
+	if s == nil {
+		t.Fatal("no .eh_frame")
+	}
+	// The section's header: e_shoff + index*e_shentsize; sh_size at +32.
+	idx := slices.Index(f.Sections, s)
+	shoff, shentsize := binary.LittleEndian.Uint64(b[0x28:]), binary.LittleEndian.Uint16(b[0x3a:])
+	binary.LittleEndian.PutUint64(b[shoff+uint64(idx)*uint64(shentsize)+32:], 2<<30)
+	hostile, err := elf.NewFile(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = Build(hostile)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrMalformed) {
+		t.Errorf("Build = %v, want ErrMalformed", err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 16<<20 {
+		t.Errorf("Build allocated %d bytes", n)
+	}
 }
