@@ -38,7 +38,7 @@ func Touch(path string) error {
 
 func open(path string, truncate bool) (*os.File, error) {
 	flags := os.O_WRONLY | os.O_CREATE | syscall.O_CLOEXEC
-	shared := sharedDir(filepath.Dir(path))
+	shared := Shared(filepath.Dir(path))
 	if shared {
 		flags |= syscall.O_NOFOLLOW
 	} else if truncate {
@@ -72,9 +72,9 @@ func open(path string, truncate bool) (*os.File, error) {
 	return f, nil
 }
 
-// sharedDir reports whether users other than the directory's owner can
+// Shared reports whether users other than the directory's owner can
 // create names in dir: it is writable by its group or by all.
-func sharedDir(dir string) bool {
+func Shared(dir string) bool {
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return false // the open fails and says why

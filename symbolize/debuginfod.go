@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/memtrace/memtrace/outfile"
 	"github.com/memtrace/memtrace/procfile"
 )
 
@@ -214,6 +215,19 @@ func (d *Debuginfod) entry(id string, create bool) (*entryDir, error) {
 	if create {
 		if err := d.mkdir(d.cfg.CacheDir); err != nil {
 			return nil, err
+		}
+	}
+	// A cache in a directory anyone can write to (DEBUGINFOD_CACHE_PATH
+	// under /tmp) may have been put there by someone else, or be a link
+	// to elsewhere: it is used only as a directory of ours or its owner's.
+	if outfile.Shared(filepath.Dir(filepath.Clean(d.cfg.CacheDir))) {
+		fi, err := os.Lstat(d.cfg.CacheDir)
+		if err != nil {
+			return nil, err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !fi.IsDir() || !ok || (int(st.Uid) != os.Geteuid() && int(st.Uid) != d.uid) {
+			return nil, fmt.Errorf("debuginfod cache %s: in a directory others can write to, not a directory of ours", d.cfg.CacheDir)
 		}
 	}
 	return openEntry(d.cfg.CacheDir, id, create, d.uid, d.gid)

@@ -471,4 +471,21 @@ func TestDebuginfodCacheLinks(t *testing.T) {
 	if _, err := d.Fetch(context.Background(), "../../etc"); err == nil {
 		t.Error("Fetch of a build-id that is a path succeeded")
 	}
+
+	// DEBUGINFOD_CACHE_PATH in a directory anyone can write to, where
+	// someone put a link by that name.
+	shared := tempDir(t)
+	os.Chmod(shared, 0o1777)
+	linked := filepath.Join(shared, "cache")
+	if err := os.Symlink(elsewhere, linked); err != nil {
+		t.Fatal(err)
+	}
+	d2 := NewDebuginfod(DebuginfodConfig{URLs: []string{ts.URL}, CacheDir: linked, Timeout: 5 * time.Second})
+	defer d2.Close()
+	if path, err := d2.Fetch(context.Background(), id); err == nil {
+		t.Errorf("Fetch into a linked cache in a shared directory = %q, want an error", path)
+	}
+	if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {
+		t.Errorf("memtrace wrote %d files where the shared link pointed", len(ents))
+	}
 }
