@@ -272,7 +272,7 @@ func (j *Judge) Failures(stderr io.Writer) (over, failed bool) {
 	}
 	for _, r := range j.Over {
 		fmt.Fprintf(stderr, "memtrace: pid %d %s: %d bytes lost (%s) %s, more than --fail-on-leak=%d\n",
-			r.PID, textsafe.String(r.Comm), r.Counted, j.Kinds, r.When, j.FailBytes)
+			r.PID, textsafe.String(r.Comm), r.Counted, j.Kinds, textsafe.String(r.When), j.FailBytes)
 	}
 	return len(j.Over) > 0, failed
 }

@@ -128,7 +128,7 @@ func Write(w Outputs, snap aggregate.Snapshot, sym Symbolizer, o Options, leaks 
 // writeLeakText prints a process's leak summary as valgrind does, then its
 // lost blocks by call site, with stacks.
 func writeLeakText(b *bytes.Buffer, l *leakcheck.Judge, r *leakcheck.Verdict) {
-	fmt.Fprintf(b, "\npid %d %s: leak check %s\n", r.PID, textsafe.String(r.Comm), r.When)
+	fmt.Fprintf(b, "\npid %d %s: leak check %s\n", r.PID, textsafe.String(r.Comm), textsafe.String(r.When)) // When: a recording's, in a replay
 	if r.Err != nil {
 		fmt.Fprintf(b, "  leak check failed: %s\n", textsafe.String(r.Err.Error()))
 		return
