@@ -81,7 +81,8 @@ func TestWriter(t *testing.T) {
 	}{
 		{"plain", []string{"pid 1 init\n\tlive: 1 KiB\n"}, "pid 1 init\n\tlive: 1 KiB\n"},
 		{"controls", []string{"pid 1 \x1b]0;x\x07\r\n"}, "pid 1 \\x1b]0;x\\x07\\x0d\n"},
-		{"del", []string{"a\x7f"}, `a\x7f`},
+		{"del", []string{"a\x7f"}, `a\u007f`},
+		{"json with del and c1", []string{"{\"comm\":\"a\x7f\u009b\"}\n"}, `{"comm":"a\u007f\u009b"}` + "\n"},
 		{"c1", []string{"a\u009bb"}, `a\u009bb`},
 		{"c1 split", []string{"a\xc2", "\x9bb"}, `a\u009bb`},
 		{"nbsp split", []string{"a\xc2", "\xa0b"}, "a\u00a0b"},

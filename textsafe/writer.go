@@ -6,12 +6,13 @@ import (
 )
 
 // Writer passes text through to W with any control character left in it
-// escaped as String would: C0 controls other than newline and tab, DEL,
-// and C1 controls in their UTF-8 form. It is the last line of defence
+// escaped: C0 controls other than newline and tab as \xNN, DEL and C1
+// controls (in their UTF-8 form) as \uNNNN. It is the last line of defence
 // behind the writers that escape each field with String (which also keeps
 // columns aligned): a name that reached the text unescaped still cannot
-// drive the terminal. Printable text, newlines and tabs pass unchanged,
-// and so does NDJSON, whose encoder escapes controls itself.
+// drive the terminal. Printable text, newlines and tabs pass unchanged;
+// NDJSON stays valid and means the same (its encoder escapes C0 itself,
+// and \u escapes of DEL and C1 are JSON's own).
 type Writer struct {
 	W  io.Writer
 	mu sync.Mutex // reports and log records may be written from several goroutines
@@ -43,8 +44,13 @@ func (w *Writer) Write(p []byte) (int, error) {
 		switch {
 		case c == '\n' || c == '\t':
 			out = append(out, c)
-		case c < 0x20 || c == 0x7f:
+		case c < 0x20:
 			out = appendByte(out, c)
+		case c == 0x7f:
+			// As \u007f, not \x7f: encoding/json leaves DEL (and C1) raw
+			// in its strings, and this keeps NDJSON valid JSON, the same
+			// string.
+			out = appendRune(out, 0x7f)
 		case c == 0xc2 && i+1 == len(b):
 			w.lead = true
 		case c == 0xc2 && b[i+1] >= 0x80 && b[i+1] < 0xa0:

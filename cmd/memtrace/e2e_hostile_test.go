@@ -101,6 +101,19 @@ func TestHostileNames(t *testing.T) {
 		}
 	}
 
+	t.Run("json", func(t *testing.T) {
+		r := runMemtrace(t, "--json", "--", exe)
+		if r.code != 0 {
+			t.Fatalf("memtrace exited %d:\n%s", r.code, r.stderr)
+		}
+		noControls(t, "--json stdout", r.stdout)
+		// The comm is the process's, JSON-escaped; its byte that is not
+		// UTF-8 is U+FFFD, as encoding/json writes it.
+		if p := parseNDJSON(t, r.stdout).finalProcess(t); p.Comm != strings.ToValidUTF8(hostileName, "\uFFFD") {
+			t.Errorf("comm %q in the JSON", p.Comm)
+		}
+	})
+
 	t.Run("replay", func(t *testing.T) {
 		r := runMemtrace(t, "replay", rec)
 		if r.code != 0 {
