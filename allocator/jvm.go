@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/memtrace/memtrace/symbolize"
 )
 
 // JVMLibrary is the base name of HotSpot's shared library.
@@ -72,6 +74,9 @@ func JVMProbes(m Module) (probes []Probe, names []string, err error) {
 		return nil, nil, fmt.Errorf("read %s: %w", m.Module, err)
 	}
 	defer f.Close()
+	if !symbolize.TablesFit(f, elf.SHT_SYMTAB) {
+		return nil, nil, fmt.Errorf("read symbols of %s: .symtab claims more than 1 GiB", m.Module)
+	}
 	syms, err := f.Symbols()
 	if err != nil {
 		return nil, nil, fmt.Errorf("read symbols of %s: %w (os::malloc is a local symbol: a stripped libjvm.so has no categories)", m.Module, err)

@@ -3,14 +3,14 @@ package unwind
 import (
 	"bytes"
 	"debug/elf"
-	"encoding/binary"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"testing"
+
+	"github.com/memtrace/memtrace/internal/elftest"
 )
 
 // FuzzBuild feeds mutated frame sections, wrapped in a minimal ELF file,
@@ -88,16 +88,7 @@ func TestHugeFrameSection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := openELF(t, bin)
-	s := f.Section(".eh_frame")
-	if s == nil {
-		t.Fatal("no .eh_frame")
-	}
-	// The section's header: e_shoff + index*e_shentsize; sh_size at +32.
-	idx := slices.Index(f.Sections, s)
-	shoff, shentsize := binary.LittleEndian.Uint64(b[0x28:]), binary.LittleEndian.Uint16(b[0x3a:])
-	binary.LittleEndian.PutUint64(b[shoff+uint64(idx)*uint64(shentsize)+32:], 2<<30)
-	hostile, err := elf.NewFile(bytes.NewReader(b))
+	hostile, err := elftest.WithSectionSize(b, ".eh_frame", 2<<30)
 	if err != nil {
 		t.Fatal(err)
 	}
