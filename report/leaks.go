@@ -226,7 +226,7 @@ func writeAnnotations(b *bytes.Buffer, l *leakcheck.Judge, r *leakcheck.Verdict)
 		if !ok {
 			continue
 		}
-		file := workspaceFile(f.File, ws, r.Cwd)
+		file := textsafe.String(workspaceFile(f.File, ws, r.Cwd))
 		fn, _, _ := leakFrameLabels(lr.Frames[0])
 		msg := fmt.Sprintf("%d bytes in %d blocks %s, allocated in %s (pid %d %s)",
 			lr.Bytes, lr.Blocks, lr.Class.Title(), fn, r.PID, textsafe.String(r.Comm))
