@@ -170,27 +170,50 @@ func CheckOwner(f *os.File, pid int) error {
 	return nil
 }
 
+// PerfMapPath is where process pid writes its perf map (JIT symbols), as
+// the process names it: /tmp/perf-N.map, N its pid in its own PID
+// namespace (the last of NSpid in /proc/PID/status). Open it with
+// OpenOwned.
+func PerfMapPath(pid int) (string, error) {
+	f, err := statusField(pid, "NSpid")
+	if err != nil {
+		return "", fmt.Errorf("perf map of process %d: %w", pid, err)
+	}
+	ns, err := strconv.Atoi(f[len(f)-1])
+	if err != nil {
+		return "", fmt.Errorf("perf map of process %d: NSpid %q", pid, f)
+	}
+	return "/tmp/perf-" + strconv.Itoa(ns) + ".map", nil
+}
+
 // EffectiveUID reads process pid's effective user id from
 // /proc/PID/status ("Uid:\treal\teffective\tsaved\tfs").
 func EffectiveUID(pid int) (uint32, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	f, err := statusField(pid, "Uid")
+	if err != nil || len(f) < 2 {
+		return 0, fmt.Errorf("read uid of process %d: %w", pid, errors.Join(err, errors.New("no effective uid")))
+	}
+	uid, err := strconv.ParseUint(f[1], 10, 32)
 	if err != nil {
 		return 0, fmt.Errorf("read uid of process %d: %w", pid, err)
 	}
-	for l := range strings.Lines(string(b)) {
-		rest, ok := strings.CutPrefix(l, "Uid:")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) < 2 {
-			break
-		}
-		uid, err := strconv.ParseUint(f[1], 10, 32)
-		if err != nil {
-			break
-		}
-		return uint32(uid), nil
+	return uint32(uid), nil
+}
+
+// statusField returns the values of the line key of /proc/PID/status
+// (at least one).
+func statusField(pid int, key string) ([]string, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return nil, err
 	}
-	return 0, fmt.Errorf("read uid of process %d: no Uid line", pid)
+	for l := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(l, key+":"); ok {
+			if f := strings.Fields(rest); len(f) > 0 {
+				return f, nil
+			}
+			break
+		}
+	}
+	return nil, fmt.Errorf("no %s in /proc/%d/status", key, pid)
 }

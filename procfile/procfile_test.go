@@ -189,3 +189,27 @@ func parseHex(t *testing.T, s string) uint64 {
 	}
 	return v
 }
+
+// TestPerfMapPath: a process outside any PID namespace of its own writes
+// /tmp/perf-PID.map with its pid; one in a new PID namespace, with the
+// pid it sees (1, as its namespace's first process).
+func TestPerfMapPath(t *testing.T) {
+	if p, err := PerfMapPath(os.Getpid()); err != nil || p != "/tmp/perf-"+strconv.Itoa(os.Getpid())+".map" {
+		t.Errorf("PerfMapPath(self) = %q, %v", p, err)
+	}
+	if os.Geteuid() != 0 {
+		return
+	}
+	cmd := exec.Command("sleep", "60")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	if p, err := PerfMapPath(cmd.Process.Pid); err != nil || p != "/tmp/perf-1.map" {
+		t.Errorf("PerfMapPath(a process in its own PID namespace) = %q, %v, want /tmp/perf-1.map", p, err)
+	}
+}
