@@ -4,7 +4,7 @@ GO      ?= go
 BIN     ?= bin
 CC      ?= gcc
 
-.PHONY: all build man image demo test test-kernels bench generate check-generate clean
+.PHONY: all build man image demo test test-kernels bench fuzz generate check-generate clean
 
 all: build
 
@@ -43,6 +43,19 @@ test:
 	# -p 1: the whole-host tests probe every process's libc for a moment;
 	# packages in parallel would measure, or run valgrind, under those probes.
 	$(GO) test -count=1 -p 1 ./...
+
+# Run every fuzz target (func Fuzz* in a _test.go) for FUZZTIME each, from
+# its seeds in the package's testdata/fuzz/; an input that fails is
+# written there, to be committed with its fix. The parsers of what a
+# traced process, a binary or a recording controls (docs/security.md).
+FUZZTIME ?= 10s
+fuzz:
+	@set -e; for pkg in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+		for fn in $$(grep -h '^func Fuzz' $$pkg/*_test.go | sed 's/^func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
+			echo "== $$pkg $$fn"; \
+			$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
 
 # Boot Debian 12's kernels (scripts/kernels/kernels) in qemu and run a
 # subset of the real-BPF tests inside each (docs/kernels.md).

@@ -23,6 +23,7 @@ import (
 	"github.com/memtrace/memtrace/pprofout"
 	"github.com/memtrace/memtrace/report"
 	"github.com/memtrace/memtrace/symbolize"
+	"github.com/memtrace/memtrace/textsafe"
 )
 
 var (
@@ -70,7 +71,7 @@ func Write(w io.Writer, h history.History, final aggregate.Snapshot, src pprofou
 		"/*CSS*/", reportCSS,
 		"/*JS*/", reportJS,
 		"/*DATA*/", string(data), // json.Marshal escapes <, > and &: no "</script>" inside
-		"TITLE", htmlEscape(o.Title),
+		"TITLE", htmlEscape(textsafe.String(o.Title)), // the command may be named with escapes (textsafe)
 	).Replace(pageHTML)
 	if _, err := io.WriteString(w, page); err != nil {
 		return fmt.Errorf("write html report: %w", err)

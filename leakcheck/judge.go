@@ -12,6 +12,7 @@ import (
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/symbolize"
+	"github.com/memtrace/memtrace/textsafe"
 )
 
 // Judging: a check's classes are facts about the process; which of them
@@ -285,17 +286,17 @@ func (j *Judge) Failures(stderr io.Writer) (over, failed bool) {
 	for _, pid := range pids {
 		r := j.Verdicts[pid]
 		if errors.Is(r.Err, ErrDoesNotApply) {
-			fmt.Fprintf(stderr, "memtrace: pid %d %s: leak check %v\n", r.PID, r.Comm, r.Err)
+			fmt.Fprintf(stderr, "memtrace: pid %d %s: leak check %s\n", r.PID, textsafe.String(r.Comm), textsafe.String(r.Err.Error()))
 			continue
 		}
 		if r.Err != nil {
-			fmt.Fprintf(stderr, "memtrace: pid %d %s: leak check failed: %v\n", r.PID, r.Comm, r.Err)
+			fmt.Fprintf(stderr, "memtrace: pid %d %s: leak check failed: %s\n", r.PID, textsafe.String(r.Comm), textsafe.String(r.Err.Error()))
 			failed = true
 		}
 	}
 	for _, r := range j.Over {
 		fmt.Fprintf(stderr, "memtrace: pid %d %s: %d bytes lost (%s) %s, more than --fail-on-leak=%d\n",
-			r.PID, r.Comm, r.Counted, j.Kinds, r.When, j.FailBytes)
+			r.PID, textsafe.String(r.Comm), r.Counted, j.Kinds, textsafe.String(r.When), j.FailBytes)
 	}
 	return len(j.Over) > 0, failed
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/history"
+	"github.com/memtrace/memtrace/outfile"
 	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/pprofout"
 	"github.com/memtrace/memtrace/recording"
@@ -88,7 +88,7 @@ func ParseAt(s string) (At, error) {
 func Replay(c *ReplayConfig, stdout, stderr io.Writer) int {
 	out := stdout
 	if c.Output != "" {
-		f, err := os.Create(c.Output)
+		f, err := outfile.Create(c.Output)
 		if err != nil {
 			fmt.Fprintf(stderr, "memtrace: %v\n", err)
 			return pipeline.ExitUsage

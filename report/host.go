@@ -13,6 +13,7 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/textsafe"
 )
 
 // The whole-host layout (Options.Host): one table of processes, ranked by
@@ -259,7 +260,7 @@ func commLabel(c string) string {
 	if c == "" {
 		return "?"
 	}
-	return c
+	return textsafe.String(c)
 }
 
 // shownOf is a table's title: what it lists, and how many of how many.

@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"path"
 
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/event"
@@ -35,7 +36,9 @@ func (s *session) jvmProbes(pid int, mods []allocator.Module) []allocator.Probe 
 // reader's next poll, a few milliseconds) has no category.
 func (s *session) jvmLoaded(e *event.Event) {
 	t := s.targets[int(e.PID)]
-	m := allocator.Module{Path: fmt.Sprintf("/proc/%d/root%s", e.PID, e.Path), Module: e.Path}
+	// The path is the process's own (dlopen's): cleaned, a ".." cannot
+	// climb out of its root.
+	m := allocator.Module{Path: fmt.Sprintf("/proc/%d/root%s", e.PID, path.Clean("/"+e.Path)), Module: e.Path}
 	if t == nil || t.jvm || t.exited || !allocator.IsJVM(m) {
 		return
 	}

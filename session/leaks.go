@@ -256,5 +256,5 @@ func (s *session) leakExitCode(code int) int {
 	if s.leak == nil {
 		return code
 	}
-	return s.leak.ExitCode(code, s.stderr)
+	return s.leak.ExitCode(code, s.diag)
 }

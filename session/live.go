@@ -56,7 +56,7 @@ func (s *session) startLive(sigs chan<- os.Signal) *liveRates {
 	// records, warnings) waits until the view is closed (watch.Screen);
 	// q in the view ends the run as SIGTERM does.
 	screen, out, log, err := watch.OpenScreen(watch.Options{Symbolizer: s.res, Sort: s.cfg.Sort, Configured: l.settings},
-		s.out, s.stdout, s.stderr, s.log, func() {
+		s.out, s.stdoutText, s.stderr, s.log, func() {
 			select {
 			case sigs <- syscall.SIGTERM:
 			default:

@@ -58,27 +58,30 @@ type session struct {
 	log            *slog.Logger
 	out            io.Writer
 	stdin          io.Reader
-	stdout, stderr io.Writer
-	objs           *tracer.Objects
-	drain          *tracer.Drainer
-	table          *aggregate.Table
-	res            *symbolize.Resolver
-	pr             *pipeline.Printer // the reports (pipeline/printer.go)
-	input          *pipeline.Loop    // the one loop the table's inputs go through (feed)
-	sink           func(*pipeline.Input) error
-	eventIn        pipeline.Input       // feedEvent's, reused
-	stacks         *pipeline.StackStore // the stacks events name (pipeline/stacks.go)
-	downloads      *pipeline.Downloads  // debuginfod; nil without servers (debuginfod.go)
-	targets        map[int]*target
-	exitedPIDs     chan int
-	live           *liveRates               // decaying rates and --watch (live.go)
-	leak           *leakState               // the leak check, -f (leaks.go)
-	host           *hostState               // whole-host mode (host.go); nil with -p and --
-	time           *timeState               // --record, --mark, --dump-dir (timeline.go)
-	exports        *pipeline.Exports        // --pprof, --folded, --html, --listen (exports.go)
-	resident       residency.Pacer          // when sampled pages are checked next (resident.go)
-	footprints     *pipeline.FootprintPacer // paced readings, those at exit stops (footprint.go)
-	code           int                      // the run's exit code (Run)
+	stdout, stderr io.Writer // the terminal's, as the -- command gets them
+	// stdoutText and diag are stdout and stderr for memtrace's own text,
+	// escaped (textsafe.Writer); out is stdoutText or --output's file.
+	stdoutText, diag io.Writer
+	objs             *tracer.Objects
+	drain            *tracer.Drainer
+	table            *aggregate.Table
+	res              *symbolize.Resolver
+	pr               *pipeline.Printer // the reports (pipeline/printer.go)
+	input            *pipeline.Loop    // the one loop the table's inputs go through (feed)
+	sink             func(*pipeline.Input) error
+	eventIn          pipeline.Input       // feedEvent's, reused
+	stacks           *pipeline.StackStore // the stacks events name (pipeline/stacks.go)
+	downloads        *pipeline.Downloads  // debuginfod; nil without servers (debuginfod.go)
+	targets          map[int]*target
+	exitedPIDs       chan int
+	live             *liveRates               // decaying rates and --watch (live.go)
+	leak             *leakState               // the leak check, -f (leaks.go)
+	host             *hostState               // whole-host mode (host.go); nil with -p and --
+	time             *timeState               // --record, --mark, --dump-dir (timeline.go)
+	exports          *pipeline.Exports        // --pprof, --folded, --html, --listen (exports.go)
+	resident         residency.Pacer          // when sampled pages are checked next (resident.go)
+	footprints       *pipeline.FootprintPacer // paced readings, those at exit stops (footprint.go)
+	code             int                      // the run's exit code (Run)
 }
 
 // run is the live run: one loop for every mode. The ring's events and

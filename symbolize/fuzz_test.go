@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // Seeds live in testdata/fuzz/Fuzz*/: small ELF files made with gcc
@@ -215,4 +216,23 @@ func TestModuleSeeds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzNames: symbol names come from the traced program's binaries; the
+// demangler and the shortening of names take any bytes, and shortening
+// never makes a name longer in characters (an elided list is "…").
+func FuzzNames(f *testing.F) {
+	f.Add("_ZNSt6vectorIiSaIiEE17_M_realloc_insertIJRKiEEEvN9__gnu_cxx17__normal_iteratorIPiS1_EEDpOT_")
+	f.Add("_RNvCs1234_5hello4main")
+	f.Add("<Vec<u8> as Drop>::drop(operator<<(int)")
+	f.Fuzz(func(t *testing.T, in string) {
+		d := demangleName(in)
+		for _, n := range []string{in, d} {
+			for _, detail := range []NameDetail{FullName, NoTemplateArgs, NoTemplateArgsOrParams} {
+				if s := ShortName(n, detail); utf8.RuneCountInString(s) > utf8.RuneCountInString(n) {
+					t.Fatalf("ShortName(%q, %v) = %q: longer", n, detail, s)
+				}
+			}
+		}
+	})
 }

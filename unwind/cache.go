@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/memtrace/memtrace/internal/diskcache"
+	"github.com/memtrace/memtrace/procfile"
 )
 
 // Cache memoizes tables per file, in memory and, when it has a store, on
@@ -56,8 +57,10 @@ func (c *Cache) Table(path string) (*Table, error) {
 	if e, ok := c.lookup(fileIdentity(st)); ok {
 		return e.wait()
 	}
-	// Key and contents from one open file, in case path is being replaced.
-	file, err := os.Open(path)
+	// Key and contents from one open file, in case path is being replaced;
+	// opened without blocking, and only if regular: the path may come from
+	// a traced process (a dlopen'ed library), which can put a FIFO there.
+	file, err := procfile.OpenFollowed(path, 0)
 	if err != nil {
 		return nil, fmt.Errorf("unwind table for %s: %w", path, err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/report"
+	"github.com/memtrace/memtrace/textsafe"
 )
 
 // The log scale of the bars: from 1 B/s (empty) to 2^scaleBits B/s (full).
@@ -91,7 +92,10 @@ func (c canvas) put(x, y int, str string, st tcell.Style) int {
 	if y < 0 || y >= c.h {
 		return x
 	}
-	for _, r := range str {
+	// Every string the view draws passes here, names of the traced
+	// processes and their functions among them: escaped, a control
+	// character is drawn as text rather than sent to the terminal.
+	for _, r := range textsafe.String(str) {
 		rw := runewidth.RuneWidth(r)
 		if rw == 0 {
 			rw = 1

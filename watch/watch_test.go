@@ -228,3 +228,24 @@ func TestViewDrawsAndHandlesKeys(t *testing.T) {
 	}
 	waitFor(t, v, scr, "[quitting]")
 }
+
+// TestViewEscapesNames: a comm and a function named with escape sequences
+// are drawn as escaped text: no cell of the screen holds a control.
+func TestViewEscapesNames(t *testing.T) {
+	scr := tcell.NewSimulationScreen("UTF-8")
+	v, err := Start(Options{Screen: scr, Symbolizer: fakeSym{0x10: "f\x1b[2J", 0x20: "g\xff"}, Sort: report.SortLive, Configured: defaults})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	scr.SetSize(120, 30)
+	f := frame()
+	f.Snap.Processes[0].Comm = "\x1b]0;PWN\x07"
+	v.Show(f)
+	text := waitFor(t, v, scr, `pid 42 \x1b]0;PWN\x07`, `f\x1b[2J`, `g\xff`)
+	for _, r := range text {
+		if r < 0x20 && r != '\n' || r == 0x7f || r >= 0x80 && r < 0xa0 {
+			t.Fatalf("control %U on screen:\n%s", r, text)
+		}
+	}
+}
