@@ -35,6 +35,14 @@ func (w *Writer) Footprint(pid uint32, now uint64, r footprint.Reading, ranges [
 		w.uvarint(v)
 	}
 	w.str(r.GoHeapSource)
+	// Version 6 on: the swap, the PSS, and whether the reading is a rollup.
+	rollup := uint64(0)
+	if r.Rollup {
+		rollup = 1
+	}
+	for _, v := range []uint64{r.Swap, r.PSS, rollup} {
+		w.uvarint(v)
+	}
 	w.done()
 }
 
@@ -62,5 +70,9 @@ func (r *Reader) decodeFootprint(rec *Record) {
 			*p = r.uvarint()
 		}
 		f.GoHeapSource = r.str()
+	}
+	if r.version >= 6 {
+		r.ensure(3 * 10)
+		f.Swap, f.PSS, f.Rollup = r.uvarint(), r.uvarint(), r.uvarint() != 0
 	}
 }

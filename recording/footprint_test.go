@@ -13,7 +13,7 @@ import (
 func TestFootprintRecord(t *testing.T) {
 	want := footprint.Reading{RSS: 600, RSSAnon: 100, RSSFile: 200, RSSShmem: 300, HeapResident: 40, AnonResident: 50,
 		StackResident: 6, FileResident: 500, Unexplained: 4, CgroupMemory: 1 << 40, Cgroup: "/a/b", Attached: true,
-		GoHeap: footprint.State{Reserved: 64 << 20, Committed: 8 << 20, Resident: 6 << 20}, GoHeapSource: "runtime", GoRuntimeResident: 7,
+		GoHeap: footprint.State{Reserved: 64 << 20, Committed: 8 << 20, Resident: 6 << 20}, GoHeapSource: "runtime", GoRuntimeResident: 7, Swap: 8 << 10, PSS: 500, Rollup: true,
 		Ranges: []footprint.State{{Reserved: 8192, Committed: 4096, Resident: 4096}, {Reserved: 4096}}}
 	ranges := []footprint.Range{{Start: 0x7f0000000000, End: 0x7f0000002000}, {Start: 0x7f0000010000, End: 0x7f0000011000}}
 	var buf bytes.Buffer
