@@ -34,7 +34,14 @@ type hostSite struct {
 
 // hostView is what both renderers show of a whole-host snapshot.
 type hostView struct {
-	procs        []aggregate.ProcessSnapshot // shown, ranked
+	// listed are the processes of the list by footprint (hostlist.go):
+	// every process, traced or not, ranked by HostKey, cut to Top (a
+	// report of exits in JSON: all of them).
+	listed      []aggregate.ProcessSnapshot
+	totalListed int
+	// procs are the processes of the allocator table: the traced ones,
+	// ranked by the sort key, cut to Top (all in JSON's report of exits).
+	procs        []aggregate.ProcessSnapshot
 	totalProcs   int
 	heap, mapped []hostSite // shown, ranked
 	heapTotal    int
@@ -47,12 +54,17 @@ type hostView struct {
 	peakSitesTotal int
 }
 
-func newHostView(s aggregate.Snapshot, o Options) hostView {
-	v := hostView{procs: RankProcesses(s.Processes, o.Sort), totalProcs: len(s.Processes)}
-	if !o.Exited && o.Top > 0 && len(v.procs) > o.Top {
-		v.procs = v.procs[:o.Top]
+// newHostView ranks a snapshot for a whole-host report; all says the
+// processes are not cut to Top (JSON's report of exits lists them all).
+func newHostView(s aggregate.Snapshot, o Options, all bool) hostView {
+	traced := slices.DeleteFunc(slices.Clone(s.Processes), func(p aggregate.ProcessSnapshot) bool { return p.Untraced })
+	v := hostView{listed: RankHost(s.Processes, o.Sort), totalListed: len(s.Processes),
+		procs: RankProcesses(traced, o.Sort), totalProcs: len(traced)}
+	if !all && o.Top > 0 {
+		v.listed = v.listed[:min(len(v.listed), o.Top)]
+		v.procs = v.procs[:min(len(v.procs), o.Top)]
 	}
-	for _, p := range s.Processes {
+	for _, p := range traced {
 		for _, site := range p.Sites {
 			hs := hostSite{pid: p.PID, comm: p.Comm, SiteSnapshot: site}
 			if site.Category == aggregate.Mapped {
@@ -72,7 +84,7 @@ func newHostView(s aggregate.Snapshot, o Options) hostView {
 // their sites.
 func (v *hostView) rankPeaks(s aggregate.Snapshot, o Options) {
 	for _, p := range s.Processes {
-		if p.Peak != nil {
+		if p.Peak != nil && !p.Untraced {
 			v.peaks = append(v.peaks, p)
 		}
 	}
@@ -114,17 +126,18 @@ func topHostSites(sites []hostSite, o Options) []hostSite {
 // writeHostText is WriteText's whole-host layout.
 func writeHostText(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) error {
 	var b bytes.Buffer
-	v := newHostView(s, o)
+	v := newHostView(s, o, false)
 	lost := runLostEvents(s)
 	if o.Exited {
-		fmt.Fprintf(&b, "=== memtrace: final records of %s that exited, at t=%s (monotonic clock) ===\n",
-			processCount(v.totalProcs), monotonicSeconds(s.Time))
+		fmt.Fprintf(&b, "=== memtrace: %s exited since the last report, at t=%s (monotonic clock) ===\n",
+			processCount(v.totalListed), monotonicSeconds(s.Time))
 		if lost > 0 {
 			writeLostWarning(&b, lost)
 		}
 	} else {
 		writeBanner(&b, s.Time, lost, o.Final)
-		fmt.Fprintf(&b, "whole host: %s traced\n", processCount(v.totalProcs))
+		fmt.Fprintf(&b, "whole host: %s, %d traced (memtrace saw their faults or allocations)\n",
+			processCount(v.totalListed), v.totalProcs)
 	}
 	if s.SampleBytes > 0 {
 		b.WriteString(samplingLine(s.SampleBytes, o.Raw) + "\n")
@@ -132,6 +145,11 @@ func writeHostText(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options)
 	fmt.Fprintf(&b, "lost events: %d\n", lost)
 	if o.ResidentOnly {
 		b.WriteString("resident memory only: no allocator traced (--heap traces them)\n")
+	}
+	if err := writeHostList(&b, v, o); err != nil { // hostlist.go
+		return err
+	}
+	if o.ResidentOnly {
 	} else if v.totalProcs == 0 {
 		b.WriteString("no allocations traced\n")
 	} else if err := writeHostProcesses(&b, v, o); err != nil {
@@ -198,11 +216,7 @@ func writeHostProcesses(b *bytes.Buffer, v hostView, o Options) error {
 	if o.Sort == SortRSS {
 		by = "RSS" // footprint.go
 	}
-	if len(v.procs) < v.totalProcs {
-		fmt.Fprintf(b, "  %s by %s (top %d of %d):\n", what, by, len(v.procs), v.totalProcs)
-	} else {
-		fmt.Fprintf(b, "  %s by %s (all %d):\n", what, by, v.totalProcs)
-	}
+	fmt.Fprintf(b, "  %s\n", shownOf("their allocators: "+what+" traced by "+by, len(v.procs), v.totalProcs))
 	sampled := o.sampleBytes > 0
 	head := []any{"PID", "COMM", est(sampled, "LIVE")}
 	align := []tw.Align{tw.AlignRight, tw.AlignLeft, tw.AlignRight}
@@ -365,7 +379,7 @@ func writeHostPeaks(b *bytes.Buffer, v hostView, sym Symbolizer, o Options) erro
 // writeHostMarks lists the marks of the listed processes, the last Top.
 func writeHostMarks(b *bytes.Buffer, s aggregate.Snapshot, v hostView, o Options) {
 	keep := map[uint32]bool{}
-	for _, p := range v.procs {
+	for _, p := range v.listed {
 		keep[p.PID] = true
 	}
 	var marks []aggregate.Mark
@@ -388,7 +402,7 @@ func writeHostMarks(b *bytes.Buffer, s aggregate.Snapshot, v hostView, o Options
 		fmt.Fprintf(b, "  marks of those processes (all %d):\n", total)
 	}
 	comms := map[uint32]string{}
-	for _, p := range v.procs {
+	for _, p := range v.listed {
 		comms[p.PID] = p.Comm
 	}
 	for _, m := range marks {
@@ -397,17 +411,18 @@ func writeHostMarks(b *bytes.Buffer, s aggregate.Snapshot, v hostView, o Options
 }
 
 // writeHostJSON is WriteJSON's whole-host layout: the report line, the
-// marks of the listed processes, the process lines, then the heap and
+// marks of the listed processes, the process lines (every process of the
+// list, by rank, each with its footprint), then the heap and
 // mmap callsite lines of all processes ranked together, then each listed
 // process's peak line and its peak_callsite lines.
 func writeHostJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) error {
-	v := newHostView(s, o)
+	v := newHostView(s, o, o.Exited)
 	records := []any{o.Epoch.report(reportRecord{
 		Type:        typeReport,
 		TimeNS:      s.Time,
 		Final:       o.Final,
 		LostEvents:  runLostEvents(s),
-		Processes:   len(v.procs),
+		Processes:   len(v.listed),
 		Sort:        o.Sort,
 		Top:         o.Top,
 		Host:        true,
@@ -417,16 +432,18 @@ func writeHostJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options)
 		Attach:      o.Attach,
 	})}
 	keep := map[uint32]bool{}
-	for _, p := range v.procs {
+	for _, p := range v.listed {
 		keep[p.PID] = true
 	}
 	records = append(records, markRecordsOf(s, keep, o.Epoch)...) // time.go
-	for _, p := range v.procs {
+	for i, p := range v.listed {
 		rp := rankedProcess{ProcessSnapshot: p}
 		pr := newProcessRecord(rp, s.Time, o.Final)
 		fillProcessSampling(&pr, rp, s.SampleBytes)
 		fillProcessLeaks(&pr, o.Leaks, p.PID)
 		pr.epochRecord = o.Epoch.process(p) // dumps (epoch.go)
+		rank, traced := i+1, !p.Untraced
+		pr.Rank, pr.Traced = &rank, &traced
 		records = append(records, pr)
 	}
 	for _, sites := range [][]hostSite{v.heap, v.mapped} {
@@ -440,8 +457,10 @@ func writeHostJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options)
 			records = append(records, cr)
 		}
 	}
-	for _, p := range v.procs {
-		records = append(records, peakRecords(rankedProcess{ProcessSnapshot: p}, sym, o)...) // time.go
+	for _, p := range v.listed {
+		if !p.Untraced {
+			records = append(records, peakRecords(rankedProcess{ProcessSnapshot: p}, sym, o)...) // time.go
+		}
 	}
 	records = append(records, hostResidentRecords(s, sym, o)...) // resident.go
 	return writeRecords(w, records)

@@ -46,7 +46,7 @@ func (k SortKey) compareSites(a, b aggregate.SiteSnapshot) int {
 	switch k {
 	case SortRate:
 		return cmp.Compare(netRate(b.Rates), netRate(a.Rates))
-	case SortRSS:
+	case SortRSS, SortAnon, SortPSS, SortSwap, SortResident:
 		return compareResident(a, b) // footprint.go
 	}
 	return cmp.Compare(k.value(b.Stats), k.value(a.Stats))
@@ -58,8 +58,8 @@ func (k SortKey) compareProcesses(a, b aggregate.ProcessSnapshot) int {
 	switch k {
 	case SortRate:
 		return cmp.Compare(netRate(b.Rates), netRate(a.Rates))
-	case SortRSS:
-		return cmp.Compare(rss(b), rss(a)) // footprint.go
+	case SortRSS, SortAnon, SortPSS, SortSwap, SortResident:
+		return cmp.Compare(footprintValue(b, k), footprintValue(a, k)) // hostlist.go
 	}
 	return cmp.Compare(k.value(b.Heap)+k.value(b.Mapped), k.value(a.Heap)+k.value(a.Mapped))
 }
