@@ -2,14 +2,13 @@ package host
 
 import "time"
 
-// The whole-host mode's policy data: when a batch of exits is written,
+// The whole-host mode's policy data: when a batch of exits is written
+// early,
 // which processes are known, and how often what exits missed is swept.
 
 const (
-	// exitFlush: the final records of processes that exited are written
-	// in batches, at most this long after the first of a batch exited.
-	exitFlush = time.Second
-	// maxHeldExits bounds a batch (and the memory it holds).
+	// maxHeldExits bounds the exits held until the next report (and the
+	// memory they hold): at this many, they are written at once.
 	maxHeldExits = 1024
 	// SweepEvery: how often the per-process BPF maps and the table are
 	// checked for processes gone without an exit event (one lost in a
@@ -17,22 +16,15 @@ const (
 	SweepEvery = time.Minute
 )
 
-// ExitBatch paces the batches of exits whose final records are held.
-type ExitBatch struct {
-	since time.Time // when the batch's first process exited
-}
+// ExitBatch paces the batches of exits whose final records are held: a
+// batch is written just before each report (the session does that), so
+// that the processes that exited are summarised once per report, or
+// earlier when maxHeldExits are held.
+type ExitBatch struct{}
 
-// Exited notes an exit; held is how many exits the batch held before it.
-func (b *ExitBatch) Exited(held int) {
-	if held == 0 {
-		b.since = time.Now()
-	}
-}
-
-// Due reports whether a batch of held exits is to be written now.
-func (b *ExitBatch) Due(held int) bool {
-	return held > 0 && (time.Since(b.since) >= exitFlush || held >= maxHeldExits)
-}
+// Due reports whether the held exits are to be written now, before the
+// next report.
+func (ExitBatch) Due(held int) bool { return held >= maxHeldExits }
 
 // Seen tracks which processes' events were met: the previous event's
 // process is known, and the names of programs executed by processes not

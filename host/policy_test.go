@@ -24,16 +24,16 @@ func TestSeen(t *testing.T) {
 	}
 }
 
-// TestExitBatch: a batch is due a second after its first exit, or at
-// maxHeldExits exits, never when empty.
+// TestExitBatch: held exits wait for the next report, and are written
+// early only at maxHeldExits.
 func TestExitBatch(t *testing.T) {
 	var b ExitBatch
-	b.Exited(0)
-	if b.Due(0) || b.Due(1) || !b.Due(maxHeldExits) {
-		t.Errorf("due: empty %v, one just now %v, %d %v", b.Due(0), b.Due(1), maxHeldExits, b.Due(maxHeldExits))
-	}
-	b.since = b.since.Add(-exitFlush)
-	if !b.Due(1) {
-		t.Error("one exit held for exitFlush: not due")
+	for _, c := range []struct {
+		held int
+		due  bool
+	}{{0, false}, {1, false}, {maxHeldExits - 1, false}, {maxHeldExits, true}, {maxHeldExits + 1, true}} {
+		if got := b.Due(c.held); got != c.due {
+			t.Errorf("Due(%d) = %v, want %v", c.held, got, c.due)
+		}
 	}
 }

@@ -29,6 +29,11 @@ type Printer struct {
 	// (fresh ones for a final report); nil: none. A live run reads them,
 	// a replay takes the recorded ones.
 	Footprints func(snap *aggregate.Snapshot, fresh bool)
+	// Others adds to a whole host's report the processes the Table does
+	// not hold (no event of theirs met), each with a footprint reading
+	// (fresh ones for a final report); nil: none (a replay: the recording
+	// has no readings of them).
+	Others func(snap *aggregate.Snapshot, fresh bool)
 
 	// exits: whole-host mode's final snapshots of the processes that
 	// exited and were forgotten since the last batch (Forget).
@@ -59,6 +64,9 @@ func (p *Printer) Forget(pid uint32) {
 // Print writes the report r asks for, and records its moment.
 func (p *Printer) Print(r recording.Report) error {
 	snap := p.Snapshot(r)
+	if p.Others != nil && r.All && !r.Exited {
+		p.Others(&snap, r.Final)
+	}
 	if p.Rec != nil {
 		// After the snapshot: the footprint readings it took are
 		// recorded first, as a replay needs them for this report.

@@ -38,6 +38,7 @@ type hostView struct {
 	// every process, traced or not, ranked by HostKey, cut to Top (a
 	// report of exits in JSON: all of them).
 	listed      []aggregate.ProcessSnapshot
+	listKey     SortKey
 	totalListed int
 	// procs are the processes of the allocator table: the traced ones,
 	// ranked by the sort key, cut to Top (all in JSON's report of exits).
@@ -58,7 +59,14 @@ type hostView struct {
 // processes are not cut to Top (JSON's report of exits lists them all).
 func newHostView(s aggregate.Snapshot, o Options, all bool) hostView {
 	traced := slices.DeleteFunc(slices.Clone(s.Processes), func(p aggregate.ProcessSnapshot) bool { return p.Untraced })
-	v := hostView{listed: RankHost(s.Processes, o.Sort), totalListed: len(s.Processes),
+	// Without any footprint reading (processes that exited before a
+	// report read them, a replay of an old recording) the list is by
+	// what was made resident.
+	key := HostKey(o.Sort)
+	if !anyFootprint(s.Processes) {
+		key = SortResident
+	}
+	v := hostView{listed: RankHost(s.Processes, key), listKey: key, totalListed: len(s.Processes),
 		procs: RankProcesses(traced, o.Sort), totalProcs: len(traced)}
 	if !all && o.Top > 0 {
 		v.listed = v.listed[:min(len(v.listed), o.Top)]

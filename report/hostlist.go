@@ -139,7 +139,8 @@ func writeHostList(b *bytes.Buffer, v hostView, o Options) error {
 	if o.Exited {
 		what = "processes that exited"
 	}
-	title := what + " by " + describeHost(o.Sort)
+	title := what + " by " + describeHost(v.listKey)
+	foot := anyFootprint(v.listed) // footprint.go
 	if resident {
 		mean := uint64(0)
 		for _, p := range v.listed {
@@ -153,8 +154,12 @@ func writeHostList(b *bytes.Buffer, v hostView, o Options) error {
 		}
 	}
 	fmt.Fprintf(b, "\n%s\n", shownOf(title, len(v.listed), v.totalListed))
-	head := append([]any{"PID", "COMM"}, hostListColumns...)
-	align := []tw.Align{tw.AlignRight, tw.AlignLeft, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight}
+	head := []any{"PID", "COMM"}
+	align := []tw.Align{tw.AlignRight, tw.AlignLeft}
+	if foot {
+		head = append(head, hostListColumns...)
+		align = append(align, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight)
+	}
 	if resident {
 		head = append(head, estMark+"RESIDENT", "± RESIDENT", "PAGES")
 		align = append(align, tw.AlignRight, tw.AlignRight, tw.AlignRight)
@@ -164,7 +169,8 @@ func writeHostList(b *bytes.Buffer, v hostView, o Options) error {
 	t.Header(head...)
 	for _, p := range v.listed {
 		row := []string{strconv.FormatUint(uint64(p.PID), 10), commLabel(p.Comm)}
-		if f := p.Footprint; f != nil && f.RSS > 0 {
+		if f := p.Footprint; !foot {
+		} else if f != nil && f.RSS > 0 {
 			for _, n := range []uint64{f.RSS, f.RSSAnon, f.RSSFile, f.RSSShmem, f.Swap, f.PSS} {
 				row = append(row, byteCell(n, o.Raw))
 			}
@@ -186,7 +192,9 @@ func writeHostList(b *bytes.Buffer, v hostView, o Options) error {
 		return fmt.Errorf("render processes: %w", err)
 	}
 	indentTable(b, out.String())
-	b.WriteString("   RSS to PSS: the kernel's figures, now (a process that exited: at its last reading)\n")
+	if foot {
+		b.WriteString("   RSS to PSS: the kernel's figures, now (a process that exited: at its last reading)\n")
+	}
 	if resident {
 		b.WriteString("   ~RESIDENT: only what became resident while memtrace watched, from sampled write faults; - none sampled\n")
 	}
