@@ -216,15 +216,15 @@ func est(sampled bool, h string) string {
 
 func writeHostProcesses(b *bytes.Buffer, v hostView, o Options) error {
 	b.WriteByte('\n')
-	what := "processes"
+	what := "allocators of the traced processes"
 	if o.Exited {
-		what = "processes that exited"
+		what = "allocators of the processes that exited"
 	}
 	by := o.Sort.describe(aggregate.Heap)
 	if o.Sort == SortRSS {
 		by = "RSS" // footprint.go
 	}
-	fmt.Fprintf(b, "  %s\n", shownOf("their allocators: "+what+" traced by "+by, len(v.procs), v.totalProcs))
+	fmt.Fprintf(b, "  %s\n", shownOf(what+", by "+by, len(v.procs), v.totalProcs))
 	sampled := o.sampleBytes > 0
 	head := []any{"PID", "COMM", est(sampled, "LIVE")}
 	align := []tw.Align{tw.AlignRight, tw.AlignLeft, tw.AlignRight}
