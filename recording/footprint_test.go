@@ -44,3 +44,35 @@ func TestFootprintRecord(t *testing.T) {
 		t.Errorf("after the record: %v, want io.EOF", err)
 	}
 }
+
+// TestListedRecord: a listed process's name and reading read back as
+// written, between other records.
+func TestListedRecord(t *testing.T) {
+	want := footprint.Reading{RSS: 110 << 20, RSSAnon: 100 << 20, RSSFile: 10 << 20, Swap: 4096, PSS: 105 << 20,
+		Cgroup: "/system.slice/x.service", CgroupMemory: 1 << 30, Rollup: true}
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, Info{Mode: "host"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Listed(7, "qemu-system-x86", 999, want)
+	w.Report(&Report{Time: 1000, All: true})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReader(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var rec Record
+	if err := r.Next(&rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Kind != KindListed || rec.PID != 7 || rec.Comm != "qemu-system-x86" || rec.Time != 999 || !reflect.DeepEqual(rec.Footprint, want) {
+		t.Errorf("got %v %d %q %d %+v, want the listed record of %+v", rec.Kind, rec.PID, rec.Comm, rec.Time, rec.Footprint, want)
+	}
+	if err := r.Next(&rec); err != nil || rec.Kind != KindReport || rec.Report.Time != 1000 {
+		t.Errorf("then %v %+v (%v), want the report", rec.Kind, rec.Report, err)
+	}
+}

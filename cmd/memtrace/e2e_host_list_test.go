@@ -237,3 +237,36 @@ func TestWatchHost(t *testing.T) {
 	x.run("send-keys", "-t", "mt", "q")
 	x.waitFor(x.capture, 30*time.Second, "memtrace exited with status 0", "FINAL report")
 }
+
+// TestHostListReplay: a replay lists the processes the live run listed
+// for their footprint alone, as it printed them (their readings are
+// recorded), in text and in NDJSON.
+func TestHostListReplay(t *testing.T) {
+	needBPF(t)
+	bin := filepath.Join(binDir, "mt-idlereplay")
+	copyFile(t, fixture(t, "idle.c"), bin)
+	big := startIdle(t, bin, 100)
+	for _, format := range []string{"json", "text"} {
+		t.Run(format, func(t *testing.T) {
+			rec := filepath.Join(t.TempDir(), "host.rec")
+			h := startHostWith(t, "--comm", "mt-idlereplay", "--record", rec, "--json="+boolFlag(format == "json"))
+			h.cmd.Process.Signal(syscall.SIGINT)
+			if err := h.cmd.Wait(); err != nil {
+				t.Fatalf("memtrace: %v\n%s", err, h.errors())
+			}
+			live := h.stdout.String()
+			if !strings.Contains(live, strconv.Itoa(big.pid())) {
+				t.Fatalf("the live run does not list the idle process %d:\n%s", big.pid(), live)
+			}
+			args := []string{"replay", rec}
+			if format == "json" {
+				args = append(args, "--json")
+			}
+			r := runMemtrace(t, args...)
+			if r.code != 0 {
+				t.Fatalf("replay: exit %d\n%s", r.code, r.stderr)
+			}
+			sameOutput(t, format, r.stdout, live)
+		})
+	}
+}
