@@ -16,20 +16,7 @@ func TestFootprintRecord(t *testing.T) {
 		GoHeap: footprint.State{Reserved: 64 << 20, Committed: 8 << 20, Resident: 6 << 20}, GoHeapSource: "runtime", GoRuntimeResident: 7, Swap: 8 << 10, PSS: 500, Rollup: true,
 		Ranges: []footprint.State{{Reserved: 8192, Committed: 4096, Resident: 4096}, {Reserved: 4096}}}
 	ranges := []footprint.Range{{Start: 0x7f0000000000, End: 0x7f0000002000}, {Start: 0x7f0000010000, End: 0x7f0000011000}}
-	var buf bytes.Buffer
-	w, err := NewWriter(&buf, Info{Mode: "pid"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Footprint(42, 12345, want, ranges)
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	r, err := NewReader(bytes.NewReader(buf.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := written(t, "pid", func(w *Writer) { w.Footprint(42, 12345, want, ranges) })
 	var rec Record
 	if err := r.Next(&rec); err != nil {
 		t.Fatal(err)
@@ -50,21 +37,10 @@ func TestFootprintRecord(t *testing.T) {
 func TestListedRecord(t *testing.T) {
 	want := footprint.Reading{RSS: 110 << 20, RSSAnon: 100 << 20, RSSFile: 10 << 20, Swap: 4096, PSS: 105 << 20,
 		Cgroup: "/system.slice/x.service", CgroupMemory: 1 << 30, Rollup: true}
-	var buf bytes.Buffer
-	w, err := NewWriter(&buf, Info{Mode: "host"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Listed(7, "qemu-system-x86", 999, want)
-	w.Report(&Report{Time: 1000, All: true})
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	r, err := NewReader(bytes.NewReader(buf.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := written(t, "host", func(w *Writer) {
+		w.Listed(7, "qemu-system-x86", 999, want)
+		w.Report(&Report{Time: 1000, All: true})
+	})
 	var rec Record
 	if err := r.Next(&rec); err != nil {
 		t.Fatal(err)
@@ -75,4 +51,24 @@ func TestListedRecord(t *testing.T) {
 	if err := r.Next(&rec); err != nil || rec.Kind != KindReport || rec.Report.Time != 1000 {
 		t.Errorf("then %v %+v (%v), want the report", rec.Kind, rec.Report, err)
 	}
+}
+
+// written is a reader of a recording of mode whose records write wrote.
+func written(t *testing.T, mode string, write func(*Writer)) *Reader {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, Info{Mode: mode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(w)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReader(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
 }

@@ -258,15 +258,7 @@ func TestHostListReplay(t *testing.T) {
 			if !strings.Contains(live, strconv.Itoa(big.pid())) {
 				t.Fatalf("the live run does not list the idle process %d:\n%s", big.pid(), live)
 			}
-			args := []string{"replay", rec}
-			if format == "json" {
-				args = append(args, "--json")
-			}
-			r := runMemtrace(t, args...)
-			if r.code != 0 {
-				t.Fatalf("replay: exit %d\n%s", r.code, r.stderr)
-			}
-			sameOutput(t, format, r.stdout, live)
+			sameOutput(t, format, replayIn(t, format, rec).stdout, live)
 		})
 	}
 }
