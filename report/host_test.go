@@ -85,6 +85,37 @@ func TestHostExitedListsAll(t *testing.T) {
 	}
 }
 
+// TestHostExitedText: the text summary of the processes that exited
+// since the last report counts them all and lists the top Top, by what
+// they made resident when none has a footprint reading.
+func TestHostExitedText(t *testing.T) {
+	var procs []aggregate.ProcessSnapshot
+	for i, mib := range []uint64{3, 9, 1, 5} {
+		procs = append(procs, aggregate.ProcessSnapshot{PID: uint32(100 + i), Comm: "job", Exited: true, ExitTime: 4e9,
+			Resident: &aggregate.ResidentSnapshot{SampleBytes: 64 * KiB, Bytes: mib << 20, Pages: mib * 16, CheckedNS: 4e9}})
+	}
+	var b bytes.Buffer
+	if err := WriteText(&b, aggregate.Snapshot{Time: 5e9, Processes: procs}, fixtureSymbols,
+		Options{Top: 2, Host: true, Exited: true, Final: true, ResidentOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"=== memtrace: 4 processes exited since the last report, at t=5.000s (monotonic clock) ===\n",
+		"processes that exited by memory made resident while traced (1 write fault sampled per 64.0 KiB of faults) (top 2 of 4):\n" +
+			"   PID  COMM  ~RESIDENT  ± RESIDENT  PAGES\n" +
+			"   101  job     9.0 MiB         0 B    144\n" +
+			"   103  job     5.0 MiB         0 B     80\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "RSS to PSS") {
+		t.Errorf("footprint legend without footprint columns:\n%s", out)
+	}
+}
+
 // TestSampledText: estimates are marked, with their standard errors.
 func TestSampledText(t *testing.T) {
 	for _, o := range []Options{{Top: DefaultTop}, {Top: DefaultTop, Host: true}} {
