@@ -157,11 +157,14 @@ func writeHostText(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options)
 	if err := writeHostList(&b, v, o); err != nil { // hostlist.go
 		return err
 	}
-	if o.ResidentOnly {
-	} else if v.totalProcs == 0 {
+	switch {
+	case o.ResidentOnly: // no allocator table
+	case v.totalProcs == 0:
 		b.WriteString("no allocations traced\n")
-	} else if err := writeHostProcesses(&b, v, o); err != nil {
-		return err
+	default:
+		if err := writeHostProcesses(&b, v, o); err != nil {
+			return err
+		}
 	}
 	for _, c := range []aggregate.Category{aggregate.Heap, aggregate.Mapped} {
 		sites, total := v.heap, v.heapTotal
@@ -221,8 +224,8 @@ func writeHostProcesses(b *bytes.Buffer, v hostView, o Options) error {
 		what = "allocators of the processes that exited"
 	}
 	by := o.Sort.describe(aggregate.Heap)
-	if o.Sort == SortRSS {
-		by = "RSS" // footprint.go
+	if o.Sort.ranksFootprint() {
+		by = describeHost(o.Sort) // hostlist.go
 	}
 	fmt.Fprintf(b, "  %s\n", shownOf(what+", by "+by, len(v.procs), v.totalProcs))
 	sampled := o.sampleBytes > 0
@@ -384,10 +387,11 @@ func writeHostPeaks(b *bytes.Buffer, v hostView, sym Symbolizer, o Options) erro
 	return writeHostSites(b, aggregate.Heap, v.peakSites, title, sym, o)
 }
 
-// writeHostMarks lists the marks of the listed processes, the last Top.
+// writeHostMarks lists the marks of the processes shown (in the list or
+// the allocator table), the last Top.
 func writeHostMarks(b *bytes.Buffer, s aggregate.Snapshot, v hostView, o Options) {
 	keep := map[uint32]bool{}
-	for _, p := range v.listed {
+	for _, p := range slices.Concat(v.listed, v.procs) {
 		keep[p.PID] = true
 	}
 	var marks []aggregate.Mark
@@ -410,7 +414,7 @@ func writeHostMarks(b *bytes.Buffer, s aggregate.Snapshot, v hostView, o Options
 		fmt.Fprintf(b, "  marks of those processes (all %d):\n", total)
 	}
 	comms := map[uint32]string{}
-	for _, p := range v.listed {
+	for _, p := range slices.Concat(v.listed, v.procs) {
 		comms[p.PID] = p.Comm
 	}
 	for _, m := range marks {
