@@ -10,6 +10,10 @@ const (
 	// maxHeldExits bounds the exits held until the next report (and the
 	// memory they hold): at this many, they are written at once.
 	maxHeldExits = 1024
+	// ExitsAlone: without periodic reports (no -i), the exits held are
+	// written this long after the first of them, so that a long run (a
+	// service writing NDJSON) gets them within a minute, not at its end.
+	ExitsAlone = time.Minute
 	// SweepEvery: how often the per-process BPF maps and the table are
 	// checked for processes gone without an exit event (one lost in a
 	// full ring).
@@ -18,13 +22,25 @@ const (
 
 // ExitBatch paces the batches of exits whose final records are held: a
 // batch is written just before each report (the session does that), so
-// that the processes that exited are summarised once per report, or
-// earlier when maxHeldExits are held.
-type ExitBatch struct{}
+// that the processes that exited are summarised once per report; earlier
+// only when maxHeldExits are held, or, in a run without periodic
+// reports, ExitsAlone after the first exit of the batch.
+type ExitBatch struct {
+	since time.Time // when the batch's first process exited
+}
+
+// Exited notes an exit; held is how many exits the batch held before it.
+func (b *ExitBatch) Exited(held int) {
+	if held == 0 {
+		b.since = time.Now()
+	}
+}
 
 // Due reports whether the held exits are to be written now, before the
-// next report.
-func (ExitBatch) Due(held int) bool { return held >= maxHeldExits }
+// next report; periodic says the run reports periodically (-i).
+func (b *ExitBatch) Due(held int, periodic bool) bool {
+	return held >= maxHeldExits || (!periodic && held > 0 && time.Since(b.since) >= ExitsAlone)
+}
 
 // Seen tracks which processes' events were met: the previous event's
 // process is known, and the names of programs executed by processes not

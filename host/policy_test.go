@@ -25,15 +25,31 @@ func TestSeen(t *testing.T) {
 }
 
 // TestExitBatch: held exits wait for the next report, and are written
-// early only at maxHeldExits.
+// early at maxHeldExits, or, without periodic reports, ExitsAlone after
+// the first of them.
 func TestExitBatch(t *testing.T) {
 	var b ExitBatch
+	b.Exited(0)
 	for _, c := range []struct {
-		held int
-		due  bool
-	}{{0, false}, {1, false}, {maxHeldExits - 1, false}, {maxHeldExits, true}, {maxHeldExits + 1, true}} {
-		if got := b.Due(c.held); got != c.due {
-			t.Errorf("Due(%d) = %v, want %v", c.held, got, c.due)
+		held     int
+		periodic bool
+		due      bool
+	}{
+		{0, false, false}, {1, false, false}, {1, true, false}, {maxHeldExits - 1, true, false},
+		{maxHeldExits, true, true}, {maxHeldExits, false, true},
+	} {
+		if got := b.Due(c.held, c.periodic); got != c.due {
+			t.Errorf("just after the first exit: Due(%d, periodic %v) = %v, want %v", c.held, c.periodic, got, c.due)
+		}
+	}
+	b.since = b.since.Add(-ExitsAlone)
+	for _, c := range []struct {
+		held     int
+		periodic bool
+		due      bool
+	}{{0, false, false}, {1, false, true}, {1, true, false}} {
+		if got := b.Due(c.held, c.periodic); got != c.due {
+			t.Errorf("ExitsAlone after: Due(%d, periodic %v) = %v, want %v", c.held, c.periodic, got, c.due)
 		}
 	}
 }

@@ -115,13 +115,14 @@ func (s *session) startHost() error {
 }
 
 // hostIdle runs between polls in whole-host mode: the scans that are due,
-// and the batch of exits if it is too big to wait for the next report.
+// and the batch of exits if it cannot wait for the next report
+// (host.ExitBatch).
 func (s *session) hostIdle() error {
 	if s.host == nil {
 		return nil
 	}
 	s.runScans()
-	if pids, _ := s.pr.Held(); s.host.exits.Due(len(pids)) {
+	if pids, _ := s.pr.Held(); s.host.exits.Due(len(pids), s.cfg.Interval > 0) {
 		return s.flushExits()
 	}
 	return nil
@@ -293,6 +294,8 @@ func (s *session) hostExit(pid uint32, comm string, when uint64) {
 		s.feed(pipeline.Input{Kind: pipeline.InLost, PID: pid, N: n})
 	}
 	s.feed(pipeline.Input{Kind: pipeline.InExited, PID: pid, Time: when})
+	pids, _ := s.pr.Held()
+	h.exits.Exited(len(pids))
 	s.objs.Forget(pid, s.table.LiveAddrs(pid))
 	s.feed(pipeline.Input{Kind: pipeline.InForget, PID: pid}) // held for the next batch (pipeline.Printer)
 }
