@@ -262,9 +262,14 @@ func TestJSONRecordsMatchDocs(t *testing.T) {
 			t.Errorf("docs/json.md does not document `mmap.%s`", f)
 		}
 	}
-	for _, f := range slices.Concat(hostProcessFields, detailFields, leakProcessFields, epochFields, reportEpochFields, jvmProcessFields, jvmFields) {
+	for _, f := range slices.Concat(detailFields, leakProcessFields, epochFields, reportEpochFields, jvmProcessFields, jvmFields) {
 		if !strings.Contains(doc, "`"+f+"`") {
 			t.Errorf("docs/json.md does not document field `%s`", f)
+		}
+	}
+	for _, f := range hostProcessFields {
+		if !strings.Contains(doc, "`"+f+"`") {
+			t.Errorf("docs/json.md does not document the whole host's process field `%s`", f)
 		}
 	}
 	// The record structs and the lists above must agree too.
