@@ -423,18 +423,20 @@ func writeHostMarks(b *bytes.Buffer, s aggregate.Snapshot, v hostView, o Options
 }
 
 // writeHostJSON is WriteJSON's whole-host layout: the report line, the
-// marks of the listed processes, the process lines (every process of the
-// list, by rank, each with its footprint), then the heap and
+// marks of the processes shown, the process lines (every process of the
+// list and of the allocator table, by rank, each with its footprint),
+// then the heap and
 // mmap callsite lines of all processes ranked together, then each listed
 // process's peak line and its peak_callsite lines.
 func writeHostJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) error {
 	v := newHostView(s, o, o.Exited)
+	shown := v.shownByRank(s)
 	records := []any{o.Epoch.report(reportRecord{
 		Type:        typeReport,
 		TimeNS:      s.Time,
 		Final:       o.Final,
 		LostEvents:  runLostEvents(s),
-		Processes:   len(v.listed),
+		Processes:   len(shown),
 		Sort:        o.Sort,
 		Top:         o.Top,
 		Host:        true,
@@ -444,17 +446,17 @@ func writeHostJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options)
 		Attach:      o.Attach,
 	})}
 	keep := map[uint32]bool{}
-	for _, p := range v.listed {
-		keep[p.PID] = true
+	for _, r := range shown {
+		keep[r.PID] = true
 	}
 	records = append(records, markRecordsOf(s, keep, o.Epoch)...) // time.go
-	for i, p := range v.listed {
-		rp := rankedProcess{ProcessSnapshot: p}
+	for _, r := range shown {
+		rp := rankedProcess{ProcessSnapshot: r.ProcessSnapshot}
 		pr := newProcessRecord(rp, s.Time, o.Final)
 		fillProcessSampling(&pr, rp, s.SampleBytes)
-		fillProcessLeaks(&pr, o.Leaks, p.PID)
-		pr.epochRecord = o.Epoch.process(p) // dumps (epoch.go)
-		rank, traced := i+1, !p.Untraced
+		fillProcessLeaks(&pr, o.Leaks, r.PID)
+		pr.epochRecord = o.Epoch.process(r.ProcessSnapshot) // dumps (epoch.go)
+		rank, traced := r.rank, !r.Untraced
 		pr.Rank, pr.Traced = &rank, &traced
 		records = append(records, pr)
 	}
@@ -469,11 +471,34 @@ func writeHostJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options)
 			records = append(records, cr)
 		}
 	}
-	for _, p := range v.listed {
-		if !p.Untraced {
-			records = append(records, peakRecords(rankedProcess{ProcessSnapshot: p}, sym, o)...) // time.go
+	for _, r := range shown {
+		if !r.Untraced {
+			records = append(records, peakRecords(rankedProcess{ProcessSnapshot: r.ProcessSnapshot}, sym, o)...) // time.go
 		}
 	}
 	records = append(records, hostResidentRecords(s, sym, o)...) // resident.go
 	return writeRecords(w, records)
+}
+
+// rankedHost is a process with its rank in the whole host's list.
+type rankedHost struct {
+	aggregate.ProcessSnapshot
+	rank int // 1 first, in the list uncut
+}
+
+// shownByRank are the processes a report shows, the list's and the
+// allocator table's (--heap: a process high by live bytes may be low by
+// RSS), in the order of the list uncut, each with its rank there.
+func (v hostView) shownByRank(s aggregate.Snapshot) []rankedHost {
+	show := map[uint32]bool{}
+	for _, p := range slices.Concat(v.listed, v.procs) {
+		show[p.PID] = true
+	}
+	var out []rankedHost
+	for i, p := range RankHost(s.Processes, v.listKey) {
+		if show[p.PID] {
+			out = append(out, rankedHost{p, i + 1})
+		}
+	}
+	return out
 }

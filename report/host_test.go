@@ -315,8 +315,9 @@ func TestHostList(t *testing.T) {
 	}
 }
 
-// TestHostJSONList: whole-host process records are the list, by rank,
-// each with its footprint; an untraced one says so.
+// TestHostJSONList: whole-host process records are the list's and the
+// allocator table's processes, by rank, each with its footprint; an
+// untraced one says so.
 func TestHostJSONList(t *testing.T) {
 	s := periodicSnapshot()
 	s.Processes = append(s.Processes, aggregate.ProcessSnapshot{PID: 9, Comm: "idle", Untraced: true,
@@ -332,9 +333,23 @@ func TestHostJSONList(t *testing.T) {
 			got = append(got, fmt.Sprintf("%v:%v:%v:%v:%v", m["rank"], m["comm"], m["traced"], f["rss_bytes"], f["pss_bytes"]))
 		}
 	}
-	// idle leads by RSS; worker beats myserver (no footprint) by live bytes.
-	want := []string{"report:2", "1:idle:false:104857600:94371840", "2:worker:true:0:0"}
+	// idle leads by RSS; worker beats myserver (no footprint) by live
+	// bytes; myserver is shown too, in the allocator table's top 2.
+	want := []string{"report:3", "1:idle:false:104857600:94371840", "2:worker:true:0:0", "3:myserver:true:0:0"}
 	if !slices.Equal(got, want) {
 		t.Errorf("records %v, want %v", got, want)
+	}
+	// Top 1, another untraced process second by RSS: the allocator
+	// table's worker keeps its rank in the list uncut, 3.
+	s.Processes = append(s.Processes, aggregate.ProcessSnapshot{PID: 8, Comm: "idle2", Untraced: true,
+		Footprint: &footprint.Reading{RSS: 50 << 20, RSSAnon: 50 << 20}})
+	got = nil
+	for _, l := range jsonLines(t, s, fixtureSymbols, Options{Top: 1, Host: true}) {
+		if m := decodeLine(t, l); m["type"] == "process" {
+			got = append(got, fmt.Sprintf("%v:%v", m["rank"], m["comm"]))
+		}
+	}
+	if want := []string{"1:idle", "3:worker"}; !slices.Equal(got, want) {
+		t.Errorf("top 1: records %v, want %v", got, want)
 	}
 }
