@@ -75,10 +75,9 @@ func (k SortKey) describe(c aggregate.Category) string {
 		return "allocation calls"
 	case SortRate:
 		return "net bytes/s at the shortest half-life"
-	case SortRSS, SortAnon, SortPSS, SortSwap, SortResident:
-		if c == aggregate.Mapped {
-			return "resident bytes"
-		}
+	}
+	if k.ranksFootprint() && c == aggregate.Mapped { // hostlist.go
+		return "resident bytes"
 	}
 	return "live bytes"
 }

@@ -11,8 +11,9 @@ import (
 // The whole host's list (report/hostlist.go) holds every process, those
 // memtrace met no event of too: each report and each --watch frame adds
 // them, with a light reading each (footprint.ReadRollup: status and
-// smaps_rollup, never full smaps), so that its cost stays a few
-// microseconds per process, whatever it maps.
+// smaps_rollup, never full smaps): tens of microseconds per process,
+// milliseconds for one with gigabytes resident (BenchmarkReadRollup),
+// paced below.
 
 // rollupDuty paces the readings as pipeline's footprintDuty does: a
 // process is read again only once rollupDuty times its last reading's
