@@ -81,6 +81,10 @@ type ProcessSnapshot struct {
 	PID    uint32
 	Comm   string
 	Exited bool
+	// Untraced: memtrace met no event of the process (no sampled fault,
+	// no allocation); a whole-host report lists it for its footprint
+	// alone, and the Table never holds it.
+	Untraced bool
 	// ExitTime is the kernel monotonic time (ns) when the exit was noticed.
 	ExitTime uint64
 

@@ -309,9 +309,14 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	warned := map[string]bool{}
 	n := 0
 	hintSeen := uint64(0)
+	var listed []aggregate.ProcessSnapshot // by the next whole-host report (InListed)
 	loop := &pipeline.Loop{Table: t, Printer: pr, Report: func(r recording.Report) error {
 		r.PIDs = slices.Clone(r.PIDs)
-		rp.reports = append(rp.reports, shownReport{r, pr.Snapshot(r)})
+		snap := pr.Snapshot(r)
+		if r.All && !r.Exited {
+			snap.Processes, listed = append(snap.Processes, listed...), nil
+		}
+		rp.reports = append(rp.reports, shownReport{r, snap})
 		return nil
 	}}
 	if rp.history != nil {
@@ -343,6 +348,9 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 		switch in.Kind {
 		case pipeline.InFootprint:
 			rp.footprints[in.PID] = pipeline.RecordedFootprint{R: in.Footprint.R, Ranges: slices.Clone(in.Footprint.Ranges)}
+			return nil
+		case pipeline.InListed:
+			listed = append(listed, pipeline.Listed(in))
 			return nil
 		case pipeline.InLeakCheck:
 			lc := *in.Leak
@@ -461,7 +469,7 @@ func peakRecord(c *ReplayConfig) (int, error) {
 	n := 0
 	(&pipeline.RecordingSource{R: r}).Run(func(in *pipeline.Input) error {
 		switch in.Kind {
-		case pipeline.InCodeMaps, pipeline.InStack, pipeline.InLeakCheck, pipeline.InFootprint:
+		case pipeline.InCodeMaps, pipeline.InStack, pipeline.InLeakCheck, pipeline.InFootprint, pipeline.InListed:
 			return nil
 		}
 		f.apply(loop, in)

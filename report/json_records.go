@@ -39,9 +39,13 @@ type reportRecord struct {
 // processRecord holds one process's totals; the top-level live_*, alloc*
 // and free* fields are heap figures, anonymous mappings are under "mmap".
 type processRecord struct {
-	Type           string     `json:"type"`
-	PID            uint32     `json:"pid"`
-	Comm           string     `json:"comm"`
+	Type string `json:"type"`
+	PID  uint32 `json:"pid"`
+	Comm string `json:"comm"`
+	// Whole host only: the process's rank in the list by footprint
+	// (1 first), and whether memtrace saw a fault or an allocation of it.
+	Rank           *int       `json:"rank,omitempty"`
+	Traced         *bool      `json:"traced,omitempty"`
 	LiveBytes      uint64     `json:"live_bytes"`
 	LiveAllocs     uint64     `json:"live_allocs"`
 	Allocs         uint64     `json:"allocs"`

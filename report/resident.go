@@ -166,41 +166,31 @@ type hostResident struct {
 	aggregate.ResidentSite
 }
 
-// hostResidentView ranks the processes with resident figures by their
-// resident bytes, and all their sites together, each cut to Top.
-func hostResidentView(s aggregate.Snapshot, o Options) (procs []aggregate.ProcessSnapshot, sites []hostResident, totalProcs, totalSites int) {
+// hostResidentView ranks the sites of all processes together by their
+// resident bytes, cut to Top.
+func hostResidentView(s aggregate.Snapshot, o Options) (sites []hostResident, totalSites int) {
 	for _, p := range s.Processes {
 		if p.Resident == nil {
 			continue
 		}
-		procs = append(procs, p)
 		for _, st := range p.Resident.Sites {
 			sites = append(sites, hostResident{p.PID, p.Comm, st})
 		}
 	}
-	slices.SortStableFunc(procs, func(a, b aggregate.ProcessSnapshot) int {
-		if o.Sort == SortRSS {
-			if c := cmp.Compare(rss(b), rss(a)); c != 0 {
-				return c
-			}
-		}
-		return cmp.Or(cmp.Compare(b.Resident.Bytes, a.Resident.Bytes), cmp.Compare(a.PID, b.PID))
-	})
 	slices.SortStableFunc(sites, func(a, b hostResident) int {
 		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), cmp.Compare(a.pid, b.pid), cmp.Compare(a.Address, b.Address))
 	})
-	totalProcs, totalSites = len(procs), len(sites)
+	totalSites = len(sites)
 	if o.Top > 0 {
-		procs = procs[:min(len(procs), o.Top)]
 		sites = sites[:min(len(sites), o.Top)]
 	}
-	return procs, sites, totalProcs, totalSites
+	return sites, totalSites
 }
 
 // hostResidentRecords are the resident records of a whole-host report:
 // the top sites across the host.
 func hostResidentRecords(s aggregate.Snapshot, sym Symbolizer, o Options) []any {
-	_, sites, _, _ := hostResidentView(s, o)
+	sites, _ := hostResidentView(s, o)
 	res := map[uint32]*aggregate.ResidentSnapshot{}
 	for _, p := range s.Processes {
 		if p.Resident != nil {
@@ -214,51 +204,17 @@ func hostResidentRecords(s aggregate.Snapshot, sym Symbolizer, o Options) []any 
 	return out
 }
 
-// writeHostResident prints the whole host's resident memory: the top
-// processes by resident bytes, then the top sites of all processes ranked
-// together.
+// writeHostResident prints the top sites of all processes ranked together
+// by who made memory resident (the processes are in the host list,
+// hostlist.go).
 func writeHostResident(b *bytes.Buffer, s aggregate.Snapshot, sym Symbolizer, o Options) error {
-	procs, sites, totalProcs, totalSites := hostResidentView(s, o)
-	if len(procs) == 0 {
+	sites, totalSites := hostResidentView(s, o)
+	if totalSites == 0 {
 		return nil
 	}
-	mean := procs[0].Resident.SampleBytes
-	by := "resident memory"
-	if o.Sort == SortRSS {
-		by = "RSS"
-	}
-	fmt.Fprintf(b, "\n%s\n", shownOf("processes by "+by+" (1 write fault sampled per "+byteText(mean, o.Raw)+" of faults)", len(procs), totalProcs))
 	var out bytes.Buffer
-	t := hostTable(&out, []tw.Align{tw.AlignRight, tw.AlignLeft, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight})
-	// RSS and RSS ANON: the kernel's figures (the footprint's latest
-	// reading) beside the estimate of what the run's faults made resident;
-	// "-" for a process that exited before its first reading.
-	t.Header("PID", "COMM", "RSS", "RSS ANON", estMark+"RESIDENT", "± RESIDENT", "PAGES")
-	for _, p := range procs {
-		r := p.Resident
-		rss, anon := "-", "-"
-		if f := p.Footprint; f != nil && f.RSS > 0 {
-			rss, anon = byteCell(f.RSS, o.Raw), byteCell(f.RSSAnon, o.Raw)
-		}
-		if err := t.Append([]string{strconv.FormatUint(uint64(p.PID), 10), commLabel(p.Comm), rss, anon,
-			byteCell(r.Bytes, o.Raw), byteCell(roundStderr(r.Stderr), o.Raw), strconv.FormatUint(r.Pages, 10)}); err != nil {
-			return fmt.Errorf("add resident process %d: %w", p.PID, err)
-		}
-	}
-	if err := t.Render(); err != nil {
-		return fmt.Errorf("render resident processes: %w", err)
-	}
-	indentTable(b, out.String())
-	// An exited process's figures are as of its last pagemap check.
-	for _, p := range procs {
-		if p.Exited {
-			fmt.Fprintf(b, "   pid %d %s: %s\n", p.PID, commLabel(p.Comm), checkedText(p.Resident.CheckedNS, p.ExitTime))
-		}
-	}
-
 	fmt.Fprintf(b, "\n%s\n", shownOf("call sites across the host by who made memory resident", len(sites), totalSites))
-	out.Reset()
-	t = hostTable(&out, []tw.Align{tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignLeft, tw.AlignLeft, tw.AlignLeft, tw.AlignLeft})
+	t := hostTable(&out, []tw.Align{tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignLeft, tw.AlignLeft, tw.AlignLeft, tw.AlignLeft})
 	t.Header(estMark+"RESIDENT", "± RESIDENT", "PAGES", "PID", "COMM", "FUNCTION", "FILE:LINE", "MODULE")
 	var stacks [][]string
 	for _, s := range sites {

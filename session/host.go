@@ -30,12 +30,16 @@ type hostState struct {
 	att *tracer.Attachment
 	// scans are the processes to scan again for new allocator files.
 	scans host.Scans
-	// exits paces the batches of exits the printer holds.
+	// exits says when the exits the printer holds are written before the
+	// next report.
 	exits host.ExitBatch
 	// seen: the processes whose events were met.
 	seen host.Seen
 	// marked counts, per --mark function, the files it is probed in.
 	marked map[string]int
+	// rollups: the latest light readings of the processes listed only
+	// (hostlist.go).
+	rollups rollups
 }
 
 // newHost is the whole-host mode's state; the run loads the objects with
@@ -111,13 +115,14 @@ func (s *session) startHost() error {
 }
 
 // hostIdle runs between polls in whole-host mode: the scans that are due,
-// and the batch of exits once it is due.
+// and the batch of exits if it cannot wait for the next report
+// (host.ExitBatch).
 func (s *session) hostIdle() error {
 	if s.host == nil {
 		return nil
 	}
 	s.runScans()
-	if pids, _ := s.pr.Held(); s.host.exits.Due(len(pids)) {
+	if pids, _ := s.pr.Held(); s.host.exits.Due(len(pids), s.cfg.Interval > 0) {
 		return s.flushExits()
 	}
 	return nil

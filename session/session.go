@@ -93,7 +93,8 @@ func (s *session) run() (int, error) {
 	defer s.downloads.Close()
 	var adjust func(*tracer.Options)
 	if s.cfg.Host() {
-		s.host = s.newHost() // no target: every process (host.go)
+		s.host = s.newHost()      // no target: every process (host.go)
+		s.pr.Others = s.addOthers // the processes it met no event of too (hostlist.go)
 		adjust = s.hostOptions
 	}
 	// Ctrl-C or SIGTERM while the probes load and attach (seconds on a
@@ -654,6 +655,13 @@ func (s *session) finish() error {
 // probes' counts and the rates are brought up to now first, as inputs of
 // the table, so that a replay's table holds them too (pipeline.Printer).
 func (s *session) report(final bool, pids []int) error {
+	if s.host != nil {
+		// The processes that exited since the last report, once, just
+		// before it (host.go).
+		if err := s.flushExits(); err != nil {
+			return err
+		}
+	}
 	now := s.refresh() // exports.go
 	r := recording.Report{Time: now, Final: final, All: pids == nil}
 	for _, pid := range pids {

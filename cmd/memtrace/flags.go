@@ -77,8 +77,8 @@ const maxRingBytes = 1 << 31
 // The check it returns reads --sort and validates --top.
 func addReportFlags(fs *pflag.FlagSet, top *int, sort *report.SortKey, json, raw *bool, output *string) func() error {
 	var sortKey string
-	fs.IntVar(top, "top", report.DefaultTop, "call sites shown per process (`N`; 0 = all)")
-	fs.StringVar(&sortKey, "sort", "live", "order call sites by `KEY`: live, allocated, allocs, rate or rss")
+	fs.IntVar(top, "top", report.DefaultTop, "call sites shown per process, processes listed with no target (`N`; 0 = all)")
+	fs.StringVar(&sortKey, "sort", "live", "order call sites by `KEY`: live, allocated, allocs, rate; or processes by rss, anon, pss, swap, resident (with no target: by rss unless one of these)")
 	addFormatFlags(fs, json, raw, "write NDJSON records (docs/json.md) instead of tables")
 	fs.StringVarP(output, "output", "o", "", "write reports to `FILE` instead of stdout")
 	return func() error {
