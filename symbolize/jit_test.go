@@ -22,10 +22,10 @@ func TestParsePerfMapLine(t *testing.T) {
 		{line: "0x7f00 0x10 Interpreter", want: JITSymbol{0x7f00, 0x10, "Interpreter"}},
 		{line: "7f00 10 Alloc::keep(int)\r\n", want: JITSymbol{0x7f00, 0x10, "Alloc::keep(int)"}},
 		{line: "7f00 10  leading space kept", want: JITSymbol{0x7f00, 0x10, " leading space kept"}},
-		{line: "7f00 10", bad: true},            // no name
-		{line: "7f00 10 ", bad: true},           // empty name
-		{line: "7f00 0 zero", bad: true},        // empty range
-		{line: "zz 10 x", bad: true},            // not hex
+		{line: "7f00 10", bad: true},              // no name
+		{line: "7f00 10 ", bad: true},             // empty name
+		{line: "7f00 0 zero", bad: true},          // empty range
+		{line: "zz 10 x", bad: true},              // not hex
 		{line: "ffffffffffffffff 2 x", bad: true}, // wraps around
 		{line: "7f00 10 a\x00b", bad: true},       // NUL in the name
 		{line: "", bad: true},
