@@ -9,8 +9,9 @@
  * .debug_frame, keyed by the file's dev and inode), binary-searches the row
  * of the pc and applies it: CFA from rsp or rbp, the return address at
  * CFA - 8, rbp reloaded where the row says it was saved. A file with no
- * unwind information is walked by frame pointers. Anything else ends the
- * walk, and the stack is marked truncated: frames are never guessed.
+ * unwind information, and code no file backs (a JIT's), is walked by frame
+ * pointers. Anything else ends the walk, and the stack is marked
+ * truncated: frames are never guessed.
  *
  * The same walk decides who is charged: the first frame, within
  * MAX_WRAPPER_FRAMES, that is neither an allocation wrapper (operator new,
@@ -114,19 +115,38 @@ struct vma_found {
 	__u8 found;
 };
 
+/* What vma_file found: a file's mapping, or code no file backs. */
+enum { VMA_NONE = 0, VMA_FILE = 1, VMA_ANON_CODE = 2 };
+
+#ifndef VM_EXEC
+#define VM_EXEC 0x00000004
+#endif
+
 static long vma_file(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
 {
 	struct vma_found *v = ctx;
 	struct file *f = BPF_CORE_READ(vma, vm_file);
 
-	if (!f)
-		return 0; /* anonymous code (JIT), the vdso, the uprobe trampoline */
+	if (!f) {
+		/*
+		 * Anonymous code: a JIT's (V8, HotSpot, .NET), or the vdso.
+		 * The walk follows its frame pointers, which V8 keeps and
+		 * HotSpot keeps with -XX:+PreserveFramePointer.
+		 */
+		if (BPF_CORE_READ(vma, vm_flags) & VM_EXEC) {
+			v->start = BPF_CORE_READ(vma, vm_start);
+			v->end = BPF_CORE_READ(vma, vm_end);
+			v->off = v->addr - v->start;
+			v->found = VMA_ANON_CODE;
+		}
+		return 0;
+	}
 	v->key.dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
 	v->key.ino = BPF_CORE_READ(f, f_inode, i_ino);
 	v->start = BPF_CORE_READ(vma, vm_start);
 	v->end = BPF_CORE_READ(vma, vm_end);
 	v->off = v->addr - v->start + (BPF_CORE_READ(vma, vm_pgoff) << 12);
-	v->found = 1;
+	v->found = VMA_FILE;
 	return 0;
 }
 
@@ -327,17 +347,24 @@ static long walk_frame(__u64 i, void *ctx)
 			w->end = STEP_STOP;
 			return 1;
 		}
-		f = bpf_map_lookup_elem(&unwind_files, &v.key);
-		if (!f) {
-			ask_table(&v);
-			w->end = STEP_STOP;
-			return 1;
+		if (v.found == VMA_ANON_CODE) {
+			/* JIT code: no table, no names; frame pointers (key 0). */
+			w->file.first = 0;
+			w->file.count = 0;
+			w->file.flags = FILE_NO_CFI;
+		} else {
+			f = bpf_map_lookup_elem(&unwind_files, &v.key);
+			if (!f) {
+				ask_table(&v);
+				w->end = STEP_STOP;
+				return 1;
+			}
+			if (f->flags & FILE_PENDING) {
+				w->end = STEP_STOP;
+				return 1;
+			}
+			w->file = *f;
 		}
-		if (f->flags & FILE_PENDING) {
-			w->end = STEP_STOP;
-			return 1;
-		}
-		w->file = *f;
 		w->map_key = v.key;
 		w->map_start = v.start;
 		w->map_end = v.end;
@@ -612,7 +639,7 @@ __noinline int outer_frame(struct pt_regs *ctx, struct inflight *s)
 	if (!ctx || !s)
 		return OUTER_FRAME_UNKNOWN;
 	v.addr = s->ip;
-	if (bpf_find_vma(t, s->ip, vma_file, &v, 0) || !v.found)
+	if (bpf_find_vma(t, s->ip, vma_file, &v, 0) || v.found != VMA_FILE)
 		return OUTER_FRAME_UNKNOWN;
 	pc = PT_REGS_IP(ctx);
 	if (pc <= v.start || pc > v.end)
@@ -657,7 +684,7 @@ int file_key_of(struct file_key_query *q)
 	struct vma_found v = {.addr = q->addr};
 
 	q->found = 0;
-	if (bpf_find_vma(bpf_get_current_task_btf(), v.addr, vma_file, &v, 0) || !v.found)
+	if (bpf_find_vma(bpf_get_current_task_btf(), v.addr, vma_file, &v, 0) || v.found != VMA_FILE)
 		return 0;
 	q->key = v.key;
 	q->found = 1;

@@ -328,7 +328,7 @@ func (r *Resolver) jitFrame(pid int, ret, pc uint64, refresh bool) (Frame, bool)
 	if !ok {
 		return Frame{}, false
 	}
-	return Frame{Address: ret, CallAddress: pc, Function: e.name, Module: e.file, Offset: pc - e.start}, true
+	return Frame{Address: ret, CallAddress: pc, Function: e.name, Module: e.file, Offset: pc - e.start, JIT: true}, true
 }
 
 // forgetJIT drops pid's JIT symbols.

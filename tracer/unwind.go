@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -299,6 +300,13 @@ func (t *tables) build(path string) ([]byte, uint32, error) {
 	return b, flags, nil
 }
 
+// framePointerCode names functions that have no CFI but keep frame
+// pointers: V8's embedded builtins (Builtins_*, linked into node's
+// .text), through which node's allocations reach its JIT code.
+func framePointerCode(name string) bool {
+	return strings.HasPrefix(name, "Builtins_")
+}
+
 // markFunctions flags the code of allocation wrappers, of memory
 // functions (allocator.MemoryFunction: page faults there are charged to
 // the caller), and code no named function covers, in tab; it reports
@@ -337,6 +345,9 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (mar
 				continue // an IFUNC's symbol is its resolver, not the code run
 			}
 			fns = append(fns, fn{s.Value, s.Value + s.Size, s.Name})
+			if framePointerCode(s.Name) {
+				tab.FramePointer(s.Value, s.Value+s.Size)
+			}
 			if wraps(s.Name) {
 				tab.Mark(s.Value, s.Value+s.Size, unwind.FlagWrapper)
 				marked = true

@@ -164,6 +164,25 @@ func (t *Table) Mark(start, end uint64, flag uint8) {
 	t.merge(i-1, j+1)
 }
 
+// FramePointer gives [start, end) a frame-pointer rule where it has none
+// (KindUndefined): CFA = rbp + 16, rbp saved at CFA - 16, as after
+// "push rbp; mov rbp, rsp". For code without CFI that keeps frame
+// pointers, at its calls (never at its first instructions): V8's embedded
+// builtins in node.
+func (t *Table) FramePointer(start, end uint64) {
+	if start >= end {
+		return
+	}
+	i := t.split(start)
+	j := t.split(end)
+	for k := i; k < j; k++ {
+		if r := &t.Rows[k]; r.Kind == KindUndefined {
+			r.Kind, r.CFAOffset, r.RBPSaved, r.RBPOffset = KindRBP, 16, true, -16
+		}
+	}
+	t.merge(i-1, j+1)
+}
+
 // split makes a row start at pc and returns its index.
 func (t *Table) split(pc uint64) int {
 	i := sort.Search(len(t.Rows), func(i int) bool { return t.Rows[i].PC >= pc })
