@@ -56,6 +56,8 @@ struct walk {
 	__u64 leaf;       /* the walk's first pc */
 	__s32 leaf_off;   /* the leaf is a wrapper with an sp-based CFA: its offset; 0: not */
 	__u8 memo;        /* the leaf is such a wrapper and its caller is charged itself */
+	__u8 anon_code;   /* the current frame is code no file backs (JIT) */
+	__u8 jit;         /* the charged frame is JIT code: frames are kept from it on */
 	/*
 	 * The last mapping met and its file's rows: consecutive frames are
 	 * mostly in one file, and bpf_find_vma is the walk's dearest step.
@@ -348,7 +350,7 @@ static long walk_frame(__u64 i, void *ctx)
 			return 1;
 		}
 		if (v.found == VMA_ANON_CODE) {
-			/* JIT code: no table, no names; frame pointers (key 0). */
+			/* JIT code: no table, no names; frame pointers (key 0, no dev). */
 			w->file.first = 0;
 			w->file.count = 0;
 			w->file.flags = FILE_NO_CFI;
@@ -372,6 +374,7 @@ static long walk_frame(__u64 i, void *ctx)
 		w->cached = 1;
 	}
 	f = &w->file;
+	w->anon_code = w->map_key.dev == 0 && (f->flags & FILE_NO_CFI);
 	if (!(f->flags & (FILE_NO_CFI | FILE_UNMARKED)) || w->limit || w->outer_sp) {
 		found = find_row(f, v.off);
 		if (found) {
@@ -391,6 +394,8 @@ static long walk_frame(__u64 i, void *ctx)
 		bpf_map_update_elem(&frame_cache, &fk, &nfi, BPF_ANY);
 	}
 known:
+	if (fi && frames_valid(fi, w->epoch, w->mm))
+		w->anon_code = key.dev == 0 && (fflags & FILE_NO_CFI);
 	if (r)
 		flags = r->kind & (ROW_WRAPPER | ROW_ANON);
 	/* A fault in memset, malloc's internals or read(2) is charged to the caller. */
@@ -413,6 +418,18 @@ known:
 				if (stack_depth)
 					w->limit = i + stack_depth;
 				w->memo = i == 1 && w->leaf_off && w->anon == ANON_NONE && !w->exact;
+				if (!stack_depth && w->anon_code) {
+					/*
+					 * JIT code is charged: keep JIT_FRAMES frames
+					 * from it on, for user space to charge the
+					 * program's own function past the runtime's
+					 * (whose names only the runtime's perf map has).
+					 */
+					rec->frames[0] = w->pc | (w->exact ? FRAME_EXACT : 0);
+					w->n = 1;
+					w->limit = JIT_FRAMES;
+					w->jit = 1;
+				}
 			}
 		} else if (flags & ROW_WRAPPER) {
 			charge_next = 1; /* the frame above, unless it is a wrapper too */
@@ -515,6 +532,8 @@ static __always_inline void walk_start(struct walk *w, __u64 pc, __u64 sp, __u64
 	w->leaf = pc;
 	w->leaf_off = 0;
 	w->memo = 0;
+	w->anon_code = 0;
+	w->jit = 0;
 	w->cached = 0;
 	w->anon = ANON_NONE;
 	w->outer_sp = 0;
@@ -586,7 +605,7 @@ __noinline int emit_site(struct site_args *a)
 		w->limit = stack_depth; /* grows with the charged index */
 	}
 	bpf_loop(MAX_STACK + MAX_WRAPPER_FRAMES, walk_frame, 0, 0);
-	if (!stack_depth) {
+	if (!stack_depth && !w->jit) {
 		emit(&(struct emit_args){.kind = a->kind, .func = a->func, .addr = a->addr, .size = a->size,
 					 .old_addr = a->old_addr, .old_size = a->old_size,
 					 .call_site = w->charged_pc & ~FRAME_EXACT, .leaf = a->pc,
@@ -605,7 +624,7 @@ __noinline int emit_site(struct site_args *a)
 	rec->e.kind = a->kind;
 	rec->e.func = a->func;
 	rec->e.flags = (w->end == STEP_END ? EVENT_STACK_COMPLETE : 0) | a->cat << EVENT_CAT_SHIFT;
-	rec->e.charged = w->charged;
+	rec->e.charged = w->jit ? 0 : w->charged; /* JIT frames are kept from the charged one */
 	rec->e.stack_id = -1;
 	n = w->n;
 	if (n > MAX_STACK + MAX_WRAPPER_FRAMES)

@@ -356,6 +356,7 @@ func (s *session) apply(e *event.Event) {
 	if e.Kind == event.Refault && !s.table.Charged(e.PID, e.Addr, e.Size) {
 		return // no sampled page there: another page of its slot (bpf/resident.h)
 	}
+	s.chargeJIT(e)                                 // past the runtime's own JIT code (jit.go)
 	s.stacks.Learn(e.PID, e.StackID, s.objs.Stack) // before anything reads it (pipeline/stacks.go)
 	s.exportEvent(e)                               // --html's history (exports.go)
 	if e.Kind == event.Mark {

@@ -343,7 +343,9 @@ type memtraceStackRecord struct {
 		Leaf       uint64
 		LeafOff    int32
 		Memo       uint8
-		_          [3]byte
+		AnonCode   uint8
+		Jit        uint8
+		_          [1]byte
 		MapStart   uint64
 		MapEnd     uint64
 		MapDelta   uint64
