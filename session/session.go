@@ -272,7 +272,7 @@ func (s *session) newState() {
 	s.table.SetSampleBytes(s.cfg.SampleBytes) // --sample-bytes (0 = exact)
 	s.table.SetStackBreakdown(s.cfg.stacksAsBreakdown())
 	s.downloads = pipeline.NewDownloads(s.cfg.SymbolizeConfig, s.log)
-	s.res = symbolize.NewResolver(s.cfg.ResolverOptions(s.downloads.Client())...)
+	s.res = symbolize.NewResolver(append(s.cfg.ResolverOptions(s.downloads.Client()), symbolize.WithLog(s.log))...)
 	s.targets = map[int]*target{}
 	s.exitedPIDs = make(chan int, 16)
 	s.stacks = pipeline.NewStackStore()

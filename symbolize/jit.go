@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path"
 	"slices"
@@ -92,6 +93,7 @@ type jitSource struct {
 	table   jitTable
 	last    time.Time // the last refresh
 	warned  bool
+	log     *slog.Logger
 }
 
 type jitDumpFile struct {
@@ -227,12 +229,7 @@ func (s *jitSource) warn(err error) {
 		return
 	}
 	s.warned = true
-	jitLog(err)
-}
-
-// jitLog reports a JIT map problem on stderr; a test may replace it.
-var jitLog = func(err error) {
-	fmt.Fprintf(os.Stderr, "memtrace: JIT symbols: %v\n", err)
+	s.log.Warn("JIT symbols not read", "pid", s.pid, "err", err)
 }
 
 func (s *jitSource) lookup(pc uint64) (jitEntry, bool) {
@@ -289,7 +286,7 @@ func (r *Resolver) jitSourceOf(pid int, create bool) *jitSource {
 		if r.jits == nil {
 			r.jits = map[int]*jitSource{}
 		}
-		s = &jitSource{pid: pid}
+		s = &jitSource{pid: pid, log: r.log}
 		r.jits[pid] = s
 	}
 	return s

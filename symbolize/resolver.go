@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -26,6 +27,7 @@ type Resolver struct {
 
 	jitMu sync.Mutex
 	jits  map[int]*jitSource // perf maps and jitdumps (jit.go)
+	log   *slog.Logger
 }
 
 // maxMisses bounds the remembered misses per capture.
@@ -40,7 +42,11 @@ func NewResolver(opts ...Option) *Resolver {
 	}
 	mods := newModuleCache(o.debugDirs...)
 	mods.debuginfod = o.debuginfod
-	return &Resolver{mods: mods, procs: map[int]*process{}}
+	log := o.log
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Resolver{mods: mods, procs: map[int]*process{}, log: log}
 }
 
 // Capture reads /proc/PID/maps now and opens the module of every
