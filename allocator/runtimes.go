@@ -11,7 +11,8 @@ import "strings"
 //   - node/V8: builtins, stubs and handlers ("Builtin:…", "Stub:…"), and
 //     JS functions of node's own modules ("JS:*FastBuffer node:internal/buffer:960:14").
 //   - HotSpot: the interpreter and stubs, and methods of the JDK's packages
-//     (java.*, javax.*, jdk.*, sun.*, com.sun.*).
+//     (java.*, javax.*, jdk.*, sun.*, com.sun.*), as Compiler.perfmap
+//     names them ("long jdk.internal.misc.Unsafe.allocateMemory0(long)").
 //   - .NET: stubs, and methods of System.* and Microsoft.* ("[OptimizedTier1] System.String::Concat…").
 func RuntimeJIT(name string) bool {
 	for _, p := range runtimeJITPrefixes {
@@ -31,6 +32,11 @@ func RuntimeJIT(name string) bool {
 		if i := strings.Index(name, "] "); i > 0 {
 			name = name[i+2:]
 		}
+	}
+	// HotSpot's "RETURN_TYPE CLASS.METHOD(ARGS)": the qualified method.
+	if i := strings.IndexByte(name, '('); i > 0 {
+		head := name[:i]
+		name = head[strings.LastIndexByte(head, ' ')+1:]
 	}
 	for _, p := range runtimeClassPrefixes {
 		if strings.HasPrefix(name, p) {

@@ -19,8 +19,11 @@ func (s *session) chargeJIT(e *event.Event) {
 	if e.StackID >= 0 || len(e.Stack) < 2 || s.res == nil {
 		return
 	}
-	if ret, ok := callstack.JITCharge(pipeline.CodeView{Resolver: s.res}, int(e.PID), e.Stack, s.runtimeCode); ok {
+	ret, ok, unnamed := callstack.JITCharge(pipeline.CodeView{Resolver: s.res}, int(e.PID), e.Stack, s.runtimeCode)
+	if ok {
 		e.CallSite = ret
+	} else if unnamed {
+		s.jvmPerfMapSoon(int(e.PID)) // --jvm-perfmap: a JVM's newer code (jvm.go)
 	}
 }
 

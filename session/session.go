@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -43,6 +44,10 @@ type target struct {
 	comm  string
 	// jvm: its JVM category probes are placed (jvm.go).
 	jvm bool
+	// perfMapAsked, perfMapBusy: the last --jvm-perfmap request made on
+	// meeting unnamed JIT code, and whether one runs (jvm.go).
+	perfMapAsked time.Time
+	perfMapBusy  atomic.Bool
 	// malloc is the module malloc binds to (footprint.go).
 	malloc string
 	// untraced: a followed child (-f) that could not be traced.
@@ -466,6 +471,9 @@ func (s *session) attachRunning(t *target) error {
 		return err
 	}
 	s.feed(pipeline.Input{Kind: pipeline.InProcess, PID: uint32(t.pid), Comm: t.comm})
+	if s.cfg.JVMPerfMap && t.jvm {
+		s.requestJVMPerfMap(t.pid) // its code compiled so far, named from the start (jvm.go)
+	}
 	return nil
 }
 

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/memtrace/memtrace/procroot"
 )
 
 // Limits on what a process's JIT maps may make memtrace hold: a file
@@ -112,11 +114,11 @@ func (s *jitSource) refresh(dumps []string, force bool) {
 	}
 	s.last = time.Now()
 	if s.mapPath == "" {
-		ids, err := processIDs(s.pid)
+		ids, err := procroot.ReadIDs(s.pid)
 		if err != nil {
 			return // gone: what was read stays
 		}
-		s.mapPath = "/tmp/perf-" + strconv.Itoa(ids.nspid) + ".map"
+		s.mapPath = "/tmp/perf-" + strconv.Itoa(ids.NSPID) + ".map"
 	}
 	if s.mapErr == nil {
 		s.mapErr = s.readPerfMap()
@@ -139,9 +141,9 @@ func (s *jitSource) refresh(dumps []string, force bool) {
 // readPerfMap parses the perf map's complete lines past mapOff. It returns
 // an error only when the map must not be read again.
 func (s *jitSource) readPerfMap() error {
-	f, err := OpenInProcessRoot(s.pid, s.mapPath)
+	f, err := procroot.Open(s.pid, s.mapPath)
 	if err != nil {
-		if errors.Is(err, ErrUntrusted) {
+		if errors.Is(err, procroot.ErrUntrusted) {
 			s.warn(err)
 			return err
 		}
@@ -191,9 +193,9 @@ func (s *jitSource) readPerfMap() error {
 
 // readJITDump reads the records a jitdump gained.
 func (s *jitSource) readJITDump(p string, d *jitDumpFile) error {
-	f, err := OpenInProcessRoot(s.pid, p)
+	f, err := procroot.Open(s.pid, p)
 	if err != nil {
-		if errors.Is(err, ErrUntrusted) {
+		if errors.Is(err, procroot.ErrUntrusted) {
 			s.warn(err)
 			return err
 		}
@@ -301,10 +303,15 @@ func (r *Resolver) refreshJIT(pid int, maps []Mapping) {
 	r.jitSourceOf(pid, true).refresh(dumps, true)
 }
 
-// RefreshJIT reads process pid's perf map and jitdumps again now (after a
-// runtime was asked to write its map: the JVM's Compiler.perfmap).
-func (r *Resolver) RefreshJIT(pid int) {
+// RereadJIT reads process pid's perf map again from its start, and its
+// jitdumps' new records, now: after a runtime was asked to write its map
+// anew (the JVM's Compiler.perfmap truncates and rewrites it). Names read
+// now win over older ones for the same addresses.
+func (r *Resolver) RereadJIT(pid int) {
 	if s := r.jitSourceOf(pid, true); s != nil {
+		s.mu.Lock()
+		s.mapOff = 0
+		s.mu.Unlock()
 		s.refresh(nil, true)
 	}
 }

@@ -112,6 +112,7 @@ func traceFlags(fs *pflag.FlagSet, c *session.Config) func(command []string) err
 	fs.Var(byteSize{&ringBytes, &ringSet, maxRingBytes}, "ring-size", "ring buffer `BYTES`, a power of two (4 MiB when sampling)")
 	fs.BoolVarP(&c.Verbose, "verbose", "v", false, "log what is attached, and where")
 	fs.BoolVar(&c.Detail, "detail", false, "group by whole call stack and print each stack under its row")
+	fs.BoolVar(&c.JVMPerfMap, "jvm-perfmap", false, "at each report, ask each traced JVM for its perf map (jcmd Compiler.perfmap) to name its JIT code; starts the JVM's attach listener thread (docs/runtimes-jit.md)")
 	fs.IntVar(&c.StackDepth, "stack-depth", 16, "`N` frames per stack with --detail, and per sampled allocation's stack in sampled mode (at most 126)")
 	var wrapperFile string
 	var extraWrappers []string
