@@ -299,3 +299,51 @@ func TestJITPerfMapUntrusted(t *testing.T) {
 		})
 	}
 }
+
+// TestJVMDirectBuffersByMethod: with --jvm-perfmap, a Java method that
+// keeps direct ByteBuffers, compiled (testdata/jit/DirectKeeper.java warms
+// it up; frame pointers kept), is charged their bytes within 20%.
+func TestJVMDirectBuffersByMethod(t *testing.T) {
+	needBPF(t)
+	javaClasses(t) // java, javac, jcmd are there (skips, or fails under CI, if not)
+	dir := t.TempDir()
+	if out, err := exec.Command("javac", "-d", dir, filepath.Join(repoRoot(t), "testdata", "jit", "DirectKeeper.java")).CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	java := exec.Command("java", "-XX:+PreserveFramePointer", "-cp", dir, "DirectKeeper")
+	stdin, _ := java.StdinPipe()
+	stdout, _ := java.StdoutPipe()
+	if err := java.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := java.Process.Pid
+	t.Cleanup(func() {
+		java.Process.Kill()
+		java.Wait()
+		os.Remove(fmt.Sprintf("/tmp/perf-%d.map", pid))
+	})
+	lines := bufio.NewReader(stdout)
+	expectLine(t, lines, fmt.Sprintf("ready %d", pid))
+	mt, out, log := startAttached(t, pid, "--json", "--top", "0", "--jvm-perfmap")
+	fmt.Fprintln(stdin, "go")
+	expectLine(t, lines, "kept 64")
+	stdin.Close()
+	if err := mt.Wait(); err != nil {
+		t.Fatalf("memtrace: %v\n%s", err, log)
+	}
+	rep := parseNDJSON(t, out.String())
+	const kept = 64 << 20
+	var charged uint64
+	for _, s := range rep.sites {
+		if s.PID == pid && s.Final && s.Category == "heap" && strings.Contains(s.Function, " DirectKeeper.keep(") {
+			charged += s.LiveBytes
+		}
+	}
+	t.Logf("DirectKeeper.keep charged %d of the %d bytes it keeps (%.1f%%)", charged, kept, 100*float64(charged)/kept)
+	if charged*10 < kept*8 || charged*10 > kept*12 {
+		t.Errorf("DirectKeeper.keep charged %d live bytes, want %d within 20%%\n%s", charged, kept, log)
+	}
+	if !strings.Contains(log.String(), "JVM perf map written") {
+		t.Errorf("no perf map was asked for:\n%s", log)
+	}
+}
