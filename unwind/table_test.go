@@ -154,3 +154,29 @@ func TestEncodeReal(t *testing.T) {
 		}
 	}
 }
+
+// FramePointer gives code without CFI the rule of a frame-pointer frame,
+// and leaves rows that have a rule alone.
+func TestFramePointer(t *testing.T) {
+	tab := &Table{Rows: []Row{
+		{PC: 0x100, Kind: KindRSP, CFAOffset: 8},
+		{PC: 0x110, Kind: KindUndefined},
+		{PC: 0x200, Kind: KindRSP, CFAOffset: 16},
+	}}
+	tab.FramePointer(0x108, 0x180)
+	fp := Row{Kind: KindRBP, CFAOffset: 16, RBPSaved: true, RBPOffset: -16}
+	want := []Row{
+		{PC: 0x100, Kind: KindRSP, CFAOffset: 8},
+		withPC(fp, 0x110),
+		{PC: 0x180, Kind: KindUndefined},
+		{PC: 0x200, Kind: KindRSP, CFAOffset: 16},
+	}
+	if !reflect.DeepEqual(tab.Rows, want) {
+		t.Errorf("rows\n%v\nwant\n%v", tab.Rows, want)
+	}
+}
+
+func withPC(r Row, pc uint64) Row {
+	r.PC = pc
+	return r
+}
