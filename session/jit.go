@@ -13,10 +13,11 @@ import (
 // own JIT functions (node's Buffer.alloc, the JDK's allocateDirect) to the
 // program's function that called them, by the names in the runtime's perf
 // map now. The probes keep a few frames from a charged JIT frame on for
-// this (JIT_FRAMES in bpf/); with --detail the stack stays as unwound.
-// Before the event is recorded: a replay charges what the run charged.
+// this (JIT_FRAMES in bpf/), and sampled mode keeps its stack; with
+// --detail, rows are whole stacks as unwound. Before the event is
+// recorded: a replay charges what the run charged.
 func (s *session) chargeJIT(e *event.Event) {
-	if e.StackID >= 0 || len(e.Stack) < 2 || s.res == nil {
+	if s.cfg.Detail || len(e.Stack) < 2 || s.res == nil {
 		return
 	}
 	ret, ok, unnamed := callstack.JITCharge(pipeline.CodeView{Resolver: s.res}, int(e.PID), e.Stack, s.runtimeCode)
