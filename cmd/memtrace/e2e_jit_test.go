@@ -32,15 +32,28 @@ func needNode(t *testing.T) {
 	}
 }
 
-// perfMapCovers reads a process's perf map and reports whether it names
-// the return address ret (the call before it).
-func perfMapCovers(t *testing.T, pid int, ret uint64) bool {
+// jitCovers reads a process's perf map, or its jitdump in dir when dir is
+// not "", and reports whether it names the return address ret (the call
+// before it).
+func jitCovers(t *testing.T, pid int, dir string, ret uint64) bool {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/tmp/perf-%d.map", pid))
-	if err != nil {
-		return false
+	var syms []symbolize.JITSymbol
+	if dir == "" {
+		b, err := os.ReadFile(fmt.Sprintf("/tmp/perf-%d.map", pid))
+		if err != nil {
+			return false
+		}
+		syms, _, _, _ = symbolize.ParsePerfMap(b)
+	} else {
+		f, err := os.Open(filepath.Join(dir, fmt.Sprintf("jit-%d.dump", pid)))
+		if err != nil {
+			return false
+		}
+		defer f.Close()
+		st, _ := f.Stat()
+		var d symbolize.JITDump
+		syms, _ = d.Next(f, st.Size())
 	}
-	syms, _, _, _ := symbolize.ParsePerfMap(b)
 	for _, s := range syms {
 		if ret-1 >= s.Start && ret-1 < s.Start+s.Size {
 			return true
@@ -52,8 +65,9 @@ func perfMapCovers(t *testing.T, pid int, ret uint64) bool {
 // checkNodeReport checks a node run of testdata/jit/buffers.js: at least
 // 80% of the 64 MiB of Buffers packFrames keeps are charged to packFrames
 // by name (every tier's code: JS:*packFrames, JS:^packFrames), and no
-// heap or mmap site is left unnamed where the perf map covers it.
-func checkNodeReport(t *testing.T, out string, pid int) {
+// heap or mmap site is left unnamed where the perf map (or the jitdump in
+// dumpDir, when not "") covers it.
+func checkNodeReport(t *testing.T, out string, pid int, dumpDir string) {
 	t.Helper()
 	script := filepath.Join(repoRoot(t), "testdata", "jit", "buffers.js")
 	rep := parseNDJSON(t, out)
@@ -68,7 +82,7 @@ func checkNodeReport(t *testing.T, out string, pid int) {
 		}
 		if s.Function == "" {
 			ret, err := strconv.ParseUint(strings.TrimPrefix(s.Address, "0x"), 16, 64)
-			if err == nil && perfMapCovers(t, pid, ret) {
+			if err == nil && jitCovers(t, pid, dumpDir, ret) {
 				t.Errorf("%s site at %s (%d live bytes) is unnamed, but the perf map covers it", s.Category, s.Address, s.LiveBytes)
 			}
 		}
@@ -98,8 +112,11 @@ func TestNodeBuffersByJSFunction(t *testing.T) {
 	needBPF(t)
 	needNode(t)
 	script := filepath.Join(repoRoot(t), "testdata", "jit", "buffers.js")
-	t.Run("command", func(t *testing.T) {
-		cmd := exec.Command(memtrace(t), "--json", "--top", "0", "--", "node", "--perf-basic-prof", script)
+	// command runs node with flag under memtrace --, in dir (node writes
+	// its jitdump in its working directory).
+	command := func(t *testing.T, flag, dir string) {
+		cmd := exec.Command(memtrace(t), "--json", "--top", "0", "--", "node", flag, script)
+		cmd.Dir = dir
 		cmd.Stdin = strings.NewReader("go\n")
 		var stdout, stderr strings.Builder
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -118,8 +135,14 @@ func TestNodeBuffersByJSFunction(t *testing.T) {
 			}
 		}
 		t.Cleanup(func() { os.Remove(fmt.Sprintf("/tmp/perf-%d.map", pid)) })
-		checkNodeReport(t, strings.Join(records, "\n"), pid)
-	})
+		dumpDir := ""
+		if flag == "--perf-prof" {
+			dumpDir = dir
+		}
+		checkNodeReport(t, strings.Join(records, "\n"), pid, dumpDir)
+	}
+	t.Run("command", func(t *testing.T) { command(t, "--perf-basic-prof", t.TempDir()) })
+	t.Run("jitdump", func(t *testing.T) { command(t, "--perf-prof", t.TempDir()) })
 	t.Run("attach", func(t *testing.T) {
 		node := exec.Command("node", "--perf-basic-prof", script)
 		stdin, _ := node.StdinPipe()
@@ -141,7 +164,7 @@ func TestNodeBuffersByJSFunction(t *testing.T) {
 		if err := mt.Wait(); err != nil {
 			t.Fatalf("memtrace: %v\n%s", err, log)
 		}
-		checkNodeReport(t, out.String(), node.Process.Pid)
+		checkNodeReport(t, out.String(), node.Process.Pid, "")
 	})
 }
 
