@@ -307,6 +307,20 @@ func framePointerCode(name string) bool {
 	return strings.HasPrefix(name, "Builtins_")
 }
 
+// disjoint sorts ranges and drops those overlapping an earlier one (a
+// function named in both .symtab and .dynsym, an alias).
+func disjoint(ranges [][2]uint64) [][2]uint64 {
+	sort.Slice(ranges, func(i, j int) bool { return ranges[i][0] < ranges[j][0] })
+	out := ranges[:0]
+	for _, r := range ranges {
+		if n := len(out); n > 0 && r[0] < out[n-1][1] {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
 // markFunctions flags the code of allocation wrappers, of memory
 // functions (allocator.MemoryFunction: page faults there are charged to
 // the caller), and code no named function covers, in tab; it reports
@@ -320,6 +334,7 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (mar
 		name       string
 	}
 	var fns []fn
+	var fpCode [][2]uint64 // framePointerCode's functions
 	defined := map[string]bool{}
 	// A Go executable without .symtab (-ldflags=-s) names its functions
 	// in its function table: runtime.memmove and the rest are marked too.
@@ -346,7 +361,7 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (mar
 			}
 			fns = append(fns, fn{s.Value, s.Value + s.Size, s.Name})
 			if framePointerCode(s.Name) {
-				tab.FramePointer(s.Value, s.Value+s.Size)
+				fpCode = append(fpCode, [2]uint64{s.Value, s.Value + s.Size})
 			}
 			if wraps(s.Name) {
 				tab.Mark(s.Value, s.Value+s.Size, unwind.FlagWrapper)
@@ -358,6 +373,7 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (mar
 			}
 		}
 	}
+	tab.FramePointer(disjoint(fpCode))
 	// Unnamed code: the gaps between named functions in .text.
 	defines := func(n string) bool { return defined[n] }
 	alloc = allocator.AllocatorLibrary(defines)
