@@ -1,10 +1,10 @@
 package tracer
 
 import (
-	"reflect"
 	"debug/elf"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/memtrace/memtrace/unwind"
