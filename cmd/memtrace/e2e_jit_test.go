@@ -113,7 +113,7 @@ func TestNodeBuffersByJSFunction(t *testing.T) {
 	needNode(t)
 	script := filepath.Join(repoRoot(t), "testdata", "jit", "buffers.js")
 	// command runs node with flag under memtrace --, in dir (node writes
-	// its jitdump in its working directory).
+	// its jitdump and an isolate-*-v8.log in its working directory).
 	command := func(t *testing.T, flag, dir string) {
 		cmd := exec.Command(memtrace(t), "--json", "--top", "0", "--", "node", flag, script)
 		cmd.Dir = dir
@@ -145,6 +145,7 @@ func TestNodeBuffersByJSFunction(t *testing.T) {
 	t.Run("jitdump", func(t *testing.T) { command(t, "--perf-prof", t.TempDir()) })
 	t.Run("attach", func(t *testing.T) {
 		node := exec.Command("node", "--perf-basic-prof", script)
+		node.Dir = t.TempDir() // node writes an isolate-*-v8.log there
 		stdin, _ := node.StdinPipe()
 		stdout, _ := node.StdoutPipe()
 		if err := node.Start(); err != nil {
