@@ -2,6 +2,7 @@ package symbolize
 
 import (
 	"cmp"
+	"container/heap"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,18 +32,25 @@ const (
 
 // jitTable is a process's JIT symbols: an address is named by the newest
 // symbol (the last read) that covers it, as code freed by a runtime's
-// collector is reused for other code.
+// collector is reused for other code. The symbols are flattened into
+// segments that do not overlap, each naming its addresses, so that a
+// lookup is one binary search whatever the map holds (it is untrusted: a
+// symbol covering everything must not make every lookup scan them all).
 type jitTable struct {
-	syms   []jitEntry // sorted by start
-	maxEnd []uint64   // maxEnd[i]: the largest end among syms[:i+1]
-	seq    uint32
+	syms []jitEntry // in reading order: a later one is newer
+	segs []jitSeg   // sorted by start, not overlapping
 }
 
 type jitEntry struct {
 	start, end uint64
-	seq        uint32 // order of reading: newer is larger
 	name       string
 	file       string // the map or dump that named it, as the process sees it
+}
+
+// jitSeg is a range of addresses named by syms[sym].
+type jitSeg struct {
+	start, end uint64
+	sym        int
 }
 
 // add adds syms, read from file after every symbol already there. It
@@ -56,32 +64,69 @@ func (t *jitTable) add(syms []JITSymbol, file string) (dropped int) {
 			dropped++
 			continue
 		}
-		t.seq++
-		t.syms = append(t.syms, jitEntry{start: s.Start, end: s.Start + s.Size, seq: t.seq, name: s.Name, file: file})
+		t.syms = append(t.syms, jitEntry{start: s.Start, end: s.Start + s.Size, name: s.Name, file: file})
 	}
-	slices.SortStableFunc(t.syms, func(a, b jitEntry) int { return cmp.Compare(a.start, b.start) })
-	t.maxEnd = t.maxEnd[:0]
-	var m uint64
-	for _, e := range t.syms {
-		m = max(m, e.end)
-		t.maxEnd = append(t.maxEnd, m)
-	}
+	t.flatten()
 	return dropped
+}
+
+// flatten sweeps the symbols' edges in address order, keeping the symbols
+// that cover the sweep in a heap, newest on top (one that ended is dropped
+// when it comes to the top): between two edges, the top names the range.
+func (t *jitTable) flatten() {
+	edges := make([]uint64, 0, 2*len(t.syms))
+	order := make([]int, len(t.syms)) // symbols by start
+	for i, e := range t.syms {
+		edges = append(edges, e.start, e.end)
+		order[i] = i
+	}
+	slices.Sort(edges)
+	edges = slices.Compact(edges)
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(t.syms[a].start, t.syms[b].start) })
+	t.segs = t.segs[:0]
+	var active newestFirst
+	next := 0
+	for k, pc := range edges {
+		for next < len(order) && t.syms[order[next]].start == pc {
+			heap.Push(&active, order[next])
+			next++
+		}
+		for active.Len() > 0 && t.syms[active[0]].end <= pc {
+			heap.Pop(&active)
+		}
+		if active.Len() == 0 || k+1 == len(edges) {
+			continue
+		}
+		top, end := active[0], edges[k+1]
+		if n := len(t.segs); n > 0 && t.segs[n-1].sym == top && t.segs[n-1].end == pc {
+			t.segs[n-1].end = end
+			continue
+		}
+		t.segs = append(t.segs, jitSeg{start: pc, end: end, sym: top})
+	}
+}
+
+// newestFirst is a max-heap of symbol indexes.
+type newestFirst []int
+
+func (h newestFirst) Len() int           { return len(h) }
+func (h newestFirst) Less(i, j int) bool { return h[i] > h[j] }
+func (h newestFirst) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *newestFirst) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *newestFirst) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // lookup returns the newest symbol covering pc.
 func (t *jitTable) lookup(pc uint64) (jitEntry, bool) {
-	i := searchLast(len(t.syms), func(i int) bool { return t.syms[i].start <= pc })
-	var best jitEntry
-	found := false
-	// Only symbols before i can cover pc, and only while some symbol up
-	// to there ends past pc.
-	for j := i; j >= 0 && t.maxEnd[j] > pc; j-- {
-		if e := t.syms[j]; e.end > pc && (!found || e.seq > best.seq) {
-			best, found = e, true
-		}
+	i := searchLast(len(t.segs), func(i int) bool { return t.segs[i].start <= pc })
+	if i < 0 || pc >= t.segs[i].end {
+		return jitEntry{}, false
 	}
-	return best, found
+	return t.syms[t.segs[i].sym], true
 }
 
 // jitSource reads one process's perf map and jitdumps as they grow.
@@ -168,6 +213,8 @@ func (s *jitSource) readPerfMap() error {
 	// last line is carried over to the next chunk, or left for the next
 	// refresh when the writer has not finished it.
 	var carry []byte
+	var syms []JITSymbol
+	defer func() { s.addSyms(syms, s.mapPath) }() // at once: each add sorts the table
 	chunk := make([]byte, min(size-s.mapOff, jitReadChunk))
 	for pos := s.mapOff; pos < size; {
 		got, rerr := f.ReadAt(chunk[:min(size-pos, int64(len(chunk)))], pos)
@@ -176,8 +223,10 @@ func (s *jitSource) readPerfMap() error {
 		}
 		pos += int64(got)
 		carry = append(carry, chunk[:got]...)
-		syms, used, _, perr := ParsePerfMap(carry)
-		s.addSyms(syms, s.mapPath)
+		more, used, _, perr := ParsePerfMap(carry)
+		// Past the bound, one more is kept only for add to say so.
+		room := max(maxJITSymbols+1-len(s.table.syms)-len(syms), 0)
+		syms = append(syms, more[:min(len(more), room)]...)
 		s.mapOff += int64(used)
 		carry = append(carry[:0], carry[used:]...)
 		if perr != nil {

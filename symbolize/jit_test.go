@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 )
@@ -172,3 +174,32 @@ func TestJITTableNewestWins(t *testing.T) {
 	}
 }
 
+// The flattened table answers as a scan of every symbol would: the
+// newest covering symbol, checked on random overlapping maps.
+func TestJITTableAgreesWithScan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := 0; round < 50; round++ {
+		var tab jitTable
+		var all []JITSymbol
+		for batch := 0; batch < 3; batch++ {
+			var syms []JITSymbol
+			for i := 0; i < 20; i++ {
+				syms = append(syms, JITSymbol{Start: rng.Uint64N(200), Size: 1 + rng.Uint64N(40), Name: fmt.Sprint(len(all) + len(syms))})
+			}
+			tab.add(syms, "m")
+			all = append(all, syms...)
+		}
+		for pc := uint64(0); pc < 260; pc++ {
+			want := ""
+			for _, s := range all {
+				if pc >= s.Start && pc < s.Start+s.Size {
+					want = s.Name // the last read wins
+				}
+			}
+			e, ok := tab.lookup(pc)
+			if e.name != want || ok != (want != "") {
+				t.Fatalf("round %d: lookup(%d) = %q, %v; want %q", round, pc, e.name, ok, want)
+			}
+		}
+	}
+}
