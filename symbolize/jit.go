@@ -37,8 +37,9 @@ const (
 // lookup is one binary search whatever the map holds (it is untrusted: a
 // symbol covering everything must not make every lookup scan them all).
 type jitTable struct {
-	syms []jitEntry // in reading order: a later one is newer
-	segs []jitSeg   // sorted by start, not overlapping
+	syms    []jitEntry     // in reading order: a later one is newer
+	segs    []jitSeg       // sorted by start, not overlapping
+	byStart map[uint64]int // the newest symbol starting at an address
 }
 
 type jitEntry struct {
@@ -59,15 +60,41 @@ func (t *jitTable) add(syms []JITSymbol, file string) (dropped int) {
 	if len(syms) == 0 {
 		return 0
 	}
+	if t.byStart == nil {
+		t.byStart = map[uint64]int{}
+	}
+	added := false
 	for _, s := range syms {
+		e := jitEntry{start: s.Start, end: s.Start + s.Size, name: s.Name, file: file}
+		if i, ok := t.byStart[e.start]; ok && t.syms[i] == e {
+			// Said again (a map written anew at each request, as the
+			// JVM's): it is already the newest there, unless a later
+			// symbol covers it, which this one then wins back.
+			if t.newestAt(e.start) == i {
+				continue
+			}
+		}
 		if len(t.syms) >= maxJITSymbols {
 			dropped++
 			continue
 		}
-		t.syms = append(t.syms, jitEntry{start: s.Start, end: s.Start + s.Size, name: s.Name, file: file})
+		t.byStart[e.start] = len(t.syms)
+		t.syms = append(t.syms, e)
+		added = true
 	}
-	t.flatten()
+	if added {
+		t.flatten()
+	}
 	return dropped
+}
+
+// newestAt is the index of the symbol naming pc, -1 for none.
+func (t *jitTable) newestAt(pc uint64) int {
+	i := searchLast(len(t.segs), func(i int) bool { return t.segs[i].start <= pc })
+	if i < 0 || pc >= t.segs[i].end {
+		return -1
+	}
+	return t.segs[i].sym
 }
 
 // flatten sweeps the symbols' edges in address order, keeping the symbols
@@ -122,11 +149,10 @@ func (h *newestFirst) Pop() any {
 
 // lookup returns the newest symbol covering pc.
 func (t *jitTable) lookup(pc uint64) (jitEntry, bool) {
-	i := searchLast(len(t.segs), func(i int) bool { return t.segs[i].start <= pc })
-	if i < 0 || pc >= t.segs[i].end {
-		return jitEntry{}, false
+	if i := t.newestAt(pc); i >= 0 {
+		return t.syms[i], true
 	}
-	return t.syms[t.segs[i].sym], true
+	return jitEntry{}, false
 }
 
 // jitSource reads one process's perf map and jitdumps as they grow.

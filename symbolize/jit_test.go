@@ -203,3 +203,22 @@ func TestJITTableAgreesWithScan(t *testing.T) {
 		}
 	}
 }
+
+// A map written anew with the same lines (the JVM's, at each request)
+// adds nothing: the table does not grow with the requests.
+func TestJITTableRewrite(t *testing.T) {
+	var tab jitTable
+	lines := []JITSymbol{{0x1000, 0x100, "a"}, {0x2000, 0x10, "b"}}
+	tab.add(lines, "m")
+	tab.add([]JITSymbol{{0x1000, 0x10, "over a"}}, "m")
+	tab.add(lines, "m") // "a" wins its start back; "b" is already there
+	tab.add(lines, "m")
+	if len(tab.syms) != 4 {
+		t.Errorf("%d symbols after rewrites, want 4: %+v", len(tab.syms), tab.syms)
+	}
+	for pc, want := range map[uint64]string{0x1000: "a", 0x1050: "a", 0x2000: "b"} {
+		if e, _ := tab.lookup(pc); e.name != want {
+			t.Errorf("lookup(%#x) = %q, want %q", pc, e.name, want)
+		}
+	}
+}
