@@ -36,11 +36,22 @@ const (
 // segments that do not overlap, each naming its addresses, so that a
 // lookup is one binary search whatever the map holds (it is untrusted: a
 // symbol covering everything must not make every lookup scan them all).
+//
+// A runtime adds a few lines at a time while flattening all of them takes
+// ~1 µs per symbol, so the symbols read since the last full flattening
+// (at most jitRecent) have segments of their own, looked up first: they
+// are all newer than the rest.
 type jitTable struct {
 	syms    []jitEntry     // in reading order: a later one is newer
-	segs    []jitSeg       // sorted by start, not overlapping
+	segs    []jitSeg       // syms[:base], sorted by start, not overlapping
+	recent  []jitSeg       // syms[base:], likewise
+	base    int            // how many symbols segs covers
 	byStart map[uint64]int // the newest symbol starting at an address
 }
+
+// jitRecent bounds the symbols looked up apart before all are flattened
+// together again.
+const jitRecent = 4096
 
 type jitEntry struct {
 	start, end uint64
@@ -83,34 +94,40 @@ func (t *jitTable) add(syms []JITSymbol, file string) (dropped int) {
 		added = true
 	}
 	if added {
-		t.flatten()
+		if len(t.syms)-t.base > jitRecent {
+			t.segs, t.base, t.recent = t.flatten(0, len(t.syms), t.segs[:0]), len(t.syms), t.recent[:0]
+		} else {
+			t.recent = t.flatten(t.base, len(t.syms), t.recent[:0])
+		}
 	}
 	return dropped
 }
 
 // newestAt is the index of the symbol naming pc, -1 for none.
 func (t *jitTable) newestAt(pc uint64) int {
-	i := searchLast(len(t.segs), func(i int) bool { return t.segs[i].start <= pc })
-	if i < 0 || pc >= t.segs[i].end {
-		return -1
+	for _, segs := range [][]jitSeg{t.recent, t.segs} {
+		i := searchLast(len(segs), func(i int) bool { return segs[i].start <= pc })
+		if i >= 0 && pc < segs[i].end {
+			return segs[i].sym
+		}
 	}
-	return t.segs[i].sym
+	return -1
 }
 
-// flatten sweeps the symbols' edges in address order, keeping the symbols
-// that cover the sweep in a heap, newest on top (one that ended is dropped
-// when it comes to the top): between two edges, the top names the range.
-func (t *jitTable) flatten() {
-	edges := make([]uint64, 0, 2*len(t.syms))
-	order := make([]int, len(t.syms)) // symbols by start
-	for i, e := range t.syms {
-		edges = append(edges, e.start, e.end)
-		order[i] = i
+// flatten returns, appended to segs, the segments of syms[lo:hi]: it
+// sweeps their edges in address order, keeping the symbols that cover the
+// sweep in a heap, newest on top (one that ended is dropped when it comes
+// to the top): between two edges, the top names the range.
+func (t *jitTable) flatten(lo, hi int, segs []jitSeg) []jitSeg {
+	edges := make([]uint64, 0, 2*(hi-lo))
+	order := make([]int, 0, hi-lo) // symbols by start
+	for i := lo; i < hi; i++ {
+		edges = append(edges, t.syms[i].start, t.syms[i].end)
+		order = append(order, i)
 	}
 	slices.Sort(edges)
 	edges = slices.Compact(edges)
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(t.syms[a].start, t.syms[b].start) })
-	t.segs = t.segs[:0]
 	var active newestFirst
 	next := 0
 	for k, pc := range edges {
@@ -125,12 +142,13 @@ func (t *jitTable) flatten() {
 			continue
 		}
 		top, end := active[0], edges[k+1]
-		if n := len(t.segs); n > 0 && t.segs[n-1].sym == top && t.segs[n-1].end == pc {
-			t.segs[n-1].end = end
+		if n := len(segs); n > 0 && segs[n-1].sym == top && segs[n-1].end == pc {
+			segs[n-1].end = end
 			continue
 		}
-		t.segs = append(t.segs, jitSeg{start: pc, end: end, sym: top})
+		segs = append(segs, jitSeg{start: pc, end: end, sym: top})
 	}
+	return segs
 }
 
 // newestFirst is a max-heap of symbol indexes.

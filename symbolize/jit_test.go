@@ -175,7 +175,8 @@ func TestJITTableNewestWins(t *testing.T) {
 }
 
 // The flattened table answers as a scan of every symbol would: the
-// newest covering symbol, checked on random overlapping maps.
+// newest covering symbol, checked on random overlapping maps, with recent
+// symbols apart and all flattened together.
 func TestJITTableAgreesWithScan(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := 0; round < 50; round++ {
@@ -183,7 +184,11 @@ func TestJITTableAgreesWithScan(t *testing.T) {
 		var all []JITSymbol
 		for batch := 0; batch < 3; batch++ {
 			var syms []JITSymbol
-			for i := 0; i < 20; i++ {
+			n := 20
+			if round%10 == 9 {
+				n = jitRecent/2 + 1 // past jitRecent: everything flattened again
+			}
+			for i := 0; i < n; i++ {
 				syms = append(syms, JITSymbol{Start: rng.Uint64N(200), Size: 1 + rng.Uint64N(40), Name: fmt.Sprint(len(all) + len(syms))})
 			}
 			tab.add(syms, "m")
