@@ -390,3 +390,37 @@ func TestJVMDirectBuffersByMethod(t *testing.T) {
 		t.Errorf("no perf map was asked for:\n%s", log)
 	}
 }
+
+// TestJavaHeapResidentByName: the pages of the Java heap are made
+// resident by G1 and HotSpot's allocation paths; the resident table names
+// them "Java heap" (managed_heap), not as call sites of the program's.
+// HeapKeeper keeps ~130 MiB of arrays: at least 100 MiB of resident
+// estimate must be the Java heap's.
+func TestJavaHeapResidentByName(t *testing.T) {
+	needBPF(t)
+	javaClasses(t)
+	dir := t.TempDir()
+	if out, err := exec.Command("javac", "-d", dir, filepath.Join(repoRoot(t), "testdata", "jit", "HeapKeeper.java")).CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	r := runMemtrace(t, "--json", "--top", "0", "--", "java", "-XX:+UseG1GC", "-cp", dir, "HeapKeeper")
+	if r.code != 0 {
+		t.Fatalf("memtrace exit %d\n%s", r.code, r.stderr)
+	}
+	var heap uint64
+	for l := range strings.Lines(r.stdout) {
+		var rec struct {
+			Type          string `json:"type"`
+			Final         bool   `json:"final"`
+			ManagedHeap   string `json:"managed_heap"`
+			ResidentBytes uint64 `json:"resident_bytes"`
+		}
+		if json.Unmarshal([]byte(l), &rec) == nil && rec.Type == "resident" && rec.Final && rec.ManagedHeap == "Java heap" {
+			heap += rec.ResidentBytes
+		}
+	}
+	t.Logf("resident charged to the Java heap: ~%d bytes", heap)
+	if heap < 100<<20 {
+		t.Errorf("~%d resident bytes named Java heap, want at least 100 MiB", heap)
+	}
+}
