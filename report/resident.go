@@ -25,10 +25,14 @@ type residentRecord struct {
 	PID      uint32 `json:"pid"`
 	Comm     string `json:"comm"`
 	Function string `json:"function"`
-	File     string `json:"file"`
-	Line     int    `json:"line"`
-	Module   string `json:"module"`
-	Address  string `json:"address"`
+	// ManagedHeap names the runtime's heap that Function writes as its
+	// collector or allocator ("Java heap", "V8 heap", "CLR heap"; ""
+	// for none; managed_heaps.go).
+	ManagedHeap string `json:"managed_heap"`
+	File        string `json:"file"`
+	Line        int    `json:"line"`
+	Module      string `json:"module"`
+	Address     string `json:"address"`
 	// ResidentBytes estimates the bytes resident that the site made
 	// resident; ResidentBytesStderr is its standard error.
 	ResidentBytes       uint64 `json:"resident_bytes"`
@@ -75,7 +79,7 @@ func newResidentRecord(pid uint32, comm string, s aggregate.ResidentSite, r *agg
 	f := resolve(sym, pid, s.Address)
 	rec := residentRecord{
 		Type: typeResident, PID: pid, Comm: comm,
-		Function: f.Function, File: f.File, Line: f.Line, Module: f.Module, Address: hex(s.Address),
+		Function: f.Function, ManagedHeap: managedHeap(f.Function), File: f.File, Line: f.Line, Module: f.Module, Address: hex(s.Address),
 		ResidentBytes: s.Bytes, ResidentBytesStderr: roundStderr(s.Stderr),
 		Sampled: true, SampledPages: s.Pages, SampleBytes: r.SampleBytes, CheckedNS: r.CheckedNS, Final: o.Final, TimeNS: t,
 	}
@@ -111,7 +115,7 @@ func writeResidentText(b *bytes.Buffer, p aggregate.ProcessSnapshot, sym Symboli
 		f := resolve(sym, p.PID, s.Address)
 		stacks = append(stacks, residentStackLines(p.PID, s, o))
 		row := []string{byteCell(s.Bytes, o.Raw), byteCell(roundStderr(s.Stderr), o.Raw),
-			strconv.FormatUint(s.Pages, 10), functionLabel(f), locationLabel(f), moduleLabel(f)}
+			strconv.FormatUint(s.Pages, 10), residentFunctionLabel(f), locationLabel(f), moduleLabel(f)}
 		if err := t.Append(row); err != nil {
 			return fmt.Errorf("add resident site %s: %w", hex(s.Address), err)
 		}
@@ -222,7 +226,7 @@ func writeHostResident(b *bytes.Buffer, s aggregate.Snapshot, sym Symbolizer, o 
 		stacks = append(stacks, residentStackLines(s.pid, s.ResidentSite, o))
 		if err := t.Append([]string{byteCell(s.Bytes, o.Raw), byteCell(roundStderr(s.Stderr), o.Raw),
 			strconv.FormatUint(s.Pages, 10), strconv.FormatUint(uint64(s.pid), 10), commLabel(s.comm),
-			functionLabel(f), locationLabel(f), moduleLabel(f)}); err != nil {
+			residentFunctionLabel(f), locationLabel(f), moduleLabel(f)}); err != nil {
 			return fmt.Errorf("add resident site %s: %w", hex(s.Address), err)
 		}
 	}

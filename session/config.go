@@ -26,6 +26,9 @@ type Config struct {
 	// Detail groups by whole call stack (StackDepth frames).
 	Detail     bool
 	StackDepth int
+	// JVMPerfMap asks each traced JVM for its perf map at each report
+	// (--jvm-perfmap; jvm.go).
+	JVMPerfMap bool
 	Wrappers   []string
 	// WrapperRule decides the wrappers whose callers are charged (from
 	// Wrappers, --no-auto-wrappers and --not-wrapper).

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -44,6 +45,10 @@ type target struct {
 	comm  string
 	// jvm: its JVM category probes are placed (jvm.go).
 	jvm bool
+	// perfMapAsked, perfMapBusy: the last --jvm-perfmap request made on
+	// meeting unnamed JIT code, and whether one runs (jvm.go).
+	perfMapAsked time.Time
+	perfMapBusy  atomic.Bool
 	// malloc is the module malloc binds to (footprint.go).
 	malloc string
 	// untraced: a followed child (-f) that could not be traced.
@@ -288,7 +293,7 @@ func (s *session) newState() {
 	s.table.SetSampleBytes(s.cfg.SampleBytes) // --sample-bytes (0 = exact)
 	s.table.SetStackBreakdown(s.cfg.stacksAsBreakdown())
 	s.downloads = pipeline.NewDownloads(s.cfg.SymbolizeConfig, s.log)
-	s.res = symbolize.NewResolver(s.cfg.ResolverOptions(s.downloads.Client())...)
+	s.res = symbolize.NewResolver(append(s.cfg.ResolverOptions(s.downloads.Client()), symbolize.WithLog(s.log))...)
 	s.targets = map[int]*target{}
 	s.exitedPIDs = make(chan int, 16)
 	s.stacks = pipeline.NewStackStore()
@@ -391,6 +396,7 @@ func (s *session) apply(e *event.Event) {
 	if e.Kind == event.Refault && !s.table.Charged(e.PID, e.Addr, e.Size) {
 		return // no sampled page there: another page of its slot (bpf/resident.h)
 	}
+	s.chargeJIT(e)                                 // past the runtime's own JIT code (jit.go)
 	s.stacks.Learn(e.PID, e.StackID, s.objs.Stack) // before anything reads it (pipeline/stacks.go)
 	s.exportEvent(e)                               // --html's history (exports.go)
 	if e.Kind == event.Mark {
@@ -500,6 +506,9 @@ func (s *session) attachRunning(t *target) error {
 		return err
 	}
 	s.feed(pipeline.Input{Kind: pipeline.InProcess, PID: uint32(t.pid), Comm: t.comm})
+	if s.cfg.JVMPerfMap && t.jvm {
+		s.requestJVMPerfMap(t.pid) // its code compiled so far, named from the start (jvm.go)
+	}
 	return nil
 }
 

@@ -179,7 +179,9 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 			StackID: -1, JVMCategory: raw.Flags >> eventCatShift & eventCatMask,
 			NoTable: raw.Flags&eventNoTable != 0,
 		}
-		if rest := d.rec.RawSample[unsafe.Sizeof(memtraceEvent{}):]; d.objs.stackDepth > 0 && len(rest) >= 8 && isSiteKind(d.ev.Kind) {
+		// Frames follow with --detail, and without it when JIT code was
+		// charged (JIT_FRAMES in bpf/).
+		if rest := d.rec.RawSample[unsafe.Sizeof(memtraceEvent{}):]; len(rest) >= 8 && isSiteKind(d.ev.Kind) {
 			d.decodeStack(raw, rest)
 		}
 		if (d.ev.Kind == event.CodeMap || d.ev.Kind == event.Mark) && len(d.rec.RawSample) >= int(unsafe.Sizeof(memtraceCodeEvent{})) {
@@ -308,6 +310,9 @@ func (d *Drainer) decodeStack(raw *memtraceEvent, rest []byte) {
 	}
 	d.ev.Stack = d.frames[charged:]
 	d.ev.StackComplete = raw.Flags&eventStackComplete != 0
+	if d.objs.stackDepth == 0 {
+		return // a JIT frame's callers, for the charge only: no stack is kept
+	}
 	d.ev.StackID = d.objs.stacks.intern(raw.Pid, d.ev.Stack, d.ev.StackComplete)
 }
 

@@ -346,7 +346,8 @@ type memtraceStackRecord struct {
 		LeafOff    int32
 		Memo       uint8
 		NoTable    uint8
-		_          [2]byte
+		AnonCode   uint8
+		Jit        uint8
 		MapStart   uint64
 		MapEnd     uint64
 		MapDelta   uint64

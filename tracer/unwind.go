@@ -14,6 +14,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -390,13 +391,14 @@ func (t *tables) build(path string) ([]byte, uint32, error) {
 		defer close(built)
 		tab, err = t.cache.Table(path)
 	}()
-	marks, named, alloc := functionMarks(f, t.wraps)
+	marks, fpCode, named, alloc := functionMarks(f, t.wraps)
 	<-built
 	if err != nil {
 		return nil, 0, err
 	}
 	tab = tab.Clone()
 	tab.MarkAll(marks)
+	tab.FramePointer(fpCode)
 	marked := len(marks) > 0
 	rows, err := toFileOffsets(f, tab)
 	if err != nil {
@@ -452,6 +454,27 @@ var selfKey = sync.OnceValue(func() string {
 	return hex.EncodeToString(h[:6])
 })
 
+// framePointerCode names functions that have no CFI but keep frame
+// pointers: V8's embedded builtins (Builtins_*, linked into node's
+// .text), through which node's allocations reach its JIT code.
+func framePointerCode(name string) bool {
+	return strings.HasPrefix(name, "Builtins_")
+}
+
+// disjoint sorts ranges and drops those overlapping an earlier one (a
+// function named in both .symtab and .dynsym, an alias).
+func disjoint(ranges [][2]uint64) [][2]uint64 {
+	sort.Slice(ranges, func(i, j int) bool { return ranges[i][0] < ranges[j][0] })
+	out := ranges[:0]
+	for _, r := range ranges {
+		if n := len(out); n > 0 && r[0] < out[n-1][1] {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
 // markFunctions flags the code of allocation wrappers, of memory
 // functions (allocator.MemoryFunction: page faults there are charged to
 // the caller), and code no named function covers, in tab; it reports
@@ -460,14 +483,15 @@ var selfKey = sync.OnceValue(func() string {
 // function lies in .text; alloc: whether the file is an allocator library
 // (allocator.AllocatorLibrary).
 func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (marked, named, alloc bool) {
-	marks, named, alloc := functionMarks(f, wraps)
+	marks, fpCode, named, alloc := functionMarks(f, wraps)
 	tab.MarkAll(marks)
+	tab.FramePointer(fpCode)
 	return len(marks) > 0, named, alloc
 }
 
 // functionMarks is markFunctions' reading of f's symbols: the ranges to
 // mark, apart from any table (build reads them while the CFI is built).
-func functionMarks(f *elf.File, wraps func(string) bool) (marks []unwind.Span, named, alloc bool) {
+func functionMarks(f *elf.File, wraps func(string) bool) (marks []unwind.Span, fpCode [][2]uint64, named, alloc bool) {
 	type fn struct{ start, end uint64 }
 	// A Go executable without .symtab (-ldflags=-s) names its functions
 	// in its function table: runtime.memmove and the rest are marked too.
@@ -515,6 +539,9 @@ func functionMarks(f *elf.File, wraps func(string) bool) (marks []unwind.Span, n
 				names[s.Name] = what
 			}
 			fns = append(fns, fn{s.Value, s.Value + s.Size})
+			if framePointerCode(s.Name) {
+				fpCode = append(fpCode, [2]uint64{s.Value, s.Value + s.Size})
+			}
 			if what&isWrapper != 0 {
 				marks = append(marks, unwind.Span{Start: s.Value, End: s.Value + s.Size, Flag: unwind.FlagWrapper})
 			}
@@ -523,12 +550,13 @@ func functionMarks(f *elf.File, wraps func(string) bool) (marks []unwind.Span, n
 			}
 		}
 	}
+	fpCode = disjoint(fpCode)
 	// Unnamed code: the gaps between named functions in .text.
 	defines := func(n string) bool { _, ok := names[n]; return ok }
 	alloc = allocator.AllocatorLibrary(defines)
 	text := f.Section(".text")
 	if text == nil {
-		return marks, true, alloc
+		return marks, fpCode, true, alloc
 	}
 	anon := unwind.FlagAnon
 	if allocator.MemoryLibrary(defines) {
@@ -549,7 +577,7 @@ func functionMarks(f *elf.File, wraps func(string) bool) (marks []unwind.Span, n
 	if at < end {
 		marks = append(marks, unwind.Span{Start: at, End: end, Flag: anon})
 	}
-	return marks, named, alloc
+	return marks, fpCode, named, alloc
 }
 
 // sharedLibrary reports whether f is a shared library rather than a

@@ -225,6 +225,66 @@ func (t *Table) MarkAll(spans []Span) {
 // RowSize is the size of one encoded row.
 const RowSize = 8
 
+// FramePointer gives the ranges ([start, end), sorted, not overlapping) a
+// frame-pointer rule where they have none (KindUndefined): CFA = rbp + 16,
+// rbp saved at CFA - 16, as after "push rbp; mov rbp, rsp". For code
+// without CFI that keeps frame pointers, at its calls (never at its first
+// instructions): V8's embedded builtins in node. One pass over the table,
+// whatever the number of ranges.
+func (t *Table) FramePointer(ranges [][2]uint64) {
+	if len(ranges) == 0 {
+		return
+	}
+	fp := Row{Kind: KindRBP, CFAOffset: 16, RBPSaved: true, RBPOffset: -16}
+	out := make([]Row, 0, len(t.Rows)+2*len(ranges))
+	emit := func(r Row) {
+		if n := len(out); n > 0 && out[n-1].PC == r.PC {
+			out = out[:n-1] // one range ends where the next starts: the later edge holds
+		}
+		if n := len(out); n > 0 && sameRule(out[n-1], r) {
+			return
+		}
+		out = append(out, r)
+	}
+	// at gives the row in effect at pc, with the frame-pointer rule when
+	// pc is in a range and the row has no rule.
+	at := func(pc uint64, row Row, inRange bool) Row {
+		row.PC = pc
+		if inRange && row.Kind == KindUndefined {
+			flags := row.Flags
+			row = fp
+			row.PC, row.Flags = pc, flags
+		}
+		return row
+	}
+	ri, k := 0, 0 // the next row, the next range edge (2i: start of range i, 2i+1: its end)
+	cur := Row{}  // the row in effect (none before the first)
+	in := false   // whether the last edge passed was a range's start
+	for ri < len(t.Rows) || k < 2*len(ranges) {
+		var edge uint64 = math.MaxUint64
+		if k < 2*len(ranges) {
+			edge = ranges[k/2][k%2]
+		}
+		switch {
+		case ri < len(t.Rows) && t.Rows[ri].PC < edge:
+			cur = t.Rows[ri]
+			emit(at(cur.PC, cur, in))
+			ri++
+		case ri < len(t.Rows) && t.Rows[ri].PC == edge:
+			cur = t.Rows[ri]
+			in = k%2 == 0
+			emit(at(edge, cur, in))
+			ri++
+			k++
+		default:
+			in = k%2 == 0
+			emit(at(edge, cur, in))
+			k++
+		}
+	}
+	t.Rows = out
+}
+
 // Encode returns the rows in the BPF layout, RowSize bytes per row, little
 // endian:
 //

@@ -218,6 +218,7 @@ func TestBadInput(t *testing.T) {
 		{"filter with a target", []string{"--comm", "x", "--", "true"}, exitUsage, "--comm and --cgroup narrow the whole-host mode"},
 		{"bad sample bytes", []string{"--sample-bytes", "lots", "--", "true"}, exitUsage, "not a byte count"},
 		{"both", []string{"-p", "1", "--", "true"}, exitUsage, "not both"},
+		{"--jvm-perfmap without a target", []string{"--jvm-perfmap"}, exitUsage, "--jvm-perfmap needs -p or a command"},
 		{"bad sort", []string{"--sort", "size", "--", "true"}, exitUsage, "unknown sort key"},
 		{"ring size not a power of two", []string{"--ring-size", "3000", "--", "true"}, exitUsage, "--ring-size 3000: must be a power of two"},
 		{"unwritable --pprof", []string{"--pprof", "/no/such/dir/heap.pb.gz", "--", "true"}, exitUsage, "--pprof: open /no/such/dir/heap.pb.gz"},

@@ -113,6 +113,7 @@ func traceFlags(fs *pflag.FlagSet, c *session.Config) func(command []string) err
 	fs.Var(byteSize{&ringBytes, &ringSet, maxRingBytes}, "ring-size", "ring buffer `BYTES`, a power of two (4 MiB when sampling)")
 	fs.BoolVarP(&c.Verbose, "verbose", "v", false, "log what is attached, and where")
 	fs.BoolVar(&c.Detail, "detail", false, "group by whole call stack and print each stack under its row")
+	fs.BoolVar(&c.JVMPerfMap, "jvm-perfmap", false, "ask each traced JVM (-p, --) for its perf map (jcmd Compiler.perfmap) to name its JIT code; starts the JVM's attach listener thread (docs/runtimes-jit.md)")
 	fs.IntVar(&c.StackDepth, "stack-depth", 16, "`N` frames per stack with --detail, and per sampled allocation's stack in sampled mode (at most 126)")
 	var wrapperFile string
 	var extraWrappers []string
@@ -171,6 +172,9 @@ func traceFlags(fs *pflag.FlagSet, c *session.Config) func(command []string) err
 		switch {
 		case len(c.PIDs) > 0 && len(c.Command) > 0:
 			return fmt.Errorf("%w: give -p or a command, not both", errUsage)
+		case c.JVMPerfMap && len(c.PIDs) == 0 && len(c.Command) == 0:
+			// Asking every JVM on the host would start a thread in each.
+			return fmt.Errorf("%w: --jvm-perfmap needs -p or a command: it asks only the JVMs traced", errUsage)
 		case c.Duration < 0 || c.Interval < 0:
 			return fmt.Errorf("%w: durations must be positive", errUsage)
 		}
