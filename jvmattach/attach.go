@@ -26,7 +26,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/memtrace/memtrace/procroot"
+	"github.com/memtrace/memtrace/procfile"
 )
 
 // ErrRefused is returned when the JVM answered with a non-zero status.
@@ -39,7 +39,7 @@ const maxReply = 1 << 20
 // process pid and returns its output. It waits for the JVM's attach
 // listener until ctx is done.
 func Command(ctx context.Context, pid int, cmd string) (string, error) {
-	ids, err := procroot.ReadIDs(pid)
+	ids, err := procfile.ReadIDs(pid)
 	if err != nil {
 		return "", err
 	}
@@ -67,7 +67,7 @@ func rootPath(pid int, path string) string {
 // and waits for the socket.
 func startListener(ctx context.Context, pid, nspid int, sock string) error {
 	trigger := "/tmp/.attach_pid" + strconv.Itoa(nspid)
-	f, err := procroot.Create(pid, trigger, 0o600)
+	f, err := procfile.Create(pid, trigger, 0o600)
 	if err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("create the JVM's attach file: %w", err)
 	}

@@ -21,11 +21,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Errors callers branch on.
+// Errors callers branch on. ErrUntrusted is the parent of every refusal
+// that says the process (or another user) planted the file: a symbolic
+// link, a file that is not regular, one owned by someone else.
 var (
-	ErrNotRegular = errors.New("not a regular file")
+	ErrUntrusted  = errors.New("untrusted file")
+	ErrNotRegular = fmt.Errorf("not a regular file: %w", ErrUntrusted)
 	ErrTooLarge   = errors.New("file too large")
-	ErrNotOwner   = errors.New("owned by neither the process's user nor root")
+	ErrNotOwner   = fmt.Errorf("owned by neither the process's user nor root: %w", ErrUntrusted)
 )
 
 // Resolution says how a path is resolved inside its root.
@@ -96,7 +99,7 @@ func Open(root, path string, res Resolution, maxSize int64) (*os.File, error) {
 	}
 	if err != nil {
 		if err == unix.ELOOP || err == unix.EXDEV {
-			err = fmt.Errorf("%w (symbolic link refused)", err)
+			err = fmt.Errorf("%w (symbolic link refused): %w", err, ErrUntrusted)
 		}
 		return nil, &os.PathError{Op: "open", Path: root + "/" + strings.TrimLeft(path, "/"), Err: err}
 	}
@@ -216,4 +219,52 @@ func statusField(pid int, key string) ([]string, error) {
 		}
 	}
 	return nil, fmt.Errorf("no %s in /proc/%d/status", key, pid)
+}
+
+// IDs are a process's user ids and its pid in its own PID namespace.
+type IDs struct {
+	UID, EUID uint32
+	NSPID     int // the last of NSpid: its pid in its innermost namespace
+}
+
+// ReadIDs reads process pid's IDs from /proc/PID/status. A process that
+// is gone gives an error that is os.ErrNotExist.
+func ReadIDs(pid int) (IDs, error) {
+	uid, err := statusField(pid, "Uid")
+	if err != nil || len(uid) < 2 {
+		return IDs{}, fmt.Errorf("read ids of process %d: %w", pid, errors.Join(err, errors.New("no Uid line")))
+	}
+	u, err1 := strconv.ParseUint(uid[0], 10, 32)
+	e, err2 := strconv.ParseUint(uid[1], 10, 32)
+	if err := errors.Join(err1, err2); err != nil {
+		return IDs{}, fmt.Errorf("read ids of process %d: %w", pid, err)
+	}
+	ids := IDs{UID: uint32(u), EUID: uint32(e), NSPID: pid}
+	if ns, err := statusField(pid, "NSpid"); err == nil {
+		if n, err := strconv.Atoi(ns[len(ns)-1]); err == nil && n > 0 {
+			ids.NSPID = n
+		}
+	}
+	return ids, nil
+}
+
+// Create creates path, as process pid names it, inside its root with no
+// symbolic link followed and O_EXCL: a file memtrace writes on the
+// process's behalf (the JVM's attach trigger). An existing file gives an
+// error that is os.ErrExist.
+func Create(pid int, path string, perm uint32) (*os.File, error) {
+	dir, err := unix.Open(Root(pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open root", Path: Root(pid), Err: err}
+	}
+	defer unix.Close(dir)
+	fd, err := unix.Openat2(dir, strings.TrimLeft(path, "/"), &unix.OpenHow{
+		Flags:   unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NOCTTY,
+		Mode:    uint64(perm),
+		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return nil, &os.PathError{Op: "create", Path: Root(pid) + "/" + strings.TrimLeft(path, "/"), Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
 }

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/memtrace/memtrace/procroot"
+	"github.com/memtrace/memtrace/procfile"
 )
 
 // Limits on what a process's JIT maps may make memtrace hold: a file
@@ -203,7 +203,7 @@ func (s *jitSource) refresh(dumps []string, force bool) {
 	}
 	s.last = time.Now()
 	if s.mapPath == "" {
-		ids, err := procroot.ReadIDs(s.pid)
+		ids, err := procfile.ReadIDs(s.pid)
 		if err != nil {
 			return // gone: what was read stays
 		}
@@ -230,9 +230,9 @@ func (s *jitSource) refresh(dumps []string, force bool) {
 // readPerfMap parses the perf map's complete lines past mapOff. It returns
 // an error only when the map must not be read again.
 func (s *jitSource) readPerfMap() error {
-	f, err := procroot.Open(s.pid, s.mapPath)
+	f, err := procfile.OpenOwned(s.pid, s.mapPath, 0)
 	if err != nil {
-		if errors.Is(err, procroot.ErrUntrusted) {
+		if errors.Is(err, procfile.ErrUntrusted) {
 			s.warn(err)
 			return err
 		}
@@ -286,9 +286,9 @@ func (s *jitSource) readPerfMap() error {
 
 // readJITDump reads the records a jitdump gained.
 func (s *jitSource) readJITDump(p string, d *jitDumpFile) error {
-	f, err := procroot.Open(s.pid, p)
+	f, err := procfile.OpenOwned(s.pid, p, 0)
 	if err != nil {
-		if errors.Is(err, procroot.ErrUntrusted) {
+		if errors.Is(err, procfile.ErrUntrusted) {
 			s.warn(err)
 			return err
 		}

@@ -1,4 +1,4 @@
-package procroot
+package procfile
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 )
 
 // needRoot skips without root, and fails under CI=true.
-func needRoot(t *testing.T) {
+func needRootIDs(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") == "true" {
@@ -20,10 +20,10 @@ func needRoot(t *testing.T) {
 	}
 }
 
-// A perf map is read only when it is a regular file, reached without a
+// TestUntrustedAndIDs: a perf map is read only when it is a regular file, reached without a
 // symlink, owned by the process's user or root (as perf reads it).
-func TestOpen(t *testing.T) {
-	needRoot(t)
+func TestUntrustedAndIDs(t *testing.T) {
+	needRootIDs(t)
 	const uid = 65534 // nobody
 	cmd := exec.Command("sleep", "60")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
@@ -59,7 +59,7 @@ func TestOpen(t *testing.T) {
 		{own, false}, {root, false}, {other, true}, {link, true}, {dir, true},
 	}
 	for _, tt := range tests {
-		f, err := Open(pid, tt.path)
+		f, err := OpenOwned(pid, tt.path, 0)
 		if f != nil {
 			f.Close()
 		}
