@@ -22,3 +22,27 @@ func (t *Table) ForEachLiveSite(pid uint32, fn func(addr, size uint64, site Site
 		return fn(addr, b.size, SiteKey{s.addr, s.stack})
 	})
 }
+
+// LiveCount is how many blocks pid holds live.
+func (t *Table) LiveCount(pid uint32) int {
+	if p := t.procs[pid]; p != nil {
+		return p.live.len()
+	}
+	return 0
+}
+
+// LiveSite is the call site of pid's live block at addr, if there is one:
+// the leak check keeps blocks by address alone, and finds their sites
+// again when it reports them.
+func (t *Table) LiveSite(pid uint32, addr uint64) (SiteKey, bool) {
+	p := t.procs[pid]
+	if p == nil {
+		return SiteKey{}, false
+	}
+	b, ok := p.live.get(addr)
+	if !ok {
+		return SiteKey{}, false
+	}
+	s := &p.sites[b.site]
+	return SiteKey{s.addr, s.stack}, true
+}

@@ -196,9 +196,11 @@ func (r *Result) Totals(blocks []Block) Totals {
 	return t
 }
 
-// internal states, as memcheck's Reachedness.
+// internal states, as memcheck's Reachedness. They are Classes by type
+// only, so that the state of a check of sorted blocks turns into its
+// result's classes in place (result).
 const (
-	unreached uint8 = iota
+	unreached Class = iota
 	indirect
 	possible
 	reachable
@@ -212,7 +214,7 @@ type checker struct {
 	// Input.Blocks were sorted already (then blk is Input.Blocks: a big
 	// heap is not copied).
 	order []int32
-	state []uint8
+	state []Class
 	// pending: on the mark stack, a bit per block.
 	pending []uint64
 	heur    []Heuristic
@@ -264,7 +266,7 @@ func newChecker(in *Input) *checker {
 	c := &checker{
 		in:      in,
 		blk:     in.Blocks,
-		state:   make([]uint8, n),
+		state:   make([]Class, n),
 		pending: make([]uint64, (n+63)/64),
 		heur:    make([]Heuristic, n),
 		iorc:    map[int32]uint64{},
@@ -296,21 +298,25 @@ func SortByAddr(blocks []Block) { slices.SortFunc(blocks, cmpAddr) }
 func (c *checker) result() *Result {
 	n := len(c.blk)
 	r := &Result{
-		Class:         make([]Class, n),
-		Heuristic:     make([]Heuristic, n),
 		IndirectBytes: map[int]uint64{},
 		ScannedBytes:  c.scanned,
 		SkippedBytes:  c.skipped,
 	}
-	for i := range c.blk {
+	if c.order == nil {
+		// In place: a big heap's check allocates no more.
+		r.Class, r.Heuristic = c.state, c.heur
+	} else {
+		r.Class, r.Heuristic = make([]Class, n), make([]Heuristic, n)
+	}
+	for i, st := range c.state {
 		o := i
 		if c.order != nil {
 			o = int(c.order[i])
 		}
-		switch c.state[i] {
+		h := c.heur[i]
+		switch st {
 		case reachable:
 			r.Class[o] = Reachable
-			r.Heuristic[o] = c.heur[i]
 		case possible:
 			r.Class[o] = Possible
 		case indirect:
@@ -321,6 +327,10 @@ func (c *checker) result() *Result {
 				r.IndirectBytes[o] = b
 			}
 		}
+		if st != reachable {
+			h = 0
+		}
+		r.Heuristic[o] = h
 	}
 	return r
 }

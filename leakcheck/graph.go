@@ -147,6 +147,9 @@ func (c *checker) buildGraph() {
 // bytes.
 func (c *checker) buildPart(rd *reader, lo, hi int32, budget int) graphPart {
 	p := graphPart{lo: lo, hi: lo, off: make([]uint32, 1, hi-lo+1)}
+	// Room for a pointer a block, within the budget: appends that double
+	// a big slice leave as much garbage as they keep.
+	p.edges = make([]uint32, 0, min(int(hi-lo), budget/4))
 	idx := make([]int32, 0, graphStep)
 	x := &c.index
 	for next := lo; next < hi && len(p.edges)*4+len(p.interior)*8 < budget; {

@@ -83,7 +83,7 @@ func (rp *replayed) judgeLeaks(cfg *pipeline.LeakConfig) *pipeline.Leaks {
 		if c.Err != "" {
 			r.Err = errors.New(c.Err)
 		}
-		l.Judge.Judge(r, c.Blocks, stacks.Of)
+		l.Judge.Judge(r, leakcheck.Each(c.Blocks), stacks.Of)
 	}
 	return l
 }
