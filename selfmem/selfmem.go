@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"math"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
 
 	"github.com/memtrace/memtrace/footprint"
@@ -73,14 +75,45 @@ func Profile(tag string) error {
 // obeyed.
 const limitEnv = "GOMEMLIMIT"
 
-// SetLimit gives the Go runtime a soft memory limit of bytes (the Go
-// heap's and the runtime's own memory; memory mapped outside Go, as the
-// BPF ring, is not counted), unless GOMEMLIMIT is set. It returns the
-// limit in force.
-func SetLimit(bytes int64) int64 {
-	if os.Getenv(limitEnv) != "" || bytes <= 0 {
-		return debug.SetMemoryLimit(-1)
+// Limiter keeps the Go runtime's soft memory limit (debug.SetMemoryLimit)
+// at what memtrace needs: a floor for its fixed part, plus its live heap
+// (mostly the live table, which grows with the traced blocks) and a
+// quarter of that for garbage, plus what a task about to start will
+// hold. The Go runtime otherwise lets its heap grow to twice the live
+// heap before it collects (GOGC=100): hundreds of MB with millions of
+// live blocks. A limit below the live heap costs CPU (the collector runs
+// more often, and at most half of the time), never correctness. A user's
+// GOMEMLIMIT turns it off.
+type Limiter struct {
+	floor uint64
+	off   bool
+	limit uint64
+	live  []metrics.Sample
+}
+
+// NewLimiter returns a limiter with the given floor (bytes).
+func NewLimiter(floor uint64) *Limiter {
+	return &Limiter{floor: floor, off: os.Getenv(limitEnv) != "",
+		live: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+}
+
+// Update sets the limit from the live heap of the last collection, with
+// extra bytes more for a task about to allocate them; it returns the
+// limit in force, 0 when GOMEMLIMIT rules.
+func (l *Limiter) Update(extra uint64) uint64 {
+	if l == nil || l.off {
+		return 0
 	}
-	debug.SetMemoryLimit(bytes)
-	return bytes
+	metrics.Read(l.live)
+	var live uint64
+	if l.live[0].Value.Kind() == metrics.KindUint64 {
+		live = l.live[0].Value.Uint64()
+	}
+	want := l.floor + live + live/4 + extra
+	// Only moves of more than 1/16 are worth a call.
+	if d := int64(want - l.limit); l.limit == 0 || d > int64(l.limit/16) || -d > int64(l.limit/16) {
+		l.limit = want
+		debug.SetMemoryLimit(int64(min(want, math.MaxInt64)))
+	}
+	return l.limit
 }

@@ -2,6 +2,7 @@ package selfmem
 
 import (
 	"os"
+	"runtime"
 	"runtime/debug"
 	"testing"
 )
@@ -38,17 +39,24 @@ func TestRead(t *testing.T) {
 	}
 }
 
-func TestSetLimit(t *testing.T) {
+func TestLimiter(t *testing.T) {
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
 	t.Setenv(limitEnv, "")
 	os.Unsetenv(limitEnv)
-	if got := SetLimit(300 << 20); got != 300<<20 || debug.SetMemoryLimit(-1) != 300<<20 {
-		t.Errorf("SetLimit(300 MiB) = %d, runtime limit %d", got, debug.SetMemoryLimit(-1))
+	runtime.GC()
+	l := NewLimiter(64 << 20)
+	got := l.Update(0)
+	if got < 64<<20 || got > 1<<30 || debug.SetMemoryLimit(-1) != int64(got) {
+		t.Errorf("Update(0) = %d, runtime limit %d: want the floor and the live heap", got, debug.SetMemoryLimit(-1))
+	}
+	// A task about to allocate 1 GiB moves the limit up by that much.
+	if more := l.Update(1 << 30); more < got+1<<30-got/16 || debug.SetMemoryLimit(-1) != int64(more) {
+		t.Errorf("Update(1 GiB) = %d after %d", more, got)
 	}
 	// The user's GOMEMLIMIT wins: the limit in force is left as it is.
 	t.Setenv(limitEnv, "1GiB")
 	debug.SetMemoryLimit(1 << 30)
-	if got := SetLimit(300 << 20); got != 1<<30 {
-		t.Errorf("with GOMEMLIMIT set, SetLimit = %d, want the user's %d", got, 1<<30)
+	if got := NewLimiter(64 << 20).Update(0); got != 0 || debug.SetMemoryLimit(-1) != 1<<30 {
+		t.Errorf("with GOMEMLIMIT set, Update = %d, runtime limit %d; want 0 and the user's", got, debug.SetMemoryLimit(-1))
 	}
 }

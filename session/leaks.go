@@ -136,6 +136,7 @@ func (s *session) runLeakCheck(pid int, threads []leakcheck.Thread, regs []uint6
 	if _, err := s.drain.Poll(0, s.apply); err != nil {
 		s.log.Warn("drain before the leak check", "pid", pid, "err", err)
 	}
+	s.limitForLeakCheck(pid) // memory.go
 	c, err := s.checkBlocks(r, threads, regs, unknownHeap)
 	r.Err = err
 	if err != nil {
