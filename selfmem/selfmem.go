@@ -6,9 +6,9 @@ package selfmem
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
-	"math"
 	"runtime/debug"
 	"runtime/metrics"
 	"runtime/pprof"

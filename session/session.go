@@ -23,8 +23,8 @@ import (
 	"github.com/memtrace/memtrace/recording"
 	"github.com/memtrace/memtrace/report"
 	"github.com/memtrace/memtrace/residency"
-	"github.com/memtrace/memtrace/symbolize"
 	"github.com/memtrace/memtrace/selfmem"
+	"github.com/memtrace/memtrace/symbolize"
 	"github.com/memtrace/memtrace/tracer"
 	"github.com/memtrace/memtrace/unwind"
 )
@@ -201,7 +201,7 @@ func (s *session) loop(child *launch.Child, sigs chan os.Signal) (int, error) {
 		if _, err := s.drain.Poll(s.nextWait(), s.apply); err != nil {
 			return 0, err
 		}
-		s.mem.Update(0) // the live table grew or shrank (memory.go)
+		s.mem.Update(0)                      // the live table grew or shrank (memory.go)
 		if err := s.hostIdle(); err != nil { // scans, batches of exits (host.go)
 			return 0, err
 		}
