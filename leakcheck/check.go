@@ -292,8 +292,6 @@ func newChecker(in *Input) *checker {
 
 func cmpAddr(a, b Block) int { return cmp.Compare(a.Addr, b.Addr) }
 
-// SortByAddr sorts blocks by address: Check then works on them in place.
-func SortByAddr(blocks []Block) { slices.SortFunc(blocks, cmpAddr) }
 
 func (c *checker) result() *Result {
 	n := len(c.blk)

@@ -77,8 +77,8 @@ const limitEnv = "GOMEMLIMIT"
 
 // Limiter keeps the Go runtime's soft memory limit (debug.SetMemoryLimit)
 // at what memtrace needs: a floor for its fixed part, plus its live heap
-// (mostly the live table, which grows with the traced blocks) and a
-// quarter of that for garbage, plus what a task about to start will
+// (mostly the live table, which grows with the traced blocks) and an
+// eighth of that for garbage, plus what a task about to start will
 // hold. The Go runtime otherwise lets its heap grow to twice the live
 // heap before it collects (GOGC=100): hundreds of MB with millions of
 // live blocks. A limit below the live heap costs CPU (the collector runs
@@ -109,7 +109,7 @@ func (l *Limiter) Update(extra uint64) uint64 {
 	if l.live[0].Value.Kind() == metrics.KindUint64 {
 		live = l.live[0].Value.Uint64()
 	}
-	want := l.floor + live + live/4 + extra
+	want := l.floor + live + live/8 + extra
 	// Only moves of more than 1/16 are worth a call.
 	if d := int64(want - l.limit); l.limit == 0 || d > int64(l.limit/16) || -d > int64(l.limit/16) {
 		l.limit = want

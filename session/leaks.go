@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/memtrace/memtrace/allocator"
@@ -128,7 +129,7 @@ var (
 // runLeakCheck classifies pid's live blocks and keeps the result, in the
 // recording too.
 func (s *session) runLeakCheck(pid int, threads []leakcheck.Thread, regs []uint64, unknownHeap bool, when string) {
-	start := time.Now()
+	start, cpu := time.Now(), cpuTime()
 	r := &leakcheck.Verdict{PID: pid, Comm: comm(pid), When: when}
 	r.Cwd, _ = os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
 	s.leaks().Judge.Verdicts[pid] = r
@@ -147,7 +148,8 @@ func (s *session) runLeakCheck(pid int, threads []leakcheck.Thread, regs []uint6
 	s.recordLeakCheck(r, &c)
 	s.leaks().Judge.Judge(r, c.Each, pipeline.LeakStacks{Stacks: s.detailStacks(), Res: s.res}.Of)
 	r.Took = time.Since(start)
-	s.log.Info("leak check done", "pid", pid, "took", r.Took)
+	// The CPU time too: on a busy machine the wall time says little.
+	s.log.Info("leak check done", "pid", pid, "took", r.Took, "cpu", cpuTime()-cpu)
 	if err := selfmem.Profile("leak-check"); err != nil { // MEMTRACE_MEMPROFILE
 		s.log.Warn("heap profile", "err", err)
 	}
@@ -261,4 +263,13 @@ func (s *session) leakExitCode(code int) int {
 		return code
 	}
 	return s.leak.ExitCode(code, s.stderr)
+}
+
+// cpuTime is the CPU time memtrace has used, all threads.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

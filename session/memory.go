@@ -10,17 +10,18 @@ import (
 
 // limitFloor is the limit's fixed part: memtrace's Go memory beside the
 // live table (symbols, the decoder, the reports) in a small run.
-const limitFloor = 32 << 20
+const limitFloor = 16 << 20
 
 // limitMemory starts the soft limit from the ring's and the unwind
-// tables' sizes: half the ring for the events decoded from it at once,
-// the tables' rows as they are built before they are loaded.
+// tables' sizes: a quarter of the ring for the events in flight through
+// the decoder and the loop, two bytes a row for the unwind tables built
+// in Go before they are loaded into their maps.
 func (s *session) limitMemory(o tracer.Options) {
 	rows := uint64(o.UnwindRows)
 	if rows == 0 {
 		rows = tracer.DefaultUnwindRows
 	}
-	s.mem = selfmem.NewLimiter(limitFloor + uint64(o.RingBytes)/2 + 8*rows)
+	s.mem = selfmem.NewLimiter(limitFloor + uint64(o.RingBytes)/4 + 2*rows)
 	if limit := s.mem.Update(0); limit > 0 {
 		s.log.Info("go memory limit", "bytes", limit)
 	} else {
@@ -28,11 +29,12 @@ func (s *session) limitMemory(o tracer.Options) {
 	}
 }
 
-// leakCheckBytes is about what a leak check holds per block (pipeline's
-// blocks, leakcheck's index, states, graph and result): the limit makes
-// room for it before the check starts, so that the collector does not
-// run over and over while the check builds what it keeps anyway.
-const leakCheckBytes = 56
+// leakCheckBytes is about what a leak check holds per block beside the
+// table (pipeline's 16-byte blocks, leakcheck's index, states, graph, and
+// the judge's site indices): the limit makes room for it before the check
+// starts, so that the collector does not run over and over while the
+// check builds what it keeps anyway.
+const leakCheckBytes = 24
 
 // limitForLeakCheck raises the limit for a check of pid.
 func (s *session) limitForLeakCheck(pid int) {
