@@ -292,7 +292,6 @@ func newChecker(in *Input) *checker {
 
 func cmpAddr(a, b Block) int { return cmp.Compare(a.Addr, b.Addr) }
 
-
 func (c *checker) result() *Result {
 	n := len(c.blk)
 	r := &Result{
