@@ -1,6 +1,8 @@
 package session
 
 import (
+	"os"
+
 	"github.com/memtrace/memtrace/selfmem"
 	"github.com/memtrace/memtrace/tracer"
 )
@@ -21,9 +23,13 @@ func (s *session) limitMemory(o tracer.Options) {
 	if rows == 0 {
 		rows = tracer.DefaultUnwindRows
 	}
-	s.mem = selfmem.NewLimiter(limitFloor + uint64(o.RingBytes)/4 + 2*rows)
-	if limit := s.mem.Update(0); limit > 0 {
-		s.log.Info("go memory limit", "bytes", limit)
+	floor := limitFloor + uint64(o.RingBytes)/4 + 2*rows
+	s.mem = selfmem.NewLimiter(floor)
+	// The loop sets it (Update), once probes are placed and the command
+	// runs: a limit from the live heap of now would make the collector
+	// run over and over while the unwind tables are built.
+	if os.Getenv("GOMEMLIMIT") == "" {
+		s.log.Info("go memory limit", "floor_bytes", floor)
 	} else {
 		s.log.Info("go memory limit: GOMEMLIMIT rules")
 	}

@@ -37,7 +37,7 @@ func TestOwnMemoryReported(t *testing.T) {
 	if rep.RSS == 0 || rep.PeakRSS < rep.RSS {
 		t.Errorf("report: memtrace_peak_rss_bytes %d, memtrace_rss_bytes %d: want 0 < rss <= peak", rep.PeakRSS, rep.RSS)
 	}
-	for _, want := range []string{`msg="memtrace memory" peak_rss_bytes=`, `msg="go memory limit" bytes=`} {
+	for _, want := range []string{`msg="memtrace memory" peak_rss_bytes=`, `msg="go memory limit" floor_bytes=`} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("-v log lacks %s:\n%s", want, r.stderr)
 		}
