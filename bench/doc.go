@@ -29,6 +29,13 @@
 //   - blocks: testdata/bench/blocks.c (5 million small blocks, half freed)
 //     untraced, under memtrace and heaptrack; and memtrace's peak RSS per
 //     live block, less a 1000-block run's.
+//   - heapscale: memtrace's own peak RSS for testdata/bench/hold.c (5
+//     million blocks of 48 bytes held to the exit, leak check included)
+//     and for /bin/true, the leak check's wall and CPU time beside
+//     valgrind's leak check of the same heap, and the Go benchmarks of
+//     bytes per live block over the whole user-space path
+//     (BenchmarkLivePath) and of the check (leakcheck's
+//     BenchmarkCheckChain5M); docs/memory.md.
 //   - resident: the whole host's default (resident memory only) against
 //     untraced, on faults.c and sqlite3; resident-accuracy: the accuracy
 //     fixtures' estimates over the truth; resident-memory: memtrace's own

@@ -108,6 +108,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Results, error) 
 		"footprint": r.footprint,
 		"sqlite":    r.sqlite,
 		"blocks":    r.blocks,
+		"heapscale": r.heapscale, // heapscale.go
 		"redis":     r.redis,
 		// resident.go
 		"resident":          r.resident,

@@ -121,6 +121,25 @@ func MemTotal() (uint64, error) {
 // parseStatus reads RssAnon, RssFile and RssShmem from /proc/PID/status,
 // and VmSwap where the kernel has it.
 func parseStatus(b []byte, r *Reading) error {
+	found, err := StatusBytes(b, map[string]*uint64{"RssAnon": &r.RSSAnon, "RssFile": &r.RSSFile, "RssShmem": &r.RSSShmem})
+	if err != nil {
+		return err
+	}
+	if _, err := StatusBytes(b, map[string]*uint64{"VmSwap": &r.Swap}); err != nil {
+		return err
+	}
+	if found != 3 {
+		// A kernel thread, or a zombie whose memory is gone.
+		return fmt.Errorf("status: no RssAnon, RssFile and RssShmem")
+	}
+	r.RSS = r.RSSAnon + r.RSSFile + r.RSSShmem
+	return nil
+}
+
+// StatusBytes reads the fields of a /proc/PID/status that dst names
+// ("VmRSS:\t  1234 kB") into them, in bytes, and returns how many it
+// found.
+func StatusBytes(b []byte, dst map[string]*uint64) (int, error) {
 	found := 0
 	for len(b) > 0 {
 		var line []byte
@@ -129,35 +148,16 @@ func parseStatus(b []byte, r *Reading) error {
 		if !ok {
 			continue
 		}
-		var dst *uint64
-		switch string(key) {
-		case "RssAnon":
-			dst = &r.RSSAnon
-		case "RssFile":
-			dst = &r.RSSFile
-		case "RssShmem":
-			dst = &r.RSSShmem
-		case "VmSwap":
-			kb, err := kbField(rest)
-			if err != nil {
-				return err
-			}
-			r.Swap = kb << 10
-			continue
-		default:
+		d := dst[string(key)]
+		if d == nil {
 			continue
 		}
 		kb, err := kbField(rest)
 		if err != nil {
-			return err
+			return found, err
 		}
-		*dst = kb << 10
+		*d = kb << 10
 		found++
 	}
-	if found != 3 {
-		// A kernel thread, or a zombie whose memory is gone.
-		return fmt.Errorf("status: no RssAnon, RssFile and RssShmem")
-	}
-	r.RSS = r.RSSAnon + r.RSSFile + r.RSSShmem
-	return nil
+	return found, nil
 }

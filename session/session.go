@@ -26,6 +26,7 @@ import (
 	"github.com/memtrace/memtrace/recording"
 	"github.com/memtrace/memtrace/report"
 	"github.com/memtrace/memtrace/residency"
+	"github.com/memtrace/memtrace/selfmem"
 	"github.com/memtrace/memtrace/symbolize"
 	"github.com/memtrace/memtrace/tracer"
 )
@@ -87,6 +88,7 @@ type session struct {
 	resident         residency.Pacer          // when sampled pages are checked next (resident.go)
 	footprints       *pipeline.FootprintPacer // paced readings, those at exit stops (footprint.go)
 	code             int                      // the run's exit code (Run)
+	mem              *selfmem.Limiter         // the Go runtime's soft memory limit (memory.go)
 }
 
 // run is the live run: one loop for every mode. The ring's events and
@@ -125,6 +127,7 @@ func (s *session) run() (int, error) {
 		s.table.OnUncharge(s.objs.Uncharge) // the probes tell refaults of charged pages only (resident.go)
 		s.table.OnMove(s.objs.MovePage)
 	}
+	defer s.logMemory()                                                                      // -v: memtrace's own memory, after all (memory.go)
 	defer func(start time.Time) { tracer.LogRun(s.log, s.drain, s.objs, start) }(time.Now()) // -v: events read, per second
 	defer s.detachAll()
 	if s.host == nil {
@@ -216,6 +219,7 @@ func (s *session) loop(child *launch.Child, sigs chan os.Signal) (int, error) {
 		if _, err := s.drain.Poll(s.nextWait(), s.apply); err != nil {
 			return 0, err
 		}
+		s.mem.Update(0)                      // the live table grew or shrank (memory.go)
 		if err := s.hostIdle(); err != nil { // scans, batches of exits (host.go)
 			return 0, err
 		}
@@ -353,6 +357,7 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 	if err != nil {
 		return nil, err
 	}
+	s.limitMemory(opts) // memory.go
 	k := objs.Kernel()
 	s.log.Info("kernel", "release", k.Release, "attach", k.Attach, "lacks", k.Lacks())
 	d, err := objs.NewDrainer()
@@ -362,6 +367,7 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 	}
 	s.objs, s.drain = objs, d
 	s.pr.Base.Kernel, s.pr.Base.Attach = k.Release, string(k.Attach)
+	s.pr.Base.SelfMemory = selfMemory{} // memory.go
 	if s.cfg.Detail {
 		s.pr.Base.Stacks = s.detailStacks()
 	}
