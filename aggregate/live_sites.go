@@ -22,3 +22,14 @@ func (t *Table) ForEachLiveSite(pid uint32, fn func(addr, size uint64, site Site
 		return fn(addr, b.size, SiteKey{s.addr, s.stack})
 	})
 }
+
+// ForEachMappedSite is ForEachMapped with each region's call site, for
+// access statistics (package access) of mmap'ed memory.
+func (t *Table) ForEachMappedSite(pid uint32, fn func(start, end uint64, site SiteKey)) {
+	if p := t.procs[pid]; p != nil {
+		for _, r := range p.regions.rs {
+			s := &p.sites[r.site]
+			fn(r.start, r.end, SiteKey{s.addr, s.stack})
+		}
+	}
+}

@@ -1,0 +1,283 @@
+// Package access turns per-page readings of a process's memory (which
+// pages were accessed, written, are present) into access statistics per
+// epoch: per call site, per process and per large block, the live bytes
+// touched, written, cold and never touched. It is pure: the readings come
+// from the kernel through other packages (residency's pagemap, tracer's
+// page-table walk), so the figures are testable without a kernel.
+//
+// Blocks smaller than a page share their pages: a page touched counts for
+// every block on it, so touched is an upper bound and cold a lower bound
+// for small blocks.
+package access
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/memtrace/memtrace/aggregate"
+)
+
+// Page is what one reading says about one page, as bits.
+type Page uint8
+
+const (
+	// Present: the page holds memory of its own (resident or swapped),
+	// not the shared zero page: someone touched it since it was mapped.
+	Present Page = 1 << iota
+	// Accessed: read or written during the epoch.
+	Accessed
+	// Written: written during the epoch (meaningful only when the
+	// reading's method knows writes).
+	Written
+)
+
+// DefaultColdAfter is --cold-after's default: a page untouched for this
+// many epochs is cold.
+const DefaultColdAfter = 3
+
+// LargeBlock is the size from which a block gets a record of its own.
+const LargeBlock = 64 << 10
+
+// Block is a live block (a heap block or an mmap'ed region) at the end of
+// an epoch.
+type Block struct {
+	Addr, Size uint64
+	Site       aggregate.SiteKey
+	Category   aggregate.Category
+}
+
+// Pages is a reading: the state of each page read. A page not read is
+// neither present nor accessed.
+type Pages interface {
+	At(page uint64) Page
+}
+
+// Figures are the access figures of a set of live bytes in one epoch.
+// Touched, Cold and NeverTouched are disjoint; what is left of Live was
+// untouched in the epoch but not yet for ColdAfter epochs.
+type Figures struct {
+	Live         uint64
+	Touched      uint64
+	Written      uint64 // meaningful when WrittenKnown
+	WrittenKnown bool
+	Cold         uint64
+	NeverTouched uint64
+	// LastAccessAgeNS is the age of the oldest page untouched in the
+	// epoch: the time since the end of the epoch it was last accessed in
+	// (or since it was first seen); 0 when every page was touched.
+	LastAccessAgeNS uint64
+}
+
+func (f *Figures) add(g Figures) {
+	f.Live += g.Live
+	f.Touched += g.Touched
+	f.Written += g.Written
+	f.Cold += g.Cold
+	f.NeverTouched += g.NeverTouched
+	f.LastAccessAgeNS = max(f.LastAccessAgeNS, g.LastAccessAgeNS)
+}
+
+// SiteFigures are a call site's figures.
+type SiteFigures struct {
+	Site     aggregate.SiteKey
+	Category aggregate.Category
+	Figures
+}
+
+// BlockFigures are a large block's figures (Live is its size).
+type BlockFigures struct {
+	Addr     uint64
+	Site     aggregate.SiteKey
+	Category aggregate.Category
+	Figures
+}
+
+// Epoch is the result of one epoch of one process.
+type Epoch struct {
+	Number         int
+	StartNS, EndNS uint64
+	Method         string
+	Process        Figures
+	Sites          []SiteFigures  // by live bytes, largest first
+	Blocks         []BlockFigures // blocks of LargeBlock bytes or more, by address
+}
+
+// hist is a page's access history: the epoch it was last accessed in
+// and the end of that epoch (for a page never seen accessed: the epoch
+// before it was first seen, and the start of the one it was).
+type hist struct {
+	epoch int
+	ns    uint64
+	seen  int // the last epoch the page was under a live block
+}
+
+// Tracker keeps the pages' histories of one process across epochs.
+type Tracker struct {
+	pageSize  uint64
+	coldAfter int
+	epoch     int    // the last epoch ended
+	startNS   uint64 // the current epoch's start
+	pages     map[uint64]*hist
+}
+
+// NewTracker starts tracking at startNS (the first epoch's start), after
+// the kernel's bits were cleared. coldAfter below 1 is 1.
+func NewTracker(pageSize uint64, coldAfter int, startNS uint64) *Tracker {
+	return &Tracker{pageSize: pageSize, coldAfter: max(coldAfter, 1), startNS: startNS, pages: map[uint64]*hist{}}
+}
+
+// Epochs is how many epochs have ended.
+func (t *Tracker) Epochs() int { return t.epoch }
+
+// End ends the current epoch at nowNS: blocks are the live blocks, pages
+// the reading of their pages since the epoch began, writtenKnown whether
+// the reading tells writes, method its name. The next epoch starts at
+// nowNS.
+func (t *Tracker) End(nowNS uint64, blocks []Block, pages Pages, writtenKnown bool, method string) Epoch {
+	t.epoch++
+	e := Epoch{Number: t.epoch, StartNS: t.startNS, EndNS: nowNS, Method: method}
+	e.Process.WrittenKnown = writtenKnown
+	type siteID struct {
+		site aggregate.SiteKey
+		cat  aggregate.Category
+	}
+	sites := map[siteID]*SiteFigures{}
+	ps := t.pageSize
+	for _, b := range blocks {
+		if b.Size == 0 {
+			continue
+		}
+		f := Figures{Live: b.Size, WrittenKnown: writtenKnown}
+		end := b.Addr + b.Size
+		for p := b.Addr &^ (ps - 1); p < end; p += ps {
+			n := min(end, p+ps) - max(b.Addr, p) // the block's bytes on the page
+			st := pages.At(p)
+			h := t.pages[p]
+			if h == nil {
+				h = &hist{epoch: t.epoch - 1, ns: t.startNS}
+				t.pages[p] = h
+			}
+			if h.seen != t.epoch && st&Accessed != 0 {
+				h.epoch, h.ns = t.epoch, nowNS
+			}
+			h.seen = t.epoch
+			switch {
+			case st&Accessed != 0:
+				f.Touched += n
+				if st&Written != 0 {
+					f.Written += n
+				}
+			case st&Present == 0:
+				f.NeverTouched += n
+			case t.epoch-h.epoch >= t.coldAfter:
+				f.Cold += n
+			}
+			if h.epoch != t.epoch {
+				f.LastAccessAgeNS = max(f.LastAccessAgeNS, nowNS-min(h.ns, nowNS))
+			}
+		}
+		if b.Size >= LargeBlock {
+			e.Blocks = append(e.Blocks, BlockFigures{Addr: b.Addr, Site: b.Site, Category: b.Category, Figures: f})
+		}
+		id := siteID{b.Site, b.Category}
+		s := sites[id]
+		if s == nil {
+			s = &SiteFigures{Site: b.Site, Category: b.Category, Figures: Figures{WrittenKnown: writtenKnown}}
+			sites[id] = s
+		}
+		s.add(f)
+	}
+	// Pages no longer under a live block forget their history: memory
+	// freed and allocated again starts afresh.
+	for p, h := range t.pages {
+		if h.seen != t.epoch {
+			delete(t.pages, p)
+		}
+	}
+	for _, s := range sites {
+		e.Process.add(s.Figures)
+		e.Sites = append(e.Sites, *s)
+	}
+	sort.Slice(e.Sites, func(i, j int) bool {
+		a, b := e.Sites[i], e.Sites[j]
+		if a.Live != b.Live {
+			return a.Live > b.Live
+		}
+		if a.Site.Address != b.Site.Address {
+			return a.Site.Address < b.Site.Address
+		}
+		if a.Site.StackID != b.Site.StackID {
+			return a.Site.StackID < b.Site.StackID
+		}
+		return a.Category < b.Category
+	})
+	slices.SortFunc(e.Blocks, func(a, b BlockFigures) int {
+		if a.Addr < b.Addr {
+			return -1
+		}
+		if a.Addr > b.Addr {
+			return 1
+		}
+		return 0
+	})
+	t.startNS = nowNS
+	return e
+}
+
+// Range is a run of whole pages [Start, End).
+type Range struct{ Start, End uint64 }
+
+// Ranges returns the pages under blocks as sorted, disjoint ranges; runs
+// fewer than gap pages apart are merged, so that a reader makes fewer,
+// larger reads.
+func Ranges(blocks []Block, pageSize, gap uint64) []Range {
+	rs := make([]Range, 0, len(blocks))
+	for _, b := range blocks {
+		if b.Size > 0 {
+			rs = append(rs, Range{b.Addr &^ (pageSize - 1), (b.Addr + b.Size + pageSize - 1) &^ (pageSize - 1)})
+		}
+	}
+	slices.SortFunc(rs, func(a, b Range) int {
+		if a.Start < b.Start {
+			return -1
+		}
+		if a.Start > b.Start {
+			return 1
+		}
+		return 0
+	})
+	out := rs[:0]
+	for _, r := range rs {
+		if n := len(out); n > 0 && r.Start <= out[n-1].End+gap*pageSize {
+			out[n-1].End = max(out[n-1].End, r.End)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// Run is the reading of a range: one Page per page from Start.
+type Run struct {
+	Start uint64
+	Pages []Page
+}
+
+// Runs is a reading made of sorted, disjoint runs.
+type Runs struct {
+	PageSize uint64
+	Runs     []Run
+}
+
+// At returns the state of the page at page (page-aligned).
+func (r *Runs) At(page uint64) Page {
+	i := sort.Search(len(r.Runs), func(i int) bool { return r.Runs[i].Start > page }) - 1
+	if i < 0 {
+		return 0
+	}
+	run := &r.Runs[i]
+	if n := (page - run.Start) / r.PageSize; n < uint64(len(run.Pages)) {
+		return run.Pages[n]
+	}
+	return 0
+}

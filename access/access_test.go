@@ -1,0 +1,174 @@
+package access
+
+import (
+	"testing"
+
+	"github.com/memtrace/memtrace/aggregate"
+)
+
+const ps = 4096
+
+// pageMap is a reading given page by page.
+type pageMap map[uint64]Page
+
+func (m pageMap) At(p uint64) Page { return m[p] }
+
+var (
+	siteA = aggregate.SiteKey{Address: 0x1000, StackID: -1}
+	siteB = aggregate.SiteKey{Address: 0x2000, StackID: -1}
+)
+
+// TestEpochs follows four blocks used as the fixture uses its sites (one
+// rewritten each epoch, one read each epoch, one written once then left,
+// one never touched) through five epochs, with cold after 3.
+func TestEpochs(t *testing.T) {
+	const base = 0x10000000
+	hot := Block{Addr: base, Size: 4 * ps, Site: aggregate.SiteKey{Address: 1, StackID: -1}}
+	read := Block{Addr: base + 4*ps, Size: 2 * ps, Site: aggregate.SiteKey{Address: 2, StackID: -1}}
+	once := Block{Addr: base + 8*ps, Size: 3 * ps, Site: aggregate.SiteKey{Address: 3, StackID: -1}}
+	never := Block{Addr: base + 16*ps, Size: 5 * ps, Site: aggregate.SiteKey{Address: 4, StackID: -1}}
+	blocks := []Block{hot, read, once, never}
+	reading := func(epoch int) pageMap {
+		m := pageMap{}
+		for p := hot.Addr; p < hot.Addr+hot.Size; p += ps {
+			m[p] = Present | Accessed | Written
+		}
+		for p := read.Addr; p < read.Addr+read.Size; p += ps {
+			m[p] = Present | Accessed
+		}
+		for p := once.Addr; p < once.Addr+once.Size; p += ps {
+			m[p] = Present
+			if epoch == 1 {
+				m[p] |= Accessed | Written
+			}
+		}
+		return m
+	}
+	type want struct{ touched, written, cold, never, age uint64 }
+	// Per epoch (1..5), per block (hot, read, once, never).
+	wants := [][4]want{
+		{{4 * ps, 4 * ps, 0, 0, 0}, {2 * ps, 0, 0, 0, 0}, {3 * ps, 3 * ps, 0, 0, 0}, {0, 0, 0, 5 * ps, 1000}},
+		{{4 * ps, 4 * ps, 0, 0, 0}, {2 * ps, 0, 0, 0, 0}, {0, 0, 0, 0, 1000}, {0, 0, 0, 5 * ps, 2000}},
+		{{4 * ps, 4 * ps, 0, 0, 0}, {2 * ps, 0, 0, 0, 0}, {0, 0, 0, 0, 2000}, {0, 0, 0, 5 * ps, 3000}},
+		{{4 * ps, 4 * ps, 0, 0, 0}, {2 * ps, 0, 0, 0, 0}, {0, 0, 3 * ps, 0, 3000}, {0, 0, 0, 5 * ps, 4000}},
+		{{4 * ps, 4 * ps, 0, 0, 0}, {2 * ps, 0, 0, 0, 0}, {0, 0, 3 * ps, 0, 4000}, {0, 0, 0, 5 * ps, 5000}},
+	}
+	tr := NewTracker(ps, 3, 0)
+	for i, w := range wants {
+		e := tr.End(uint64(i+1)*1000, blocks, reading(i+1), true, "test")
+		if e.Number != i+1 || e.StartNS != uint64(i)*1000 || e.EndNS != uint64(i+1)*1000 {
+			t.Fatalf("epoch %d: number %d, %d..%d", i+1, e.Number, e.StartNS, e.EndNS)
+		}
+		var total Figures
+		for j, b := range blocks {
+			var got *SiteFigures
+			for k := range e.Sites {
+				if e.Sites[k].Site == b.Site {
+					got = &e.Sites[k]
+				}
+			}
+			if got == nil {
+				t.Fatalf("epoch %d: no site %v", i+1, b.Site)
+			}
+			g := want{got.Touched, got.Written, got.Cold, got.NeverTouched, got.LastAccessAgeNS}
+			if g != w[j] || got.Live != b.Size || !got.WrittenKnown {
+				t.Errorf("epoch %d, block %d: got %+v (live %d), want %+v", i+1, j, g, got.Live, w[j])
+			}
+			total.add(got.Figures)
+		}
+		total.WrittenKnown = true
+		if e.Process != total {
+			t.Errorf("epoch %d: process %+v, want the sum %+v", i+1, e.Process, total)
+		}
+		if len(e.Blocks) != 0 {
+			t.Errorf("epoch %d: %d large blocks, want none", i+1, len(e.Blocks))
+		}
+	}
+}
+
+// TestSharedPages: blocks smaller than a page share it; a touched page
+// counts for each of them (an upper bound), each for its own bytes.
+func TestSharedPages(t *testing.T) {
+	blocks := []Block{
+		{Addr: 0x5000, Size: 100, Site: siteA},
+		{Addr: 0x5100, Size: 200, Site: siteB},
+		{Addr: 0x5ff0, Size: 0x20, Site: siteB}, // straddles 0x5000 and 0x6000
+	}
+	tr := NewTracker(ps, 3, 0)
+	e := tr.End(10, blocks, pageMap{0x5000: Present | Accessed, 0x6000: Present}, false, "test")
+	got := map[aggregate.SiteKey]Figures{}
+	for _, s := range e.Sites {
+		got[s.Site] = s.Figures
+	}
+	want := map[aggregate.SiteKey]Figures{
+		siteA: {Live: 100, Touched: 100},
+		siteB: {Live: 232, Touched: 216, LastAccessAgeNS: 10},
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("site %x: got %+v, want %+v", k.Address, got[k], w)
+		}
+	}
+	if e.Process.Written != 0 || e.Process.WrittenKnown {
+		t.Errorf("written known without a method that knows it: %+v", e.Process)
+	}
+}
+
+// TestLargeBlocksAndForgetting: blocks of 64 KiB or more get records;
+// pages no longer under a block forget their history, so a block
+// allocated at the same place starts afresh.
+func TestLargeBlocksAndForgetting(t *testing.T) {
+	big := Block{Addr: 0x100000, Size: LargeBlock, Site: siteA}
+	tr := NewTracker(ps, 1, 0)
+	e := tr.End(100, []Block{big}, pageMap{0x100000: Present}, false, "test")
+	if len(e.Blocks) != 1 || e.Blocks[0].Addr != big.Addr || e.Blocks[0].Live != LargeBlock ||
+		e.Blocks[0].Cold != ps || e.Blocks[0].NeverTouched != LargeBlock-ps {
+		t.Fatalf("large block: %+v", e.Blocks)
+	}
+	e = tr.End(200, nil, pageMap{}, false, "test")
+	if len(tr.pages) != 0 || len(e.Sites) != 0 {
+		t.Fatalf("pages kept after the block went: %d", len(tr.pages))
+	}
+	// Allocated again: its first epoch is not yet cold after 1 epoch? It
+	// is: untouched for the whole epoch, it was seen first at its start.
+	e = tr.End(300, []Block{big}, pageMap{0x100000: Present}, false, "test")
+	if e.Blocks[0].LastAccessAgeNS != 100 || e.Blocks[0].Cold != ps {
+		t.Fatalf("a new block's age: %+v", e.Blocks[0])
+	}
+}
+
+func TestRanges(t *testing.T) {
+	tests := []struct {
+		blocks []Block
+		gap    uint64
+		want   []Range
+	}{
+		{nil, 0, []Range{}},
+		{[]Block{{Addr: 0x3010, Size: 10}, {Addr: 0x1000, Size: ps}}, 0, []Range{{0x1000, 0x2000}, {0x3000, 0x4000}}},
+		{[]Block{{Addr: 0x3010, Size: 10}, {Addr: 0x1000, Size: ps}}, 1, []Range{{0x1000, 0x4000}}},
+		{[]Block{{Addr: 0x1000, Size: 3 * ps}, {Addr: 0x2000, Size: 1}}, 0, []Range{{0x1000, 0x4000}}},
+	}
+	for i, tt := range tests {
+		got := Ranges(tt.blocks, ps, tt.gap)
+		if len(got) != len(tt.want) {
+			t.Fatalf("%d: got %v, want %v", i, got, tt.want)
+		}
+		for j := range got {
+			if got[j] != tt.want[j] {
+				t.Errorf("%d: got %v, want %v", i, got, tt.want)
+			}
+		}
+	}
+}
+
+func TestRunsAt(t *testing.T) {
+	r := Runs{PageSize: ps, Runs: []Run{{0x1000, []Page{Present, Accessed}}, {0x8000, []Page{Written}}}}
+	for _, c := range []struct {
+		p    uint64
+		want Page
+	}{{0, 0}, {0x1000, Present}, {0x2000, Accessed}, {0x3000, 0}, {0x8000, Written}, {0x9000, 0}} {
+		if got := r.At(c.p); got != c.want {
+			t.Errorf("At(%#x) = %v, want %v", c.p, got, c.want)
+		}
+	}
+}
