@@ -12,17 +12,7 @@ import (
 // exactly those accessed, all dirty (written since mapped) and the
 // untouched tail of the mapping not mapped.
 func TestWalkOwnPages(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the page-table walk needs root")
-		}
-		t.Skip("the page-table walk needs root")
-	}
-	w, err := Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := openWalker(t)
 	const pages, ps = 64, 4096
 	b, err := syscall.Mmap(-1, 0, (pages+16)*ps, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
 	if err != nil {
@@ -81,17 +71,7 @@ var sink byte
 // TestWalkHugePage: a transparent huge page is one entry, its bits those
 // of each of its 512 pages.
 func TestWalkHugePage(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the page-table walk needs root")
-		}
-		t.Skip("the page-table walk needs root")
-	}
-	w, err := Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := openWalker(t)
 	b, err := syscall.Mmap(-1, 0, 2*TableSpan, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
 	if err != nil {
 		t.Fatal(err)
@@ -121,4 +101,21 @@ func TestWalkHugePage(t *testing.T) {
 	if want := (map[Bits]int{Mapped | Accessed | Dirty: 512}); tables != 1 || len(got) != 1 || got[Mapped|Accessed|Dirty] != 512 {
 		t.Fatalf("huge page: %d tables, bits %v, want one with %v (AnonHugePages in smaps says whether the kernel gave one)", tables, got, want)
 	}
+}
+
+// openWalker loads the walk, closed at the test's end; it needs root.
+func openWalker(t *testing.T) *Walker {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("the page-table walk needs root")
+		}
+		t.Skip("the page-table walk needs root")
+	}
+	w, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w
 }
