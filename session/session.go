@@ -78,6 +78,7 @@ type session struct {
 	exports        *pipeline.Exports        // --pprof, --folded, --html, --listen (exports.go)
 	resident       residency.Pacer          // when sampled pages are checked next (resident.go)
 	footprints     *pipeline.FootprintPacer // paced readings, those at exit stops (footprint.go)
+	access         *accessState             // --access (access.go)
 	code           int                      // the run's exit code (Run)
 }
 
@@ -112,6 +113,10 @@ func (s *session) run() (int, error) {
 		return 0, err
 	}
 	defer release()
+	if err := s.startAccess(); err != nil { // access.go
+		return 0, err
+	}
+	defer s.stopAccess()
 	if s.cfg.ResidentBytes > 0 {
 		s.table.OnUncharge(s.objs.Uncharge) // the probes tell refaults of charged pages only (resident.go)
 		s.table.OnMove(s.objs.MovePage)
@@ -208,6 +213,7 @@ func (s *session) loop(child *launch.Child, sigs chan os.Signal) (int, error) {
 			return 0, err
 		}
 		s.checkResidentDue() // resident.go
+		s.accessDue()        // access.go
 		select {
 		case st, ok := <-stops:
 			if !ok {
@@ -442,6 +448,8 @@ func (s *session) onStop(st launch.Stop) error {
 		if _, err := s.drain.Poll(0, s.apply); err != nil {
 			return err
 		}
+		// Its pages as they were used, before anyone reads its memory.
+		s.accessFinal(uint32(st.PID)) // access.go
 		s.waitDebuginfoAtExit(st.PID) // for the leak check's names (debuginfod.go)
 		s.readExitFootprint(st.PID)   // footprint.go
 		// Its pages as of its exit (the resident header says so), before
@@ -592,6 +600,7 @@ func (s *session) finish() error {
 	if s.cfg.ResidentBytes > 0 {
 		s.checkResident() // resident.go
 	}
+	s.accessFinalAll()   // before the leak check reads their memory (access.go)
 	s.leakCheckRunning() // -p targets, frozen for the check (leaks.go)
 	s.waitDebuginfoAtEnd()
 	if err := s.flushExits(); err != nil { // whole host: the last batch (host.go)
@@ -610,6 +619,9 @@ func (s *session) finish() error {
 		}
 	}
 	if err := s.report(true, final); err != nil {
+		return err
+	}
+	if err := s.printAccess(); err != nil { // access.go
 		return err
 	}
 	return s.writeExports() // exports.go
