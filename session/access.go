@@ -119,6 +119,13 @@ func (s *session) accessDue() {
 			s.startAccessOf(uint32(pid))
 		case !p.ended && !now.Before(p.due):
 			s.endAccessEpoch(uint32(pid), false)
+			if s.time.dumps != nil {
+				// --dump-dir: each epoch its numbered file (a mark's and the
+				// last are written by onMark and closeTime).
+				if err := s.dump(false); err != nil {
+					s.log.Warn("--dump-dir", "err", err)
+				}
+			}
 		}
 	}
 }

@@ -639,8 +639,10 @@ func (s *session) report(final bool, pids []int) error {
 	if err := s.feed(pipeline.Input{Kind: pipeline.InReport, Report: r}); err != nil {
 		return err
 	}
-	if !final && s.time.dumps != nil {
-		return s.dump(false) // an interval ends an epoch (dumps.go)
+	if !final && s.time.dumps != nil && s.access == nil {
+		// An interval ends an epoch (dumps.go); with --access, the access
+		// epochs do (access.go).
+		return s.dump(false)
 	}
 	return nil
 }

@@ -162,3 +162,34 @@ func TestAccessFixture(t *testing.T) {
 		t.Errorf("the mark did not end an epoch of its own: the last, %d, followed it", last)
 	}
 }
+
+// TestAccessDumpDir: with --dump-dir each access epoch is a numbered dump
+// holding that epoch's access records; the last one's are final.
+func TestAccessDumpDir(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "access.c")
+	dir := t.TempDir()
+	res := runMemtrace(t, "--access=200ms", "--dump-dir", dir, "-i", "10s", "-o", os.DevNull, "--", bin, "900")
+	if res.code != 0 {
+		t.Fatalf("exit %d\n%s", res.code, res.stderr)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "memtrace-*.ndjson"))
+	if err != nil || len(files) < 3 {
+		t.Fatalf("dumps %v (%v), want 3 or more", files, err)
+	}
+	for i, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs := parseAccess(t, string(b))
+		if len(recs) == 0 {
+			t.Errorf("%s: no access records", f)
+		}
+		for _, r := range recs {
+			if r.Epoch != i+1 || r.Final != (i == len(files)-1) {
+				t.Errorf("%s: %s record of epoch %d, final %v", f, r.Type, r.Epoch, r.Final)
+			}
+		}
+	}
+}
