@@ -68,7 +68,8 @@ type Figures struct {
 	LastAccessAgeNS uint64
 }
 
-func (f *Figures) add(g Figures) {
+// Add adds g's bytes to f's; the age is the larger.
+func (f *Figures) Add(g Figures) {
 	f.Live += g.Live
 	f.Touched += g.Touched
 	f.Written += g.Written
@@ -185,7 +186,7 @@ func (t *Tracker) End(nowNS uint64, blocks []Block, pages Pages, writtenKnown bo
 			s = &SiteFigures{Site: b.Site, Category: b.Category, Figures: Figures{WrittenKnown: writtenKnown}}
 			sites[id] = s
 		}
-		s.add(f)
+		s.Add(f)
 	}
 	// Pages no longer under a live block forget their history: memory
 	// freed and allocated again starts afresh.
@@ -195,7 +196,7 @@ func (t *Tracker) End(nowNS uint64, blocks []Block, pages Pages, writtenKnown bo
 		}
 	}
 	for _, s := range sites {
-		e.Process.add(s.Figures)
+		e.Process.Add(s.Figures)
 		e.Sites = append(e.Sites, *s)
 	}
 	sort.Slice(e.Sites, func(i, j int) bool {

@@ -74,7 +74,7 @@ func TestEpochs(t *testing.T) {
 			if g != w[j] || got.Live != b.Size || !got.WrittenKnown {
 				t.Errorf("epoch %d, block %d: got %+v (live %d), want %+v", i+1, j, g, got.Live, w[j])
 			}
-			total.add(got.Figures)
+			total.Add(got.Figures)
 		}
 		total.WrittenKnown = true
 		if e.Process != total {

@@ -216,6 +216,7 @@ func (s *session) endAccessEpoch(pid uint32, final bool) {
 	if t := s.targets[int(pid)]; t != nil {
 		comm = t.comm
 	}
+	s.exports.UpdateAccess(pid, e) // --listen's gauges
 	if s.cfg.JSON {
 		if err := report.WriteAccess(s.out, pid, comm, e, s.res, final); err != nil {
 			s.log.Warn("write access records", "err", err)
