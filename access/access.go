@@ -11,6 +11,7 @@
 package access
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 
@@ -44,12 +45,6 @@ type Block struct {
 	Addr, Size uint64
 	Site       aggregate.SiteKey
 	Category   aggregate.Category
-}
-
-// Pages is a reading: the state of each page read. A page not read is
-// neither present nor accessed.
-type Pages interface {
-	At(page uint64) Page
 }
 
 // Figures are the access figures of a set of live bytes in one epoch.
@@ -103,40 +98,45 @@ type Epoch struct {
 	Blocks         []BlockFigures // blocks of LargeBlock bytes or more, by address
 }
 
-// hist is a page's access history: the epoch it was last accessed in
-// and the end of that epoch (for a page never seen accessed: the epoch
-// before it was first seen, and the start of the one it was).
-type hist struct {
-	epoch int
-	ns    uint64
-	seen  int // the last epoch the page was under a live block
-}
-
-// Tracker keeps the pages' histories of one process across epochs.
+// Tracker keeps the pages' histories of one process across epochs: for
+// each page under a live block, the epoch it was last accessed in. A page
+// never seen accessed counts from the epoch before the one it was first
+// seen in. Histories are kept in arrays aligned with the reading's runs,
+// 4 bytes a page.
 type Tracker struct {
 	pageSize  uint64
-	coldAfter int
-	epoch     int    // the last epoch ended
-	startNS   uint64 // the current epoch's start
-	pages     map[uint64]*hist
+	coldAfter int32
+	epoch     int32    // the last epoch ended
+	ends      []uint64 // ends[k]: the end of epoch k; ends[0] the start of tracking
+	hist      []histRun
+}
+
+// histRun is the history of a run of pages.
+type histRun struct {
+	start uint64
+	last  []int32
 }
 
 // NewTracker starts tracking at startNS (the first epoch's start), after
 // the kernel's bits were cleared. coldAfter below 1 is 1.
 func NewTracker(pageSize uint64, coldAfter int, startNS uint64) *Tracker {
-	return &Tracker{pageSize: pageSize, coldAfter: max(coldAfter, 1), startNS: startNS, pages: map[uint64]*hist{}}
+	return &Tracker{pageSize: pageSize, coldAfter: int32(max(coldAfter, 1)), ends: []uint64{startNS}}
 }
 
 // Epochs is how many epochs have ended.
-func (t *Tracker) Epochs() int { return t.epoch }
+func (t *Tracker) Epochs() int { return int(t.epoch) }
 
 // End ends the current epoch at nowNS: blocks are the live blocks, pages
-// the reading of their pages since the epoch began, writtenKnown whether
-// the reading tells writes, method its name. The next epoch starts at
-// nowNS.
-func (t *Tracker) End(nowNS uint64, blocks []Block, pages Pages, writtenKnown bool, method string) Epoch {
+// the reading of their pages since the epoch began (its runs as Ranges
+// gives them for blocks: each block within one run; a page not read
+// counts as neither present nor accessed), writtenKnown whether the
+// reading tells writes, method its name. The next epoch starts at nowNS.
+func (t *Tracker) End(nowNS uint64, blocks []Block, pages *Runs, writtenKnown bool, method string) Epoch {
 	t.epoch++
-	e := Epoch{Number: t.epoch, StartNS: t.startNS, EndNS: nowNS, Method: method}
+	ep := t.epoch
+	e := Epoch{Number: int(ep), StartNS: t.ends[ep-1], EndNS: nowNS, Method: method}
+	t.ends = append(t.ends, nowNS)
+	t.hist = t.carry(pages)
 	e.Process.WrittenKnown = writtenKnown
 	type siteID struct {
 		site aggregate.SiteKey
@@ -150,18 +150,22 @@ func (t *Tracker) End(nowNS uint64, blocks []Block, pages Pages, writtenKnown bo
 		}
 		f := Figures{Live: b.Size, WrittenKnown: writtenKnown}
 		end := b.Addr + b.Size
-		for p := b.Addr &^ (ps - 1); p < end; p += ps {
+		first := b.Addr &^ (ps - 1)
+		ri := pages.find(first)
+		var run *Run
+		var h []int32
+		if ri >= 0 {
+			run, h = &pages.Runs[ri], t.hist[ri].last
+		}
+		for p := first; p < end; p += ps {
 			n := min(end, p+ps) - max(b.Addr, p) // the block's bytes on the page
-			st := pages.At(p)
-			h := t.pages[p]
-			if h == nil {
-				h = &hist{epoch: t.epoch - 1, ns: t.startNS}
-				t.pages[p] = h
+			var st Page
+			last := ep - 1
+			if run != nil {
+				if i := (p - run.Start) / ps; i < uint64(len(run.Pages)) {
+					st, last = run.Pages[i], h[i]
+				}
 			}
-			if h.seen != t.epoch && st&Accessed != 0 {
-				h.epoch, h.ns = t.epoch, nowNS
-			}
-			h.seen = t.epoch
 			switch {
 			case st&Accessed != 0:
 				f.Touched += n
@@ -170,11 +174,11 @@ func (t *Tracker) End(nowNS uint64, blocks []Block, pages Pages, writtenKnown bo
 				}
 			case st&Present == 0:
 				f.NeverTouched += n
-			case t.epoch-h.epoch >= t.coldAfter:
+			case ep-last >= t.coldAfter:
 				f.Cold += n
 			}
-			if h.epoch != t.epoch {
-				f.LastAccessAgeNS = max(f.LastAccessAgeNS, nowNS-min(h.ns, nowNS))
+			if last != ep {
+				f.LastAccessAgeNS = max(f.LastAccessAgeNS, nowNS-min(t.ends[last], nowNS))
 			}
 		}
 		if b.Size >= LargeBlock {
@@ -187,13 +191,6 @@ func (t *Tracker) End(nowNS uint64, blocks []Block, pages Pages, writtenKnown bo
 			sites[id] = s
 		}
 		s.Add(f)
-	}
-	// Pages no longer under a live block forget their history: memory
-	// freed and allocated again starts afresh.
-	for p, h := range t.pages {
-		if h.seen != t.epoch {
-			delete(t.pages, p)
-		}
 	}
 	for _, s := range sites {
 		e.Process.Add(s.Figures)
@@ -212,17 +209,43 @@ func (t *Tracker) End(nowNS uint64, blocks []Block, pages Pages, writtenKnown bo
 		}
 		return a.Category < b.Category
 	})
-	slices.SortFunc(e.Blocks, func(a, b BlockFigures) int {
-		if a.Addr < b.Addr {
-			return -1
-		}
-		if a.Addr > b.Addr {
-			return 1
-		}
-		return 0
-	})
-	t.startNS = nowNS
+	slices.SortFunc(e.Blocks, func(a, b BlockFigures) int { return cmp.Compare(a.Addr, b.Addr) })
 	return e
+}
+
+// carry makes the histories of this epoch's reading: each page's from the
+// last epoch's where it was read then too, else the epoch before this
+// one; then this epoch for the pages accessed. Pages no longer read (no
+// live block on them) forget theirs: memory freed and allocated again
+// starts afresh.
+func (t *Tracker) carry(pages *Runs) []histRun {
+	ps, ep := t.pageSize, t.epoch
+	out := make([]histRun, len(pages.Runs))
+	old := t.hist
+	for i, r := range pages.Runs {
+		h := make([]int32, len(r.Pages))
+		for j := range h {
+			h[j] = ep - 1
+		}
+		end := r.Start + uint64(len(r.Pages))*ps
+		for len(old) > 0 && old[0].start+uint64(len(old[0].last))*ps <= r.Start {
+			old = old[1:] // ends before this run
+		}
+		for k := 0; k < len(old) && old[k].start < end; k++ {
+			o := old[k]
+			lo, hi := max(o.start, r.Start), min(o.start+uint64(len(o.last))*ps, end)
+			for a := lo; a < hi; a += ps {
+				h[(a-r.Start)/ps] = o.last[(a-o.start)/ps]
+			}
+		}
+		for j, p := range r.Pages {
+			if p&Accessed != 0 {
+				h[j] = ep
+			}
+		}
+		out[i] = histRun{start: r.Start, last: h}
+	}
+	return out
 }
 
 // Range is a run of whole pages [Start, End).
@@ -238,15 +261,7 @@ func Ranges(blocks []Block, pageSize, gap uint64) []Range {
 			rs = append(rs, Range{b.Addr &^ (pageSize - 1), (b.Addr + b.Size + pageSize - 1) &^ (pageSize - 1)})
 		}
 	}
-	slices.SortFunc(rs, func(a, b Range) int {
-		if a.Start < b.Start {
-			return -1
-		}
-		if a.Start > b.Start {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(rs, func(a, b Range) int { return cmp.Compare(a.Start, b.Start) })
 	out := rs[:0]
 	for _, r := range rs {
 		if n := len(out); n > 0 && r.Start <= out[n-1].End+gap*pageSize {
@@ -270,15 +285,19 @@ type Runs struct {
 	Runs     []Run
 }
 
+// find returns the index of the run that holds page, or -1.
+func (r *Runs) find(page uint64) int {
+	i := sort.Search(len(r.Runs), func(i int) bool { return r.Runs[i].Start > page }) - 1
+	if i < 0 || (page-r.Runs[i].Start)/r.PageSize >= uint64(len(r.Runs[i].Pages)) {
+		return -1
+	}
+	return i
+}
+
 // At returns the state of the page at page (page-aligned).
 func (r *Runs) At(page uint64) Page {
-	i := sort.Search(len(r.Runs), func(i int) bool { return r.Runs[i].Start > page }) - 1
-	if i < 0 {
-		return 0
-	}
-	run := &r.Runs[i]
-	if n := (page - run.Start) / r.PageSize; n < uint64(len(run.Pages)) {
-		return run.Pages[n]
+	if i := r.find(page); i >= 0 {
+		return r.Runs[i].Pages[(page-r.Runs[i].Start)/r.PageSize]
 	}
 	return 0
 }

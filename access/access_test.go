@@ -11,7 +11,18 @@ const ps = 4096
 // pageMap is a reading given page by page.
 type pageMap map[uint64]Page
 
-func (m pageMap) At(p uint64) Page { return m[p] }
+// runs is the reading of blocks' pages that m gives, as a reader makes it.
+func (m pageMap) runs(blocks []Block) *Runs {
+	r := &Runs{PageSize: ps}
+	for _, rg := range Ranges(blocks, ps, 0) {
+		run := Run{Start: rg.Start}
+		for p := rg.Start; p < rg.End; p += ps {
+			run.Pages = append(run.Pages, m[p])
+		}
+		r.Runs = append(r.Runs, run)
+	}
+	return r
+}
 
 var (
 	siteA = aggregate.SiteKey{Address: 0x1000, StackID: -1}
@@ -55,7 +66,7 @@ func TestEpochs(t *testing.T) {
 	}
 	tr := NewTracker(ps, 3, 0)
 	for i, w := range wants {
-		e := tr.End(uint64(i+1)*1000, blocks, reading(i+1), true, "test")
+		e := tr.End(uint64(i+1)*1000, blocks, reading(i+1).runs(blocks), true, "test")
 		if e.Number != i+1 || e.StartNS != uint64(i)*1000 || e.EndNS != uint64(i+1)*1000 {
 			t.Fatalf("epoch %d: number %d, %d..%d", i+1, e.Number, e.StartNS, e.EndNS)
 		}
@@ -95,7 +106,7 @@ func TestSharedPages(t *testing.T) {
 		{Addr: 0x5ff0, Size: 0x20, Site: siteB}, // straddles 0x5000 and 0x6000
 	}
 	tr := NewTracker(ps, 3, 0)
-	e := tr.End(10, blocks, pageMap{0x5000: Present | Accessed, 0x6000: Present}, false, "test")
+	e := tr.End(10, blocks, pageMap{0x5000: Present | Accessed, 0x6000: Present}.runs(blocks), false, "test")
 	got := map[aggregate.SiteKey]Figures{}
 	for _, s := range e.Sites {
 		got[s.Site] = s.Figures
@@ -120,18 +131,19 @@ func TestSharedPages(t *testing.T) {
 func TestLargeBlocksAndForgetting(t *testing.T) {
 	big := Block{Addr: 0x100000, Size: LargeBlock, Site: siteA}
 	tr := NewTracker(ps, 1, 0)
-	e := tr.End(100, []Block{big}, pageMap{0x100000: Present}, false, "test")
+	one := []Block{big}
+	e := tr.End(100, one, pageMap{0x100000: Present}.runs(one), false, "test")
 	if len(e.Blocks) != 1 || e.Blocks[0].Addr != big.Addr || e.Blocks[0].Live != LargeBlock ||
 		e.Blocks[0].Cold != ps || e.Blocks[0].NeverTouched != LargeBlock-ps {
 		t.Fatalf("large block: %+v", e.Blocks)
 	}
-	e = tr.End(200, nil, pageMap{}, false, "test")
-	if len(tr.pages) != 0 || len(e.Sites) != 0 {
-		t.Fatalf("pages kept after the block went: %d", len(tr.pages))
+	e = tr.End(200, nil, pageMap{}.runs(nil), false, "test")
+	if len(tr.hist) != 0 || len(e.Sites) != 0 {
+		t.Fatalf("pages kept after the block went: %d runs", len(tr.hist))
 	}
-	// Allocated again: its first epoch is not yet cold after 1 epoch? It
-	// is: untouched for the whole epoch, it was seen first at its start.
-	e = tr.End(300, []Block{big}, pageMap{0x100000: Present}, false, "test")
+	// Allocated again: with cold after 1 epoch its page is cold at once,
+	// untouched for the whole epoch it was first seen in.
+	e = tr.End(300, one, pageMap{0x100000: Present}.runs(one), false, "test")
 	if e.Blocks[0].LastAccessAgeNS != 100 || e.Blocks[0].Cold != ps {
 		t.Fatalf("a new block's age: %+v", e.Blocks[0])
 	}
@@ -169,6 +181,39 @@ func TestRunsAt(t *testing.T) {
 	}{{0, 0}, {0x1000, Present}, {0x2000, Accessed}, {0x3000, 0}, {0x8000, Written}, {0x9000, 0}} {
 		if got := r.At(c.p); got != c.want {
 			t.Errorf("At(%#x) = %v, want %v", c.p, got, c.want)
+		}
+	}
+}
+
+// TestHistoryCarried: a block's pages keep their history while blocks
+// around it come and go (the runs read change shape).
+func TestHistoryCarried(t *testing.T) {
+	a := Block{Addr: 0x10000, Size: 2 * ps, Site: siteA}
+	b := Block{Addr: 0x13000, Size: 2 * ps, Site: siteB}
+	c := Block{Addr: 0x12000, Size: ps, Site: siteA} // fills the gap: a, c and b make one run
+	epochs := [][]Block{{a, b}, {b}, {c, b}, {a, c, b}}
+	tr := NewTracker(ps, 3, 0)
+	var e Epoch
+	for i, blocks := range epochs {
+		m := pageMap{}
+		for _, bl := range blocks {
+			for p := bl.Addr; p < bl.Addr+bl.Size; p += ps {
+				m[p] = Present
+				if i == 0 && bl.Site == siteB {
+					m[p] |= Accessed
+				}
+			}
+		}
+		e = tr.End(uint64(i+1)*10, blocks, m.runs(blocks), false, "test")
+	}
+	for _, s := range e.Sites {
+		// b: accessed in epoch 1, cold at 4; a and c: seen first in 4 and 3.
+		want := map[aggregate.SiteKey]Figures{
+			siteB: {Live: 2 * ps, Cold: 2 * ps, LastAccessAgeNS: 30},
+			siteA: {Live: 3 * ps, LastAccessAgeNS: 20},
+		}[s.Site]
+		if s.Figures != want {
+			t.Errorf("site %x: %+v, want %+v", s.Site.Address, s.Figures, want)
 		}
 	}
 }
