@@ -30,4 +30,6 @@
 //     untraced, on faults.c and sqlite3; resident-accuracy: the accuracy
 //     fixtures' estimates over the truth; resident-memory: memtrace's own
 //     peak memory (idle, 1000 processes, one of 8 GiB).
+//   - access: --access's reading of one epoch of a 1-10 GiB heap, in ms of
+//     CPU, and testdata/bench/writeheavy.c's slowdown at 1 s epochs.
 package bench

@@ -112,6 +112,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Results, error) 
 		"resident":          r.resident,
 		"resident-accuracy": r.residentAccuracySection,
 		"resident-memory":   r.residentMemorySection,
+		"access":            r.access, // access.go
 	}
 	for _, name := range Sections {
 		if !cfg.has(name) {

@@ -127,14 +127,16 @@ func pagingLevels() uint32 {
 	return 4
 }
 
-// Clear clears the accessed bits of pid's pages (clear_refs 1), then its
-// soft-dirty bits (clear_refs 4). Clearing accessed bits does not flush
+// Clear clears the accessed bits of pid's anonymous pages (clear_refs 2),
+// then its soft-dirty bits (clear_refs 4). Only anonymous pages: the walk
+// reads no others, and a file page's accessed bit is what reclaim keeps
+// the page cache's working set by. Clearing accessed bits does not flush
 // the TLB, and an access through a cached translation sets no bit: a page
 // in constant use would look unused. The soft-dirty clear flushes the
 // whole TLB of the process, even on a kernel without soft-dirty, where it
 // does nothing else.
 func Clear(pid int) error {
-	if err := clearRefs(pid, "1"); err != nil {
+	if err := clearRefs(pid, "2"); err != nil {
 		return err
 	}
 	return clearRefs(pid, "4")
