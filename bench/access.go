@@ -48,14 +48,7 @@ func (r *runner) accessEpoch(ctx context.Context) ([]*Comparison, error) {
 	if err != nil {
 		return nil, err
 	}
-	pattern := "^BenchmarkEpoch$/^("
-	for i, s := range sizes {
-		if i > 0 {
-			pattern += "|"
-		}
-		pattern += s
-	}
-	pattern += ")$"
+	pattern := subBenchmarks("BenchmarkEpoch", sizes)
 	r.logf("access: epoch readings of %v", sizes)
 	m, err := goBench(ctx, bin, pattern, "5x")
 	for _, s := range sizes {
