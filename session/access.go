@@ -14,6 +14,7 @@ import (
 
 	"github.com/memtrace/memtrace/access"
 	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/report"
 	"github.com/memtrace/memtrace/residency"
 	"github.com/memtrace/memtrace/tracer"
@@ -46,14 +47,19 @@ type accessProc struct {
 	ended   bool // its final epoch is taken
 }
 
+// checkAccess refuses --access without a target, before anything loads.
+func (s *session) checkAccess() error {
+	if s.cfg.Access > 0 && s.cfg.Host() {
+		return fmt.Errorf("%w: %w", pipeline.ErrUsage, errAccessHost)
+	}
+	return nil
+}
+
 // startAccess loads the page-table walk and probes soft-dirty when
 // --access is on.
 func (s *session) startAccess() error {
 	if s.cfg.Access == 0 {
 		return nil
-	}
-	if s.cfg.Host() {
-		return errAccessHost
 	}
 	w, err := pagewalk.Open()
 	if err != nil {

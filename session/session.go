@@ -99,6 +99,9 @@ func (s *session) run() (int, error) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	if err := s.checkAccess(); err != nil { // access.go
+		return 0, err
+	}
 	// Check the targets before loading anything, so a typo fails fast.
 	for _, pid := range s.cfg.PIDs {
 		if err := unix.Kill(pid, 0); err == unix.ESRCH {

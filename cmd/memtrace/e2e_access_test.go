@@ -199,3 +199,22 @@ func TestAccessDumpDir(t *testing.T) {
 		}
 	}
 }
+
+// TestAccessBadInput: --access's mistakes are usage errors (exit 2) with
+// one line saying what is wrong, before anything is loaded.
+func TestAccessBadInput(t *testing.T) {
+	needBPF(t)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--access", "-d", "1s"}, "memtrace: usage: --access needs -p PID or a command\n"},
+		{[]string{"--access=5ms", "--", "true"}, "memtrace: usage: --access: an epoch of at least 10ms\n"},
+		{[]string{"--access", "--cold-after", "0", "--", "true"}, "memtrace: usage: --cold-after: at least 1 epoch\n"},
+	} {
+		res := runMemtrace(t, tt.args...)
+		if res.code != 2 || !strings.HasSuffix(res.stderr, tt.want) || strings.Count(res.stderr, "\n") != 1 {
+			t.Errorf("memtrace %v: exit %d, stderr %q; want 2, %q", tt.args, res.code, res.stderr, tt.want)
+		}
+	}
+}
