@@ -202,7 +202,6 @@ func (s *session) accessBlocks(pid uint32) []access.Block {
 func (s *session) endAccessEpoch(pid uint32, final bool) {
 	a := s.access
 	p := a.procs[pid]
-	p.due = time.Now().Add(s.cfg.Access)
 	start := time.Now()
 	blocks := s.accessBlocks(pid)
 	pages, tables, err := s.readAccess(pid, blocks)
@@ -215,6 +214,9 @@ func (s *session) endAccessEpoch(pid uint32, final bool) {
 		return
 	}
 	e := p.tracker.End(monotonicNow(), blocks, pages, a.softDirty, a.method)
+	// The next epoch began with the clear: it lasts --access from there,
+	// however long this reading took.
+	p.due = time.Now().Add(s.cfg.Access)
 	s.log.Debug("access epoch", "pid", pid, "epoch", e.Number, "blocks", len(blocks), "tables", tables, "took", time.Since(start))
 	p.last = &e
 	p.ended = final
