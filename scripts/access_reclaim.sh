@@ -3,10 +3,10 @@
 # keeps a 64 MiB file mapped and reads it every 2 s (testdata/bench/
 # warmfile.c) while `cat` streams a 1 GiB file, both in a memory cgroup
 # limited to 128 MiB. Its major faults (warm pages reclaim took and it read
-# back) are counted with no clearing, with clear_refs 1 (every page's
-# accessed bit) and with clear_refs 2 (anonymous pages only, what
-# --access does), each every second followed by clear_refs 4 as --access
-# does. Needs root and cgroup v1's or v2's memory controller.
+# back) are counted with no clearing and with each of $MODES written to its
+# clear_refs every second: "1,4" clears every page's accessed bit, then
+# flushes the TLB (clear_refs 4); "2,4" is what --access does (anonymous
+# pages only). Needs root and cgroup v1's or v2's memory controller.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 secs=${SECS:-30}
@@ -15,6 +15,7 @@ trap 'rm -rf "$dir"' EXIT
 gcc -O2 -o "$dir/warmfile" "$here/../testdata/bench/warmfile.c"
 dd if=/dev/urandom of="$dir/warm" bs=1M count=64 status=none
 dd if=/dev/zero of="$dir/cold" bs=1M count=1024 status=none
+sync "$dir/warm" "$dir/cold" # clean, so that they can be dropped from the page cache
 if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
 	cg=/sys/fs/cgroup/access-reclaim-$$
 	mkdir "$cg"
@@ -25,8 +26,9 @@ else
 	echo $((${LIMIT_MIB:-128} << 20)) >"$cg/memory.limit_in_bytes"
 fi
 trap 'rmdir "$cg" 2>/dev/null; rm -rf "$dir"' EXIT
-for mode in none 1 2; do
-	# Both files out of the page cache first.
+for mode in ${MODES:-none 1,4 2,4}; do
+	# Both files out of the page cache first: each run's first pass reads
+	# the warm file in (its first major faults, the same in every run).
 	dd if="$dir/warm" iflag=nocache count=0 status=none
 	dd if="$dir/cold" iflag=nocache count=0 status=none
 	sh -c "echo \$\$ >$cg/cgroup.procs; exec $dir/warmfile $dir/warm $secs 2000" >"$dir/out" &
@@ -35,8 +37,9 @@ for mode in none 1 2; do
 	stream=$!
 	while kill -0 "$warm" 2>/dev/null; do
 		if [ "$mode" != none ]; then
-			echo "$mode" >"/proc/$warm/clear_refs" 2>/dev/null || true
-			echo 4 >"/proc/$warm/clear_refs" 2>/dev/null || true
+			for v in ${mode//,/ }; do
+				echo "$v" >"/proc/$warm/clear_refs" 2>/dev/null || true
+			done
 		fi
 		sleep 1
 	done
