@@ -122,6 +122,11 @@ type Sample struct {
 	// reading of 0.
 	HeapResident uint64
 	HeapRead     bool
+	// ColdBytes is the live memory cold in the latest --access epoch
+	// ended at or before Time (package access); ColdRead tells 0 before
+	// the first from an epoch's 0.
+	ColdBytes uint64
+	ColdRead  bool
 	// Sites holds the live bytes of the largest call sites at this moment
 	// (at most MaxSites), by index into Process.Sites; a call site broken
 	// down by stack (aggregate.SiteSnapshot.Stacks) is one entry per stack.
@@ -208,6 +213,8 @@ type proc struct {
 	lastTime     uint64 // of the last point: points keep time order
 	resident     uint64 // the latest reading's heap resident bytes
 	read         bool   // a reading was seen
+	cold         uint64 // the latest access epoch's cold bytes
+	coldRead     bool   // an access epoch was seen
 
 	// After's state: the first event's time, the young points taken,
 	// their step and the turnover of the next one; the aggregate's peak
@@ -450,6 +457,13 @@ func (c *Collector) evict(snap aggregate.Snapshot) {
 	}
 }
 
+// Cold gives pid's latest access epoch's cold bytes (--access): the
+// samples from now on carry them.
+func (c *Collector) Cold(pid uint32, cold uint64) {
+	p := c.proc(pid)
+	p.cold, p.coldRead = cold, true
+}
+
 func (c *Collector) sample(p *proc, ps *aggregate.ProcessSnapshot, t uint64) Sample {
 	if ps.Footprint != nil {
 		// A Go program's heap is its allocator's too.
@@ -457,7 +471,8 @@ func (c *Collector) sample(p *proc, ps *aggregate.ProcessSnapshot, t uint64) Sam
 		p.read = true
 	}
 	s := Sample{Time: t, Turnover: turnover(ps.Heap), LiveBytes: ps.Heap.LiveBytes, LiveBlocks: ps.Heap.LiveAllocs,
-		MappedBytes: ps.Mapped.LiveBytes, HeapResident: p.resident, HeapRead: p.read, Rates: ps.Rates}
+		MappedBytes: ps.Mapped.LiveBytes, HeapResident: p.resident, HeapRead: p.read, ColdBytes: p.cold, ColdRead: p.coldRead,
+		Rates: ps.Rates}
 	// A site broken down by stack (sampled mode's stacks) counts as one
 	// site per stack, as --detail's sites are: the flame graph draws
 	// whole stacks, the timeline groups them back by call site.

@@ -81,10 +81,17 @@ func (e *Exports) MetricsDue() bool {
 	return e.metrics != nil && time.Since(e.lastMetrics) >= metricsEvery
 }
 
-// UpdateAccess gives --listen a process's latest access epoch.
+// UpdateAccess gives --listen and --html's timeline a process's latest
+// access epoch.
 func (e *Exports) UpdateAccess(pid uint32, ep access.Epoch) {
-	if e != nil && e.metrics != nil {
+	if e == nil {
+		return
+	}
+	if e.metrics != nil {
 		e.metrics.UpdateAccess(pid, ep)
+	}
+	if e.History != nil {
+		e.History.Cold(pid, ep.Process.Cold)
 	}
 }
 
