@@ -159,6 +159,9 @@ func WriteAccessText(w io.Writer, pid uint32, comm string, e access.Epoch, sym S
 		}
 		row(byteText(s.Live, o.Raw), byteText(s.Touched, o.Raw), written(s.Figures), byteText(s.Cold, o.Raw), byteText(s.NeverTouched, o.Raw), name)
 	}
+	if p.Live == 0 {
+		b.WriteString("  no live memory: memtrace knows the blocks allocated since it attached\n")
+	}
 	if !p.WrittenKnown {
 		b.WriteString("  written: ? = the kernel cannot tell writes within an epoch (no soft-dirty; docs/access.md)\n")
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"sort"
 	"strings"
@@ -209,8 +210,13 @@ func (s *session) endAccessEpoch(pid uint32, final bool) {
 		err = pagewalk.Clear(int(pid))
 	}
 	if err != nil {
-		s.log.Warn("access statistics", "pid", pid, "err", err)
 		p.ended = true
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) || errors.Is(err, pagewalk.ErrSkipped) {
+			// It exited before its exit was seen: its last epoch stands.
+			s.log.Debug("access statistics", "pid", pid, "err", err)
+			return
+		}
+		s.log.Warn("access statistics", "pid", pid, "err", err)
 		return
 	}
 	e := p.tracker.End(monotonicNow(), blocks, pages, a.softDirty, a.method)
