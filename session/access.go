@@ -336,3 +336,11 @@ func (s *session) printAccess() error {
 	}
 	return nil
 }
+
+// accessForget restarts pid's access statistics (exec replaced its
+// memory): its next epoch 1 starts afresh.
+func (s *session) accessForget(pid int) {
+	if s.access != nil {
+		delete(s.access.procs, uint32(pid))
+	}
+}

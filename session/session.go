@@ -427,6 +427,7 @@ func (s *session) onStop(st launch.Stop) error {
 			s.feed(pipeline.Input{Kind: pipeline.InForget, PID: uint32(st.PID)})
 			s.res.Forget(st.PID)
 			s.footprints.Forget(st.PID)
+			s.accessForget(st.PID) // access.go
 			// attach removes the probes the new program does not need.
 			s.log.Info("exec: statistics restart", "pid", st.PID, "exe", exe)
 		}
