@@ -312,3 +312,27 @@ func (r *Runs) At(page uint64) Page {
 	}
 	return 0
 }
+
+// Cold reports whether every page of [start, end) that the last epoch
+// read has gone untouched for the cold-after epochs; known is false when
+// it read none of them (no epoch yet, or no live block there then).
+func (t *Tracker) Cold(start, end uint64) (cold, known bool) {
+	ps := t.pageSize
+	i := sort.Search(len(t.hist), func(i int) bool {
+		h := t.hist[i]
+		return h.start+uint64(len(h.last))*ps > start
+	})
+	cold = true
+	for ; i < len(t.hist) && t.hist[i].start < end; i++ {
+		h := t.hist[i]
+		lo := max(start&^(ps-1), h.start)
+		hi := min(end, h.start+uint64(len(h.last))*ps)
+		for a := lo; a < hi; a += ps {
+			known = true
+			if t.epoch-h.last[(a-h.start)/ps] < t.coldAfter {
+				return false, true
+			}
+		}
+	}
+	return cold && known, known
+}

@@ -217,3 +217,27 @@ func TestHistoryCarried(t *testing.T) {
 		}
 	}
 }
+
+// TestTrackerCold: a range is cold when every page read of it is.
+func TestTrackerCold(t *testing.T) {
+	hot := Block{Addr: 0x10000, Size: ps, Site: siteA}
+	idle := Block{Addr: 0x11000, Size: 2 * ps, Site: siteB}
+	blocks := []Block{hot, idle}
+	tr := NewTracker(ps, 2, 0)
+	for i := 1; i <= 2; i++ {
+		tr.End(uint64(i), blocks, pageMap{0x10000: Present | Accessed, 0x11000: Present, 0x12000: Present}.runs(blocks), false, "test")
+	}
+	for _, c := range []struct {
+		start, end  uint64
+		cold, known bool
+	}{
+		{0x11000, 0x13000, true, true},
+		{0x10000, 0x13000, false, true},
+		{0x11800, 0x11900, true, true},
+		{0x20000, 0x21000, false, false},
+	} {
+		if cold, known := tr.Cold(c.start, c.end); cold != c.cold || known != c.known {
+			t.Errorf("Cold(%#x, %#x) = %v, %v; want %v, %v", c.start, c.end, cold, known, c.cold, c.known)
+		}
+	}
+}

@@ -153,6 +153,9 @@ type HeapMap struct {
 	// Granule is the size of the cells runs are made of: each cell is
 	// given to the site with most live bytes in it (see coarsen).
 	Granule uint64
+	// Cold, with --access, says per run whether its memory was cold at
+	// the latest epoch (nil without --access).
+	Cold []bool
 }
 
 // Mark is a named moment.
@@ -215,6 +218,9 @@ type proc struct {
 	read         bool   // a reading was seen
 	cold         uint64 // the latest access epoch's cold bytes
 	coldRead     bool   // an access epoch was seen
+	// coldRange says whether a range's memory was cold at the latest
+	// access epoch (ColdRanges).
+	coldRange func(start, end uint64) (cold, known bool)
 
 	// After's state: the first event's time, the young points taken,
 	// their step and the turnover of the next one; the aggregate's peak
@@ -464,6 +470,12 @@ func (c *Collector) Cold(pid uint32, cold uint64) {
 	p.cold, p.coldRead = cold, true
 }
 
+// ColdRanges gives pid's heap maps, from now on, which runs were cold
+// (--access; cold reports it for a range, known whether it was read).
+func (c *Collector) ColdRanges(pid uint32, cold func(start, end uint64) (cold, known bool)) {
+	c.proc(pid).coldRange = cold
+}
+
 func (c *Collector) sample(p *proc, ps *aggregate.ProcessSnapshot, t uint64) Sample {
 	if ps.Footprint != nil {
 		// A Go program's heap is its allocator's too.
@@ -579,6 +591,12 @@ func (p *proc) heapMap(t, turnover uint64, blocks BlockSource, o Options) HeapMa
 	slices.SortFunc(bs, func(a, b block) int { return cmp.Compare(a.addr, b.addr) })
 	m.Runs, m.Granule = coarsen(bs, o.MaxRuns, p.granule)
 	p.granule = m.Granule
+	if p.coldRange != nil {
+		m.Cold = make([]bool, len(m.Runs))
+		for i, r := range m.Runs {
+			m.Cold[i], _ = p.coldRange(r.Start, r.End)
+		}
+	}
 	return m
 }
 

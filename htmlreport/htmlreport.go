@@ -198,6 +198,9 @@ type mapData struct {
 	// its address), its length and its site.
 	Runs      []int64  `json:"runs"`
 	LiveSizes []uint64 `json:"liveSizes"`
+	// Cold, with --access: per run, 1 when it was cold at the latest
+	// epoch (drawn grey), else 0; absent without --access.
+	Cold []int `json:"cold,omitempty"`
 }
 
 func buildProcess(p history.Process, final aggregate.ProcessSnapshot, src pprofout.Sources, o Options) processData {
@@ -350,6 +353,9 @@ func buildProcess(p history.Process, final aggregate.ProcessSnapshot, src pprofo
 		for _, r := range m.Runs {
 			md.Runs = append(md.Runs, int64(r.Start-prev), int64(r.End-r.Start), int64(r.Site))
 			prev = r.End
+		}
+		for _, c := range m.Cold {
+			md.Cold = append(md.Cold, map[bool]int{true: 1}[c])
 		}
 		d.Maps = append(d.Maps, md)
 	}

@@ -147,6 +147,9 @@ func (s *session) startAccessOf(pid uint32) {
 		return
 	}
 	p.tracker = access.NewTracker(tracer.PageSize, s.cfg.ColdAfter, monotonicNow())
+	if s.exports != nil && s.exports.History != nil {
+		s.exports.History.ColdRanges(pid, p.tracker.Cold) // --html's heap map greys cold runs
+	}
 }
 
 // accessOnMark ends the epoch of the process that marked.

@@ -181,6 +181,9 @@ var RESIDENT = { stroke: "#111", dash: "9 3 2 3", width: 2 };
 // The cold bytes of --access (docs/access.md): live memory untouched for
 // --cold-after epochs.
 var COLD = { stroke: "#1f77b4", dash: "2 3", width: 2 };
+// The heap map's cold runs (--access): grey, as the old heap pictures
+// drew garbage.
+var COLD_FILL = "#c8c8c8";
 
 // segments splits a process's samples where time has a gap with no data
 // (memtrace busy, say loading unwind tables): lines and areas are drawn
@@ -595,7 +598,9 @@ function drawHeapMap() {
     while (span < L.spans.length - 1 && st >= L.spans[span + 1][0]) span++;
     var sp = L.spans[span];
     var a = sp[2] + Math.floor((st - sp[0]) / L.bpp), b = sp[2] + Math.ceil((en - sp[0]) / L.bpp);
-    fillRange(a, Math.max(b, a + 1), site >= 0 ? siteColor(site) : DATA.otherColor);
+    // --access: live data in colour, cold data greyed.
+    var cold = m.cold && m.cold[k / 3];
+    fillRange(a, Math.max(b, a + 1), cold ? COLD_FILL : site >= 0 ? siteColor(site) : DATA.otherColor);
   }
   canvas.title = "1 pixel = " + fmtBytes(L.bpp) + " of address space";
   // Marks along the slider.
