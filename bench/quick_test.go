@@ -69,6 +69,9 @@ func TestQuick(t *testing.T) {
 		"blocks-memory": {memtraceModes[0].name},
 		// The whole host's default against untraced (resident.go).
 		"resident-faults": {rowUntraced, rowHostDefault},
+		// --access (access.go).
+		"access-epoch":    {"256MiB heap"},
+		"access-slowdown": {rowUntraced, "memtrace --access=1s"},
 	}
 	for id, names := range must {
 		c := byID[id]
