@@ -59,3 +59,14 @@ func (t *Table) SiteKeyAt(pid uint32, i uint32) SiteKey {
 	s := &t.procs[pid].sites[i]
 	return SiteKey{s.addr, s.stack}
 }
+
+// ForEachMappedSite is ForEachMapped with each region's call site, for
+// access statistics (package access) of mmap'ed memory.
+func (t *Table) ForEachMappedSite(pid uint32, fn func(start, end uint64, site SiteKey)) {
+	if p := t.procs[pid]; p != nil {
+		for _, r := range p.regions.rs {
+			s := &p.sites[r.site]
+			fn(r.start, r.end, SiteKey{s.addr, s.stack})
+		}
+	}
+}

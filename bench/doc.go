@@ -42,4 +42,6 @@
 //     peak memory (idle, 1000 processes, one of 8 GiB).
 //   - hoststart: memtrace's CPU per short-lived process start (/bin/true,
 //     sqlite3) in whole-host mode, by default and with --heap.
+//   - access: --access's reading of one epoch of a 1-10 GiB heap, in ms of
+//     CPU, and testdata/bench/writeheavy.c's slowdown at 1 s epochs.
 package bench

@@ -75,6 +75,9 @@ func TestQuick(t *testing.T) {
 		"resident-faults": {rowUntraced, rowHostDefault},
 		// memtrace's CPU per process start on a whole host (hoststart.go).
 		"hoststart": {"/bin/true (default)", "/bin/true (--heap)"},
+		// --access (access.go).
+		"access-epoch":    {"256MiB heap"},
+		"access-slowdown": {rowUntraced, "memtrace --access=1s"},
 	}
 	for id, names := range must {
 		c := byID[id]

@@ -115,6 +115,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Results, error) 
 		"resident-accuracy": r.residentAccuracySection,
 		"resident-memory":   r.residentMemorySection,
 		"hoststart":         r.hostStart, // hoststart.go
+		"access":            r.access,    // access.go
 	}
 	for _, name := range Sections {
 		if !cfg.has(name) {
