@@ -54,6 +54,9 @@ const (
 	// InListed: a process the next whole-host report lists though the
 	// Table holds no event of it: PID, Comm, its reading (Footprint).
 	InListed
+	// InAccess: PID's access statistics start, or an epoch ends with its
+	// reading (Access; folded by AccessFolder).
+	InAccess
 )
 
 // Input is one input of a run, live or replayed: whatever changes what a
@@ -75,6 +78,7 @@ type Input struct {
 	Leak      *recording.LeakCheck
 	Footprint *RecordedFootprint
 	Report    recording.Report
+	Access    *recording.Access
 }
 
 // Source gives a run's inputs: the live trace (package session: the
@@ -216,5 +220,7 @@ func FromRecord(rec *recording.Record, in *Input) {
 		in.Kind, in.Report = InReport, rec.Report
 	case recording.KindListed:
 		in.Kind, in.Footprint = InListed, &RecordedFootprint{R: rec.Footprint}
+	case recording.KindAccess:
+		in.Kind, in.PID, in.Time, in.Access = InAccess, rec.PID, rec.Time, &rec.Access
 	}
 }
