@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memtrace/memtrace/access"
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/history"
 	"github.com/memtrace/memtrace/outfile"
@@ -137,13 +138,22 @@ func Replay(c *ReplayConfig, stdout, stderr io.Writer) int {
 	// What the live run printed, then, when the recording stops short of
 	// its end (or predates report records), the table as it stands.
 	err = nil
-	for _, sr := range rp.reports {
+	for i, sr := range rp.reports {
+		if err = rp.writeAccessJSON(c, out, i); err != nil {
+			break
+		}
 		if err = pr.Write(sr.r, sr.snap); err != nil {
 			break
 		}
 	}
+	if err == nil {
+		err = rp.writeAccessJSON(c, out, len(rp.reports))
+	}
 	if err == nil && (len(rp.reports) == 0 || rp.readErr != nil) {
 		err = pr.Write(recording.Report{Final: c.At.kind == "" && rp.readErr == nil, All: true}, rp.snap)
+	}
+	if err == nil {
+		err = rp.writeAccessText(c, out)
 	}
 	if err == nil {
 		err = rp.writeExports(c)
@@ -203,6 +213,10 @@ type replayed struct {
 	// reports are the reports the live run printed, with what each
 	// showed (without --at; none in recordings made before version 4).
 	reports []shownReport
+	// accessEpochs are the access epochs folded from the recording, in
+	// order (access.go); accessLast each process's latest.
+	accessEpochs []shownAccess
+	accessLast   map[uint32]shownAccess
 }
 
 // shownReport is a recorded report and its snapshot.
@@ -280,7 +294,7 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	dl := pipeline.NewDownloads(c.SymbolizeConfig, log)
 	defer dl.Close()
 	rp := &replayed{info: r.Info(), res: symbolize.NewResolver(c.ResolverOptions(dl.Client())...), stacks: pipeline.NewStackStore(),
-		footprints: map[uint32]pipeline.RecordedFootprint{}}
+		footprints: map[uint32]pipeline.RecordedFootprint{}, accessLast: map[uint32]shownAccess{}}
 	rp.res.Offline()
 	t := aggregate.NewTable()
 	t.SetStackBreakdown(pipeline.StacksAsBreakdown(rp.info.Detail, rp.info.SampleBytes)) // as the live run
@@ -293,9 +307,11 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	if rp.info.Mode == "host" && (c.PprofFile != "" || c.FoldedFile != "") {
 		rp.exited = pprofout.NewExited(pipeline.MaxExitedStacks)
 	}
+	folder := &pipeline.AccessFolder{}
 	if c.HTMLFile != "" {
 		h := history.New(history.Options{})
 		rp.history = h
+		folder.OnStart = func(pid uint32, tr *access.Tracker) { h.ColdRanges(pid, tr.Cold) } // the heap map greys cold runs
 		// Sampled at each rate tick, as a live run samples it, with the
 		// footprint readings recorded so far.
 		f.onTick = func(now uint64) {
@@ -351,6 +367,9 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 			return nil
 		case pipeline.InListed:
 			listed = append(listed, pipeline.Listed(in))
+			return nil
+		case pipeline.InAccess:
+			rp.foldAccess(c, folder, t, in.Access)
 			return nil
 		case pipeline.InLeakCheck:
 			lc := *in.Leak
@@ -469,7 +488,7 @@ func peakRecord(c *ReplayConfig) (int, error) {
 	n := 0
 	(&pipeline.RecordingSource{R: r}).Run(func(in *pipeline.Input) error {
 		switch in.Kind {
-		case pipeline.InCodeMaps, pipeline.InStack, pipeline.InLeakCheck, pipeline.InFootprint, pipeline.InListed:
+		case pipeline.InCodeMaps, pipeline.InStack, pipeline.InLeakCheck, pipeline.InFootprint, pipeline.InListed, pipeline.InAccess:
 			return nil
 		}
 		f.apply(loop, in)
