@@ -12,14 +12,17 @@ import (
 	"github.com/memtrace/memtrace/report"
 )
 
-// shownAccess is an access epoch folded from a recording, to be written
-// before the report of index at (reports written in order).
-type shownAccess struct {
+// streamed is a record the live run's --json wrote as it happened, to
+// be written before the report of index at (reports are written in
+// order): an access epoch folded from the recording, or with mark set a
+// mark.
+type streamed struct {
 	at    int
 	pid   uint32
 	comm  string
 	e     access.Epoch
 	final bool
+	mark  *aggregate.Mark
 }
 
 // foldAccess folds an access record with the table as it stands, as the
@@ -32,10 +35,10 @@ func (rp *replayed) foldAccess(c *ReplayConfig, f *pipeline.AccessFolder, t *agg
 	if !ok {
 		return
 	}
-	sa := shownAccess{at: len(rp.reports), pid: a.PID, comm: a.Comm, e: e, final: a.Final}
+	sa := streamed{at: len(rp.reports), pid: a.PID, comm: a.Comm, e: e, final: a.Final}
 	rp.accessLast[a.PID] = sa
 	if c.At.kind == "" {
-		rp.accessEpochs = append(rp.accessEpochs, sa)
+		rp.stream = append(rp.stream, sa)
 	}
 }
 
@@ -47,7 +50,7 @@ func (rp *replayed) writeAccessJSON(c *ReplayConfig, w io.Writer, i int) error {
 	if !c.JSON {
 		return nil
 	}
-	epochs := rp.accessEpochs
+	epochs := rp.stream
 	if c.At.kind != "" {
 		if i > 0 || len(rp.reports) > 0 {
 			return nil
@@ -56,6 +59,12 @@ func (rp *replayed) writeAccessJSON(c *ReplayConfig, w io.Writer, i int) error {
 	}
 	for _, sa := range epochs {
 		if c.At.kind == "" && sa.at != i {
+			continue
+		}
+		if sa.mark != nil {
+			if err := report.WriteMark(w, *sa.mark); err != nil {
+				return fmt.Errorf("write mark: %w", err)
+			}
 			continue
 		}
 		if err := report.WriteAccess(w, sa.pid, sa.comm, sa.e, rp.res, sa.final); err != nil {
@@ -81,11 +90,11 @@ func (rp *replayed) writeAccessText(c *ReplayConfig, w io.Writer) error {
 }
 
 // latestAccess is each process's latest epoch, by pid.
-func (rp *replayed) latestAccess() []shownAccess {
-	out := make([]shownAccess, 0, len(rp.accessLast))
+func (rp *replayed) latestAccess() []streamed {
+	out := make([]streamed, 0, len(rp.accessLast))
 	for _, sa := range rp.accessLast {
 		out = append(out, sa)
 	}
-	slices.SortFunc(out, func(a, b shownAccess) int { return int(a.pid) - int(b.pid) })
+	slices.SortFunc(out, func(a, b streamed) int { return int(a.pid) - int(b.pid) })
 	return out
 }

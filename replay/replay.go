@@ -213,10 +213,11 @@ type replayed struct {
 	// reports are the reports the live run printed, with what each
 	// showed (without --at; none in recordings made before version 4).
 	reports []shownReport
-	// accessEpochs are the access epochs folded from the recording, in
-	// order (access.go); accessLast each process's latest.
-	accessEpochs []shownAccess
-	accessLast   map[uint32]shownAccess
+	// stream holds what the live run's --json wrote as it happened, in
+	// order: the access epochs folded from the recording and the marks
+	// (access.go); accessLast is each process's latest epoch.
+	stream     []streamed
+	accessLast map[uint32]streamed
 }
 
 // shownReport is a recorded report and its snapshot.
@@ -294,7 +295,7 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	dl := pipeline.NewDownloads(c.SymbolizeConfig, log)
 	defer dl.Close()
 	rp := &replayed{info: r.Info(), res: symbolize.NewResolver(c.ResolverOptions(dl.Client())...), stacks: pipeline.NewStackStore(),
-		footprints: map[uint32]pipeline.RecordedFootprint{}, accessLast: map[uint32]shownAccess{}}
+		footprints: map[uint32]pipeline.RecordedFootprint{}, accessLast: map[uint32]streamed{}}
 	rp.res.Offline()
 	t := aggregate.NewTable()
 	t.SetStackBreakdown(pipeline.StacksAsBreakdown(rp.info.Detail, rp.info.SampleBytes)) // as the live run
@@ -388,6 +389,10 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 			}
 		default:
 			f.apply(loop, in)
+			if in.Kind == pipeline.InMark && c.At.kind == "" {
+				m := loop.Mark // written where the live run's --json wrote it (access.go)
+				rp.stream = append(rp.stream, streamed{at: len(rp.reports), mark: &m})
+			}
 		}
 		n++
 		rp.endNS = max(rp.endNS, inputTime(in))
