@@ -35,6 +35,9 @@ func (rp *replayed) foldAccess(c *ReplayConfig, f *pipeline.AccessFolder, t *agg
 	if !ok {
 		return
 	}
+	if rp.history != nil {
+		rp.history.Cold(a.PID, e.Process.Cold) // --html's timeline draws a cold line
+	}
 	sa := streamed{at: len(rp.reports), pid: a.PID, comm: a.Comm, e: e, final: a.Final}
 	rp.accessLast[a.PID] = sa
 	if c.At.kind == "" {
