@@ -457,7 +457,7 @@ func inputTime(in *pipeline.Input) uint64 {
 	switch in.Kind {
 	case pipeline.InEvent:
 		return in.Event.Time
-	case pipeline.InTick, pipeline.InExited, pipeline.InMark, pipeline.InLeakCheck:
+	case pipeline.InTick, pipeline.InExited, pipeline.InMark, pipeline.InLeakCheck, pipeline.InAccess:
 		return in.Time
 	}
 	return 0
