@@ -125,7 +125,7 @@ func (r *Reader) decodeAccess(rec *Record) {
 			r.corrupt("access reading too large")
 			return
 		}
-		run.Pages = make([]access.Page, 0, pages)
+		run.Pages = make([]access.Page, 0, min(pages, 1<<16)) // grows as pages come: a count alone allocates little
 		for uint64(len(run.Pages)) < pages && r.err == nil {
 			r.ensure(1 + 10)
 			b, err := r.readByte()
