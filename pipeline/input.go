@@ -54,6 +54,8 @@ const (
 	// InListed: a process the next whole-host report lists though the
 	// Table holds no event of it: PID, Comm, its reading (Footprint).
 	InListed
+	// InJITSymbols: PID's JIT symbols, newer than those before (JIT).
+	InJITSymbols
 )
 
 // Input is one input of a run, live or replayed: whatever changes what a
@@ -75,6 +77,7 @@ type Input struct {
 	Leak      *recording.LeakCheck
 	Footprint *RecordedFootprint
 	Report    recording.Report
+	JIT       []symbolize.RecordedJIT
 }
 
 // Source gives a run's inputs: the live trace (package session: the
@@ -206,6 +209,8 @@ func FromRecord(rec *recording.Record, in *Input) {
 		in.Kind, in.PeakTol = InPeakTolerance, rec.PeakTolerance
 	case recording.KindMaps:
 		in.Kind, in.Maps = InCodeMaps, rec.Maps
+	case recording.KindJIT:
+		in.Kind, in.JIT = InJITSymbols, rec.JIT
 	case recording.KindStack:
 		in.Kind, in.StackID, in.Frames = InStack, rec.StackID, rec.Frames
 	case recording.KindLeakCheck:

@@ -60,6 +60,8 @@ const (
 	// Table holds none of its events: PID, Comm and its Footprint read at
 	// Time.
 	KindListed
+	// KindJIT: JIT symbols of PID, newer than those before (JIT).
+	KindJIT
 )
 
 // Record is one decoded record. Next reuses it: slices and strings are
@@ -82,6 +84,7 @@ type Record struct {
 	Footprint       footprint.Reading
 	FootprintRanges []footprint.Range
 	Report          Report
+	JIT             []symbolize.RecordedJIT
 }
 
 // Reader reads a recording.
@@ -479,6 +482,9 @@ func (r *Reader) decode(tag byte, rec *Record) (done bool, err error) {
 		return true, r.err
 	case tagListed:
 		r.decodeListed(rec)
+		return true, r.err
+	case tagJIT:
+		r.decodeJIT(rec)
 		return true, r.err
 	default:
 		r.corrupt(fmt.Sprintf("unknown record tag %#x", tag))
