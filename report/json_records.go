@@ -83,6 +83,9 @@ type processRecord struct {
 	// Resident: its resident memory by who made it resident, in all
 	// (the resident records give it by call site); zeros when off.
 	Resident processResident `json:"resident"`
+	// ManagedHeaps: the runtime heaps found (managed_heaps.go); omitted
+	// when none.
+	ManagedHeaps []managedHeapRecord `json:"managed_heaps,omitempty"`
 	// The leak check (json_leaks.go): present only in runs that check.
 	LeakChecked *bool `json:"leak_checked,omitempty"`
 	leakRecord
