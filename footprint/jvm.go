@@ -89,7 +89,9 @@ func heapPart(v *vma) bool {
 // that may be a JVM's, beginning and ending on mapping boundaries (a
 // reservation is one mmap; the kernel splits it where permissions
 // differ). Of several, the one whose accessible bytes are closest to
-// committed wins. It returns the span's resident bytes.
+// committed wins, then the one most resident (the heap in use, not an
+// idle reservation of the same size). It returns the span's resident
+// bytes.
 func spanResident(vmas []vma, size, committed uint64) (uint64, bool) {
 	best, found := uint64(0), false
 	var bestDist uint64
@@ -110,7 +112,7 @@ func spanResident(vmas []vma, size, committed uint64) (uint64, bool) {
 			}
 			if v.end-start == size {
 				d := max(acc, committed) - min(acc, committed)
-				if !found || d < bestDist {
+				if !found || d < bestDist || d == bestDist && res > best {
 					best, bestDist, found = res, d, true
 				}
 				break
