@@ -17,7 +17,9 @@ func TestJITRecords(t *testing.T) {
 	}
 	have := 2 // the symbols read at the first flush
 	r := written(t, "pid", func(w *Writer) {
-		w.SetMaps(func(pid int) []symbolize.CodeMapping { return []symbolize.CodeMapping{{Start: 1, End: 2, Path: "/bin/x"}} })
+		w.SetMaps(func(pid int) []symbolize.CodeMapping {
+			return []symbolize.CodeMapping{{Start: 1, End: 2, Path: "/bin/x"}}
+		})
 		w.SetJIT(func(pid, from int) ([]symbolize.RecordedJIT, int) {
 			syms := all[pid][:have]
 			return syms[min(from, len(syms)):], len(syms)
