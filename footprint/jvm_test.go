@@ -59,10 +59,10 @@ func TestParsePerfData(t *testing.T) {
 	}
 }
 
-// TestJVMHeaps: a G1 JVM of -Xmx256m as measured here: the heap's
-// reservation found among its neighbours by size (CDS regions at its top),
-// Metaspace and the class space from the counters, the code cache by its
-// rwx reservation.
+// TestJVMHeaps: a G1 JVM of -Xmx256m as measured here: the heap's and the
+// class space's reservations found among their neighbours by the
+// counters' sizes (CDS regions at the heap's top), Metaspace's node and
+// the code cache by their mappings.
 func TestJVMHeaps(t *testing.T) {
 	const mib = 1 << 20
 	c := perfCounters{
@@ -85,14 +85,21 @@ func TestJVMHeaps(t *testing.T) {
 		{start: 0x7f0040100000, end: 0x7f0040200000, perms: "rwxp", rss: 512 << 10},
 		{start: 0x7f0040200000, end: 0x7f004f100000, perms: "---p"},
 		{start: 0x7f004f100000, end: 0x7f004f200000, perms: "r--p", inode: 9, path: "/usr/lib/x.so"},
+		// A Metaspace node on a 4 MiB boundary, then a glibc arena of the
+		// same size (its heap_info below), which is not one.
+		{start: 0x7f0050400000, end: 0x7f0050430000, perms: "rw-p", rss: 128 << 10},
+		{start: 0x7f0050430000, end: 0x7f0054400000, perms: "---p"},
+		{start: 0x7f0058000000, end: 0x7f0058021000, perms: "rw-p", rss: 132 << 10},
+		{start: 0x7f0058021000, end: 0x7f005c000000, perms: "---p"},
 	}
+	mem := fakeMemory{words: map[uint64]uint64{0x7f0058000000: 0x7f0058000020, 0x7f0058000010: 0x21000, 0x7f0058000018: 0x21000}}
 	want := []ManagedHeap{
 		{Name: "Java heap", State: State{Reserved: 256 * mib, Committed: 256 * mib, Resident: 101*mib + mib/2}, Located: true, Source: "hsperfdata"},
-		{Name: "Metaspace", State: State{Reserved: 64 * mib, Committed: 192 << 10}, Source: "hsperfdata"},
+		{Name: "Metaspace", State: State{Reserved: 64 * mib, Committed: 192 << 10, Resident: 128 << 10}, Located: true, Source: "maps"},
 		{Name: "Class space", State: State{Reserved: 1024 * mib, Committed: 128 << 10, Resident: 64 << 10}, Located: true, Source: "hsperfdata"},
 		{Name: "Code cache", State: State{Reserved: 240 * mib, Committed: mib, Resident: 512 << 10}, Located: true, Source: "maps"},
 	}
-	if got := jvmHeaps(vmas, c); !reflect.DeepEqual(got, want) {
+	if got := jvmHeaps(vmas, c, mem); !reflect.DeepEqual(got, want) {
 		t.Errorf("jvmHeaps:\n got %+v\nwant %+v", got, want)
 	}
 }

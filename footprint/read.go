@@ -45,7 +45,7 @@ func Read(pid int, o Options) (Reading, error) {
 	}
 	r := classify(vmas, threadSPs(dir), o, gh, mem)
 	if c, ok := findPerfData(vmas, mem); ok {
-		r.ManagedHeaps = jvmHeaps(vmas, c)
+		r.ManagedHeaps = jvmHeaps(vmas, c, mem)
 	}
 	if err := parseStatus(st, &r); err != nil {
 		return Reading{}, fmt.Errorf("footprint of %d: %w", pid, err)
