@@ -78,6 +78,21 @@ var v8HeapMappers = []string{
 	"v8::internal::VirtualMemoryCage::",
 }
 
+// isV8HeapMapper reports whether fn maps V8's heap.
+func isV8HeapMapper(fn string) bool {
+	return slices.ContainsFunc(v8HeapMappers, func(m string) bool { return strings.HasPrefix(fn, m) })
+}
+
+// mappedFunctionLabel is a call site's FUNCTION cell: an mmap site of
+// V8's page allocator is the V8 heap's ("V8 heap, by …"), which the
+// footprint's "managed:" line sums up, no site of the program's.
+func mappedFunctionLabel(f symbolize.Frame, c aggregate.Category) string {
+	if c != aggregate.Mapped || !isV8HeapMapper(f.Function) {
+		return functionLabel(f)
+	}
+	return elideMiddle("V8 heap, by "+symbolize.ShortName(f.Function, symbolize.NoTemplateArgsOrParams), maxFunctionWidth)
+}
+
 // managedHeaps are the runtime heaps of a process: the JVM's, from its
 // reading, and V8's, the sum of the mmap call sites of its page
 // allocator (reserved is their live bytes; committed and resident their
@@ -93,8 +108,7 @@ func managedHeaps(p aggregate.ProcessSnapshot, sym Symbolizer) []footprint.Manag
 		if s.Category != aggregate.Mapped || s.LiveBytes == 0 {
 			continue
 		}
-		fn := resolve(sym, p.PID, s.Address).Function
-		if !slices.ContainsFunc(v8HeapMappers, func(m string) bool { return strings.HasPrefix(fn, m) }) {
+		if !isV8HeapMapper(resolve(sym, p.PID, s.Address).Function) {
 			continue
 		}
 		found = true
