@@ -37,7 +37,7 @@ var managedHeapWriters = []struct {
 		"v8::internal::MarkCompactCollector::", "v8::internal::MinorMarkCompactCollector::",
 		"v8::internal::MinorMarkSweepCollector::", "v8::internal::SemiSpace",
 		"v8::internal::NewSpace::", "v8::internal::PagedSpace", "v8::internal::LargeObjectSpace::",
-		"v8::internal::MemoryAllocator::", "v8::internal::Factory::",
+		"v8::internal::MemoryAllocator::", "v8::internal::Factory::", "v8::internal::FactoryBase<",
 	}},
 	{"CLR heap", []string{"WKS::gc_heap::", "SVR::gc_heap::"}},
 }
@@ -63,7 +63,12 @@ func residentFunctionLabel(f symbolize.Frame) string {
 	if heap == "" {
 		return functionLabel(f)
 	}
-	writer := symbolize.ShortName(f.Function, symbolize.NoTemplateArgsOrParams)
+	return heapWriterLabel(heap, f.Function)
+}
+
+// heapWriterLabel is "HEAP, by FUNCTION", the function's name short.
+func heapWriterLabel(heap, function string) string {
+	writer := symbolize.ShortName(function, symbolize.NoTemplateArgsOrParams)
 	writer = strings.TrimSuffix(strings.TrimSuffix(writer, " const"), "(…)")
 	return elideMiddle(heap+", by "+writer, maxFunctionWidth)
 }
@@ -90,7 +95,7 @@ func mappedFunctionLabel(f symbolize.Frame, c aggregate.Category) string {
 	if c != aggregate.Mapped || !isV8HeapMapper(f.Function) {
 		return functionLabel(f)
 	}
-	return elideMiddle("V8 heap, by "+symbolize.ShortName(f.Function, symbolize.NoTemplateArgsOrParams), maxFunctionWidth)
+	return heapWriterLabel("V8 heap", f.Function)
 }
 
 // managedHeaps are the runtime heaps of a process: the JVM's, from its
