@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -95,10 +96,16 @@ func TestJVMHeapsMatchNMT(t *testing.T) {
 	// At rest, not frozen: a compilation may still finish. A comparison
 	// that one fell into is taken again, up to three times.
 	var failed string
+	rec := filepath.Join(t.TempDir(), "jvm.mtrace")
 	for attempt := 1; attempt <= 3; attempt++ {
-		r := runMemtrace(t, "--json", "--top", "0", "-d", "500ms", "-p", pid)
+		r := runMemtrace(t, "--json", "--top", "0", "-d", "500ms", "--record", rec, "-p", pid)
 		if r.code != 0 {
 			t.Fatalf("memtrace exit %d\n%s", r.code, r.stderr)
+		}
+		// A replay shows the heaps the run read.
+		replayed := runMemtrace(t, "replay", "--json", "--top", "0", rec)
+		if got, want := finalHeaps(t, replayed.stdout, java.Process.Pid), finalHeaps(t, r.stdout, java.Process.Pid); !reflect.DeepEqual(got, want) {
+			t.Errorf("replayed heaps %+v, the run's %+v", got, want)
 		}
 		out, err := exec.Command("jcmd", pid, "VM.native_memory", "summary", "scale=b").CombinedOutput()
 		if err != nil {
