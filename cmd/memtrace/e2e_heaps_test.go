@@ -159,8 +159,7 @@ func TestV8HeapByName(t *testing.T) {
 		t.Skip(err)
 	}
 	script := filepath.Join(repoRoot(t), "testdata", "jit", "v8heap.js")
-	// Reports go to a file: node makes the stdout it shares with memtrace
-	// non-blocking.
+	// Reports go to a file; node's stdout, the pipe, gives its line.
 	reports := filepath.Join(t.TempDir(), "reports.ndjson")
 	mt := exec.Command(memtrace(t), "--json", "--top", "0", "-i", "300ms", "-o", reports, "--", "node", script)
 	stdin, _ := mt.StdinPipe()
