@@ -189,6 +189,7 @@ func newCallsiteRecord(pid uint32, s aggregate.SiteSnapshot, sym Symbolizer, t u
 		Rates:          rateRecords(s.Rates),
 		Inlined:        inlineRecord(f.Inlined),
 		mappingState:   newMappingState(s.Mapping),
+		ManagedHeap:    mappedHeap(f, s.Category),
 	}
 }
 

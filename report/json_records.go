@@ -179,6 +179,9 @@ type callsiteRecord struct {
 	JVMCategory *string `json:"jvm_category,omitempty"`
 	// Sites charged before their file's unwind table was in: true (absent otherwise).
 	BeforeTable bool `json:"before_table,omitempty"`
+	// An mmap site of a runtime heap's own allocator ("V8 heap"; absent
+	// otherwise; managed_heaps.go).
+	ManagedHeap string `json:"managed_heap,omitempty"`
 }
 
 // inlineFrame is one source-level frame of an inline chain.

@@ -69,6 +69,10 @@ var jvmProcessFields, jvmFields = []string{"jvm_categories"}, []string{"jvm_cate
 // runtime heap (a JVM's, V8's).
 var managedHeapFields = []string{"managed_heaps"}
 
+// managedHeapSiteFields end an mmap callsite of a runtime heap's
+// allocator.
+var managedHeapSiteFields = []string{"managed_heap"}
+
 // beforeTableFields end the callsite records of sites charged before their
 // unwind table was in.
 var beforeTableFields = []string{"before_table"}
@@ -290,7 +294,7 @@ func TestJSONRecordsMatchDocs(t *testing.T) {
 		case "process":
 			want = slices.Concat(hostFields(typ), managedHeapFields, leakProcessFields, epochFields, jvmProcessFields)
 		case "callsite":
-			want = slices.Concat(want, leakFields, epochFields, detailFields, jvmFields, beforeTableFields)
+			want = slices.Concat(want, leakFields, epochFields, detailFields, jvmFields, beforeTableFields, managedHeapSiteFields)
 		}
 		if got := jsonTags(v); !slices.Equal(got, want) {
 			t.Errorf("%s struct tags %v, want %v", typ, got, want)

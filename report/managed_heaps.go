@@ -88,14 +88,24 @@ func isV8HeapMapper(fn string) bool {
 	return slices.ContainsFunc(v8HeapMappers, func(m string) bool { return strings.HasPrefix(fn, m) })
 }
 
+// mappedHeap is the runtime heap an mmap site maps ("V8 heap"), "" for
+// none.
+func mappedHeap(f symbolize.Frame, c aggregate.Category) string {
+	if c == aggregate.Mapped && isV8HeapMapper(f.Function) {
+		return "V8 heap"
+	}
+	return ""
+}
+
 // mappedFunctionLabel is a call site's FUNCTION cell: an mmap site of
 // V8's page allocator is the V8 heap's ("V8 heap, by …"), which the
 // footprint's "managed:" line sums up, no site of the program's.
 func mappedFunctionLabel(f symbolize.Frame, c aggregate.Category) string {
-	if c != aggregate.Mapped || !isV8HeapMapper(f.Function) {
+	heap := mappedHeap(f, c)
+	if heap == "" {
 		return functionLabel(f)
 	}
-	return heapWriterLabel("V8 heap", f.Function)
+	return heapWriterLabel(heap, f.Function)
 }
 
 // managedHeaps are the runtime heaps of a process: the JVM's, from its
