@@ -57,6 +57,8 @@ const (
 	// InAccess: PID's access statistics start, or an epoch ends with its
 	// reading (Access; folded by AccessFolder).
 	InAccess
+	// InJITSymbols: PID's JIT symbols, newer than those before (JIT).
+	InJITSymbols
 )
 
 // Input is one input of a run, live or replayed: whatever changes what a
@@ -79,6 +81,7 @@ type Input struct {
 	Footprint *RecordedFootprint
 	Report    recording.Report
 	Access    *recording.Access
+	JIT       []symbolize.RecordedJIT
 }
 
 // Source gives a run's inputs: the live trace (package session: the
@@ -210,6 +213,8 @@ func FromRecord(rec *recording.Record, in *Input) {
 		in.Kind, in.PeakTol = InPeakTolerance, rec.PeakTolerance
 	case recording.KindMaps:
 		in.Kind, in.Maps = InCodeMaps, rec.Maps
+	case recording.KindJIT:
+		in.Kind, in.JIT = InJITSymbols, rec.JIT
 	case recording.KindStack:
 		in.Kind, in.StackID, in.Frames = InStack, rec.StackID, rec.Frames
 	case recording.KindLeakCheck:

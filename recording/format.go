@@ -17,7 +17,8 @@ const Magic = "MEMTRACE"
 // report records; a version-4 file is a version-5 file whose footprint
 // records lack the Go heap; a version-5 file is a version-6 file whose
 // footprint records lack the swap, the PSS and the rollup flag; a
-// version-6 file is a version-7 file without access records.
+// version-6 file is a version-7 file without access records, JIT symbol
+// records and runtime heaps in its footprint records.
 const Version = 7
 
 const headerLen = len(Magic) + 4

@@ -62,6 +62,8 @@ const (
 	KindListed
 	// KindAccess: Access, an access statistics record of PID at Time.
 	KindAccess
+	// KindJIT: JIT symbols of PID, newer than those before (JIT).
+	KindJIT
 )
 
 // Record is one decoded record. Next reuses it: slices and strings are
@@ -85,6 +87,7 @@ type Record struct {
 	FootprintRanges []footprint.Range
 	Report          Report
 	Access          Access
+	JIT             []symbolize.RecordedJIT
 }
 
 // Reader reads a recording.
@@ -485,6 +488,9 @@ func (r *Reader) decode(tag byte, rec *Record) (done bool, err error) {
 		return true, r.err
 	case tagAccess:
 		r.decodeAccess(rec)
+		return true, r.err
+	case tagJIT:
+		r.decodeJIT(rec)
 		return true, r.err
 	default:
 		r.corrupt(fmt.Sprintf("unknown record tag %#x", tag))

@@ -353,6 +353,9 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 		case pipeline.InStack:
 			rp.stacks.Add(in.PID, in.StackID, in.Frames)
 			return nil
+		case pipeline.InJITSymbols:
+			rp.res.AddJITSymbols(int(in.PID), in.JIT)
+			return nil
 		}
 		if done {
 			return nil
@@ -493,7 +496,7 @@ func peakRecord(c *ReplayConfig) (int, error) {
 	n := 0
 	(&pipeline.RecordingSource{R: r}).Run(func(in *pipeline.Input) error {
 		switch in.Kind {
-		case pipeline.InCodeMaps, pipeline.InStack, pipeline.InLeakCheck, pipeline.InFootprint, pipeline.InListed, pipeline.InAccess:
+		case pipeline.InCodeMaps, pipeline.InStack, pipeline.InLeakCheck, pipeline.InFootprint, pipeline.InListed, pipeline.InAccess, pipeline.InJITSymbols:
 			return nil
 		}
 		f.apply(loop, in)
