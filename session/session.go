@@ -341,7 +341,7 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 	}
 	opts.Wraps = s.cfg.WrapperRule.Wraps
 	opts.WrapsKey = s.cfg.WrapperRule.Key()
-	opts.UnwindCache = s.openCache() // tables kept across runs
+	opts.UnwindCache = s.openCache // tables kept across runs, opened once tracing may go on
 	opts.Log = s.log
 	if opts.WakeupBytes > opts.RingBytes/4 {
 		opts.WakeupBytes = opts.RingBytes / 4
