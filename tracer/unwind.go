@@ -126,8 +126,10 @@ func (t *tables) serve() {
 	for r := range t.reqs {
 		path, err := mappedFile(int(r.pid), r.pc)
 		if err != nil {
-			// The process is gone, or the pc is not in a file: no table.
-			t.set(r.key, 0, 0, fileNoCFI|fileUnmarked)
+			// The process is gone (a short-lived one, met first): the
+			// next process to meet the file asks again. Its table may
+			// be in, or being built by a preload: that one stands.
+			t.forget(r.key)
 			continue
 		}
 		if err := t.load(r.key, path); err != nil {
@@ -409,14 +411,13 @@ func (t *tables) load(key fileKey, path string) error {
 	return nil
 }
 
-func (t *tables) set(key fileKey, first, count, flags uint32) {
+// forget removes a pending entry no load is under way for.
+func (t *tables) forget(key fileKey) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed {
-		return
+	if !t.loaded[key] && !t.closed {
+		_ = t.files.Delete(key)
 	}
-	t.loaded[key] = true
-	t.putFile(key, first, count, flags)
 }
 
 func (t *tables) putFile(key fileKey, first, count, flags uint32) {
