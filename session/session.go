@@ -180,10 +180,7 @@ func (s *session) attachTargets() error {
 		}
 		t := &target{pid: pid, att: &tracer.Attachment{PID: pid}}
 		s.targets[pid] = t
-		if err := s.attachRunning(t); err != nil {
-			return err
-		}
-		if err := s.traceFaults(pid); err != nil { // resident.go
+		if err := s.attachRunning(t); err != nil { // its faults too
 			return err
 		}
 		go s.watchExit(pid)
@@ -549,6 +546,14 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 		s.log.Warn("unwind tables", "pid", t.pid, "err", err)
 	}
 	s.waitTables(t.pid, loaded, start)
+	// A running target's faults are sampled from here (a command's and a
+	// followed child's since their exec, stopped): after its small files'
+	// tables, so that a fault in memset is charged to its caller from the
+	// first (a page keeps its charge), and before "attached", which lets
+	// a script run the target on.
+	if err := s.traceFaults(t.pid); err != nil { // resident.go
+		return err
+	}
 	probes = append(probes, s.markProbes(t.pid, mods)...) // --mark (timeline.go)
 	jvm := s.jvmProbes(t.pid, mods)                       // the JVM's categories (jvm.go)
 	t.jvm = len(jvm) > 0
