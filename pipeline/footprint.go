@@ -81,6 +81,9 @@ type lastReading struct {
 	at      time.Time     // when it was taken
 	took    time.Duration // how long it took
 	memory  uint64        // the process's memory as traced then (tracedMemory)
+	// due: a reading Read asked for was put off by footprintDuty;
+	// ReadChanged takes it as soon as the duty allows, not a period later.
+	due bool
 }
 
 // Read gives every process of snap a footprint reading: a fresh one while
@@ -97,7 +100,13 @@ func (f *FootprintPacer) Read(snap *aggregate.Snapshot, fresh bool) {
 			continue
 		}
 		last, ok := f.last[pid]
-		if p.Exited || (ok && !fresh && time.Since(last.at) < footprintDuty*last.took) {
+		if p.Exited {
+			f.latest(p)
+			continue
+		}
+		if ok && !fresh && time.Since(last.at) < footprintDuty*last.took {
+			last.due = true
+			f.last[pid] = last
 			f.latest(p)
 			continue
 		}
@@ -139,13 +148,14 @@ func tracedMemory(p *aggregate.ProcessSnapshot) uint64 {
 // by ReadChanged.
 const changedMin = 1 << 20
 
-// ReadChanged reads the processes of snap that have no reading yet, or
-// whose traced memory moved a lot since their last (by more than a
-// sixteenth, at least 1 MiB), each at most as often as footprintDuty
-// allows. The --html timeline reads every process once a second (Read);
-// meanwhile this keeps its heap-resident line from lagging a heap that
-// grew or shrank: 0 B for the first second of a heap of 25 MiB. The
-// processes not read get no footprint.
+// ReadChanged reads the processes of snap that have no reading yet, whose
+// traced memory moved a lot since their last (by more than a sixteenth,
+// at least 1 MiB), or whose due reading Read put off, each at most as
+// often as footprintDuty allows. The --html timeline reads every process
+// once a second (Read); meanwhile this keeps its heap-resident line from
+// lagging a heap that grew or shrank (0 B for the first second of a heap
+// of 25 MiB), or a second more behind a reading put off. The processes
+// not read get no footprint.
 func (f *FootprintPacer) ReadChanged(snap *aggregate.Snapshot) {
 	for i := range snap.Processes {
 		p := &snap.Processes[i]
@@ -160,7 +170,7 @@ func (f *FootprintPacer) ReadChanged(snap *aggregate.Snapshot) {
 		if ok {
 			now, then := tracedMemory(p), last.memory
 			moved := max(now, then) - min(now, then)
-			if moved <= max(then/16, changedMin) || time.Since(last.at) < footprintDuty*last.took {
+			if !last.due && moved <= max(then/16, changedMin) || time.Since(last.at) < footprintDuty*last.took {
 				continue
 			}
 		}

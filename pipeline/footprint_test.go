@@ -77,9 +77,10 @@ func TestFootprintPacer(t *testing.T) {
 }
 
 // TestReadChanged: between the timeline's readings, a process is read
-// when it has none yet (and holds something), or when its traced memory
-// moved by more than a sixteenth and 1 MiB since its last, and not within
-// footprintDuty of that one; the others get no footprint.
+// when it has none yet (and holds something), when its traced memory
+// moved by more than a sixteenth and 1 MiB since its last, or when a
+// reading Read was due to take was put off by the duty, and not within
+// footprintDuty of the last; the others get no footprint.
 func TestReadChanged(t *testing.T) {
 	pid := os.Getpid()
 	var recorded int
@@ -102,6 +103,9 @@ func TestReadChanged(t *testing.T) {
 		{12 * MiB, false, false}, // moved 2 MiB, but within the duty of the last reading
 		{12 * MiB, true, true},   // and once the duty has passed
 		{12*MiB - 2*MiB, true, true},
+		{10 * MiB, false, false}, // unchanged; Read is due but put off by the duty
+		{10 * MiB, true, true},   // the reading put off, once the duty allows
+		{10 * MiB, true, false},  // and no more
 	} {
 		if last, ok := f.last[pid]; ok {
 			last.at, last.took = time.Now(), time.Hour // within its duty
@@ -109,6 +113,9 @@ func TestReadChanged(t *testing.T) {
 				last.at, last.took = time.Now().Add(-time.Hour), time.Millisecond
 			}
 			f.last[pid] = last
+		}
+		if i == 7 {
+			f.Read(&aggregate.Snapshot{Processes: []aggregate.ProcessSnapshot{{PID: uint32(pid), Heap: aggregate.Stats{LiveBytes: c.live}}}}, false)
 		}
 		before := recorded
 		s := &aggregate.Snapshot{Processes: []aggregate.ProcessSnapshot{{PID: uint32(pid), Heap: aggregate.Stats{LiveBytes: c.live}}}}

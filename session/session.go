@@ -191,10 +191,7 @@ func (s *session) attachTargets() error {
 		}
 		t := &target{pid: pid, att: &tracer.Attachment{PID: pid}}
 		s.targets[pid] = t
-		if err := s.attachRunning(t); err != nil {
-			return err
-		}
-		if err := s.traceFaults(pid); err != nil { // resident.go
+		if err := s.attachRunning(t); err != nil { // its faults too
 			return err
 		}
 		go s.watchExit(pid)
@@ -354,7 +351,7 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 	}
 	opts.Wraps = s.cfg.WrapperRule.Wraps
 	opts.WrapsKey = s.cfg.WrapperRule.Key()
-	opts.UnwindCache = s.openCache() // tables kept across runs
+	opts.UnwindCache = s.openCache // tables kept across runs, opened once tracing may go on
 	opts.Log = s.log
 	if opts.WakeupBytes > opts.RingBytes/4 {
 		opts.WakeupBytes = opts.RingBytes / 4
@@ -552,9 +549,11 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 	}
 	t.malloc = allocator.MallocModule(probes)
 	// The unwind tables of its code (and of the libraries a command stopped
-	// at exec will map), built in the background: the probes go on after
-	// TablesWait at most. Events before a file's table is in are charged
-	// to the frame in that file (docs/unwinding.md, "Before the tables").
+	// at exec will map), built in the background: the probes go on once
+	// the small files' tables are in (a program, libc: exact charging
+	// from the first allocation), and after TablesWait at most for the
+	// big ones'. Events before a file's table is in are charged to the
+	// frame in that file (docs/unwinding.md, "Before the tables").
 	paths := make([]string, 0, len(mods))
 	for _, m := range mods {
 		paths = append(paths, m.Path)
@@ -564,12 +563,14 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 	if err != nil {
 		s.log.Warn("unwind tables", "pid", t.pid, "err", err)
 	}
-	if s.cfg.TablesWait > 0 {
-		select {
-		case <-loaded:
-		case <-time.After(s.cfg.TablesWait):
-			s.log.Info("unwind tables: not waiting longer", "pid", t.pid, "waited", time.Since(start))
-		}
+	s.waitTables(t.pid, loaded, start)
+	// A running target's faults are sampled from here (a command's and a
+	// followed child's since their exec, stopped): after its small files'
+	// tables, so that a fault in memset is charged to its caller from the
+	// first (a page keeps its charge), and before "attached", which lets
+	// a script run the target on.
+	if err := s.traceFaults(t.pid); err != nil { // resident.go
+		return err
 	}
 	probes = append(probes, s.markProbes(t.pid, mods)...) // --mark (timeline.go)
 	jvm := s.jvmProbes(t.pid, mods)                       // the JVM's categories (jvm.go)
@@ -591,6 +592,29 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 	}
 	s.log.Info("attached", "pid", t.pid, "probes", len(placed), "took", time.Since(start))
 	return nil
+}
+
+// smallTablesBound bounds the wait for small files' tables: they take
+// milliseconds, so only a machine in trouble ever reaches it.
+const smallTablesBound = 30 * time.Second
+
+// waitTables holds a target's probes until its small files' tables are
+// in, then at most TablesWait for the rest; TablesWait 0 never waits.
+func (s *session) waitTables(pid int, loaded tracer.Preload, start time.Time) {
+	if s.cfg.TablesWait <= 0 {
+		return
+	}
+	select {
+	case <-loaded.Small:
+	case <-time.After(smallTablesBound):
+		s.log.Warn("unwind tables: not waiting longer for small files", "pid", pid, "waited", time.Since(start))
+		return
+	}
+	select {
+	case <-loaded.All:
+	case <-time.After(s.cfg.TablesWait):
+		s.log.Info("unwind tables: not waiting longer", "pid", pid, "waited", time.Since(start))
+	}
 }
 
 // markExited accounts every event the process wrote before it went.

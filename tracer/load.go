@@ -48,8 +48,11 @@ type Options struct {
 	// WrapsKey names Wraps (allocator.WrapperRule.Key): tables marked by
 	// it are cached under it.
 	WrapsKey string
-	// UnwindCache keeps built unwind tables across runs; nil: memory only.
-	UnwindCache *diskcache.Store
+	// UnwindCache opens the store that keeps built unwind tables across
+	// runs; nil, or a nil store: memory only. It is called once the BPF
+	// objects are loaded: a user who may not trace gets the one-line
+	// ErrPermission, not a complaint about a cache directory first.
+	UnwindCache func() *diskcache.Store
 	// Log gets the unwind tables' diagnostics; nil: slog.Default().
 	Log *slog.Logger
 	// SampleBytes > 0 samples allocations: on average one sample per
@@ -263,7 +266,11 @@ func load(o Options, k Kernel) (*Objects, error) {
 			return nil, fmt.Errorf("cgroup %s: %w (is it a cgroup v2 directory?)", o.CgroupPath, err)
 		}
 	}
-	t.tables = newTables(t.objs.FileKeyOf, t.objs.UnwindRows, t.objs.UnwindFiles, spec.Maps["unwind_rows"].MaxEntries, o.Wraps, o.WrapsKey, o.UnwindCache, o.Log)
+	var store *diskcache.Store
+	if o.UnwindCache != nil {
+		store = o.UnwindCache()
+	}
+	t.tables = newTables(t.objs.FileKeyOf, t.objs.UnwindRows, t.objs.UnwindFiles, spec.Maps["unwind_rows"].MaxEntries, o.Wraps, o.WrapsKey, store, o.Log)
 	return &t, nil
 }
 

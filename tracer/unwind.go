@@ -62,7 +62,8 @@ type tables struct {
 	mu     sync.Mutex
 	next   uint32 // the first free row
 	cap    uint32
-	loaded map[fileKey]bool // built or being built
+	loaded map[fileKey]bool          // built or being built
+	ready  map[fileKey]chan struct{} // closed once a load's table is in the maps (or failed)
 	keys   map[mapsFile]fileKey
 	full   bool
 	closed bool // the maps are closing: nothing more is uploaded
@@ -94,7 +95,7 @@ func newTables(keyOf *ebpf.Program, rows, files *ebpf.Map, capacity uint32, wrap
 	}
 	t := &tables{
 		keyOf: keyOf, rows: rows, files: files, cap: capacity, wraps: wraps,
-		cache: unwind.NewCache(store), store: store, rule: wrapsKey + "-" + selfKey(), log: log, loaded: map[fileKey]bool{}, keys: map[mapsFile]fileKey{},
+		cache: unwind.NewCache(store), store: store, rule: wrapsKey + "-" + selfKey(), log: log, loaded: map[fileKey]bool{}, ready: map[fileKey]chan struct{}{}, keys: map[mapsFile]fileKey{},
 		reqs: make(chan missRequest, 1024), done: make(chan struct{}),
 	}
 	go t.serve()
@@ -125,8 +126,10 @@ func (t *tables) serve() {
 	for r := range t.reqs {
 		path, err := mappedFile(int(r.pid), r.pc)
 		if err != nil {
-			// The process is gone, or the pc is not in a file: no table.
-			t.set(r.key, 0, 0, fileNoCFI|fileUnmarked)
+			// The process is gone (a short-lived one, met first): the
+			// next process to meet the file asks again. Its table may
+			// be in, or being built by a preload: that one stands.
+			t.forget(r.key)
 			continue
 		}
 		if err := t.load(r.key, path); err != nil {
@@ -175,26 +178,44 @@ func (t *Objects) WaitTables() {
 	}
 }
 
+// SmallTableFile bounds the files whose tables PreloadTables counts as
+// small: a program, libc or libstdc++ (a few MB) has its table in well
+// under a second even from scratch on a loaded machine; node (98 MB) or
+// libLLVM (110 MB) take seconds.
+const SmallTableFile = 32 << 20
+
+// Preload's channels: Small is closed once the tables of every small file
+// (SmallTableFile) are in the maps, All once every table is. A target's
+// probes wait for Small, so that a small program is charged right from
+// its first allocation, and at most a bound for All (docs/unwinding.md).
+type Preload struct {
+	Small, All <-chan struct{}
+}
+
 // PreloadTables loads, in the background, the tables of every executable
 // file mapping of pid (as /proc/PID/maps names them), then those of the
 // files at paths (the libraries a command stopped at its exec will map),
 // so that its allocations are charged and unwound right as soon as they
-// are in. Files already loaded cost a map lookup: a whole host starts
-// many processes of a few programs. done is closed once they are all in.
-func (t *Objects) PreloadTables(pid int, paths []string) (done <-chan struct{}, err error) {
-	finished := make(chan struct{})
+// are in. Small files go first: a big program's table does not hold up
+// libc's. Files already loaded cost a map lookup: a whole host starts
+// many processes of a few programs.
+func (t *Objects) PreloadTables(pid int, paths []string) (Preload, error) {
+	small, all := make(chan struct{}), make(chan struct{})
+	done := Preload{Small: small, All: all}
+	finish := func() { close(small); close(all) }
 	if t.tables == nil {
-		close(finished)
-		return finished, nil
+		finish()
+		return done, nil
 	}
 	maps, err := codeMappings(pid)
 	if err != nil {
-		close(finished)
-		return finished, err
+		finish()
+		return done, err
 	}
 	type todo struct {
 		file mapsFile // zero for paths
 		path string
+		size int64
 	}
 	var files []todo
 	seen := map[mapsFile]bool{}
@@ -205,25 +226,37 @@ func (t *Objects) PreloadTables(pid int, paths []string) (done <-chan struct{}, 
 			continue // one mapping of each file will do
 		}
 		seen[mf] = true
-		if key, ok := t.tables.keys[mf]; ok && t.tables.loaded[key] {
+		if key, ok := t.tables.keys[mf]; ok && t.tables.loaded[key] && t.tables.isReady(key) {
 			continue
 		}
 		// The key maps shows is the file's as the process sees it; on
 		// overlayfs the walk sees the layer's file: ask the kernel.
-		files = append(files, todo{mf, mapFile(pid, m)})
+		files = append(files, todo{file: mf, path: mapFile(pid, m)})
 	}
 	t.tables.mu.Unlock()
 	for _, p := range paths {
 		files = append(files, todo{path: p})
 	}
 	if len(files) == 0 {
-		close(finished)
-		return finished, nil
+		finish()
+		return done, nil
 	}
+	for i := range files {
+		files[i].size = SmallTableFile + 1 // unknown: counted as big
+		if st, err := os.Stat(files[i].path); err == nil {
+			files[i].size = st.Size()
+		}
+	}
+	slices.SortStableFunc(files, func(a, b todo) int { return cmp.Compare(a.size, b.size) })
 	t.tables.background(func() {
-		defer close(finished)
+		defer close(all)
+		smallOpen := true
 		start := time.Now()
 		for _, f := range files {
+			if smallOpen && f.size > SmallTableFile {
+				close(small)
+				smallOpen = false
+			}
 			key, err := t.tables.keyOfPath(f.path)
 			if err == nil {
 				if f.file != (mapsFile{}) {
@@ -232,14 +265,49 @@ func (t *Objects) PreloadTables(pid int, paths []string) (done <-chan struct{}, 
 					t.tables.mu.Unlock()
 				}
 				err = t.tables.load(key, f.path)
+				// Another load of the same file (a miss, another
+				// process's preload) may still be building it.
+				t.tables.wait(key)
 			}
 			if err != nil {
 				t.tables.logLoad(f.path, err)
 			}
 		}
+		if smallOpen {
+			close(small)
+		}
 		t.tables.log.Info("unwind tables loaded", "pid", pid, "files", len(files), "took", time.Since(start))
 	})
-	return finished, nil
+	return done, nil
+}
+
+// isReady says whether key's load has finished; t.mu is held.
+func (t *tables) isReady(key fileKey) bool {
+	ch, ok := t.ready[key]
+	if !ok {
+		return true
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait waits until key's load, if one was started, has finished, or the
+// tables are closing.
+func (t *tables) wait(key fileKey) {
+	t.mu.Lock()
+	ch := t.ready[key]
+	t.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	select {
+	case <-ch:
+	case <-t.done:
+	}
 }
 
 // PreloadTableFiles loads, in the background, the tables of files about
@@ -300,7 +368,10 @@ func (t *tables) load(key fileKey, path string) error {
 		return nil
 	}
 	t.loaded[key] = true
+	ready := make(chan struct{})
+	t.ready[key] = ready
 	t.mu.Unlock()
+	defer close(ready) // after the maps have it: deferred before the unlock
 	rows, flags, err := t.build(path)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -340,14 +411,13 @@ func (t *tables) load(key fileKey, path string) error {
 	return nil
 }
 
-func (t *tables) set(key fileKey, first, count, flags uint32) {
+// forget removes a pending entry no load is under way for.
+func (t *tables) forget(key fileKey) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed {
-		return
+	if !t.loaded[key] && !t.closed {
+		_ = t.files.Delete(key)
 	}
-	t.loaded[key] = true
-	t.putFile(key, first, count, flags)
 }
 
 func (t *tables) putFile(key fileKey, first, count, flags uint32) {

@@ -93,8 +93,9 @@ func TestCompletion(t *testing.T) {
 			t.Errorf("-p 1,2 completion offers %q", l)
 		}
 	}
+	// The call sites' keys, then the processes' footprint keys (docs/cli.md).
 	r = runMemtrace(t, "__complete", "--sort", "")
-	if want := "live\nallocated\nallocs\nrate\nrss\n:4\n"; r.stdout != want {
+	if want := "live\nallocated\nallocs\nrate\nrss\nanon\npss\nswap\nresident\n:4\n"; r.stdout != want {
 		t.Errorf("--sort completion %q, want %q", r.stdout, want)
 	}
 }

@@ -9,16 +9,18 @@ import (
 	"github.com/memtrace/memtrace/session"
 )
 
-// defaultTablesWait is how long a target's probes wait for its unwind
-// tables by default: a small program's come from the cache or are built
-// well within it (exact charging from its first allocation); a big one's
-// go on building in the background (docs/unwinding.md).
+// defaultTablesWait is how long a target's probes wait for the unwind
+// tables of its big files (node's 98 MB binary), once its small files'
+// (the program, libc) are in: those are always waited for, so that a
+// small program is charged right from its first allocation however
+// loaded the machine; a big one's go on building in the background
+// (docs/unwinding.md).
 const defaultTablesWait = 100 * time.Millisecond
 
 // addTableFlags registers the unwind tables' flags: how long to wait for
 // them, and their cache (docs/unwind-cache.md).
 func addTableFlags(fs *pflag.FlagSet, c *session.TablesConfig) func() error {
-	fs.DurationVar(&c.TablesWait, "tables-wait", defaultTablesWait, "wait at most `D` for a target's unwind tables before its probes go on (0 = never wait)")
+	fs.DurationVar(&c.TablesWait, "tables-wait", defaultTablesWait, "once a target's small files' unwind tables are in, wait at most `D` for its big files' before its probes go on (0 = never wait)")
 	noCache := false
 	fs.BoolVar(&noCache, "no-cache", false, "neither read nor store unwind tables on disk")
 	cacheBytes, cacheSet := uint64(session.DefaultCacheBytes), false
