@@ -71,7 +71,7 @@ func (s *session) startHost() error {
 		return err
 	}
 	start := time.Now()
-	pids, err := host.PIDs()
+	pids, err := s.hostPIDs()
 	if err != nil {
 		return err
 	}

@@ -56,8 +56,11 @@ type session struct {
 	out            io.Writer
 	stdin          io.Reader
 	stdout, stderr io.Writer
-	objs           *tracer.Objects
-	drain          *tracer.Drainer
+	backend        Backend               // loads the probes and opens the ring (probes.go)
+	hostPIDs       func() ([]int, error) // the processes running (host.PIDs)
+	objs           Probes
+	drain          Ring
+	sigs           chan os.Signal // SIGINT and SIGTERM; the live view's q too (live.go)
 	table          *aggregate.Table
 	res            *symbolize.Resolver
 	pr             *pipeline.Printer // the reports (pipeline/printer.go)
@@ -92,7 +95,7 @@ func (s *session) run() (int, error) {
 	}
 	// Ctrl-C or SIGTERM while the probes load and attach (seconds on a
 	// busy machine) ends the run once it starts, with its final report.
-	sigs := make(chan os.Signal, 2)
+	sigs := s.sigs
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	// Check the targets before loading anything, so a typo fails fast.
@@ -110,7 +113,6 @@ func (s *session) run() (int, error) {
 		s.table.OnUncharge(s.objs.Uncharge) // the probes tell refaults of charged pages only (resident.go)
 		s.table.OnMove(s.objs.MovePage)
 	}
-	defer func(start time.Time) { tracer.LogRun(s.log, s.drain, s.objs, start) }(time.Now()) // -v: events read, per second
 	defer s.detachAll()
 	if s.host == nil {
 		// With -p and --; whole host, once exec and exit are attached (startHost).
@@ -177,7 +179,9 @@ func (s *session) attachTargets() error {
 }
 
 // loop reads the ring every poll and handles what happened meanwhile,
-// until the targets are gone, the deadline passes or a signal comes.
+// until the targets are gone, the deadline passes or a signal comes. Each
+// policy is a function of its own below: what a stop, an exit, the
+// deadline and a signal do.
 func (s *session) loop(child *launch.Child, sigs chan os.Signal) (int, error) {
 	tick, deadline, stopTimers := s.runTimers()
 	defer stopTimers()
@@ -186,48 +190,28 @@ func (s *session) loop(child *launch.Child, sigs chan os.Signal) (int, error) {
 	if child != nil {
 		stops, done = child.Stops, child.Done
 	}
-	var sweep <-chan time.Time
-	if s.host != nil {
-		t := time.NewTicker(host.SweepEvery)
-		defer t.Stop()
-		sweep = t.C
-	}
+	sweep, stopSweep := s.sweepTimer()
+	defer stopSweep()
 	code := pipeline.ExitOK
 	signals := 0
 	for {
-		if _, err := s.drain.Poll(s.nextWait(), s.apply); err != nil {
+		if err := s.between(); err != nil {
 			return 0, err
 		}
-		if err := s.hostIdle(); err != nil { // scans, batches of exits (host.go)
-			return 0, err
-		}
-		s.checkResidentDue() // resident.go
 		select {
 		case st, ok := <-stops:
 			if !ok {
 				stops = nil
 				break
 			}
-			err := s.onStop(st)
-			if err == nil {
-				// The ring is read empty just before the command goes on: the
-				// reader spreads its first events from here (tracer.Drainer.Poll).
-				_, err = s.drain.Poll(0, s.apply)
-			}
-			st.Resume()
-			if err != nil {
-				syscall.Kill(st.PID, syscall.SIGKILL)
+			if err := s.stopped(st); err != nil {
 				return 0, err
 			}
 		case ws := <-done:
-			code = launch.ExitCode(ws)
+			code, done = launch.ExitCode(ws), nil
 			s.markExited(child.PID)
-			done = nil
 		case pid := <-s.exitedPIDs:
-			if t := s.targets[pid]; t != nil {
-				s.log.Warn("target exited during the trace", "pid", pid, "comm", t.comm)
-			}
-			s.markExited(pid)
+			s.targetExited(pid)
 		case now := <-s.live.tick:
 			s.live.onTick(now)
 		case st := <-s.live.changes:
@@ -240,30 +224,95 @@ func (s *session) loop(child *launch.Child, sigs chan os.Signal) (int, error) {
 			s.sweepHost()
 		case <-deadline:
 			deadline = nil
-			if child != nil {
-				// The command is ended as timeout(1) would; its exit ends the run.
-				syscall.Kill(child.PID, syscall.SIGTERM)
-			} else {
+			if s.deadlinePassed(child) {
 				return code, s.finish()
 			}
 		case sig := <-sigs:
 			signals++
-			if child == nil {
+			if s.signalled(child, sig, signals) {
 				return code, s.finish()
 			}
-			switch {
-			case signals > 1:
-				syscall.Kill(child.PID, syscall.SIGKILL)
-			case sig == syscall.SIGTERM:
-				syscall.Kill(child.PID, syscall.SIGTERM)
-			}
-			// A terminal's Ctrl-C reaches the command by itself; its exit ends the run.
 		default:
 		}
-		if s.host == nil && s.allExited() && done == nil {
+		if s.host == nil && done == nil && s.allExited() {
 			return code, s.finish()
 		}
 	}
+}
+
+// between runs before each turn of the loop: the ring is read (waiting up
+// to a poll for the first event), then the whole host's scans and
+// batches, and the resident check when due.
+func (s *session) between() error {
+	if _, err := s.drain.Poll(s.nextWait(), s.apply); err != nil {
+		return err
+	}
+	if err := s.hostIdle(); err != nil { // scans, batches of exits (host.go)
+		return err
+	}
+	s.checkResidentDue() // resident.go
+	return nil
+}
+
+// stopped handles a stop of the command (or of a process it forked, -f),
+// then lets it go on; an error kills it, as the run ends.
+func (s *session) stopped(st launch.Stop) error {
+	err := s.onStop(st)
+	if err == nil {
+		// The ring is read empty just before the command goes on: the
+		// reader spreads its first events from here (tracer.Drainer.Poll).
+		_, err = s.drain.Poll(0, s.apply)
+	}
+	st.Resume()
+	if err != nil {
+		syscall.Kill(st.PID, syscall.SIGKILL)
+	}
+	return err
+}
+
+// targetExited: a -p target exited while traced (watchExit).
+func (s *session) targetExited(pid int) {
+	if t := s.targets[pid]; t != nil {
+		s.log.Warn("target exited during the trace", "pid", pid, "comm", t.comm)
+	}
+	s.markExited(pid)
+}
+
+// deadlinePassed is -d's policy: it ends a trace of running processes at
+// once; a command is ended as timeout(1) would, and its exit ends the run.
+func (s *session) deadlinePassed(child *launch.Child) (end bool) {
+	if child == nil {
+		return true
+	}
+	syscall.Kill(child.PID, syscall.SIGTERM)
+	return false
+}
+
+// signalled is the policy of SIGINT and SIGTERM (n: how many came so far).
+// They end a trace of running processes at once, with its final report. A
+// command gets SIGTERM passed on (a terminal's Ctrl-C reaches it by
+// itself), a second signal kills it, and its exit ends the run.
+func (s *session) signalled(child *launch.Child, sig os.Signal, n int) (end bool) {
+	if child == nil {
+		return true
+	}
+	switch {
+	case n > 1:
+		syscall.Kill(child.PID, syscall.SIGKILL)
+	case sig == syscall.SIGTERM:
+		syscall.Kill(child.PID, syscall.SIGTERM)
+	}
+	return false
+}
+
+// sweepTimer ticks every host.SweepEvery in whole-host mode (sweepHost);
+// nil otherwise.
+func (s *session) sweepTimer() (<-chan time.Time, func()) {
+	if s.host == nil {
+		return nil, func() {}
+	}
+	t := time.NewTicker(host.SweepEvery)
+	return t.C, t.Stop
 }
 
 // newState makes the table and symbolizer every run starts with.
@@ -327,27 +376,19 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 	if adjust != nil {
 		adjust(&opts)
 	}
-	objs, err := tracer.Load(opts)
+	objs, d, release, err := s.backend.Load(opts, s.log)
 	if err != nil {
 		return nil, err
 	}
 	k := objs.Kernel()
 	s.log.Info("kernel", "release", k.Release, "attach", k.Attach, "lacks", k.Lacks())
-	d, err := objs.NewDrainer()
-	if err != nil {
-		objs.Close()
-		return nil, err
-	}
 	s.objs, s.drain = objs, d
 	s.pr.Base.Kernel, s.pr.Base.Attach = k.Release, string(k.Attach)
 	if s.cfg.Detail {
 		s.pr.Base.Stacks = s.detailStacks()
 	}
 	s.recordStacks() // --record with stacks (timeline.go)
-	return func() {
-		d.Close()
-		objs.Close()
-	}, nil
+	return release, nil
 }
 
 // apply accounts one event; a new code mapping (dlopen) makes it read the
