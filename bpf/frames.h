@@ -18,6 +18,12 @@
  * pcs in file mappings with a table are cached: anonymous code (a JIT) is
  * never.
  */
+/*
+ * Provides: the frame_cache and frame_epoch maps; frames_epoch, frames_mm,
+ * frames_valid, frames_invalidate, frames_unmap; task_xol.
+ * Needs (from memtrace.h, included first): struct file_key, struct
+ * unwind_row; CO-RE task and mm types (memtrace.bpf.c).
+ */
 #ifndef MEMTRACE_FRAMES_H
 #define MEMTRACE_FRAMES_H
 

@@ -1,10 +1,29 @@
 //go:build ignore
 
 /*
- * memtrace's probes: entry uprobes and return uprobes on the allocator of each
- * traced process. Every allocation, release and anonymous mapping that
- * succeeded is written to one ring buffer as a struct event. Per-event work is
- * kept small: the trap itself already costs most of a microsecond.
+ * memtrace's BPF programs, one object (tracer/ loads it):
+ *  - mt_alloc_entry, mt_alloc_ret: entry and return uprobes on the allocator
+ *    functions of each traced process (malloc, calloc, realloc, free, mmap,
+ *    munmap, mremap, the allocation wrappers, dlopen, --mark functions),
+ *    uprobe_multi links or per-probe ones; mt_alloc_sess replaces both in
+ *    sampled mode on Linux 6.13+ (a uprobe session skips unsampled returns);
+ *    mt_jvm_entry: HotSpot's os::malloc and os::realloc (categories).
+ *  - mt_exec, mt_exit: raw tracepoints of the whole-host mode.
+ *  - mt_fault_user, mt_fault_kern, mt_page_alloc, mt_rss_stat: BTF
+ *    tracepoints of resident attribution (resident.h).
+ *  - mt_file_key, mt_forget_smpl: syscall programs user space runs
+ *    (BPF_PROG_RUN): the file key the walk sees for a mapping, and the
+ *    sampled blocks to forget.
+ * Every allocation, release and anonymous mapping that succeeded, and every
+ * sampled fault, is written to one ring buffer (events) as a record whose
+ * call site is the first frame outside the allocator and its wrappers
+ * (unwind.h walks the stack with tables user space builds). Per-event work
+ * is kept small: the trap itself already costs most of a microsecond.
+ *
+ * Layout: the maps and the helpers the probes share first; then frames.h,
+ * refault.h, unwind.h and resident.h, which need them (each says what it
+ * provides and needs); then the programs. memtrace.h holds the types and
+ * constants shared with Go; sample.h the sampling draw.
  */
 #include <linux/bpf.h>
 #include <asm/ptrace.h>
@@ -430,7 +449,7 @@ static __always_inline int take_sampled(__u64 addr, __u32 pid)
 /*
  * Sampled mode: user space forgets the sampled blocks of a process that
  * is gone or exec'd, whose frees no probe will see. They are deleted here,
- * through forget_sampled (BPF_PROG_RUN), so that each deleted block's
+ * through mt_forget_smpl (BPF_PROG_RUN), so that each deleted block's
  * count in the filter drops as take_sampled's does: a user-space read and
  * write of a filter slot would lose a probe's concurrent add, and then a
  * sampled block's free could be missed. (Deleted from user space, their
@@ -474,7 +493,7 @@ static long forget_one(__u64 i, void *unused)
 }
 
 SEC("syscall")
-int forget_sampled(void *ctx)
+int mt_forget_smpl(void *ctx)
 {
 	bpf_loop(FORGET_BATCH, forget_one, 0, 0);
 	return 0;
@@ -1119,7 +1138,7 @@ static __always_inline int enter_call(struct pt_regs *ctx, struct task_struct *t
  * grace period instead of one per probe (~0.1 s each here).
  */
 SEC("uprobe.multi")
-int entry(struct pt_regs *ctx)
+int mt_alloc_entry(struct pt_regs *ctx)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
 	__u64 fn = bpf_get_attach_cookie(ctx), id = task_id(t);
@@ -1157,7 +1176,7 @@ int entry(struct pt_regs *ctx)
 }
 
 /*
- * jvm_entry: HotSpot's os::malloc and os::realloc in libjvm.so (and
+ * mt_jvm_entry: HotSpot's os::malloc and os::realloc in libjvm.so (and
  * os::strdup, into which os::malloc is inlined), entry only (the JVM
  * unwinds through its frames with exceptions and signals: never a return
  * probe). It remembers the NMT category argument (MEMFLAGS) and
@@ -1167,7 +1186,7 @@ int entry(struct pt_regs *ctx)
  * bytes of code follow the probe.
  */
 SEC("uprobe.multi")
-int jvm_entry(struct pt_regs *ctx)
+int mt_jvm_entry(struct pt_regs *ctx)
 {
 	__u64 c = bpf_get_attach_cookie(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx);
 	struct task_struct *t;
@@ -1260,7 +1279,7 @@ static __always_inline int on_return(struct pt_regs *ctx)
 }
 
 SEC("uretprobe.multi")
-int ret(struct pt_regs *ctx)
+int mt_alloc_ret(struct pt_regs *ctx)
 {
 	return on_return(ctx);
 }
@@ -1348,7 +1367,7 @@ static __always_inline int session_enter(struct pt_regs *ctx, struct task_struct
  * munmap and marks stay on the entry program.
  */
 SEC("uprobe.session")
-int session(struct pt_regs *ctx)
+int mt_alloc_sess(struct pt_regs *ctx)
 {
 	__u64 c = bpf_get_attach_cookie(ctx), fn = c & FUNC_COOKIE_MASK, size;
 	struct task_struct *t;
@@ -1380,7 +1399,7 @@ int session(struct pt_regs *ctx)
  * into a file not probed yet go unseen.
  */
 SEC("raw_tp/sched_process_exec")
-int on_exec(struct bpf_raw_tracepoint_args *ctx)
+int mt_exec(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct linux_binprm *bprm = (struct linux_binprm *)ctx->args[2];
 	__u64 id = bpf_get_current_pid_tgid();
@@ -1427,7 +1446,7 @@ int on_exec(struct bpf_raw_tracepoint_args *ctx)
  * it, then drops it.
  */
 SEC("raw_tp/sched_process_exit")
-int on_exit(struct bpf_raw_tracepoint_args *ctx)
+int mt_exit(struct bpf_raw_tracepoint_args *ctx)
 {
 	if (exit_has_group_dead) {
 		if (!ctx->args[1])
@@ -1443,5 +1462,146 @@ int on_exit(struct bpf_raw_tracepoint_args *ctx)
 	if (self_pid && (bpf_get_current_pid_tgid() >> 32) == self_pid)
 		return 0;
 	emit_proc(KIND_EXIT, 0, wake_flags());
+	return 0;
+}
+
+/*
+ * Resident attribution's programs (the logic is resident.h's): write faults,
+ * the folio each maps, and the count of resident pages that decides.
+ */
+
+SEC("tp_btf/page_fault_user")
+int mt_fault_user(__u64 *ctx)
+{
+	if (ctx[2] & PF_WRITE)
+		on_fault(ctx[0], (struct pt_regs *)ctx[1]);
+	return 0;
+}
+
+/*
+ * A fault the kernel takes on a user address while it copies into it (a
+ * read(2) into a fresh buffer): the user registers are the task's, saved
+ * at the system call.
+ */
+SEC("tp_btf/page_fault_kernel")
+int mt_fault_kern(__u64 *ctx)
+{
+	if ((__s64)ctx[0] <= 0 || !(ctx[2] & PF_WRITE))
+		return 0; /* a kernel address, or a read */
+	on_fault(ctx[0], (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()));
+	return 0;
+}
+
+/*
+ * mm_page_alloc (page, order, gfp, migratetype): the size of what a fault
+ * maps is the order of the first movable folio it allocates: a 4 KiB page,
+ * a transparent huge page (order 9), or an mTHP folio. Page tables and
+ * slabs are not movable; a copy of a file page allocates its anonymous
+ * page before it reads the file. Every page allocation on the host runs
+ * this far: a test of two arguments, and of the thread's slot.
+ */
+SEC("tp_btf/mm_page_alloc")
+int mt_page_alloc(__u64 *ctx)
+{
+	struct task_struct___mm *task;
+	struct fault_pending *p;
+
+	/* Before 6.2 only a huge folio matters (4 KiB pages are weighed at the fault). */
+	if (!ctx[0] || (int)ctx[3] != MIGRATE_MOVABLE || (split_rss_counting() && !ctx[1]))
+		return 0;
+	task = (void *)bpf_get_current_task_btf();
+	p = fault_slot((struct task_struct *)task);
+	if (!p || p->allocated || p->task != (__u64)task)
+		return 0;
+	if (split_rss_counting()) {
+		if (!same_fault(p, task))
+			return 0;
+		p->anon_at_alloc = split_anon_pages(task->mm);
+	}
+	p->order = (__u32)ctx[1];
+	p->allocated = 1;
+	return 0;
+}
+
+/*
+ * rss_stat (mm, member; before 6.2 also count): a counter of mm's resident pages changed. When it
+ * is the current task's anonymous pages, in a write fault of the task, the
+ * fault made anonymous memory resident: its size counts towards the
+ * sample, and a sampled one is reported with its stack. Exact pcs: the
+ * faulting instruction, or the one after the system call (same function).
+ */
+SEC("tp_btf/rss_stat")
+int mt_rss_stat(__u64 *ctx)
+{
+	struct task_struct___mm *task = (void *)bpf_get_current_task_btf();
+	struct fault_pending *p;
+	__u64 size;
+	__u32 zero = 0;
+
+	if ((int)ctx[1] != MM_ANONPAGES)
+		return 0;
+	p = fault_slot((struct task_struct *)task);
+	if (!p || !p->task || p->task != (__u64)task)
+		return 0;
+	if (split_rss_counting()) {
+		on_rss_stat_split(ctx, task, p);
+		return 0;
+	}
+	p->task = 0;
+	size = (__u64)PAGE_SIZE << (p->allocated && p->order <= FAULT_MAX_ORDER ? p->order : 0);
+	/*
+	 * fork counts the child's pages (another mm) in the parent's task:
+	 * neither a sample nor a refault (the count still moves the
+	 * countdown, which biases nothing).
+	 */
+	if (!fault_sample(p, size)) {
+		/* A folio is aligned to its size: the huge page's first address. */
+		if (ctx[0] == (__u64)task->mm)
+			tell_refault(((struct task_struct *)task)->tgid, p->addr & ~(size - 1), size);
+		return 0;
+	}
+	if (ctx[0] != (__u64)task->mm)
+		return 0;
+	regs_to_slot(p, task);
+	if (!p->pc) {
+		tell_refault(((struct task_struct *)task)->tgid, p->addr & ~(size - 1), size);
+		return 0;
+	}
+	struct fault_site_key k = {.pc = p->pc, .pid = ((struct task_struct *)task)->tgid, .mm = ctx[0]};
+	struct site_args a = {.addr = p->addr & ~(size - 1), .size = size, .pc = p->pc, .sp = p->sp, .bp = p->bp,
+			      .old_size = fault_sample_bytes, .kind = KIND_FAULT, .exact = 1, .fault = 1};
+	struct stack_record *rec;
+	__u8 one = 1;
+
+	if (!stack_depth && bpf_map_lookup_elem(&fault_sites, &k)) {
+		charge_page(k.pid, a.addr);
+		emit(&(struct emit_args){.kind = KIND_FAULT, .addr = a.addr, .size = a.size,
+					 .old_size = a.old_size, .call_site = a.pc, .leaf = a.pc});
+		return 0;
+	}
+	emit_site(&a);
+	/* The walk left its state in scratch: the leaf itself charged, and named? */
+	rec = bpf_map_lookup_elem(&scratch, &zero);
+	if (!stack_depth && rec && rec->w.charged == 0 && !rec->w.chain)
+		bpf_map_update_elem(&fault_sites, &k, &one, BPF_ANY);
+	return 0;
+}
+
+/*
+ * mt_file_key tells user space the key the walk will see for a file: the
+ * loader maps the file in its own process and runs this on the mapping
+ * (BPF_PROG_RUN), so that tables loaded ahead of time are found whatever
+ * stat says (overlayfs and btrfs report other devices and inodes).
+ */
+SEC("syscall")
+int mt_file_key(struct file_key_query *q)
+{
+	struct vma_found v = {.addr = q->addr};
+
+	q->found = 0;
+	if (bpf_find_vma(bpf_get_current_task_btf(), v.addr, vma_file, &v, 0) || !v.found)
+		return 0;
+	q->key = v.key;
+	q->found = 1;
 	return 0;
 }

@@ -4,6 +4,11 @@
  * (REFAULT_INDEX_ONLY), so that the test programs check the probes' own
  * hash against user space's (tracer.refaultSlot).
  */
+/*
+ * Provides: refault_index (alone with REFAULT_INDEX_ONLY); otherwise also
+ * the refault_slots map, refault_slot_bits, refault_slot_of, charge_page.
+ * Needs: nothing but the BPF helpers.
+ */
 #ifndef MEMTRACE_REFAULT_H
 #define MEMTRACE_REFAULT_H
 

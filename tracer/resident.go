@@ -58,7 +58,7 @@ func FaultTracepoints() ([]string, error) {
 		return nil, fmt.Errorf("load BPF spec: %w", err)
 	}
 	var tps []string
-	for _, name := range []string{"on_rss_stat", "on_page_alloc", "on_fault_user", "on_fault_kernel"} {
+	for _, name := range []string{"mt_rss_stat", "mt_page_alloc", "mt_fault_user", "mt_fault_kern"} {
 		p := spec.Programs[name]
 		if p == nil {
 			return nil, fmt.Errorf("no program %s in the BPF object", name)

@@ -41,7 +41,7 @@ const (
 // table for (a KIND_UNWIND_MISS record). Rows are appended to one array;
 // a file's rows are loaded once and serve every process that maps it.
 type tables struct {
-	keyOf       *ebpf.Program // file_key_of: the key the walk sees for a file
+	keyOf       *ebpf.Program // mt_file_key: the key the walk sees for a file
 	rows, files *ebpf.Map
 	cache       tableSource
 	wraps       func(name string) bool
@@ -175,7 +175,7 @@ func (t *Objects) PreloadTableFiles(paths []string) {
 }
 
 // keyOfPath asks the kernel which key the walk will see for the file at
-// path: it maps the file here and runs file_key_of on the mapping. stat's
+// path: it maps the file here and runs mt_file_key on the mapping. stat's
 // device and inode are not it on overlayfs (the walk sees the layer's
 // file) nor on btrfs subvolumes.
 func (t *tables) keyOfPath(path string) (fileKey, error) {
