@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/memtrace/memtrace/symbolize"
+	"github.com/memtrace/memtrace/procfs"
 )
 
 // ErrNoProcess means the process does not exist (any more).
@@ -108,7 +108,7 @@ func ForProcess(pid int) ([]Module, error) {
 		}
 		return nil, fmt.Errorf("read maps of process %d: %w", pid, err)
 	}
-	maps, err := symbolize.ParseMaps(f)
+	maps, err := procfs.ParseMaps(f)
 	f.Close()
 	if err != nil {
 		return nil, fmt.Errorf("read maps of process %d: %w", pid, err)
@@ -185,7 +185,7 @@ func ForProcess(pid int) ([]Module, error) {
 // maps show our paths), else the mapping itself under map_files (deleted
 // files, or paths that resolve nowhere, as in a chroot in another mount
 // namespace).
-func openPath(proc string, m symbolize.Mapping) string {
+func openPath(proc string, m procfs.Mapping) string {
 	mapFile := fmt.Sprintf("%s/map_files/%x-%x", proc, m.Start, m.End)
 	if m.Deleted {
 		return mapFile

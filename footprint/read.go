@@ -2,7 +2,6 @@ package footprint
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/memtrace/memtrace/procfs"
 )
 
 // Read takes one reading of pid: /proc/PID/status for the RSS, smaps for
@@ -170,10 +171,11 @@ func threadSPs(dir string) []uint64 {
 // use. Pagemap is read a window at a time: mappings are visited in address
 // order, so one read serves many small neighbours.
 type procMemory struct {
-	dir          string
-	mem, pagemap *os.File
-	win          []byte // pagemap entries of pages winLo, winLo+1, …
-	winLo        uint64
+	dir     string
+	mem     *os.File
+	pagemap *procfs.Pagemap
+	win     []byte // pagemap entries of pages winLo, winLo+1, …
+	winLo   uint64
 }
 
 func (m *procMemory) read(b []byte, addr uint64) error {
@@ -188,16 +190,14 @@ func (m *procMemory) read(b []byte, addr uint64) error {
 	return err
 }
 
-// pagemap entries: bit 63 says the page is present in RAM.
 const (
 	pageShift   = 12
-	pagePresent = 1 << 63
 	pagemapRead = 8192 // entries per read: 32 MiB of address space
 )
 
 func (m *procMemory) resident(start, end uint64) (uint64, error) {
 	if m.pagemap == nil {
-		f, err := os.Open(m.dir + "/pagemap")
+		f, err := procfs.OpenPagemapIn(m.dir)
 		if err != nil {
 			return 0, err
 		}
@@ -206,10 +206,10 @@ func (m *procMemory) resident(start, end uint64) (uint64, error) {
 	}
 	var n uint64
 	for page := start >> pageShift; page < end>>pageShift; page++ {
-		i := (page - m.winLo) * 8
-		if page < m.winLo || i+8 > uint64(len(m.win)) {
-			got, err := m.pagemap.ReadAt(m.win[:cap(m.win)], int64(page*8))
-			if got < 8 {
+		i := page - m.winLo
+		if page < m.winLo || (i+1)*8 > uint64(len(m.win)) {
+			got, err := m.pagemap.ReadAt(m.win[:cap(m.win)], page)
+			if got == 0 {
 				if err == io.EOF {
 					return n, nil // past the user address space ([vsyscall])
 				}
@@ -218,9 +218,9 @@ func (m *procMemory) resident(start, end uint64) (uint64, error) {
 				}
 				return 0, err
 			}
-			m.win, m.winLo, i = m.win[:got&^7], page, 0
+			m.win, m.winLo, i = m.win[:got*8], page, 0
 		}
-		if binary.LittleEndian.Uint64(m.win[i:])&pagePresent != 0 {
+		if procfs.Entry(m.win, i).Present() {
 			n += 1 << pageShift
 		}
 	}
@@ -228,9 +228,10 @@ func (m *procMemory) resident(start, end uint64) (uint64, error) {
 }
 
 func (m *procMemory) close() {
-	for _, f := range []*os.File{m.mem, m.pagemap} {
-		if f != nil {
-			f.Close()
-		}
+	if m.mem != nil {
+		m.mem.Close()
+	}
+	if m.pagemap != nil {
+		m.pagemap.Close()
 	}
 }

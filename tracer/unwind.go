@@ -18,7 +18,7 @@ import (
 
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/gopclntab"
-	"github.com/memtrace/memtrace/symbolize"
+	"github.com/memtrace/memtrace/procfs"
 	"github.com/memtrace/memtrace/unwind"
 )
 
@@ -416,17 +416,17 @@ func toFileOffsets(f *elf.File, tab *unwind.Table) (*unwind.Table, error) {
 }
 
 // codeMappings returns pid's executable file mappings.
-func codeMappings(pid int) ([]symbolize.Mapping, error) {
+func codeMappings(pid int) ([]procfs.Mapping, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
 	if err != nil {
 		return nil, fmt.Errorf("read mappings of %d: %w", pid, err)
 	}
 	defer f.Close()
-	all, err := symbolize.ParseMaps(f)
+	all, err := procfs.ParseMaps(f)
 	if err != nil {
 		return nil, fmt.Errorf("read mappings of %d: %w", pid, err)
 	}
-	var out []symbolize.Mapping
+	var out []procfs.Mapping
 	for _, m := range all {
 		if m.Executable() && m.FileBacked() {
 			out = append(out, m)
@@ -437,7 +437,7 @@ func codeMappings(pid int) ([]symbolize.Mapping, error) {
 
 // mapFile is a path that opens the file of a mapping of pid's, wherever it
 // lives (another mount namespace, deleted).
-func mapFile(pid int, m symbolize.Mapping) string {
+func mapFile(pid int, m procfs.Mapping) string {
 	return fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.Start, m.End)
 }
 

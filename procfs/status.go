@@ -1,0 +1,81 @@
+package procfs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+)
+
+// ErrNoMemory: the process has no memory of its own to read (a kernel
+// thread, or a zombie whose memory is gone).
+var ErrNoMemory = errors.New("no RssAnon, RssFile and RssShmem")
+
+// Status is what memtrace reads of /proc/PID/status: the resident bytes
+// by kind.
+type Status struct {
+	RssAnon, RssFile, RssShmem uint64
+}
+
+// ParseStatus parses the text of /proc/PID/status.
+func ParseStatus(b []byte) (Status, error) {
+	var st Status
+	found := 0
+	for len(b) > 0 {
+		var line []byte
+		line, b, _ = bytes.Cut(b, []byte{'\n'})
+		key, rest, ok := bytes.Cut(line, []byte{':'})
+		if !ok {
+			continue
+		}
+		var dst *uint64
+		switch string(key) {
+		case "RssAnon":
+			dst = &st.RssAnon
+		case "RssFile":
+			dst = &st.RssFile
+		case "RssShmem":
+			dst = &st.RssShmem
+		default:
+			continue
+		}
+		kb, err := kbField(rest)
+		if err != nil {
+			return Status{}, fmt.Errorf("status: %s: %w", key, err)
+		}
+		*dst = kb << 10
+		found++
+	}
+	if found != 3 {
+		return Status{}, fmt.Errorf("status: %w", ErrNoMemory)
+	}
+	return st, nil
+}
+
+// ReadStatus reads pid's status (a process gone matches os.ErrNotExist).
+func ReadStatus(pid int) (Status, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return Status{}, goneOr(err)
+	}
+	return ParseStatus(b)
+}
+
+// MemTotal returns the machine's memory in bytes: /proc/meminfo's MemTotal.
+func MemTotal() (uint64, error) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	_, rest, ok := bytes.Cut(b, []byte("MemTotal:"))
+	if !ok {
+		return 0, errors.New("meminfo: no MemTotal")
+	}
+	line, _, _ := bytes.Cut(rest, []byte{'\n'})
+	kb, err := kbField(line)
+	if err != nil {
+		return 0, fmt.Errorf("meminfo: MemTotal: %w", err)
+	}
+	return kb << 10, nil
+}
