@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/event"
+	"github.com/memtrace/memtrace/internal/testwait"
 	"github.com/memtrace/memtrace/report"
 	"github.com/memtrace/memtrace/tracer"
 )
@@ -246,7 +246,7 @@ func (r *liveRun) wait(t *testing.T) int {
 	case c := <-r.code:
 		r.codeReceived = &c
 		return c
-	case <-time.After(waitLimit):
+	case <-time.After(testwait.Limit):
 		t.Fatalf("the run did not end; stderr:\n%s", r.stderr)
 	}
 	return 0
@@ -255,21 +255,8 @@ func (r *liveRun) wait(t *testing.T) int {
 // signal delivers sig as signal.Notify would.
 func (r *liveRun) signal(sig os.Signal) { r.s.sigs <- sig }
 
-// waitLimit bounds every wait for a condition: it is only reached when
-// the condition never comes (a failure), so it can be generous.
-const waitLimit = 30 * time.Second
-
-// waitFor polls cond until it holds.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
+// waitFor polls cond until it holds (testwait.For).
+func waitFor(t *testing.T, what string, cond func() bool) { testwait.For(t, what, cond) }
 
 // waitAttached waits for an Attach on pid.
 func (r *liveRun) waitAttached(t *testing.T, pid int) attachCall {
@@ -349,13 +336,7 @@ func startSleeper(t *testing.T) *exec.Cmd {
 }
 
 // waitLibc waits until pid has mapped the C library.
-func waitLibc(t *testing.T, pid int) {
-	t.Helper()
-	waitFor(t, "the C library mapped", func() bool {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/maps")
-		return err == nil && bytes.Contains(b, []byte("/libc.so"))
-	})
-}
+func waitLibc(t *testing.T, pid int) { testwait.Mapped(t, pid, "/libc.so") }
 
 // alloc and free are synthetic events of pid, from one call site.
 func alloc(pid int, addr, size uint64) *event.Event {
