@@ -21,11 +21,13 @@
 /*
  * Provides: the frame_cache and frame_epoch maps; frames_epoch, frames_mm,
  * frames_valid, frames_invalidate, frames_unmap; task_xol.
- * Needs (from memtrace.h, included first): struct file_key, struct
- * unwind_row; CO-RE task and mm types (memtrace.bpf.c).
+ * Needs: probes.h (memtrace.h's struct file_key and struct unwind_row,
+ * kernel.h's task and mm types).
  */
 #ifndef MEMTRACE_FRAMES_H
 #define MEMTRACE_FRAMES_H
+
+#include "probes.h"
 
 /* What the walk needs of a frame, cached. */
 struct frame_info {

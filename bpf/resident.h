@@ -23,12 +23,16 @@
  * fault_pending and fault_sites maps, and the logic of the fault programs
  * (on_fault, on_rss_stat_split, tell_refault, fault_sample), which
  * memtrace.bpf.c's mt_fault_user, mt_fault_kern, mt_page_alloc and
- * mt_rss_stat run. Needs, defined before it in memtrace.bpf.c: emit,
- * task_id, draw_mean (sample.h); refault.h and unwind.h (emit_site,
- * scratch). The refault slots are tested by test_unwind.bpf.c.
+ * mt_rss_stat run. Needs (included here): probes.h (emit, task_id,
+ * sample.h's draw_mean), refault.h and unwind.h (emit_site, scratch). The
+ * refault slots are tested by test_unwind.bpf.c.
  */
 #ifndef MEMTRACE_RESIDENT_H
 #define MEMTRACE_RESIDENT_H
+
+#include "probes.h"
+#include "refault.h"
+#include "unwind.h"
 
 #define PAGE_SIZE 4096
 /* x86 page fault error code bits. */

@@ -28,14 +28,18 @@
  * Provides: the scratch map and the walk (struct walk, walk_start,
  * walk_frame), emit_site (an event with its charged call site and stack),
  * outer_frame, vma_file and struct file_key_query (mt_file_key in
- * memtrace.bpf.c). Needs, defined before it in memtrace.bpf.c: the events
- * ring and emit, count_lost, wake_flags, the unwind_rows and unwind_files
- * maps, stack_depth, struct inflight; frames.h (the frame cache) and
- * refault.h (charge_page). Tested on synthetic stacks by
+ * memtrace.bpf.c). Needs (included here): probes.h (the events ring and
+ * emit, count_lost, wake_flags, the unwind_rows and unwind_files maps,
+ * stack_depth, struct inflight), frames.h (the frame cache) and refault.h
+ * (charge_page). Tested on synthetic stacks by
  * test_unwind.bpf.c (tracer/bpf_unwind_test.go).
  */
 #ifndef MEMTRACE_UNWIND_H
 #define MEMTRACE_UNWIND_H
+
+#include "probes.h"
+#include "frames.h"
+#include "refault.h"
 
 /* How a step ended. */
 enum {
