@@ -308,6 +308,8 @@ func (s *session) flushExits() error {
 	s.exportExited(exits) // exports.go: while their mappings and stacks are known
 	err := s.feed(pipeline.Input{Kind: pipeline.InReport, Report: recording.Report{Time: monotonicNow(), Final: true, Exited: true}})
 	for _, pid := range pids {
+		// -v: what a script (or a test) can wait for, not a fixed time.
+		s.log.Info("exit reported", "pid", pid, "batch", len(pids))
 		if !s.table.Known(uint32(pid)) { // not a new process with the same PID
 			s.res.Forget(pid)
 			s.objs.ForgetStacks(uint32(pid)) // sampled mode takes stacks: keep them bounded

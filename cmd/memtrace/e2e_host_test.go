@@ -273,6 +273,33 @@ func (h *hostRun) waitFor(t *testing.T, s string, d time.Duration) {
 	}
 }
 
+// waitExitsReported waits until the final records of the exits of pids
+// are written (-v's "exit reported", logged once their batch is out), in
+// whatever order.
+func (h *hostRun) waitExitsReported(t *testing.T, pids ...int) {
+	t.Helper()
+	left := map[string]bool{}
+	for _, pid := range pids {
+		left[`msg="exit reported" pid=`+strconv.Itoa(pid)+" "] = true
+	}
+	timeout := time.After(time.Minute)
+	for len(left) > 0 {
+		select {
+		case l, ok := <-h.lines:
+			if !ok {
+				t.Fatalf("memtrace ended before reporting the exits of %v:\n%s", pids, h.errors())
+			}
+			for want := range left {
+				if strings.Contains(l, want) {
+					delete(left, want)
+				}
+			}
+		case <-timeout:
+			t.Fatalf("memtrace did not report the exits of %v within a minute:\n%s", pids, h.errors())
+		}
+	}
+}
+
 func (h *hostRun) errors() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -382,7 +409,7 @@ func TestHostPicksUpNewProcesses(t *testing.T) {
 			t.Fatalf("%v: %v", c.Args, err)
 		}
 	}
-	time.Sleep(1500 * time.Millisecond) // the exits' batch is written within a second
+	h.waitExitsReported(t, onHost.Process.Pid, inRoot.Process.Pid)
 	run := h.stop(t)
 	// Every report record names the kernel and attach path, the exits'
 	// batches too (they had "kernel":"","attach":"").
@@ -594,7 +621,7 @@ func TestHostCgroup(t *testing.T) {
 		t.Fatalf("fixture in the cgroup: %v", err)
 	}
 	out.Wait()
-	time.Sleep(1500 * time.Millisecond)
+	h.waitExitsReported(t, in.Process.Pid)
 	run := h.stop(t)
 	if p, ok := run.exitedRecord(in.Process.Pid); !ok || p.Allocs != 6 || p.LiveBytes != 3000 {
 		t.Errorf("the process in the cgroup: %+v (reported %v), want 6 allocations, 3000 bytes live", p.processRecord, ok)

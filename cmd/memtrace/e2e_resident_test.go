@@ -647,7 +647,7 @@ func TestResidentHost(t *testing.T) {
 	io.WriteString(stdin, "go\n")
 	expectLine(t, lines, "ready")
 	after := rssAnon(t, stays.Process.Pid)
-	time.Sleep(1500 * time.Millisecond) // the exit's batch is written
+	h.waitExitsReported(t, exits.Process.Pid)
 	h.cmd.Process.Signal(syscall.SIGINT)
 	if err := h.cmd.Wait(); err != nil {
 		t.Fatalf("memtrace: %v\n%s", err, h.errors())
