@@ -65,9 +65,11 @@ type fakeProbes struct {
 	attachErr error
 	attached  []attachCall
 	host      bool
-	faults    bool
+	faultsOn  bool
 	forgotten []uint32
 	lost      uint64
+	// faults: the processes whose faults are sampled now.
+	faults map[uint32]bool
 }
 
 func (p *fakeProbes) Attach(a *tracer.Attachment, probes []tracer.Placement) error {
@@ -94,12 +96,33 @@ func (p *fakeProbes) AttachHost() error {
 func (p *fakeProbes) AttachFaults() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.faults = true
+	p.faultsOn = true
 	return nil
 }
 
-func (p *fakeProbes) TraceFaults(uint32) error     { return nil }
-func (p *fakeProbes) UntraceFaults(uint32)         {}
+func (p *fakeProbes) TraceFaults(pid uint32) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.faults == nil {
+		p.faults = map[uint32]bool{}
+	}
+	p.faults[pid] = true
+	return nil
+}
+
+func (p *fakeProbes) UntraceFaults(pid uint32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.faults, pid)
+}
+
+// tracingFaults reports whether pid's faults are sampled, and whether
+// the fault tracepoints are attached.
+func (p *fakeProbes) tracingFaults(pid int) (pidOn, attached bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.faults[uint32(pid)], p.faultsOn
+}
 func (p *fakeProbes) PreloadTables(int) error      { return nil }
 func (p *fakeProbes) PreloadTableFiles([]string)   {}
 func (p *fakeProbes) Stack(int32) ([]uint64, bool) { return nil, false }

@@ -338,3 +338,59 @@ func TestHost(t *testing.T) {
 		t.Errorf("forgot %v in the probes, want the exited process %d", got, gone)
 	}
 }
+
+// TestResident: --resident-bytes attaches the fault tracepoints and
+// samples the targets' faults, until each exits (its PID may be reused).
+func TestResident(t *testing.T) {
+	target := startSleeper(t)
+	pid := target.Process.Pid
+	cfg := testConfig()
+	cfg.PIDs = []int{pid}
+	cfg.ResidentBytes = 64 << 10
+	b := newFakeBackend()
+	r := startRun(t, cfg, b)
+	r.waitAttached(t, pid)
+	if on, attached := b.probes.tracingFaults(pid); !on || !attached || b.loaded.ResidentBytes != 64<<10 {
+		t.Errorf("faults of the target sampled %v, tracepoints attached %v, loaded with ResidentBytes %d; want true true %d",
+			on, attached, b.loaded.ResidentBytes, 64<<10)
+	}
+	target.Process.Kill()
+	if code := r.wait(t); code != pipeline.ExitOK {
+		t.Fatalf("exit %d, want 0; stderr:\n%s", code, r.stderr)
+	}
+	if on, _ := b.probes.tracingFaults(pid); on {
+		t.Error("the exited target's faults are still sampled")
+	}
+}
+
+// TestFollow: with -f a child the command forks is probed before its
+// first instruction, and again when it executes a program of its own.
+func TestFollow(t *testing.T) {
+	cfg := testConfig()
+	cfg.Command = []string{"/bin/sh", "-c", "/bin/true; exit 4"}
+	cfg.Follow = true
+	b := newFakeBackend()
+	r := startRun(t, cfg, b)
+	if code := r.wait(t); code != 4 {
+		t.Fatalf("exit %d, want 4; stderr:\n%s", code, r.stderr)
+	}
+	byPID := map[int]int{}
+	for _, c := range b.probes.calls() {
+		byPID[c.pid]++
+	}
+	sh := b.probes.calls()[0].pid
+	var child int
+	for pid := range byPID {
+		if pid != sh {
+			child = pid
+		}
+	}
+	// sh: at its exec; the child: at its fork, and at its exec of true.
+	if len(byPID) != 2 || byPID[sh] != 1 || byPID[child] != 2 {
+		t.Errorf("attached %v times by PID (sh %d), want sh once and its child twice", byPID, sh)
+	}
+	f := finals(t, r.stdout.String())
+	if len(f[sh]) != 1 || len(f[child]) != 1 || f[child][0].Comm != "true" || !f[child][0].Exited {
+		t.Errorf("final records %+v, want one each of sh and of its child true, exited", f)
+	}
+}
