@@ -185,11 +185,7 @@ func (s *session) attachTargets() error {
 func (s *session) loop(child *launch.Child, sigs chan os.Signal) (int, error) {
 	tick, deadline, stopTimers := s.runTimers()
 	defer stopTimers()
-	var stops <-chan launch.Stop
-	var done <-chan syscall.WaitStatus
-	if child != nil {
-		stops, done = child.Stops, child.Done
-	}
+	stops, done := commandEvents(child)
 	sweep, stopSweep := s.sweepTimer()
 	defer stopSweep()
 	code := pipeline.ExitOK
@@ -234,10 +230,25 @@ func (s *session) loop(child *launch.Child, sigs chan os.Signal) (int, error) {
 			}
 		default:
 		}
-		if s.host == nil && done == nil && s.allExited() {
+		if s.targetsGone(done) {
 			return code, s.finish()
 		}
 	}
+}
+
+// commandEvents are the command's stops and its exit (nil without one).
+func commandEvents(child *launch.Child) (<-chan launch.Stop, <-chan syscall.WaitStatus) {
+	if child == nil {
+		return nil, nil
+	}
+	return child.Stops, child.Done
+}
+
+// targetsGone is the end of a run with targets: every one has exited and
+// the command's status is known (done, nil once read). The whole host
+// never ends so.
+func (s *session) targetsGone(done <-chan syscall.WaitStatus) bool {
+	return s.host == nil && done == nil && s.allExited()
 }
 
 // between runs before each turn of the loop: the ring is read (waiting up
