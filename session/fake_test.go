@@ -67,7 +67,8 @@ type fakeProbes struct {
 	host      bool
 	faultsOn  bool
 	forgotten []uint32
-	lost      uint64
+	// lost is the events the ring lost, as Lost reports them.
+	lost uint64
 	// faults: the processes whose faults are sampled now.
 	faults map[uint32]bool
 }
@@ -123,11 +124,12 @@ func (p *fakeProbes) tracingFaults(pid int) (pidOn, attached bool) {
 	defer p.mu.Unlock()
 	return p.faults[uint32(pid)], p.faultsOn
 }
-func (p *fakeProbes) PreloadTables(int) error      { return nil }
-func (p *fakeProbes) PreloadTableFiles([]string)   {}
-func (p *fakeProbes) Stack(int32) ([]uint64, bool) { return nil, false }
-func (p *fakeProbes) ForgetBlocks(uint32, []uint64) {
-}
+
+// The rest keep nothing: no unwind tables, stacks, counts or pages.
+func (p *fakeProbes) PreloadTables(int) error         { return nil }
+func (p *fakeProbes) PreloadTableFiles([]string)      {}
+func (p *fakeProbes) Stack(int32) ([]uint64, bool)    { return nil, false }
+func (p *fakeProbes) ForgetBlocks(uint32, []uint64)   {}
 func (p *fakeProbes) ForgetStacks(uint32)             {}
 func (p *fakeProbes) Sweep(func(pid uint32) bool) int { return 0 }
 func (p *fakeProbes) Uncharge(uint32, uint64)         {}
@@ -328,6 +330,25 @@ func processes(t *testing.T, out string) []processRecord {
 		}
 	}
 	return procs
+}
+
+// lostEvents is the lost_events of the last "report" line.
+func lostEvents(t *testing.T, out string) uint64 {
+	t.Helper()
+	var n uint64
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r struct {
+			Type       string `json:"type"`
+			LostEvents uint64 `json:"lost_events"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		if r.Type == "report" {
+			n = r.LostEvents
+		}
+	}
+	return n
 }
 
 // finals are the final records of each process, by PID.

@@ -311,6 +311,7 @@ func TestHost(t *testing.T) {
 	cfg := testConfig()
 	cfg.Heap = true
 	b := newFakeBackend()
+	b.probes.lost = 3 // the ring was full 3 times: the reports say so
 	r := startRun(t, cfg, b, pid)
 	c := r.waitAttached(t, 0) // no PID filter
 	if !slices.Contains(c.symbols, "malloc") {
@@ -336,6 +337,9 @@ func TestHost(t *testing.T) {
 	}
 	if got := b.probes.forgot(); !slices.Contains(got, uint32(gone)) {
 		t.Errorf("forgot %v in the probes, want the exited process %d", got, gone)
+	}
+	if n := lostEvents(t, r.stdout.String()); n != 3 {
+		t.Errorf("the final report says %d events lost, want 3", n)
 	}
 }
 
