@@ -13,6 +13,7 @@ type vma struct {
 	inode      uint64
 	path       string // "" for anonymous memory, "[heap]", "/usr/lib/…"
 	rss        uint64 // bytes
+	pss        uint64 // bytes, the proportional share (smaps only)
 }
 
 // accessible reports whether the mapping can be read, written or run:
@@ -26,7 +27,7 @@ func (v *vma) anonymous() bool {
 	return v.inode == 0 && (v.path == "" || v.path == "[heap]" || v.path == "[stack]")
 }
 
-// parseSmaps reads /proc/PID/smaps (or maps: no Rss) through procfs.
+// parseSmaps reads /proc/PID/smaps (or maps: no Rss, no Pss) through procfs.
 func parseSmaps(r io.Reader) ([]vma, error) {
 	vs, err := procfs.ParseSmaps(r)
 	if err != nil {
@@ -34,7 +35,7 @@ func parseSmaps(r io.Reader) ([]vma, error) {
 	}
 	out := make([]vma, len(vs))
 	for i, v := range vs {
-		out[i] = vma{start: v.Start, end: v.End, perms: v.Perms, inode: v.Inode, path: v.Path, rss: v.Rss}
+		out[i] = vma{start: v.Start, end: v.End, perms: v.Perms, inode: v.Inode, path: v.Path, rss: v.Rss, pss: v.Pss}
 	}
 	return out, nil
 }

@@ -14,12 +14,13 @@ import (
 // it. Parsed from maps, only Mapping is set.
 type VMA struct {
 	Mapping
-	// Rss is the bytes of it resident now.
-	Rss uint64
+	// Rss is the bytes of it resident now; Pss its proportional share
+	// (a page shared by n processes counts 1/n).
+	Rss, Pss uint64
 }
 
 // ParseSmaps parses /proc/PID/smaps, or maps (whose lines are smaps's
-// headers), sorted by address. Of the fields only Rss is read.
+// headers), sorted by address. Of the fields only Rss and Pss are read.
 func ParseSmaps(r io.Reader) ([]VMA, error) {
 	var out []VMA
 	sc := bufio.NewScanner(r)
@@ -33,12 +34,21 @@ func ParseSmaps(r io.Reader) ([]VMA, error) {
 		}
 		key, rest, _ := bytes.Cut(line, []byte{' '})
 		if key[len(key)-1] == ':' {
-			if len(out) > 0 && string(key) == "Rss:" {
+			var dst *uint64
+			if len(out) > 0 {
+				switch string(key) {
+				case "Rss:":
+					dst = &out[len(out)-1].Rss
+				case "Pss:":
+					dst = &out[len(out)-1].Pss
+				}
+			}
+			if dst != nil {
 				kb, err := kbField(rest)
 				if err != nil {
 					return nil, fmt.Errorf("parse smaps line %d: %w", n, err)
 				}
-				out[len(out)-1].Rss = kb << 10
+				*dst = kb << 10
 			}
 			continue
 		}

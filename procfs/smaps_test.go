@@ -19,6 +19,7 @@ VmFlags: rd wr mr mw me ac
 55d0c8a00000-55d0c8a04000 r-xp 00002000 fe:00 247278                     /usr/lib/libc.so.6 (deleted)
 Size:                 16 kB
 Rss:                  12 kB
+Pss:                   6 kB
 `
 	got, err := ParseSmaps(strings.NewReader(in))
 	if err != nil {
@@ -26,7 +27,7 @@ Rss:                  12 kB
 	}
 	want := []VMA{
 		{Mapping: Mapping{Start: 0x55d0c8a00000, End: 0x55d0c8a04000, Offset: 0x2000, Perms: "r-xp", Dev: "fe:00",
-			Inode: 247278, Path: "/usr/lib/libc.so.6", Deleted: true}, Rss: 12 << 10},
+			Inode: 247278, Path: "/usr/lib/libc.so.6", Deleted: true}, Rss: 12 << 10, Pss: 6 << 10},
 		{Mapping: Mapping{Start: 0x7f5000001000, End: 0x7f5000002000, Perms: "rw-p", Dev: "00:00"}, Rss: 4 << 10},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -40,11 +41,14 @@ Rss:                  12 kB
 }
 
 func TestParseStatus(t *testing.T) {
-	got, err := ParseStatus([]byte("Name:\tx\nRssAnon:\t  100 kB\nRssFile:\t 20 kB\nRssShmem:\t 3 kB\n"))
-	if want := (Status{RssAnon: 100 << 10, RssFile: 20 << 10, RssShmem: 3 << 10}); err != nil || got != want {
+	got, err := ParseStatus([]byte("Name:\tx\nRssAnon:\t  100 kB\nRssFile:\t 20 kB\nRssShmem:\t 3 kB\nVmSwap:\t 8 kB\n"))
+	if want := (Status{RssAnon: 100 << 10, RssFile: 20 << 10, RssShmem: 3 << 10, VmSwap: 8 << 10}); err != nil || got != want {
 		t.Errorf("ParseStatus = %+v, %v; want %+v", got, err, want)
 	}
-	// A kernel thread has no memory of its own.
+	// A kernel thread has no memory of its own (VmSwap alone is not enough).
+	if _, err := ParseStatus([]byte("Name:\tx\nVmSwap:\t 8 kB\nRssAnon:\t 1 kB\n")); !errors.Is(err, ErrNoMemory) {
+		t.Errorf("VmSwap and RssAnon only: error %v, want ErrNoMemory", err)
+	}
 	if _, err := ParseStatus([]byte("Name:\tkthreadd\n")); !errors.Is(err, ErrNoMemory) {
 		t.Errorf("kernel thread: error %v, want ErrNoMemory", err)
 	}

@@ -13,9 +13,11 @@ import (
 var ErrNoMemory = errors.New("no RssAnon, RssFile and RssShmem")
 
 // Status is what memtrace reads of /proc/PID/status: the resident bytes
-// by kind.
+// by kind, and the bytes swapped out (VmSwap; 0 where the kernel has no
+// swap accounting).
 type Status struct {
 	RssAnon, RssFile, RssShmem uint64
+	VmSwap                     uint64
 }
 
 // ParseStatus parses the text of /proc/PID/status.
@@ -30,6 +32,7 @@ func ParseStatus(b []byte) (Status, error) {
 			continue
 		}
 		var dst *uint64
+		optional := false
 		switch string(key) {
 		case "RssAnon":
 			dst = &st.RssAnon
@@ -37,6 +40,8 @@ func ParseStatus(b []byte) (Status, error) {
 			dst = &st.RssFile
 		case "RssShmem":
 			dst = &st.RssShmem
+		case "VmSwap":
+			dst, optional = &st.VmSwap, true
 		default:
 			continue
 		}
@@ -45,7 +50,9 @@ func ParseStatus(b []byte) (Status, error) {
 			return Status{}, fmt.Errorf("status: %s: %w", key, err)
 		}
 		*dst = kb << 10
-		found++
+		if !optional {
+			found++
+		}
 	}
 	if found != 3 {
 		return Status{}, fmt.Errorf("status: %w", ErrNoMemory)
