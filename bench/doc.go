@@ -20,6 +20,9 @@
 //     is on during the bench (BPF_ENABLE_STATS), and each row gives each BPF
 //     program's runs per pair and ns per run (memtrace -v logs them).
 //   - startup: from launching `memtrace -p PID -v` to its "msg=attached".
+//   - node: `node -e 0` (a 98 MB binary) untraced, under memtrace with its
+//     unwind tables cached and on a first run, and under heaptrack; and the
+//     tables' load time memtrace -v gives, first run and cached.
 //   - consumer: decode+aggregate events/s on one core (Go benchmarks).
 //   - livemem: Go heap per live block (aggregate's BenchmarkLiveMemory).
 //   - sqlite, redis: real programs, untraced against traced.
@@ -30,4 +33,6 @@
 //     untraced, on faults.c and sqlite3; resident-accuracy: the accuracy
 //     fixtures' estimates over the truth; resident-memory: memtrace's own
 //     peak memory (idle, 1000 processes, one of 8 GiB).
+//   - hoststart: memtrace's CPU per short-lived process start (/bin/true,
+//     sqlite3) in whole-host mode, by default and with --heap.
 package bench

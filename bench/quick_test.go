@@ -69,6 +69,8 @@ func TestQuick(t *testing.T) {
 		"blocks-memory": {memtraceModes[0].name},
 		// The whole host's default against untraced (resident.go).
 		"resident-faults": {rowUntraced, rowHostDefault},
+		// memtrace's CPU per process start on a whole host (hoststart.go).
+		"hoststart": {"/bin/true (default)", "/bin/true (--heap)"},
 	}
 	for id, names := range must {
 		c := byID[id]

@@ -102,6 +102,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Results, error) 
 	sections := map[string]func(context.Context) ([]*Comparison, error){
 		"micro":     r.micro,
 		"startup":   r.startup,
+		"node":      r.node, // node.go
 		"consumer":  r.consumer,
 		"livemem":   r.liveMemory,
 		"footprint": r.footprint,
@@ -112,6 +113,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Results, error) 
 		"resident":          r.resident,
 		"resident-accuracy": r.residentAccuracySection,
 		"resident-memory":   r.residentMemorySection,
+		"hoststart":         r.hostStart, // hoststart.go
 	}
 	for _, name := range Sections {
 		if !cfg.has(name) {

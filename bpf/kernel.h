@@ -95,6 +95,7 @@ struct vm_area_struct {
 	unsigned long vm_end;
 	unsigned long vm_pgoff;
 	struct file *vm_file;
+	unsigned long vm_flags; /* in an anonymous union since 6.3: CO-RE finds it */
 } __attribute__((preserve_access_index));
 
 #endif

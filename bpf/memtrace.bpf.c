@@ -1027,7 +1027,7 @@ int mt_file_key(struct file_key_query *q)
 	struct vma_found v = {.addr = q->addr};
 
 	q->found = 0;
-	if (bpf_find_vma(bpf_get_current_task_btf(), v.addr, vma_file, &v, 0) || !v.found)
+	if (bpf_find_vma(bpf_get_current_task_btf(), v.addr, vma_file, &v, 0) || v.found != VMA_FILE)
 		return 0;
 	q->key = v.key;
 	q->found = 1;

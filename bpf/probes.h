@@ -30,6 +30,12 @@
  * malloc's caller.
  */
 #define MAX_CHAIN_FRAMES 32
+/*
+ * Frames kept from a charged JIT frame on without --detail: enough to
+ * pass the runtime's own JIT code (node's Buffer.alloc and FastBuffer, the
+ * JDK's ByteBuffer.allocateDirect path) to the program's function.
+ */
+#define JIT_FRAMES 10
 /* Binary search steps over a file's rows: tables of up to 2^24 rows. */
 #define SEARCH_STEPS 24
 

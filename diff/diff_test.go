@@ -78,3 +78,19 @@ func TestReadNDJSONErrors(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReadNDJSON: a dump or --json output is outside input (a file given
+// to memtrace diff): any bytes read without a panic.
+func FuzzReadNDJSON(f *testing.F) {
+	f.Add([]byte(`{"type":"report","final":true}` + "\n" + `{"type":"process","pid":1,"comm":"a","live_bytes":5}` + "\n" +
+		`{"type":"callsite","pid":1,"category":"heap","function":"f","live_bytes":5}` + "\n"))
+	f.Add([]byte(`{"type":"callsite","pid":1}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		side, err := ReadNDJSON(bytes.NewReader(in))
+		if err != nil {
+			return
+		}
+		var b bytes.Buffer
+		WriteText(&b, Compare(side, side), false)
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/memtrace/memtrace/report"
+	"github.com/memtrace/memtrace/textsafe"
 )
 
 // processDiffRecord and callsiteDiffRecord are the NDJSON records of a
@@ -75,7 +76,7 @@ func WriteText(w io.Writer, r Result, raw bool) error {
 	var b bytes.Buffer
 	for _, p := range r.Processes {
 		n, d := p.New, p.Delta
-		fmt.Fprintf(&b, "%s\n", p.Comm)
+		fmt.Fprintf(&b, "%s\n", textsafe.String(p.Comm))
 		fmt.Fprintf(&b, "  live:      %s in %s blocks, peak live %s\n", fig(n.LiveBytes, d.LiveBytes, raw, true),
 			fig(n.LiveAllocs, d.LiveAllocs, true, false), fig(n.PeakLiveBytes, d.PeakLiveBytes, raw, true))
 		fmt.Fprintf(&b, "  allocated: %s in %s calls\n", fig(n.AllocBytes, d.AllocBytes, raw, true), fig(n.Allocs, d.Allocs, true, false))
@@ -102,7 +103,8 @@ func WriteText(w io.Writer, r Result, raw bool) error {
 				cat = " [" + s.Category + "]"
 			}
 			fmt.Fprintf(&b, "    live %s, allocated %s in %s calls  %s  %s  %s%s\n", fig(s.New.LiveBytes, s.Delta.LiveBytes, raw, true),
-				fig(s.New.AllocBytes, s.Delta.AllocBytes, raw, true), fig(s.New.Allocs, s.Delta.Allocs, true, false), fn, loc, s.Module, cat)
+				fig(s.New.AllocBytes, s.Delta.AllocBytes, raw, true), fig(s.New.Allocs, s.Delta.Allocs, true, false),
+				textsafe.String(fn), textsafe.String(loc), textsafe.String(s.Module), textsafe.String(cat))
 		}
 	}
 	_, err := w.Write(b.Bytes())

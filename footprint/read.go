@@ -2,6 +2,7 @@ package footprint
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -47,10 +48,42 @@ func Read(pid int, o Options) (Reading, error) {
 	if err := parseStatus(st, &r); err != nil {
 		return Reading{}, fmt.Errorf("footprint of %d: %w", pid, err)
 	}
+	for i := range vmas {
+		r.PSS += vmas[i].pss
+	}
+	if len(vmas) > manyMappings { // read from maps: no Pss lines
+		r.PSS, _ = procfs.ReadRollupPSS(pid)
+	}
 	r.settle()
 	r.Cgroup, r.CgroupMemory = cgroupMemory(dir)
 	return r, nil
 }
+
+// ReadRollup takes a light reading of pid, for a process memtrace only
+// lists (whole host): its RSS and parts and its swap from
+// /proc/PID/status, its PSS from /proc/PID/smaps_rollup (one walk of its
+// page tables, nothing per mapping written out), and its cgroup. A kernel
+// thread has no memory of its own: ErrKernelThread.
+func ReadRollup(pid int) (Reading, error) {
+	dir := "/proc/" + strconv.Itoa(pid)
+	st, err := os.ReadFile(dir + "/status")
+	if err != nil {
+		return Reading{}, fmt.Errorf("footprint of %d: %w", pid, err)
+	}
+	r := Reading{Rollup: true}
+	if err := parseStatus(st, &r); err != nil {
+		return Reading{}, fmt.Errorf("footprint of %d: %w", pid, ErrKernelThread)
+	}
+	if r.PSS, err = procfs.ReadRollupPSS(pid); err != nil {
+		return Reading{}, fmt.Errorf("footprint of %d: %w", pid, err)
+	}
+	r.Cgroup, r.CgroupMemory = cgroupMemory(dir)
+	return r, nil
+}
+
+// ErrKernelThread: the process has no address space of its own (a kernel
+// thread), or has lost it (a zombie).
+var ErrKernelThread = errors.New("no user memory (a kernel thread or a zombie)")
 
 // manyMappings is where Read turns from smaps to maps and pagemap (a
 // variable for the tests).

@@ -40,13 +40,15 @@ func parseSmaps(r io.Reader) ([]vma, error) {
 	return out, nil
 }
 
-// parseStatus reads RssAnon, RssFile and RssShmem from /proc/PID/status.
+// parseStatus reads RssAnon, RssFile and RssShmem from /proc/PID/status,
+// and VmSwap where the kernel has it.
 func parseStatus(b []byte, r *Reading) error {
 	st, err := procfs.ParseStatus(b)
 	if err != nil {
 		return err // a kernel thread, or a zombie whose memory is gone
 	}
 	r.RSSAnon, r.RSSFile, r.RSSShmem = st.RssAnon, st.RssFile, st.RssShmem
+	r.Swap = st.VmSwap
 	r.RSS = r.RSSAnon + r.RSSFile + r.RSSShmem
 	return nil
 }

@@ -118,8 +118,10 @@ type Sample struct {
 	MappedBytes uint64 // anonymous mappings (mmap) live
 	// HeapResident is the allocator's memory in RAM (a Go program's Go
 	// heap included), from the latest footprint reading at or before Time (readings are rarer than
-	// samples); 0 before the first.
+	// samples); 0 before the first, which HeapRead tells apart from a
+	// reading of 0.
 	HeapResident uint64
+	HeapRead     bool
 	// Sites holds the live bytes of the largest call sites at this moment
 	// (at most MaxSites), by index into Process.Sites; a call site broken
 	// down by stack (aggregate.SiteSnapshot.Stacks) is one entry per stack.
@@ -205,6 +207,7 @@ type proc struct {
 	lastBlocks   int    // blocks in the last heap-map moment
 	lastTime     uint64 // of the last point: points keep time order
 	resident     uint64 // the latest reading's heap resident bytes
+	read         bool   // a reading was seen
 
 	// After's state: the first event's time, the young points taken,
 	// their step and the turnover of the next one; the aggregate's peak
@@ -451,9 +454,10 @@ func (c *Collector) sample(p *proc, ps *aggregate.ProcessSnapshot, t uint64) Sam
 	if ps.Footprint != nil {
 		// A Go program's heap is its allocator's too.
 		p.resident = ps.Footprint.HeapResident + ps.Footprint.GoHeap.Resident
+		p.read = true
 	}
 	s := Sample{Time: t, Turnover: turnover(ps.Heap), LiveBytes: ps.Heap.LiveBytes, LiveBlocks: ps.Heap.LiveAllocs,
-		MappedBytes: ps.Mapped.LiveBytes, HeapResident: p.resident, Rates: ps.Rates}
+		MappedBytes: ps.Mapped.LiveBytes, HeapResident: p.resident, HeapRead: p.read, Rates: ps.Rates}
 	// A site broken down by stack (sampled mode's stacks) counts as one
 	// site per stack, as --detail's sites are: the flame graph draws
 	// whole stacks, the timeline groups them back by call site.

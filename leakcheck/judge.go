@@ -2,6 +2,7 @@ package leakcheck
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/symbolize"
+	"github.com/memtrace/memtrace/textsafe"
 )
 
 // Judging: a check's classes are facts about the process; which of them
@@ -18,6 +20,23 @@ import (
 // --fail-on-leak). A live run and a replay of its recording judge the
 // same blocks with the same code, so that a replay can judge them again
 // with other settings.
+
+// ErrDoesNotApply marks a check that cannot apply to the process (a Go
+// program's heap is garbage-collected, not malloc's): its verdict says
+// so, and --fail-on-leak does not fail on it.
+var ErrDoesNotApply = errors.New("does not apply")
+
+// VerdictError is a recorded verdict's error as an error again (a
+// recording keeps its text): one that does not apply stays one.
+func VerdictError(text string) error {
+	if text == "" {
+		return nil
+	}
+	if rest, ok := strings.CutPrefix(text, ErrDoesNotApply.Error()); ok {
+		return fmt.Errorf("%w%s", ErrDoesNotApply, rest)
+	}
+	return errors.New(text)
+}
 
 // Settings are the user's choices for judging checks.
 type Settings struct {
@@ -253,7 +272,8 @@ func MatchFrames(fs []symbolize.Frame) []Frame {
 // Failures says whether the run fails --fail-on-leak: over, when a
 // checked process lost more than allowed; failed, when a check could not
 // run (--fail-on-leak must not pass a build it could not check). It
-// writes a line on stderr for each.
+// writes a line on stderr for each, and one for each check that does not
+// apply (neither over nor failed).
 func (j *Judge) Failures(stderr io.Writer) (over, failed bool) {
 	if !j.FailOnLeak {
 		return false, false
@@ -264,14 +284,19 @@ func (j *Judge) Failures(stderr io.Writer) (over, failed bool) {
 	}
 	slices.Sort(pids)
 	for _, pid := range pids {
-		if r := j.Verdicts[pid]; r.Err != nil {
-			fmt.Fprintf(stderr, "memtrace: pid %d %s: leak check failed: %v\n", r.PID, r.Comm, r.Err)
+		r := j.Verdicts[pid]
+		if errors.Is(r.Err, ErrDoesNotApply) {
+			fmt.Fprintf(stderr, "memtrace: pid %d %s: leak check %s\n", r.PID, textsafe.String(r.Comm), textsafe.String(r.Err.Error()))
+			continue
+		}
+		if r.Err != nil {
+			fmt.Fprintf(stderr, "memtrace: pid %d %s: leak check failed: %s\n", r.PID, textsafe.String(r.Comm), textsafe.String(r.Err.Error()))
 			failed = true
 		}
 	}
 	for _, r := range j.Over {
 		fmt.Fprintf(stderr, "memtrace: pid %d %s: %d bytes lost (%s) %s, more than --fail-on-leak=%d\n",
-			r.PID, r.Comm, r.Counted, j.Kinds, r.When, j.FailBytes)
+			r.PID, textsafe.String(r.Comm), r.Counted, j.Kinds, textsafe.String(r.When), j.FailBytes)
 	}
 	return len(j.Over) > 0, failed
 }

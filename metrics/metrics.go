@@ -23,6 +23,7 @@ import (
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/pprofout"
 	"github.com/memtrace/memtrace/report"
+	"github.com/memtrace/memtrace/textsafe"
 )
 
 // ErrNotLoopback: the listen address is reachable from other hosts and the
@@ -226,12 +227,21 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 func (c collector) Collect(ch chan<- prometheus.Metric) {
 	snap, _, cgroups := c.s.latest()
 	for _, p := range snap.Processes {
-		lv := []string{strconv.FormatUint(uint64(p.PID), 10), p.Comm, cgroups[p.PID]}
+		// The process chose its comm, and a delegated cgroup tree its
+		// names: escaped (textsafe), they are valid UTF-8 without
+		// controls, as label values must be. Site labels come escaped
+		// from report.SiteLabels. A metric refused anyway is left out:
+		// MustNewConstMetric would panic the scrape, and memtrace with it.
+		lv := []string{strconv.FormatUint(uint64(p.PID), 10), textsafe.String(p.Comm), textsafe.String(cgroups[p.PID])}
 		gauge := func(d *prometheus.Desc, v float64, extra ...string) {
-			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append(slices.Clone(lv), extra...)...)
+			if m, err := prometheus.NewConstMetric(d, prometheus.GaugeValue, v, append(slices.Clone(lv), extra...)...); err == nil {
+				ch <- m
+			}
 		}
 		counter := func(d *prometheus.Desc, v uint64) {
-			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), lv...)
+			if m, err := prometheus.NewConstMetric(d, prometheus.CounterValue, float64(v), lv...); err == nil {
+				ch <- m
+			}
 		}
 		gauge(liveBytes, float64(p.Heap.LiveBytes))
 		gauge(liveBlocks, float64(p.Heap.LiveAllocs))

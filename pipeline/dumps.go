@@ -2,10 +2,10 @@ package pipeline
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/outfile"
 	"github.com/memtrace/memtrace/report"
 )
 
@@ -32,7 +32,7 @@ func (d *Dumps) Write(snap aggregate.Snapshot, res report.Symbolizer, final bool
 	}
 	o := report.Options{Top: 0, Sort: d.Sort, Final: final, Host: d.Host, Epoch: d.epoch}
 	path := dumpName(d.Dir, d.epoch.Number)
-	f, err := os.Create(path)
+	f, err := outfile.Create(path)
 	if err != nil {
 		return "", err
 	}

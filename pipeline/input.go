@@ -51,6 +51,9 @@ const (
 	InFootprint
 	// InReport: a report is due, Report.
 	InReport
+	// InListed: a process the next whole-host report lists though the
+	// Table holds no event of it: PID, Comm, its reading (Footprint).
+	InListed
 )
 
 // Input is one input of a run, live or replayed: whatever changes what a
@@ -211,5 +214,7 @@ func FromRecord(rec *recording.Record, in *Input) {
 		in.Kind, in.Footprint = InFootprint, &RecordedFootprint{R: rec.Footprint, Ranges: rec.FootprintRanges}
 	case recording.KindReport:
 		in.Kind, in.Report = InReport, rec.Report
+	case recording.KindListed:
+		in.Kind, in.Footprint = InListed, &RecordedFootprint{R: rec.Footprint}
 	}
 }

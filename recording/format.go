@@ -15,8 +15,9 @@ const Magic = "MEMTRACE"
 // records or the info's leak fields; a version-2 file is a version-3 file
 // without footprint records; a version-3 file is a version-4 file without
 // report records; a version-4 file is a version-5 file whose footprint
-// records lack the Go heap.
-const Version = 5
+// records lack the Go heap; a version-5 file is a version-6 file whose
+// footprint records lack the swap, the PSS and the rollup flag.
+const Version = 6
 
 const headerLen = len(Magic) + 4
 

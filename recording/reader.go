@@ -56,6 +56,10 @@ const (
 	KindFootprint
 	// KindReport: Report, a report the live run printed (Time is its).
 	KindReport
+	// KindListed: a process the next whole-host report lists though the
+	// Table holds none of its events: PID, Comm and its Footprint read at
+	// Time.
+	KindListed
 )
 
 // Record is one decoded record. Next reuses it: slices and strings are
@@ -472,6 +476,9 @@ func (r *Reader) decode(tag byte, rec *Record) (done bool, err error) {
 		return true, r.err
 	case tagFootprint:
 		r.decodeFootprint(rec)
+		return true, r.err
+	case tagListed:
+		r.decodeListed(rec)
 		return true, r.err
 	default:
 		r.corrupt(fmt.Sprintf("unknown record tag %#x", tag))

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/event"
+	"github.com/memtrace/memtrace/outfile"
 	"github.com/memtrace/memtrace/symbolize"
 )
 
@@ -67,7 +67,7 @@ type siteKey struct {
 
 // Create creates the file at path and starts a recording in it.
 func Create(path string, info Info) (*Writer, error) {
-	f, err := os.Create(path)
+	f, err := outfile.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("create recording: %w", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/history"
+	"github.com/memtrace/memtrace/outfile"
 	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/pprofout"
 	"github.com/memtrace/memtrace/recording"
@@ -88,7 +88,7 @@ func ParseAt(s string) (At, error) {
 func Replay(c *ReplayConfig, stdout, stderr io.Writer) int {
 	out := stdout
 	if c.Output != "" {
-		f, err := os.Create(c.Output)
+		f, err := outfile.Create(c.Output)
 		if err != nil {
 			fmt.Fprintf(stderr, "memtrace: %v\n", err)
 			return pipeline.ExitUsage
@@ -309,9 +309,14 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	warned := map[string]bool{}
 	n := 0
 	hintSeen := uint64(0)
+	var listed []aggregate.ProcessSnapshot // by the next whole-host report (InListed)
 	loop := &pipeline.Loop{Table: t, Printer: pr, Report: func(r recording.Report) error {
 		r.PIDs = slices.Clone(r.PIDs)
-		rp.reports = append(rp.reports, shownReport{r, pr.Snapshot(r)})
+		snap := pr.Snapshot(r)
+		if r.All && !r.Exited {
+			snap.Processes, listed = append(snap.Processes, listed...), nil
+		}
+		rp.reports = append(rp.reports, shownReport{r, snap})
 		return nil
 	}}
 	if rp.history != nil {
@@ -343,6 +348,9 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 		switch in.Kind {
 		case pipeline.InFootprint:
 			rp.footprints[in.PID] = pipeline.RecordedFootprint{R: in.Footprint.R, Ranges: slices.Clone(in.Footprint.Ranges)}
+			return nil
+		case pipeline.InListed:
+			listed = append(listed, pipeline.Listed(in))
 			return nil
 		case pipeline.InLeakCheck:
 			lc := *in.Leak
@@ -461,7 +469,7 @@ func peakRecord(c *ReplayConfig) (int, error) {
 	n := 0
 	(&pipeline.RecordingSource{R: r}).Run(func(in *pipeline.Input) error {
 		switch in.Kind {
-		case pipeline.InCodeMaps, pipeline.InStack, pipeline.InLeakCheck, pipeline.InFootprint:
+		case pipeline.InCodeMaps, pipeline.InStack, pipeline.InLeakCheck, pipeline.InFootprint, pipeline.InListed:
 			return nil
 		}
 		f.apply(loop, in)

@@ -160,6 +160,7 @@ func newCallsiteRecord(pid uint32, s aggregate.SiteSnapshot, sym Symbolizer, t u
 		leaf, leafAddr = resolve(sym, pid, s.Leaf), hex(s.Leaf)
 	}
 	return callsiteRecord{
+		BeforeTable:    s.BeforeTable,
 		LeafFunction:   leaf.Function,
 		LeafFile:       leaf.File,
 		LeafLine:       leaf.Line,

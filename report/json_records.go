@@ -39,9 +39,13 @@ type reportRecord struct {
 // processRecord holds one process's totals; the top-level live_*, alloc*
 // and free* fields are heap figures, anonymous mappings are under "mmap".
 type processRecord struct {
-	Type           string     `json:"type"`
-	PID            uint32     `json:"pid"`
-	Comm           string     `json:"comm"`
+	Type string `json:"type"`
+	PID  uint32 `json:"pid"`
+	Comm string `json:"comm"`
+	// Whole host only: the process's rank in the list by footprint
+	// (1 first), and whether memtrace saw a fault or an allocation of it.
+	Rank           *int       `json:"rank,omitempty"`
+	Traced         *bool      `json:"traced,omitempty"`
 	LiveBytes      uint64     `json:"live_bytes"`
 	LiveAllocs     uint64     `json:"live_allocs"`
 	Allocs         uint64     `json:"allocs"`
@@ -159,6 +163,8 @@ type callsiteRecord struct {
 	StackTruncated *bool        `json:"stack_truncated,omitempty"`
 	// A JVM's heap sites only (jvm.go): the NMT category of their calls.
 	JVMCategory *string `json:"jvm_category,omitempty"`
+	// Sites charged before their file's unwind table was in: true (absent otherwise).
+	BeforeTable bool `json:"before_table,omitempty"`
 }
 
 // inlineFrame is one source-level frame of an inline chain.

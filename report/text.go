@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/textsafe"
 )
 
 // labelWidth aligns the values of a process header. It is the width of
@@ -92,7 +93,7 @@ func writeLostWarning(b *bytes.Buffer, lost uint64) {
 func writeProcessHeader(b *bytes.Buffer, p rankedProcess, raw bool) {
 	b.WriteString("pid " + strconv.FormatUint(uint64(p.PID), 10))
 	if p.Comm != "" {
-		b.WriteString(" " + p.Comm)
+		b.WriteString(" " + textsafe.String(p.Comm))
 	}
 	if p.Exited {
 		b.WriteString(" (exited)")

@@ -126,7 +126,11 @@ func (p *fakeProbes) tracingFaults(pid int) (pidOn, attached bool) {
 }
 
 // The rest keep nothing: no unwind tables, stacks, counts or pages.
-func (p *fakeProbes) PreloadTables(int) error         { return nil }
+func (p *fakeProbes) PreloadTables(int, []string) (<-chan struct{}, error) {
+	loaded := make(chan struct{})
+	close(loaded)
+	return loaded, nil
+}
 func (p *fakeProbes) PreloadTableFiles([]string)      {}
 func (p *fakeProbes) Stack(int32) ([]uint64, bool)    { return nil, false }
 func (p *fakeProbes) ForgetBlocks(uint32, []uint64)   {}

@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"time"
@@ -82,7 +83,7 @@ func (s *session) leakCheckRunning() {
 			r := &leakcheck.Verdict{PID: pid, Comm: comm(pid), When: "when the run ended", Err: err}
 			s.leaks().Judge.Judge(r, nil, nil)
 			s.recordLeakCheck(r, nil)
-			s.log.Warn("leak check: cannot stop the process", "pid", pid, "err", err)
+			s.log.Warn("leak check: cannot stop the process, so it is not checked", "pid", pid, "err", err)
 			continue
 		}
 		var threads []leakcheck.Thread
@@ -103,16 +104,20 @@ func (s *session) leakCheckRunning() {
 // noAllocator: pid is a target in which no allocator was probed (a Go
 // program, a static binary without symbols: resident memory only). Its
 // heap was not traced, so no check can tell what it lost: its verdict says
-// so, rather than "0 bytes lost" (and --fail-on-leak fails on it, as on any
-// check that could not be made).
+// so, rather than "0 bytes lost". --fail-on-leak fails on it, as on any
+// check that could not be made, except for a Go program, to which a check
+// of malloc's blocks does not apply.
 func (s *session) noAllocator(pid int, when string) bool {
 	t := s.targets[pid]
 	if t == nil || t.malloc != "" {
 		return false
 	}
 	r := &leakcheck.Verdict{PID: pid, Comm: comm(pid), When: when, Err: errNoAllocator}
-	if t.untraced {
+	switch {
+	case t.untraced:
 		r.Err = errUntraced
+	case t.goProgram:
+		r.Err = errGoProgram
 	}
 	s.leaks().Judge.Judge(r, nil, nil)
 	s.recordLeakCheck(r, nil)
@@ -122,6 +127,8 @@ func (s *session) noAllocator(pid int, when string) bool {
 var (
 	errNoAllocator = errors.New("no allocator was probed in this process (resident memory only), so its heap was not traced")
 	errUntraced    = errors.New("the process could not be traced (see the warning above), so its heap was not")
+	errGoProgram   = fmt.Errorf("%w to a Go program: Go code allocates from its own garbage-collected heap, not with malloc "+
+		"(memtrace shows its memory resident by function, its footprint and its Go heap mappings)", leakcheck.ErrDoesNotApply)
 )
 
 // runLeakCheck classifies pid's live blocks and keeps the result, in the
@@ -249,5 +256,5 @@ func (s *session) leakExitCode(code int) int {
 	if s.leak == nil {
 		return code
 	}
-	return s.leak.ExitCode(code, s.stderr)
+	return s.leak.ExitCode(code, s.diag)
 }

@@ -32,9 +32,10 @@ type Attacher interface {
 	AttachFaults() error
 	TraceFaults(pid uint32) error
 	UntraceFaults(pid uint32)
-	// PreloadTables loads the unwind tables of pid's code;
-	// PreloadTableFiles those of the files given.
-	PreloadTables(pid int) error
+	// PreloadTables loads, in the background, the unwind tables of pid's
+	// code, then those of the files at paths; the channel is closed once
+	// they are all in. PreloadTableFiles loads those of the files given.
+	PreloadTables(pid int, paths []string) (<-chan struct{}, error)
 	PreloadTableFiles(paths []string)
 }
 

@@ -15,7 +15,9 @@ import (
 	"os"
 
 	"github.com/memtrace/memtrace/host"
+	"github.com/memtrace/memtrace/outfile"
 	"github.com/memtrace/memtrace/pipeline"
+	"github.com/memtrace/memtrace/textsafe"
 )
 
 // Run traces as cfg says and returns memtrace's exit code. args is the
@@ -30,11 +32,17 @@ func Run(cfg *Config, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 // are synthetic: session_test.go).
 func (s *session) main(args []string) int {
 	cfg, stdout, stderr := s.cfg, s.stdout, s.stderr
+	// memtrace's own text goes through textsafe.Writer: names of traced
+	// processes reach it in messages and reports, and must not drive the
+	// terminal. A -- command writes to stdout and stderr themselves,
+	// untouched.
+	diag := textsafe.NewWriter(stderr)
+	text := textsafe.NewWriter(stdout)
 	level := slog.LevelWarn
 	if cfg.Verbose {
 		level = slog.LevelInfo
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level,
+	log := slog.New(slog.NewTextHandler(diag, &slog.HandlerOptions{Level: level,
 		// A timestamp adds nothing to a tool's diagnostics on a terminal.
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
 			if a.Key == slog.TimeKey && len(groups) == 0 {
@@ -43,29 +51,29 @@ func (s *session) main(args []string) int {
 			return a
 		}}))
 
-	out := stdout
+	var out io.Writer = text
 	if cfg.Output != "" {
-		f, err := os.Create(cfg.Output)
+		f, err := outfile.Create(cfg.Output)
 		if err != nil {
-			fmt.Fprintf(stderr, "memtrace: %v\n", err)
+			fmt.Fprintf(diag, "memtrace: %v\n", err)
 			return pipeline.ExitUsage
 		}
 		defer f.Close()
-		out = f
+		out = textsafe.NewWriter(f)
 	}
 	closeJSON, err := cfg.OpenJSONFile()
 	if err != nil {
-		fmt.Fprintf(stderr, "memtrace: %v\n", err)
+		fmt.Fprintf(diag, "memtrace: %v\n", err)
 		return pipeline.ExitUsage
 	}
 	defer closeJSON()
 	if err := cfg.ExportFiles.Check(); err != nil {
-		fmt.Fprintf(stderr, "memtrace: %v\n", err)
+		fmt.Fprintf(diag, "memtrace: %v\n", err)
 		return pipeline.ExitUsage
 	}
-	s.log, s.out = log, out
+	s.log, s.out, s.stdoutText, s.diag = log, out, text, diag
 	if err := s.openTime(args); err != nil { // --record, --dump-dir (timeline.go)
-		fmt.Fprintf(stderr, "memtrace: %v\n", err)
+		fmt.Fprintf(diag, "memtrace: %v\n", err)
 		return pipeline.ExitUsage
 	}
 	s.newState()
@@ -78,7 +86,7 @@ func (s *session) main(args []string) int {
 		s.closeTime(false)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "memtrace: %v\n", err)
+		fmt.Fprintf(diag, "memtrace: %v\n", err)
 		return exitCodeFor(err)
 	}
 	return s.leakExitCode(code) // --fail-on-leak (leaks.go)

@@ -31,6 +31,9 @@ type Frame struct {
 	// Empty when the call is not in inlined code. Shared between frames:
 	// do not modify.
 	Inlined []InlineFrame
+	// JIT is set when a runtime's perf map or jitdump named the code
+	// (Module is that file, Offset the address's offset in the function).
+	JIT bool
 }
 
 // InlineFrame is one source-level frame of an inline chain.

@@ -49,7 +49,7 @@ func needsReturn(p Placement) bool {
 
 // cookie is the attach cookie of p's probes: the function's id, or, for a
 // JVM category probe, which argument holds the category and how many bytes
-// of the function's code follow the probe (jvm_entry).
+// of the function's code follow the probe (mt_jvm_entry).
 func cookie(p Placement) uint64 {
 	if p.CategoryArg == 0 {
 		return uint64(p.Func)
@@ -243,7 +243,7 @@ func addProbe(o *link.UprobeMultiOptions, keys *[]string, p Placement) {
 	*keys = append(*keys, placedKey(p))
 }
 
-// attachJVM places the JVM's category probes of one file (jvm_entry,
+// attachJVM places the JVM's category probes of one file (mt_jvm_entry,
 // entry only) with one uprobe_multi link, if there are any.
 func (t *Objects) attachJVM(made *Attachment, ex *link.Executable, pid int, jvm *link.UprobeMultiOptions, keys []string, first allocator.Probe) error {
 	if len(jvm.Addresses) == 0 {
@@ -259,8 +259,8 @@ func (t *Objects) attachJVM(made *Attachment, ex *link.Executable, pid int, jvm 
 
 // attachWorkers bounds how many links attachPerProbe creates at once (a
 // variable for BenchmarkAttach). Each creation opens a perf event and
-// registers a uprobe; concurrently they overlap their waits (README.md,
-// "Supported kernels", has the figures).
+// registers a uprobe; concurrently they overlap their waits (docs/kernels.md,
+// "Attach and detach on 6.1", has the figures).
 var attachWorkers = 8
 
 // attachPerProbe places one file's probes with one classic link per

@@ -123,7 +123,8 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 				Time: spread(from, stamp, read, total), Addr: addr, Size: uint64(raw.Size),
 				CallSite: raw.CallSite, Leaf: raw.CallSite,
 				PID: raw.Pid, TID: raw.Tid, Kind: kind, Func: fun,
-				StackID: -1, JVMCategory: raw.Flags >> eventCatShift,
+				StackID: -1, JVMCategory: raw.Flags >> eventCatShift & eventCatMask,
+				NoTable: raw.Flags&eventNoTable != 0,
 			}
 			if d.hand(fn, &n, draining, budget) {
 				return n, nil
@@ -135,7 +136,8 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 				Time: spread(from, stamp, read, total), Addr: raw.Addr, Size: raw.Size,
 				CallSite: raw.CallSite, Leaf: raw.Leaf,
 				PID: raw.Pid, TID: raw.Tid, Kind: event.Kind(raw.Kind), Func: event.Func(raw.Func),
-				StackID: -1, JVMCategory: raw.Flags >> eventCatShift,
+				StackID: -1, JVMCategory: raw.Flags >> eventCatShift & eventCatMask,
+				NoTable: raw.Flags&eventNoTable != 0,
 			}
 			if d.hand(fn, &n, draining, budget) {
 				return n, nil
@@ -174,9 +176,12 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 			Time: t, Addr: raw.Addr, Size: raw.Size,
 			OldAddr: raw.OldAddr, OldSize: raw.OldSize, CallSite: raw.CallSite, Leaf: raw.Leaf,
 			PID: raw.Pid, TID: raw.Tid, Kind: event.Kind(raw.Kind), Func: event.Func(raw.Func),
-			StackID: -1, JVMCategory: raw.Flags >> eventCatShift,
+			StackID: -1, JVMCategory: raw.Flags >> eventCatShift & eventCatMask,
+			NoTable: raw.Flags&eventNoTable != 0,
 		}
-		if rest := d.rec.RawSample[unsafe.Sizeof(memtraceEvent{}):]; d.objs.stackDepth > 0 && len(rest) >= 8 && isSiteKind(d.ev.Kind) {
+		// Frames follow with --detail, and without it when JIT code was
+		// charged (JIT_FRAMES in bpf/).
+		if rest := d.rec.RawSample[unsafe.Sizeof(memtraceEvent{}):]; len(rest) >= 8 && isSiteKind(d.ev.Kind) {
 			d.decodeStack(raw, rest)
 		}
 		if (d.ev.Kind == event.CodeMap || d.ev.Kind == event.Mark) && len(d.rec.RawSample) >= int(unsafe.Sizeof(memtraceCodeEvent{})) {
@@ -305,13 +310,18 @@ func (d *Drainer) decodeStack(raw *memtraceEvent, rest []byte) {
 	}
 	d.ev.Stack = d.frames[charged:]
 	d.ev.StackComplete = raw.Flags&eventStackComplete != 0
+	if d.objs.stackDepth == 0 {
+		return // a JIT frame's callers, for the charge only: no stack is kept
+	}
 	d.ev.StackID = d.objs.stacks.intern(raw.Pid, d.ev.Stack, d.ev.StackComplete)
 }
 
 // The bits of struct event's flags (enum event_flag, enum event_cat).
 const (
 	eventStackComplete = uint8(memtraceEventFlagEVENT_STACK_COMPLETE)
+	eventNoTable       = uint8(memtraceEventFlagEVENT_NO_TABLE)
 	eventCatShift      = uint8(memtraceEventCatEVENT_CAT_SHIFT)
+	eventCatMask       = uint8(memtraceEventCatEVENT_CAT_MASK)
 )
 
 func monotonicNS() uint64 {

@@ -161,7 +161,9 @@ type UnwindStackRecord struct {
 		Leaf       uint64
 		LeafOff    int32
 		Memo       uint8
-		_          [3]byte
+		NoTable    uint8
+		AnonCode   uint8
+		Jit        uint8
 		MapStart   uint64
 		MapEnd     uint64
 		MapDelta   uint64
