@@ -76,7 +76,7 @@ func TestTargetsExit(t *testing.T) {
 			t.Errorf("pid %d: final records %+v, want one, exited, with %d live bytes", pid, f[pid], bytes)
 		}
 	}
-	if !strings.Contains(r.stderr.String(), "target exited during the trace") {
+	if !strings.Contains(r.stderr.String(), "a target exited while traced") {
 		t.Errorf("stderr %q does not warn that the targets exited", r.stderr)
 	}
 }
