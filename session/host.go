@@ -303,6 +303,9 @@ func (s *session) hostExit(pid uint32, comm string, when uint64) {
 	h.exits.Exited(len(pids))
 	s.objs.Forget(pid, s.table.LiveAddrs(pid))
 	s.feed(pipeline.Input{Kind: pipeline.InForget, PID: pid}) // held for the next batch (pipeline.Printer)
+	// -v: what a script (or a test) can wait for before it ends the run:
+	// the batch itself is written at the next report (host.ExitBatch).
+	s.log.Info("exit held", "pid", pid, "comm", comm)
 }
 
 // flushExits writes the final records of the processes that exited since

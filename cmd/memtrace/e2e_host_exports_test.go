@@ -73,7 +73,7 @@ func TestHostExportsExited(t *testing.T) {
 				}
 				ran = append(ran, c.Process.Pid)
 			}
-			h.waitExitsReported(t, ran...)
+			h.waitExitsHeld(t, ran...)
 			h.stop(t)
 
 			// 3 + 4*5 calls each: host_leak of 1000 bytes, host_churn of 500.

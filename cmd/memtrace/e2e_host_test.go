@@ -273,21 +273,22 @@ func (h *hostRun) waitFor(t *testing.T, s string, d time.Duration) {
 	}
 }
 
-// waitExitsReported waits until the final records of the exits of pids
-// are written (-v's "exit reported", logged once their batch is out), in
-// whatever order.
-func (h *hostRun) waitExitsReported(t *testing.T, pids ...int) {
+// waitExitsHeld waits until the exits of pids are handled, their final
+// records held for the next batch (-v's "exit held"), in whatever order.
+// The batch is written at the next report (host.ExitBatch: the final one
+// when the test stops the run).
+func (h *hostRun) waitExitsHeld(t *testing.T, pids ...int) {
 	t.Helper()
 	left := map[string]bool{}
 	for _, pid := range pids {
-		left[`msg="exit reported" pid=`+strconv.Itoa(pid)+" "] = true
+		left[`msg="exit held" pid=`+strconv.Itoa(pid)+" "] = true
 	}
 	timeout := time.After(time.Minute)
 	for len(left) > 0 {
 		select {
 		case l, ok := <-h.lines:
 			if !ok {
-				t.Fatalf("memtrace ended before reporting the exits of %v:\n%s", pids, h.errors())
+				t.Fatalf("memtrace ended before handling the exits of %v:\n%s", pids, h.errors())
 			}
 			for want := range left {
 				if strings.Contains(l, want) {
@@ -295,7 +296,7 @@ func (h *hostRun) waitExitsReported(t *testing.T, pids ...int) {
 				}
 			}
 		case <-timeout:
-			t.Fatalf("memtrace did not report the exits of %v within a minute:\n%s", pids, h.errors())
+			t.Fatalf("memtrace did not handle the exits of %v within a minute:\n%s", pids, h.errors())
 		}
 	}
 }
@@ -409,7 +410,7 @@ func TestHostPicksUpNewProcesses(t *testing.T) {
 			t.Fatalf("%v: %v", c.Args, err)
 		}
 	}
-	h.waitExitsReported(t, onHost.Process.Pid, inRoot.Process.Pid)
+	h.waitExitsHeld(t, onHost.Process.Pid, inRoot.Process.Pid)
 	run := h.stop(t)
 	// Every report record names the kernel and attach path, the exits'
 	// batches too (they had "kernel":"","attach":"").
@@ -621,7 +622,7 @@ func TestHostCgroup(t *testing.T) {
 		t.Fatalf("fixture in the cgroup: %v", err)
 	}
 	out.Wait()
-	h.waitExitsReported(t, in.Process.Pid)
+	h.waitExitsHeld(t, in.Process.Pid)
 	run := h.stop(t)
 	if p, ok := run.exitedRecord(in.Process.Pid); !ok || p.Allocs != 6 || p.LiveBytes != 3000 {
 		t.Errorf("the process in the cgroup: %+v (reported %v), want 6 allocations, 3000 bytes live", p.processRecord, ok)

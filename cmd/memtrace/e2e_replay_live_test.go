@@ -27,7 +27,7 @@ func TestReplayEqualsLive(t *testing.T) {
 			if err := first.Wait(); err != nil {
 				t.Fatal(err)
 			}
-			h.waitExitsReported(t, first.Process.Pid) // in a batch of its own
+			h.waitExitsHeld(t, first.Process.Pid)
 			if out, err := exec.Command("chroot", root, "/mt-replaylive", "200", "5").CombinedOutput(); err != nil {
 				t.Fatalf("fixture: %v %s", err, out)
 			}
