@@ -108,12 +108,14 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Results, error) 
 		"footprint": r.footprint,
 		"sqlite":    r.sqlite,
 		"blocks":    r.blocks,
+		"heapscale": r.heapscale, // heapscale.go
 		"redis":     r.redis,
 		// resident.go
 		"resident":          r.resident,
 		"resident-accuracy": r.residentAccuracySection,
 		"resident-memory":   r.residentMemorySection,
 		"hoststart":         r.hostStart, // hoststart.go
+		"access":            r.access,    // access.go
 	}
 	for _, name := range Sections {
 		if !cfg.has(name) {

@@ -113,3 +113,44 @@ func screenshot(t *testing.T, page, name string) {
 		t.Errorf("screenshot %s: %v, %v", png, fi, err)
 	}
 }
+
+// TestTimelineCold: with --access the timeline draws the cold bytes as a
+// line of its own from the first epoch, with a legend entry; the heap
+// map's moments say which runs were cold (drawn grey).
+func TestTimelineCold(t *testing.T) {
+	c := history.New(history.Options{MapEvery: 200 * time.Millisecond})
+	// The 25 blocks of 1 MiB: the last 15 cold.
+	c.ColdRanges(7, func(start, end uint64) (bool, bool) { return start >= 0x10000000+10<<20, true })
+	all := blocks{grow: run(25, 1<<20, 0x10000000)}
+	var snap aggregate.Snapshot
+	for i := 0; i <= 20; i++ {
+		now := uint64(i) * 1e8
+		if i >= 5 {
+			c.Cold(7, uint64(i)<<20)
+		}
+		st := aggregate.Stats{Allocs: 25, AllocBytes: 25 << 20, LiveAllocs: 25, LiveBytes: 25 << 20}
+		snap = aggregate.Snapshot{Time: now, Processes: []aggregate.ProcessSnapshot{{
+			PID: 7, Comm: "prog", Heap: st, PeakLiveBytes: st.LiveBytes,
+			Sites: []aggregate.SiteSnapshot{{Address: grow.Address, StackID: -1, Stats: st}},
+		}}}
+		c.Sample(now, snap, all)
+	}
+	page := writePage(t, c.History(), snap, Options{Title: "memtrace --access"})
+	src, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`"liveSizes":\[[0-9,]*\],"cold":\[(0,){10}1(,1){14}\]`).Match(src) {
+		t.Errorf("the heap map's moments do not mark the 15 cold runs of 25: %s", regexp.MustCompile(`"cold":\[[0-9,]*\]`).FindAll(src, 3))
+	}
+	dom := headless.LoadSize(t, page, 1400, 1000)
+	for _, c := range []struct{ name, re string }{
+		{"cold line", `<path d="M[^"]*" fill="none" stroke="#1f77b4" stroke-width="2" stroke-dasharray="2 3" class="cold">`},
+		{"its largest", `data-cold="20971520"`},
+		{"legend", `cold \(line\)</span>`},
+	} {
+		if !regexp.MustCompile(c.re).MatchString(dom) {
+			t.Errorf("%s: no match for %s", c.name, c.re)
+		}
+	}
+}

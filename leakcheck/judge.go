@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,6 +57,17 @@ type SiteBlock struct {
 	Heuristic Heuristic
 	// Indirect: for a Definite block, the bytes lost through it.
 	Indirect uint64
+}
+
+// Each yields blocks in turn, for Judge.
+func Each(blocks []SiteBlock) iter.Seq[*SiteBlock] {
+	return func(yield func(*SiteBlock) bool) {
+		for i := range blocks {
+			if !yield(&blocks[i]) {
+				return
+			}
+		}
+	}
 }
 
 // SortBlocks sorts blocks by address, the order a check keeps them in.
@@ -122,10 +134,11 @@ func NewJudge(s Settings) *Judge {
 	return &Judge{Settings: s, Verdicts: map[int]*Verdict{}}
 }
 
-// Judge applies the suppressions and Kinds to a check's blocks (sorted by
-// address) and keeps r: its figures per process and per site, its loss
-// records, and whether it fails --fail-on-leak.
-func (j *Judge) Judge(r *Verdict, blocks []SiteBlock, stacks StackFunc) {
+// Judge applies the suppressions and Kinds to a check's blocks (by
+// address; Each turns a slice into them) and keeps r: its figures per
+// process and per site, its loss records, and whether it fails
+// --fail-on-leak.
+func (j *Judge) Judge(r *Verdict, blocks iter.Seq[*SiteBlock], stacks StackFunc) {
 	j.Verdicts[r.PID] = r
 	if r.Err != nil {
 		return
@@ -139,7 +152,7 @@ func (j *Judge) Judge(r *Verdict, blocks []SiteBlock, stacks StackFunc) {
 
 // classify applies the suppressions and sums the classes per process and
 // per site.
-func (j *Judge) classify(r *Verdict, blocks []SiteBlock, stacks StackFunc) {
+func (j *Judge) classify(r *Verdict, blocks iter.Seq[*SiteBlock], stacks StackFunc) {
 	type key struct {
 		site  aggregate.SiteKey
 		class Class
@@ -178,20 +191,29 @@ func (j *Judge) classify(r *Verdict, blocks []SiteBlock, stacks StackFunc) {
 		stackKey[site] = b.String()
 		return stackKey[site]
 	}
-	for i := range blocks {
-		b := &blocks[i]
+	// Blocks next to each other often share their site and class: the
+	// last one's look-ups are kept (millions of blocks, a few sites).
+	var last key
+	var lastSup *Suppression
+	var lastSl *SiteVerdict
+	var lastLr *LossRecord
+	for b := range blocks {
 		c := b.Class
 		k := key{b.Site, c}
-		sup, seen := supp[k]
-		if !seen {
-			sup = j.Suppressions.Match(c, MatchFrames(stackOf(b.Site)))
-			supp[k] = sup
+		if lastSl == nil || k != last {
+			sup, seen := supp[k]
+			if !seen {
+				sup = j.Suppressions.Match(c, MatchFrames(stackOf(b.Site)))
+				supp[k] = sup
+			}
+			sl := r.Sites[b.Site]
+			if sl == nil {
+				sl = &SiteVerdict{}
+				r.Sites[b.Site] = sl
+			}
+			last, lastSup, lastSl, lastLr = k, sup, sl, nil
 		}
-		sl := r.Sites[b.Site]
-		if sl == nil {
-			sl = &SiteVerdict{}
-			r.Sites[b.Site] = sl
-		}
+		sup, sl := lastSup, lastSl
 		if sup != nil {
 			r.SuppBytes += b.Size
 			r.SuppBlocks++
@@ -214,11 +236,15 @@ func (j *Judge) classify(r *Verdict, blocks []SiteBlock, stacks StackFunc) {
 		if j.Kinds.Has(c) {
 			r.Counted += b.Size
 		}
-		rk := recordKey{c, keyOf(b.Site)}
-		lr := records[rk]
+		lr := lastLr
 		if lr == nil {
-			lr = &LossRecord{Class: c, Site: b.Site, key: rk.stack}
-			records[rk] = lr
+			rk := recordKey{c, keyOf(b.Site)}
+			lr = records[rk]
+			if lr == nil {
+				lr = &LossRecord{Class: c, Site: b.Site, key: rk.stack}
+				records[rk] = lr
+			}
+			lastLr = lr
 		}
 		lr.Bytes += b.Size
 		lr.Blocks++

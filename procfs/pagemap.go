@@ -13,10 +13,11 @@ import (
 type PageEntry uint64
 
 const (
-	pmPresent = 1 << 63
-	pmSwapped = 1 << 62
-	pmFile    = 1 << 61 // a file page, or shared anonymous memory
-	pmPFN     = 1<<55 - 1
+	pmPresent   = 1 << 63
+	pmSwapped   = 1 << 62
+	pmFile      = 1 << 61 // a file page, or shared anonymous memory
+	pmSoftDirty = 1 << 55 // written since the last clear_refs 4
+	pmPFN       = 1<<55 - 1
 )
 
 // Present: the page is in RAM.
@@ -27,6 +28,9 @@ func (e PageEntry) Swapped() bool { return e&pmSwapped != 0 }
 
 // FileOrShared: the page is a file's, or shared anonymous memory.
 func (e PageEntry) FileOrShared() bool { return e&pmFile != 0 }
+
+// SoftDirty: the page was written since the last clear_refs 4.
+func (e PageEntry) SoftDirty() bool { return e&pmSoftDirty != 0 }
 
 // PFN is the page frame number of a present page; 0 without
 // CAP_SYS_ADMIN, which the kernel needs to show it.

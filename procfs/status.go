@@ -86,3 +86,29 @@ func MemTotal() (uint64, error) {
 	}
 	return kb << 10, nil
 }
+
+// StatusFields reads the fields of a /proc/PID/status that dst names
+// ("VmRSS:\t  1234 kB") into them, in bytes, and returns how many it
+// found.
+func StatusFields(b []byte, dst map[string]*uint64) (int, error) {
+	found := 0
+	for len(b) > 0 {
+		var line []byte
+		line, b, _ = bytes.Cut(b, []byte{'\n'})
+		key, rest, ok := bytes.Cut(line, []byte{':'})
+		if !ok {
+			continue
+		}
+		d := dst[string(key)]
+		if d == nil {
+			continue
+		}
+		kb, err := kbField(rest)
+		if err != nil {
+			return found, fmt.Errorf("status: %s: %w", key, err)
+		}
+		*d = kb << 10
+		found++
+	}
+	return found, nil
+}

@@ -81,7 +81,7 @@ func (rp *replayed) judgeLeaks(cfg *pipeline.LeakConfig) *pipeline.Leaks {
 		c := &rp.leakChecks[i]
 		r := &leakcheck.Verdict{PID: int(c.PID), Comm: c.Comm, Cwd: c.Cwd, When: c.When, ScannedBytes: c.ScannedBytes}
 		r.Err = leakcheck.VerdictError(c.Err)
-		l.Judge.Judge(r, c.Blocks, stacks.Of)
+		l.Judge.Judge(r, leakcheck.Each(c.Blocks), stacks.Of)
 	}
 	return l
 }

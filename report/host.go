@@ -445,7 +445,7 @@ func writeHostJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options)
 		SampleBytes: s.SampleBytes,
 		Kernel:      o.Kernel,
 		Attach:      o.Attach,
-	})}
+	}.selfMemory(o))}
 	keep := map[uint32]bool{}
 	for _, r := range shown {
 		keep[r.PID] = true

@@ -39,8 +39,8 @@ func WriteJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) err
 		Kernel:      o.Kernel,
 		Attach:      o.Attach,
 	}}
-	records[0] = o.Epoch.report(records[0].(reportRecord))       // dumps (epoch.go)
-	records = append(records, markRecords(s, procs, o.Epoch)...) // time.go
+	records[0] = o.Epoch.report(records[0].(reportRecord).selfMemory(o)) // dumps (epoch.go)
+	records = append(records, markRecords(s, procs, o.Epoch)...)         // time.go
 	for _, p := range procs {
 		pr := newProcessRecord(p, s.Time, o.Final)
 		fillProcessSampling(&pr, p, s.SampleBytes) // estimate.go

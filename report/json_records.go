@@ -31,9 +31,20 @@ type reportRecord struct {
 	// Kernel and Attach: Options.Kernel and Options.Attach.
 	Kernel string `json:"kernel"`
 	Attach string `json:"attach"`
+	// memtrace's own resident memory (Options.SelfMemory; 0 in a replay).
+	MemtracePeakRSS uint64 `json:"memtrace_peak_rss_bytes"`
+	MemtraceRSS     uint64 `json:"memtrace_rss_bytes"`
 	// Dumps only (epoch.go): the dump's number and the previous dump's time.
 	Epoch        *int    `json:"epoch,omitempty"`
 	EpochStartNS *uint64 `json:"epoch_start_ns,omitempty"`
+}
+
+// selfMemory fills r's memtrace_* fields from o.
+func (r reportRecord) selfMemory(o Options) reportRecord {
+	if o.SelfMemory != nil {
+		r.MemtracePeakRSS, r.MemtraceRSS = o.SelfMemory.Resident()
+	}
+	return r
 }
 
 // processRecord holds one process's totals; the top-level live_*, alloc*

@@ -18,7 +18,7 @@ import (
 // The field names and order of each record type: the contract in
 // docs/json.md. Changing these lists means breaking users' scripts.
 var jsonFields = map[string][]string{
-	"report": {"type", "time_ns", "final", "lost_events", "processes", "sort", "top", "host", "sampled", "sample_bytes", "kernel", "attach"},
+	"report": {"type", "time_ns", "final", "lost_events", "processes", "sort", "top", "host", "sampled", "sample_bytes", "kernel", "attach", "memtrace_peak_rss_bytes", "memtrace_rss_bytes"},
 	"process": {"type", "pid", "comm", "live_bytes", "live_allocs", "allocs", "alloc_bytes",
 		"frees", "freed_bytes", "peak_live_bytes", "unmatched_frees", "lost_events", "final",
 		"exited", "time_ns", "mmap", "exit_time_ns", "rates", "sampled", "sample_bytes", "live_bytes_stderr",
@@ -186,7 +186,7 @@ func mmapObject(t *testing.T, line string) []byte {
 func TestJSONValues(t *testing.T) {
 	lines := jsonLines(t, periodicSnapshot(), fixtureSymbols, Options{Top: DefaultTop})
 	want := []string{
-		`{"type":"report","time_ns":5123456789012,"final":false,"lost_events":5,"processes":2,"sort":"live","top":10,"host":false,"sampled":false,"sample_bytes":0,"kernel":"","attach":""}`,
+		`{"type":"report","time_ns":5123456789012,"final":false,"lost_events":5,"processes":2,"sort":"live","top":10,"host":false,"sampled":false,"sample_bytes":0,"kernel":"","attach":"","memtrace_peak_rss_bytes":0,"memtrace_rss_bytes":0}`,
 		`{"type":"process","pid":77,"comm":"worker","live_bytes":2097152,"live_allocs":12,"allocs":40,"alloc_bytes":3145728,"frees":28,"freed_bytes":1048576,"peak_live_bytes":2199552,"unmatched_frees":3,"lost_events":5,"final":false,"exited":true,"time_ns":5123456789012,"mmap":{"live_bytes":4194304,"live_regions":2,"maps":4,"mapped_bytes":8388608,"unmaps":2,"unmapped_bytes":4194304,"peak_live_bytes":6291456,"reserved_bytes":0,"committed_bytes":0,"resident_bytes":0},"exit_time_ns":9000000000,"rates":[],"sampled":false,"sample_bytes":0,"live_bytes_stderr":0,"footprint":{"rss_bytes":0,"rss_anon_bytes":0,"rss_file_bytes":0,"rss_shmem_bytes":0,"swap_bytes":0,"pss_bytes":0,"heap_resident_bytes":0,"heap_retained_bytes":0,"anon_resident_bytes":0,"stack_resident_bytes":0,"file_resident_bytes":0,"unexplained_bytes":0,"cgroup":"","cgroup_memory_bytes":0,"go_heap_reserved_bytes":0,"go_heap_committed_bytes":0,"go_heap_resident_bytes":0,"go_heap_source":"","go_runtime_resident_bytes":0},"resident":{"bytes":0,"bytes_stderr":0,"pages":0,"sample_bytes":0,"checked_ns":0}}`,
 		`{"type":"callsite","pid":77,"category":"heap","function":"","file":"","line":0,"module":"/usr/lib/x86_64-linux-gnu/libfoo.so.1","address":"0x7f3a00001234","live_bytes":1572864,"live_allocs":10,"allocs":30,"alloc_bytes":2097152,"frees":20,"freed_bytes":1048576,"final":false,"offset":"0x1234","time_ns":5123456789012,"rates":[],"inlined":[],"comm":"worker","sampled":false,"sample_bytes":0,"live_bytes_stderr":0,"leaf_function":"","leaf_file":"","leaf_line":0,"leaf_module":"","leaf_address":"","reserved_bytes":0,"committed_bytes":0,"resident_bytes":0}`,
 		`{"type":"callsite","pid":77,"category":"heap","function":"make_buffer(unsigned long)","file":"src/buf.c","line":42,"module":"/usr/bin/myserver","address":"0x401a2b","live_bytes":523265,"live_allocs":1,"allocs":9,"alloc_bytes":1047553,"frees":8,"freed_bytes":524288,"final":false,"offset":"0x1a2b","time_ns":5123456789012,"rates":[],"inlined":[],"comm":"worker","sampled":false,"sample_bytes":0,"live_bytes_stderr":0,"leaf_function":"","leaf_file":"","leaf_line":0,"leaf_module":"","leaf_address":"","reserved_bytes":0,"committed_bytes":0,"resident_bytes":0}`,
@@ -241,7 +241,7 @@ func TestJSONExactLargeNumbersAndUnescapedNames(t *testing.T) {
 
 func TestJSONEmptySnapshot(t *testing.T) {
 	lines := jsonLines(t, aggregate.Snapshot{Time: 7}, nil, Options{Final: true, Kernel: "6.1.0-56-amd64", Attach: "per-probe"})
-	want := `{"type":"report","time_ns":7,"final":true,"lost_events":0,"processes":0,"sort":"live","top":0,"host":false,"sampled":false,"sample_bytes":0,"kernel":"6.1.0-56-amd64","attach":"per-probe"}`
+	want := `{"type":"report","time_ns":7,"final":true,"lost_events":0,"processes":0,"sort":"live","top":0,"host":false,"sampled":false,"sample_bytes":0,"kernel":"6.1.0-56-amd64","attach":"per-probe","memtrace_peak_rss_bytes":0,"memtrace_rss_bytes":0}`
 	if len(lines) != 1 || lines[0] != want {
 		t.Errorf("got %q, want one line %s", lines, want)
 	}

@@ -124,6 +124,9 @@ type Options struct {
 	// report carries them (JSON only): the kernel's release and the
 	// attach path taken ("multi" or "per-probe").
 	Kernel, Attach string
+	// SelfMemory, when set (live runs), gives memtrace's own resident
+	// memory for the report line (JSON only).
+	SelfMemory SelfMemory
 
 	// Epoch, when set, makes the report a numbered dump (epoch.go).
 	Epoch *Epoch
@@ -145,4 +148,11 @@ func (o Options) normalized() (Options, error) {
 	}
 	o.Sort = k
 	return o, nil
+}
+
+// SelfMemory is memtrace's own resident memory (an interface, so that
+// Options stay comparable).
+type SelfMemory interface {
+	// Resident returns the peak and the current resident set, in bytes.
+	Resident() (peakRSS, rss uint64)
 }

@@ -98,4 +98,8 @@ type TimeConfig struct {
 	Marks   []string
 	PeakTol aggregate.PeakTolerance
 	DumpDir string
+	// Access is the epoch of access statistics (--access; 0 = off);
+	// ColdAfter the epochs untouched after which a page is cold.
+	Access    time.Duration
+	ColdAfter int
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/memtrace/memtrace/allocator"
@@ -14,6 +15,7 @@ import (
 	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/recording"
 	"github.com/memtrace/memtrace/report"
+	"github.com/memtrace/memtrace/selfmem"
 	"github.com/memtrace/memtrace/tracer"
 )
 
@@ -134,7 +136,7 @@ var (
 // runLeakCheck classifies pid's live blocks and keeps the result, in the
 // recording too.
 func (s *session) runLeakCheck(pid int, threads []leakcheck.Thread, regs []uint64, unknownHeap bool, when string) {
-	start := time.Now()
+	start, cpu := time.Now(), cpuTime()
 	r := &leakcheck.Verdict{PID: pid, Comm: comm(pid), When: when}
 	r.Cwd, _ = os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
 	s.leaks().Judge.Verdicts[pid] = r
@@ -142,37 +144,48 @@ func (s *session) runLeakCheck(pid int, threads []leakcheck.Thread, regs []uint6
 	if _, err := s.drain.Poll(0, s.apply); err != nil {
 		s.log.Warn("drain before the leak check", "pid", pid, "err", err)
 	}
-	blocks, err := s.checkBlocks(r, threads, regs, unknownHeap)
+	s.limitForLeakCheck(pid) // memory.go
+	c, err := s.checkBlocks(r, threads, regs, unknownHeap)
 	r.Err = err
-	s.recordLeakCheck(r, blocks)
-	s.leaks().Judge.Judge(r, blocks, pipeline.LeakStacks{Stacks: s.detailStacks(), Res: s.res}.Of)
 	if err != nil {
+		s.recordLeakCheck(r, nil)
+		s.leaks().Judge.Judge(r, nil, nil)
 		return
 	}
+	s.recordLeakCheck(r, &c)
+	s.leaks().Judge.Judge(r, c.Each, pipeline.LeakStacks{Stacks: s.detailStacks(), Res: s.res}.Of)
 	r.Took = time.Since(start)
-	s.log.Info("leak check done", "pid", pid, "took", r.Took)
+	// The CPU time too: on a busy machine the wall time says little.
+	s.log.Info("leak check done", "pid", pid, "took", r.Took, "cpu", cpuTime()-cpu)
+	if err := selfmem.Profile("leak-check"); err != nil { // MEMTRACE_MEMPROFILE
+		s.log.Warn("heap profile", "err", err)
+	}
 }
 
 // checkBlocks runs the check of r's process: its live blocks (and those it
 // inherited), by address, each with its class.
-func (s *session) checkBlocks(r *leakcheck.Verdict, threads []leakcheck.Thread, regs []uint64, unknownHeap bool) ([]recording.LeakBlock, error) {
+func (s *session) checkBlocks(r *leakcheck.Verdict, threads []leakcheck.Thread, regs []uint64, unknownHeap bool) (pipeline.CheckedProcess, error) {
 	pid := r.PID
-	blocks := pipeline.LiveBlocks(s.table, &s.leaks().inherited, pid)
-	c, err := pipeline.CheckBlocks(pid, blocks, threads, regs, unknownHeap, pipeline.Mapped(s.table, pid), s.cfg.Heuristics)
+	live := pipeline.LiveBlocks(s.table, &s.leaks().inherited, pid)
+	c, err := pipeline.CheckBlocks(pid, live, threads, regs, unknownHeap, pipeline.Mapped(s.table, pid), s.cfg.Heuristics)
 	if err != nil {
-		return nil, err
+		return c, err
 	}
 	r.ScannedBytes = c.ScannedBytes
 	s.log.Info("leak check", "pid", pid, "blocks", len(c.Blocks), "roots", c.Roots,
 		"scanned", c.ScannedBytes, "skipped", c.SkippedBytes)
-	return c.Blocks, nil
+	return c, nil
 }
 
-// recordLeakCheck writes a check's result into the recording (--record),
-// for a replay to judge again.
-func (s *session) recordLeakCheck(r *leakcheck.Verdict, blocks []recording.LeakBlock) {
+// recordLeakCheck writes a check's result (c, nil when it failed) into the
+// recording (--record), for a replay to judge again.
+func (s *session) recordLeakCheck(r *leakcheck.Verdict, c *pipeline.CheckedProcess) {
 	if s.time == nil || s.time.rec == nil {
 		return
+	}
+	var blocks []recording.LeakBlock
+	if c != nil {
+		blocks = c.SiteBlocks()
 	}
 	s.time.rec.LeakCheck(pipeline.RecordedLeakCheck(r, blocks, monotonicNow()))
 }
@@ -257,4 +270,13 @@ func (s *session) leakExitCode(code int) int {
 		return code
 	}
 	return s.leak.ExitCode(code, s.diag)
+}
+
+// cpuTime is the CPU time memtrace has used, all threads.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

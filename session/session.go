@@ -26,6 +26,7 @@ import (
 	"github.com/memtrace/memtrace/recording"
 	"github.com/memtrace/memtrace/report"
 	"github.com/memtrace/memtrace/residency"
+	"github.com/memtrace/memtrace/selfmem"
 	"github.com/memtrace/memtrace/symbolize"
 	"github.com/memtrace/memtrace/tracer"
 )
@@ -89,7 +90,9 @@ type session struct {
 	exports          *pipeline.Exports        // --pprof, --folded, --html, --listen (exports.go)
 	resident         residency.Pacer          // when sampled pages are checked next (resident.go)
 	footprints       *pipeline.FootprintPacer // paced readings, those at exit stops (footprint.go)
+	access           *accessState             // --access (access.go)
 	code             int                      // the run's exit code (Run)
+	mem              *selfmem.Limiter         // the Go runtime's soft memory limit (memory.go)
 }
 
 // run is the live run: one loop for every mode. The ring's events and
@@ -110,6 +113,9 @@ func (s *session) run() (int, error) {
 	sigs := s.sigs
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	if err := s.checkAccess(); err != nil { // access.go
+		return 0, err
+	}
 	// Check the targets before loading anything, so a typo fails fast.
 	for _, pid := range s.cfg.PIDs {
 		if err := unix.Kill(pid, 0); err == unix.ESRCH {
@@ -124,10 +130,15 @@ func (s *session) run() (int, error) {
 		return 0, err
 	}
 	defer release()
+	if err := s.startAccess(); err != nil { // access.go
+		return 0, err
+	}
+	defer s.stopAccess()
 	if s.cfg.ResidentBytes > 0 {
 		s.table.OnUncharge(s.objs.Uncharge) // the probes tell refaults of charged pages only (resident.go)
 		s.table.OnMove(s.objs.MovePage)
 	}
+	defer s.logMemory() // -v: memtrace's own memory, after all (memory.go)
 	defer s.detachAll()
 	if s.host == nil {
 		// With -p and --; whole host, once exec and exit are attached (startHost).
@@ -279,10 +290,12 @@ func (s *session) between() error {
 	if _, err := s.drain.Poll(s.nextWait(), s.apply); err != nil {
 		return err
 	}
+	s.mem.Update(0)                      // the live table grew or shrank (memory.go)
 	if err := s.hostIdle(); err != nil { // scans, batches of exits (host.go)
 		return err
 	}
 	s.checkResidentDue() // resident.go
+	s.accessDue()        // access.go
 	return nil
 }
 
@@ -413,10 +426,12 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 	if err != nil {
 		return nil, err
 	}
+	s.limitMemory(opts) // memory.go
 	k := objs.Kernel()
 	s.log.Info("kernel", "release", k.Release, "attach", k.Attach, "lacks", k.Lacks())
 	s.objs, s.drain = objs, d
 	s.pr.Base.Kernel, s.pr.Base.Attach = k.Release, string(k.Attach)
+	s.pr.Base.SelfMemory = selfMemory{} // memory.go
 	if s.cfg.Detail {
 		s.pr.Base.Stacks = s.detailStacks()
 	}
@@ -505,6 +520,7 @@ func (s *session) onStop(st launch.Stop) error {
 			s.feed(pipeline.Input{Kind: pipeline.InForget, PID: uint32(st.PID)})
 			s.res.Forget(st.PID)
 			s.footprints.Forget(st.PID)
+			s.accessForget(st.PID) // access.go
 			// attach removes the probes the new program does not need.
 			s.log.Info("exec: statistics restart", "pid", st.PID, "exe", exe)
 		}
@@ -529,6 +545,8 @@ func (s *session) onStop(st launch.Stop) error {
 		if _, err := s.drain.Poll(0, s.apply); err != nil {
 			return err
 		}
+		// Its pages as they were used, before anyone reads its memory.
+		s.accessFinal(uint32(st.PID)) // access.go
 		s.waitDebuginfoAtExit(st.PID) // for the leak check's names (debuginfod.go)
 		s.readExitFootprint(st.PID)   // footprint.go
 		// Its pages as of its exit (the resident header says so), before
@@ -689,6 +707,7 @@ func (s *session) finish() error {
 	if s.cfg.ResidentBytes > 0 {
 		s.checkResident() // resident.go
 	}
+	s.accessFinalAll()   // before the leak check reads their memory (access.go)
 	s.leakCheckRunning() // -p targets, frozen for the check (leaks.go)
 	s.waitDebuginfoAtEnd()
 	if err := s.flushExits(); err != nil { // whole host: the last batch (host.go)
@@ -707,6 +726,9 @@ func (s *session) finish() error {
 		}
 	}
 	if err := s.report(true, final); err != nil {
+		return err
+	}
+	if err := s.printAccess(); err != nil { // access.go
 		return err
 	}
 	return s.writeExports() // exports.go
@@ -731,8 +753,10 @@ func (s *session) report(final bool, pids []int) error {
 	if err := s.feed(pipeline.Input{Kind: pipeline.InReport, Report: r}); err != nil {
 		return err
 	}
-	if !final && s.time.dumps != nil {
-		return s.dump(false) // an interval ends an epoch (dumps.go)
+	if !final && s.time.dumps != nil && s.access == nil {
+		// An interval ends an epoch (dumps.go); with --access, the access
+		// epochs do (access.go).
+		return s.dump(false)
 	}
 	return nil
 }

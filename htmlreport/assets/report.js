@@ -127,6 +127,7 @@ function drawStatus() {
   var s = p.comm + " (pid " + p.pid + ")   " + fmtAt(p.t[i], p.x[i]) + "   live " + fmtBytes(p.live[i]) +
     " in " + fmtExact(p.blocks[i]) + " blocks   mapped " + fmtBytes(p.mapped[i]) +
     (p.heapResident[i] != null && maxOf(p.heapResident) > 0 ? "   heap resident " + fmtBytes(p.heapResident[i]) : "") +
+    (p.cold && p.cold[i] != null ? "   cold " + fmtBytes(p.cold[i]) : "") +
     "   peak " + fmtBytes(p.peak.bytes);
   if (p.maps.length) s += "   heap map at " + fmtX(xOf(p.maps[state.map]));
   var last = null;
@@ -177,6 +178,12 @@ var MARK_ROW = 13;
 // The heap-resident line: a colour and dash no area and no other line has
 // (areas take the palette, mappings are dashed grey).
 var RESIDENT = { stroke: "#111", dash: "9 3 2 3", width: 2 };
+// The cold bytes of --access (docs/access.md): live memory untouched for
+// --cold-after epochs.
+var COLD = { stroke: "#1f77b4", dash: "2 3", width: 2 };
+// The heap map's cold runs (--access): grey, as the old heap pictures
+// drew garbage.
+var COLD_FILL = "#c8c8c8";
 
 // segments splits a process's samples where time has a gap with no data
 // (memtrace busy, say loading unwind tables): lines and areas are drawn
@@ -235,7 +242,7 @@ function drawTimeline() {
   }
   for (k = 0; k < p.top.length; k++) layers.push({ v: tops[k], color: p.groups[p.top[k]].color, name: p.groups[p.top[k]].label });
   layers.push({ v: other, color: DATA.otherColor, name: "other call sites" });
-  var ymax = Math.max(maxStack, maxOf(p.mapped), maxOf(p.heapResident), p.peak.bytes, 1) * 1.08;
+  var ymax = Math.max(maxStack, maxOf(p.mapped), maxOf(p.heapResident), maxOf(p.cold || []), p.peak.bytes, 1) * 1.08;
   var segs = segments(p);
   var x = function (t) { return TL.l + (TL.w - TL.l - TL.r) * t / tmax; };
   // Marks close together get rows of labels; the plot moves down.
@@ -295,6 +302,17 @@ function drawTimeline() {
     svg.dataset.resident = String(maxOf(p.heapResident));
     svg.dataset.residentFrom = String(p.heapResident.findIndex(function (v) { return v != null; }));
   }
+  // --access: the live bytes cold in the latest epoch. None before it.
+  if (p.cold && p.cold.some(function (v) { return v != null; })) {
+    var coldDots = [];
+    el("path", { d: linePath(segs, xs, p.cold, x, y, coldDots), fill: "none", stroke: COLD.stroke, "stroke-width": COLD.width,
+      "stroke-dasharray": COLD.dash, "class": "cold" }, svg)
+      .appendChild(document.createElementNS(SVGNS, "title")).textContent = "cold: live bytes untouched for --cold-after epochs (--access)";
+    coldDots.forEach(function (pt) {
+      el("circle", { cx: pt[0], cy: pt[1], r: 4, fill: COLD.stroke, stroke: "#fff", "class": "cold-dot" }, svg);
+    });
+    svg.dataset.cold = String(maxOf(p.cold));
+  }
   marks.forEach(function (mk) {
     var g = el("g", { "class": "mark" }, svg), ly = TL.t - 10 + mk.row * MARK_ROW;
     el("line", { x1: x(xOf(mk)), x2: x(xOf(mk)), y1: ly + 2, y2: y(0) }, g);
@@ -320,7 +338,8 @@ function drawTimeline() {
     var i = nearestSample(toT(ev)), m = groupLiveAt(i);
     var s = fmtAt(p.t[i], p.x[i]) + "\nlive   " + fmtExact(p.live[i]) + " B in " + fmtExact(p.blocks[i]) + " blocks\nmapped " + fmtExact(p.mapped[i]) + " B" +
       (p.heapResident[i] != null ? "\nheap resident " + fmtExact(p.heapResident[i]) + " B (retained " + fmtExact(Math.max(p.heapResident[i] - p.live[i], 0)) + " B)" :
-        maxOf(p.heapResident) > 0 ? "\nheap resident: not read yet" : "");
+        maxOf(p.heapResident) > 0 ? "\nheap resident: not read yet" : "") +
+      (p.cold && p.cold[i] != null ? "\ncold   " + fmtExact(p.cold[i]) + " B" : "");
     p.top.forEach(function (g) { if (m[g]) s += "\n" + fmtExact(m[g]).padStart(12) + " B  " + p.groups[g].label; });
     showTip(ev, s);
   });
@@ -579,7 +598,9 @@ function drawHeapMap() {
     while (span < L.spans.length - 1 && st >= L.spans[span + 1][0]) span++;
     var sp = L.spans[span];
     var a = sp[2] + Math.floor((st - sp[0]) / L.bpp), b = sp[2] + Math.ceil((en - sp[0]) / L.bpp);
-    fillRange(a, Math.max(b, a + 1), site >= 0 ? siteColor(site) : DATA.otherColor);
+    // --access: live data in colour, cold data greyed.
+    var cold = m.cold && m.cold[k / 3];
+    fillRange(a, Math.max(b, a + 1), cold ? COLD_FILL : site >= 0 ? siteColor(site) : DATA.otherColor);
   }
   canvas.title = "1 pixel = " + fmtBytes(L.bpp) + " of address space";
   // Marks along the slider.
@@ -632,6 +653,9 @@ function drawLegend(box) {
   item(DATA.otherColor, "other call sites", "");
   if (maxOf(p.heapResident) > 0) {
     item(RESIDENT.stroke, "heap resident (line)", "the allocator's memory in RAM, from the kernel; above the live stack: retained", true);
+  }
+  if (p.cold && p.cold.some(function (v) { return v != null; })) {
+    item(COLD.stroke, "cold (line)", "live bytes untouched for --cold-after epochs (--access); for blocks smaller than a page a lower bound", true);
   }
 }
 
