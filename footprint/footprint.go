@@ -53,6 +53,9 @@ type Reading struct {
 	// metadata (spans, arena headers, GC bitmaps, the page allocator's
 	// summaries) and whatever the Go code maps itself with syscall.Mmap.
 	GoRuntimeResident uint64
+	// ManagedHeaps are a runtime's own heaps (a JVM's, found by its
+	// performance counters): what part of the memory above they are.
+	ManagedHeaps []ManagedHeap
 	// FileResident is the resident part of file mappings (shared memory
 	// included), private copies of their pages too.
 	FileResident uint64

@@ -45,6 +45,9 @@ func Read(pid int, o Options) (Reading, error) {
 		o.Glibc = !mapsOtherAllocator(vmas) && (gh == nil || mapsLibc(vmas))
 	}
 	r := classify(vmas, threadSPs(dir), o, gh, mem)
+	if c, ok := findPerfData(vmas, mem); ok {
+		r.ManagedHeaps = jvmHeaps(vmas, c, mem)
+	}
 	if err := parseStatus(st, &r); err != nil {
 		return Reading{}, fmt.Errorf("footprint of %d: %w", pid, err)
 	}

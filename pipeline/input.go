@@ -54,6 +54,11 @@ const (
 	// InListed: a process the next whole-host report lists though the
 	// Table holds no event of it: PID, Comm, its reading (Footprint).
 	InListed
+	// InAccess: PID's access statistics start, or an epoch ends with its
+	// reading (Access; folded by AccessFolder).
+	InAccess
+	// InJITSymbols: PID's JIT symbols, newer than those before (JIT).
+	InJITSymbols
 )
 
 // Input is one input of a run, live or replayed: whatever changes what a
@@ -75,6 +80,8 @@ type Input struct {
 	Leak      *recording.LeakCheck
 	Footprint *RecordedFootprint
 	Report    recording.Report
+	Access    *recording.Access
+	JIT       []symbolize.RecordedJIT
 }
 
 // Source gives a run's inputs: the live trace (package session: the
@@ -206,6 +213,8 @@ func FromRecord(rec *recording.Record, in *Input) {
 		in.Kind, in.PeakTol = InPeakTolerance, rec.PeakTolerance
 	case recording.KindMaps:
 		in.Kind, in.Maps = InCodeMaps, rec.Maps
+	case recording.KindJIT:
+		in.Kind, in.JIT = InJITSymbols, rec.JIT
 	case recording.KindStack:
 		in.Kind, in.StackID, in.Frames = InStack, rec.StackID, rec.Frames
 	case recording.KindLeakCheck:
@@ -216,5 +225,7 @@ func FromRecord(rec *recording.Record, in *Input) {
 		in.Kind, in.Report = InReport, rec.Report
 	case recording.KindListed:
 		in.Kind, in.Footprint = InListed, &RecordedFootprint{R: rec.Footprint}
+	case recording.KindAccess:
+		in.Kind, in.PID, in.Time, in.Access = InAccess, rec.PID, rec.Time, &rec.Access
 	}
 }

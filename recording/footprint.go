@@ -70,6 +70,19 @@ func (w *Writer) reading(r footprint.Reading, ranges []footprint.Range) {
 	for _, v := range []uint64{r.Swap, r.PSS, rollup} {
 		w.uvarint(v)
 	}
+	// Version 7 on: the runtime heaps.
+	w.uvarint(uint64(len(r.ManagedHeaps)))
+	for _, h := range r.ManagedHeaps {
+		located := uint64(0)
+		if h.Located {
+			located = 1
+		}
+		w.str(h.Name)
+		for _, v := range []uint64{h.Reserved, h.Committed, h.Resident, located} {
+			w.uvarint(v)
+		}
+		w.str(h.Source)
+	}
 }
 
 func (r *Reader) decodeFootprint(rec *Record) {
@@ -105,5 +118,15 @@ func (r *Reader) decodeReading(rec *Record) {
 	if r.version >= 6 {
 		r.ensure(3 * 10)
 		f.Swap, f.PSS, f.Rollup = r.uvarint(), r.uvarint(), r.uvarint() != 0
+	}
+	if r.version >= 7 {
+		n := r.count()
+		for i := 0; i < n && r.err == nil; i++ {
+			r.ensure(maxRecordHead)
+			h := footprint.ManagedHeap{Name: r.str()}
+			h.Reserved, h.Committed, h.Resident, h.Located = r.uvarint(), r.uvarint(), r.uvarint(), r.uvarint() != 0
+			h.Source = r.str()
+			f.ManagedHeaps = append(f.ManagedHeaps, h)
+		}
 	}
 }

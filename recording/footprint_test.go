@@ -14,7 +14,11 @@ func TestFootprintRecord(t *testing.T) {
 	want := footprint.Reading{RSS: 600, RSSAnon: 100, RSSFile: 200, RSSShmem: 300, HeapResident: 40, AnonResident: 50,
 		StackResident: 6, FileResident: 500, Unexplained: 4, CgroupMemory: 1 << 40, Cgroup: "/a/b", Attached: true,
 		GoHeap: footprint.State{Reserved: 64 << 20, Committed: 8 << 20, Resident: 6 << 20}, GoHeapSource: "runtime", GoRuntimeResident: 7, Swap: 8 << 10, PSS: 500, Rollup: true,
-		Ranges: []footprint.State{{Reserved: 8192, Committed: 4096, Resident: 4096}, {Reserved: 4096}}}
+		Ranges: []footprint.State{{Reserved: 8192, Committed: 4096, Resident: 4096}, {Reserved: 4096}},
+		ManagedHeaps: []footprint.ManagedHeap{
+			{Name: "Java heap", State: footprint.State{Reserved: 256 << 20, Committed: 64 << 20, Resident: 50 << 20}, Located: true, Source: "hsperfdata"},
+			{Name: "Metaspace", State: footprint.State{Reserved: 64 << 20, Committed: 192 << 10}, Source: "hsperfdata"},
+		}}
 	ranges := []footprint.Range{{Start: 0x7f0000000000, End: 0x7f0000002000}, {Start: 0x7f0000010000, End: 0x7f0000011000}}
 	r := written(t, "pid", func(w *Writer) { w.Footprint(42, 12345, want, ranges) })
 	var rec Record

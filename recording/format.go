@@ -16,8 +16,10 @@ const Magic = "MEMTRACE"
 // without footprint records; a version-3 file is a version-4 file without
 // report records; a version-4 file is a version-5 file whose footprint
 // records lack the Go heap; a version-5 file is a version-6 file whose
-// footprint records lack the swap, the PSS and the rollup flag.
-const Version = 6
+// footprint records lack the swap, the PSS and the rollup flag; a
+// version-6 file is a version-7 file without access records, JIT symbol
+// records and runtime heaps in its footprint records.
+const Version = 7
 
 const headerLen = len(Magic) + 4
 

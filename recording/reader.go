@@ -60,6 +60,10 @@ const (
 	// Table holds none of its events: PID, Comm and its Footprint read at
 	// Time.
 	KindListed
+	// KindAccess: Access, an access statistics record of PID at Time.
+	KindAccess
+	// KindJIT: JIT symbols of PID, newer than those before (JIT).
+	KindJIT
 )
 
 // Record is one decoded record. Next reuses it: slices and strings are
@@ -82,6 +86,8 @@ type Record struct {
 	Footprint       footprint.Reading
 	FootprintRanges []footprint.Range
 	Report          Report
+	Access          Access
+	JIT             []symbolize.RecordedJIT
 }
 
 // Reader reads a recording.
@@ -479,6 +485,12 @@ func (r *Reader) decode(tag byte, rec *Record) (done bool, err error) {
 		return true, r.err
 	case tagListed:
 		r.decodeListed(rec)
+		return true, r.err
+	case tagAccess:
+		r.decodeAccess(rec)
+		return true, r.err
+	case tagJIT:
+		r.decodeJIT(rec)
 		return true, r.err
 	default:
 		r.corrupt(fmt.Sprintf("unknown record tag %#x", tag))

@@ -51,6 +51,8 @@ type Writer struct {
 	mapsOf    func(pid int) []symbolize.CodeMapping
 	written   map[int][]symbolize.CodeMapping // the maps last written, by pid
 	refresh   func()
+	jitOf     func(pid, from int) ([]symbolize.RecordedJIT, int)
+	jitFrom   map[int]int // JIT symbols written so far, by pid
 
 	pendingMu sync.Mutex
 	pending   []int
@@ -222,6 +224,7 @@ func (w *Writer) Close() error {
 	if w.hasMaps.Load() {
 		w.writeMaps()
 	}
+	w.writeJIT()
 	w.buf = append(w.buf, tagEnd)
 	w.push()
 	if err := w.zw.Close(); err != nil && w.err == nil {
@@ -407,6 +410,7 @@ func (w *Writer) Tick(now uint64) {
 		if w.refresh != nil {
 			w.refresh()
 		}
+		w.writeJIT()
 		w.record(tagTick)
 		w.uvarint(now)
 		w.Flush()

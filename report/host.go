@@ -456,7 +456,8 @@ func writeHostJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options)
 		pr := newProcessRecord(rp, s.Time, o.Final)
 		fillProcessSampling(&pr, rp, s.SampleBytes)
 		fillProcessLeaks(&pr, o.Leaks, r.PID)
-		pr.epochRecord = o.Epoch.process(r.ProcessSnapshot) // dumps (epoch.go)
+		pr.ManagedHeaps = managedHeapRecords(managedHeaps(r.ProcessSnapshot, sym)) // managed_heaps.go
+		pr.epochRecord = o.Epoch.process(r.ProcessSnapshot)                        // dumps (epoch.go)
 		rank, traced := r.rank, !r.Untraced
 		pr.Rank, pr.Traced = &rank, &traced
 		records = append(records, pr)

@@ -43,9 +43,10 @@ func WriteJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) err
 	records = append(records, markRecords(s, procs, o.Epoch)...)         // time.go
 	for _, p := range procs {
 		pr := newProcessRecord(p, s.Time, o.Final)
-		fillProcessSampling(&pr, p, s.SampleBytes) // estimate.go
-		fillProcessLeaks(&pr, o.Leaks, p.PID)      // json_leaks.go
-		fillProcessJVM(&pr, p)                     // jvm.go
+		fillProcessSampling(&pr, p, s.SampleBytes)                                 // estimate.go
+		fillProcessLeaks(&pr, o.Leaks, p.PID)                                      // json_leaks.go
+		fillProcessJVM(&pr, p)                                                     // jvm.go
+		pr.ManagedHeaps = managedHeapRecords(managedHeaps(p.ProcessSnapshot, sym)) // managed_heaps.go
 		pr.epochRecord = o.Epoch.process(p.ProcessSnapshot)
 		records = append(records, pr)
 		for _, site := range p.heap {
@@ -188,6 +189,7 @@ func newCallsiteRecord(pid uint32, s aggregate.SiteSnapshot, sym Symbolizer, t u
 		Rates:          rateRecords(s.Rates),
 		Inlined:        inlineRecord(f.Inlined),
 		mappingState:   newMappingState(s.Mapping),
+		ManagedHeap:    mappedHeap(f, s.Category),
 	}
 }
 

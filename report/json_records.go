@@ -83,6 +83,9 @@ type processRecord struct {
 	// Resident: its resident memory by who made it resident, in all
 	// (the resident records give it by call site); zeros when off.
 	Resident processResident `json:"resident"`
+	// ManagedHeaps: the runtime heaps found (managed_heaps.go); omitted
+	// when none.
+	ManagedHeaps []managedHeapRecord `json:"managed_heaps,omitempty"`
 	// The leak check (json_leaks.go): present only in runs that check.
 	LeakChecked *bool `json:"leak_checked,omitempty"`
 	leakRecord
@@ -176,6 +179,9 @@ type callsiteRecord struct {
 	JVMCategory *string `json:"jvm_category,omitempty"`
 	// Sites charged before their file's unwind table was in: true (absent otherwise).
 	BeforeTable bool `json:"before_table,omitempty"`
+	// An mmap site of a runtime heap's own allocator ("V8 heap"; absent
+	// otherwise; managed_heaps.go).
+	ManagedHeap string `json:"managed_heap,omitempty"`
 }
 
 // inlineFrame is one source-level frame of an inline chain.

@@ -65,6 +65,14 @@ var reportEpochFields = []string{"epoch", "epoch_start_ns"}
 // jvmProcessFields and jvmFields end a JVM's process and heap callsite records.
 var jvmProcessFields, jvmFields = []string{"jvm_categories"}, []string{"jvm_category"}
 
+// managedHeapFields follow a process's resident object when it has a
+// runtime heap (a JVM's, V8's).
+var managedHeapFields = []string{"managed_heaps"}
+
+// managedHeapSiteFields end an mmap callsite of a runtime heap's
+// allocator.
+var managedHeapSiteFields = []string{"managed_heap"}
+
 // beforeTableFields end the callsite records of sites charged before their
 // unwind table was in.
 var beforeTableFields = []string{"before_table"}
@@ -266,7 +274,7 @@ func TestJSONRecordsMatchDocs(t *testing.T) {
 			t.Errorf("docs/json.md does not document `mmap.%s`", f)
 		}
 	}
-	for _, f := range slices.Concat(detailFields, leakProcessFields, epochFields, reportEpochFields, jvmProcessFields, jvmFields, beforeTableFields) {
+	for _, f := range slices.Concat(managedHeapFields, detailFields, leakProcessFields, epochFields, reportEpochFields, jvmProcessFields, jvmFields, beforeTableFields) {
 		if !strings.Contains(doc, "`"+f+"`") {
 			t.Errorf("docs/json.md does not document field `%s`", f)
 		}
@@ -284,9 +292,9 @@ func TestJSONRecordsMatchDocs(t *testing.T) {
 		case "report":
 			want = slices.Concat(want, reportEpochFields)
 		case "process":
-			want = slices.Concat(hostFields(typ), leakProcessFields, epochFields, jvmProcessFields)
+			want = slices.Concat(hostFields(typ), managedHeapFields, leakProcessFields, epochFields, jvmProcessFields)
 		case "callsite":
-			want = slices.Concat(want, leakFields, epochFields, detailFields, jvmFields, beforeTableFields)
+			want = slices.Concat(want, leakFields, epochFields, detailFields, jvmFields, beforeTableFields, managedHeapSiteFields)
 		}
 		if got := jsonTags(v); !slices.Equal(got, want) {
 			t.Errorf("%s struct tags %v, want %v", typ, got, want)

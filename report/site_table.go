@@ -85,7 +85,7 @@ func writeTitledSites(b *bytes.Buffer, p rankedProcess, c aggregate.Category,
 			byteCell(s.AllocBytes, o.Raw),
 			strconv.FormatUint(s.Allocs, 10),
 			byteCell(s.FreedBytes, o.Raw),
-			functionLabel(f),
+			mappedFunctionLabel(f, c),
 			locationLabel(f),
 			moduleLabel(f),
 		}

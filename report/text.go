@@ -43,7 +43,8 @@ func WriteText(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) err
 	for _, p := range procs {
 		b.WriteByte('\n')
 		writeProcessHeader(&b, p, o.Raw)
-		if err := writeJVMText(&b, p, o.Raw); err != nil { // jvm.go
+		writeManagedHeapsText(&b, managedHeaps(p.ProcessSnapshot, sym), o.Raw) // managed_heaps.go
+		if err := writeJVMText(&b, p, o.Raw); err != nil {                     // jvm.go
 			return fmt.Errorf("text report for pid %d: %w", p.PID, err)
 		}
 		if err := writeSiteTables(&b, p, sym, o); err != nil {

@@ -14,8 +14,8 @@ import (
 	"unsafe"
 
 	"github.com/memtrace/memtrace/access"
-	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/pipeline"
+	"github.com/memtrace/memtrace/recording"
 	"github.com/memtrace/memtrace/report"
 	"github.com/memtrace/memtrace/residency"
 	"github.com/memtrace/memtrace/tracer"
@@ -146,7 +146,12 @@ func (s *session) startAccessOf(pid uint32) {
 		p.ended = true
 		return
 	}
-	p.tracker = access.NewTracker(tracer.PageSize, s.cfg.ColdAfter, monotonicNow())
+	now := monotonicNow()
+	p.tracker = access.NewTracker(tracer.PageSize, s.cfg.ColdAfter, now)
+	if s.time != nil && s.time.rec != nil {
+		// A replay folds the recorded readings afresh (pipeline.AccessFolder).
+		s.time.rec.Access(&recording.Access{PID: pid, Time: now, Start: true, ColdAfter: s.cfg.ColdAfter, PageSize: tracer.PageSize})
+	}
 	if s.exports != nil && s.exports.History != nil {
 		s.exports.History.ColdRanges(pid, p.tracker.Cold) // --html's heap map greys cold runs
 	}
@@ -187,19 +192,6 @@ func (s *session) accessFinalAll() {
 	}
 }
 
-// accessBlocks are pid's live heap blocks and mapped regions.
-func (s *session) accessBlocks(pid uint32) []access.Block {
-	var blocks []access.Block
-	s.table.ForEachLiveSite(pid, func(addr, size uint64, site aggregate.SiteKey) bool {
-		blocks = append(blocks, access.Block{Addr: addr, Size: size, Site: site, Category: aggregate.Heap})
-		return true
-	})
-	s.table.ForEachMappedSite(pid, func(start, end uint64, site aggregate.SiteKey) {
-		blocks = append(blocks, access.Block{Addr: start, Size: end - start, Site: site, Category: aggregate.Mapped})
-	})
-	return blocks
-}
-
 // endAccessEpoch reads pid's pages, clears its bits (the next epoch
 // starts) and reports the epoch: NDJSON records with --json at once;
 // the text section follows the final report (printAccess).
@@ -207,7 +199,7 @@ func (s *session) endAccessEpoch(pid uint32, final bool) {
 	a := s.access
 	p := a.procs[pid]
 	start := time.Now()
-	blocks := s.accessBlocks(pid)
+	blocks := pipeline.AccessBlocks(s.table, pid)
 	pages, tables, err := s.readAccess(pid, blocks)
 	if err == nil && !final {
 		err = pagewalk.Clear(int(pid))
@@ -222,17 +214,24 @@ func (s *session) endAccessEpoch(pid uint32, final bool) {
 		s.log.Warn("access statistics", "pid", pid, "err", err)
 		return
 	}
-	e := p.tracker.End(monotonicNow(), blocks, pages, a.softDirty, a.method)
+	comm := ""
+	if t := s.targets[int(pid)]; t != nil {
+		comm = t.comm
+	}
+	now := monotonicNow()
+	if s.time != nil && s.time.rec != nil {
+		// The reading, not the figures: the replay's Table holds the same
+		// blocks at this point of the stream.
+		s.time.rec.Access(&recording.Access{PID: pid, Time: now, Final: final, WrittenKnown: a.softDirty,
+			Comm: comm, Method: a.method, Pages: *pages})
+	}
+	e := p.tracker.End(now, blocks, pages, a.softDirty, a.method)
 	// The next epoch began with the clear: it lasts --access from there,
 	// however long this reading took.
 	p.due = time.Now().Add(s.cfg.Access)
 	s.log.Debug("access epoch", "pid", pid, "epoch", e.Number, "blocks", len(blocks), "tables", tables, "took", time.Since(start))
 	p.last = &e
 	p.ended = final
-	comm := ""
-	if t := s.targets[int(pid)]; t != nil {
-		comm = t.comm
-	}
 	s.exports.UpdateAccess(pid, e) // --listen's gauges
 	if s.cfg.JSON {
 		if err := report.WriteAccess(s.out, pid, comm, e, s.res, final); err != nil {

@@ -186,6 +186,9 @@ type jitSource struct {
 	last    time.Time // the last refresh
 	warned  bool
 	log     *slog.Logger
+	// recorded: the symbols come from a recording (AddJITSymbols); no
+	// file is read.
+	recorded bool
 }
 
 type jitDumpFile struct {
@@ -199,7 +202,7 @@ type jitDumpFile struct {
 func (s *jitSource) refresh(dumps []string, force bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !force && time.Since(s.last) < jitRefreshEvery {
+	if s.recorded || !force && time.Since(s.last) < jitRefreshEvery {
 		return
 	}
 	s.last = time.Now()

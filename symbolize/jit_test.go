@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -225,5 +226,36 @@ func TestJITTableRewrite(t *testing.T) {
 		if e, _ := tab.lookup(pc); e.name != want {
 			t.Errorf("lookup(%#x) = %q, want %q", pc, e.name, want)
 		}
+	}
+}
+
+// TestRecordedJIT: an offline resolver names JIT code by recorded symbols
+// (the newest covering an address wins) and hands back what it was given.
+func TestRecordedJIT(t *testing.T) {
+	syms := []RecordedJIT{
+		{Start: 0x7000, Size: 0x100, Name: "JS:*old a.js:1:1", File: "/tmp/perf-9.map"},
+		{Start: 0x7000, Size: 0x40, Name: "JS:*new a.js:2:1", File: "/tmp/perf-9.map"},
+		{Start: 0x7200, Size: 0x20, Name: "dumped", File: "/tmp/jit-9.dump"},
+	}
+	r := NewResolver()
+	r.Offline()
+	r.AddJITSymbols(9, syms)
+	for _, c := range []struct {
+		ret        uint64
+		fn, module string
+	}{
+		{0x7011, "JS:*new a.js:2:1", "/tmp/perf-9.map"},
+		{0x7081, "JS:*old a.js:1:1", "/tmp/perf-9.map"},
+		{0x7211, "dumped", "/tmp/jit-9.dump"},
+		{0x7301, "", ""},
+	} {
+		f := r.Resolve(9, c.ret)
+		if f.Function != c.fn || f.Module != c.module {
+			t.Errorf("Resolve(%#x) = %q in %q, want %q in %q", c.ret, f.Function, f.Module, c.fn, c.module)
+		}
+	}
+	got, next := r.JITSymbolsFrom(9, 1)
+	if !slices.Equal(got, syms[1:]) || next != 3 {
+		t.Errorf("JITSymbolsFrom(9, 1) = %+v, %d; want %+v, 3", got, next, syms[1:])
 	}
 }

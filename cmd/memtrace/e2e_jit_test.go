@@ -252,7 +252,8 @@ func (s *siteStream) drain() {
 func TestJITPerfMapGrows(t *testing.T) {
 	needBPF(t)
 	cmd, stdin, lines, base := fakeJIT(t, "")
-	mt := exec.Command(memtrace(t), "-v", "--json", "--top", "0", "-i", "100ms", "-p", strconv.Itoa(cmd.Process.Pid))
+	rec := filepath.Join(t.TempDir(), "jit.mtrace")
+	mt := exec.Command(memtrace(t), "-v", "--json", "--top", "0", "-i", "100ms", "--record", rec, "-p", strconv.Itoa(cmd.Process.Pid))
 	mtOut, _ := mt.StdoutPipe()
 	mtErr, _ := mt.StderrPipe()
 	if err := mt.Start(); err != nil {
@@ -286,6 +287,25 @@ func TestJITPerfMapGrows(t *testing.T) {
 		if !r.Final || r.Function != want.fn || r.LiveBytes != want.live ||
 			r.Module != fmt.Sprintf("/tmp/perf-%d.map", cmd.Process.Pid) {
 			t.Errorf("site 0x%x: %+v, want final %q with %d live bytes", addr, r, want.fn, want.live)
+		}
+	}
+
+	// The recording names the JIT code as the live run did, with the
+	// process and its perf map gone.
+	os.Remove(fmt.Sprintf("/tmp/perf-%d.map", cmd.Process.Pid))
+	replayed := parseNDJSON(t, runMemtrace(t, "replay", "--json", "--top", "0", rec).stdout)
+	for _, addr := range []uint64{a, b, c} {
+		key := fmt.Sprintf("0x%x", addr)
+		var got siteRecord
+		for _, r := range replayed.sites {
+			if r.Final && r.Address == key {
+				got = r
+			}
+		}
+		live := s.seen[key]
+		if got.Function != live.Function || got.Module != live.Module || got.LiveBytes != live.LiveBytes {
+			t.Errorf("replayed site %s: %q in %q, %d live bytes; the live run had %q in %q, %d", key,
+				got.Function, got.Module, got.LiveBytes, live.Function, live.Module, live.LiveBytes)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/memtrace/memtrace/outfile"
 	"github.com/memtrace/memtrace/session"
 )
 
@@ -22,7 +23,8 @@ func main() {
 	if writeMan != nil {
 		os.Exit(writeMan(os.Args[1:]))
 	}
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	// The command memtrace starts shares its stdout and stderr (outfile.Patient).
+	os.Exit(run(os.Args[1:], os.Stdin, outfile.Patient(os.Stdout), outfile.Patient(os.Stderr)))
 }
 
 // run is memtrace minus the process: it returns the exit code.
