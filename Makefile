@@ -4,7 +4,7 @@ GO      ?= go
 BIN     ?= bin
 CC      ?= gcc
 
-.PHONY: all build man image demo test test-kernels bench fuzz generate check-generate clean
+.PHONY: all build man image demo test test-kernels bench fuzz generate check-generate check-clang lint check-large-files clean
 
 all: build
 
@@ -67,12 +67,31 @@ bench: build
 
 # Regenerate the BPF object and its Go bindings (needs clang, llvm,
 # libbpf-dev, bpftool: apt-get install -y clang llvm libbpf-dev bpftool).
-generate:
-	$(GO) generate .
+# The committed objects are clang CLANG_MAJOR's (Debian 12's): another
+# clang compiles other bytes, and check-generate would fail on them.
+CLANG       ?= clang
+CLANG_MAJOR ?= 14
+generate: check-clang
+	BPF2GO_CC=$(CLANG) $(GO) generate .
+
+check-clang:
+	@command -v $(CLANG) >/dev/null || { echo "make generate: $(CLANG) not found: apt-get install -y clang llvm libbpf-dev bpftool" >&2; exit 1; }
+	@v=$$($(CLANG) -dumpversion); [ "$${v%%.*}" = "$(CLANG_MAJOR)" ] || { \
+		echo "make generate: $(CLANG) is version $$v; the committed BPF objects are built with clang $(CLANG_MAJOR) (Debian 12's): use it (CLANG=clang-$(CLANG_MAJOR)), or CLANG_MAJOR=$${v%%.*} to rebuild them all with yours" >&2; exit 1; }
 
 # CI: the committed generated files must be what `make generate` produces.
 check-generate: generate
 	git diff --exit-code -- tracer/
+
+# golangci-lint from the Go module proxy, at a pinned version
+# (.golangci.yml says which linters).
+GOLANGCI_LINT_VERSION ?= v2.15.0
+lint:
+	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
+
+# No tracked file but the generated BPF objects above 1 MB.
+check-large-files:
+	scripts/check-large-files.sh
 
 clean:
 	rm -rf $(BIN)

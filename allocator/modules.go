@@ -14,7 +14,7 @@ import (
 	"syscall"
 
 	"github.com/memtrace/memtrace/procfile"
-	"github.com/memtrace/memtrace/symbolize"
+	"github.com/memtrace/memtrace/procfs"
 )
 
 // ErrNoProcess means the process does not exist (any more).
@@ -110,7 +110,7 @@ func ForProcess(pid int) ([]Module, error) {
 		}
 		return nil, fmt.Errorf("read maps of process %d: %w", pid, err)
 	}
-	maps, err := symbolize.ParseMaps(f)
+	maps, err := procfs.ParseMaps(f)
 	f.Close()
 	if err != nil {
 		return nil, fmt.Errorf("read maps of process %d: %w", pid, err)
@@ -190,7 +190,7 @@ func ForProcess(pid int) ([]Module, error) {
 // symbolic link: the kernel names mapped files by canonical paths, and a
 // link there was planted by whoever owns the directory (the process, in a
 // container), to make memtrace read and probe another file.
-func openPath(proc string, m symbolize.Mapping) string {
+func openPath(proc string, m procfs.Mapping) string {
 	mapFile := fmt.Sprintf("%s/map_files/%x-%x", proc, m.Start, m.End)
 	if m.Deleted {
 		return mapFile

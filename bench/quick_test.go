@@ -104,7 +104,7 @@ func TestQuick(t *testing.T) {
 		// entries, and malloc's return, once per pair (and a few more at
 		// start-up).
 		if mt != nil {
-			for name, want := range map[string]float64{"entry": 2, "ret": 1} {
+			for name, want := range map[string]float64{"mt_alloc_entry": 2, "mt_alloc_ret": 1} {
 				if p, ok := mt.BPF[name]; !ok || p.RunsPerPair < want || p.RunsPerPair > want*1.05 || p.NsPerRun <= 0 {
 					t.Errorf("memtrace exact: BPF program %s: %+v, want %.0f runs per pair", name, p, want)
 				}

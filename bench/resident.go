@@ -75,7 +75,7 @@ func (r *runner) resident(ctx context.Context) ([]*Comparison, error) {
 			if ns := faultNs(progs); ns > 0 && !timed {
 				perFault = append(perFault, ns)
 				for _, p := range faultPrograms {
-					perProgram[p] = append(perProgram[p], float64(progs[p].ns)/float64(progs["on_fault_user"].runs))
+					perProgram[p] = append(perProgram[p], float64(progs[p].ns)/float64(progs["mt_fault_user"].runs))
 				}
 			}
 			return t, s, err
@@ -209,7 +209,7 @@ func (r *runner) startHostArgs(ctx context.Context, args ...string) (cmd *exec.C
 }
 
 // faultPrograms are the programs of resident attribution (bpf/resident.h).
-var faultPrograms = []string{"on_fault_user", "on_fault_kernel", "on_page_alloc", "on_rss_stat"}
+var faultPrograms = []string{"mt_fault_user", "mt_fault_kern", "mt_page_alloc", "mt_rss_stat"}
 
 // faultNs is the fault programs' BPF time per user write fault (0 when the
 // kernel did not time them).
@@ -218,10 +218,10 @@ func faultNs(progs map[string]progRun) float64 {
 	for _, name := range faultPrograms {
 		ns += progs[name].ns
 	}
-	if progs["on_fault_user"].runs == 0 {
+	if progs["mt_fault_user"].runs == 0 {
 		return 0
 	}
-	return float64(ns) / float64(progs["on_fault_user"].runs)
+	return float64(ns) / float64(progs["mt_fault_user"].runs)
 }
 
 // residentRecord is what the accuracy runs read of a resident record.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/event"
-	"github.com/memtrace/memtrace/symbolize"
+	"github.com/memtrace/memtrace/procfs"
 )
 
 // checkedBytes is how much of each function's start is compared: enough
@@ -73,16 +73,16 @@ func (r *runner) foreignProbes(ctx context.Context) (string, error) {
 	return strings.Join(found, " "), nil
 }
 
-func readMaps(pid int) ([]symbolize.Mapping, error) {
+func readMaps(pid int) ([]procfs.Mapping, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/maps")
 	if err != nil {
 		return nil, fmt.Errorf("check for foreign probes: %w", err)
 	}
-	return symbolize.ParseMaps(bytes.NewReader(b))
+	return procfs.ParseMaps(bytes.NewReader(b))
 }
 
 // vaddr is where the probe's file offset is mapped in the process.
-func vaddr(maps []symbolize.Mapping, p allocator.Probe) (uint64, bool) {
+func vaddr(maps []procfs.Mapping, p allocator.Probe) (uint64, bool) {
 	for _, m := range maps {
 		if m.Path != p.Module || !m.Executable() {
 			continue

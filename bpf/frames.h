@@ -18,8 +18,16 @@
  * pcs in file mappings with a table are cached: anonymous code (a JIT) is
  * never.
  */
+/*
+ * Provides: the frame_cache and frame_epoch maps; frames_epoch, frames_mm,
+ * frames_valid, frames_invalidate, frames_unmap; task_xol.
+ * Needs: probes.h (memtrace.h's struct file_key and struct unwind_row,
+ * kernel.h's task and mm types).
+ */
 #ifndef MEMTRACE_FRAMES_H
 #define MEMTRACE_FRAMES_H
+
+#include "probes.h"
 
 /* What the walk needs of a frame, cached. */
 struct frame_info {

@@ -1,10 +1,32 @@
 //go:build ignore
 
 /*
- * memtrace's probes: entry uprobes and return uprobes on the allocator of each
- * traced process. Every allocation, release and anonymous mapping that
- * succeeded is written to one ring buffer as a struct event. Per-event work is
- * kept small: the trap itself already costs most of a microsecond.
+ * memtrace's BPF programs, one object (tracer/ loads it):
+ *  - mt_alloc_entry, mt_alloc_ret: entry and return uprobes on the allocator
+ *    functions of each traced process (malloc, calloc, realloc, free, mmap,
+ *    munmap, mremap, the allocation wrappers, dlopen, --mark functions),
+ *    uprobe_multi links or per-probe ones; mt_alloc_sess replaces both in
+ *    sampled mode on Linux 6.13+ (a uprobe session skips unsampled returns);
+ *    mt_jvm_entry: HotSpot's os::malloc and os::realloc (categories).
+ *  - mt_exec, mt_exit: raw tracepoints of the whole-host mode.
+ *  - mt_fault_user, mt_fault_kern, mt_page_alloc, mt_rss_stat: BTF
+ *    tracepoints of resident attribution (resident.h).
+ *  - mt_file_key, mt_forget_smpl: syscall programs user space runs
+ *    (BPF_PROG_RUN): the file key the walk sees for a mapping, and the
+ *    sampled blocks to forget.
+ * Every allocation, release and anonymous mapping that succeeded, and every
+ * sampled fault, is written to one ring buffer (events) as a record whose
+ * call site is the first frame outside the allocator and its wrappers
+ * (unwind.h walks the stack with tables user space builds). Per-event work
+ * is kept small: the trap itself already costs most of a microsecond.
+ *
+ * Layout: this file holds the programs; the headers, each with one concern,
+ * say what they provide and need, and include what they need: memtrace.h
+ * (types and constants shared with Go), sample.h (the sampling draw),
+ * kernel.h (the kernel's structures read through CO-RE), probes.h (the
+ * settings, maps and helpers every probe shares), frames.h (the frame
+ * cache), refault.h (refault slots), unwind.h (the stack walk and
+ * emit_site), resident.h (resident attribution's logic).
  */
 #include <linux/bpf.h>
 #include <asm/ptrace.h>
@@ -14,133 +36,15 @@
 
 #include "memtrace.h"
 #include "sample.h"
+#include "kernel.h"
+#include "probes.h"
+#include "frames.h"
+#include "refault.h"
+#include "unwind.h"
+#include "resident.h"
 
 /* The helpers used (probe_read_user, task storage) require a GPL-compatible license. */
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
-
-#define MAP_ANONYMOUS 0x20
-#define PROT_EXEC 0x4
-/* No allocation of this many bytes can succeed (x86-64's user address space). */
-#define MAX_USER_SIZE (1ULL << 47)
-#define MAP_FAILED ((__u64)-1)
-/* Records (with their 8-byte header) within which a crossing still wakes. */
-#define WAKEUP_WINDOW (32 * (sizeof(struct event) + 8))
-
-/* The fields read for --comm and by the exit probe (CO-RE: offsets from the kernel's BTF). */
-struct signal_struct {
-	struct {
-		int counter;
-	} live;
-} __attribute__((preserve_access_index));
-
-/* The page of a process's uprobe trampolines (in_outer). */
-struct xol_area {
-	unsigned long vaddr;
-} __attribute__((preserve_access_index));
-
-struct uprobes_state {
-	struct xol_area *xol_area;
-} __attribute__((preserve_access_index));
-
-struct mm_struct {
-	struct uprobes_state uprobes_state;
-	unsigned long start_code, end_code;
-} __attribute__((preserve_access_index));
-
-/*
- * What a return probe replaced: the return address (orig_ret_vaddr) that
- * was in the stack slot at stack, the thread's newest call first
- * (real_return in unwind.h).
- */
-struct return_instance {
-	unsigned long stack;
-	unsigned long orig_ret_vaddr;
-	struct return_instance *next;
-} __attribute__((preserve_access_index));
-
-struct uprobe_task {
-	struct return_instance *return_instances;
-} __attribute__((preserve_access_index));
-
-struct task_struct {
-	int pid;  /* the thread id */
-	int tgid; /* the process id */
-	__u64 start_time;
-	struct mm_struct *mm;
-	struct uprobe_task *utask;
-	struct task_struct *group_leader;
-	struct signal_struct *signal;
-	char comm[COMM_LEN];
-} __attribute__((preserve_access_index));
-
-/* The fields that name the file a code address is mapped from. */
-struct super_block {
-	__u32 s_dev;
-} __attribute__((preserve_access_index));
-
-struct inode {
-	unsigned long i_ino;
-	struct super_block *i_sb;
-	long long i_size;
-} __attribute__((preserve_access_index));
-
-struct file {
-	struct inode *f_inode;
-} __attribute__((preserve_access_index));
-
-/* The exec being done: what sched_process_exec passes as its third argument. */
-struct linux_binprm {
-	struct file *file;
-	const char *interp;
-} __attribute__((preserve_access_index));
-
-struct vm_area_struct {
-	unsigned long vm_start;
-	unsigned long vm_end;
-	unsigned long vm_pgoff;
-	struct file *vm_file;
-	unsigned long vm_flags; /* in an anonymous union since 6.3: CO-RE finds it */
-} __attribute__((preserve_access_index));
-
-/* The frames walked looking for the charged call site (MAX_STACK: memtrace.h). */
-#define MAX_WRAPPER_FRAMES 8
-/*
- * A chain that can still end in a charged name is followed further:
- * Debian's SQLite reaches sqlite3Malloc from its page cache through
- * stripped static functions, its named caller up to 11 frames above
- * malloc's caller.
- */
-#define MAX_CHAIN_FRAMES 32
-/*
- * Frames kept from a charged JIT frame on without --detail: enough to
- * pass the runtime's own JIT code (node's Buffer.alloc and FastBuffer, the
- * JDK's ByteBuffer.allocateDirect path) to the program's function.
- */
-#define JIT_FRAMES 10
-/* Binary search steps over a file's rows: tables of up to 2^24 rows. */
-#define SEARCH_STEPS 24
-
-/* Set by the loader before load. */
-/* Wake the reader only when this many bytes wait: a wakeup per event costs more than the trap. */
-const volatile __u64 wakeup_bytes = 1 << 20;
-/*
- * --detail (and sampled mode): unwind the stack of each reported allocation,
- * keeping at most stack_depth frames from the charged call site on.
- */
-const volatile __u32 stack_depth = 0;
-/* Whole host: memtrace's own PID, whose calls are never traced. */
-const volatile __u32 self_pid = 0;
-/* --comm: only processes whose thread group leader has this comm. */
-const volatile __u8 filter_comm = 0;
-const volatile __u64 comm_filter[2] = {};
-/* --cgroup: only tasks in the cgroup (v2) in cgroup_filter[0], or below it. */
-const volatile __u8 filter_cgroup = 0;
-/*
- * Whether sched_process_exit passes group_dead (recent kernels; not 6.12).
- * The loader clears it where the kernel's BTF says not (tracer/features.go):
- * there a raw tracepoint that reads a second argument is refused.
- */
-const volatile __u8 exit_has_group_dead = 1;
 
 /* Keeps the record types in the BTF for bpf2go -type. */
 const struct event *unused_event __attribute__((unused));
@@ -174,480 +78,16 @@ const enum exp_bits *unused_exp_bits __attribute__((unused));
 const enum thread_slots_max *unused_thread_slots_max __attribute__((unused));
 const enum sampled_hints *unused_sampled_hints __attribute__((unused));
 
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 24);
-} events SEC(".maps");
-
 /*
- * Unwind tables: the rows of every file user space has built, each file's
- * rows contiguous and sorted (the loader sizes the array), and where each
- * file's rows are.
+ * mt_forget_smpl forgets a batch of sampled blocks that user space wrote
+ * into forget_batches (probes.h), with their filter counts.
  */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1 << 20);
-	__type(key, __u32);
-	__type(value, struct unwind_row);
-} unwind_rows SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1 << 14);
-	__type(key, struct file_key);
-	__type(value, struct unwind_file);
-} unwind_files SEC(".maps");
-
-
-
-/* In-flight calls, per thread; freed with the thread. */
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct inflight);
-} inflight SEC(".maps");
-
-/*
- * The same state in a slot per thread id (bpf_get_current_pid_tgid's, the
- * initial namespace's), for ids below the array's size (the loader sizes
- * it to kernel.pid_max, at most THREAD_SLOTS_MAX): an array lookup, which
- * the verifier inlines, where bpf_task_storage_get is a helper call
- * (measured: ~20 ns a lookup, two per allocation). A slot belongs to the
- * thread whose start time it holds, in the address space it holds: a
- * thread id used again is a new thread, whose state starts zeroed, as task
- * storage's would, and so does a thread after exec (a thread that execs
- * takes its leader's id and start time, and with them the slot of a leader
- * that may have been killed inside an allocator call). Threads with
- * higher ids keep theirs in inflight. Only the thread itself reads or
- * writes its slot: ids are unique among live threads.
- */
-struct thread_slot {
-	__u64 start_time;
-	__u64 mm;
-	struct inflight s;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, THREAD_SLOTS_MAX);
-	__type(key, __u32);
-	__type(value, struct thread_slot);
-} thread_slots SEC(".maps");
-
-/*
- * task_id is bpf_get_current_pid_tgid() of the current task t, from two
- * loads through its BTF pointer: the probes get the task once and take
- * everything from it, as each helper call they avoid costs ~8-14 ns
- * (measured, kernel 6.18).
- */
-static __always_inline __u64 task_id(struct task_struct *t)
-{
-	return (__u64)(__u32)t->tgid << 32 | (__u32)t->pid;
-}
-
-/*
- * thread_state returns the state of the current thread t (thread_slots,
- * else inflight); with create, zeroed state when it has none yet, else NULL.
- */
-static __always_inline struct inflight *thread_state(struct task_struct *t, int create)
-{
-	__u64 id = task_id(t);
-	__u32 tid = (__u32)id;
-	struct thread_slot *slot = bpf_map_lookup_elem(&thread_slots, &tid);
-	struct inflight *s;
-	__u64 start, mm = (__u64)t->mm;
-
-	if (!slot) {
-		s = bpf_task_storage_get(&inflight, t, 0, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
-		if (s) {
-			s->cur_id = id;
-			s->cur_mm = mm;
-		}
-		return s;
-	}
-	start = t->start_time;
-	if (slot->start_time != start || slot->mm != mm) {
-		if (!create)
-			return 0;
-		__builtin_memset(&slot->s, 0, sizeof(slot->s));
-		slot->start_time = start;
-		slot->mm = mm;
-	}
-	slot->s.cur_id = id;
-	slot->s.cur_mm = mm;
-	return &slot->s;
-}
-
-/* Events that did not fit in the ring, per process and in total. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
-	__type(value, __u64);
-} lost_by_pid SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} lost_total SEC(".maps");
-
-/*
- * Sampled mode: the sampled blocks still live, so that a free reaches user
- * space only when its block was sampled. The loader sizes it; entries of
- * exited processes are deleted by user space.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 1 << 20);
-	__type(key, struct sample_key);
-	__type(value, __u8);
-} sampled SEC(".maps");
-
-/*
- * Sampled mode: a counting filter in front of sampled, for frees. Each
- * sampled block counts one in the slot its process and address hash to
- * (sampled_hint_slot), from before it is in sampled until after it left;
- * a free whose slot is 0 is of no sampled block and needs no hash lookup
- * (an array lookup, which the verifier inlines, where the hash miss cost
- * ~50 ns a free: measured). Entries user space deletes (exited
- * processes) leave their counts: a slot can only say "maybe" wrongly.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SAMPLED_HINTS);
-	__type(key, __u32);
-	__type(value, __u32);
-} sampled_hint SEC(".maps");
-
-/* Set by the loader: sampled_hint's size - 1 (a power of two), 0 when not sampling. */
-const volatile __u32 sampled_hint_mask = 0;
-
-/*
- * Sampled mode: exact allocation counts per process (user space deletes
- * them at exit, and sums the CPUs' counts). Per CPU: every counted call
- * adds to them, and a shared counter's atomic adds cost more.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 1 << 16);
-	__type(key, __u32);
-	__type(value, struct alloc_counts);
-} proc_counts SEC(".maps");
-
-/* --cgroup: the cgroup whose tasks (and its descendants') are traced. */
-struct {
-	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} cgroup_filter SEC(".maps");
-
-static __always_inline void count_lost(__u32 pid)
-{
-	__u32 zero = 0;
-	__u64 one = 1, *n;
-
-	n = bpf_map_lookup_elem(&lost_total, &zero);
-	if (n)
-		*n += 1;
-	n = bpf_map_lookup_elem(&lost_by_pid, &pid);
-	if (n) {
-		__sync_fetch_and_add(n, 1);
-		return;
-	}
-	if (bpf_map_update_elem(&lost_by_pid, &pid, &one, BPF_NOEXIST)) {
-		/* Another CPU inserted it first. */
-		n = bpf_map_lookup_elem(&lost_by_pid, &pid);
-		if (n)
-			__sync_fetch_and_add(n, 1);
-	}
-}
-
-/* sampled_hint_slot returns the counting filter's slot of a block, NULL when not sampling. */
-static __always_inline __u32 *sampled_hint_slot(struct sample_key *k)
-{
-	__u32 i = (__u32)(((k->addr >> 4) ^ ((__u64)k->pid << 44)) * 0x9e3779b97f4a7c15ULL >> 32) & sampled_hint_mask;
-
-	if (!sampled_hint_mask)
-		return 0;
-	return bpf_map_lookup_elem(&sampled_hint, &i);
-}
-
-/*
- * remember_sampled remembers a sampled block at addr so that its free is
- * reported. A block that cannot be remembered (the map is full) is still
- * reported, and its future free counts as lost.
- */
-static __always_inline void remember_sampled(__u64 addr, __u32 pid)
-{
-	struct sample_key k = {.addr = addr, .pid = pid};
-	__u32 *hint = sampled_hint_slot(&k);
-	__u8 one = 1;
-
-	/* Counted first: a free of the block, once malloc returned, then looks it up. */
-	if (hint)
-		__sync_fetch_and_add(hint, 1);
-	if (bpf_map_update_elem(&sampled, &k, &one, BPF_ANY)) {
-		if (hint)
-			__sync_fetch_and_add(hint, -1);
-		count_lost(k.pid);
-	}
-}
-
-/* sampled_block decides an allocation at addr and remembers it when sampled. */
-static __always_inline int sampled_block(struct inflight *s, __u64 addr, __u64 size)
-{
-	if (!sample(s, size))
-		return 0;
-	remember_sampled(addr, s->cur_id >> 32);
-	return 1;
-}
-
-/* is_sampled reports whether addr is a sampled block, leaving it there. */
-static __always_inline int is_sampled(__u64 addr, __u32 pid)
-{
-	struct sample_key k = {.addr = addr, .pid = pid};
-	__u32 *hint = sampled_hint_slot(&k);
-
-	if (hint && !*hint)
-		return 0;
-	return bpf_map_lookup_elem(&sampled, &k) != 0;
-}
-
-/* take_sampled reports whether addr was a sampled block, and forgets it. */
-static __always_inline int take_sampled(__u64 addr, __u32 pid)
-{
-	struct sample_key k = {.addr = addr, .pid = pid};
-	__u32 *hint = sampled_hint_slot(&k);
-
-	if (hint && !*hint)
-		return 0;
-	if (bpf_map_delete_elem(&sampled, &k))
-		return 0;
-	if (hint)
-		__sync_fetch_and_add(hint, -1);
-	return 1;
-}
-
-/*
- * Sampled mode: user space forgets the sampled blocks of a process that
- * is gone or exec'd, whose frees no probe will see. They are deleted here,
- * through forget_sampled (BPF_PROG_RUN), so that each deleted block's
- * count in the filter drops as take_sampled's does: a user-space read and
- * write of a filter slot would lose a probe's concurrent add, and then a
- * sampled block's free could be missed. (Deleted from user space, their
- * counts stayed: a long whole-host run slowly lost the filter's benefit.)
- * User space writes a batch into forget_batches, then runs the program.
- */
-#define FORGET_BATCH 512
-
-struct forget_batch {
-	__u32 pid;
-	__u32 n;       /* addrs used */
-	__u32 deleted; /* out: blocks that were there */
-	__u32 pad;
-	__u64 addrs[FORGET_BATCH];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct forget_batch);
-} forget_batches SEC(".maps");
-
-static long forget_one(__u64 i, void *unused)
-{
-	__u32 zero = 0, *hint;
-	struct forget_batch *b = bpf_map_lookup_elem(&forget_batches, &zero);
-	struct sample_key k = {};
-
-	if (!b || i >= FORGET_BATCH || i >= b->n)
-		return 1;
-	k.addr = b->addrs[i];
-	k.pid = b->pid;
-	hint = sampled_hint_slot(&k);
-	if (bpf_map_delete_elem(&sampled, &k))
-		return 0;
-	if (hint)
-		__sync_fetch_and_add(hint, -1);
-	b->deleted++;
-	return 0;
-}
-
 SEC("syscall")
-int forget_sampled(void *ctx)
+int mt_forget_smpl(void *ctx)
 {
 	bpf_loop(FORGET_BATCH, forget_one, 0, 0);
 	return 0;
 }
-
-/* count_alloc adds a successful allocation to its process's exact counts. */
-static __always_inline void count_alloc(struct inflight *s, __u64 size)
-{
-	__u32 pid = s->cur_id >> 32;
-	struct alloc_counts *c, zero = {};
-
-	c = bpf_map_lookup_elem(&proc_counts, &pid);
-	if (!c) {
-		bpf_map_update_elem(&proc_counts, &pid, &zero, BPF_NOEXIST);
-		c = bpf_map_lookup_elem(&proc_counts, &pid);
-		if (!c) {
-			count_lost(pid); /* the map is full: this process's counts are short */
-			return;
-		}
-	}
-	c->allocs += 1;
-	c->alloc_bytes += size;
-}
-
-/*
- * wanted reports whether the current task's calls are traced: never
- * memtrace's own, and with --comm or --cgroup only those of the processes
- * they select. Without them (-p and --, whose probes carry a PID filter)
- * the loader leaves the checks out of the programs.
- */
-static __always_inline int wanted_task(struct task_struct *t)
-{
-	if (self_pid && (__u32)t->tgid == self_pid)
-		return 0;
-	if (filter_cgroup && bpf_current_task_under_cgroup(&cgroup_filter, 0) != 1)
-		return 0;
-	if (filter_comm) {
-		struct task_struct *leader = BPF_CORE_READ(t, group_leader);
-		__u64 c[2] = {};
-
-		bpf_core_read(c, sizeof(c), &leader->comm);
-		if (c[0] != comm_filter[0] || c[1] != comm_filter[1])
-			return 0;
-	}
-	return 1;
-}
-
-static __always_inline int wanted(void)
-{
-	return wanted_task(bpf_get_current_task_btf());
-}
-
-/*
- * wake_flags wakes the reader only as the pending data crosses wakeup_bytes.
- * Waking on every event above it cost more than the trap itself (measured:
- * 3x the run time of a malloc/free loop); the reader also polls, so a
- * crossing missed in a race only delays it by one poll.
- */
-static __always_inline __u64 wake_flags(void)
-{
-	__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
-
-	if (avail >= wakeup_bytes && avail < wakeup_bytes + WAKEUP_WINDOW)
-		return BPF_RB_FORCE_WAKEUP;
-	return BPF_RB_NO_WAKEUP;
-}
-
-/*
- * What emit writes, besides pid and tid: the fields of struct event a probe
- * knows. Callers pass a compound literal, so unnamed fields are 0; inlined,
- * it compiles to the same stores as positional arguments.
- */
-struct emit_args {
-	__u64 addr, size, old_addr, old_size;
-	__u64 call_site, leaf;
-	__u64 id;  /* bpf_get_current_pid_tgid() when the caller has it; 0: emit reads it */
-	__u8 kind, func, flags;
-	__u8 wake; /* wake the reader at once */
-};
-
-/* reserve reserves size bytes of the ring, or counts the event lost (NULL). */
-static __always_inline void *reserve(__u64 size, __u64 id)
-{
-	void *p = bpf_ringbuf_reserve(&events, size, 0);
-
-	if (!p)
-		count_lost(id >> 32);
-	return p;
-}
-
-/*
- * emit writes a record without a stack: frees, unmappings, and allocations
- * when no stack is kept; a free_event, site_event or small_event when it holds all of
- * it (the branches are mostly decided at compile time: emit is inlined
- * with constant arguments).
- */
-static __always_inline void emit(const struct emit_args *a)
-{
-	__u64 id = a->id ? a->id : bpf_get_current_pid_tgid();
-	__u64 flags = a->wake ? BPF_RB_FORCE_WAKEUP : wake_flags();
-	int tags = a->addr < (1ULL << TAG_ADDR_BITS);
-	struct small_event *se;
-	struct site_event *ie;
-	struct free_event *fe;
-	struct event *e;
-
-	if (tags && !a->size && !a->call_site && !a->leaf && !a->old_addr && !a->old_size && !a->flags) {
-		fe = reserve(sizeof(*fe), id);
-		if (!fe)
-			return;
-		fe->tagged = tag_addr(a->addr, a->kind, a->func);
-		fe->pid = id >> 32;
-		fe->tid = (__u32)id;
-		bpf_ringbuf_submit(fe, flags);
-	} else if (tags && a->call_site == a->leaf && a->size <= 0xffffffffULL && !a->old_addr && !a->old_size) {
-		ie = reserve(sizeof(*ie), id);
-		if (!ie)
-			return;
-		ie->tagged = tag_addr(a->addr, a->kind, a->func);
-		ie->call_site = a->call_site;
-		ie->size = (__u32)a->size;
-		ie->pid = id >> 32;
-		ie->tid = (__u32)id;
-		ie->flags = a->flags;
-		bpf_ringbuf_submit(ie, flags);
-	} else if (!a->old_addr && !a->old_size) {
-		se = reserve(sizeof(*se), id);
-		if (!se)
-			return;
-		se->addr = a->addr;
-		se->size = a->size;
-		se->call_site = a->call_site;
-		se->leaf = a->leaf;
-		se->pid = id >> 32;
-		se->tid = (__u32)id;
-		se->kind = a->kind;
-		se->func = a->func;
-		se->flags = a->flags;
-		bpf_ringbuf_submit(se, flags);
-	} else {
-		e = reserve(sizeof(*e), id);
-		if (!e)
-			return;
-		/* No timestamp: it cost ~24 ns per event; the reader stamps each batch. */
-		e->time = 0;
-		e->addr = a->addr;
-		e->size = a->size;
-		e->old_addr = a->old_addr;
-		e->old_size = a->old_size;
-		e->call_site = a->call_site;
-		e->leaf = a->leaf;
-		e->pid = id >> 32;
-		e->tid = (__u32)id;
-		e->kind = a->kind;
-		e->func = a->func;
-		e->flags = a->flags;
-		e->charged = 0;
-		e->stack_id = -1;
-		bpf_ringbuf_submit(e, flags);
-	}
-}
-
-#include "frames.h"
-#include "refault.h"
-#include "unwind.h"
-#include "resident.h"
 
 /*
  * jvm_category is the JVM category of the call s ends, 0 for none: the
@@ -1126,7 +566,7 @@ static __always_inline int enter_call(struct pt_regs *ctx, struct task_struct *t
  * grace period instead of one per probe (~0.1 s each here).
  */
 SEC("uprobe.multi")
-int entry(struct pt_regs *ctx)
+int mt_alloc_entry(struct pt_regs *ctx)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
 	__u64 fn = bpf_get_attach_cookie(ctx), id = task_id(t);
@@ -1164,7 +604,7 @@ int entry(struct pt_regs *ctx)
 }
 
 /*
- * jvm_entry: HotSpot's os::malloc and os::realloc in libjvm.so (and
+ * mt_jvm_entry: HotSpot's os::malloc and os::realloc in libjvm.so (and
  * os::strdup, into which os::malloc is inlined), entry only (the JVM
  * unwinds through its frames with exceptions and signals: never a return
  * probe). It remembers the NMT category argument (MEMFLAGS) and
@@ -1174,7 +614,7 @@ int entry(struct pt_regs *ctx)
  * bytes of code follow the probe.
  */
 SEC("uprobe.multi")
-int jvm_entry(struct pt_regs *ctx)
+int mt_jvm_entry(struct pt_regs *ctx)
 {
 	__u64 c = bpf_get_attach_cookie(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx);
 	struct task_struct *t;
@@ -1267,7 +707,7 @@ static __always_inline int on_return(struct pt_regs *ctx)
 }
 
 SEC("uretprobe.multi")
-int ret(struct pt_regs *ctx)
+int mt_alloc_ret(struct pt_regs *ctx)
 {
 	return on_return(ctx);
 }
@@ -1355,7 +795,7 @@ static __always_inline int session_enter(struct pt_regs *ctx, struct task_struct
  * munmap and marks stay on the entry program.
  */
 SEC("uprobe.session")
-int session(struct pt_regs *ctx)
+int mt_alloc_sess(struct pt_regs *ctx)
 {
 	__u64 c = bpf_get_attach_cookie(ctx), fn = c & FUNC_COOKIE_MASK, size;
 	struct task_struct *t;
@@ -1387,7 +827,7 @@ int session(struct pt_regs *ctx)
  * into a file not probed yet go unseen.
  */
 SEC("raw_tp/sched_process_exec")
-int on_exec(struct bpf_raw_tracepoint_args *ctx)
+int mt_exec(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct linux_binprm *bprm = (struct linux_binprm *)ctx->args[2];
 	__u64 id = bpf_get_current_pid_tgid();
@@ -1434,7 +874,7 @@ int on_exec(struct bpf_raw_tracepoint_args *ctx)
  * it, then drops it.
  */
 SEC("raw_tp/sched_process_exit")
-int on_exit(struct bpf_raw_tracepoint_args *ctx)
+int mt_exit(struct bpf_raw_tracepoint_args *ctx)
 {
 	if (exit_has_group_dead) {
 		if (!ctx->args[1])
@@ -1450,5 +890,146 @@ int on_exit(struct bpf_raw_tracepoint_args *ctx)
 	if (self_pid && (bpf_get_current_pid_tgid() >> 32) == self_pid)
 		return 0;
 	emit_proc(KIND_EXIT, 0, wake_flags());
+	return 0;
+}
+
+/*
+ * Resident attribution's programs (the logic is resident.h's): write faults,
+ * the folio each maps, and the count of resident pages that decides.
+ */
+
+SEC("tp_btf/page_fault_user")
+int mt_fault_user(__u64 *ctx)
+{
+	if (ctx[2] & PF_WRITE)
+		on_fault(ctx[0], (struct pt_regs *)ctx[1]);
+	return 0;
+}
+
+/*
+ * A fault the kernel takes on a user address while it copies into it (a
+ * read(2) into a fresh buffer): the user registers are the task's, saved
+ * at the system call.
+ */
+SEC("tp_btf/page_fault_kernel")
+int mt_fault_kern(__u64 *ctx)
+{
+	if ((__s64)ctx[0] <= 0 || !(ctx[2] & PF_WRITE))
+		return 0; /* a kernel address, or a read */
+	on_fault(ctx[0], (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()));
+	return 0;
+}
+
+/*
+ * mm_page_alloc (page, order, gfp, migratetype): the size of what a fault
+ * maps is the order of the first movable folio it allocates: a 4 KiB page,
+ * a transparent huge page (order 9), or an mTHP folio. Page tables and
+ * slabs are not movable; a copy of a file page allocates its anonymous
+ * page before it reads the file. Every page allocation on the host runs
+ * this far: a test of two arguments, and of the thread's slot.
+ */
+SEC("tp_btf/mm_page_alloc")
+int mt_page_alloc(__u64 *ctx)
+{
+	struct task_struct___mm *task;
+	struct fault_pending *p;
+
+	/* Before 6.2 only a huge folio matters (4 KiB pages are weighed at the fault). */
+	if (!ctx[0] || (int)ctx[3] != MIGRATE_MOVABLE || (split_rss_counting() && !ctx[1]))
+		return 0;
+	task = (void *)bpf_get_current_task_btf();
+	p = fault_slot((struct task_struct *)task);
+	if (!p || p->allocated || p->task != (__u64)task)
+		return 0;
+	if (split_rss_counting()) {
+		if (!same_fault(p, task))
+			return 0;
+		p->anon_at_alloc = split_anon_pages(task->mm);
+	}
+	p->order = (__u32)ctx[1];
+	p->allocated = 1;
+	return 0;
+}
+
+/*
+ * rss_stat (mm, member; before 6.2 also count): a counter of mm's resident pages changed. When it
+ * is the current task's anonymous pages, in a write fault of the task, the
+ * fault made anonymous memory resident: its size counts towards the
+ * sample, and a sampled one is reported with its stack. Exact pcs: the
+ * faulting instruction, or the one after the system call (same function).
+ */
+SEC("tp_btf/rss_stat")
+int mt_rss_stat(__u64 *ctx)
+{
+	struct task_struct___mm *task = (void *)bpf_get_current_task_btf();
+	struct fault_pending *p;
+	__u64 size;
+	__u32 zero = 0;
+
+	if ((int)ctx[1] != MM_ANONPAGES)
+		return 0;
+	p = fault_slot((struct task_struct *)task);
+	if (!p || !p->task || p->task != (__u64)task)
+		return 0;
+	if (split_rss_counting()) {
+		on_rss_stat_split(ctx, task, p);
+		return 0;
+	}
+	p->task = 0;
+	size = (__u64)PAGE_SIZE << (p->allocated && p->order <= FAULT_MAX_ORDER ? p->order : 0);
+	/*
+	 * fork counts the child's pages (another mm) in the parent's task:
+	 * neither a sample nor a refault (the count still moves the
+	 * countdown, which biases nothing).
+	 */
+	if (!fault_sample(p, size)) {
+		/* A folio is aligned to its size: the huge page's first address. */
+		if (ctx[0] == (__u64)task->mm)
+			tell_refault(((struct task_struct *)task)->tgid, p->addr & ~(size - 1), size);
+		return 0;
+	}
+	if (ctx[0] != (__u64)task->mm)
+		return 0;
+	regs_to_slot(p, task);
+	if (!p->pc) {
+		tell_refault(((struct task_struct *)task)->tgid, p->addr & ~(size - 1), size);
+		return 0;
+	}
+	struct fault_site_key k = {.pc = p->pc, .pid = ((struct task_struct *)task)->tgid, .mm = ctx[0]};
+	struct site_args a = {.addr = p->addr & ~(size - 1), .size = size, .pc = p->pc, .sp = p->sp, .bp = p->bp,
+			      .old_size = fault_sample_bytes, .kind = KIND_FAULT, .exact = 1, .fault = 1};
+	struct stack_record *rec;
+	__u8 one = 1;
+
+	if (!stack_depth && bpf_map_lookup_elem(&fault_sites, &k)) {
+		charge_page(k.pid, a.addr);
+		emit(&(struct emit_args){.kind = KIND_FAULT, .addr = a.addr, .size = a.size,
+					 .old_size = a.old_size, .call_site = a.pc, .leaf = a.pc});
+		return 0;
+	}
+	emit_site(&a);
+	/* The walk left its state in scratch: the leaf itself charged, and named? */
+	rec = bpf_map_lookup_elem(&scratch, &zero);
+	if (!stack_depth && rec && rec->w.charged == 0 && !rec->w.chain)
+		bpf_map_update_elem(&fault_sites, &k, &one, BPF_ANY);
+	return 0;
+}
+
+/*
+ * mt_file_key tells user space the key the walk will see for a file: the
+ * loader maps the file in its own process and runs this on the mapping
+ * (BPF_PROG_RUN), so that tables loaded ahead of time are found whatever
+ * stat says (overlayfs and btrfs report other devices and inodes).
+ */
+SEC("syscall")
+int mt_file_key(struct file_key_query *q)
+{
+	struct vma_found v = {.addr = q->addr};
+
+	q->found = 0;
+	if (bpf_find_vma(bpf_get_current_task_btf(), v.addr, vma_file, &v, 0) || v.found != VMA_FILE)
+		return 0;
+	q->key = v.key;
+	q->found = 1;
 	return 0;
 }

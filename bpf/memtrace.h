@@ -62,7 +62,7 @@ enum func_cookie {
 };
 
 /*
- * jvm_entry's attach cookie: the low byte is which argument holds the
+ * mt_jvm_entry's attach cookie: the low byte is which argument holds the
  * category (2 or 3), the high 32 bits how many bytes of code follow the probe.
  */
 enum jvm_cookie {
@@ -84,7 +84,7 @@ enum event_flag {
 /*
  * event.flags bits 1-6: 1 + the JVM's NMT category (MEMFLAGS) of the
  * allocation, 0 for none: set when HotSpot's os::malloc or os::realloc made
- * the call (jvm_entry).
+ * the call (mt_jvm_entry).
  */
 enum event_cat {
 	EVENT_CAT_SHIFT = 1,
@@ -248,7 +248,7 @@ struct inflight {
 	__u8 func;
 	__u8 drawn;      /* sampled mode: countdown holds a draw */
 	/*
-	 * The JVM (jvm_entry): 1 + the category the last os::malloc or
+	 * The JVM (mt_jvm_entry): 1 + the category the last os::malloc or
 	 * os::realloc entered on this thread asked for (0: none yet), and
 	 * that function's code from the probe on: [jvm_pc, jvm_pc + jvm_len).
 	 */

@@ -4,8 +4,16 @@
  * (REFAULT_INDEX_ONLY), so that the test programs check the probes' own
  * hash against user space's (tracer.refaultSlot).
  */
+/*
+ * Provides: refault_index (alone with REFAULT_INDEX_ONLY); otherwise also
+ * the refault_slots map, refault_slot_bits, refault_slot_of, charge_page.
+ * Needs: nothing but the BPF helpers (included here).
+ */
 #ifndef MEMTRACE_REFAULT_H
 #define MEMTRACE_REFAULT_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
 
 /* The slots of refault_slots at most: 2^22 (32 MiB; tracer.refaultBits). */
 #define REFAULT_SLOT_BITS_MAX 22

@@ -18,8 +18,21 @@
  * faults nothing; a page released and faulted again between two checks
  * is told by its new fault (refault_slots, below).
  */
+/*
+ * Provides: fault_sample_bytes and fault_pid_filter, the fault_pids,
+ * fault_pending and fault_sites maps, and the logic of the fault programs
+ * (on_fault, on_rss_stat_split, tell_refault, fault_sample), which
+ * memtrace.bpf.c's mt_fault_user, mt_fault_kern, mt_page_alloc and
+ * mt_rss_stat run. Needs (included here): probes.h (emit, task_id,
+ * sample.h's draw_mean), refault.h and unwind.h (emit_site, scratch). The
+ * refault slots are tested by test_unwind.bpf.c.
+ */
 #ifndef MEMTRACE_RESIDENT_H
 #define MEMTRACE_RESIDENT_H
+
+#include "probes.h"
+#include "refault.h"
+#include "unwind.h"
 
 #define PAGE_SIZE 4096
 /* x86 page fault error code bits. */
@@ -167,7 +180,7 @@ struct {
 /*
  * emit_refault writes a refault record. A global function: its record's
  * arguments stay off the fault programs' stacks, which 6.1's verifier
- * counts with the walk's (on_rss_stat's went past 512 bytes).
+ * counts with the walk's (mt_rss_stat's went past 512 bytes).
  */
 __noinline int emit_refault(__u64 addr, __u64 size)
 {
@@ -311,59 +324,6 @@ static __always_inline void on_fault(__u64 address, struct pt_regs *uregs)
 	emit_site(&a); /* which charges the page (charge_page) */
 }
 
-SEC("tp_btf/page_fault_user")
-int on_fault_user(__u64 *ctx)
-{
-	if (ctx[2] & PF_WRITE)
-		on_fault(ctx[0], (struct pt_regs *)ctx[1]);
-	return 0;
-}
-
-/*
- * A fault the kernel takes on a user address while it copies into it (a
- * read(2) into a fresh buffer): the user registers are the task's, saved
- * at the system call.
- */
-SEC("tp_btf/page_fault_kernel")
-int on_fault_kernel(__u64 *ctx)
-{
-	if ((__s64)ctx[0] <= 0 || !(ctx[2] & PF_WRITE))
-		return 0; /* a kernel address, or a read */
-	on_fault(ctx[0], (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()));
-	return 0;
-}
-
-/*
- * mm_page_alloc (page, order, gfp, migratetype): the size of what a fault
- * maps is the order of the first movable folio it allocates: a 4 KiB page,
- * a transparent huge page (order 9), or an mTHP folio. Page tables and
- * slabs are not movable; a copy of a file page allocates its anonymous
- * page before it reads the file. Every page allocation on the host runs
- * this far: a test of two arguments, and of the thread's slot.
- */
-SEC("tp_btf/mm_page_alloc")
-int on_page_alloc(__u64 *ctx)
-{
-	struct task_struct___mm *task;
-	struct fault_pending *p;
-
-	/* Before 6.2 only a huge folio matters (4 KiB pages are weighed at the fault). */
-	if (!ctx[0] || (int)ctx[3] != MIGRATE_MOVABLE || (split_rss_counting() && !ctx[1]))
-		return 0;
-	task = (void *)bpf_get_current_task_btf();
-	p = fault_slot((struct task_struct *)task);
-	if (!p || p->allocated || p->task != (__u64)task)
-		return 0;
-	if (split_rss_counting()) {
-		if (!same_fault(p, task))
-			return 0;
-		p->anon_at_alloc = split_anon_pages(task->mm);
-	}
-	p->order = (__u32)ctx[1];
-	p->allocated = 1;
-	return 0;
-}
-
 /*
  * Before 6.2 a fault that maps a huge page counts its pages in the mm at
  * once (rss_stat (mm, member, count)), after the folio's allocation; a
@@ -404,70 +364,6 @@ static __always_inline void on_rss_stat_split(__u64 *ctx, struct task_struct___m
 			      .old_size = fault_sample_bytes, .kind = KIND_FAULT, .exact = 1, .fault = 1};
 
 	emit_site(&a);
-}
-
-/*
- * rss_stat (mm, member; before 6.2 also count): a counter of mm's resident pages changed. When it
- * is the current task's anonymous pages, in a write fault of the task, the
- * fault made anonymous memory resident: its size counts towards the
- * sample, and a sampled one is reported with its stack. Exact pcs: the
- * faulting instruction, or the one after the system call (same function).
- */
-SEC("tp_btf/rss_stat")
-int on_rss_stat(__u64 *ctx)
-{
-	struct task_struct___mm *task = (void *)bpf_get_current_task_btf();
-	struct fault_pending *p;
-	__u64 size;
-	__u32 zero = 0;
-
-	if ((int)ctx[1] != MM_ANONPAGES)
-		return 0;
-	p = fault_slot((struct task_struct *)task);
-	if (!p || !p->task || p->task != (__u64)task)
-		return 0;
-	if (split_rss_counting()) {
-		on_rss_stat_split(ctx, task, p);
-		return 0;
-	}
-	p->task = 0;
-	size = (__u64)PAGE_SIZE << (p->allocated && p->order <= FAULT_MAX_ORDER ? p->order : 0);
-	/*
-	 * fork counts the child's pages (another mm) in the parent's task:
-	 * neither a sample nor a refault (the count still moves the
-	 * countdown, which biases nothing).
-	 */
-	if (!fault_sample(p, size)) {
-		/* A folio is aligned to its size: the huge page's first address. */
-		if (ctx[0] == (__u64)task->mm)
-			tell_refault(((struct task_struct *)task)->tgid, p->addr & ~(size - 1), size);
-		return 0;
-	}
-	if (ctx[0] != (__u64)task->mm)
-		return 0;
-	regs_to_slot(p, task);
-	if (!p->pc) {
-		tell_refault(((struct task_struct *)task)->tgid, p->addr & ~(size - 1), size);
-		return 0;
-	}
-	struct fault_site_key k = {.pc = p->pc, .pid = ((struct task_struct *)task)->tgid, .mm = ctx[0]};
-	struct site_args a = {.addr = p->addr & ~(size - 1), .size = size, .pc = p->pc, .sp = p->sp, .bp = p->bp,
-			      .old_size = fault_sample_bytes, .kind = KIND_FAULT, .exact = 1, .fault = 1};
-	struct stack_record *rec;
-	__u8 one = 1;
-
-	if (!stack_depth && bpf_map_lookup_elem(&fault_sites, &k)) {
-		charge_page(k.pid, a.addr);
-		emit(&(struct emit_args){.kind = KIND_FAULT, .addr = a.addr, .size = a.size,
-					 .old_size = a.old_size, .call_site = a.pc, .leaf = a.pc});
-		return 0;
-	}
-	emit_site(&a);
-	/* The walk left its state in scratch: the leaf itself charged, and named? */
-	rec = bpf_map_lookup_elem(&scratch, &zero);
-	if (!stack_depth && rec && rec->w.charged == 0 && !rec->w.chain)
-		bpf_map_update_elem(&fault_sites, &k, &one, BPF_ANY);
-	return 0;
 }
 
 #endif

@@ -25,8 +25,22 @@
  * charged, or the allocator's caller. No probe is placed on the wrappers,
  * so nothing can stand in the way of an exception unwinding through them.
  */
+/*
+ * Provides: the scratch map and the walk (struct walk, walk_start,
+ * walk_frame), emit_site (an event with its charged call site and stack),
+ * outer_frame, vma_file and struct file_key_query (mt_file_key in
+ * memtrace.bpf.c). Needs (included here): probes.h (the events ring and
+ * emit, count_lost, wake_flags, the unwind_rows and unwind_files maps,
+ * stack_depth, struct inflight), frames.h (the frame cache) and refault.h
+ * (charge_page). Tested on synthetic stacks by
+ * test_unwind.bpf.c (tracer/bpf_unwind_test.go).
+ */
 #ifndef MEMTRACE_UNWIND_H
 #define MEMTRACE_UNWIND_H
+
+#include "probes.h"
+#include "frames.h"
+#include "refault.h"
 
 /* How a step ended. */
 enum {
@@ -694,30 +708,11 @@ __noinline int outer_frame(struct pt_regs *ctx, struct inflight *s)
 	return w->outer;
 }
 
-/* file_key_of's context: an address of the caller's, and what maps it. */
+/* mt_file_key's context: an address of the caller's, and what maps it. */
 struct file_key_query {
 	__u64 addr;
 	struct file_key key;
 	__u64 found;
 };
-
-/*
- * file_key_of tells user space the key the walk will see for a file: the
- * loader maps the file in its own process and runs this on the mapping
- * (BPF_PROG_RUN), so that tables loaded ahead of time are found whatever
- * stat says (overlayfs and btrfs report other devices and inodes).
- */
-SEC("syscall")
-int file_key_of(struct file_key_query *q)
-{
-	struct vma_found v = {.addr = q->addr};
-
-	q->found = 0;
-	if (bpf_find_vma(bpf_get_current_task_btf(), v.addr, vma_file, &v, 0) || v.found != VMA_FILE)
-		return 0;
-	q->key = v.key;
-	q->found = 1;
-	return 0;
-}
 
 #endif

@@ -135,24 +135,6 @@ func TestParseStatus(t *testing.T) {
 	}
 }
 
-// TestParsePSS: smaps_rollup's Pss line, whichever line it is on.
-func TestParsePSS(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want uint64
-		err  bool
-	}{
-		{"55f0-7ffd ---p 00000000 00:00 0  [rollup]\nRss:  300 kB\nPss:  120 kB\nPss_Anon: 100 kB\n", 120 << 10, false},
-		{"Pss_Anon: 100 kB\n", 0, true},
-		{"", 0, true},
-	} {
-		got, err := parsePSS([]byte(c.in))
-		if got != c.want || (err != nil) != c.err {
-			t.Errorf("parsePSS(%q) = %d, %v; want %d, error %v", c.in, got, err, c.want, c.err)
-		}
-	}
-}
-
 // TestReadRollup: a light reading of this process (status and
 // smaps_rollup); pid 2, kthreadd, is a kernel thread.
 func TestReadRollup(t *testing.T) {

@@ -2,7 +2,6 @@ package footprint
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/memtrace/memtrace/procfs"
 )
 
 // Read takes one reading of pid: /proc/PID/status for the RSS, smaps for
@@ -54,7 +55,7 @@ func Read(pid int, o Options) (Reading, error) {
 		r.PSS += vmas[i].pss
 	}
 	if len(vmas) > manyMappings { // read from maps: no Pss lines
-		r.PSS, _ = readPSS(dir)
+		r.PSS, _ = procfs.ReadRollupPSS(pid)
 	}
 	r.settle()
 	r.Cgroup, r.CgroupMemory = cgroupMemory(dir)
@@ -76,7 +77,7 @@ func ReadRollup(pid int) (Reading, error) {
 	if err := parseStatus(st, &r); err != nil {
 		return Reading{}, fmt.Errorf("footprint of %d: %w", pid, ErrKernelThread)
 	}
-	if r.PSS, err = readPSS(dir); err != nil {
+	if r.PSS, err = procfs.ReadRollupPSS(pid); err != nil {
 		return Reading{}, fmt.Errorf("footprint of %d: %w", pid, err)
 	}
 	r.Cgroup, r.CgroupMemory = cgroupMemory(dir)
@@ -86,28 +87,6 @@ func ReadRollup(pid int) (Reading, error) {
 // ErrKernelThread: the process has no address space of its own (a kernel
 // thread), or has lost it (a zombie).
 var ErrKernelThread = errors.New("no user memory (a kernel thread or a zombie)")
-
-// readPSS reads the Pss line of /proc/PID/smaps_rollup.
-func readPSS(dir string) (uint64, error) {
-	b, err := os.ReadFile(dir + "/smaps_rollup")
-	if err != nil {
-		return 0, err
-	}
-	return parsePSS(b)
-}
-
-// parsePSS finds "Pss:  1234 kB" in smaps_rollup's text.
-func parsePSS(b []byte) (uint64, error) {
-	for len(b) > 0 {
-		var line []byte
-		line, b, _ = bytes.Cut(b, []byte{'\n'})
-		if rest, ok := bytes.CutPrefix(line, []byte("Pss:")); ok {
-			kb, err := kbField(rest)
-			return kb << 10, err
-		}
-	}
-	return 0, errors.New("smaps_rollup: no Pss line")
-}
 
 // manyMappings is where Read turns from smaps to maps and pagemap (a
 // variable for the tests).
@@ -228,10 +207,11 @@ func threadSPs(dir string) []uint64 {
 // use. Pagemap is read a window at a time: mappings are visited in address
 // order, so one read serves many small neighbours.
 type procMemory struct {
-	dir          string
-	mem, pagemap *os.File
-	win          []byte // pagemap entries of pages winLo, winLo+1, …
-	winLo        uint64
+	dir     string
+	mem     *os.File
+	pagemap *procfs.Pagemap
+	win     []byte // pagemap entries of pages winLo, winLo+1, …
+	winLo   uint64
 }
 
 func (m *procMemory) read(b []byte, addr uint64) error {
@@ -246,16 +226,14 @@ func (m *procMemory) read(b []byte, addr uint64) error {
 	return err
 }
 
-// pagemap entries: bit 63 says the page is present in RAM.
 const (
 	pageShift   = 12
-	pagePresent = 1 << 63
 	pagemapRead = 8192 // entries per read: 32 MiB of address space
 )
 
 func (m *procMemory) resident(start, end uint64) (uint64, error) {
 	if m.pagemap == nil {
-		f, err := os.Open(m.dir + "/pagemap")
+		f, err := procfs.OpenPagemapIn(m.dir)
 		if err != nil {
 			return 0, err
 		}
@@ -264,10 +242,10 @@ func (m *procMemory) resident(start, end uint64) (uint64, error) {
 	}
 	var n uint64
 	for page := start >> pageShift; page < end>>pageShift; page++ {
-		i := (page - m.winLo) * 8
-		if page < m.winLo || i+8 > uint64(len(m.win)) {
-			got, err := m.pagemap.ReadAt(m.win[:cap(m.win)], int64(page*8))
-			if got < 8 {
+		i := page - m.winLo
+		if page < m.winLo || (i+1)*8 > uint64(len(m.win)) {
+			got, err := m.pagemap.ReadAt(m.win[:cap(m.win)], page)
+			if got == 0 {
 				if err == io.EOF {
 					return n, nil // past the user address space ([vsyscall])
 				}
@@ -276,9 +254,9 @@ func (m *procMemory) resident(start, end uint64) (uint64, error) {
 				}
 				return 0, err
 			}
-			m.win, m.winLo, i = m.win[:got&^7], page, 0
+			m.win, m.winLo, i = m.win[:got*8], page, 0
 		}
-		if binary.LittleEndian.Uint64(m.win[i:])&pagePresent != 0 {
+		if procfs.Entry(m.win, i).Present() {
 			n += 1 << pageShift
 		}
 	}
@@ -286,9 +264,10 @@ func (m *procMemory) resident(start, end uint64) (uint64, error) {
 }
 
 func (m *procMemory) close() {
-	for _, f := range []*os.File{m.mem, m.pagemap} {
-		if f != nil {
-			f.Close()
-		}
+	if m.mem != nil {
+		m.mem.Close()
+	}
+	if m.pagemap != nil {
+		m.pagemap.Close()
 	}
 }

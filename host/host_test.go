@@ -6,10 +6,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/event"
+	"github.com/memtrace/memtrace/internal/testwait"
 	"github.com/memtrace/memtrace/tracer"
 )
 
@@ -126,15 +126,10 @@ func TestScanExtra(t *testing.T) {
 	}}
 	var found Found
 	var err error
-	for range 100 { // until its libraries are mapped
-		if found, err = f.Scan(procs[0].Process.Pid); err == nil && len(found.Missing) == 0 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	testwait.For(t, "its libraries mapped", func() bool {
+		found, err = f.Scan(procs[0].Process.Pid)
+		return err == nil && len(found.Missing) == 0
+	})
 	marks := 0
 	for _, p := range found.New {
 		if p.Func == event.FuncMark {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/memtrace/memtrace/internal/testwait"
 )
 
 func needRoot(t *testing.T) {
@@ -126,7 +128,7 @@ func TestFreeze(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	time.Sleep(50 * time.Millisecond)
+	testwait.Mapped(t, cmd.Process.Pid, "/libc.so") // sleep itself runs, past exec and the loader
 	f, err := Freeze(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)

@@ -1,95 +1,18 @@
 package leakcheck
 
 import (
-	"bufio"
-	"fmt"
 	"io"
-	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/memtrace/memtrace/procfs"
 )
 
-// Mapping is one line of /proc/PID/maps.
-type Mapping struct {
-	Start, End uint64
-	Perms      string // "rw-p"
-	Offset     uint64
-	Inode      uint64
-	Path       string // "" for anonymous memory, "[stack]", a file's path
-}
+// Mapping is one line of /proc/PID/maps (procfs: a file's " (deleted)"
+// is in Deleted, not in Path; shared anonymous memory is "/dev/zero").
+type Mapping = procfs.Mapping
 
-func (m Mapping) Readable() bool   { return len(m.Perms) > 0 && m.Perms[0] == 'r' }
-func (m Mapping) Writable() bool   { return len(m.Perms) > 1 && m.Perms[1] == 'w' }
-func (m Mapping) Executable() bool { return len(m.Perms) > 2 && m.Perms[2] == 'x' }
-func (m Mapping) Shared() bool     { return len(m.Perms) > 3 && m.Perms[3] == 's' }
-
-// FileBacked: a mapping of a file (valgrind's SkFileC), not anonymous
-// memory or a kernel pseudo-mapping.
-func (m Mapping) FileBacked() bool {
-	return m.Inode != 0 && m.Path != "" && !strings.HasPrefix(m.Path, "[")
-}
-
-// Anonymous: memory with no file behind it (the kernel's [heap], [stack]
-// and [anon:…] names included).
-func (m Mapping) Anonymous() bool { return m.Inode == 0 }
-
-// ParseMaps reads /proc/PID/maps.
-func ParseMaps(r io.Reader) ([]Mapping, error) {
-	var out []Mapping
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		m, err := parseMapsLine(line)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read maps: %w", err)
-	}
-	slices.SortFunc(out, func(a, b Mapping) int {
-		switch {
-		case a.Start < b.Start:
-			return -1
-		case a.Start > b.Start:
-			return 1
-		}
-		return 0
-	})
-	return out, nil
-}
-
-func parseMapsLine(line string) (Mapping, error) {
-	// start-end perms offset dev inode [path]
-	f := strings.Fields(line)
-	if len(f) < 5 {
-		return Mapping{}, fmt.Errorf("maps: malformed line %q", line)
-	}
-	lo, hi, ok := strings.Cut(f[0], "-")
-	start, err1 := strconv.ParseUint(lo, 16, 64)
-	end, err2 := strconv.ParseUint(hi, 16, 64)
-	off, err3 := strconv.ParseUint(f[2], 16, 64)
-	inode, err4 := strconv.ParseUint(f[4], 10, 64)
-	if !ok || err1 != nil || err2 != nil || err3 != nil || err4 != nil || end < start {
-		return Mapping{}, fmt.Errorf("maps: malformed line %q", line)
-	}
-	m := Mapping{Start: start, End: end, Perms: f[1], Offset: off, Inode: inode}
-	if len(f) > 5 {
-		// The path is the rest of the line after the inode: it may hold
-		// spaces (and " (deleted)").
-		idx := 0
-		for i := 0; i < 5; i++ {
-			idx += strings.Index(line[idx:], f[i]) + len(f[i])
-		}
-		m.Path = strings.TrimSpace(line[idx:])
-	}
-	return m, nil
-}
+// ParseMaps reads /proc/PID/maps, sorted by address (procfs.ParseMaps).
+func ParseMaps(r io.Reader) ([]Mapping, error) { return procfs.ParseMaps(r) }
 
 // findMapping returns the mapping holding addr in ms (sorted).
 func findMapping(ms []Mapping, addr uint64) (Mapping, bool) {

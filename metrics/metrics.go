@@ -223,7 +223,7 @@ var (
 	rateBytes      = desc("memtrace_rate_bytes_per_second", "Decaying average of heap bytes allocated, freed and net per second, per half-life.", "half_life", "kind")
 	lostEvents     = desc("memtrace_lost_events_total", "Events the kernel could not hand over (ring buffer full); non-zero means the figures are incomplete.")
 	siteLiveBytes  = desc("memtrace_callsite_live_bytes", "Heap live bytes of the top call sites, by function and module.", "function", "module")
-	// The footprint, read from the kernel (footprint.go).
+	// The footprint, read from the kernel (package footprint).
 	rssBytes       = desc("memtrace_rss_bytes", "Resident set size by the kernel's kind (anon, file, shmem), from /proc/PID/status.", "kind")
 	residentBytes  = desc("memtrace_resident_bytes", "RSS by what holds it: heap_live, heap_retained, mmap, stacks, files, unexplained; go_heap and go_runtime for a Go program.", "part")
 	mmapStateBytes = desc("memtrace_mmap_bytes", "Anonymous mappings made by traced mmap calls, by state: reserved, committed, resident.", "state")

@@ -109,17 +109,6 @@ func describeHost(k SortKey) string {
 	return "RSS"
 }
 
-// tracedCount counts the processes memtrace met events of.
-func tracedCount(procs []aggregate.ProcessSnapshot) int {
-	n := 0
-	for _, p := range procs {
-		if !p.Untraced {
-			n++
-		}
-	}
-	return n
-}
-
 // hostListColumns are the list's footprint columns: the kernel's figures.
 var hostListColumns = []any{"RSS", "ANON", "FILE", "SHMEM", "SWAP", "PSS"}
 

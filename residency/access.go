@@ -1,15 +1,8 @@
 package residency
 
 import (
-	"encoding/binary"
-
 	"github.com/memtrace/memtrace/access"
-)
-
-// pagemap bits read for access statistics.
-const (
-	pmSwapped   = 1 << 62
-	pmSoftDirty = 1 << 55
+	"github.com/memtrace/memtrace/procfs"
 )
 
 // AccessRun reads the pages of r for access statistics: Present for a
@@ -28,14 +21,14 @@ func (m *Pagemap) AccessRun(r access.Range, softDirty bool) (access.Run, error) 
 			return access.Run{}, err
 		}
 		for j := range n {
-			v := binary.LittleEndian.Uint64(buf[j*8:])
+			e := procfs.Entry(buf, j)
 			var p access.Page
-			pfn := v & pmPFN
+			pfn := e.PFN()
 			zero := pfn != 0 && (pfn == z.zero || (z.huge != 0 && pfn-z.huge < 512))
-			if v&pmSwapped != 0 || (v&pmPresent != 0 && !zero) {
+			if e.Swapped() || (e.Present() && !zero) {
 				p |= access.Present
 			}
-			if softDirty && v&pmSoftDirty != 0 && p&access.Present != 0 {
+			if softDirty && e.SoftDirty() && p&access.Present != 0 {
 				p |= access.Written
 			}
 			run.Pages[first-r.Start/ps+j] = p

@@ -7,23 +7,19 @@ package residency
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/memtrace/memtrace/procfs"
 )
 
 // CheckEvery is how often the sampled pages are checked: a page released
 // stays charged for up to this long.
 const CheckEvery = time.Second
-
-// pagemap entry bits (Documentation/admin-guide/mm/pagemap.rst).
-const (
-	pmPresent = 1 << 63
-	pmFile    = 1 << 61 // a file page or shared anonymous memory: not RssAnon
-	pmPFN     = 1<<55 - 1
-)
 
 // zeroFrames are the page frames of the zero page and of the huge zero
 // page. A read of a page never written, or released, maps them: pagemap
@@ -70,11 +66,11 @@ func readFrame(n int, advice int) uint64 {
 	if err != nil {
 		return 0
 	}
-	v := binary.LittleEndian.Uint64(buf)
-	if v&pmPresent == 0 {
+	v := procfs.Entry(buf, 0)
+	if !v.Present() {
 		return 0
 	}
-	pfn := v & pmPFN
+	pfn := v.PFN()
 	flags, err := os.Open("/proc/kpageflags")
 	if err != nil {
 		return 0
@@ -96,17 +92,18 @@ const kpfZeroPage = 1 << 24
 // that is read again stays charged.
 func ZeroPagesKnown() bool { return zeroFrames().zero != 0 }
 
-// readSink keeps readFrame's read.
-var readSink byte
+// readSink keeps readFrame's read (the compiler would drop a read whose
+// value goes nowhere).
+var readSink byte //nolint:unused // written only, on purpose
 
 // anonResident reports whether a pagemap entry is a page of anonymous
 // memory resident: present, not a file's, not the zero page.
-func anonResident(v uint64) bool {
-	if v&pmPresent == 0 || v&pmFile != 0 {
+func anonResident(v procfs.PageEntry) bool {
+	if !v.Present() || v.FileOrShared() { // a file page or shared anonymous memory: not RssAnon
 		return false
 	}
 	z := zeroFrames()
-	pfn := v & pmPFN
+	pfn := v.PFN()
 	return pfn == 0 || (pfn != z.zero && (z.huge == 0 || pfn-z.huge >= 512))
 }
 
@@ -141,8 +138,7 @@ func (p *Pacer) Checked(start time.Time) {
 // Pagemap reads a process's /proc/PID/pagemap: a check opens it once for
 // its sampled pages and its ranges.
 type Pagemap struct {
-	f        *os.File
-	pid      int
+	f        *procfs.Pagemap
 	pageSize uint64
 	buf      []byte
 }
@@ -150,11 +146,11 @@ type Pagemap struct {
 // OpenPagemap opens pid's pagemap; the error matches fs.ErrNotExist when
 // the process is gone.
 func OpenPagemap(pid int, pageSize uint64) (*Pagemap, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/pagemap", pid))
+	f, err := procfs.OpenPagemap(pid)
 	if err != nil {
 		return nil, err
 	}
-	return &Pagemap{f: f, pid: pid, pageSize: pageSize}, nil
+	return &Pagemap{f: f, pageSize: pageSize}, nil
 }
 
 // Close closes the pagemap.
@@ -167,8 +163,12 @@ func (m *Pagemap) entries(first, n uint64) ([]byte, error) {
 		m.buf = make([]byte, n*8)
 	}
 	m.buf = m.buf[:n*8]
-	if _, err := m.f.ReadAt(m.buf, int64(first*8)); err != nil {
-		return nil, fmt.Errorf("read pagemap of %d: %w", m.pid, err)
+	got, err := m.f.ReadAt(m.buf, first)
+	if uint64(got) < n {
+		if err == nil || err == io.EOF {
+			err = fmt.Errorf("read pagemap: %w", io.ErrUnexpectedEOF)
+		}
+		return nil, err
 	}
 	return m.buf, nil
 }
@@ -190,7 +190,7 @@ func (m *Pagemap) Unresident(pages []uint64) ([]uint64, error) {
 			return nil, err
 		}
 		for _, a := range pages[i:j] {
-			if !anonResident(binary.LittleEndian.Uint64(buf[(a/ps-first)*8:])) {
+			if !anonResident(procfs.Entry(buf, a/ps-first)) {
 				gone = append(gone, a)
 			}
 		}
@@ -227,7 +227,7 @@ func (m *Pagemap) ResidentBytes(ranges []Range) ([]uint64, error) {
 				for len(holes) > 0 && holes[0] < a {
 					holes = holes[1:]
 				}
-				if (len(holes) == 0 || holes[0] != a) && anonResident(binary.LittleEndian.Uint64(buf[j*8:])) {
+				if (len(holes) == 0 || holes[0] != a) && anonResident(procfs.Entry(buf, j)) {
 					out[i] += ps
 				}
 			}

@@ -13,7 +13,7 @@ import (
 	"runtime/metrics"
 	"runtime/pprof"
 
-	"github.com/memtrace/memtrace/footprint"
+	"github.com/memtrace/memtrace/procfs"
 )
 
 // Usage is memtrace's resident memory, as the kernel counts it.
@@ -38,7 +38,7 @@ var errNoRSS = errors.New("status: no VmHWM and VmRSS")
 // parseStatus reads VmHWM and VmRSS from a /proc/PID/status.
 func parseStatus(b []byte) (Usage, error) {
 	var u Usage
-	found, err := footprint.StatusBytes(b, map[string]*uint64{"VmHWM": &u.PeakRSS, "VmRSS": &u.RSS})
+	found, err := procfs.StatusFields(b, map[string]*uint64{"VmHWM": &u.PeakRSS, "VmRSS": &u.RSS})
 	if err != nil {
 		return Usage{}, err
 	}

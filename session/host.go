@@ -75,7 +75,7 @@ func (s *session) startHost() error {
 		return err
 	}
 	start := time.Now()
-	pids, err := host.PIDs()
+	pids, err := s.hostPIDs()
 	if err != nil {
 		return err
 	}
@@ -303,6 +303,9 @@ func (s *session) hostExit(pid uint32, comm string, when uint64) {
 	h.exits.Exited(len(pids))
 	s.objs.Forget(pid, s.table.LiveAddrs(pid))
 	s.feed(pipeline.Input{Kind: pipeline.InForget, PID: pid}) // held for the next batch (pipeline.Printer)
+	// -v: what a script (or a test) can wait for before it ends the run:
+	// the batch itself is written at the next report (host.ExitBatch).
+	s.log.Info("exit held", "pid", pid, "comm", comm)
 }
 
 // flushExits writes the final records of the processes that exited since
@@ -318,6 +321,8 @@ func (s *session) flushExits() error {
 	s.exportExited(exits) // exports.go: while their mappings and stacks are known
 	err := s.feed(pipeline.Input{Kind: pipeline.InReport, Report: recording.Report{Time: monotonicNow(), Final: true, Exited: true}})
 	for _, pid := range pids {
+		// -v: what a script (or a test) can wait for, not a fixed time.
+		s.log.Info("exit reported", "pid", pid, "batch", len(pids))
 		if !s.table.Known(uint32(pid)) { // not a new process with the same PID
 			s.res.Forget(pid)
 			s.objs.ForgetStacks(uint32(pid)) // sampled mode takes stacks: keep them bounded

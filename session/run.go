@@ -3,14 +3,18 @@
 // (pipeline.Loop), as a pipeline.Source, and the leak check's stops. It
 // holds the orchestration only: what is checked, read or decided is in
 // the packages that own it (residency, pipeline.FootprintPacer, host's
-// policy, pipeline's leak-check blocks). cmd/memtrace parses the command line into a Config and calls Run.
+// policy, pipeline's leak-check blocks). It reaches the kernel through
+// small interfaces (probes.go), so that its loop is tested without one.
+// cmd/memtrace parses the command line into a Config and calls Run.
 package session
 
 import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 
+	"github.com/memtrace/memtrace/host"
 	"github.com/memtrace/memtrace/outfile"
 	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/textsafe"
@@ -19,6 +23,15 @@ import (
 // Run traces as cfg says and returns memtrace's exit code. args is the
 // command line, kept in a recording's info.
 func Run(cfg *Config, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	s := &session{cfg: cfg, stdin: stdin, stdout: stdout, stderr: stderr,
+		backend: kernelBackend{}, hostPIDs: host.PIDs, sigs: make(chan os.Signal, 2)}
+	return s.main(args)
+}
+
+// main is Run with the session's backend and signals chosen (the tests'
+// are synthetic: session_test.go).
+func (s *session) main(args []string) int {
+	cfg, stdout, stderr := s.cfg, s.stdout, s.stderr
 	// memtrace's own text goes through textsafe.Writer: names of traced
 	// processes reach it in messages and reports, and must not drive the
 	// terminal. A -- command writes to stdout and stderr themselves,
@@ -58,7 +71,7 @@ func Run(cfg *Config, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 		fmt.Fprintf(diag, "memtrace: %v\n", err)
 		return pipeline.ExitUsage
 	}
-	s := &session{cfg: cfg, log: log, out: out, stdoutText: text, diag: diag, stdin: stdin, stdout: stdout, stderr: stderr}
+	s.log, s.out, s.stdoutText, s.diag = log, out, text, diag
 	if err := s.openTime(args); err != nil { // --record, --dump-dir (timeline.go)
 		fmt.Fprintf(diag, "memtrace: %v\n", err)
 		return pipeline.ExitUsage

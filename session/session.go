@@ -68,8 +68,11 @@ type session struct {
 	// stdoutText and diag are stdout and stderr for memtrace's own text,
 	// escaped (textsafe.Writer); out is stdoutText or --output's file.
 	stdoutText, diag io.Writer
-	objs             *tracer.Objects
-	drain            *tracer.Drainer
+	backend          Backend               // loads the probes and opens the ring (probes.go)
+	hostPIDs         func() ([]int, error) // the processes running (host.PIDs)
+	objs             Probes
+	drain            Ring
+	sigs             chan os.Signal // SIGINT and SIGTERM; the live view's q too (live.go)
 	table            *aggregate.Table
 	res              *symbolize.Resolver
 	pr               *pipeline.Printer // the reports (pipeline/printer.go)
@@ -107,7 +110,7 @@ func (s *session) run() (int, error) {
 	}
 	// Ctrl-C or SIGTERM while the probes load and attach (seconds on a
 	// busy machine) ends the run once it starts, with its final report.
-	sigs := make(chan os.Signal, 2)
+	sigs := s.sigs
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	if err := s.checkAccess(); err != nil { // access.go
@@ -135,8 +138,7 @@ func (s *session) run() (int, error) {
 		s.table.OnUncharge(s.objs.Uncharge) // the probes tell refaults of charged pages only (resident.go)
 		s.table.OnMove(s.objs.MovePage)
 	}
-	defer s.logMemory()                                                                      // -v: memtrace's own memory, after all (memory.go)
-	defer func(start time.Time) { tracer.LogRun(s.log, s.drain, s.objs, start) }(time.Now()) // -v: events read, per second
+	defer s.logMemory() // -v: memtrace's own memory, after all (memory.go)
 	defer s.detachAll()
 	if s.host == nil {
 		// With -p and --; whole host, once exec and exit are attached (startHost).
@@ -200,65 +202,41 @@ func (s *session) attachTargets() error {
 }
 
 // loop reads the ring every poll and handles what happened meanwhile,
-// until the targets are gone, the deadline passes or a signal comes.
+// until the targets are gone, the deadline passes or a signal comes. Each
+// policy is a function of its own below: what a stop, an exit, the
+// deadline and a signal do.
 func (s *session) loop(child *launch.Child, sigs chan os.Signal) (int, error) {
 	// -d counts from the moment tracing starts: a command's, once its
 	// probes are attached at its exec.
 	tick, deadline, stopTimers := s.runTimers(child == nil)
 	atExec := child != nil && s.cfg.Duration > 0
 	defer stopTimers()
-	var stops <-chan launch.Stop
-	var done <-chan syscall.WaitStatus
-	if child != nil {
-		stops, done = child.Stops, child.Done
-	}
-	var sweep <-chan time.Time
-	if s.host != nil {
-		t := time.NewTicker(host.SweepEvery)
-		defer t.Stop()
-		sweep = t.C
-	}
+	stops, done := commandEvents(child)
+	sweep, stopSweep := s.sweepTimer()
+	defer stopSweep()
 	code := pipeline.ExitOK
 	signals := 0
 	for {
-		if _, err := s.drain.Poll(s.nextWait(), s.apply); err != nil {
+		if err := s.between(); err != nil {
 			return 0, err
 		}
-		s.mem.Update(0)                      // the live table grew or shrank (memory.go)
-		if err := s.hostIdle(); err != nil { // scans, batches of exits (host.go)
-			return 0, err
-		}
-		s.checkResidentDue() // resident.go
-		s.accessDue()        // access.go
 		select {
 		case st, ok := <-stops:
 			if !ok {
 				stops = nil
 				break
 			}
-			err := s.onStop(st)
-			if err == nil {
-				// The ring is read empty just before the command goes on: the
-				// reader spreads its first events from here (tracer.Drainer.Poll).
-				_, err = s.drain.Poll(0, s.apply)
-			}
-			st.Resume()
-			if err != nil {
-				syscall.Kill(st.PID, syscall.SIGKILL)
+			if err := s.stopped(st); err != nil {
 				return 0, err
 			}
 			if st.Kind == launch.Exec && atExec {
 				deadline, atExec = s.startDeadline(), false
 			}
 		case ws := <-done:
-			code = launch.ExitCode(ws)
+			code, done = launch.ExitCode(ws), nil
 			s.markExited(child.PID)
-			done = nil
 		case pid := <-s.exitedPIDs:
-			if t := s.targets[pid]; t != nil {
-				s.log.Warn("a target exited while traced: its final report follows", "pid", pid, "comm", t.comm)
-			}
-			s.markExited(pid)
+			s.targetExited(pid)
 		case now := <-s.live.tick:
 			s.live.onTick(now)
 		case st := <-s.live.changes:
@@ -271,30 +249,112 @@ func (s *session) loop(child *launch.Child, sigs chan os.Signal) (int, error) {
 			s.sweepHost()
 		case <-deadline:
 			deadline = nil
-			if child != nil {
-				// The command is ended as timeout(1) would; its exit ends the run.
-				syscall.Kill(child.PID, syscall.SIGTERM)
-			} else {
+			if s.deadlinePassed(child) {
 				return code, s.finish()
 			}
 		case sig := <-sigs:
 			signals++
-			if child == nil {
+			if s.signalled(child, sig, signals) {
 				return code, s.finish()
 			}
-			switch {
-			case signals > 1:
-				syscall.Kill(child.PID, syscall.SIGKILL)
-			case sig == syscall.SIGTERM:
-				syscall.Kill(child.PID, syscall.SIGTERM)
-			}
-			// A terminal's Ctrl-C reaches the command by itself; its exit ends the run.
 		default:
 		}
-		if s.host == nil && s.allExited() && done == nil {
+		if s.targetsGone(done) {
 			return code, s.finish()
 		}
 	}
+}
+
+// commandEvents are the command's stops and its exit (nil without one).
+func commandEvents(child *launch.Child) (<-chan launch.Stop, <-chan syscall.WaitStatus) {
+	if child == nil {
+		return nil, nil
+	}
+	return child.Stops, child.Done
+}
+
+// targetsGone is the end of a run with targets: every one has exited and
+// the command's status is known (done, nil once read). The whole host
+// never ends so.
+func (s *session) targetsGone(done <-chan syscall.WaitStatus) bool {
+	return s.host == nil && done == nil && s.allExited()
+}
+
+// between runs before each turn of the loop: the ring is read (waiting up
+// to a poll for the first event), then the whole host's scans and
+// batches, and the resident check when due.
+func (s *session) between() error {
+	if _, err := s.drain.Poll(s.nextWait(), s.apply); err != nil {
+		return err
+	}
+	s.mem.Update(0)                      // the live table grew or shrank (memory.go)
+	if err := s.hostIdle(); err != nil { // scans, batches of exits (host.go)
+		return err
+	}
+	s.checkResidentDue() // resident.go
+	s.accessDue()        // access.go
+	return nil
+}
+
+// stopped handles a stop of the command (or of a process it forked, -f),
+// then lets it go on; an error kills it, as the run ends.
+func (s *session) stopped(st launch.Stop) error {
+	err := s.onStop(st)
+	if err == nil {
+		// The ring is read empty just before the command goes on: the
+		// reader spreads its first events from here (tracer.Drainer.Poll).
+		_, err = s.drain.Poll(0, s.apply)
+	}
+	st.Resume()
+	if err != nil {
+		syscall.Kill(st.PID, syscall.SIGKILL)
+	}
+	return err
+}
+
+// targetExited: a -p target exited while traced (watchExit).
+func (s *session) targetExited(pid int) {
+	if t := s.targets[pid]; t != nil {
+		s.log.Warn("a target exited while traced: its final report follows", "pid", pid, "comm", t.comm)
+	}
+	s.markExited(pid)
+}
+
+// deadlinePassed is -d's policy: it ends a trace of running processes at
+// once; a command is ended as timeout(1) would, and its exit ends the run.
+func (s *session) deadlinePassed(child *launch.Child) (end bool) {
+	if child == nil {
+		return true
+	}
+	syscall.Kill(child.PID, syscall.SIGTERM)
+	return false
+}
+
+// signalled is the policy of SIGINT and SIGTERM (n: how many came so far).
+// They end a trace of running processes at once, with its final report. A
+// command gets SIGTERM passed on (a terminal's Ctrl-C reaches it by
+// itself), a second signal kills it, and its exit ends the run.
+func (s *session) signalled(child *launch.Child, sig os.Signal, n int) (end bool) {
+	if child == nil {
+		return true
+	}
+	switch {
+	case n > 1:
+		syscall.Kill(child.PID, syscall.SIGKILL)
+	case sig == syscall.SIGTERM:
+		syscall.Kill(child.PID, syscall.SIGTERM)
+	}
+	return false
+}
+
+// sweepTimer ticks every host.SweepEvery in whole-host mode (sweepHost);
+// nil otherwise.
+func (s *session) sweepTimer() (<-chan time.Time, func()) {
+	if s.host == nil {
+		return nil, func() {}
+	}
+	t := time.NewTicker(host.SweepEvery)
+	return t.C, t.Stop
 }
 
 // newState makes the table and symbolizer every run starts with.
@@ -359,18 +419,13 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 	if adjust != nil {
 		adjust(&opts)
 	}
-	objs, err := tracer.Load(opts)
+	objs, d, release, err := s.backend.Load(opts, s.log)
 	if err != nil {
 		return nil, err
 	}
 	s.limitMemory(opts) // memory.go
 	k := objs.Kernel()
 	s.log.Info("kernel", "release", k.Release, "attach", k.Attach, "lacks", k.Lacks())
-	d, err := objs.NewDrainer()
-	if err != nil {
-		objs.Close()
-		return nil, err
-	}
 	s.objs, s.drain = objs, d
 	s.pr.Base.Kernel, s.pr.Base.Attach = k.Release, string(k.Attach)
 	s.pr.Base.SelfMemory = selfMemory{} // memory.go
@@ -378,10 +433,7 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 		s.pr.Base.Stacks = s.detailStacks()
 	}
 	s.recordStacks() // --record with stacks (timeline.go)
-	return func() {
-		d.Close()
-		objs.Close()
-	}, nil
+	return release, nil
 }
 
 // openCache opens the unwind tables' cache (--no-cache, --cache-size);

@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"golang.org/x/arch/x86/x86asm"
+
+	"github.com/memtrace/memtrace/procfs"
 )
 
 // The benchmarks resolve 100 000 real return addresses (the ends of call
@@ -97,7 +99,7 @@ func callReturns(b *testing.B, pid int, suffix string, max int) []benchTarget {
 	if err != nil {
 		b.Fatal(err)
 	}
-	maps, err := ParseMaps(f)
+	maps, err := procfs.ParseMaps(f)
 	f.Close()
 	if err != nil {
 		b.Fatal(err)

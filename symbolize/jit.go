@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/memtrace/memtrace/procfile"
+	"github.com/memtrace/memtrace/procfs"
 )
 
 // Limits on what a process's JIT maps may make memtrace hold: a file
@@ -346,7 +347,7 @@ func fileSize(f *os.File) (int64, error) {
 
 // jitDumpPaths lists the jitdumps a process has mapped: runtimes map the
 // file they write (jit-PID.dump) so that perf sees where it is.
-func jitDumpPaths(maps []Mapping) []string {
+func jitDumpPaths(maps []procfs.Mapping) []string {
 	var out []string
 	for _, m := range maps {
 		b := path.Base(m.Path)
@@ -359,7 +360,7 @@ func jitDumpPaths(maps []Mapping) []string {
 
 // hasAnonCode reports whether a capture holds code no file names: JIT code
 // (anonymous or memfd mappings), not [vdso] and the like.
-func hasAnonCode(maps []Mapping) bool {
+func hasAnonCode(maps []procfs.Mapping) bool {
 	for _, m := range maps {
 		if m.Executable() && anonCode(m.Path) {
 			return true
@@ -391,7 +392,7 @@ func (r *Resolver) jitSourceOf(pid int, create bool) *jitSource {
 }
 
 // refreshJIT reads pid's JIT maps after a capture of maps.
-func (r *Resolver) refreshJIT(pid int, maps []Mapping) {
+func (r *Resolver) refreshJIT(pid int, maps []procfs.Mapping) {
 	dumps := jitDumpPaths(maps)
 	if len(dumps) == 0 && !hasAnonCode(maps) && r.jitSourceOf(pid, false) == nil {
 		return

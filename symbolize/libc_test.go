@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"golang.org/x/arch/x86/x86asm"
+
+	"github.com/memtrace/memtrace/procfs"
 )
 
 // The test binary is a static Go program without libc, so libc is looked
@@ -59,7 +61,7 @@ func libcTargets(t testing.TB, pid int, names ...string) []libcTarget {
 	if err != nil {
 		t.Fatal(err)
 	}
-	maps, err := ParseMaps(f)
+	maps, err := procfs.ParseMaps(f)
 	f.Close()
 	if err != nil {
 		t.Fatal(err)

@@ -224,7 +224,7 @@ func TestModuleCache(t *testing.T) {
 		}
 		return m
 	}
-	if get(withID) != get(withID) {
+	if get(withID) != get(withID) { //nolint:staticcheck // SA4000: two opens, which must give one module
 		t.Error("same file opened twice")
 	}
 	if get(withID) != get(withIDCopy) {

@@ -1,50 +1,24 @@
 package symbolize
 
 import (
-	"errors"
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/memtrace/memtrace/procfile"
+	"github.com/memtrace/memtrace/procfs"
 )
 
-// readProcMaps reads and parses /proc/PID/maps. A process that is gone,
-// or a zombie whose address space is already released, gives an error
-// that matches os.ErrNotExist.
-func readProcMaps(pid int) ([]Mapping, error) {
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/maps")
-	if err != nil {
-		return nil, goneOr(err)
-	}
-	defer f.Close()
-	maps, err := ParseMaps(f)
-	if err != nil {
-		return nil, goneOr(err)
-	}
-	if len(maps) == 0 {
-		return nil, fmt.Errorf("no mappings: %w", os.ErrNotExist)
-	}
-	return maps, nil
-}
-
-// goneOr makes "no such process" (ESRCH, returned when the process exits
-// while its maps are read) match os.ErrNotExist like ENOENT does.
-func goneOr(err error) error {
-	if errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("%w: %w", os.ErrNotExist, err)
-	}
-	return err
-}
+// readProcMaps reads /proc/PID/maps (procfs.ReadMaps: a process gone
+// matches os.ErrNotExist).
+func readProcMaps(pid int) ([]procfs.Mapping, error) { return procfs.ReadMaps(pid) }
 
 // moduleCandidates lists where the file of mapping m of process pid can be
 // opened, best first, and the inode each must have (0: no check needed).
 // map_files names the mapped file itself, even when deleted or in another
 // mount namespace; the root link reaches it by name in the process's mount
 // namespace; the bare path works for processes sharing ours.
-func moduleCandidates(pid int, m Mapping) []candidate {
+func moduleCandidates(pid int, m procfs.Mapping) []candidate {
 	proc := "/proc/" + strconv.Itoa(pid)
 	return []candidate{
 		{path: proc + "/map_files/" + strconv.FormatUint(m.Start, 16) + "-" + strconv.FormatUint(m.End, 16)},

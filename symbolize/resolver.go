@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/memtrace/memtrace/procfs"
 )
 
 // Resolver resolves code addresses of processes. Safe for concurrent use.
@@ -95,7 +97,7 @@ func (r *Resolver) capture(pid int) (*process, error) {
 
 // moduleFor opens the module of a mapping through the first location that
 // works, or returns nil.
-func (r *Resolver) moduleFor(pid int, m Mapping, roots []string) *Module {
+func (r *Resolver) moduleFor(pid int, m procfs.Mapping, roots []string) *Module {
 	if !m.FileBacked() {
 		return nil
 	}

@@ -49,7 +49,7 @@ func needsReturn(p Placement) bool {
 
 // cookie is the attach cookie of p's probes: the function's id, or, for a
 // JVM category probe, which argument holds the category and how many bytes
-// of the function's code follow the probe (jvm_entry).
+// of the function's code follow the probe (mt_jvm_entry).
 func cookie(p Placement) uint64 {
 	if p.CategoryArg == 0 {
 		return uint64(p.Func)
@@ -243,7 +243,7 @@ func addProbe(o *link.UprobeMultiOptions, keys *[]string, p Placement) {
 	*keys = append(*keys, placedKey(p))
 }
 
-// attachJVM places the JVM's category probes of one file (jvm_entry,
+// attachJVM places the JVM's category probes of one file (mt_jvm_entry,
 // entry only) with one uprobe_multi link, if there are any.
 func (t *Objects) attachJVM(made *Attachment, ex *link.Executable, pid int, jvm *link.UprobeMultiOptions, keys []string, first allocator.Probe) error {
 	if len(jvm.Addresses) == 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 
 	"github.com/memtrace/memtrace/event"
+	"github.com/memtrace/memtrace/internal/testwait"
 )
 
 // TestPollUnderFlood: while the ring is written faster than it is read, a
@@ -46,7 +47,9 @@ func TestPollUnderFlood(t *testing.T) {
 		}()
 	}
 	defer func() { close(stop); wg.Wait() }()
-	time.Sleep(50 * time.Millisecond) // the ring full
+	// The ring full, or nearly (records of 72 + 8 bytes do not fill it to
+	// the byte).
+	testwait.For(t, "the ring full", func() bool { return d.rd.AvailableBytes() > o.RingBytes-4096 })
 	defer func(m int) { MaxBatch = m }(MaxBatch)
 	MaxBatch = 1000
 	// A consumer slower than the probes (20 µs an event): the ring never empties.

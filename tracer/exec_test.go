@@ -79,7 +79,7 @@ func TestExecProgram(t *testing.T) {
 			// On overlayfs (the kernel matrix's guests, when the repository
 			// is under /tmp) and btrfs, stat(2) gives another device than the
 			// kernel has for the file: the device is checked where the
-			// kernel's key for the file (file_key_of, as the unwinder sees
+			// kernel's key for the file (mt_file_key, as the unwinder sees
 			// it) is stat's.
 			key, err := objs.tables.keyOfPath(bin)
 			if err != nil {

@@ -201,7 +201,7 @@ func (k Kernel) adapt(spec *ebpf.CollectionSpec) error {
 		// Classic uprobe links take programs loaded without the
 		// uprobe_multi attach type; bpf_get_attach_cookie then reads the
 		// perf event link's cookie.
-		for _, name := range []string{"entry", "jvm_entry", "ret"} {
+		for _, name := range []string{"mt_alloc_entry", "mt_jvm_entry", "mt_alloc_ret"} {
 			spec.Programs[name].AttachType = ebpf.AttachNone
 		}
 	}

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"os/exec"
 	"testing"
-	"time"
 
 	"github.com/cilium/ebpf/features"
 
 	"github.com/memtrace/memtrace/allocator"
+	"github.com/memtrace/memtrace/internal/testwait"
 )
 
 // TestFeatures probes the running kernel with features hidden, as on an
@@ -147,7 +147,7 @@ func libcTarget(tb testing.TB) (int, []Placement) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { target.Process.Kill(); target.Wait() })
-	time.Sleep(100 * time.Millisecond) // sleep's libraries mapped
+	testwait.Mapped(tb, target.Process.Pid, "/libc.so")
 	mods, err := allocator.ForProcess(target.Process.Pid)
 	if err != nil {
 		tb.Fatal(err)

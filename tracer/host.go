@@ -102,7 +102,7 @@ func (t *Objects) Forget(pid uint32, live []uint64) {
 }
 
 // forgetSampled deletes pid's sampled blocks at addrs and returns how
-// many were there. forget_sampled (bpf/memtrace.bpf.c) deletes them, so
+// many were there. mt_forget_smpl (bpf/memtrace.bpf.c) deletes them, so
 // that each one's count in the probes' filter drops too.
 func (t *Objects) forgetSampled(pid uint32, addrs []uint64) int {
 	t.forgetMu.Lock()

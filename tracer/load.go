@@ -146,43 +146,43 @@ type Objects struct {
 	refaultBits uint32
 	// session is the uprobe session program (AttachSession only).
 	session *ebpf.Program
-	// forgetMu serializes forget_sampled's runs: they share one batch.
+	// forgetMu serializes mt_forget_smpl's runs: they share one batch.
 	forgetMu sync.Mutex
 }
 
 // sessionObjects are objects and the session program, on AttachSession.
 type sessionObjects struct {
 	*objects
-	Session *ebpf.Program `ebpf:"session"`
+	Session *ebpf.Program `ebpf:"mt_alloc_sess"`
 }
 
 // objects is what a run loads: the tracing programs and their maps. (The
 // test programs are in an object of their own, tracer/bpftest.)
 type objects struct {
-	Entry         *ebpf.Program `ebpf:"entry"`
-	JvmEntry      *ebpf.Program `ebpf:"jvm_entry"`
-	Ret           *ebpf.Program `ebpf:"ret"`
-	OnExec        *ebpf.Program `ebpf:"on_exec"`
-	OnExit        *ebpf.Program `ebpf:"on_exit"`
+	Entry         *ebpf.Program `ebpf:"mt_alloc_entry"`
+	JvmEntry      *ebpf.Program `ebpf:"mt_jvm_entry"`
+	Ret           *ebpf.Program `ebpf:"mt_alloc_ret"`
+	OnExec        *ebpf.Program `ebpf:"mt_exec"`
+	OnExit        *ebpf.Program `ebpf:"mt_exit"`
 	Events        *ebpf.Map     `ebpf:"events"`
 	Inflight      *ebpf.Map     `ebpf:"inflight"`
 	LostByPid     *ebpf.Map     `ebpf:"lost_by_pid"`
 	LostTotal     *ebpf.Map     `ebpf:"lost_total"`
-	FileKeyOf     *ebpf.Program `ebpf:"file_key_of"`
+	FileKeyOf     *ebpf.Program `ebpf:"mt_file_key"`
 	UnwindRows    *ebpf.Map     `ebpf:"unwind_rows"`
 	UnwindFiles   *ebpf.Map     `ebpf:"unwind_files"`
 	Scratch       *ebpf.Map     `ebpf:"scratch"`
 	Sampled       *ebpf.Map     `ebpf:"sampled"`
 	ProcCounts    *ebpf.Map     `ebpf:"proc_counts"`
 	CgroupFilter  *ebpf.Map     `ebpf:"cgroup_filter"`
-	OnFaultUser   *ebpf.Program `ebpf:"on_fault_user"`
-	OnFaultKernel *ebpf.Program `ebpf:"on_fault_kernel"`
+	OnFaultUser   *ebpf.Program `ebpf:"mt_fault_user"`
+	OnFaultKernel *ebpf.Program `ebpf:"mt_fault_kern"`
 	FaultPids     *ebpf.Map     `ebpf:"fault_pids"`
-	OnRssStat     *ebpf.Program `ebpf:"on_rss_stat"`
+	OnRssStat     *ebpf.Program `ebpf:"mt_rss_stat"`
 	FaultPending  *ebpf.Map     `ebpf:"fault_pending"`
 	FaultSites    *ebpf.Map     `ebpf:"fault_sites"`
-	OnPageAlloc   *ebpf.Program `ebpf:"on_page_alloc"`
-	ForgetSampled *ebpf.Program `ebpf:"forget_sampled"`
+	OnPageAlloc   *ebpf.Program `ebpf:"mt_page_alloc"`
+	ForgetSampled *ebpf.Program `ebpf:"mt_forget_smpl"`
 	ForgetBatches *ebpf.Map     `ebpf:"forget_batches"`
 	SampledHint   *ebpf.Map     `ebpf:"sampled_hint"`
 	RefaultSlots  *ebpf.Map     `ebpf:"refault_slots"`

@@ -446,18 +446,18 @@ const (
 	memtraceMapThreadSlots          = "thread_slots"
 	memtraceMapUnwindFiles          = "unwind_files"
 	memtraceMapUnwindRows           = "unwind_rows"
-	memtraceProgEntry               = "entry"
-	memtraceProgFileKeyOf           = "file_key_of"
-	memtraceProgForgetSampled       = "forget_sampled"
-	memtraceProgJvmEntry            = "jvm_entry"
-	memtraceProgOnExec              = "on_exec"
-	memtraceProgOnExit              = "on_exit"
-	memtraceProgOnFaultKernel       = "on_fault_kernel"
-	memtraceProgOnFaultUser         = "on_fault_user"
-	memtraceProgOnPageAlloc         = "on_page_alloc"
-	memtraceProgOnRssStat           = "on_rss_stat"
-	memtraceProgRet                 = "ret"
-	memtraceProgSession             = "session"
+	memtraceProgMtAllocEntry        = "mt_alloc_entry"
+	memtraceProgMtAllocRet          = "mt_alloc_ret"
+	memtraceProgMtAllocSess         = "mt_alloc_sess"
+	memtraceProgMtExec              = "mt_exec"
+	memtraceProgMtExit              = "mt_exit"
+	memtraceProgMtFaultKern         = "mt_fault_kern"
+	memtraceProgMtFaultUser         = "mt_fault_user"
+	memtraceProgMtFileKey           = "mt_file_key"
+	memtraceProgMtForgetSmpl        = "mt_forget_smpl"
+	memtraceProgMtJvmEntry          = "mt_jvm_entry"
+	memtraceProgMtPageAlloc         = "mt_page_alloc"
+	memtraceProgMtRssStat           = "mt_rss_stat"
 	memtraceVarCommFilter           = "comm_filter"
 	memtraceVarExitHasGroupDead     = "exit_has_group_dead"
 	memtraceVarExpTable             = "exp_table"
@@ -544,18 +544,18 @@ type memtraceSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type memtraceProgramSpecs struct {
-	Entry         *ebpf.ProgramSpec `ebpf:"entry"`
-	FileKeyOf     *ebpf.ProgramSpec `ebpf:"file_key_of"`
-	ForgetSampled *ebpf.ProgramSpec `ebpf:"forget_sampled"`
-	JvmEntry      *ebpf.ProgramSpec `ebpf:"jvm_entry"`
-	OnExec        *ebpf.ProgramSpec `ebpf:"on_exec"`
-	OnExit        *ebpf.ProgramSpec `ebpf:"on_exit"`
-	OnFaultKernel *ebpf.ProgramSpec `ebpf:"on_fault_kernel"`
-	OnFaultUser   *ebpf.ProgramSpec `ebpf:"on_fault_user"`
-	OnPageAlloc   *ebpf.ProgramSpec `ebpf:"on_page_alloc"`
-	OnRssStat     *ebpf.ProgramSpec `ebpf:"on_rss_stat"`
-	Ret           *ebpf.ProgramSpec `ebpf:"ret"`
-	Session       *ebpf.ProgramSpec `ebpf:"session"`
+	MtAllocEntry *ebpf.ProgramSpec `ebpf:"mt_alloc_entry"`
+	MtAllocRet   *ebpf.ProgramSpec `ebpf:"mt_alloc_ret"`
+	MtAllocSess  *ebpf.ProgramSpec `ebpf:"mt_alloc_sess"`
+	MtExec       *ebpf.ProgramSpec `ebpf:"mt_exec"`
+	MtExit       *ebpf.ProgramSpec `ebpf:"mt_exit"`
+	MtFaultKern  *ebpf.ProgramSpec `ebpf:"mt_fault_kern"`
+	MtFaultUser  *ebpf.ProgramSpec `ebpf:"mt_fault_user"`
+	MtFileKey    *ebpf.ProgramSpec `ebpf:"mt_file_key"`
+	MtForgetSmpl *ebpf.ProgramSpec `ebpf:"mt_forget_smpl"`
+	MtJvmEntry   *ebpf.ProgramSpec `ebpf:"mt_jvm_entry"`
+	MtPageAlloc  *ebpf.ProgramSpec `ebpf:"mt_page_alloc"`
+	MtRssStat    *ebpf.ProgramSpec `ebpf:"mt_rss_stat"`
 }
 
 // memtraceMapSpecs contains maps before they are loaded into the kernel.
@@ -748,34 +748,34 @@ type memtraceVariables struct {
 //
 // It can be passed to loadMemtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type memtracePrograms struct {
-	Entry         *ebpf.Program `ebpf:"entry"`
-	FileKeyOf     *ebpf.Program `ebpf:"file_key_of"`
-	ForgetSampled *ebpf.Program `ebpf:"forget_sampled"`
-	JvmEntry      *ebpf.Program `ebpf:"jvm_entry"`
-	OnExec        *ebpf.Program `ebpf:"on_exec"`
-	OnExit        *ebpf.Program `ebpf:"on_exit"`
-	OnFaultKernel *ebpf.Program `ebpf:"on_fault_kernel"`
-	OnFaultUser   *ebpf.Program `ebpf:"on_fault_user"`
-	OnPageAlloc   *ebpf.Program `ebpf:"on_page_alloc"`
-	OnRssStat     *ebpf.Program `ebpf:"on_rss_stat"`
-	Ret           *ebpf.Program `ebpf:"ret"`
-	Session       *ebpf.Program `ebpf:"session"`
+	MtAllocEntry *ebpf.Program `ebpf:"mt_alloc_entry"`
+	MtAllocRet   *ebpf.Program `ebpf:"mt_alloc_ret"`
+	MtAllocSess  *ebpf.Program `ebpf:"mt_alloc_sess"`
+	MtExec       *ebpf.Program `ebpf:"mt_exec"`
+	MtExit       *ebpf.Program `ebpf:"mt_exit"`
+	MtFaultKern  *ebpf.Program `ebpf:"mt_fault_kern"`
+	MtFaultUser  *ebpf.Program `ebpf:"mt_fault_user"`
+	MtFileKey    *ebpf.Program `ebpf:"mt_file_key"`
+	MtForgetSmpl *ebpf.Program `ebpf:"mt_forget_smpl"`
+	MtJvmEntry   *ebpf.Program `ebpf:"mt_jvm_entry"`
+	MtPageAlloc  *ebpf.Program `ebpf:"mt_page_alloc"`
+	MtRssStat    *ebpf.Program `ebpf:"mt_rss_stat"`
 }
 
 func (p *memtracePrograms) Close() error {
 	return _MemtraceClose(
-		p.Entry,
-		p.FileKeyOf,
-		p.ForgetSampled,
-		p.JvmEntry,
-		p.OnExec,
-		p.OnExit,
-		p.OnFaultKernel,
-		p.OnFaultUser,
-		p.OnPageAlloc,
-		p.OnRssStat,
-		p.Ret,
-		p.Session,
+		p.MtAllocEntry,
+		p.MtAllocRet,
+		p.MtAllocSess,
+		p.MtExec,
+		p.MtExit,
+		p.MtFaultKern,
+		p.MtFaultUser,
+		p.MtFileKey,
+		p.MtForgetSmpl,
+		p.MtJvmEntry,
+		p.MtPageAlloc,
+		p.MtRssStat,
 	)
 }
 

@@ -24,10 +24,11 @@ func (t *Objects) ProgramStats() ([]ProgramStats, error) {
 	for _, p := range []struct {
 		name string
 		prog *ebpf.Program
-	}{{"entry", t.objs.Entry}, {"ret", t.objs.Ret}, {"session", t.session}, {"on_exec", t.objs.OnExec}, {"on_exit", t.objs.OnExit},
+	}{{"mt_alloc_entry", t.objs.Entry}, {"mt_alloc_ret", t.objs.Ret}, {"mt_alloc_sess", t.session},
+		{"mt_exec", t.objs.OnExec}, {"mt_exit", t.objs.OnExit},
 		// The page-fault path (bpf/resident.h): what every fault pays.
-		{"on_fault_user", t.objs.OnFaultUser}, {"on_fault_kernel", t.objs.OnFaultKernel},
-		{"on_page_alloc", t.objs.OnPageAlloc}, {"on_rss_stat", t.objs.OnRssStat}} {
+		{"mt_fault_user", t.objs.OnFaultUser}, {"mt_fault_kern", t.objs.OnFaultKernel},
+		{"mt_page_alloc", t.objs.OnPageAlloc}, {"mt_rss_stat", t.objs.OnRssStat}} {
 		if p.prog == nil {
 			continue
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
-	"github.com/memtrace/memtrace/footprint"
+	"github.com/memtrace/memtrace/procfs"
 )
 
 // DefaultResidentBytes is the mean bytes made resident by faults between
@@ -58,7 +58,7 @@ func FaultTracepoints() ([]string, error) {
 		return nil, fmt.Errorf("load BPF spec: %w", err)
 	}
 	var tps []string
-	for _, name := range []string{"on_rss_stat", "on_page_alloc", "on_fault_user", "on_fault_kernel"} {
+	for _, name := range []string{"mt_rss_stat", "mt_page_alloc", "mt_fault_user", "mt_fault_kern"} {
 		p := spec.Programs[name]
 		if p == nil {
 			return nil, fmt.Errorf("no program %s in the BPF object", name)
@@ -110,10 +110,10 @@ func refaultBits(memBytes, residentBytes uint64) uint32 {
 	return bits
 }
 
-// memTotal is the machine's memory (footprint.MemTotal), or 16 GiB when
+// memTotal is the machine's memory (procfs.MemTotal), or 16 GiB when
 // it cannot be read.
 func memTotal() uint64 {
-	if n, err := footprint.MemTotal(); err == nil {
+	if n, err := procfs.MemTotal(); err == nil {
 		return n
 	}
 	return 16 << 30

@@ -25,7 +25,7 @@ import (
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/gopclntab"
 	"github.com/memtrace/memtrace/internal/diskcache"
-	"github.com/memtrace/memtrace/symbolize"
+	"github.com/memtrace/memtrace/procfs"
 	"github.com/memtrace/memtrace/unwind"
 )
 
@@ -51,7 +51,7 @@ const (
 // pointers: docs/unwinding.md). Rows are appended to one array; a file's
 // rows are loaded once and serve every process that maps it.
 type tables struct {
-	keyOf       *ebpf.Program // file_key_of: the key the walk sees for a file
+	keyOf       *ebpf.Program // mt_file_key: the key the walk sees for a file
 	rows, files *ebpf.Map
 	cache       tableSource
 	store       *diskcache.Store // marked tables by file and rule; nil: none
@@ -332,7 +332,7 @@ func (t *Objects) PreloadTableFiles(paths []string) {
 }
 
 // keyOfPath asks the kernel which key the walk will see for the file at
-// path: it maps the file here and runs file_key_of on the mapping. stat's
+// path: it maps the file here and runs mt_file_key on the mapping. stat's
 // device and inode are not it on overlayfs (the walk sees the layer's
 // file) nor on btrfs subvolumes.
 func (t *tables) keyOfPath(path string) (fileKey, error) {
@@ -688,17 +688,17 @@ func toFileOffsets(f *elf.File, tab *unwind.Table) (*unwind.Table, error) {
 }
 
 // codeMappings returns pid's executable file mappings.
-func codeMappings(pid int) ([]symbolize.Mapping, error) {
+func codeMappings(pid int) ([]procfs.Mapping, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
 	if err != nil {
 		return nil, fmt.Errorf("read mappings of %d: %w", pid, err)
 	}
 	defer f.Close()
-	all, err := symbolize.ParseMaps(f)
+	all, err := procfs.ParseMaps(f)
 	if err != nil {
 		return nil, fmt.Errorf("read mappings of %d: %w", pid, err)
 	}
-	var out []symbolize.Mapping
+	var out []procfs.Mapping
 	for _, m := range all {
 		if m.Executable() && m.FileBacked() {
 			out = append(out, m)
@@ -709,7 +709,7 @@ func codeMappings(pid int) ([]symbolize.Mapping, error) {
 
 // mapFile is a path that opens the file of a mapping of pid's, wherever it
 // lives (another mount namespace, deleted).
-func mapFile(pid int, m symbolize.Mapping) string {
+func mapFile(pid int, m procfs.Mapping) string {
 	return fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.Start, m.End)
 }
 

@@ -42,19 +42,25 @@ func TestFloodEndsOnTime(t *testing.T) {
 				t.Fatalf("flood said %q", line)
 			}
 			pid := flood.Process.Pid
-			mt := exec.Command(memtrace(t), append([]string{"--json", "-p", strconv.Itoa(pid)}, tc.args...)...)
-			var stdout, stderr strings.Builder
-			mt.Stdout, mt.Stderr = &stdout, &stderr
+			mt := exec.Command(memtrace(t), append([]string{"--json", "-v", "-p", strconv.Itoa(pid)}, tc.args...)...)
+			var stdout strings.Builder
+			var stderr syncBuffer
+			mt.Stdout = &stdout
+			errPipe, err := mt.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
 			start := time.Now()
 			if err := mt.Start(); err != nil {
 				t.Fatal(err)
 			}
+			// Attached (however long that takes on a loaded machine): the
+			// flood's allocations reach the ring from now on.
+			waitAttached(t, errPipe, &stderr)
 			done := make(chan error, 1)
 			go func() { done <- mt.Wait() }()
 			var ended time.Time
 			if tc.signal {
-				// Long enough to be attached and flooded.
-				time.Sleep(3 * time.Second)
 				ended = time.Now()
 				mt.Process.Signal(syscall.SIGINT)
 			} else {

@@ -277,7 +277,8 @@ func TestHostFootprint(t *testing.T) {
 	}
 	defer fx.Wait()
 	defer stdin.Close()
-	time.Sleep(time.Second) // its exec is seen and its libc probed
+	// Its exec seen and its libc probed (no process matched --comm before).
+	h.waitFor(t, "msg=probed pid="+strconv.Itoa(fx.Process.Pid)+" ", 30*time.Second)
 	io.WriteString(stdin, "go\n")
 	var own strings.Builder
 	sc := bufio.NewScanner(stderr)

@@ -216,6 +216,10 @@ type ndjson struct {
 	sites []siteRecord
 }
 
+// completeLines is out up to its last newline: what a writer still
+// running has written whole.
+func completeLines(out string) string { return out[:strings.LastIndexByte(out, '\n')+1] }
+
 func parseNDJSON(t *testing.T, out string) ndjson {
 	t.Helper()
 	var r ndjson

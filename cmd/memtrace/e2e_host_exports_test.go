@@ -65,12 +65,15 @@ func TestHostExportsExited(t *testing.T) {
 			}
 			t.Cleanup(func() { held.Process.Kill(); held.Wait() })
 			time.Sleep(time.Second) // a moment between the first and the others, for replay --at
+			var ran []int
 			for range 4 {
-				if out, err := exec.Command("chroot", root, "/mt-exitprof", "200", "5").CombinedOutput(); err != nil {
+				c := exec.Command("chroot", root, "/mt-exitprof", "200", "5")
+				if out, err := c.CombinedOutput(); err != nil {
 					t.Fatalf("fixture: %v %s", err, out)
 				}
+				ran = append(ran, c.Process.Pid)
 			}
-			time.Sleep(1500 * time.Millisecond) // the exits' batch is written within a second
+			h.waitExitsHeld(t, ran...)
 			h.stop(t)
 
 			// 3 + 4*5 calls each: host_leak of 1000 bytes, host_churn of 500.

@@ -273,6 +273,39 @@ func (h *hostRun) waitFor(t *testing.T, s string, d time.Duration) {
 	}
 }
 
+// waitExitsHeld waits until the exits of pids are handled, their final
+// records held for the next batch (-v's "exit held"), in whatever order.
+// The batch is written at the next report (host.ExitBatch: the final one
+// when the test stops the run). A line is logged as soon as the exit is
+// handled, maybe while the test waited for another one (startProbed):
+// what stderr already holds counts too.
+func (h *hostRun) waitExitsHeld(t *testing.T, pids ...int) {
+	t.Helper()
+	left := map[string]bool{}
+	logged := h.errors() // every line is in stderr before it is in lines
+	for _, pid := range pids {
+		if want := `msg="exit held" pid=` + strconv.Itoa(pid) + " "; !strings.Contains(logged, want) {
+			left[want] = true
+		}
+	}
+	timeout := time.After(time.Minute)
+	for len(left) > 0 {
+		select {
+		case l, ok := <-h.lines:
+			if !ok {
+				t.Fatalf("memtrace ended before handling the exits of %v:\n%s", pids, h.errors())
+			}
+			for want := range left {
+				if strings.Contains(l, want) {
+					delete(left, want)
+				}
+			}
+		case <-timeout:
+			t.Fatalf("memtrace did not handle the exits of %v within a minute:\n%s", pids, h.errors())
+		}
+	}
+}
+
 func (h *hostRun) errors() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -382,7 +415,7 @@ func TestHostPicksUpNewProcesses(t *testing.T) {
 			t.Fatalf("%v: %v", c.Args, err)
 		}
 	}
-	time.Sleep(1500 * time.Millisecond) // the exits' batch is written within a second
+	h.waitExitsHeld(t, onHost.Process.Pid, inRoot.Process.Pid)
 	run := h.stop(t)
 	// Every report record names the kernel and attach path, the exits'
 	// batches too (they had "kernel":"","attach":"").
@@ -594,7 +627,7 @@ func TestHostCgroup(t *testing.T) {
 		t.Fatalf("fixture in the cgroup: %v", err)
 	}
 	out.Wait()
-	time.Sleep(1500 * time.Millisecond)
+	h.waitExitsHeld(t, in.Process.Pid)
 	run := h.stop(t)
 	if p, ok := run.exitedRecord(in.Process.Pid); !ok || p.Allocs != 6 || p.LiveBytes != 3000 {
 		t.Errorf("the process in the cgroup: %+v (reported %v), want 6 allocations, 3000 bytes live", p.processRecord, ok)

@@ -108,7 +108,7 @@ func runHostPhases(t *testing.T, args ...string) (string, int) {
 	if out, err := run.CombinedOutput(); err != nil {
 		t.Fatalf("fixture: %v\n%s", err, out)
 	}
-	time.Sleep(1500 * time.Millisecond) // the exits' batch is written within a second
+	h.waitExitsHeld(t, run.Process.Pid)
 	h.stop(t)
 	return h.stdout.String(), run.Process.Pid
 }

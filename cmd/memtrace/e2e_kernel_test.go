@@ -280,7 +280,7 @@ func TestSampledAlignedCounts(t *testing.T) {
 
 // TestSampledForgottenBlocks: blocks whose frees no probe will see (an
 // exec'd program's, an exited process's) are forgotten through
-// forget_sampled, which drops their counts in the probes' filter too
+// mt_forget_smpl, which drops their counts in the probes' filter too
 // (testdata/sampled_exec.c: 100 blocks, every one sampled, then an exec).
 // Deleted from user space, the 100 counts stayed behind.
 func TestSampledForgottenBlocks(t *testing.T) {

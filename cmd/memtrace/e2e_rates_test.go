@@ -276,9 +276,9 @@ func TestWatchInTerminal(t *testing.T) {
 	defer exec.Command("tmux", "-L", x.socket, "kill-server").Run()
 
 	// The bars: full blocks on the rates rows, the log-scale axis, the site.
-	view := x.waitFor(x.screen, 20*time.Second, "memtrace --watch", "allocated/s (log)", "1K", "1M", "1G",
+	x.waitFor(x.screen, 20*time.Second, "memtrace --watch", "allocated/s (log)", "1K", "1M", "1G",
 		"steady_alloc", "testdata/rate.c", "sort: live")
-	view = x.waitFor(x.screen, 10*time.Second, "MiB/s", "██")
+	view := x.waitFor(x.screen, 10*time.Second, "MiB/s", "██")
 	t.Logf("the live view:\n%s", view)
 	if f := os.Getenv("MEMTRACE_CAPTURE"); f != "" {
 		os.WriteFile(f, []byte(view), 0o644)

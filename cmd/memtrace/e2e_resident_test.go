@@ -660,7 +660,7 @@ func TestResidentHost(t *testing.T) {
 	io.WriteString(stdin, "go\n")
 	expectLine(t, lines, "ready")
 	after := rssAnon(t, stays.Process.Pid)
-	time.Sleep(1500 * time.Millisecond) // the exit's batch is written
+	h.waitExitsHeld(t, exits.Process.Pid)
 	h.cmd.Process.Signal(syscall.SIGINT)
 	if err := h.cmd.Wait(); err != nil {
 		t.Fatalf("memtrace: %v\n%s", err, h.errors())

@@ -95,7 +95,7 @@ func TestExceptionsUnchanged(t *testing.T) {
 		stdin.Write([]byte("go\n"))
 		code := exitCode(t, cmd.Wait())
 		out, _ := strings.CutPrefix(stdout.String(), "ready\n")
-		time.Sleep(1500 * time.Millisecond) // the exit's batch is written within a second
+		h.waitExitsHeld(t, cmd.Process.Pid)
 		run := h.stop(t)
 		if string(out) != wantOut || code != wantCode {
 			t.Fatalf("%q, exit %d; want %q, exit %d\n%s", out, code, wantOut, wantCode, h.errors())

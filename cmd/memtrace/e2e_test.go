@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memtrace/memtrace/internal/testwait"
 )
 
 // leaksWant is what testdata/leaks.c does, per function (see its comments).
@@ -323,12 +325,27 @@ func TestIntervalAndSignal(t *testing.T) {
 		pids = append(pids, strconv.Itoa(c.Process.Pid))
 	}
 	mt := exec.Command(memtrace(t), "--json", "-i", "100ms", "-p", pids[0], "--pid", pids[1])
-	var stdout, stderr strings.Builder
+	var stdout, stderr syncBuffer
 	mt.Stdout, mt.Stderr = &stdout, &stderr
 	if err := mt.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// Until each target has two periodic records (however long memtrace
+	// takes to attach on a loaded machine).
+	testwait.For(t, "two periodic reports of each target", func() bool {
+		periodic := map[int]int{}
+		for _, p := range parseNDJSON(t, completeLines(stdout.String())).procs {
+			if !p.Final {
+				periodic[p.PID]++
+			}
+		}
+		for _, s := range pids {
+			if pid, _ := strconv.Atoi(s); periodic[pid] < 2 {
+				return false
+			}
+		}
+		return true
+	})
 	mt.Process.Signal(syscall.SIGINT)
 	if err := mt.Wait(); err != nil {
 		t.Fatalf("memtrace: %v\n%s", err, stderr.String())

@@ -1,4 +1,4 @@
-package symbolize
+package procfs
 
 import (
 	"os"
@@ -31,18 +31,32 @@ func TestParseMaps(t *testing.T) {
 		{
 			name: "pseudo and anonymous",
 			in: "555555559000-55555557a000 rw-p 00000000 00:00 0                          [heap]\n" +
-				"7ffd1e7f1000-7ffd1e7f3000 r-xp 00000000 00:00 0                          [vdso]\n" +
 				"7f1234000000-7f1234021000 rw-p 00000000 00:00 0 \n" +
 				"7f1234100000-7f1234101000 rwxp 00000000 00:00 0\n" +
+				"7ffd1e7f1000-7ffd1e7f3000 r-xp 00000000 00:00 0                          [vdso]\n" +
 				"\n" +
 				"ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]",
 			want: []Mapping{
 				{Start: 0x555555559000, End: 0x55555557a000, Perms: "rw-p", Dev: "00:00", Path: "[heap]"},
-				{Start: 0x7ffd1e7f1000, End: 0x7ffd1e7f3000, Perms: "r-xp", Dev: "00:00", Path: "[vdso]"},
 				{Start: 0x7f1234000000, End: 0x7f1234021000, Perms: "rw-p", Dev: "00:00"},
 				{Start: 0x7f1234100000, End: 0x7f1234101000, Perms: "rwxp", Dev: "00:00"},
+				{Start: 0x7ffd1e7f1000, End: 0x7ffd1e7f3000, Perms: "r-xp", Dev: "00:00", Path: "[vdso]"},
 				{Start: 0xffffffffff600000, End: 0xffffffffff601000, Perms: "--xp", Dev: "00:00", Path: "[vsyscall]"},
 			},
+		},
+		{
+			name: "sorted by address",
+			in: "7f0000003000-7f0000004000 rw-p 00000000 00:00 0\n" +
+				"7f0000001000-7f0000002000 r--p 00000000 00:00 0 [stack]\n",
+			want: []Mapping{
+				{Start: 0x7f0000001000, End: 0x7f0000002000, Perms: "r--p", Dev: "00:00", Path: "[stack]"},
+				{Start: 0x7f0000003000, End: 0x7f0000004000, Perms: "rw-p", Dev: "00:00"},
+			},
+		},
+		{
+			name: "shared anonymous memory",
+			in:   "7f5000000000-7f5000001000 rw-s 00000000 00:01 99 /dev/zero (deleted)\n",
+			want: []Mapping{{Start: 0x7f5000000000, End: 0x7f5000001000, Perms: "rw-s", Dev: "00:01", Inode: 99, Path: "/dev/zero", Deleted: true}},
 		},
 		{
 			name: "empty",

@@ -1,0 +1,50 @@
+// Package testwait lets tests wait for a condition rather than sleep for
+// a fixed time: a fixed sleep is too short on a loaded machine (CI runs
+// the suite with other work on both cores) and too long on a quiet one.
+package testwait
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memtrace/memtrace/procfs"
+)
+
+// Limit bounds every wait. It is reached only when the condition never
+// comes (the test fails then), so it is generous.
+const Limit = 60 * time.Second
+
+// poll is how often a condition is checked.
+const poll = 2 * time.Millisecond
+
+// For waits until cond holds; the test fails, naming what, after Limit.
+func For(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(Limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out after %v waiting for %s", Limit, what)
+		}
+		time.Sleep(poll)
+	}
+}
+
+// Mapped waits until process pid maps a file whose path contains file
+// ("/libc.so"): a process just started runs in the dynamic loader for a
+// while before its libraries are there.
+func Mapped(tb testing.TB, pid int, file string) {
+	tb.Helper()
+	For(tb, file+" mapped in process", func() bool {
+		maps, err := procfs.ReadMaps(pid)
+		if err != nil {
+			return false
+		}
+		for _, m := range maps {
+			if strings.Contains(m.Path, file) {
+				return true
+			}
+		}
+		return false
+	})
+}
