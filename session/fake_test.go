@@ -126,10 +126,10 @@ func (p *fakeProbes) tracingFaults(pid int) (pidOn, attached bool) {
 }
 
 // The rest keep nothing: no unwind tables, stacks, counts or pages.
-func (p *fakeProbes) PreloadTables(int, []string) (<-chan struct{}, error) {
+func (p *fakeProbes) PreloadTables(int, []string) (tracer.Preload, error) {
 	loaded := make(chan struct{})
 	close(loaded)
-	return loaded, nil
+	return tracer.Preload{Small: loaded, All: loaded}, nil
 }
 func (p *fakeProbes) PreloadTableFiles([]string)      {}
 func (p *fakeProbes) Stack(int32) ([]uint64, bool)    { return nil, false }

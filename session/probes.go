@@ -35,7 +35,7 @@ type Attacher interface {
 	// PreloadTables loads, in the background, the unwind tables of pid's
 	// code, then those of the files at paths; the channel is closed once
 	// they are all in. PreloadTableFiles loads those of the files given.
-	PreloadTables(pid int, paths []string) (<-chan struct{}, error)
+	PreloadTables(pid int, paths []string) (tracer.Preload, error)
 	PreloadTableFiles(paths []string)
 }
 
