@@ -1,6 +1,7 @@
 package symbolize
 
 import (
+	"debug/dwarf"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -61,7 +62,7 @@ func (m *Module) bestDWARF() (*dwarfInfo, error) {
 	for _, src := range m.debugSources() {
 		dw, err := readDWARF(src)
 		errs = append(errs, err)
-		if dw != nil && len(dw.lineTab.rows) > 0 {
+		if dw.hasLines() {
 			return dw, errors.Join(errs...)
 		}
 	}
@@ -119,7 +120,7 @@ func readDWARF(f *elf.File) (*dwarfInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dwarf: .debug_line: %w", err)
 	}
-	d, err := f.DWARF()
+	d, err := dwarfData(f, lineData)
 	if err != nil {
 		return nil, fmt.Errorf("dwarf: %w", err)
 	}
@@ -127,6 +128,59 @@ func readDWARF(f *elf.File) (*dwarfInfo, error) {
 		return checkLineHeader(lineData, off, f.ByteOrder)
 	}
 	return readUnits(d, infoSize, vet)
+}
+
+// dwarfSections are the sections debug/dwarf reads: elf.File.DWARF also
+// inflates the others (.debug_loclists, .debug_aranges, .debug_macro...),
+// which it then drops, and reads .debug_line a second time. libc's
+// .debug_loclists alone is 1.4 MB.
+var dwarfSections = map[string]bool{
+	".debug_abbrev": true, ".debug_info": true, ".debug_str": true, ".debug_ranges": true,
+	".debug_types": true, ".debug_addr": true, ".debug_line_str": true,
+	".debug_str_offsets": true, ".debug_rnglists": true,
+}
+
+// dwarfData is elf.File.DWARF for a linked file (no relocations to apply;
+// readDWARF refuses the others), with .debug_line's contents given and
+// only the sections debug/dwarf reads.
+func dwarfData(f *elf.File, line []byte) (*dwarf.Data, error) {
+	dat := map[string][]byte{}
+	var types []int
+	for i, s := range f.Sections {
+		if !dwarfSections[s.Name] {
+			continue
+		}
+		if s.Name == ".debug_types" {
+			types = append(types, i) // read once the units are
+			continue
+		}
+		b, err := s.Data()
+		if err != nil && uint64(len(b)) < s.Size {
+			return nil, err
+		}
+		dat[s.Name] = b // of duplicates the last, as elf.File.DWARF
+	}
+	d, err := dwarf.New(dat[".debug_abbrev"], nil, nil, dat[".debug_info"], line, nil, dat[".debug_ranges"], dat[".debug_str"])
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range types {
+		b, err := f.Sections[i].Data()
+		if err != nil && uint64(len(b)) < f.Sections[i].Size {
+			return nil, err
+		}
+		if err := d.AddTypes(fmt.Sprintf("types-%d", i), b); err != nil {
+			return nil, err
+		}
+	}
+	for _, name := range []string{".debug_addr", ".debug_line_str", ".debug_str_offsets", ".debug_rnglists"} {
+		if b, ok := dat[name]; ok {
+			if err := d.AddSection(name, b); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return d, nil
 }
 
 func relocatesDebug(f *elf.File, rel *elf.Section) bool {

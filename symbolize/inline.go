@@ -13,25 +13,20 @@ import (
 // calls were, each with its address ranges, the function it inlines
 // (DW_AT_abstract_origin) and the place of the call it replaces
 // (DW_AT_call_file, DW_AT_call_line). Reading a unit's entries costs far
-// more than its line program, so the line table is read for the whole
-// module at once but each unit's entries only when an address in it is
-// first asked for, once.
+// more than its line program. Both are read per unit, when an address in
+// it is first asked for, once.
 
-// dwarfInfo is one module's DWARF: the line table, and its compile units
-// by address for the inline chains.
+// dwarfInfo is one module's DWARF: its compile units' line rows by
+// address (lines.go), and its compile units by address for the inline
+// chains.
 type dwarfInfo struct {
-	data     *dwarf.Data
-	lineTab  *lineTable
-	infoSize uint64
-	units    []*unitInline
-	spans    []unitSpan // sorted by lo
-}
-
-func (dw *dwarfInfo) lines() *lineTable {
-	if dw == nil {
-		return nil
-	}
-	return dw.lineTab
+	data      *dwarf.Data
+	lineUnits []*unitLines // in .debug_info's order; nil when lineTab holds all rows
+	lineSeqs  []lineSeq    // their sequences, sorted by lo
+	lineTab   *lineTable
+	infoSize  uint64
+	units     []*unitInline
+	spans     []unitSpan // sorted by lo
 }
 
 // unitSpan is one address range of a compile unit.
