@@ -16,9 +16,13 @@ func TestLazyLinesMatchTable(t *testing.T) {
 	for _, v := range []string{"-gdwarf-4", "-gdwarf-5"} {
 		files = append(files, buildFixture(t, dir, "leak"+v, "-O2", v))
 	}
-	libc := "/usr/lib/debug/.build-id/93/ac61ec5a8eb1396f9fbd350e3169a558528a40.debug"
-	if _, err := os.Stat(libc); err == nil {
-		files = append(files, libc)
+	if f, err := elf.Open(libcPath); err == nil {
+		id := buildID(f)
+		f.Close()
+		libc := DefaultDebugDir + "/.build-id/" + id[:min(2, len(id))] + "/" + id[min(2, len(id)):] + ".debug"
+		if _, err := os.Stat(libc); id != "" && err == nil {
+			files = append(files, libc)
+		}
 	}
 	for _, path := range files {
 		f, err := elf.Open(path)
@@ -34,6 +38,7 @@ func TestLazyLinesMatchTable(t *testing.T) {
 			t.Fatalf("%s: one table read eagerly, want units on demand", path)
 		}
 		all := dw.allLines()
+		t.Logf("%s: %d rows in %d sequences", path, len(all.rows), len(dw.lineSeqs))
 		for _, row := range all.rows {
 			for _, a := range []uint64{row.addr - 1, row.addr, row.addr + 1} {
 				wf, wl := all.lookup(a)
@@ -61,6 +66,32 @@ func TestSeqsApart(t *testing.T) {
 	for _, tc := range tests {
 		if got := seqsApart(tc.prev, tc.next); got != tc.want {
 			t.Errorf("%s: seqsApart = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// Sequences that interleave make one table of all rows.
+func TestInterleavedSequencesMakeOneTable(t *testing.T) {
+	needTool(t, "gcc")
+	bin := buildFixture(t, tempDir(t), "leak", "-O2", "-g")
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dw, err := readDWARF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := dw.allLines()
+	dw.indexLines([]lineSeq{{lo: 0x10, hi: 0x40}, {lo: 0x20, hi: 0x30}})
+	if dw.lineTab == nil || dw.lineUnits != nil {
+		t.Fatal("interleaved sequences: no single table")
+	}
+	for _, row := range want.rows {
+		wf, wl := want.lookup(row.addr)
+		if gf, gl := dw.lineAt(row.addr); gf != wf || gl != wl {
+			t.Fatalf("lineAt(%#x) = %s:%d, want %s:%d", row.addr, gf, gl, wf, wl)
 		}
 	}
 }
