@@ -1,7 +1,6 @@
 package symbolize
 
 import (
-	"debug/dwarf"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -90,6 +89,12 @@ func dwarfLineTable(f *elf.File) (*lineTable, error) {
 // readDWARF reads f's line programs (see dwarfLineTable) and the address
 // ranges of its compile units, or returns nil if it has no line programs.
 func readDWARF(f *elf.File) (*dwarfInfo, error) {
+	return readDWARFUnits(f, true)
+}
+
+// readDWARFUnits is readDWARF, with units' abbreviation tables parsed when
+// first needed (lazy) or all at once.
+func readDWARFUnits(f *elf.File, lazy bool) (*dwarfInfo, error) {
 	if f.Type == elf.ET_REL {
 		return nil, nil
 	}
@@ -120,14 +125,14 @@ func readDWARF(f *elf.File) (*dwarfInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dwarf: .debug_line: %w", err)
 	}
-	d, err := dwarfData(f, lineData)
+	src, err := dwarfData(f, lineData, lazy)
 	if err != nil {
 		return nil, fmt.Errorf("dwarf: %w", err)
 	}
 	vet := func(off int64) error {
 		return checkLineHeader(lineData, off, f.ByteOrder)
 	}
-	return readUnits(d, infoSize, vet)
+	return readUnits(src, infoSize, vet)
 }
 
 // dwarfSections are the sections debug/dwarf reads: elf.File.DWARF also
@@ -140,47 +145,27 @@ var dwarfSections = map[string]bool{
 	".debug_str_offsets": true, ".debug_rnglists": true,
 }
 
-// dwarfData is elf.File.DWARF for a linked file (no relocations to apply;
-// readDWARF refuses the others), with .debug_line's contents given and
-// only the sections debug/dwarf reads.
-func dwarfData(f *elf.File, line []byte) (*dwarf.Data, error) {
+// dwarfData reads the sections debug/dwarf reads, as elf.File.DWARF
+// would for a linked file (no relocations to apply; readDWARF refuses the
+// others), with .debug_line's contents given (dwarfsrc.go).
+func dwarfData(f *elf.File, line []byte, lazy bool) (*dwarfSource, error) {
 	dat := map[string][]byte{}
-	var types []int
-	for i, s := range f.Sections {
+	var types [][]byte
+	for _, s := range f.Sections {
 		if !dwarfSections[s.Name] {
-			continue
-		}
-		if s.Name == ".debug_types" {
-			types = append(types, i) // read once the units are
 			continue
 		}
 		b, err := s.Data()
 		if err != nil && uint64(len(b)) < s.Size {
 			return nil, err
 		}
+		if s.Name == ".debug_types" {
+			types = append(types, b)
+			continue
+		}
 		dat[s.Name] = b // of duplicates the last, as elf.File.DWARF
 	}
-	d, err := dwarf.New(dat[".debug_abbrev"], nil, nil, dat[".debug_info"], line, nil, dat[".debug_ranges"], dat[".debug_str"])
-	if err != nil {
-		return nil, err
-	}
-	for _, i := range types {
-		b, err := f.Sections[i].Data()
-		if err != nil && uint64(len(b)) < f.Sections[i].Size {
-			return nil, err
-		}
-		if err := d.AddTypes(fmt.Sprintf("types-%d", i), b); err != nil {
-			return nil, err
-		}
-	}
-	for _, name := range []string{".debug_addr", ".debug_line_str", ".debug_str_offsets", ".debug_rnglists"} {
-		if b, ok := dat[name]; ok {
-			if err := d.AddSection(name, b); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return d, nil
+	return newDwarfSource(dat[".debug_abbrev"], dat[".debug_info"], line, dat, types, lazy)
 }
 
 func relocatesDebug(f *elf.File, rel *elf.Section) bool {

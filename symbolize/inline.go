@@ -20,7 +20,7 @@ import (
 // address (lines.go), and its compile units by address for the inline
 // chains.
 type dwarfInfo struct {
-	data      *dwarf.Data
+	src       *dwarfSource
 	lineUnits []*unitLines // in .debug_info's order; nil when lineTab holds all rows
 	lineSeqs  []lineSeq    // their sequences, sorted by lo
 	lineTab   *lineTable
@@ -66,8 +66,8 @@ type inlineSeg struct {
 }
 
 // addUnit notes a compile unit and its ranges.
-func (dw *dwarfInfo) addUnit(cu *dwarf.Entry, linesOK bool) {
-	ranges, _ := safeRanges(dw.data, cu)
+func (dw *dwarfInfo) addUnit(d *dwarf.Data, cu *dwarf.Entry, linesOK bool) {
+	ranges, _ := safeRanges(d, cu)
 	if len(ranges) == 0 {
 		return
 	}
@@ -178,7 +178,10 @@ func (dw *dwarfInfo) readInlines(u *unitInline) {
 }
 
 func (dw *dwarfInfo) unitInlines(u *unitInline) ([]inlineNode, []inlineSeg) {
-	d := dw.data
+	d, err := dw.src.data(u.offset)
+	if err != nil {
+		return nil, nil
+	}
 	r := d.Reader()
 	r.Seek(u.offset)
 	cu, err := r.Next()
@@ -191,7 +194,7 @@ func (dw *dwarfInfo) unitInlines(u *unitInline) ([]inlineNode, []inlineSeg) {
 			files = lr.Files()
 		}
 	}
-	names := &nameCache{d: d, byOffset: map[dwarf.Offset]string{}}
+	names := &nameCache{src: dw.src, byOffset: map[dwarf.Offset]string{}}
 
 	type rng struct {
 		lo, hi uint64
@@ -311,7 +314,7 @@ const attrMIPSLinkageName dwarf.Attr = 0x2007
 // class), preferring the linkage name, which demangles to the qualified
 // name with parameters, as symbols do.
 type nameCache struct {
-	d        *dwarf.Data
+	src      *dwarfSource
 	byOffset map[dwarf.Offset]string
 	decls    map[dwarf.Offset]place // where origins are declared (splitBack)
 }
@@ -339,7 +342,11 @@ func (c *nameCache) of(e *dwarf.Entry) string {
 		if !ok {
 			break
 		}
-		r := c.d.Reader()
+		d, err := c.src.data(off)
+		if err != nil {
+			break
+		}
+		r := d.Reader()
 		r.Seek(off)
 		e, _ = r.Next()
 	}
@@ -387,7 +394,11 @@ func (c *nameCache) declOf(off dwarf.Offset) (place, bool) {
 	if p, ok := c.decls[off]; ok {
 		return p, true
 	}
-	r := c.d.Reader()
+	d, err := c.src.data(off)
+	if err != nil {
+		return place{}, false
+	}
+	r := d.Reader()
 	r.Seek(off)
 	e, err := r.Next()
 	if err != nil || e == nil {

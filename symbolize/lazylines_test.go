@@ -2,6 +2,7 @@ package symbolize
 
 import (
 	"debug/elf"
+	"fmt"
 	"os"
 	"testing"
 )
@@ -10,21 +11,7 @@ import (
 // gives, at every row's address and around it: in a fixture built with
 // each DWARF version, and in libc's debug file when libc6-dbg is installed.
 func TestLazyLinesMatchTable(t *testing.T) {
-	needTool(t, "gcc")
-	dir := tempDir(t)
-	var files []string
-	for _, v := range []string{"-gdwarf-4", "-gdwarf-5"} {
-		files = append(files, buildFixture(t, dir, "leak"+v, "-O2", v))
-	}
-	if f, err := elf.Open(libcPath); err == nil {
-		id := buildID(f)
-		f.Close()
-		libc := DefaultDebugDir + "/.build-id/" + id[:min(2, len(id))] + "/" + id[min(2, len(id)):] + ".debug"
-		if _, err := os.Stat(libc); id != "" && err == nil {
-			files = append(files, libc)
-		}
-	}
-	for _, path := range files {
+	for _, path := range lazyTestFiles(t) {
 		f, err := elf.Open(path)
 		if err != nil {
 			t.Fatal(err)
@@ -48,6 +35,26 @@ func TestLazyLinesMatchTable(t *testing.T) {
 			}
 		}
 	}
+}
+
+// lazyTestFiles builds a fixture with each DWARF version, and adds libc's
+// debug file when libc6-dbg is installed.
+func lazyTestFiles(t *testing.T) []string {
+	needTool(t, "gcc")
+	dir := tempDir(t)
+	var files []string
+	for _, v := range []string{"-gdwarf-4", "-gdwarf-5"} {
+		files = append(files, buildFixture(t, dir, "leak"+v, "-O2", v))
+	}
+	if f, err := elf.Open(libcPath); err == nil {
+		id := buildID(f)
+		f.Close()
+		libc := DefaultDebugDir + "/.build-id/" + id[:min(2, len(id))] + "/" + id[min(2, len(id)):] + ".debug"
+		if _, err := os.Stat(libc); id != "" && err == nil {
+			files = append(files, libc)
+		}
+	}
+	return files
 }
 
 func TestSeqsApart(t *testing.T) {
@@ -94,4 +101,47 @@ func TestInterleavedSequencesMakeOneTable(t *testing.T) {
 			t.Fatalf("lineAt(%#x) = %s:%d, want %s:%d", row.addr, gf, gl, wf, wl)
 		}
 	}
+}
+
+// Units opened on demand give the lines and inline chains that all units
+// opened at once give, at addresses spread over libc's debug file (which
+// opens more units than maxOpenUnits on the way) and a fixture's.
+func TestLazyUnitsMatchEager(t *testing.T) {
+	files := lazyTestFiles(t)
+	for _, path := range files {
+		f, err := elf.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		lazy, err1 := readDWARFUnits(f, true)
+		eager, err2 := readDWARFUnits(f, false)
+		if fmt.Sprint(err1) != fmt.Sprint(err2) {
+			t.Fatalf("%s: errors %v, eager %v", path, err1, err2)
+		}
+		if !lazy.src.lazy() {
+			t.Fatalf("%s: all units opened at once", path)
+		}
+		rows := eager.lines().rows
+		step := max(1, len(rows)/3000)
+		for i := 0; i < len(rows); i += step {
+			a := rows[i].addr
+			wf, wl := eager.lineAt(a)
+			gf, gl := lazy.lineAt(a)
+			if gf != wf || gl != wl {
+				t.Fatalf("%s: lineAt(%#x) = %s:%d, eager %s:%d", path, a, gf, gl, wf, wl)
+			}
+			if got, want := chainAt(lazy, a, wf, wl), chainAt(eager, a, wf, wl); got != want {
+				t.Fatalf("%s: chain at %#x = %s, eager %s", path, a, got, want)
+			}
+		}
+	}
+}
+
+func chainAt(dw *dwarfInfo, pc uint64, file string, line int) string {
+	u, node := dw.inlineAt(pc)
+	if u == nil {
+		return ""
+	}
+	return fmt.Sprint(u.chain(node, file, line, "f"))
 }

@@ -61,8 +61,8 @@ type unitLines struct {
 // a byte of it, so more steps than that mean debug/dwarf is not advancing
 // (it returns empty entries forever on a truncated number at the end of a
 // unit) and the walk stops.
-func readUnits(d *dwarf.Data, infoSize uint64, vet func(stmtList int64) error) (*dwarfInfo, error) {
-	dw := &dwarfInfo{data: d, infoSize: infoSize}
+func readUnits(src *dwarfSource, infoSize uint64, vet func(stmtList int64) error) (*dwarfInfo, error) {
+	dw := &dwarfInfo{src: src, infoSize: infoSize}
 	var errs []error
 	unitErr := func(err error) {
 		if len(errs) < maxUnitErrors {
@@ -73,23 +73,10 @@ func readUnits(d *dwarf.Data, infoSize uint64, vet func(stmtList int64) error) (
 	scratch := &lineTable{}
 	total := 0
 	var seqs []lineSeq
-	r := d.Reader()
-	for steps := uint64(0); ; steps++ {
-		if steps > infoSize {
-			unitErr(errors.New("compile units: reader does not advance"))
-			break
-		}
-		cu, err := r.Next()
-		if err != nil {
-			unitErr(fmt.Errorf("read compile unit: %w", err))
-			break
-		}
-		if cu == nil {
-			break
-		}
-		r.SkipChildren()
+	// visit notes one top-level entry; true stops the walk.
+	visit := func(d *dwarf.Data, cu *dwarf.Entry) bool {
 		if cu.Tag != dwarf.TagCompileUnit && cu.Tag != dwarf.TagPartialUnit {
-			continue
+			return false
 		}
 		linesOK := true
 		if off, ok := cu.Val(dwarf.AttrStmtList).(int64); ok {
@@ -98,36 +85,87 @@ func readUnits(d *dwarf.Data, infoSize uint64, vet func(stmtList int64) error) (
 				linesOK = false
 			}
 		}
-		dw.addUnit(cu, linesOK)
+		dw.addUnit(d, cu, linesOK)
 		if !linesOK {
-			continue
+			return false
 		}
 		lr, err := d.LineReader(cu)
 		if err != nil {
 			unitErr(fmt.Errorf("line program of unit %#x: %w", cu.Offset, err))
-			continue
+			return false
 		}
 		if lr == nil {
-			continue // a unit without line information
+			return false // a unit without line information
 		}
 		scratch.reset()
 		if err := scratch.addUnit(lr, maxLineRows-total); err != nil {
 			// A half-read unit could claim addresses it never ends.
 			unitErr(fmt.Errorf("line program of unit %#x: %w", cu.Offset, err))
-			if errors.Is(err, errTooManyRows) {
-				break
-			}
-			continue
+			return errors.Is(err, errTooManyRows)
 		}
 		if n := len(scratch.rows); n > 0 {
 			total += n
 			dw.lineUnits = append(dw.lineUnits, &unitLines{offset: cu.Offset, count: n})
 			seqs = appendSeqs(seqs, scratch.rows, int32(len(dw.lineUnits)-1))
 		}
+		return false
+	}
+	if src.lazy() {
+		walkUnitsByBatch(src, visit, unitErr)
+	} else {
+		walkUnits(src.cur, infoSize, visit, unitErr)
 	}
 	dw.indexLines(seqs)
 	dw.sortUnits()
 	return dw, errors.Join(errs...)
+}
+
+// walkUnits visits the top-level entries of d.
+func walkUnits(d *dwarf.Data, infoSize uint64, visit func(*dwarf.Data, *dwarf.Entry) bool, unitErr func(error)) {
+	r := d.Reader()
+	for steps := uint64(0); ; steps++ {
+		if steps > infoSize {
+			unitErr(errors.New("compile units: reader does not advance"))
+			return
+		}
+		cu, err := r.Next()
+		if err != nil {
+			unitErr(fmt.Errorf("read compile unit: %w", err))
+			return
+		}
+		if cu == nil {
+			return
+		}
+		r.SkipChildren()
+		if visit(d, cu) {
+			return
+		}
+	}
+}
+
+// walkUnitsByBatch visits each unit's first entry, opening indexBatch
+// units at a time: their abbreviation tables are dropped once visited.
+func walkUnitsByBatch(src *dwarfSource, visit func(*dwarf.Data, *dwarf.Entry) bool, unitErr func(error)) {
+	for i := 0; i < len(src.units); i += indexBatch {
+		j := min(i+indexBatch, len(src.units))
+		d, err := src.batch(i, j)
+		if err != nil {
+			unitErr(fmt.Errorf("read compile unit: %w", err))
+			return
+		}
+		r := d.Reader()
+		for k := i; k < j; k++ {
+			r.Seek(dwarf.Offset(src.units[k].die))
+			cu, err := r.Next()
+			if err != nil {
+				unitErr(fmt.Errorf("read compile unit: %w", err))
+				return
+			}
+			if cu != nil && visit(d, cu) {
+				return
+			}
+		}
+	}
 }
 
 // lineSeq is one sequence of a unit's line program: rows from lo to hi.
@@ -197,8 +235,16 @@ func seqsApart(prev, next lineSeq) bool {
 // table.
 func (dw *dwarfInfo) allLines() *lineTable {
 	t := &lineTable{}
+	offs := make([]dwarf.Offset, len(dw.lineUnits))
+	for i, u := range dw.lineUnits {
+		offs[i] = u.offset
+	}
+	d, err := dw.src.data(offs...)
+	if err != nil {
+		return t
+	}
 	for _, u := range dw.lineUnits {
-		t.readUnit(dw.data, u, t.intern())
+		t.readUnit(d, u, t.intern())
 	}
 	t.sort()
 	return t
@@ -237,7 +283,11 @@ func (dw *dwarfInfo) lineAt(vaddr uint64) (string, int) {
 	u.once.Do(func() {
 		t := &lineTable{}
 		_ = guard("read line table", func() error {
-			t.readUnit(dw.data, u, t.intern())
+			d, err := dw.src.data(u.offset)
+			if err != nil {
+				return err
+			}
+			t.readUnit(d, u, t.intern())
 			t.sort()
 			return nil
 		})
