@@ -62,6 +62,7 @@ func newDwarfSource(abbrev, info, line []byte, dat map[string][]byte, types [][]
 	}
 	empty := uint64(len(abbrev))
 	s.abbrev = append(abbrev[:len(abbrev):len(abbrev)], 0)
+	delete(dat, ".debug_abbrev") // the copy above is the one kept
 	s.units, s.order = units, order
 	for i := range units {
 		s.setAbbrev(&units[i], empty)
