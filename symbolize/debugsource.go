@@ -61,7 +61,7 @@ func (m *Module) bestDWARF() (*dwarfInfo, error) {
 	for _, src := range m.debugSources() {
 		dw, err := readDWARF(src)
 		errs = append(errs, err)
-		if dw != nil && len(dw.lineTab.rows) > 0 {
+		if dw.hasLines() {
 			return dw, errors.Join(errs...)
 		}
 	}
@@ -89,6 +89,12 @@ func dwarfLineTable(f *elf.File) (*lineTable, error) {
 // readDWARF reads f's line programs (see dwarfLineTable) and the address
 // ranges of its compile units, or returns nil if it has no line programs.
 func readDWARF(f *elf.File) (*dwarfInfo, error) {
+	return readDWARFUnits(f, true)
+}
+
+// readDWARFUnits is readDWARF, with units' abbreviation tables parsed when
+// first needed (lazy) or all at once.
+func readDWARFUnits(f *elf.File, lazy bool) (*dwarfInfo, error) {
 	if f.Type == elf.ET_REL {
 		return nil, nil
 	}
@@ -119,14 +125,47 @@ func readDWARF(f *elf.File) (*dwarfInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dwarf: .debug_line: %w", err)
 	}
-	d, err := f.DWARF()
+	src, err := dwarfData(f, lineData, lazy)
 	if err != nil {
 		return nil, fmt.Errorf("dwarf: %w", err)
 	}
 	vet := func(off int64) error {
 		return checkLineHeader(lineData, off, f.ByteOrder)
 	}
-	return readUnits(d, infoSize, vet)
+	return readUnits(src, infoSize, vet)
+}
+
+// dwarfSections are the sections debug/dwarf reads: elf.File.DWARF also
+// inflates the others (.debug_loclists, .debug_aranges, .debug_macro...),
+// which it then drops, and reads .debug_line a second time. libc's
+// .debug_loclists alone is 1.4 MB.
+var dwarfSections = map[string]bool{
+	".debug_abbrev": true, ".debug_info": true, ".debug_str": true, ".debug_ranges": true,
+	".debug_types": true, ".debug_addr": true, ".debug_line_str": true,
+	".debug_str_offsets": true, ".debug_rnglists": true,
+}
+
+// dwarfData reads the sections debug/dwarf reads, as elf.File.DWARF
+// would for a linked file (no relocations to apply; readDWARF refuses the
+// others), with .debug_line's contents given (dwarfsrc.go).
+func dwarfData(f *elf.File, line []byte, lazy bool) (*dwarfSource, error) {
+	dat := map[string][]byte{}
+	var types [][]byte
+	for _, s := range f.Sections {
+		if !dwarfSections[s.Name] {
+			continue
+		}
+		b, err := s.Data()
+		if err != nil && uint64(len(b)) < s.Size {
+			return nil, err
+		}
+		if s.Name == ".debug_types" {
+			types = append(types, b)
+			continue
+		}
+		dat[s.Name] = b // of duplicates the last, as elf.File.DWARF
+	}
+	return newDwarfSource(dat[".debug_abbrev"], dat[".debug_info"], line, dat, types, lazy)
 }
 
 func relocatesDebug(f *elf.File, rel *elf.Section) bool {

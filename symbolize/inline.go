@@ -13,25 +13,20 @@ import (
 // calls were, each with its address ranges, the function it inlines
 // (DW_AT_abstract_origin) and the place of the call it replaces
 // (DW_AT_call_file, DW_AT_call_line). Reading a unit's entries costs far
-// more than its line program, so the line table is read for the whole
-// module at once but each unit's entries only when an address in it is
-// first asked for, once.
+// more than its line program. Both are read per unit, when an address in
+// it is first asked for, once.
 
-// dwarfInfo is one module's DWARF: the line table, and its compile units
-// by address for the inline chains.
+// dwarfInfo is one module's DWARF: its compile units' line rows by
+// address (lines.go), and its compile units by address for the inline
+// chains.
 type dwarfInfo struct {
-	data     *dwarf.Data
-	lineTab  *lineTable
-	infoSize uint64
-	units    []*unitInline
-	spans    []unitSpan // sorted by lo
-}
-
-func (dw *dwarfInfo) lines() *lineTable {
-	if dw == nil {
-		return nil
-	}
-	return dw.lineTab
+	src       *dwarfSource
+	lineUnits []*unitLines // in .debug_info's order; nil when lineTab holds all rows
+	lineSeqs  []lineSeq    // their sequences, sorted by lo
+	lineTab   *lineTable
+	infoSize  uint64
+	units     []*unitInline
+	spans     []unitSpan // sorted by lo
 }
 
 // unitSpan is one address range of a compile unit.
@@ -71,8 +66,8 @@ type inlineSeg struct {
 }
 
 // addUnit notes a compile unit and its ranges.
-func (dw *dwarfInfo) addUnit(cu *dwarf.Entry, linesOK bool) {
-	ranges, _ := safeRanges(dw.data, cu)
+func (dw *dwarfInfo) addUnit(d *dwarf.Data, cu *dwarf.Entry, linesOK bool) {
+	ranges, _ := safeRanges(d, cu)
 	if len(ranges) == 0 {
 		return
 	}
@@ -183,7 +178,10 @@ func (dw *dwarfInfo) readInlines(u *unitInline) {
 }
 
 func (dw *dwarfInfo) unitInlines(u *unitInline) ([]inlineNode, []inlineSeg) {
-	d := dw.data
+	d, err := dw.src.data(u.offset)
+	if err != nil {
+		return nil, nil
+	}
 	r := d.Reader()
 	r.Seek(u.offset)
 	cu, err := r.Next()
@@ -196,7 +194,7 @@ func (dw *dwarfInfo) unitInlines(u *unitInline) ([]inlineNode, []inlineSeg) {
 			files = lr.Files()
 		}
 	}
-	names := &nameCache{d: d, byOffset: map[dwarf.Offset]string{}}
+	names := &nameCache{src: dw.src, byOffset: map[dwarf.Offset]string{}}
 
 	type rng struct {
 		lo, hi uint64
@@ -316,7 +314,7 @@ const attrMIPSLinkageName dwarf.Attr = 0x2007
 // class), preferring the linkage name, which demangles to the qualified
 // name with parameters, as symbols do.
 type nameCache struct {
-	d        *dwarf.Data
+	src      *dwarfSource
 	byOffset map[dwarf.Offset]string
 	decls    map[dwarf.Offset]place // where origins are declared (splitBack)
 }
@@ -344,7 +342,11 @@ func (c *nameCache) of(e *dwarf.Entry) string {
 		if !ok {
 			break
 		}
-		r := c.d.Reader()
+		d, err := c.src.data(off)
+		if err != nil {
+			break
+		}
+		r := d.Reader()
 		r.Seek(off)
 		e, _ = r.Next()
 	}
@@ -392,7 +394,11 @@ func (c *nameCache) declOf(off dwarf.Offset) (place, bool) {
 	if p, ok := c.decls[off]; ok {
 		return p, true
 	}
-	r := c.d.Reader()
+	d, err := c.src.data(off)
+	if err != nil {
+		return place{}, false
+	}
+	r := d.Reader()
 	r.Seek(off)
 	e, err := r.Next()
 	if err != nil || e == nil {

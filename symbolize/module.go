@@ -173,7 +173,7 @@ func (m *Module) Line(vaddr uint64) (file string, line int) {
 		}
 		return "", 0
 	}
-	return m.dw.lines().lookup(vaddr)
+	return m.dw.lineAt(vaddr)
 }
 
 // goTable is the module's Go function table, read once (nil if it has none).
