@@ -16,6 +16,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/memtrace/memtrace/outfile"
 )
 
 // ErrNotFound and ErrNotExecutable say the command could not be started.
@@ -123,7 +125,9 @@ func Start(s Spec) (*Child, error) {
 		defer runtime.UnlockOSThread()
 		cmd := exec.Command(s.Args[0], s.Args[1:]...)
 		cmd.Env = s.Env
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = s.Stdin, s.Stdout, s.Stderr
+		// The command gets memtrace's own streams, not a pipe copied
+		// through a wrapper: it must see its terminal as it would untraced.
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = s.Stdin, streamOf(s.Stdout), streamOf(s.Stderr)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
 		if err := cmd.Start(); err != nil {
 			started <- startError(s.Args[0], err)
@@ -280,4 +284,13 @@ func ExitCode(ws syscall.WaitStatus) int {
 		return 128 + int(ws.Signal())
 	}
 	return ws.ExitStatus()
+}
+
+// streamOf is the *os.File behind w (outfile.Patient's), so that exec
+// hands the command the file itself; any other writer as it is.
+func streamOf(w io.Writer) io.Writer {
+	if f, ok := outfile.Underlying(w); ok {
+		return f
+	}
+	return w
 }

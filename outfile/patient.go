@@ -18,6 +18,22 @@ func Patient(f *os.File) io.Writer { return patient{f} }
 
 type patient struct{ f *os.File }
 
+// File is the stream itself: a command started with it gets the very file
+// (a terminal stays a terminal to it), and a terminal is recognised.
+func (p patient) File() *os.File { return p.f }
+
+// Underlying is the *os.File behind w: w itself, or the file a Patient
+// writes to.
+func Underlying(w io.Writer) (*os.File, bool) {
+	switch w := w.(type) {
+	case *os.File:
+		return w, true
+	case interface{ File() *os.File }:
+		return w.File(), true
+	}
+	return nil, false
+}
+
 func (p patient) Write(b []byte) (int, error) {
 	done := 0
 	for done < len(b) {

@@ -5,10 +5,11 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"os"
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/memtrace/memtrace/outfile"
 )
 
 // While the live view owns the terminal, what memtrace writes to it (a
@@ -103,7 +104,7 @@ func (h *HeldWriter) Release() {
 }
 
 func IsTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := outfile.Underlying(w)
 	if !ok {
 		return false
 	}

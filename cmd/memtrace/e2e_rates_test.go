@@ -323,3 +323,18 @@ func TestWatchInTerminal(t *testing.T) {
 	}
 	t.Logf("after q:\n%s", out)
 }
+
+// TestCommandKeepsTerminal: a -- command gets memtrace's own terminal, not
+// a pipe copied through memtrace's writer (its output would change:
+// ls's columns, stdio's buffering).
+func TestCommandKeepsTerminal(t *testing.T) {
+	needBPF(t)
+	needTmux(t)
+	x := tmux{t: t, socket: fmt.Sprintf("memtrace-tty-%d", os.Getpid())}
+	script := filepath.Join(t.TempDir(), "run.sh")
+	os.WriteFile(script, []byte(fmt.Sprintf("#!/bin/sh\n%s -o /dev/null -- sh -c 'test -t 1 && test -t 2 && echo both-terminals'\necho \"memtrace exited with status $?\"\nsleep 600\n",
+		memtrace(t))), 0o755)
+	x.run("-f", "/dev/null", "new-session", "-d", "-s", "mt", "-x", "132", "-y", "36", script)
+	defer exec.Command("tmux", "-L", x.socket, "kill-server").Run()
+	x.waitFor(x.screen, 60*time.Second, "both-terminals", "memtrace exited with status 0")
+}
