@@ -88,12 +88,12 @@ func (t *Table) Apply(e *event.Event) {
 	p.leaf = e.Leaf
 	switch e.Kind {
 	case event.Alloc:
-		p.alloc(e.Addr, e.Size, siteID{e.CallSite, e.StackID, e.JVMCategory}, t.ms(e.Time))
+		p.alloc(e.Addr, e.Size, heapSite(e), t.ms(e.Time))
 		t.checkPeak(p, e.Time)
 	case event.Free:
 		p.free(e.Addr)
 	case event.Realloc:
-		p.realloc(e.OldAddr, e.Addr, e.Size, siteID{e.CallSite, e.StackID, e.JVMCategory}, t.ms(e.Time))
+		p.realloc(e.OldAddr, e.Addr, e.Size, heapSite(e), t.ms(e.Time))
 		t.checkPeak(p, e.Time)
 	case event.Mmap:
 		p.mmap(e.Addr, e.Size, t.mappedSite(e))
@@ -129,6 +129,11 @@ func (t *Table) Apply(e *event.Event) {
 
 // mappedSite is a mapping's site: with the stack breakdown, its call site
 // alone (mappings are not broken down).
+// heapSite is the site an allocation or realloc event is charged to.
+func heapSite(e *event.Event) siteID {
+	return siteID{e.CallSite, e.StackID, e.JVMCategory, e.Func.Python()}
+}
+
 func (t *Table) mappedSite(e *event.Event) siteID {
 	if t.breakdown {
 		return siteID{addr: e.CallSite, stack: -1}

@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -136,6 +137,7 @@ func (s *session) runLeakCheck(pid int, threads []leakcheck.Thread, regs []uint6
 		s.log.Warn("drain before the leak check", "pid", pid, "err", err)
 	}
 	blocks, err := s.checkBlocks(r, threads, regs, unknownHeap)
+	blocks = notPython(r, blocks, s.table.PythonBlocks(uint32(pid)))
 	r.Err = err
 	s.recordLeakCheck(r, blocks)
 	s.leaks().Judge.Judge(r, blocks, pipeline.LeakStacks{Stacks: s.detailStacks(), Res: s.res}.Of)
@@ -159,6 +161,22 @@ func (s *session) checkBlocks(r *leakcheck.Verdict, threads []leakcheck.Thread, 
 	s.log.Info("leak check", "pid", pid, "blocks", len(c.Blocks), "roots", c.Roots,
 		"scanned", c.ScannedBytes, "skipped", c.SkippedBytes)
 	return c.Blocks, nil
+}
+
+// notPython drops pymalloc's blocks (py) from the judged blocks, counting
+// them in r: they were scanned, so what they point to is reached.
+func notPython(r *leakcheck.Verdict, blocks []recording.LeakBlock, py map[uint64]bool) []recording.LeakBlock {
+	if len(py) == 0 {
+		return blocks
+	}
+	return slices.DeleteFunc(blocks, func(b recording.LeakBlock) bool {
+		if !py[b.Addr] {
+			return false
+		}
+		r.PythonBytes += b.Size
+		r.PythonBlocks++
+		return true
+	})
 }
 
 // recordLeakCheck writes a check's result into the recording (--record),

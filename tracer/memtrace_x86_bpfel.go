@@ -192,6 +192,13 @@ const (
 	memtraceFuncCookieFUNC_COOKIE_LEN_SHIFT memtraceFuncCookie = 32
 )
 
+type memtraceFuncDomain uint32
+
+const (
+	memtraceFuncDomainFUNC_PY        memtraceFuncDomain = 128
+	memtraceFuncDomainFUNC_BASE_MASK memtraceFuncDomain = 127
+)
+
 type memtraceFuncId uint32
 
 const (
@@ -480,6 +487,7 @@ const (
 	memtraceVarUnusedFrameBit       = "unused_frame_bit"
 	memtraceVarUnusedFreeEvent      = "unused_free_event"
 	memtraceVarUnusedFuncCookie     = "unused_func_cookie"
+	memtraceVarUnusedFuncDomain     = "unused_func_domain"
 	memtraceVarUnusedFuncId         = "unused_func_id"
 	memtraceVarUnusedJvmCookie      = "unused_jvm_cookie"
 	memtraceVarUnusedProcEvent      = "unused_proc_event"
@@ -609,6 +617,7 @@ type memtraceVariableSpecs struct {
 	UnusedFrameBit       *ebpf.VariableSpec `ebpf:"unused_frame_bit"`
 	UnusedFreeEvent      *ebpf.VariableSpec `ebpf:"unused_free_event"`
 	UnusedFuncCookie     *ebpf.VariableSpec `ebpf:"unused_func_cookie"`
+	UnusedFuncDomain     *ebpf.VariableSpec `ebpf:"unused_func_domain"`
 	UnusedFuncId         *ebpf.VariableSpec `ebpf:"unused_func_id"`
 	UnusedJvmCookie      *ebpf.VariableSpec `ebpf:"unused_jvm_cookie"`
 	UnusedProcEvent      *ebpf.VariableSpec `ebpf:"unused_proc_event"`
@@ -722,6 +731,7 @@ type memtraceVariables struct {
 	UnusedFrameBit       *ebpf.Variable `ebpf:"unused_frame_bit"`
 	UnusedFreeEvent      *ebpf.Variable `ebpf:"unused_free_event"`
 	UnusedFuncCookie     *ebpf.Variable `ebpf:"unused_func_cookie"`
+	UnusedFuncDomain     *ebpf.Variable `ebpf:"unused_func_domain"`
 	UnusedFuncId         *ebpf.Variable `ebpf:"unused_func_id"`
 	UnusedJvmCookie      *ebpf.Variable `ebpf:"unused_jvm_cookie"`
 	UnusedProcEvent      *ebpf.Variable `ebpf:"unused_proc_event"`
