@@ -20,7 +20,7 @@ func (t *Table) PythonBlocks(pid uint32) map[uint64]bool {
 	}
 	var out map[uint64]bool
 	p.live.each(func(addr uint64, b liveBlock) bool {
-		if p.sites[b.site].py {
+		if b.ms&pyBlock != 0 {
 			if out == nil {
 				out = map[uint64]bool{}
 			}

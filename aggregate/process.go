@@ -53,14 +53,12 @@ type process struct {
 
 // siteID identifies a call site: the return address into the allocator's
 // caller, in --detail mode the id of the whole user stack (-1 without),
-// in a JVM the NMT category of its allocations (event.JVMCategory): a
-// site whose calls ask for two categories is two sites; and whether its
-// blocks are pymalloc's (event.Func.Python).
+// and in a JVM the NMT category of its allocations (event.JVMCategory): a
+// site whose calls ask for two categories is two sites.
 type siteID struct {
 	addr  uint64
 	stack int32
 	jvm   uint8
-	py    bool
 }
 
 // site is one (call site, category) pair's statistics.
@@ -69,7 +67,6 @@ type site struct {
 	leaf      uint64 // the allocator's immediate caller, as first seen
 	stack     int32
 	jvm       uint8 // event.JVMCategory
-	py        bool  // pymalloc's blocks (event.FuncPython)
 	cat       Category
 	stats     Stats
 	lastUnmap uint64 // unmapSeq of the last unmapping call counted in stats.Frees
@@ -93,7 +90,7 @@ func (p *process) siteIndex(key siteID, cat Category) uint32 {
 		return i
 	}
 	i := uint32(len(p.sites))
-	p.sites = append(p.sites, site{addr: key.addr, leaf: p.leaf, stack: key.stack, jvm: key.jvm, py: key.py, cat: cat})
+	p.sites = append(p.sites, site{addr: key.addr, leaf: p.leaf, stack: key.stack, jvm: key.jvm, cat: cat})
 	// New since the last peak snapshot: it held nothing then.
 	p.peakSeq = append(p.peakSeq, p.peak.count)
 	p.peakStats = append(p.peakStats, Stats{})

@@ -53,9 +53,6 @@ type SiteSnapshot struct {
 	// they made this site's allocations; "" when they did not (outside a
 	// JVM, or an allocation the JVM made otherwise).
 	JVMCategory string
-	// Python: the site's blocks are pymalloc's (PyObject_Malloc,
-	// PyMem_Malloc, ...), owned by Python's garbage collector.
-	Python bool
 	Stats
 	// Rates are the decaying averages of this site's counters, one per
 	// half-life, shortest first, as of the last Tick (nil when the Table

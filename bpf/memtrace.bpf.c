@@ -103,6 +103,9 @@ struct vm_area_struct {
 
 /* The frames walked looking for the charged call site (MAX_STACK: memtrace.h). */
 #define MAX_WRAPPER_FRAMES 8
+/* The most Python frames kept (python.h), two words each after the native frames. */
+#define MAX_PY_FRAMES 128
+#define PY_WORDS (MAX_STACK + MAX_WRAPPER_FRAMES + 2 * MAX_PY_FRAMES)
 /*
  * A chain that can still end in a charged name is followed further:
  * Debian's SQLite reaches sqlite3Malloc from its page cache through
@@ -667,7 +670,7 @@ static __always_inline int memo_holds(struct inflight *s, __u64 pc)
 {
 	__u64 epoch;
 
-	if (stack_depth || s->memo_pc != pc)
+	if (stack_depth || s->memo_pc != pc || py_process(s->cur_id >> 32))
 		return 0;
 	epoch = frames_epoch();
 	return epoch && s->memo_epoch == epoch && s->memo_mm == s->cur_mm;

@@ -116,7 +116,7 @@ struct event {
 	__u8 func;
 	__u8 flags;      /* enum event_flag, enum event_cat */
 	__u8 charged;    /* with a stack: the charged call site's index in it */
-	__s32 stack_id;  /* unused by the probes (-1); user space numbers stacks */
+	__s32 stack_id;  /* the probes: -1, or the count of Python frames after the native stack (python.h); user space numbers stacks */
 };
 
 /*

@@ -36,6 +36,7 @@ type Stack struct {
 var bottoms = map[string]bool{
 	"main": true, "_start": true, "__libc_start_main": true, "__libc_start_call_main": true,
 	"start_thread": true, "clone": true, "clone3": true, "__clone": true, "__clone3": true,
+	"Py_BytesMain": true, // CPython's main: the program's stack (its <module>) is above it
 }
 
 // Build checks the stack the probes unwound for an allocation: frames holds
@@ -65,12 +66,14 @@ func Build(c Code, pid int, frames []uint64, complete bool, depth int) Stack {
 			st.Truncated = true
 			return st
 		}
-		if i > 0 && !exact && !followsCall(c, pid, r) {
+		// A Python frame (symbolize.IsPython) was read from the
+		// interpreter's frames, not unwound: no call to check.
+		if i > 0 && !exact && !f.Python && !followsCall(c, pid, r) {
 			st.Truncated = true
 			return st
 		}
 		st.Frames = append(st.Frames, f)
-		if bottoms[f.Function] {
+		if !f.Python && bottoms[f.Function] {
 			return st
 		}
 	}

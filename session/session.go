@@ -60,6 +60,7 @@ type session struct {
 	drain          *tracer.Drainer
 	table          *aggregate.Table
 	res            *symbolize.Resolver
+	py             *pyState          // Python processes (python.go)
 	pr             *pipeline.Printer // the reports (pipeline/printer.go)
 	input          *pipeline.Loop    // the one loop the table's inputs go through (feed)
 	sink           func(*pipeline.Input) error
@@ -358,6 +359,7 @@ func (s *session) apply(e *event.Event) {
 	}
 	s.stacks.Learn(e.PID, e.StackID, s.objs.Stack) // before anything reads it (pipeline/stacks.go)
 	s.exportEvent(e)                               // --html's history (exports.go)
+	s.pythonEvent(e)                               // python.go
 	if e.Kind == event.Mark {
 		s.onMark(e) // timeline.go
 		return
@@ -412,6 +414,7 @@ func (s *session) onStop(st launch.Stop) error {
 			s.feed(pipeline.Input{Kind: pipeline.InForget, PID: uint32(st.PID)})
 			s.res.Forget(st.PID)
 			s.footprints.Forget(st.PID)
+			s.forgetPython(uint32(st.PID))
 			// attach removes the probes the new program does not need.
 			s.log.Info("exec: statistics restart", "pid", st.PID, "exe", exe)
 		}

@@ -31,6 +31,10 @@ type Frame struct {
 	// Empty when the call is not in inlined code. Shared between frames:
 	// do not modify.
 	Inlined []InlineFrame
+	// Python: a Python frame (Address stands for it: IsPython); Function
+	// is the code object's qualified name, File its .py path, Module
+	// "python".
+	Python bool
 }
 
 // InlineFrame is one source-level frame of an inline chain.

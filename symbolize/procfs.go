@@ -27,6 +27,9 @@ func readProcMaps(pid int) ([]Mapping, error) {
 	return maps, nil
 }
 
+// ReadMaps is /proc/PID/maps, parsed.
+func ReadMaps(pid int) ([]Mapping, error) { return readProcMaps(pid) }
+
 // goneOr makes "no such process" (ESRCH, returned when the process exits
 // while its maps are read) match os.ErrNotExist like ENOENT does.
 func goneOr(err error) error {

@@ -21,6 +21,8 @@ type Resolver struct {
 	mu    sync.RWMutex
 	procs map[int]*process
 
+	py pythonFrames // Python frames (python.go)
+
 	changed func(pid int) // OnChange (recorded.go)
 	offline bool          // Offline: never read /proc
 }
@@ -112,6 +114,10 @@ func (r *Resolver) moduleFor(pid int, m Mapping, roots []string) *Module {
 func (r *Resolver) Resolve(pid int, ret uint64) Frame {
 	if ret == 0 {
 		return Frame{}
+	}
+	if IsPython(ret) {
+		f, _ := r.pythonFrame(ret)
+		return f
 	}
 	pc := ret - 1
 	r.mu.RLock()

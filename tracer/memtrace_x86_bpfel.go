@@ -264,6 +264,28 @@ type memtraceProcEvent struct {
 	Comm [16]int8
 }
 
+type memtracePyProc struct {
+	_           structs.HostLayout
+	TssKey      uint64
+	TsdOff      uint32
+	TstateFrame uint32
+	CframeFrame int32
+	CodeOff     uint32
+	PrevOff     uint32
+	InstrOff    uint32
+	EntryOff    uint32
+	Pad         uint32
+}
+
+type memtracePyState struct {
+	_     structs.HostLayout
+	P     memtracePyProc
+	Frame uint64
+	At    uint32
+	N     uint32
+	Buf   [128]uint8
+}
+
 type memtraceRefaultSlot struct {
 	_         structs.HostLayout
 	Charged   uint32
@@ -327,7 +349,7 @@ const (
 type memtraceStackRecord struct {
 	_      structs.HostLayout
 	E      memtraceEvent
-	Frames [135]uint64
+	Frames [391]uint64
 	W      struct {
 		_          structs.HostLayout
 		Pc         uint64
@@ -442,6 +464,8 @@ const (
 	memtraceMapLostByPid            = "lost_by_pid"
 	memtraceMapLostTotal            = "lost_total"
 	memtraceMapProcCounts           = "proc_counts"
+	memtraceMapPyProcs              = "py_procs"
+	memtraceMapPyScratch            = "py_scratch"
 	memtraceMapRefaultSlots         = "refault_slots"
 	memtraceMapSampled              = "sampled"
 	memtraceMapSampledHint          = "sampled_hint"
@@ -578,6 +602,8 @@ type memtraceMapSpecs struct {
 	LostByPid     *ebpf.MapSpec `ebpf:"lost_by_pid"`
 	LostTotal     *ebpf.MapSpec `ebpf:"lost_total"`
 	ProcCounts    *ebpf.MapSpec `ebpf:"proc_counts"`
+	PyProcs       *ebpf.MapSpec `ebpf:"py_procs"`
+	PyScratch     *ebpf.MapSpec `ebpf:"py_scratch"`
 	RefaultSlots  *ebpf.MapSpec `ebpf:"refault_slots"`
 	Sampled       *ebpf.MapSpec `ebpf:"sampled"`
 	SampledHint   *ebpf.MapSpec `ebpf:"sampled_hint"`
@@ -668,6 +694,8 @@ type memtraceMaps struct {
 	LostByPid     *ebpf.Map `ebpf:"lost_by_pid"`
 	LostTotal     *ebpf.Map `ebpf:"lost_total"`
 	ProcCounts    *ebpf.Map `ebpf:"proc_counts"`
+	PyProcs       *ebpf.Map `ebpf:"py_procs"`
+	PyScratch     *ebpf.Map `ebpf:"py_scratch"`
 	RefaultSlots  *ebpf.Map `ebpf:"refault_slots"`
 	Sampled       *ebpf.Map `ebpf:"sampled"`
 	SampledHint   *ebpf.Map `ebpf:"sampled_hint"`
@@ -691,6 +719,8 @@ func (m *memtraceMaps) Close() error {
 		m.LostByPid,
 		m.LostTotal,
 		m.ProcCounts,
+		m.PyProcs,
+		m.PyScratch,
 		m.RefaultSlots,
 		m.Sampled,
 		m.SampledHint,
