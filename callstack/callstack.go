@@ -46,13 +46,20 @@ var bottoms = map[string]bool{
 // before it; the stack is cut, and marked truncated, at the first that does
 // not. Frames marked event.FrameExact (a signal trampoline and the code the
 // signal interrupted) are not return addresses and are not checked. depth
-// bounds the frames kept.
+// bounds the native frames kept (Python frames, read apart, come on top).
 func Build(c Code, pid int, frames []uint64, complete bool, depth int) Stack {
 	var st Stack
+	native := 0 // Python frames (symbolize.IsPython) come on top of depth
+	skipped := false
 	for i, raw := range frames {
-		if len(st.Frames) == depth {
-			st.Truncated = true
-			return st
+		if native == depth && !symbolize.IsPython(raw) {
+			// Past depth, the Python frames still come: the native
+			// frames between them are left out (the stack is truncated).
+			st.Truncated, skipped = true, true
+			if !hasPython(frames[i:]) {
+				return st
+			}
+			continue
 		}
 		exact := raw&event.FrameExact != 0
 		r := raw &^ event.FrameExact
@@ -73,12 +80,24 @@ func Build(c Code, pid int, frames []uint64, complete bool, depth int) Stack {
 			return st
 		}
 		st.Frames = append(st.Frames, f)
+		if !f.Python {
+			native++
+		}
 		if !f.Python && bottoms[f.Function] {
 			return st
 		}
 	}
-	st.Truncated = !complete
+	st.Truncated = skipped || !complete
 	return st
+}
+
+func hasPython(frames []uint64) bool {
+	for _, f := range frames {
+		if symbolize.IsPython(f) {
+			return true
+		}
+	}
+	return false
 }
 
 // followsCall reports whether the instruction before ret is a call: a

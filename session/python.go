@@ -16,12 +16,17 @@ type pyState struct {
 	// tried: when a process not found yet was last looked at.
 	done  map[uint32]bool
 	tried map[uint32]time.Time
+	tries map[uint32]int
 }
 
 // pyRetry bounds how often a process whose interpreter is not mapped yet
 // (a command whose libpython the dynamic linker has yet to load) is
-// looked at again.
-const pyRetry = 100 * time.Millisecond
+// looked at again; pyTries how many times one is, for its faults (whole
+// host: most processes run no Python). A pymalloc call always may.
+const (
+	pyRetry = 100 * time.Millisecond
+	pyTries = 10
+)
 
 // pythonEvent finds e's process's interpreter the first time it may run
 // Python: a pymalloc call, or a sampled fault (whole host, resident
@@ -31,13 +36,15 @@ func (s *session) pythonEvent(e *event.Event) {
 		return
 	}
 	if s.py == nil {
-		s.py = &pyState{stacks: python.NewStacks(s.res), done: map[uint32]bool{}, tried: map[uint32]time.Time{}}
+		s.py = &pyState{stacks: python.NewStacks(s.res), done: map[uint32]bool{}, tried: map[uint32]time.Time{},
+			tries: map[uint32]int{}}
 		s.objs.SetPythonStacks(s.py.stacks)
 	}
-	if s.py.done[e.PID] || time.Since(s.py.tried[e.PID]) < pyRetry {
+	if s.py.done[e.PID] || time.Since(s.py.tried[e.PID]) < pyRetry || (!e.Func.Python() && s.py.tries[e.PID] >= pyTries) {
 		return
 	}
 	s.py.tried[e.PID] = time.Now()
+	s.py.tries[e.PID]++
 	l, err := python.Find(int(e.PID))
 	switch {
 	case errors.Is(err, python.ErrUnknownVersion):
@@ -66,6 +73,7 @@ func (s *session) forgetPython(pid uint32) {
 	}
 	delete(s.py.done, pid)
 	delete(s.py.tried, pid)
+	delete(s.py.tries, pid)
 	s.objs.UntracePython(pid)
 	s.py.stacks.Forget(pid)
 }

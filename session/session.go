@@ -360,6 +360,9 @@ func (s *session) apply(e *event.Event) {
 	s.stacks.Learn(e.PID, e.StackID, s.objs.Stack) // before anything reads it (pipeline/stacks.go)
 	s.exportEvent(e)                               // --html's history (exports.go)
 	s.pythonEvent(e)                               // python.go
+	if e.Kind == event.Exit || e.Kind == event.Exec {
+		s.forgetPython(e.PID) // whole host: gone, or another program
+	}
 	if e.Kind == event.Mark {
 		s.onMark(e) // timeline.go
 		return
@@ -534,6 +537,7 @@ func (s *session) markExitedAt(pid int, when uint64) {
 	}
 	t.exited = true
 	s.objs.UntraceFaults(uint32(pid)) // its PID may be reused (resident.go)
+	s.forgetPython(uint32(pid))
 	s.feed(pipeline.Input{Kind: pipeline.InExited, PID: uint32(pid), Time: when})
 	start := time.Now()
 	_ = t.att.Release()
