@@ -108,6 +108,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Results, error) 
 		"sqlite":    r.sqlite,
 		"blocks":    r.blocks,
 		"redis":     r.redis,
+		"python":    r.python,
 		// resident.go
 		"resident":          r.resident,
 		"resident-accuracy": r.residentAccuracySection,

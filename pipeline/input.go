@@ -51,6 +51,8 @@ const (
 	InFootprint
 	// InReport: a report is due, Report.
 	InReport
+	// InPyFrame: the Python frame PyFrame (a replay's symbols).
+	InPyFrame
 )
 
 // Input is one input of a run, live or replayed: whatever changes what a
@@ -69,6 +71,7 @@ type Input struct {
 	Maps      []symbolize.CodeMapping
 	StackID   int32
 	Frames    []uint64
+	PyFrame   symbolize.Frame // InPyFrame
 	Leak      *recording.LeakCheck
 	Footprint *RecordedFootprint
 	Report    recording.Report
@@ -203,6 +206,8 @@ func FromRecord(rec *recording.Record, in *Input) {
 		in.Kind, in.PeakTol = InPeakTolerance, rec.PeakTolerance
 	case recording.KindMaps:
 		in.Kind, in.Maps = InCodeMaps, rec.Maps
+	case recording.KindPyFrame:
+		in.Kind, in.PyFrame = InPyFrame, rec.PyFrame
 	case recording.KindStack:
 		in.Kind, in.StackID, in.Frames = InStack, rec.StackID, rec.Frames
 	case recording.KindLeakCheck:

@@ -69,6 +69,10 @@ func (s *Stacks) Merge(pid uint32, callSite uint64, native, py []uint64, out []u
 	if l == nil || len(py) < 2 {
 		return callSite, append(out[:0], native...)
 	}
+	if out == nil && native == nil {
+		// No stack is kept: only the innermost Python frame matters.
+		return s.charge(pid, l, callSite, py), out
+	}
 	var groups []group
 	var cur group
 	for i := 0; i+1 < len(py); i += 2 {
@@ -121,6 +125,23 @@ func (s *Stacks) Merge(pid uint32, callSite uint64, native, py []uint64, out []u
 		out = append(out, groups[g]...)
 	}
 	return charged, out
+}
+
+// charge is the call site charged for an event whose stack is not kept:
+// the innermost Python frame when the interpreter made the allocation.
+func (s *Stacks) charge(pid uint32, l *Layout, callSite uint64, py []uint64) uint64 {
+	if callSite != 0 && !l.inText(callSite) {
+		return callSite
+	}
+	for i := 0; i+1 < len(py); i += 2 {
+		if l.Shim(uint8(py[i+1] >> 48)) {
+			continue
+		}
+		if addr, ok := s.res.PythonFrame(int(pid), py[i], l.instr(py[i], py[i+1])); ok {
+			return addr
+		}
+	}
+	return callSite
 }
 
 // instr is a frame's instruction offset in code units.

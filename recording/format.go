@@ -97,6 +97,7 @@ const (
 	tagStack        = 0x14
 	tagLeakCheck    = 0x15
 	tagFootprint    = 0x16
+	tagPyFrame      = 0x18 // 0x17 is tagReport (report.go)
 	tagAlloc        = 0x40 // | func
 	tagRealloc      = 0x60 // | func
 	funcMask        = 0x1f

@@ -331,6 +331,9 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 		case pipeline.InStack:
 			rp.stacks.Add(in.PID, in.StackID, in.Frames)
 			return nil
+		case pipeline.InPyFrame:
+			rp.res.AddPythonFrame(in.PyFrame)
+			return nil
 		}
 		if done {
 			return nil

@@ -144,12 +144,33 @@ func (r *Resolver) PythonFrame(pid int, code uint64, instr uint32) (uint64, bool
 	return id, true
 }
 
+// PythonFrameOf returns the Python frame addr stands for (PythonFrame).
+func (r *Resolver) PythonFrameOf(addr uint64) (Frame, bool) { return r.pythonFrame(addr) }
+
+// AddPythonFrame gives a recorded Python frame (f.Address stands for it)
+// to a replay's resolver.
+func (r *Resolver) AddPythonFrame(f Frame) {
+	if !IsPython(f.Address) {
+		return
+	}
+	i := (f.Address - PythonBase) >> 1
+	if i >= 1<<24 {
+		return // no run numbers that many lines
+	}
+	r.py.mu.Lock()
+	defer r.py.mu.Unlock()
+	for uint64(len(r.py.frames)) <= i {
+		r.py.frames = append(r.py.frames, Frame{})
+	}
+	r.py.frames[i] = f
+}
+
 // pythonFrame resolves an address PythonFrame returned.
 func (r *Resolver) pythonFrame(addr uint64) (Frame, bool) {
 	r.py.mu.Lock()
 	defer r.py.mu.Unlock()
 	i := (addr - PythonBase) >> 1
-	if i >= uint64(len(r.py.frames)) {
+	if i >= uint64(len(r.py.frames)) || r.py.frames[i].Address == 0 {
 		return Frame{Address: addr}, false
 	}
 	return r.py.frames[i], true

@@ -311,7 +311,7 @@ func (d *Drainer) decodeStack(raw *memtraceEvent, rest []byte) {
 	charged := int(raw.Charged)
 	if d.objs.stackDepth == 0 {
 		if ps := d.objs.python; ps != nil && len(py) > 0 {
-			d.ev.CallSite, d.merged = ps.Merge(raw.Pid, d.ev.CallSite, nil, py, d.merged)
+			d.ev.CallSite, _ = ps.Merge(raw.Pid, d.ev.CallSite, nil, py, nil)
 		}
 		return
 	}
