@@ -1284,6 +1284,13 @@ static __always_inline int skippable_size(struct pt_regs *ctx, __u64 fn, __u64 *
 {
 	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx);
 
+	/*
+	 * pymalloc's functions call malloc for large blocks: a skipped
+	 * return would leave that malloc a call of its own, counted twice
+	 * (in_outer). Their returns always run.
+	 */
+	if (fn & FUNC_PY)
+		return 0;
 	switch (fn & FUNC_BASE_MASK) {
 	case FUNC_MALLOC:
 		*size = a1;
