@@ -36,6 +36,10 @@ type pyCode struct {
 	function  string
 	firstLine int
 	table     []byte
+	// units: the instructions' length in code units (3.11+: the code
+	// object's ob_size; 0: unknown). An instruction past it is not this
+	// code object's: its address was reused after the event.
+	units uint64
 	// lines: the line of each instruction offset asked so far (code units).
 	lines map[uint32]uint64
 }
@@ -128,6 +132,9 @@ func (r *Resolver) PythonFrame(pid int, code uint64, instr uint32) (uint64, bool
 		p.codes[code] = c
 	}
 	p.checked[code] = r.py.batch
+	if c.units != 0 && uint64(instr) >= c.units {
+		return 0, false
+	}
 	line, ok := c.lines[instr]
 	if !ok {
 		line = uint64(c.line(p.layout.Minor, instr))
@@ -225,6 +232,11 @@ func (p *pyProc) readCode(code uint64) (*pyCode, error) {
 		return nil, err
 	}
 	c.firstLine = int(int32(binary.LittleEndian.Uint32(b[:])))
+	if p.layout.Adaptive != 0 {
+		if c.units, err = p.u64(code + 16); err != nil { // ob_size
+			return nil, err
+		}
+	}
 	tab, err := p.u64(code + uint64(p.layout.Linetable))
 	if err != nil {
 		return nil, err
