@@ -63,6 +63,10 @@ struct {
 /* The walk's state and the frame being read, per CPU. */
 struct py_state {
 	struct py_proc p;
+	/* The TSS key and the thread state: read here, off the stack (the
+	 * return program's call chain is near 6.1's 512 bytes). */
+	__u32 tss[2];
+	__u64 tstate;
 	__u64 frame;
 	__u32 at; /* the next free index in the stack record's frames */
 	__u32 n;  /* Python frames recorded */
@@ -99,6 +103,12 @@ static long py_step(__u64 i, void *unused)
 	at = ps->at;
 	if (!code || at > PY_WORDS - 2)
 		return 1;
+	/*
+	 * Masked (at is even): 6.1's verifier loses the bound checked above,
+	 * and the barrier keeps clang from dropping the mask it implies.
+	 */
+	barrier_var(at);
+	at &= STACK_WORDS - 2;
 	rec->frames[at] = code;
 	rec->frames[at + 1] = (instr & PY_WORD_MASK) | entry << 48;
 	ps->at = at + 2;
@@ -118,8 +128,8 @@ static __always_inline __u32 py_walk(__u32 pid, __u32 at)
 	struct task_struct___py *t = (void *)bpf_get_current_task_btf();
 	struct py_state *ps;
 	struct py_proc *p;
-	__u32 zero = 0, tss[2];
-	__u64 tstate = 0, f = 0, fsbase;
+	__u32 zero = 0;
+	__u64 fsbase;
 
 	p = bpf_map_lookup_elem(&py_procs, &pid);
 	if (!p)
@@ -127,17 +137,19 @@ static __always_inline __u32 py_walk(__u32 pid, __u32 at)
 	ps = bpf_map_lookup_elem(&py_scratch, &zero);
 	if (!ps)
 		return 0;
-	if (bpf_probe_read_user(tss, sizeof(tss), (void *)p->tss_key) || !tss[0] || tss[1] >= PY_SPECIFIC_KEYS)
+	ps->p = *p;
+	if (bpf_probe_read_user(ps->tss, sizeof(ps->tss), (void *)ps->p.tss_key) || !ps->tss[0] ||
+	    ps->tss[1] >= PY_SPECIFIC_KEYS)
 		return 0;
 	fsbase = BPF_CORE_READ(t, thread.fsbase);
-	if (bpf_probe_read_user(&tstate, sizeof(tstate), (void *)(fsbase + p->tsd_off + 16 * tss[1] + 8)) || !tstate)
+	if (bpf_probe_read_user(&ps->tstate, sizeof(ps->tstate), (void *)(fsbase + ps->p.tsd_off + 16 * ps->tss[1] + 8)) ||
+	    !ps->tstate)
 		return 0;
-	if (bpf_probe_read_user(&f, sizeof(f), (void *)(tstate + p->tstate_frame)) || !f)
+	if (bpf_probe_read_user(&ps->frame, sizeof(ps->frame), (void *)(ps->tstate + ps->p.tstate_frame)) || !ps->frame)
 		return 0;
-	if (p->cframe_frame >= 0 && (bpf_probe_read_user(&f, sizeof(f), (void *)(f + p->cframe_frame)) || !f))
+	if (ps->p.cframe_frame >= 0 &&
+	    (bpf_probe_read_user(&ps->frame, sizeof(ps->frame), (void *)(ps->frame + ps->p.cframe_frame)) || !ps->frame))
 		return 0;
-	ps->p = *p;
-	ps->frame = f;
 	ps->at = at;
 	ps->n = 0;
 	bpf_loop(MAX_PY_FRAMES, py_step, 0, 0);

@@ -94,7 +94,7 @@ enum { ANON_NONE, ANON_ONE_FILE, ANON_FILES };
  */
 struct stack_record {
 	struct event e;
-	__u64 frames[PY_WORDS]; /* native frames, then Python's (python.h) */
+	__u64 frames[STACK_WORDS]; /* native frames, then Python's (python.h), PY_WORDS at most */
 	struct walk w;
 };
 

@@ -278,12 +278,14 @@ type memtracePyProc struct {
 }
 
 type memtracePyState struct {
-	_     structs.HostLayout
-	P     memtracePyProc
-	Frame uint64
-	At    uint32
-	N     uint32
-	Buf   [128]uint8
+	_      structs.HostLayout
+	P      memtracePyProc
+	Tss    [2]uint32
+	Tstate uint64
+	Frame  uint64
+	At     uint32
+	N      uint32
+	Buf    [128]uint8
 }
 
 type memtraceRefaultSlot struct {
@@ -349,7 +351,7 @@ const (
 type memtraceStackRecord struct {
 	_      structs.HostLayout
 	E      memtraceEvent
-	Frames [391]uint64
+	Frames [512]uint64
 	W      struct {
 		_          structs.HostLayout
 		Pc         uint64

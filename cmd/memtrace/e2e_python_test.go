@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,8 +28,29 @@ type interpreter struct {
 }
 
 // pythons lists the interpreters to test on; under CI=true Debian's
-// python3.11 must be one.
+// python3.11 must be one. MEMTRACE_PYTHONS, a comma-separated list of
+// their names (debian-3.11, pyenv-3.12.1), keeps only those (the kernel
+// matrix runs Debian's alone).
 func pythons(t *testing.T) []interpreter {
+	t.Helper()
+	all := allPythons(t)
+	only := os.Getenv("MEMTRACE_PYTHONS")
+	if only == "" {
+		return all
+	}
+	var out []interpreter
+	for _, py := range all {
+		if slices.Contains(strings.Split(only, ","), py.name) {
+			out = append(out, py)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("MEMTRACE_PYTHONS=%s names none of the interpreters found", only)
+	}
+	return out
+}
+
+func allPythons(t *testing.T) []interpreter {
 	t.Helper()
 	var out []interpreter
 	if _, err := os.Stat("/usr/bin/python3.11"); err == nil {
