@@ -87,7 +87,7 @@ static long py_step(__u64 i, void *unused)
 {
 	struct stack_record *rec;
 	struct py_state *ps;
-	__u32 zero = 0, at;
+	__u32 zero = 0, at, next;
 	__u64 code, instr, entry = 0;
 
 	rec = bpf_map_lookup_elem(&scratch, &zero);
@@ -104,13 +104,15 @@ static long py_step(__u64 i, void *unused)
 	if (!code || at > PY_WORDS - 2)
 		return 1;
 	/*
-	 * Masked (at is even): 6.1's verifier loses the bound checked above,
-	 * and the barrier keeps clang from dropping the mask it implies.
+	 * Masked: 6.1's verifier loses the bound checked above, and the
+	 * barriers keep clang from dropping the masks it implies. at may be
+	 * odd (after an odd number of native frames).
 	 */
+	next = at + 1;
 	barrier_var(at);
-	at &= STACK_WORDS - 2;
-	rec->frames[at] = code;
-	rec->frames[at + 1] = (instr & PY_WORD_MASK) | entry << 48;
+	barrier_var(next);
+	rec->frames[at & (STACK_WORDS - 1)] = code;
+	rec->frames[next & (STACK_WORDS - 1)] = (instr & PY_WORD_MASK) | entry << 48;
 	ps->at = at + 2;
 	ps->n++;
 	ps->frame = *(__u64 *)&ps->buf[ps->p.prev_off & (PY_FRAME_READ - 8)];
