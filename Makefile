@@ -1,17 +1,29 @@
-# memtrace — see README.md. `make test` and `make demo` need root (BPF).
+# memtrace — see README.md. `make test`, `make demo` and `make bench` need
+# root (BPF): sudo make test, or make test in a root shell.
 GO      ?= go
 BIN     ?= bin
 CC      ?= gcc
 
-.PHONY: all build image demo test test-kernels bench generate check-generate clean
+.PHONY: all build man image demo test test-kernels bench fuzz generate check-generate clean
 
 all: build
 
 # CGO_ENABLED=0: a static binary. With gcc present, go links libc
 # dynamically for cgo; the binary would then need a libc in a scratch image,
 # and in whole-host mode it would map the very libc it probes.
+# VERSION and COMMIT name the build (memtrace --version): set here, since a
+# build with -buildvcs=false (or from a tarball) records no revision.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS ?= -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 build:
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/memtrace ./cmd/memtrace
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/memtrace ./cmd/memtrace
+
+# Man pages from the flags (cobra/doc): memtrace.1 and one per subcommand,
+# in $(MANDIR). `man -l $(MANDIR)/memtrace.1` reads one.
+MANDIR ?= $(BIN)/man
+man:
+	$(GO) run -tags man ./cmd/memtrace $(MANDIR)
 
 # The container image (Containerfile: the static binary, FROM scratch),
 # built with Debian's buildah (apt-get install -y buildah); vfs storage
@@ -32,8 +44,21 @@ test:
 	# packages in parallel would measure, or run valgrind, under those probes.
 	$(GO) test -count=1 -p 1 ./...
 
+# Run every fuzz target (func Fuzz* in a _test.go) for FUZZTIME each, from
+# its seeds in the package's testdata/fuzz/; an input that fails is
+# written there, to be committed with its fix. The parsers of what a
+# traced process, a binary or a recording controls (docs/security.md).
+FUZZTIME ?= 10s
+fuzz:
+	@set -e; for pkg in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+		for fn in $$(grep -h '^func Fuzz' $$pkg/*_test.go | sed 's/^func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
+			echo "== $$pkg $$fn"; \
+			$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
+
 # Boot Debian 12's kernels (scripts/kernels/kernels) in qemu and run a
-# subset of the real-BPF tests inside each (README: "Supported kernels").
+# subset of the real-BPF tests inside each (docs/kernels.md).
 test-kernels:
 	scripts/kernels/run.sh
 

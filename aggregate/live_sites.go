@@ -43,3 +43,51 @@ func (t *Table) ForEachLiveSite(pid uint32, fn func(addr, size uint64, site Site
 		return fn(addr, b.size, SiteKey{s.addr, s.stack})
 	})
 }
+
+// LiveCount is how many blocks pid holds live.
+func (t *Table) LiveCount(pid uint32) int {
+	if p := t.procs[pid]; p != nil {
+		return p.live.len()
+	}
+	return 0
+}
+
+// LiveSite is the call site of pid's live block at addr, if there is one:
+// the leak check keeps blocks by address alone, and finds their sites
+// again when it reports them.
+func (t *Table) LiveSite(pid uint32, addr uint64) (SiteKey, bool) {
+	i, ok := t.LiveSiteIndex(pid, addr)
+	if !ok {
+		return SiteKey{}, false
+	}
+	return t.SiteKeyAt(pid, i), true
+}
+
+// LiveSiteIndex is LiveSite as an index for SiteKeyAt: 4 bytes a block
+// for a caller that keeps the sites of millions. Concurrent calls are
+// safe while the table is not changed.
+func (t *Table) LiveSiteIndex(pid uint32, addr uint64) (uint32, bool) {
+	p := t.procs[pid]
+	if p == nil {
+		return 0, false
+	}
+	b, ok := p.live.get(addr)
+	return b.site, ok
+}
+
+// SiteKeyAt is the call site of LiveSiteIndex's index i in pid.
+func (t *Table) SiteKeyAt(pid uint32, i uint32) SiteKey {
+	s := &t.procs[pid].sites[i]
+	return SiteKey{s.addr, s.stack}
+}
+
+// ForEachMappedSite is ForEachMapped with each region's call site, for
+// access statistics (package access) of mmap'ed memory.
+func (t *Table) ForEachMappedSite(pid uint32, fn func(start, end uint64, site SiteKey)) {
+	if p := t.procs[pid]; p != nil {
+		for _, r := range p.regions.rs {
+			s := &p.sites[r.site]
+			fn(r.start, r.end, SiteKey{s.addr, s.stack})
+		}
+	}
+}

@@ -68,6 +68,7 @@ type site struct {
 	stack     int32
 	jvm       uint8 // event.JVMCategory
 	cat       Category
+	noTable   bool // some events were charged before their file's unwind table (event.NoTable)
 	stats     Stats
 	lastUnmap uint64 // unmapSeq of the last unmapping call counted in stats.Frees
 }

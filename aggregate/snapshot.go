@@ -53,6 +53,10 @@ type SiteSnapshot struct {
 	// they made this site's allocations; "" when they did not (outside a
 	// JVM, or an allocation the JVM made otherwise).
 	JVMCategory string
+	// BeforeTable: some of the site's events came before the unwind table
+	// of the charged frame's file was loaded: they were charged to that
+	// frame as it was, with no wrapper skipped past it (docs/unwinding.md).
+	BeforeTable bool
 	Stats
 	// Rates are the decaying averages of this site's counters, one per
 	// half-life, shortest first, as of the last Tick (nil when the Table
@@ -77,6 +81,10 @@ type ProcessSnapshot struct {
 	PID    uint32
 	Comm   string
 	Exited bool
+	// Untraced: memtrace met no event of the process (no sampled fault,
+	// no allocation); a whole-host report lists it for its footprint
+	// alone, and the Table never holds it.
+	Untraced bool
 	// ExitTime is the kernel monotonic time (ns) when the exit was noticed.
 	ExitTime uint64
 

@@ -123,6 +123,28 @@ func (t *Table) Apply(e *event.Event) {
 	case event.Moved:
 		t.moveResident(p, e.OldAddr, e.OldSize, e.Addr)
 	}
+	if e.NoTable {
+		t.markNoTable(p, e)
+	}
+}
+
+// markNoTable marks the site an event was just charged to as charged
+// before its unwind table was in (rare: only at a program's start).
+func (t *Table) markNoTable(p *process, e *event.Event) {
+	idx, key := p.heapSites, siteID{e.CallSite, e.StackID, e.JVMCategory}
+	switch e.Kind {
+	case event.Alloc, event.Realloc:
+		if p.parts != nil {
+			key.stack = -1 // as alloc keys it
+		}
+	case event.Mmap:
+		idx, key = p.mappedSites, t.mappedSite(e)
+	default:
+		return
+	}
+	if i, ok := idx[key]; ok {
+		p.sites[i].noTable = true
+	}
 }
 
 // mappedSite is a mapping's site: with the stack breakdown, its call site

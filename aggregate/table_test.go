@@ -214,3 +214,26 @@ func TestApplyDoesNotAllocate(t *testing.T) {
 	checkLive(t, tb, testPID, nil)
 	checkLive(t, tb, 2, nil)
 }
+
+// TestBeforeTable: a site with an event charged before its unwind table
+// was in (event.NoTable) says so, heap and mmap sites alike; other sites
+// do not.
+func TestBeforeTable(t *testing.T) {
+	tb := NewTable()
+	noTable := func(e event.Event) event.Event { e.NoTable = true; return e }
+	applyAll(tb, []event.Event{
+		noTable(alloc(blockA, 10, site1)),
+		alloc(blockB, 10, site1), // later, with the table: the site stays marked
+		alloc(blockC, 10, site2),
+		noTable(mmap(mapA, page, msite)),
+		noTable(free(blockC)), // a free has no site: nothing to mark
+	})
+	got := map[uint64]bool{}
+	for _, s := range processOf(t, tb.Snapshot(), testPID).Sites {
+		got[s.Address] = s.BeforeTable
+	}
+	want := map[uint64]bool{site1: true, site2: false, msite: true}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("before_table by site %v, want %v", got, want)
+	}
+}

@@ -47,7 +47,7 @@ func (p *process) snapshot() ProcessSnapshot {
 	}
 	for i, st := range p.sites {
 		ps.Sites[i] = SiteSnapshot{Address: st.addr, Leaf: st.leaf, StackID: st.stack, Category: st.cat, Stats: st.stats,
-			JVMCategory: p.jvmName(st.jvm)}
+			JVMCategory: p.jvmName(st.jvm), BeforeTable: st.noTable}
 	}
 	ps.Resident = p.resident.snapshot() // resident.go
 	ps.Regions = make([]footprint.Range, len(p.regions.rs))

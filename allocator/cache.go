@@ -1,12 +1,15 @@
 package allocator
 
 import (
+	"debug/elf"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/memtrace/memtrace/symbolize"
 )
 
 // FileID identifies a file by what the kernel places uprobes on: its
@@ -104,7 +107,9 @@ func dynamic(path string) dynInfo {
 		}
 	}
 	var d dynInfo
-	if f, err := openELF(path); err == nil {
+	if f, err := openELF(path); err == nil && !symbolize.TablesFit(f, elf.SHT_DYNAMIC) {
+		f.Close()
+	} else if err == nil {
 		d.needed, _ = f.ImportedLibraries()
 		if s, _ := f.DynString(elfSoname); len(s) > 0 {
 			d.soname = s[0]

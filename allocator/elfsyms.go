@@ -4,6 +4,8 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+
+	"github.com/memtrace/memtrace/symbolize"
 )
 
 type symbol struct {
@@ -40,6 +42,9 @@ func definedFunctions(path string, exe bool, wanted map[string]bool) (out map[st
 	defer f.Close()
 
 	var syms []elf.Symbol
+	if !symbolize.TablesFit(f, elf.SHT_DYNSYM) || !symbolize.TablesFit(f, elf.SHT_SYMTAB) {
+		return nil, fmt.Errorf("read symbols of %s: a symbol table claims more than 1 GiB", path)
+	}
 	dyn, err := f.DynamicSymbols()
 	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
 		return nil, fmt.Errorf("read .dynsym of %s: %w", path, err)

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/memtrace/memtrace/symbolize"
 )
 
 // JVMLibrary is the base name of HotSpot's shared library.
@@ -72,6 +74,9 @@ func JVMProbes(m Module) (probes []Probe, names []string, err error) {
 		return nil, nil, fmt.Errorf("read %s: %w", m.Module, err)
 	}
 	defer f.Close()
+	if !symbolize.TablesFit(f, elf.SHT_SYMTAB) {
+		return nil, nil, fmt.Errorf("read symbols of %s: .symtab claims more than 1 GiB", m.Module)
+	}
 	syms, err := f.Symbols()
 	if err != nil {
 		return nil, nil, fmt.Errorf("read symbols of %s: %w (os::malloc is a local symbol: a stripped libjvm.so has no categories)", m.Module, err)
@@ -110,6 +115,10 @@ func JVMProbes(m Module) (probes []Probe, names []string, err error) {
 	return probes, names, nil
 }
 
+// maxRelaBytes bounds the relocations read: libjvm.so's are a few MB; a
+// header claiming more is hostile.
+const maxRelaBytes = 256 << 20
+
 // readStringArray reads n char* at addr in f. In a position-independent
 // library the pointers are not in the file: each is the addend of an
 // R_X86_64_RELATIVE relocation of its slot (.rela.dyn); otherwise the slot
@@ -126,7 +135,7 @@ func readStringArray(f *elf.File, addr, n uint64) ([]string, error) {
 	for i := range ptrs {
 		ptrs[i] = binary.LittleEndian.Uint64(raw[8*i:])
 	}
-	if rela := f.Section(".rela.dyn"); rela != nil {
+	if rela := f.Section(".rela.dyn"); rela != nil && rela.Size <= maxRelaBytes {
 		b, err := rela.Data()
 		if err != nil {
 			return nil, fmt.Errorf("read .rela.dyn: %w", err)

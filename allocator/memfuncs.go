@@ -15,6 +15,9 @@ var memoryFunctions = []string{
 	"read", "__read", "__read_nocancel", "pread", "pread64", "__pread64", "readv", "preadv",
 	"preadv2", "recv", "recvfrom", "recvmsg", "fread", "fread_unlocked", "_IO_fread",
 	"fgets", "fgets_unlocked", "getline", "getdelim", "__getdelim",
+	// HotSpot's Unsafe memory functions: a direct ByteBuffer zeroed or
+	// copied for the Java code that called them (docs/runtimes-jit.md).
+	"Unsafe_SetMemory0", "Unsafe_CopyMemory0", "Unsafe_CopySwapMemory0",
 	// Go's runtime clearing and copying memory for its callers.
 	"runtime.memclrNoHeapPointers", "runtime.memmove", "runtime.memclrHasPointers",
 	"runtime.typedmemmove", "runtime.mallocgc", "runtime.growslice", "runtime.makeslice",

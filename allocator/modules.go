@@ -11,7 +11,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
+	"github.com/memtrace/memtrace/procfile"
 	"github.com/memtrace/memtrace/symbolize"
 )
 
@@ -184,18 +186,43 @@ func ForProcess(pid int) ([]Module, error) {
 // mapped inode, else its path here (a chroot in our mount namespace, whose
 // maps show our paths), else the mapping itself under map_files (deleted
 // files, or paths that resolve nowhere, as in a chroot in another mount
-// namespace).
+// namespace). A path by name must reach the mapped inode without a
+// symbolic link: the kernel names mapped files by canonical paths, and a
+// link there was planted by whoever owns the directory (the process, in a
+// container), to make memtrace read and probe another file.
 func openPath(proc string, m symbolize.Mapping) string {
 	mapFile := fmt.Sprintf("%s/map_files/%x-%x", proc, m.Start, m.End)
 	if m.Deleted {
 		return mapFile
 	}
-	for _, p := range []string{proc + "/root" + m.Path, m.Path} {
-		if id, err := Identify(p); err == nil && (m.Inode == 0 || id.Ino == m.Inode) {
-			return p
+	for _, c := range []struct{ root, path string }{{proc + "/root", m.Path}, {"/", m.Path}} {
+		if ino, ok := inodeNoLinks(c.root, c.path); ok && (m.Inode == 0 || ino == m.Inode) {
+			if c.root == "/" {
+				return c.path
+			}
+			return c.root + c.path
 		}
 	}
 	return mapFile
+}
+
+// inodeNoLinks is the inode of the regular file at path inside root,
+// reached without a symbolic link.
+func inodeNoLinks(root, path string) (uint64, bool) {
+	f, err := procfile.Open(root, path, procfile.NoSymlinks, 0)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return st.Ino, true
 }
 
 // preloads reads LD_PRELOAD from the process's initial environment.

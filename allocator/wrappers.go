@@ -2,8 +2,12 @@ package allocator
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -23,6 +27,19 @@ var DefaultWrappers = []string{
 	"realpath", "canonicalize_file_name", "get_current_dir_name", "tempnam",
 	// HotSpot (the JVM): matched by qualified name, every overload (see Wraps).
 	"AllocateHeap", "ReallocateHeap", "NMTPreInitAllocation::do_alloc", "os::strdup_check_oom",
+	// HotSpot's Unsafe.allocateMemory (direct ByteBuffers): charged to
+	// the Java code that called it (docs/runtimes-jit.md).
+	"Unsafe_AllocateMemory0", "Unsafe_ReallocateMemory0",
+	// node and V8: an ArrayBuffer's backing store (Buffer, typed arrays)
+	// is allocated for the JS code that made it, through node's
+	// allocator, V8's backing-store code, its C++ builtins and its
+	// embedded builtins (Builtins_*, code without CFI that the walk
+	// follows by frame pointers). A trailing * matches a prefix.
+	"node::NodeArrayBufferAllocator::*", "node::DebuggingArrayBufferAllocator::*",
+	"v8::ArrayBuffer::Allocator::*", "v8::ArrayBuffer::NewBackingStore",
+	"v8::internal::Heap::AllocateExternalBackingStore", "v8::internal::BackingStore::*",
+	"v8::internal::_GLOBAL__N_1::ConstructBuffer", "v8::internal::Builtin_*", "v8::internal::Builtin_Impl_*",
+	"Builtins_*",
 }
 
 // ReadWrapperFile reads wrapper names, one per line; blank lines and lines
@@ -54,20 +71,47 @@ func ReadWrapperFile(path string) ([]string, error) {
 // the excluded ones (--not-wrapper).
 type WrapperRule struct {
 	Names map[string]bool
-	Auto  bool
-	Not   map[string]bool
+	// Prefixes: names given with a trailing * ("Builtins_*") match every
+	// name, or qualified name, that starts with the rest.
+	Prefixes []string
+	Auto     bool
+	Not      map[string]bool
 }
 
 // NewWrapperRule builds a rule from names to include and to exclude.
 func NewWrapperRule(names []string, auto bool, not []string) WrapperRule {
 	r := WrapperRule{Names: map[string]bool{}, Auto: auto, Not: map[string]bool{}}
 	for _, n := range names {
+		if p, ok := strings.CutSuffix(n, "*"); ok && p != "" {
+			r.Prefixes = append(r.Prefixes, p)
+			continue
+		}
 		r.Names[n] = true
 	}
 	for _, n := range not {
 		r.Not[n] = true
 	}
 	return r
+}
+
+// Key names the rule: two rules with one key decide alike (in one build
+// of memtrace). Marked tables are cached under it.
+func (r WrapperRule) Key() string {
+	h := sha256.New()
+	for _, set := range []map[string]bool{r.Names, r.Not} {
+		names := slices.Sorted(maps.Keys(set))
+		for _, n := range names {
+			if set[n] {
+				h.Write([]byte(n))
+				h.Write([]byte{0})
+			}
+		}
+		h.Write([]byte{1})
+	}
+	if r.Auto {
+		h.Write([]byte("auto"))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
 // Wraps reports whether the function named name (as its symbol spells it,
@@ -81,7 +125,7 @@ func (r WrapperRule) Wraps(name string) bool {
 	if r.Not[name] {
 		return false
 	}
-	if r.Names[name] || (r.Auto && AutoWrapper(name)) {
+	if r.Names[name] || (r.Auto && AutoWrapper(name)) || r.prefixed(name) {
 		return true
 	}
 	parts := cxxName(name)
@@ -92,12 +136,21 @@ func (r WrapperRule) Wraps(name string) bool {
 	if r.Not[q] {
 		return false
 	}
-	if r.Names[q] {
+	if r.Names[q] || r.prefixed(q) {
 		return true
 	}
 	last := parts[len(parts)-1]
 	return r.Auto && len(parts) > 1 && !r.Not[last] &&
 		(allocatorEntries[last] || r.Names[last] || AutoWrapper(last))
+}
+
+func (r WrapperRule) prefixed(name string) bool {
+	for _, p := range r.Prefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // allocatorEntries are the allocating entry points whose name, as the last
@@ -188,20 +241,39 @@ var wrapperVerbs = []string{
 // _PyObject_Malloc, sqlite3DbMallocRaw, sqlite3_malloc64). The allocator's
 // own entry points (malloc, calloc, …) have no family prefix and never match.
 func AutoWrapper(name string) bool {
-	n := strings.ToLower(strings.TrimLeft(name, "_"))
+	n := strings.TrimLeft(name, "_")
 	for _, fam := range wrapperFamilies {
-		rest, ok := strings.CutPrefix(n, fam)
+		rest, ok := cutPrefixFold(n, fam)
 		if !ok {
 			continue
 		}
-		if r, ok := strings.CutPrefix(rest, "try"); ok {
+		if r, ok := cutPrefixFold(rest, "try"); ok {
 			rest = strings.TrimPrefix(r, "_")
 		}
 		for _, v := range wrapperVerbs {
-			if strings.HasPrefix(rest, v) {
+			if _, ok := cutPrefixFold(rest, v); ok {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// cutPrefixFold is strings.CutPrefix with s's ASCII letters lower-cased
+// (prefix is lower case), without lower-casing all of s: a big program's
+// table judges 180k names (strings.ToLower was a third of that).
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) < len(prefix) {
+		return s, false
+	}
+	for i := 0; i < len(prefix); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != prefix[i] {
+			return s, false
+		}
+	}
+	return s[len(prefix):], true
 }

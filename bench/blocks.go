@@ -39,7 +39,7 @@ func (r *runner) blocks(ctx context.Context) ([]*Comparison, error) {
 	wall := &Comparison{ID: "blocks", Title: fmt.Sprintf("blocks: %d blocks of 16-79 bytes, every second one freed: wall time", n), Unit: "s", Baseline: rowUntraced,
 		Notes: []string{"wall time of the whole command, tool start-up and final report included"}}
 	mem := &Comparison{ID: "blocks-memory", Title: "blocks: memtrace's memory per live block (peak RSS, less a 1000-block run's)", Unit: "B/live-block",
-		Notes: []string{"peak RSS from memtrace -v (getrusage); the 1000-block run's peak (start-up, tables, report) is subtracted"}}
+		Notes: []string{"peak RSS from memtrace -v (VmHWM); the 1000-block run's peak (start-up, tables, report) is subtracted"}}
 	memRows := map[string]*Row{}
 	under := func(name string, args ...string) workloadVariant {
 		return workloadVariant{name: name, skip: r.noBPF, run: func(ctx context.Context) ([]float64, *traceSummary, error) {

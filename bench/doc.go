@@ -20,14 +20,28 @@
 //     is on during the bench (BPF_ENABLE_STATS), and each row gives each BPF
 //     program's runs per pair and ns per run (memtrace -v logs them).
 //   - startup: from launching `memtrace -p PID -v` to its "msg=attached".
+//   - node: `node -e 0` (a 98 MB binary) untraced, under memtrace with its
+//     unwind tables cached and on a first run, and under heaptrack; and the
+//     tables' load time memtrace -v gives, first run and cached.
 //   - consumer: decode+aggregate events/s on one core (Go benchmarks).
 //   - livemem: Go heap per live block (aggregate's BenchmarkLiveMemory).
 //   - sqlite, redis: real programs, untraced against traced.
 //   - blocks: testdata/bench/blocks.c (5 million small blocks, half freed)
 //     untraced, under memtrace and heaptrack; and memtrace's peak RSS per
 //     live block, less a 1000-block run's.
+//   - heapscale: memtrace's own peak RSS for testdata/bench/hold.c (5
+//     million blocks of 48 bytes held to the exit, leak check included)
+//     and for /bin/true, the leak check's wall and CPU time beside
+//     valgrind's leak check of the same heap, and the Go benchmarks of
+//     bytes per live block over the whole user-space path
+//     (BenchmarkLivePath) and of the check (leakcheck's
+//     BenchmarkCheckChain5M); docs/memory.md.
 //   - resident: the whole host's default (resident memory only) against
 //     untraced, on faults.c and sqlite3; resident-accuracy: the accuracy
 //     fixtures' estimates over the truth; resident-memory: memtrace's own
 //     peak memory (idle, 1000 processes, one of 8 GiB).
+//   - hoststart: memtrace's CPU per short-lived process start (/bin/true,
+//     sqlite3) in whole-host mode, by default and with --heap.
+//   - access: --access's reading of one epoch of a 1-10 GiB heap, in ms of
+//     CPU, and testdata/bench/writeheavy.c's slowdown at 1 s epochs.
 package bench

@@ -83,3 +83,9 @@ func metric(m map[string]map[string]float64, name, unit string) (float64, error)
 	}
 	return v, nil
 }
+
+// subBenchmarks is the -test.bench pattern of benchmark name's sub-benchmarks
+// subs.
+func subBenchmarks(name string, subs []string) string {
+	return "^" + name + "$/^(" + strings.Join(subs, "|") + ")$"
+}

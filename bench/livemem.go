@@ -19,14 +19,7 @@ func (r *runner) liveMemory(ctx context.Context) ([]*Comparison, error) {
 		return nil, err
 	}
 	r.logf("livemem: %v live blocks", sizes)
-	pattern := "^BenchmarkLiveMemory$/^("
-	for i, s := range sizes {
-		if i > 0 {
-			pattern += "|"
-		}
-		pattern += s
-	}
-	pattern += ")$/^table$"
+	pattern := subBenchmarks("BenchmarkLiveMemory", sizes) + "/^table$"
 	m, err := goBench(ctx, bin, pattern, "1x")
 	for _, s := range sizes {
 		row := c.add(fmt.Sprintf("%s live blocks", s))

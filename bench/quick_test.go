@@ -67,8 +67,17 @@ func TestQuick(t *testing.T) {
 		"livemem":       {"1M live blocks"},
 		"blocks":        {rowUntraced, memtraceModes[0].name},
 		"blocks-memory": {memtraceModes[0].name},
+		// memtrace's own memory and the leak check's speed (heapscale.go).
+		"heapscale-rss":       {"hold, memtrace", "/bin/true, memtrace"},
+		"heapscale-leakcheck": {"memtrace (wall)", "memtrace (cpu)"},
+		"heapscale-go":        {"live path: Go heap per live block (B)", "leak check: ns per block"},
 		// The whole host's default against untraced (resident.go).
 		"resident-faults": {rowUntraced, rowHostDefault},
+		// memtrace's CPU per process start on a whole host (hoststart.go).
+		"hoststart": {"/bin/true (default)", "/bin/true (--heap)"},
+		// --access (access.go).
+		"access-epoch":    {"256MiB heap"},
+		"access-slowdown": {rowUntraced, "memtrace --access=1s"},
 	}
 	for id, names := range must {
 		c := byID[id]

@@ -153,13 +153,20 @@ func (r *runner) residentMemorySection(ctx context.Context) ([]*Comparison, erro
 // startHost starts memtrace with no target and no flag (the default) and
 // returns once it has attached; stop ends it as Ctrl-C does.
 func (r *runner) startHost(ctx context.Context) (stop func() map[string]progRun, err error) {
-	cmd := command(ctx, r.memtrace, "-v", "-o", os.DevNull)
+	_, stop, err = r.startHostArgs(ctx)
+	return stop, err
+}
+
+// startHostArgs is startHost with memtrace's flags args added; it gives
+// memtrace's process too.
+func (r *runner) startHostArgs(ctx context.Context, args ...string) (cmd *exec.Cmd, stop func() map[string]progRun, err error) {
+	cmd = command(ctx, r.memtrace, append([]string{"-v", "-o", os.DevNull}, args...)...)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start memtrace: %w", err)
+		return nil, nil, fmt.Errorf("start memtrace: %w", err)
 	}
 	settle := hostSettle
 	if r.cfg.Quick {
@@ -193,12 +200,12 @@ func (r *runner) startHost(ctx context.Context) (stop func() map[string]progRun,
 			// Left on, memtrace is past its start: the tables of the
 			// allocator files in use are built, the processes seen.
 			time.Sleep(settle)
-			return stop, nil
+			return cmd, stop, nil
 		}
 	}
 	close(copied)
 	stop()
-	return nil, fmt.Errorf("memtrace ended before attaching%s", tail(log.String()))
+	return nil, nil, fmt.Errorf("memtrace ended before attaching%s", tail(log.String()))
 }
 
 // faultPrograms are the programs of resident attribution (bpf/resident.h).
@@ -294,7 +301,7 @@ func compileFixture(ctx context.Context, root, dir, name string) (string, error)
 // residentMemory measures memtrace's own peak resident memory (VmHWM):
 // the whole host's default idle, with 1000 processes each making 3 MiB
 // resident, and -p of one process making 8 GiB resident (a 64 GB process
-// keeps 8x its sampled pages: see the README).
+// keeps 8x its sampled pages: see docs/performance.md).
 func (r *runner) residentMemory(ctx context.Context) *Comparison {
 	c := &Comparison{ID: "resident-memory", Title: "memtrace's own peak resident memory (VmHWM)", Unit: "MiB", Baseline: "whole host, idle",
 		Notes: []string{"each round starts memtrace afresh; its VmHWM is read just before it is stopped"}}

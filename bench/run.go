@@ -102,17 +102,21 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Results, error) 
 	sections := map[string]func(context.Context) ([]*Comparison, error){
 		"micro":     r.micro,
 		"startup":   r.startup,
+		"node":      r.node, // node.go
 		"consumer":  r.consumer,
 		"livemem":   r.liveMemory,
 		"footprint": r.footprint,
 		"sqlite":    r.sqlite,
 		"blocks":    r.blocks,
+		"heapscale": r.heapscale, // heapscale.go
 		"redis":     r.redis,
 		"python":    r.python,
 		// resident.go
 		"resident":          r.resident,
 		"resident-accuracy": r.residentAccuracySection,
 		"resident-memory":   r.residentMemorySection,
+		"hoststart":         r.hostStart, // hoststart.go
+		"access":            r.access,    // access.go
 	}
 	for _, name := range Sections {
 		if !cfg.has(name) {

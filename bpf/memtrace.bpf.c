@@ -99,6 +99,7 @@ struct vm_area_struct {
 	unsigned long vm_end;
 	unsigned long vm_pgoff;
 	struct file *vm_file;
+	unsigned long vm_flags; /* in an anonymous union since 6.3: CO-RE finds it */
 } __attribute__((preserve_access_index));
 
 /* The frames walked looking for the charged call site (MAX_STACK: memtrace.h). */
@@ -115,6 +116,12 @@ struct vm_area_struct {
  * malloc's caller.
  */
 #define MAX_CHAIN_FRAMES 32
+/*
+ * Frames kept from a charged JIT frame on without --detail: enough to
+ * pass the runtime's own JIT code (node's Buffer.alloc and FastBuffer, the
+ * JDK's ByteBuffer.allocateDirect path) to the program's function.
+ */
+#define JIT_FRAMES 10
 /* Binary search steps over a file's rows: tables of up to 2^24 rows. */
 #define SEARCH_STEPS 24
 

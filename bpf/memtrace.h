@@ -84,16 +84,23 @@ enum jvm_cookie {
 /* event.flags */
 enum event_flag {
 	EVENT_STACK_COMPLETE = 1, /* the unwind reached the thread's outermost frame */
+	/*
+	 * The walk met a file whose table was not loaded yet: the frame there
+	 * was charged as it was (no wrapper skipped past it), and the stack
+	 * followed frame pointers from there.
+	 */
+	EVENT_NO_TABLE = 1 << 7,
 };
 
 /*
- * event.flags bits 1-7: 1 + the JVM's NMT category (MEMFLAGS) of the
+ * event.flags bits 1-6: 1 + the JVM's NMT category (MEMFLAGS) of the
  * allocation, 0 for none: set when HotSpot's os::malloc or os::realloc made
  * the call (jvm_entry).
  */
 enum event_cat {
 	EVENT_CAT_SHIFT = 1,
-	EVENT_CAT_MAX = 127,
+	EVENT_CAT_MAX = 63, /* HotSpot has ~30 categories */
+	EVENT_CAT_MASK = 63,
 };
 
 /*

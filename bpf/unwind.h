@@ -9,8 +9,9 @@
  * .debug_frame, keyed by the file's dev and inode), binary-searches the row
  * of the pc and applies it: CFA from rsp or rbp, the return address at
  * CFA - 8, rbp reloaded where the row says it was saved. A file with no
- * unwind information is walked by frame pointers. Anything else ends the
- * walk, and the stack is marked truncated: frames are never guessed.
+ * unwind information, and code no file backs (a JIT's), is walked by frame
+ * pointers. Anything else ends the walk, and the stack is marked
+ * truncated: frames are never guessed.
  *
  * The same walk decides who is charged: the first frame, within
  * MAX_WRAPPER_FRAMES, that is neither an allocation wrapper (operator new,
@@ -55,6 +56,9 @@ struct walk {
 	__u64 leaf;       /* the walk's first pc */
 	__s32 leaf_off;   /* the leaf is a wrapper with an sp-based CFA: its offset; 0: not */
 	__u8 memo;        /* the leaf is such a wrapper and its caller is charged itself */
+	__u8 no_table;    /* a frame's file had no table yet: walked by frame pointers there */
+	__u8 anon_code;   /* the current frame is code no file backs (JIT) */
+	__u8 jit;         /* the charged frame is JIT code: frames are kept from it on */
 	/*
 	 * The last mapping met and its file's rows: consecutive frames are
 	 * mostly in one file, and bpf_find_vma is the walk's dearest step.
@@ -116,19 +120,38 @@ struct vma_found {
 	__u8 found;
 };
 
+/* What vma_file found: a file's mapping, or code no file backs. */
+enum { VMA_NONE = 0, VMA_FILE = 1, VMA_ANON_CODE = 2 };
+
+#ifndef VM_EXEC
+#define VM_EXEC 0x00000004
+#endif
+
 static long vma_file(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
 {
 	struct vma_found *v = ctx;
 	struct file *f = BPF_CORE_READ(vma, vm_file);
 
-	if (!f)
-		return 0; /* anonymous code (JIT), the vdso, the uprobe trampoline */
+	if (!f) {
+		/*
+		 * Anonymous code: a JIT's (V8, HotSpot, .NET), or the vdso.
+		 * The walk follows its frame pointers, which V8 keeps and
+		 * HotSpot keeps with -XX:+PreserveFramePointer.
+		 */
+		if (BPF_CORE_READ(vma, vm_flags) & VM_EXEC) {
+			v->start = BPF_CORE_READ(vma, vm_start);
+			v->end = BPF_CORE_READ(vma, vm_end);
+			v->off = v->addr - v->start;
+			v->found = VMA_ANON_CODE;
+		}
+		return 0;
+	}
 	v->key.dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
 	v->key.ino = BPF_CORE_READ(f, f_inode, i_ino);
 	v->start = BPF_CORE_READ(vma, vm_start);
 	v->end = BPF_CORE_READ(vma, vm_end);
 	v->off = v->addr - v->start + (BPF_CORE_READ(vma, vm_pgoff) << 12);
-	v->found = 1;
+	v->found = VMA_FILE;
 	return 0;
 }
 
@@ -329,17 +352,29 @@ static long walk_frame(__u64 i, void *ctx)
 			w->end = STEP_STOP;
 			return 1;
 		}
-		f = bpf_map_lookup_elem(&unwind_files, &v.key);
-		if (!f) {
-			ask_table(&v);
-			w->end = STEP_STOP;
-			return 1;
+		if (v.found == VMA_ANON_CODE) {
+			/* JIT code: no table, no names; frame pointers (key 0, no dev). */
+			w->file.first = 0;
+			w->file.count = 0;
+			w->file.flags = FILE_NO_CFI;
+		} else if (!(f = bpf_map_lookup_elem(&unwind_files, &v.key)) || (f->flags & FILE_PENDING)) {
+			/*
+			 * The table is being built (the command does not wait for
+			 * it): this frame is charged as it is, and the walk goes on
+			 * by frame pointers, as in a file without CFI. outer_frame's
+			 * question needs the rows: no answer.
+			 */
+			if (!f)
+				ask_table(&v);
+			if (w->outer_sp) {
+				w->end = STEP_STOP;
+				return 1;
+			}
+			w->no_table = 1;
+			w->file = (struct unwind_file){.flags = FILE_NO_CFI | FILE_UNMARKED | FILE_PENDING};
+		} else {
+			w->file = *f;
 		}
-		if (f->flags & FILE_PENDING) {
-			w->end = STEP_STOP;
-			return 1;
-		}
-		w->file = *f;
 		w->map_key = v.key;
 		w->map_start = v.start;
 		w->map_end = v.end;
@@ -347,6 +382,7 @@ static long walk_frame(__u64 i, void *ctx)
 		w->cached = 1;
 	}
 	f = &w->file;
+	w->anon_code = w->map_key.dev == 0 && (f->flags & FILE_NO_CFI);
 	if (!(f->flags & (FILE_NO_CFI | FILE_UNMARKED)) || w->limit || w->outer_sp) {
 		found = find_row(f, v.off);
 		if (found) {
@@ -356,7 +392,8 @@ static long walk_frame(__u64 i, void *ctx)
 	}
 	key = w->map_key;
 	fflags = f->flags;
-	if (w->epoch) {
+	/* Nothing is cached of a file without its table yet: it comes later. */
+	if (w->epoch && !(fflags & FILE_PENDING)) {
 		nfi.epoch = w->epoch;
 		nfi.mm = w->mm;
 		nfi.key = key;
@@ -366,6 +403,8 @@ static long walk_frame(__u64 i, void *ctx)
 		bpf_map_update_elem(&frame_cache, &fk, &nfi, BPF_ANY);
 	}
 known:
+	if (fi && frames_valid(fi, w->epoch, w->mm))
+		w->anon_code = key.dev == 0 && (fflags & FILE_NO_CFI);
 	if (r)
 		flags = r->kind & (ROW_WRAPPER | ROW_ANON);
 	/* A fault in memset, malloc's internals or read(2) is charged to the caller. */
@@ -388,6 +427,18 @@ known:
 				if (stack_depth)
 					w->limit = i + stack_depth;
 				w->memo = i == 1 && w->leaf_off && w->anon == ANON_NONE && !w->exact;
+				if (!stack_depth && w->anon_code) {
+					/*
+					 * JIT code is charged: keep JIT_FRAMES frames
+					 * from it on, for user space to charge the
+					 * program's own function past the runtime's
+					 * (whose names only the runtime's perf map has).
+					 */
+					rec->frames[0] = w->pc | (w->exact ? FRAME_EXACT : 0);
+					w->n = 1;
+					w->limit = JIT_FRAMES;
+					w->jit = 1;
+				}
 			}
 		} else if (flags & ROW_WRAPPER) {
 			charge_next = 1; /* the frame above, unless it is a wrapper too */
@@ -490,6 +541,9 @@ static __always_inline void walk_start(struct walk *w, __u64 pc, __u64 sp, __u64
 	w->leaf = pc;
 	w->leaf_off = 0;
 	w->memo = 0;
+	w->no_table = 0;
+	w->anon_code = 0;
+	w->jit = 0;
 	w->cached = 0;
 	w->anon = ANON_NONE;
 	w->outer_sp = 0;
@@ -562,16 +616,18 @@ __noinline int emit_site(struct site_args *a)
 		w->limit = stack_depth; /* grows with the charged index */
 	}
 	bpf_loop(MAX_STACK + MAX_WRAPPER_FRAMES, walk_frame, 0, 0);
-	n = stack_depth ? w->n : 0;
+	/* Without stack_depth only JIT frames are kept (from the charged one). */
+	n = stack_depth || w->jit ? w->n : 0;
 	if (n > MAX_STACK + MAX_WRAPPER_FRAMES)
 		n = MAX_STACK + MAX_WRAPPER_FRAMES;
 	if (pyproc)
 		py = py_walk(id >> 32, n);
-	if (!stack_depth && !py) {
+	if (!stack_depth && !w->jit && !py) {
 		emit(&(struct emit_args){.kind = a->kind, .func = a->func, .addr = a->addr, .size = a->size,
 					 .old_addr = a->old_addr, .old_size = a->old_size,
 					 .call_site = w->charged_pc & ~FRAME_EXACT, .leaf = a->pc,
-					 .flags = a->cat << EVENT_CAT_SHIFT, .id = id});
+					 .flags = a->cat << EVENT_CAT_SHIFT | (w->no_table ? EVENT_NO_TABLE : 0),
+					 .id = id});
 		return !pyproc && w->memo && w->leaf_off > 0 ? 2 : 0;
 	}
 	rec->e.time = 0;
@@ -585,8 +641,10 @@ __noinline int emit_site(struct site_args *a)
 	rec->e.tid = (__u32)id;
 	rec->e.kind = a->kind;
 	rec->e.func = a->func;
-	rec->e.flags = (stack_depth && w->end == STEP_END ? EVENT_STACK_COMPLETE : 0) | a->cat << EVENT_CAT_SHIFT;
-	rec->e.charged = stack_depth ? w->charged : 0;
+	rec->e.flags = ((stack_depth || w->jit) && w->end == STEP_END ? EVENT_STACK_COMPLETE : 0) |
+		       a->cat << EVENT_CAT_SHIFT | (w->no_table ? EVENT_NO_TABLE : 0);
+	/* JIT frames are kept from the charged one; without stack_depth none is. */
+	rec->e.charged = stack_depth && !w->jit ? w->charged : 0;
 	/* With Python frames after the native ones: how many (python.h). */
 	rec->e.stack_id = py ? py : -1;
 	if (py > MAX_PY_FRAMES)
@@ -623,7 +681,7 @@ __noinline int outer_frame(struct pt_regs *ctx, struct inflight *s)
 	if (!ctx || !s)
 		return OUTER_FRAME_UNKNOWN;
 	v.addr = s->ip;
-	if (bpf_find_vma(t, s->ip, vma_file, &v, 0) || !v.found)
+	if (bpf_find_vma(t, s->ip, vma_file, &v, 0) || v.found != VMA_FILE)
 		return OUTER_FRAME_UNKNOWN;
 	pc = PT_REGS_IP(ctx);
 	if (pc <= v.start || pc > v.end)
@@ -668,7 +726,7 @@ int file_key_of(struct file_key_query *q)
 	struct vma_found v = {.addr = q->addr};
 
 	q->found = 0;
-	if (bpf_find_vma(bpf_get_current_task_btf(), v.addr, vma_file, &v, 0) || !v.found)
+	if (bpf_find_vma(bpf_get_current_task_btf(), v.addr, vma_file, &v, 0) || v.found != VMA_FILE)
 		return 0;
 	q->key = v.key;
 	q->found = 1;

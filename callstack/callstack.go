@@ -4,7 +4,8 @@
 // table or garbage in a frame-pointer walk would give a wrong caller. So
 // every frame is checked — its return address must follow a call
 // instruction — and the stack is cut, and marked truncated, at the first
-// frame that fails. Frames are never invented.
+// frame that fails (JIT code, which no file holds, passes when its
+// runtime's perf map names it). Frames are never invented.
 package callstack
 
 import (
@@ -73,9 +74,11 @@ func Build(c Code, pid int, frames []uint64, complete bool, depth int) Stack {
 			st.Truncated = true
 			return st
 		}
-		// A Python frame (symbolize.IsPython) was read from the
-		// interpreter's frames, not unwound: no call to check.
-		if i > 0 && !exact && !f.Python && !followsCall(c, pid, r) {
+		// JIT code is no file to read the call from; that the runtime's
+		// map names a function at the address is the check. A Python
+		// frame (symbolize.IsPython) was read from the interpreter's
+		// frames, not unwound: no call to check.
+		if i > 0 && !exact && !f.JIT && !f.Python && !followsCall(c, pid, r) {
 			st.Truncated = true
 			return st
 		}

@@ -56,6 +56,10 @@ type SiteKey struct {
 type Side struct {
 	Processes map[string]Figures
 	Sites     map[SiteKey]Figures
+	// AccessProcesses and AccessSites: the latest access epoch's figures
+	// (access.go), empty without --access.
+	AccessProcesses map[string]AccessFigures
+	AccessSites     map[SiteKey]AccessFigures
 }
 
 // record holds the NDJSON fields a diff reads.
@@ -66,6 +70,10 @@ type record struct {
 	Final bool   `json:"final"`
 	siteFields
 	Figures
+	// An access record's figures (its live bytes are Figures').
+	TouchedBytes      int64 `json:"touched_bytes"`
+	ColdBytes         int64 `json:"cold_bytes"`
+	NeverTouchedBytes int64 `json:"never_touched_bytes"`
 }
 
 // siteFields name a call site in callsite and callsite_diff records.
@@ -89,6 +97,7 @@ func ReadNDJSON(r io.Reader) (Side, error) {
 		sites []record
 	}
 	var reports []*report
+	var acc accessNDJSON
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -97,6 +106,8 @@ func ReadNDJSON(r io.Reader) (Side, error) {
 			return Side{}, fmt.Errorf("line %d: not memtrace NDJSON: %w", n, err)
 		}
 		switch rec.Type {
+		case "access_process", "access":
+			acc.add(rec)
 		case "report":
 			reports = append(reports, &report{final: rec.Final})
 		case "process", "callsite":
@@ -144,10 +155,14 @@ func ReadNDJSON(r io.Reader) (Side, error) {
 		}
 		side.addProcess(p.Comm, p.Figures)
 	}
+	acc.addTo(side)
 	return side, nil
 }
 
-func newSide() Side { return Side{Processes: map[string]Figures{}, Sites: map[SiteKey]Figures{}} }
+func newSide() Side {
+	return Side{Processes: map[string]Figures{}, Sites: map[SiteKey]Figures{},
+		AccessProcesses: map[string]AccessFigures{}, AccessSites: map[SiteKey]AccessFigures{}}
+}
 
 // addProcess adds a process's figures to those of its command name.
 func (side Side) addProcess(comm string, g Figures) {
@@ -159,14 +174,19 @@ func (side Side) addProcess(comm string, g Figures) {
 // addSite adds a call site's figures to those of its name on any machine
 // (its module's file name, not its path).
 func (side Side) addSite(comm string, s siteFields, g Figures) {
-	k := SiteKey{Comm: comm, Category: s.Category, Module: filepath.Base(s.Module), Function: s.Function,
+	k := SiteKey{Comm: comm, Category: s.Category, Module: filepathBase(s.Module), Function: s.Function,
 		File: s.File, Line: s.Line, Offset: s.Offset}
-	if s.Module == "" {
-		k.Module = ""
-	}
 	f := side.Sites[k]
 	f.add(g)
 	side.Sites[k] = f
+}
+
+// filepathBase is a module's file name ("" for none).
+func filepathBase(module string) string {
+	if module == "" {
+		return ""
+	}
+	return filepath.Base(module)
 }
 
 // ProcessDiff is one command name's figures in NEW and their change.
@@ -187,6 +207,10 @@ type SiteDiff struct {
 type Result struct {
 	Processes []ProcessDiff
 	Sites     []SiteDiff
+	// AccessProcesses and AccessSites compare the access figures, where
+	// either side has them (access.go).
+	AccessProcesses []AccessProcessDiff
+	AccessSites     []AccessSiteDiff
 }
 
 // Compare diffs new against old. Processes and sites found on one side
@@ -205,11 +229,16 @@ func Compare(old, new Side) Result {
 		return cmp.Or(byChange(a.Delta, b.Delta), cmp.Compare(a.Comm, b.Comm))
 	})
 	slices.SortFunc(res.Sites, func(a, b SiteDiff) int {
-		return cmp.Or(byChange(a.Delta, b.Delta), cmp.Compare(a.Comm, b.Comm), cmp.Compare(a.Category, b.Category),
-			cmp.Compare(a.Module, b.Module), cmp.Compare(a.Offset, b.Offset), cmp.Compare(a.Function, b.Function),
-			cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
+		return cmp.Or(byChange(a.Delta, b.Delta), compareKeys(a.SiteKey, b.SiteKey))
 	})
+	compareAccess(&res, old, new)
 	return res
+}
+
+func compareKeys(a, b SiteKey) int {
+	return cmp.Or(cmp.Compare(a.Comm, b.Comm), cmp.Compare(a.Category, b.Category),
+		cmp.Compare(a.Module, b.Module), cmp.Compare(a.Offset, b.Offset), cmp.Compare(a.Function, b.Function),
+		cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
 }
 
 // byChange orders by the largest change in live bytes, then in bytes

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/memtrace/memtrace/report"
+	"github.com/memtrace/memtrace/textsafe"
 )
 
 // processDiffRecord and callsiteDiffRecord are the NDJSON records of a
@@ -48,7 +49,8 @@ func newDeltaFields(n, d Figures) deltaFields {
 }
 
 // WriteJSON writes r as NDJSON: process_diff records, then callsite_diff
-// records, each sorted by the largest change.
+// records, then (with access figures) access_process_diff and
+// access_diff records, each sorted by the largest change.
 func WriteJSON(w io.Writer, r Result) error {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
@@ -65,6 +67,11 @@ func WriteJSON(w io.Writer, r Result) error {
 			return err
 		}
 	}
+	for _, rec := range r.accessRecords() {
+		if err := enc.Encode(rec); err != nil {
+			return err
+		}
+	}
 	_, err := w.Write(b.Bytes())
 	return err
 }
@@ -75,7 +82,7 @@ func WriteText(w io.Writer, r Result, raw bool) error {
 	var b bytes.Buffer
 	for _, p := range r.Processes {
 		n, d := p.New, p.Delta
-		fmt.Fprintf(&b, "%s\n", p.Comm)
+		fmt.Fprintf(&b, "%s\n", textsafe.String(p.Comm))
 		fmt.Fprintf(&b, "  live:      %s in %s blocks, peak live %s\n", fig(n.LiveBytes, d.LiveBytes, raw, true),
 			fig(n.LiveAllocs, d.LiveAllocs, true, false), fig(n.PeakLiveBytes, d.PeakLiveBytes, raw, true))
 		fmt.Fprintf(&b, "  allocated: %s in %s calls\n", fig(n.AllocBytes, d.AllocBytes, raw, true), fig(n.Allocs, d.Allocs, true, false))
@@ -89,24 +96,34 @@ func WriteText(w io.Writer, r Result, raw bool) error {
 				b.WriteString("  call sites by change:\n")
 				first = false
 			}
-			loc := s.File
-			if s.Line > 0 {
-				loc += ":" + strconv.Itoa(s.Line)
-			}
-			fn := s.Function
-			if fn == "" {
-				fn = s.Module + "+" + s.Offset
-			}
-			cat := ""
-			if s.Category != "heap" {
-				cat = " [" + s.Category + "]"
-			}
-			fmt.Fprintf(&b, "    live %s, allocated %s in %s calls  %s  %s  %s%s\n", fig(s.New.LiveBytes, s.Delta.LiveBytes, raw, true),
-				fig(s.New.AllocBytes, s.Delta.AllocBytes, raw, true), fig(s.New.Allocs, s.Delta.Allocs, true, false), fn, loc, s.Module, cat)
+			fmt.Fprintf(&b, "    live %s, allocated %s in %s calls  %s\n", fig(s.New.LiveBytes, s.Delta.LiveBytes, raw, true),
+				fig(s.New.AllocBytes, s.Delta.AllocBytes, raw, true), fig(s.New.Allocs, s.Delta.Allocs, true, false), s.label())
 		}
+		writeAccessText(&b, r, p.Comm, raw)
 	}
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// label names a site in a text row: function (module+offset when
+// unresolved), file:line, module, and its category unless heap.
+func (s SiteKey) label() string {
+	loc := s.File
+	if s.Line > 0 {
+		loc += ":" + strconv.Itoa(s.Line)
+	}
+	fn := s.Function
+	if fn == "" {
+		fn = s.Module
+		if s.Offset != "" {
+			fn += "+" + s.Offset
+		}
+	}
+	cat := ""
+	if s.Category != "heap" {
+		cat = " [" + s.Category + "]"
+	}
+	return textsafe.String(fn) + "  " + textsafe.String(loc) + "  " + textsafe.String(s.Module) + textsafe.String(cat)
 }
 
 // fig is "value (+change)".

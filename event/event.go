@@ -215,6 +215,11 @@ type Event struct {
 	Stack []uint64
 	// StackComplete: the unwind reached the thread's outermost frame.
 	StackComplete bool
+	// NoTable: the walk met code whose unwind table was still being
+	// built (memtrace does not wait for tables): CallSite is the frame
+	// there, wrappers past it were not skipped, and Stack followed frame
+	// pointers from it (docs/unwinding.md, "Before the tables").
+	NoTable bool
 	// JVMCategory is 1 + the JVM's NMT category (HotSpot's MEMFLAGS) that
 	// os::malloc or os::realloc asked for when it made this allocation
 	// call; 0 when none did. Its name is the process's (aggregate's

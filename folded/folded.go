@@ -11,10 +11,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/google/pprof/profile"
 
 	"github.com/memtrace/memtrace/pprofout"
+	"github.com/memtrace/memtrace/textsafe"
 )
 
 // Value selects what the lines count.
@@ -83,7 +85,7 @@ func Stacks(p *profile.Profile, v Value) []Stack {
 		for i := len(s.Location) - 1; i >= 0; i-- {
 			l := s.Location[i]
 			if len(l.Line) == 0 {
-				frames = append(frames, pprofout.UnknownName(l))
+				frames = append(frames, clean(pprofout.UnknownName(l)))
 				continue
 			}
 			for j := len(l.Line) - 1; j >= 0; j-- {
@@ -130,8 +132,16 @@ func processFrame(s *profile.Sample) string {
 	return clean(comm) + " (" + strconv.FormatInt(pid, 10) + ")"
 }
 
-// clean keeps a name from breaking the format: ";" separates frames and a
-// line break ends the line.
+// clean keeps a name from breaking the format: ";" separates frames, a
+// line break ends the line, and parsers split the value off at the last
+// run of white space, so a frame may not end in one. Controls and invalid
+// UTF-8 are escaped (textsafe) like in every text memtrace writes, which
+// also turns a newline, a tab and a carriage return into two characters.
 func clean(name string) string {
-	return strings.NewReplacer(";", ":", "\n", " ").Replace(name)
+	name = strings.ReplaceAll(textsafe.String(name), ";", ":")
+	name = strings.TrimRightFunc(name, unicode.IsSpace)
+	if name == "" {
+		return "[unknown]"
+	}
+	return name
 }

@@ -53,3 +53,38 @@ func TestWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileNames: names a process chose cannot break a folded line: a
+// ";" would add a frame, a line break a line, trailing white space would
+// shift where parsers split the value off; controls and invalid UTF-8
+// are escaped.
+func TestHostileNames(t *testing.T) {
+	for _, tc := range []struct {
+		name, comm, fn, want string
+	}{
+		{"semicolon", "p", "a;b", "p (1);a:b 5\n"},
+		{"newline", "p", "a\nb\n", `p (1);a\nb\n 5` + "\n"},
+		{"trailing space", "p ", "f  ", "p (1);f 5\n"},
+		{"only spaces", "p", "   ", "p (1);[unknown] 5\n"},
+		{"tab and cr", "p\t", "f\r\t", `p\t (1);f\r\t 5` + "\n"},
+		{"escapes", "\x1b]0;x\x07", "\xff\u202e", `\x1b]0:x\x07 (1);\xff\u202e 5` + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &profile.Function{ID: 1, Name: tc.fn}
+			l := &profile.Location{ID: 1, Line: []profile.Line{{Function: f}}}
+			sample := func(pid int64) *profile.Sample {
+				return &profile.Sample{Location: []*profile.Location{l}, Value: []int64{5, 5, 5, 5},
+					Label: map[string][]string{"comm": {tc.comm}}, NumLabel: map[string][]int64{"pid": {pid}}}
+			}
+			other := &profile.Sample{Location: []*profile.Location{l}, Value: []int64{0, 0, 0, 0},
+				Label: map[string][]string{"comm": {"q"}}, NumLabel: map[string][]int64{"pid": {2}}}
+			var buf bytes.Buffer
+			if err := Write(&buf, &profile.Profile{Sample: []*profile.Sample{sample(1), other}}, Live); err != nil {
+				t.Fatal(err)
+			}
+			if buf.String() != tc.want {
+				t.Errorf("got %q, want %q", buf.String(), tc.want)
+			}
+		})
+	}
+}

@@ -2,6 +2,8 @@ package footprint
 
 import (
 	"encoding/binary"
+	"errors"
+	"os"
 	"strings"
 	"testing"
 )
@@ -122,14 +124,47 @@ func TestClassify(t *testing.T) {
 
 func TestParseStatus(t *testing.T) {
 	var r Reading
-	if err := parseStatus([]byte("Name:\tx\nRssAnon:\t  100 kB\nRssFile:\t 20 kB\nRssShmem:\t 3 kB\n"), &r); err != nil {
+	if err := parseStatus([]byte("Name:\tx\nRssAnon:\t  100 kB\nRssFile:\t 20 kB\nRssShmem:\t 3 kB\nVmSwap:\t 7 kB\n"), &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.RSS != 123<<10 || r.RSSAnon != 100<<10 || r.RSSFile != 20<<10 || r.RSSShmem != 3<<10 {
+	if r.RSS != 123<<10 || r.RSSAnon != 100<<10 || r.RSSFile != 20<<10 || r.RSSShmem != 3<<10 || r.Swap != 7<<10 {
 		t.Errorf("got %+v", r)
 	}
 	if err := parseStatus([]byte("Name:\tkthreadd\n"), &r); err == nil {
 		t.Error("a status without Rss lines must be an error")
+	}
+}
+
+// TestParsePSS: smaps_rollup's Pss line, whichever line it is on.
+func TestParsePSS(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want uint64
+		err  bool
+	}{
+		{"55f0-7ffd ---p 00000000 00:00 0  [rollup]\nRss:  300 kB\nPss:  120 kB\nPss_Anon: 100 kB\n", 120 << 10, false},
+		{"Pss_Anon: 100 kB\n", 0, true},
+		{"", 0, true},
+	} {
+		got, err := parsePSS([]byte(c.in))
+		if got != c.want || (err != nil) != c.err {
+			t.Errorf("parsePSS(%q) = %d, %v; want %d, error %v", c.in, got, err, c.want, c.err)
+		}
+	}
+}
+
+// TestReadRollup: a light reading of this process (status and
+// smaps_rollup); pid 2, kthreadd, is a kernel thread.
+func TestReadRollup(t *testing.T) {
+	r, err := ReadRollup(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Rollup || r.RSS == 0 || r.RSS != r.RSSAnon+r.RSSFile+r.RSSShmem || r.PSS == 0 || r.PSS > r.RSS+(1<<20) {
+		t.Errorf("got %+v: want RSS > 0, its parts' sum, 0 < PSS <= RSS (read a moment later: 1 MiB slack)", r)
+	}
+	if _, err := ReadRollup(2); !errors.Is(err, ErrKernelThread) {
+		t.Errorf("kthreadd: %v, want ErrKernelThread", err)
 	}
 }
 

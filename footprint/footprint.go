@@ -26,6 +26,10 @@ type Reading struct {
 	// The kernel's RSS and its parts, as /proc/PID/status has them
 	// (RssAnon, RssFile, RssShmem); RSS is their sum.
 	RSS, RSSAnon, RSSFile, RSSShmem uint64
+	// Swap is the process's memory swapped out (VmSwap). PSS is its
+	// proportional set size: its RSS with each shared page divided among
+	// the processes that map it (smaps' Pss lines, or smaps_rollup).
+	Swap, PSS uint64
 	// HeapResident is the allocator's memory in RAM: glibc's [heap], its
 	// arenas and large-block mappings; every untracked anonymous mapping
 	// when the allocator is not glibc's (jemalloc, tcmalloc, mimalloc) and
@@ -49,6 +53,9 @@ type Reading struct {
 	// metadata (spans, arena headers, GC bitmaps, the page allocator's
 	// summaries) and whatever the Go code maps itself with syscall.Mmap.
 	GoRuntimeResident uint64
+	// ManagedHeaps are a runtime's own heaps (a JVM's, found by its
+	// performance counters): what part of the memory above they are.
+	ManagedHeaps []ManagedHeap
 	// FileResident is the resident part of file mappings (shared memory
 	// included), private copies of their pages too.
 	FileResident uint64
@@ -65,6 +72,9 @@ type Reading struct {
 	// processes and its page cache included. "" and 0 when unknown.
 	Cgroup       string
 	CgroupMemory uint64
+	// Rollup: the reading is RSS, Swap and PSS alone (ReadRollup): the
+	// breakdown by kind of memory was not read.
+	Rollup bool
 	// Attached: memtrace attached to the process while it ran (-p), so
 	// its heap holds blocks memtrace never saw allocated; they count as
 	// resident and not as live. Set by the caller.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -58,6 +59,9 @@ var goExes = struct {
 	sync.Mutex
 	m map[allocator.FileID]*goExe
 }{m: map[allocator.FileID]*goExe{}}
+
+// GoProgram says whether process pid runs a Go executable (x86-64).
+func GoProgram(pid int) bool { return goProgram("/proc/"+strconv.Itoa(pid)) != nil }
 
 // goProgram says whether the process in dir runs a Go executable, and
 // what a reading needs of it.

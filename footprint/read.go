@@ -3,6 +3,7 @@ package footprint
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -44,12 +45,69 @@ func Read(pid int, o Options) (Reading, error) {
 	}
 	o.Python = o.Python || mapsPython(vmas)
 	r := classify(vmas, threadSPs(dir), o, gh, mem)
+	if c, ok := findPerfData(vmas, mem); ok {
+		r.ManagedHeaps = jvmHeaps(vmas, c, mem)
+	}
 	if err := parseStatus(st, &r); err != nil {
 		return Reading{}, fmt.Errorf("footprint of %d: %w", pid, err)
+	}
+	for i := range vmas {
+		r.PSS += vmas[i].pss
+	}
+	if len(vmas) > manyMappings { // read from maps: no Pss lines
+		r.PSS, _ = readPSS(dir)
 	}
 	r.settle()
 	r.Cgroup, r.CgroupMemory = cgroupMemory(dir)
 	return r, nil
+}
+
+// ReadRollup takes a light reading of pid, for a process memtrace only
+// lists (whole host): its RSS and parts and its swap from
+// /proc/PID/status, its PSS from /proc/PID/smaps_rollup (one walk of its
+// page tables, nothing per mapping written out), and its cgroup. A kernel
+// thread has no memory of its own: ErrKernelThread.
+func ReadRollup(pid int) (Reading, error) {
+	dir := "/proc/" + strconv.Itoa(pid)
+	st, err := os.ReadFile(dir + "/status")
+	if err != nil {
+		return Reading{}, fmt.Errorf("footprint of %d: %w", pid, err)
+	}
+	r := Reading{Rollup: true}
+	if err := parseStatus(st, &r); err != nil {
+		return Reading{}, fmt.Errorf("footprint of %d: %w", pid, ErrKernelThread)
+	}
+	if r.PSS, err = readPSS(dir); err != nil {
+		return Reading{}, fmt.Errorf("footprint of %d: %w", pid, err)
+	}
+	r.Cgroup, r.CgroupMemory = cgroupMemory(dir)
+	return r, nil
+}
+
+// ErrKernelThread: the process has no address space of its own (a kernel
+// thread), or has lost it (a zombie).
+var ErrKernelThread = errors.New("no user memory (a kernel thread or a zombie)")
+
+// readPSS reads the Pss line of /proc/PID/smaps_rollup.
+func readPSS(dir string) (uint64, error) {
+	b, err := os.ReadFile(dir + "/smaps_rollup")
+	if err != nil {
+		return 0, err
+	}
+	return parsePSS(b)
+}
+
+// parsePSS finds "Pss:  1234 kB" in smaps_rollup's text.
+func parsePSS(b []byte) (uint64, error) {
+	for len(b) > 0 {
+		var line []byte
+		line, b, _ = bytes.Cut(b, []byte{'\n'})
+		if rest, ok := bytes.CutPrefix(line, []byte("Pss:")); ok {
+			kb, err := kbField(rest)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("smaps_rollup: no Pss line")
 }
 
 // manyMappings is where Read turns from smaps to maps and pagemap (a

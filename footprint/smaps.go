@@ -16,6 +16,7 @@ type vma struct {
 	inode      uint64
 	path       string // "" for anonymous memory, "[heap]", "/usr/lib/…"
 	rss        uint64 // bytes
+	pss        uint64 // bytes, the proportional share (smaps only)
 }
 
 // accessible reports whether the mapping can be read, written or run:
@@ -29,7 +30,8 @@ func (v *vma) anonymous() bool {
 	return v.inode == 0 && (v.path == "" || v.path == "[heap]" || v.path == "[stack]")
 }
 
-// parseSmaps reads /proc/PID/smaps. Only the header and Rss lines matter.
+// parseSmaps reads /proc/PID/smaps. Only the header, Rss and Pss lines
+// matter.
 func parseSmaps(r io.Reader) ([]vma, error) {
 	var out []vma
 	sc := bufio.NewScanner(r)
@@ -41,12 +43,16 @@ func parseSmaps(r io.Reader) ([]vma, error) {
 		}
 		key, rest, _ := bytes.Cut(line, []byte{' '})
 		if key[len(key)-1] == ':' {
-			if len(out) > 0 && string(key) == "Rss:" {
+			if len(out) > 0 && (string(key) == "Rss:" || string(key) == "Pss:") {
 				kb, err := kbField(rest)
 				if err != nil {
 					return nil, err
 				}
-				out[len(out)-1].rss = kb << 10
+				if key[0] == 'R' {
+					out[len(out)-1].rss = kb << 10
+				} else {
+					out[len(out)-1].pss = kb << 10
+				}
 			}
 			continue
 		}
@@ -112,8 +118,28 @@ func MemTotal() (uint64, error) {
 	return kb << 10, err
 }
 
-// parseStatus reads RssAnon, RssFile and RssShmem from /proc/PID/status.
+// parseStatus reads RssAnon, RssFile and RssShmem from /proc/PID/status,
+// and VmSwap where the kernel has it.
 func parseStatus(b []byte, r *Reading) error {
+	found, err := StatusBytes(b, map[string]*uint64{"RssAnon": &r.RSSAnon, "RssFile": &r.RSSFile, "RssShmem": &r.RSSShmem})
+	if err != nil {
+		return err
+	}
+	if _, err := StatusBytes(b, map[string]*uint64{"VmSwap": &r.Swap}); err != nil {
+		return err
+	}
+	if found != 3 {
+		// A kernel thread, or a zombie whose memory is gone.
+		return fmt.Errorf("status: no RssAnon, RssFile and RssShmem")
+	}
+	r.RSS = r.RSSAnon + r.RSSFile + r.RSSShmem
+	return nil
+}
+
+// StatusBytes reads the fields of a /proc/PID/status that dst names
+// ("VmRSS:\t  1234 kB") into them, in bytes, and returns how many it
+// found.
+func StatusBytes(b []byte, dst map[string]*uint64) (int, error) {
 	found := 0
 	for len(b) > 0 {
 		var line []byte
@@ -122,28 +148,16 @@ func parseStatus(b []byte, r *Reading) error {
 		if !ok {
 			continue
 		}
-		var dst *uint64
-		switch string(key) {
-		case "RssAnon":
-			dst = &r.RSSAnon
-		case "RssFile":
-			dst = &r.RSSFile
-		case "RssShmem":
-			dst = &r.RSSShmem
-		default:
+		d := dst[string(key)]
+		if d == nil {
 			continue
 		}
 		kb, err := kbField(rest)
 		if err != nil {
-			return err
+			return found, err
 		}
-		*dst = kb << 10
+		*d = kb << 10
 		found++
 	}
-	if found != 3 {
-		// A kernel thread, or a zombie whose memory is gone.
-		return fmt.Errorf("status: no RssAnon, RssFile and RssShmem")
-	}
-	r.RSS = r.RSSAnon + r.RSSFile + r.RSSShmem
-	return nil
+	return found, nil
 }

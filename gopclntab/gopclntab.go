@@ -68,6 +68,12 @@ const pcdataInlTree = 2
 // funcdataInlTree is FUNCDATA_InlTree: a function's inline tree.
 const funcdataInlTree = 3
 
+// maxTableBytes bounds a function table, and the data sections read to
+// find its inline trees: the biggest Go programs' tables are some tens of
+// MB; a header claiming more is hostile, and would make memtrace allocate
+// (or inflate) what it claims.
+const maxTableBytes = 1 << 30
+
 // Read finds and parses the function table of f. Function entries are
 // offsets from the start of the text, which is .text's address.
 func Read(f *elf.File) (*Table, error) {
@@ -78,6 +84,9 @@ func Read(f *elf.File) (*Table, error) {
 	text := f.Section(".text")
 	if sec == nil || sec.Type == elf.SHT_NOBITS || text == nil {
 		return nil, ErrNoTable
+	}
+	if sec.Size > maxTableBytes {
+		return nil, fmt.Errorf(".gopclntab: %d bytes, more than %d: %w", sec.Size, maxTableBytes, ErrMalformed)
 	}
 	data, err := sec.Data()
 	if err != nil {
@@ -157,7 +166,7 @@ func inlineTrees(f *elf.File, tabAddr uint64, tab []byte, text uint64, go118 boo
 	// Go 1.26 gives it a section of its own; before, it is in .noptrdata.
 	for _, name := range []string{".go.module", ".noptrdata", ".data"} {
 		sec := f.Section(name)
-		if sec == nil || sec.Type == elf.SHT_NOBITS {
+		if sec == nil || sec.Type == elf.SHT_NOBITS || sec.Size > maxTableBytes {
 			continue
 		}
 		d, err := sec.Data()
@@ -174,7 +183,7 @@ func inlineTrees(f *elf.File, tabAddr uint64, tab []byte, text uint64, go118 boo
 				return nil
 			}
 			for _, s := range f.Sections {
-				if s.Type == elf.SHT_PROGBITS && s.Flags&elf.SHF_ALLOC != 0 && gofunc >= s.Addr && gofunc < s.Addr+s.Size {
+				if s.Type == elf.SHT_PROGBITS && s.Flags&elf.SHF_ALLOC != 0 && gofunc >= s.Addr && gofunc < s.Addr+s.Size && s.Size <= maxTableBytes {
 					b, err := s.Data()
 					if err != nil || uint64(len(b)) < gofunc-s.Addr {
 						return nil

@@ -8,10 +8,12 @@ import (
 
 // TestHeapResident: a sample takes the heap resident bytes of the latest
 // footprint reading, carried over samples taken without one; a Go
-// program's Go heap counts.
+// program's Go heap counts. Samples before the first reading say they have
+// none (the page draws no line there, rather than 0 B).
 func TestHeapResident(t *testing.T) {
 	c := New(Options{})
 	want := []uint64{0, 500, 500, 700, 900}
+	read := []bool{false, true, true, true, true}
 	for i, r := range []uint64{0, 500, 0, 700, 800} {
 		s := snap(100, 100)
 		switch {
@@ -23,8 +25,8 @@ func TestHeapResident(t *testing.T) {
 		c.Sample(uint64(i+1)*10, s, nil)
 	}
 	for i, s := range c.History().Processes[0].Samples {
-		if s.HeapResident != want[i] {
-			t.Errorf("sample %d: heap resident %d, want %d", i, s.HeapResident, want[i])
+		if s.HeapResident != want[i] || s.HeapRead != read[i] {
+			t.Errorf("sample %d: heap resident %d (read %v), want %d (%v)", i, s.HeapResident, s.HeapRead, want[i], read[i])
 		}
 	}
 }

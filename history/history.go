@@ -118,8 +118,15 @@ type Sample struct {
 	MappedBytes uint64 // anonymous mappings (mmap) live
 	// HeapResident is the allocator's memory in RAM (a Go program's Go
 	// heap included), from the latest footprint reading at or before Time (readings are rarer than
-	// samples); 0 before the first.
+	// samples); 0 before the first, which HeapRead tells apart from a
+	// reading of 0.
 	HeapResident uint64
+	HeapRead     bool
+	// ColdBytes is the live memory cold in the latest --access epoch
+	// ended at or before Time (package access); ColdRead tells 0 before
+	// the first from an epoch's 0.
+	ColdBytes uint64
+	ColdRead  bool
 	// Sites holds the live bytes of the largest call sites at this moment
 	// (at most MaxSites), by index into Process.Sites; a call site broken
 	// down by stack (aggregate.SiteSnapshot.Stacks) is one entry per stack.
@@ -146,6 +153,9 @@ type HeapMap struct {
 	// Granule is the size of the cells runs are made of: each cell is
 	// given to the site with most live bytes in it (see coarsen).
 	Granule uint64
+	// Cold, with --access, says per run whether its memory was cold at
+	// the latest epoch (nil without --access).
+	Cold []bool
 }
 
 // Mark is a named moment.
@@ -205,6 +215,12 @@ type proc struct {
 	lastBlocks   int    // blocks in the last heap-map moment
 	lastTime     uint64 // of the last point: points keep time order
 	resident     uint64 // the latest reading's heap resident bytes
+	read         bool   // a reading was seen
+	cold         uint64 // the latest access epoch's cold bytes
+	coldRead     bool   // an access epoch was seen
+	// coldRange says whether a range's memory was cold at the latest
+	// access epoch (ColdRanges).
+	coldRange func(start, end uint64) (cold, known bool)
 
 	// After's state: the first event's time, the young points taken,
 	// their step and the turnover of the next one; the aggregate's peak
@@ -447,13 +463,28 @@ func (c *Collector) evict(snap aggregate.Snapshot) {
 	}
 }
 
+// Cold gives pid's latest access epoch's cold bytes (--access): the
+// samples from now on carry them.
+func (c *Collector) Cold(pid uint32, cold uint64) {
+	p := c.proc(pid)
+	p.cold, p.coldRead = cold, true
+}
+
+// ColdRanges gives pid's heap maps, from now on, which runs were cold
+// (--access; cold reports it for a range, known whether it was read).
+func (c *Collector) ColdRanges(pid uint32, cold func(start, end uint64) (cold, known bool)) {
+	c.proc(pid).coldRange = cold
+}
+
 func (c *Collector) sample(p *proc, ps *aggregate.ProcessSnapshot, t uint64) Sample {
 	if ps.Footprint != nil {
 		// A Go program's heap is its allocator's too.
 		p.resident = ps.Footprint.HeapResident + ps.Footprint.GoHeap.Resident
+		p.read = true
 	}
 	s := Sample{Time: t, Turnover: turnover(ps.Heap), LiveBytes: ps.Heap.LiveBytes, LiveBlocks: ps.Heap.LiveAllocs,
-		MappedBytes: ps.Mapped.LiveBytes, HeapResident: p.resident, Rates: ps.Rates}
+		MappedBytes: ps.Mapped.LiveBytes, HeapResident: p.resident, HeapRead: p.read, ColdBytes: p.cold, ColdRead: p.coldRead,
+		Rates: ps.Rates}
 	// A site broken down by stack (sampled mode's stacks) counts as one
 	// site per stack, as --detail's sites are: the flame graph draws
 	// whole stacks, the timeline groups them back by call site.
@@ -560,6 +591,12 @@ func (p *proc) heapMap(t, turnover uint64, blocks BlockSource, o Options) HeapMa
 	slices.SortFunc(bs, func(a, b block) int { return cmp.Compare(a.addr, b.addr) })
 	m.Runs, m.Granule = coarsen(bs, o.MaxRuns, p.granule)
 	p.granule = m.Granule
+	if p.coldRange != nil {
+		m.Cold = make([]bool, len(m.Runs))
+		for i, r := range m.Runs {
+			m.Cold[i], _ = p.coldRange(r.Start, r.End)
+		}
+	}
 	return m
 }
 

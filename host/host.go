@@ -140,6 +140,33 @@ func PIDs() ([]int, error) {
 	return pids, nil
 }
 
+// ErrKernelThread refuses a kernel thread as a target (-p 2).
+var ErrKernelThread = errors.New("is a kernel thread: it has no user memory to trace")
+
+// pfKthread is PF_KTHREAD in /proc/PID/stat's flags (include/linux/sched.h).
+const pfKthread = 0x00200000
+
+// KernelThread reports whether pid is a kernel thread: it has no user
+// memory, no executable and no allocator, so there is nothing to trace.
+func KernelThread(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ppid pgrp session tty_nr tpgid flags: flags is the
+	// 7th field after the last ')' (comm may hold spaces and parentheses).
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 7 {
+		return false
+	}
+	flags, err := strconv.ParseUint(f[6], 10, 32)
+	return err == nil && flags&pfKthread != 0
+}
+
 // Alive reports whether pid exists (a zombie counts as gone: it allocates
 // no more).
 func Alive(pid int) bool {

@@ -2,22 +2,29 @@ package host
 
 import "time"
 
-// The whole-host mode's policy data: when a batch of exits is written,
+// The whole-host mode's policy data: when a batch of exits is written
+// early,
 // which processes are known, and how often what exits missed is swept.
 
 const (
-	// exitFlush: the final records of processes that exited are written
-	// in batches, at most this long after the first of a batch exited.
-	exitFlush = time.Second
-	// maxHeldExits bounds a batch (and the memory it holds).
+	// maxHeldExits bounds the exits held until the next report (and the
+	// memory they hold): at this many, they are written at once.
 	maxHeldExits = 1024
+	// ExitsAlone: without periodic reports (no -i), the exits held are
+	// written this long after the first of them, so that a long run (a
+	// service writing NDJSON) gets them within a minute, not at its end.
+	ExitsAlone = time.Minute
 	// SweepEvery: how often the per-process BPF maps and the table are
 	// checked for processes gone without an exit event (one lost in a
 	// full ring).
 	SweepEvery = time.Minute
 )
 
-// ExitBatch paces the batches of exits whose final records are held.
+// ExitBatch paces the batches of exits whose final records are held: a
+// batch is written just before each report (the session does that), so
+// that the processes that exited are summarised once per report; earlier
+// only when maxHeldExits are held, or, in a run without periodic
+// reports, ExitsAlone after the first exit of the batch.
 type ExitBatch struct {
 	since time.Time // when the batch's first process exited
 }
@@ -29,9 +36,10 @@ func (b *ExitBatch) Exited(held int) {
 	}
 }
 
-// Due reports whether a batch of held exits is to be written now.
-func (b *ExitBatch) Due(held int) bool {
-	return held > 0 && (time.Since(b.since) >= exitFlush || held >= maxHeldExits)
+// Due reports whether the held exits are to be written now, before the
+// next report; periodic says the run reports periodically (-i).
+func (b *ExitBatch) Due(held int, periodic bool) bool {
+	return held >= maxHeldExits || (!periodic && held > 0 && time.Since(b.since) >= ExitsAlone)
 }
 
 // Seen tracks which processes' events were met: the previous event's

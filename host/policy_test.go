@@ -24,16 +24,32 @@ func TestSeen(t *testing.T) {
 	}
 }
 
-// TestExitBatch: a batch is due a second after its first exit, or at
-// maxHeldExits exits, never when empty.
+// TestExitBatch: held exits wait for the next report, and are written
+// early at maxHeldExits, or, without periodic reports, ExitsAlone after
+// the first of them.
 func TestExitBatch(t *testing.T) {
 	var b ExitBatch
 	b.Exited(0)
-	if b.Due(0) || b.Due(1) || !b.Due(maxHeldExits) {
-		t.Errorf("due: empty %v, one just now %v, %d %v", b.Due(0), b.Due(1), maxHeldExits, b.Due(maxHeldExits))
+	for _, c := range []struct {
+		held     int
+		periodic bool
+		due      bool
+	}{
+		{0, false, false}, {1, false, false}, {1, true, false}, {maxHeldExits - 1, true, false},
+		{maxHeldExits, true, true}, {maxHeldExits, false, true},
+	} {
+		if got := b.Due(c.held, c.periodic); got != c.due {
+			t.Errorf("just after the first exit: Due(%d, periodic %v) = %v, want %v", c.held, c.periodic, got, c.due)
+		}
 	}
-	b.since = b.since.Add(-exitFlush)
-	if !b.Due(1) {
-		t.Error("one exit held for exitFlush: not due")
+	b.since = b.since.Add(-ExitsAlone)
+	for _, c := range []struct {
+		held     int
+		periodic bool
+		due      bool
+	}{{0, false, false}, {1, false, true}, {1, true, false}} {
+		if got := b.Due(c.held, c.periodic); got != c.due {
+			t.Errorf("ExitsAlone after: Due(%d, periodic %v) = %v, want %v", c.held, c.periodic, got, c.due)
+		}
 	}
 }

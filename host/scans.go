@@ -6,7 +6,7 @@ import "time"
 // executed a program: its dynamic linker maps its libraries within
 // microseconds to milliseconds of the exec, and the scan waits until they
 // are all there. Calls into a file first probed this way are missed until
-// its probes are in (README, "Whole-host mode").
+// its probes are in (docs/whole-host.md).
 var scanDelays = []time.Duration{
 	0, time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond,
 	20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond,

@@ -23,6 +23,7 @@ import (
 	"github.com/memtrace/memtrace/pprofout"
 	"github.com/memtrace/memtrace/report"
 	"github.com/memtrace/memtrace/symbolize"
+	"github.com/memtrace/memtrace/textsafe"
 )
 
 var (
@@ -70,7 +71,7 @@ func Write(w io.Writer, h history.History, final aggregate.Snapshot, src pprofou
 		"/*CSS*/", reportCSS,
 		"/*JS*/", reportJS,
 		"/*DATA*/", string(data), // json.Marshal escapes <, > and &: no "</script>" inside
-		"TITLE", htmlEscape(o.Title),
+		"TITLE", htmlEscape(textsafe.String(o.Title)), // the command may be named with escapes (textsafe)
 	).Replace(pageHTML)
 	if _, err := io.WriteString(w, page); err != nil {
 		return fmt.Errorf("write html report: %w", err)
@@ -124,12 +125,16 @@ type processData struct {
 	Live   []uint64 `json:"live"`
 	Blocks []uint64 `json:"blocks"`
 	Mapped []uint64 `json:"mapped"`
-	// HeapResident is the heap's resident bytes (the footprint), 0
-	// without a reading.
-	HeapResident []uint64   `json:"heapResident"`
-	SiteLiv      [][]uint64 `json:"siteLive"` // per sample: site, bytes, site, bytes...
-	Rates        []rateData `json:"rates"`
-	Peak         struct {
+	// HeapResident is the heap's resident bytes (the footprint), null
+	// before the first reading: no line is drawn there (a 0 read as "the
+	// heap holds nothing" while it held megabytes).
+	HeapResident []*uint64 `json:"heapResident"`
+	// Cold is the live memory cold in the latest --access epoch
+	// (docs/access.md), null before the first or without --access.
+	Cold    []*uint64  `json:"cold"`
+	SiteLiv [][]uint64 `json:"siteLive"` // per sample: site, bytes, site, bytes...
+	Rates   []rateData `json:"rates"`
+	Peak    struct {
 		T     float64 `json:"t"`
 		X     uint64  `json:"x"`
 		Bytes uint64  `json:"bytes"`
@@ -194,6 +199,9 @@ type mapData struct {
 	// its address), its length and its site.
 	Runs      []int64  `json:"runs"`
 	LiveSizes []uint64 `json:"liveSizes"`
+	// Cold, with --access: per run, 1 when it was cold at the latest
+	// epoch (drawn grey), else 0; absent without --access.
+	Cold []int `json:"cold,omitempty"`
 }
 
 func buildProcess(p history.Process, final aggregate.ProcessSnapshot, src pprofout.Sources, o Options) processData {
@@ -305,7 +313,16 @@ func buildProcess(p history.Process, final aggregate.ProcessSnapshot, src pprofo
 		d.Live = append(d.Live, s.LiveBytes)
 		d.Blocks = append(d.Blocks, s.LiveBlocks)
 		d.Mapped = append(d.Mapped, s.MappedBytes)
-		d.HeapResident = append(d.HeapResident, s.HeapResident)
+		var hr *uint64
+		if s.HeapRead {
+			hr = &s.HeapResident
+		}
+		d.HeapResident = append(d.HeapResident, hr)
+		var cold *uint64
+		if s.ColdRead {
+			cold = &s.ColdBytes
+		}
+		d.Cold = append(d.Cold, cold)
 		ids := slices.Sorted(maps.Keys(s.Sites)) // a stable page for a given run
 		sl := make([]uint64, 0, 2*len(ids))
 		for _, i := range ids {
@@ -337,6 +354,9 @@ func buildProcess(p history.Process, final aggregate.ProcessSnapshot, src pprofo
 		for _, r := range m.Runs {
 			md.Runs = append(md.Runs, int64(r.Start-prev), int64(r.End-r.Start), int64(r.Site))
 			prev = r.End
+		}
+		for _, c := range m.Cold {
+			md.Cold = append(md.Cold, map[bool]int{true: 1}[c])
 		}
 		d.Maps = append(d.Maps, md)
 	}

@@ -37,6 +37,9 @@ func (m *flatMemory) ReadBatch(bufs [][]byte, addrs []uint64, n []int) {
 	}
 }
 
+// Fork: flatMemory is only read, so its readers can share it.
+func (m *flatMemory) Fork() Memory { return m }
+
 // syntheticHeap lays out `total` bytes of blocks of `size` bytes in a Go
 // byte slice (at its real addresses). Most blocks form a binary tree over
 // a random permutation: each block's first two words point to its
@@ -114,6 +117,68 @@ func BenchmarkMark1GB(b *testing.B) {
 			})
 		}
 	}
+}
+
+// chainHeap lays out n blocks of 48 bytes 64 bytes apart (as glibc's
+// malloc(48) places them), each pointing to the next, with every
+// lostEvery-th block left out of the chain (definitely lost), and a root
+// pointing to the first: testdata/bench/hold.c's heap.
+func chainHeap(tb testing.TB, n, lostEvery int) (*flatMemory, []Block, []Range) {
+	tb.Helper()
+	const stride, size = 64, 48
+	data := make([]byte, n*stride)
+	root := make([]byte, 4096)
+	base := uint64(uintptr(unsafe.Pointer(&data[0])))
+	rootBase := uint64(uintptr(unsafe.Pointer(&root[0])))
+	blocks := make([]Block, n)
+	prev := -1
+	for i := range n {
+		blocks[i] = Block{Addr: base + uint64(i)*stride + 16, Size: size}
+		if i%lostEvery == lostEvery-1 {
+			continue
+		}
+		if prev < 0 {
+			binary.LittleEndian.PutUint64(root, blocks[i].Addr)
+		} else {
+			binary.LittleEndian.PutUint64(data[prev*stride+16:], blocks[i].Addr)
+		}
+		prev = i
+	}
+	return &flatMemory{base: base, data: data, root: root, rootBase: rootBase}, blocks, []Range{{rootBase, rootBase + uint64(len(root))}}
+}
+
+// BenchmarkCheckChain5M checks testdata/bench/hold.c's heap (5 million
+// blocks of 48 bytes in one chain, one in 1000 lost) read through
+// process_vm_readv from this process, as memtrace reads a stopped
+// target: make bench's "heapscale" section runs the same heap end to
+// end. B/block is what the check allocates per block (its index, states,
+// graph and result; the blocks are the caller's).
+func BenchmarkCheckChain5M(b *testing.B) {
+	const n = 5_000_000
+	mem, blocks, roots := chainHeap(b, n, 1000)
+	pm := OpenProcessMemory(os.Getpid())
+	defer pm.Close()
+	b.SetBytes(n * 48)
+	var res *Result
+	var perBlock float64
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		var err error
+		res, err = Check(Input{Blocks: blocks, Mem: pm, Roots: roots, Heuristics: AllHeuristics})
+		if err != nil {
+			b.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		perBlock = float64(after.TotalAlloc-before.TotalAlloc) / n
+	}
+	runtime.KeepAlive(mem)
+	t := res.Totals(blocks)
+	if t.Blocks[Definite] != n/1000 || t.Blocks[Reachable] != n-n/1000 {
+		b.Fatalf("totals %+v", t)
+	}
+	b.ReportMetric(perBlock, "B/block")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/block")
 }
 
 // TestSyntheticHeapAgrees checks the benchmark's heap (small) with the

@@ -128,6 +128,8 @@ type Block struct {
 // Input is what a check needs.
 type Input struct {
 	// Blocks are the live heap blocks, in any order. They must not overlap.
+	// Sorted by address (SortByAddr), they are used in place: a big heap's
+	// blocks are not copied.
 	Blocks []Block
 	// Mem reads the stopped target's memory.
 	Mem Memory
@@ -157,11 +159,12 @@ type Result struct {
 	// for a Reachable block that only a heuristic interior pointer reached.
 	Class     []Class
 	Heuristic []Heuristic
-	// IndirectBytes is, for a Definite block, the bytes of the blocks
-	// indirectly lost through it (its clique); 0 for the others.
-	IndirectBytes []uint64
+	// IndirectBytes is, by index in Input.Blocks, for a Definite block
+	// the bytes of the blocks indirectly lost through it (its clique);
+	// blocks without any have no entry.
+	IndirectBytes map[int]uint64
 	// ScannedBytes is how much memory was read and scanned (roots and
-	// blocks, each scan counted); SkippedBytes how much could not be read.
+	// blocks, each read counted); SkippedBytes how much could not be read.
 	ScannedBytes, SkippedBytes uint64
 }
 
@@ -193,9 +196,11 @@ func (r *Result) Totals(blocks []Block) Totals {
 	return t
 }
 
-// internal states, as memcheck's Reachedness.
+// internal states, as memcheck's Reachedness. They are Classes by type
+// only, so that the state of a check of sorted blocks turns into its
+// result's classes in place (result).
 const (
-	unreached uint8 = iota
+	unreached Class = iota
 	indirect
 	possible
 	reachable
@@ -203,20 +208,24 @@ const (
 
 // checker holds the blocks sorted by address and their mark state.
 type checker struct {
-	in    *Input
-	addr  []uint64 // sorted
-	size  []uint64
-	order []int32 // sorted index -> index in Input.Blocks
-	state []uint8
-	// pending: on the mark stack.
-	pending []bool
+	in  *Input
+	blk []Block // sorted by address
+	// order maps a sorted index to its index in Input.Blocks; nil when
+	// Input.Blocks were sorted already (then blk is Input.Blocks: a big
+	// heap is not copied).
+	order []int32
+	state []Class
+	// pending: on the mark stack, a bit per block.
+	pending []uint64
 	heur    []Heuristic
-	// iorc: for an unreached block, the bytes indirectly lost through it;
-	// for an indirect one, unused.
-	iorc  []uint64
+	// iorc: for an unreached block, the bytes indirectly lost through it
+	// (only blocks that lead a clique have an entry).
+	iorc  map[int32]uint64
 	stack []int32
 	index pointerIndex
 	rd    reader
+	// graph holds the pointers found in the blocks, read once up front.
+	graph graph
 
 	scanned, skipped uint64
 }
@@ -230,6 +239,10 @@ func Check(in Input) (*Result, error) {
 		in.BatchBytes = 4 << 20
 	}
 	c := newChecker(&in)
+	// Every block is read once, in address order, in big reads (several
+	// readers at once where there are cores): the marking then follows
+	// the pointers found, not the memory.
+	c.buildGraph()
 	if err := c.markRoots(); err != nil {
 		return nil, err
 	}
@@ -237,7 +250,7 @@ func Check(in Input) (*Result, error) {
 	// Cliques: each unreached block, in address order, leads the unreached
 	// blocks it reaches.
 	c.rd.prefetch = true
-	for i := range c.addr {
+	for i := range c.blk {
 		if c.state[i] != unreached {
 			continue
 		}
@@ -250,54 +263,71 @@ func Check(in Input) (*Result, error) {
 
 func newChecker(in *Input) *checker {
 	n := len(in.Blocks)
-	order := make([]int32, n)
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortFunc(order, func(a, b int32) int {
-		return cmp.Compare(in.Blocks[a].Addr, in.Blocks[b].Addr)
-	})
 	c := &checker{
 		in:      in,
-		addr:    make([]uint64, n),
-		size:    make([]uint64, n),
-		order:   order,
-		state:   make([]uint8, n),
-		pending: make([]bool, n),
+		blk:     in.Blocks,
+		state:   make([]Class, n),
+		pending: make([]uint64, (n+63)/64),
 		heur:    make([]Heuristic, n),
-		iorc:    make([]uint64, n),
+		iorc:    map[int32]uint64{},
 	}
-	for i, o := range order {
-		c.addr[i] = in.Blocks[o].Addr
-		c.size[i] = in.Blocks[o].Size
+	if !slices.IsSortedFunc(in.Blocks, cmpAddr) {
+		order := make([]int32, n)
+		for i := range order {
+			order[i] = int32(i)
+		}
+		slices.SortFunc(order, func(a, b int32) int {
+			return cmp.Compare(in.Blocks[a].Addr, in.Blocks[b].Addr)
+		})
+		c.order = order
+		c.blk = make([]Block, n)
+		for i, o := range order {
+			c.blk[i] = in.Blocks[o]
+		}
 	}
-	c.index = newPointerIndex(c.addr, c.size)
+	c.index = newPointerIndex(c.blk)
 	c.rd = reader{mem: in.Mem, batch: in.BatchBytes}
 	return c
 }
 
+func cmpAddr(a, b Block) int { return cmp.Compare(a.Addr, b.Addr) }
+
 func (c *checker) result() *Result {
-	n := len(c.addr)
+	n := len(c.blk)
 	r := &Result{
-		Class:         make([]Class, n),
-		Heuristic:     make([]Heuristic, n),
-		IndirectBytes: make([]uint64, n),
+		IndirectBytes: map[int]uint64{},
 		ScannedBytes:  c.scanned,
 		SkippedBytes:  c.skipped,
 	}
-	for i, o := range c.order {
-		switch c.state[i] {
+	if c.order == nil {
+		// In place: a big heap's check allocates no more.
+		r.Class, r.Heuristic = c.state, c.heur
+	} else {
+		r.Class, r.Heuristic = make([]Class, n), make([]Heuristic, n)
+	}
+	for i, st := range c.state {
+		o := i
+		if c.order != nil {
+			o = int(c.order[i])
+		}
+		h := c.heur[i]
+		switch st {
 		case reachable:
 			r.Class[o] = Reachable
-			r.Heuristic[o] = c.heur[i]
 		case possible:
 			r.Class[o] = Possible
 		case indirect:
 			r.Class[o] = Indirect
 		default:
 			r.Class[o] = Definite
-			r.IndirectBytes[o] = c.iorc[i]
+			if b := c.iorc[int32(i)]; b != 0 {
+				r.IndirectBytes[o] = b
+			}
 		}
+		if st != reachable {
+			h = 0
+		}
+		r.Heuristic[o] = h
 	}
 	return r
 }
@@ -322,8 +352,9 @@ func (c *checker) markRoots() error {
 
 // push puts block i on the mark stack unless it is there already.
 func (c *checker) push(i int32) {
-	if !c.pending[i] {
-		c.pending[i] = true
+	w, bit := i>>6, uint64(1)<<(i&63)
+	if c.pending[w]&bit == 0 {
+		c.pending[w] |= bit
 		c.stack = append(c.stack, i)
 	}
 }
@@ -333,9 +364,10 @@ const maxPop = 1 << 18
 
 // process scans the blocks on the mark stack until it is empty: clique -1
 // is the mark phase, otherwise the clique of that leader. Blocks are taken
-// off the stack in batches and read sorted by address.
+// off the stack in batches, sorted by address: those whose pointers the
+// graph holds are scanned from it, the others read.
 func (c *checker) process(clique int32) {
-	var batch []int32
+	var batch, unread []int32
 	for len(c.stack) > 0 {
 		batch = batch[:0]
 		bytes := 0
@@ -343,18 +375,39 @@ func (c *checker) process(clique int32) {
 		for len(c.stack) > 0 && (len(batch) == 0 || bytes < 16*c.in.BatchBytes) && len(batch) < maxPop {
 			i := c.stack[len(c.stack)-1]
 			c.stack = c.stack[:len(c.stack)-1]
-			c.pending[i] = false
+			c.pending[i>>6] &^= 1 << (i & 63)
 			batch = append(batch, i)
-			bytes += int(min(c.size[i], uint64(c.in.BatchBytes)))
+			if c.graph.part(i) == nil {
+				bytes += int(min(c.blk[i].Size, uint64(c.in.BatchBytes)))
+			}
 		}
 		slices.Sort(batch)
-		c.rd.readBlocks(c, batch, func(i int32, buf []byte, base uint64) {
+		unread = unread[:0]
+		for _, i := range batch {
+			p := c.graph.part(i)
+			if p == nil {
+				unread = append(unread, i)
+				continue
+			}
 			// The state decides at scan time whether the block's
 			// pointers are definite (memcheck decides it when the block
 			// is popped; a block upgraded in between is pushed again, so
 			// the fixpoint is the same).
-			c.scanWords(buf, base, clique, c.state[i] != possible)
-		})
+			definite := c.state[i] != possible
+			for _, e := range p.edgesOf(i) {
+				j, ptr := p.target(&c.index, e)
+				if clique < 0 {
+					c.reachBlock(j, ptr, definite)
+				} else {
+					c.gatherBlock(j, ptr, clique)
+				}
+			}
+		}
+		if len(unread) > 0 {
+			c.rd.readBlocks(c, unread, func(i int32, buf []byte, base uint64) {
+				c.scanWords(buf, base, clique, c.state[i] != possible)
+			})
+		}
 	}
 	c.scanned += c.rd.scanned
 	c.skipped += c.rd.skipped
@@ -370,29 +423,37 @@ func (c *checker) scanWords(buf []byte, _ uint64, clique int32, definite bool) {
 		if v < lo || v >= hi {
 			continue
 		}
+		i := c.index.find(v)
+		if i < 0 {
+			continue
+		}
 		if clique < 0 {
-			c.reach(v, definite)
+			c.reachBlock(i, v, definite)
 		} else {
-			c.gather(v, clique)
+			c.gatherBlock(i, v, clique)
 		}
 	}
 }
 
-// reach is memcheck's lc_push_without_clique_if_a_chunk_ptr: ptr was found
-// in a root (definite) or in a block whose state makes it definite or not.
+// reach is reachBlock for a word that may point nowhere.
 func (c *checker) reach(ptr uint64, definite bool) {
-	i := c.index.find(ptr)
-	if i < 0 {
-		return
+	if i := c.index.find(ptr); i >= 0 {
+		c.reachBlock(i, ptr, definite)
 	}
-	start := ptr == c.addr[i]
+}
+
+// reachBlock is memcheck's lc_push_without_clique_if_a_chunk_ptr: ptr,
+// which points into block i, was found in a root (definite) or in a block
+// whose state makes it definite or not.
+func (c *checker) reachBlock(i int, ptr uint64, definite bool) {
+	start := ptr == c.blk[i].Addr
 	if c.state[i] == reachable {
 		if start {
 			c.heur[i] = 0
 		}
 		return
 	}
-	if !start && c.in.IgnoreInterior != nil && c.in.IgnoreInterior(c.in.Mem, Block{c.addr[i], c.size[i]}, ptr) {
+	if !start && c.in.IgnoreInterior != nil && c.in.IgnoreInterior(c.in.Mem, c.blk[i], ptr) {
 		return
 	}
 	viaStart := start
@@ -410,18 +471,17 @@ func (c *checker) reach(ptr uint64, definite bool) {
 	}
 }
 
-// gather is memcheck's lc_push_with_clique_if_a_chunk_ptr: an unreached
-// block reached from the clique joins it.
-func (c *checker) gather(ptr uint64, clique int32) {
-	i := c.index.find(ptr)
-	if i < 0 || int32(i) == clique || c.state[i] != unreached {
+// gatherBlock is memcheck's lc_push_with_clique_if_a_chunk_ptr: an
+// unreached block i that ptr, found in the clique, points into joins it.
+func (c *checker) gatherBlock(i int, ptr uint64, clique int32) {
+	if int32(i) == clique || c.state[i] != unreached {
 		return
 	}
-	if ptr != c.addr[i] && c.in.IgnoreInterior != nil && c.in.IgnoreInterior(c.in.Mem, Block{c.addr[i], c.size[i]}, ptr) {
+	if ptr != c.blk[i].Addr && c.in.IgnoreInterior != nil && c.in.IgnoreInterior(c.in.Mem, c.blk[i], ptr) {
 		return
 	}
 	c.push(int32(i))
-	c.iorc[clique] += c.size[i] + c.iorc[i]
-	c.iorc[i] = 0
+	c.iorc[clique] += c.blk[i].Size + c.iorc[int32(i)]
+	delete(c.iorc, int32(i))
 	c.state[i] = indirect
 }

@@ -3,6 +3,7 @@ package leakcheck
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sort"
 	"testing"
@@ -275,15 +276,16 @@ func TestGlibcChunkHeader(t *testing.T) {
 
 // refCheck is memcheck's algorithm as written, one block at a time, for
 // comparing with Check's batches.
-func refCheck(blocks []Block, mem Memory, roots []Range, heur Heuristics) ([]Class, []uint64) {
+func refCheck(blocks []Block, mem Memory, roots []Range, heur Heuristics) ([]Class, map[int]uint64) {
 	in := &Input{Blocks: blocks, Mem: mem, Heuristics: heur, BatchBytes: 1 << 20}
 	c := newChecker(in)
 	word := func(a uint64) uint64 { v, _ := c.word(a); return v }
 	var scan func(i int, clique int)
 	var stack []int
+	pending := make([]bool, len(blocks))
 	push := func(i int) {
-		if !c.pending[i] {
-			c.pending[i] = true
+		if !pending[i] {
+			pending[i] = true
 			stack = append(stack, i)
 		}
 	}
@@ -295,7 +297,7 @@ func refCheck(blocks []Block, mem Memory, roots []Range, heur Heuristics) ([]Cla
 		if c.state[i] == reachable {
 			return
 		}
-		via := p == c.addr[i]
+		via := p == c.blk[i].Addr
 		if !via && heur != 0 {
 			via = c.heuristic(p, i) != 0
 		}
@@ -313,11 +315,12 @@ func refCheck(blocks []Block, mem Memory, roots []Range, heur Heuristics) ([]Cla
 			return
 		}
 		push(i)
-		c.iorc[clique] += c.size[i] + c.iorc[i]
+		c.iorc[int32(clique)] += c.blk[i].Size + c.iorc[int32(i)]
+		delete(c.iorc, int32(i))
 		c.state[i] = indirect
 	}
 	scan = func(i int, clique int) {
-		s, e := wordSpan(c.addr[i], c.size[i])
+		s, e := wordSpan(c.blk[i].Addr, c.blk[i].Size)
 		definite := c.state[i] != possible
 		for a := s; a < e; a += 8 {
 			if clique < 0 {
@@ -331,7 +334,7 @@ func refCheck(blocks []Block, mem Memory, roots []Range, heur Heuristics) ([]Cla
 		for len(stack) > 0 {
 			i := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
-			c.pending[i] = false
+			pending[i] = false
 			scan(i, clique)
 		}
 	}
@@ -341,7 +344,7 @@ func refCheck(blocks []Block, mem Memory, roots []Range, heur Heuristics) ([]Cla
 		}
 	}
 	drain(-1)
-	for i := range c.addr {
+	for i := range c.blk {
 		if c.state[i] == unreached {
 			push(i)
 			drain(i)
@@ -349,6 +352,32 @@ func refCheck(blocks []Block, mem Memory, roots []Range, heur Heuristics) ([]Cla
 	}
 	res := c.result()
 	return res.Class, res.IndirectBytes
+}
+
+// graphSettings are the ways Check can read a heap: its pointers all
+// kept (the default budget), some or none; by one reader or by several.
+type graphSetting struct {
+	name   string
+	budget int
+	fork   bool
+}
+
+var graphSettings = []graphSetting{
+	{"whole graph", 64 << 20, false},
+	{"64-byte graph", 64, false},
+	{"no graph", 0, false},
+	{"whole graph, 3 readers", 64 << 20, true},
+	{"64-byte graph, 3 readers", 192, true},
+}
+
+// withGraph runs check with graph setting g.
+func withGraph(g graphSetting, check func() (*Result, error)) (*Result, error) {
+	defer func(b, m int) { graphBudget, minPartBlocks = b, m }(graphBudget, minPartBlocks)
+	graphBudget, minPartBlocks = g.budget, 1
+	if g.fork && runtime.GOMAXPROCS(0) < 3 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
+	}
+	return check()
 }
 
 // TestBatchesAgreeWithSequential builds random pointer graphs and checks
@@ -392,21 +421,30 @@ func TestBatchesAgreeWithSequential(t *testing.T) {
 		roots := []Range{{h.data, h.data + 4096}}
 		wantC, wantI := refCheck(h.blocks, h.mem, roots, AllHeuristics)
 		for _, bb := range []int{8, 64, 1 << 20} {
-			// Shuffle the input: the order must not matter either.
-			perm := rng.Perm(n)
-			blocks := make([]Block, n)
-			for i, p := range perm {
-				blocks[i] = h.blocks[p]
-			}
-			r, err := Check(Input{Blocks: blocks, Mem: &batchFake{fakeMemory: h.mem}, Roots: roots,
-				Heuristics: AllHeuristics, BatchBytes: bb})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, p := range perm {
-				if r.Class[i] != wantC[p] || r.IndirectBytes[i] != wantI[p] {
-					t.Fatalf("iter %d batch %d: block %#x: %v/%d, sequential says %v/%d",
-						iter, bb, blocks[i].Addr, r.Class[i], r.IndirectBytes[i], wantC[p], wantI[p])
+			// The graph of every block, of some (a budget of 64 bytes) or
+			// of none; with one reader or several.
+			for _, g := range graphSettings {
+				// Shuffle the input: the order must not matter either.
+				perm := rng.Perm(n)
+				blocks := make([]Block, n)
+				for i, p := range perm {
+					blocks[i] = h.blocks[p]
+				}
+				var mem Memory = &batchFake{fakeMemory: h.mem}
+				if g.fork {
+					mem = &forkFake{batchFake: mem.(*batchFake)}
+				}
+				r, err := withGraph(g, func() (*Result, error) {
+					return Check(Input{Blocks: blocks, Mem: mem, Roots: roots, Heuristics: AllHeuristics, BatchBytes: bb})
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, p := range perm {
+					if r.Class[i] != wantC[p] || r.IndirectBytes[i] != wantI[p] {
+						t.Fatalf("iter %d batch %d %s: block %#x: %v/%d, sequential says %v/%d",
+							iter, bb, g.name, blocks[i].Addr, r.Class[i], r.IndirectBytes[i], wantC[p], wantI[p])
+					}
 				}
 			}
 		}
@@ -431,7 +469,11 @@ func TestPointerIndex(t *testing.T) {
 		sizes = append(sizes, s)
 		a += max(s, 1)
 	}
-	x := newPointerIndex(addrs, sizes)
+	blk := make([]Block, len(addrs))
+	for i := range addrs {
+		blk[i] = Block{addrs[i], sizes[i]}
+	}
+	x := newPointerIndex(blk)
 	naive := func(p uint64) int {
 		i := sort.Search(len(addrs), func(i int) bool { return addrs[i] > p }) - 1
 		if i >= 0 && p < extent(addrs[i], sizes[i]) {

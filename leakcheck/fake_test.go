@@ -71,3 +71,15 @@ func (b *batchFake) ReadBatch(bufs [][]byte, addrs []uint64, n []int) {
 		b.bytes += len(bufs[i])
 	}
 }
+
+// forkFake is a batchFake whose forks read the same regions with counters
+// of their own, so that readers in other goroutines do not share state.
+type forkFake struct {
+	*batchFake
+	forks int
+}
+
+func (f *forkFake) Fork() Memory {
+	f.forks++
+	return &batchFake{fakeMemory: &fakeMemory{regions: f.regions}}
+}

@@ -93,7 +93,7 @@ func (c *checker) word(addr uint64) (uint64, bool) {
 // block i, or 0 (memcheck's heuristic_reachedness, same order and tests).
 func (c *checker) heuristic(ptr uint64, i int) Heuristic {
 	set := c.in.Heuristics
-	data, size := c.addr[i], c.size[i]
+	data, size := c.blk[i].Addr, c.blk[i].Size
 	if set&StdString != 0 && ptr == data+24 {
 		if capacity, ok := c.word(data + 8); ok && 24+capacity+1 == size {
 			if length, ok := c.word(data); ok && length <= capacity {

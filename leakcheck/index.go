@@ -5,7 +5,7 @@ package leakcheck
 // a run spanning few pages per block gets a page table, so that a lookup is
 // a run search, a table load and a search among the blocks of one page.
 type pointerIndex struct {
-	addr, size []uint64
+	blk []Block // sorted
 	// lo and hi bound every block: a quick filter for the many words
 	// (small integers, code addresses) that point nowhere near the heap.
 	lo, hi uint64
@@ -35,30 +35,30 @@ func extent(addr, size uint64) uint64 {
 	return addr + size
 }
 
-func newPointerIndex(addr, size []uint64) pointerIndex {
-	x := pointerIndex{addr: addr, size: size}
-	if len(addr) == 0 {
+func newPointerIndex(blk []Block) pointerIndex {
+	x := pointerIndex{blk: blk}
+	if len(blk) == 0 {
 		return x
 	}
-	x.lo = addr[0]
+	x.lo = blk[0].Addr
 	start := 0
-	hi := extent(addr[0], size[0])
-	for i := 1; i <= len(addr); i++ {
-		if i < len(addr) && addr[i] < hi+runGap {
-			hi = max(hi, extent(addr[i], size[i]))
+	hi := extent(blk[0].Addr, blk[0].Size)
+	for i := 1; i <= len(blk); i++ {
+		if i < len(blk) && blk[i].Addr < hi+runGap {
+			hi = max(hi, extent(blk[i].Addr, blk[i].Size))
 			continue
 		}
 		x.runs = append(x.runs, x.newRun(start, i, hi))
 		x.hi = max(x.hi, hi)
-		if i < len(addr) {
-			start, hi = i, extent(addr[i], size[i])
+		if i < len(blk) {
+			start, hi = i, extent(blk[i].Addr, blk[i].Size)
 		}
 	}
 	return x
 }
 
 func (x *pointerIndex) newRun(first, last int, hi uint64) run {
-	r := run{lo: x.addr[first], hi: hi, first: int32(first), last: int32(last)}
+	r := run{lo: x.blk[first].Addr, hi: hi, first: int32(first), last: int32(last)}
 	n := uint64(last - first)
 	// A granule about the size of the average block: a lookup then
 	// looks at one or two blocks.
@@ -76,7 +76,7 @@ func (x *pointerIndex) newRun(first, last int, hi uint64) run {
 	b := first
 	for g := range r.pages {
 		gstart := r.base + uint64(g)<<r.shift
-		for b < last && x.addr[b] < gstart {
+		for b < last && x.blk[b].Addr < gstart {
 			b++
 		}
 		r.pages[g] = int32(b)
@@ -119,7 +119,7 @@ func (x *pointerIndex) find(ptr uint64) int {
 	}
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if x.addr[m] <= ptr {
+		if x.blk[m].Addr <= ptr {
 			lo = m + 1
 		} else {
 			hi = m
@@ -129,7 +129,7 @@ func (x *pointerIndex) find(ptr uint64) int {
 	if i < int(r.first) {
 		return -1
 	}
-	if ptr < extent(x.addr[i], x.size[i]) {
+	if ptr < extent(x.blk[i].Addr, x.blk[i].Size) {
 		return i
 	}
 	return -1

@@ -2,8 +2,10 @@ package leakcheck
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/symbolize"
+	"github.com/memtrace/memtrace/textsafe"
 )
 
 // Judging: a check's classes are facts about the process; which of them
@@ -18,6 +21,23 @@ import (
 // --fail-on-leak). A live run and a replay of its recording judge the
 // same blocks with the same code, so that a replay can judge them again
 // with other settings.
+
+// ErrDoesNotApply marks a check that cannot apply to the process (a Go
+// program's heap is garbage-collected, not malloc's): its verdict says
+// so, and --fail-on-leak does not fail on it.
+var ErrDoesNotApply = errors.New("does not apply")
+
+// VerdictError is a recorded verdict's error as an error again (a
+// recording keeps its text): one that does not apply stays one.
+func VerdictError(text string) error {
+	if text == "" {
+		return nil
+	}
+	if rest, ok := strings.CutPrefix(text, ErrDoesNotApply.Error()); ok {
+		return fmt.Errorf("%w%s", ErrDoesNotApply, rest)
+	}
+	return errors.New(text)
+}
 
 // Settings are the user's choices for judging checks.
 type Settings struct {
@@ -37,6 +57,17 @@ type SiteBlock struct {
 	Heuristic Heuristic
 	// Indirect: for a Definite block, the bytes lost through it.
 	Indirect uint64
+}
+
+// Each yields blocks in turn, for Judge.
+func Each(blocks []SiteBlock) iter.Seq[*SiteBlock] {
+	return func(yield func(*SiteBlock) bool) {
+		for i := range blocks {
+			if !yield(&blocks[i]) {
+				return
+			}
+		}
+	}
 }
 
 // SortBlocks sorts blocks by address, the order a check keeps them in.
@@ -107,10 +138,11 @@ func NewJudge(s Settings) *Judge {
 	return &Judge{Settings: s, Verdicts: map[int]*Verdict{}}
 }
 
-// Judge applies the suppressions and Kinds to a check's blocks (sorted by
-// address) and keeps r: its figures per process and per site, its loss
-// records, and whether it fails --fail-on-leak.
-func (j *Judge) Judge(r *Verdict, blocks []SiteBlock, stacks StackFunc) {
+// Judge applies the suppressions and Kinds to a check's blocks (by
+// address; Each turns a slice into them) and keeps r: its figures per
+// process and per site, its loss records, and whether it fails
+// --fail-on-leak.
+func (j *Judge) Judge(r *Verdict, blocks iter.Seq[*SiteBlock], stacks StackFunc) {
 	j.Verdicts[r.PID] = r
 	if r.Err != nil {
 		return
@@ -124,7 +156,7 @@ func (j *Judge) Judge(r *Verdict, blocks []SiteBlock, stacks StackFunc) {
 
 // classify applies the suppressions and sums the classes per process and
 // per site.
-func (j *Judge) classify(r *Verdict, blocks []SiteBlock, stacks StackFunc) {
+func (j *Judge) classify(r *Verdict, blocks iter.Seq[*SiteBlock], stacks StackFunc) {
 	type key struct {
 		site  aggregate.SiteKey
 		class Class
@@ -163,20 +195,29 @@ func (j *Judge) classify(r *Verdict, blocks []SiteBlock, stacks StackFunc) {
 		stackKey[site] = b.String()
 		return stackKey[site]
 	}
-	for i := range blocks {
-		b := &blocks[i]
+	// Blocks next to each other often share their site and class: the
+	// last one's look-ups are kept (millions of blocks, a few sites).
+	var last key
+	var lastSup *Suppression
+	var lastSl *SiteVerdict
+	var lastLr *LossRecord
+	for b := range blocks {
 		c := b.Class
 		k := key{b.Site, c}
-		sup, seen := supp[k]
-		if !seen {
-			sup = j.Suppressions.Match(c, MatchFrames(stackOf(b.Site)))
-			supp[k] = sup
+		if lastSl == nil || k != last {
+			sup, seen := supp[k]
+			if !seen {
+				sup = j.Suppressions.Match(c, MatchFrames(stackOf(b.Site)))
+				supp[k] = sup
+			}
+			sl := r.Sites[b.Site]
+			if sl == nil {
+				sl = &SiteVerdict{}
+				r.Sites[b.Site] = sl
+			}
+			last, lastSup, lastSl, lastLr = k, sup, sl, nil
 		}
-		sl := r.Sites[b.Site]
-		if sl == nil {
-			sl = &SiteVerdict{}
-			r.Sites[b.Site] = sl
-		}
+		sup, sl := lastSup, lastSl
 		if sup != nil {
 			r.SuppBytes += b.Size
 			r.SuppBlocks++
@@ -199,11 +240,15 @@ func (j *Judge) classify(r *Verdict, blocks []SiteBlock, stacks StackFunc) {
 		if j.Kinds.Has(c) {
 			r.Counted += b.Size
 		}
-		rk := recordKey{c, keyOf(b.Site)}
-		lr := records[rk]
+		lr := lastLr
 		if lr == nil {
-			lr = &LossRecord{Class: c, Site: b.Site, key: rk.stack}
-			records[rk] = lr
+			rk := recordKey{c, keyOf(b.Site)}
+			lr = records[rk]
+			if lr == nil {
+				lr = &LossRecord{Class: c, Site: b.Site, key: rk.stack}
+				records[rk] = lr
+			}
+			lastLr = lr
 		}
 		lr.Bytes += b.Size
 		lr.Blocks++
@@ -257,7 +302,8 @@ func MatchFrames(fs []symbolize.Frame) []Frame {
 // Failures says whether the run fails --fail-on-leak: over, when a
 // checked process lost more than allowed; failed, when a check could not
 // run (--fail-on-leak must not pass a build it could not check). It
-// writes a line on stderr for each.
+// writes a line on stderr for each, and one for each check that does not
+// apply (neither over nor failed).
 func (j *Judge) Failures(stderr io.Writer) (over, failed bool) {
 	if !j.FailOnLeak {
 		return false, false
@@ -268,14 +314,19 @@ func (j *Judge) Failures(stderr io.Writer) (over, failed bool) {
 	}
 	slices.Sort(pids)
 	for _, pid := range pids {
-		if r := j.Verdicts[pid]; r.Err != nil {
-			fmt.Fprintf(stderr, "memtrace: pid %d %s: leak check failed: %v\n", r.PID, r.Comm, r.Err)
+		r := j.Verdicts[pid]
+		if errors.Is(r.Err, ErrDoesNotApply) {
+			fmt.Fprintf(stderr, "memtrace: pid %d %s: leak check %s\n", r.PID, textsafe.String(r.Comm), textsafe.String(r.Err.Error()))
+			continue
+		}
+		if r.Err != nil {
+			fmt.Fprintf(stderr, "memtrace: pid %d %s: leak check failed: %s\n", r.PID, textsafe.String(r.Comm), textsafe.String(r.Err.Error()))
 			failed = true
 		}
 	}
 	for _, r := range j.Over {
 		fmt.Fprintf(stderr, "memtrace: pid %d %s: %d bytes lost (%s) %s, more than --fail-on-leak=%d\n",
-			r.PID, r.Comm, r.Counted, j.Kinds, r.When, j.FailBytes)
+			r.PID, textsafe.String(r.Comm), r.Counted, j.Kinds, textsafe.String(r.When), j.FailBytes)
 	}
 	return len(j.Over) > 0, failed
 }

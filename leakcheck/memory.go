@@ -137,7 +137,7 @@ func (rd *reader) readBlocks(c *checker, batch []int32, fn func(i int32, buf []b
 				rest = append(rest, i)
 				continue
 			}
-			start, _ := wordSpan(c.addr[i], c.size[i])
+			start, _ := wordSpan(c.blk[i].Addr, c.blk[i].Size)
 			rd.scanned += uint64(len(b))
 			fn(i, b, start)
 		}
@@ -170,7 +170,7 @@ func (rd *reader) readBlocks(c *checker, batch []int32, fn func(i int32, buf []b
 			// rd.buf holds the rest of the batch, so with a reader of
 			// its own.
 			tail := reader{mem: rd.mem, batch: rd.batch}
-			start, end := wordSpan(c.addr[p.i], c.size[p.i])
+			start, end := wordSpan(c.blk[p.i].Addr, c.blk[p.i].Size)
 			_ = tail.scanRange(Range{start, end}, func(b []byte, base uint64) { fn(p.i, b, base) })
 			rd.scanned += tail.scanned
 			rd.skipped += tail.skipped
@@ -179,7 +179,7 @@ func (rd *reader) readBlocks(c *checker, batch []int32, fn func(i int32, buf []b
 		used = 0
 	}
 	for _, i := range batch {
-		start, end := wordSpan(c.addr[i], c.size[i])
+		start, end := wordSpan(c.blk[i].Addr, c.blk[i].Size)
 		n := int(end - start)
 		if n == 0 {
 			continue
@@ -224,7 +224,7 @@ const coalesceGap = 1024
 
 // readOne streams a block bigger than a batch.
 func (rd *reader) readOne(c *checker, i int32, fn func(int32, []byte, uint64)) {
-	start, end := wordSpan(c.addr[i], c.size[i])
+	start, end := wordSpan(c.blk[i].Addr, c.blk[i].Size)
 	_ = rd.scanRange(Range{start, end}, func(b []byte, base uint64) { fn(i, b, base) })
 }
 
@@ -250,8 +250,8 @@ func (rd *reader) readAhead(c *checker, i int32) {
 	w.lo, w.hi = i, i
 	rd.bufs, rd.addrs, rd.ns, rd.idx = rd.bufs[:0], rd.addrs[:0], rd.ns[:0], rd.idx[:0]
 	used := 0
-	for j := i; j < int32(len(c.addr)) && len(rd.idx) < maxIOV; j++ {
-		start, end := wordSpan(c.addr[j], c.size[j])
+	for j := i; j < int32(len(c.blk)) && len(rd.idx) < maxIOV; j++ {
+		start, end := wordSpan(c.blk[j].Addr, c.blk[j].Size)
 		n := int(end - start)
 		if used+n > rd.batch {
 			break

@@ -145,4 +145,12 @@ func (m *ProcessMemory) ReadBatch(bufs [][]byte, addrs []uint64, n []int) {
 	}
 }
 
-var _ BatchMemory = (*ProcessMemory)(nil)
+// Fork returns another reader of the same process, for another goroutine.
+func (m *ProcessMemory) Fork() Memory {
+	return &ProcessMemory{pid: m.pid, noVM: m.noVM}
+}
+
+var (
+	_ BatchMemory = (*ProcessMemory)(nil)
+	_ ForkMemory  = (*ProcessMemory)(nil)
+)

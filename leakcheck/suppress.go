@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // Frame is what a suppression is matched against, for one frame of a
@@ -62,6 +63,9 @@ func ParseSuppressions(r io.Reader, name string) (Suppressions, error) {
 		pat = strings.TrimSpace(pat)
 		if pat == "" {
 			return nil, fmt.Errorf("%s:%d: empty pattern", name, n)
+		}
+		if !utf8.ValidString(pat) {
+			return nil, fmt.Errorf("%s:%d: pattern %q is not valid UTF-8", name, n, pat)
 		}
 		out = append(out, Suppression{Pattern: pat, Source: fmt.Sprintf("%s:%d", name, n), Kinds: AllKinds})
 	}
@@ -156,6 +160,26 @@ func TemplateMatch(pattern, s string) bool {
 
 var templateCache sync.Map // pattern -> *regexp.Regexp
 
+// validUTF8 replaces each byte of s that is not valid UTF-8 by U+FFFD, as
+// the matcher reads such a byte of the name: a regexp must be valid
+// UTF-8 (MustCompile panicked on a pattern that was not).
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
 func compileTemplate(pattern string) *regexp.Regexp {
 	if re, ok := templateCache.Load(pattern); ok {
 		return re.(*regexp.Regexp)
@@ -174,7 +198,7 @@ func compileTemplate(pattern string) *regexp.Regexp {
 		if i > 0 {
 			b.WriteString("(?s:.*)")
 		}
-		b.WriteString(regexp.QuoteMeta(part))
+		b.WriteString(regexp.QuoteMeta(validUTF8(part)))
 	}
 	if end {
 		b.WriteString("$")

@@ -108,3 +108,39 @@ func TestParseKinds(t *testing.T) {
 		t.Errorf("heuristics %v %v", h, err)
 	}
 }
+
+// FuzzParseSuppressions: a suppressions file parses or fails with a
+// message, and every pattern it yields compiles and matches.
+func FuzzParseSuppressions(f *testing.F) {
+	f.Add("# comment\nleak:^operator new$\nleak:libfoo.so*bar\n")
+	f.Add("leak:")
+	f.Fuzz(func(t *testing.T, in string) {
+		ss, err := ParseSuppressions(strings.NewReader(in), "fuzz")
+		if err != nil {
+			return
+		}
+		for _, s := range ss {
+			TemplateMatch(s.Pattern, in)
+		}
+	})
+}
+
+// TestTemplateInvalidUTF8: a pattern with bytes that are not UTF-8 (from
+// a frame's name, say) compiles and matches the name it came from.
+func TestTemplateInvalidUTF8(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, s string
+		want       bool
+	}{
+		{"0\xbc0", "a0\xbc0b", true},
+		{"^f\xff*g$", "f\xffxg", true},
+		{"\xff", "ascii", false},
+	} {
+		if got := TemplateMatch(tc.pattern, tc.s); got != tc.want {
+			t.Errorf("TemplateMatch(%q, %q) = %v, want %v", tc.pattern, tc.s, got, tc.want)
+		}
+	}
+	if _, err := ParseSuppressions(strings.NewReader("leak:0\xbc0\n"), "f"); err == nil {
+		t.Error("ParseSuppressions took a pattern that is not UTF-8")
+	}
+}

@@ -20,9 +20,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/memtrace/memtrace/access"
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/pprofout"
 	"github.com/memtrace/memtrace/report"
+	"github.com/memtrace/memtrace/textsafe"
 )
 
 // ErrNotLoopback: the listen address is reachable from other hosts and the
@@ -55,11 +57,13 @@ type Server struct {
 
 	reg *prometheus.Registry
 	srv *http.Server
+	// access: each process's latest access epoch (--access).
+	access map[uint32]access.Epoch
 }
 
 // New returns a Server with no data yet.
 func New(o Options) *Server {
-	s := &Server{o: o, cgroups: map[uint32]string{}, reg: prometheus.NewRegistry()}
+	s := &Server{o: o, cgroups: map[uint32]string{}, reg: prometheus.NewRegistry(), access: map[uint32]access.Epoch{}}
 	s.reg.MustRegister(collector{s})
 	return s
 }
@@ -86,12 +90,32 @@ func (s *Server) Update(snap aggregate.Snapshot) {
 		keep[p.PID] = c
 	}
 	s.cgroups = keep
+	for pid := range s.access {
+		if _, ok := keep[pid]; !ok {
+			delete(s.access, pid)
+		}
+	}
+}
+
+// UpdateAccess replaces a process's access figures (its latest epoch).
+func (s *Server) UpdateAccess(pid uint32, e access.Epoch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.access[pid] = e
 }
 
 func (s *Server) latest() (aggregate.Snapshot, time.Time, map[uint32]string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.snap, s.taken, s.cgroups
+}
+
+// latestAccess is pid's latest access epoch.
+func (s *Server) latestAccess(pid uint32) (access.Epoch, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.access[pid]
+	return e, ok
 }
 
 // Handler serves /metrics and /debug/pprof/heap.
@@ -209,6 +233,11 @@ var (
 	residentEstimate  = desc("memtrace_resident_estimate_bytes", "Resident anonymous bytes, estimated from sampled page faults.")
 	residentStderr    = desc("memtrace_resident_estimate_bytes_stderr", "Standard error of memtrace_resident_estimate_bytes.")
 	siteResidentBytes = desc("memtrace_callsite_resident_bytes", "Resident anonymous bytes of the top call sites by who made them resident, by function and module (estimates).", "function", "module")
+	// --access: the latest epoch's figures (docs/access.md). Blocks
+	// smaller than a page share pages: touched is an upper bound, cold a
+	// lower bound for them.
+	accessBytes     = desc("memtrace_access_bytes", "Live heap and mmap bytes by access in the latest --access epoch: live, touched, written (absent when the kernel cannot tell), cold, never_touched.", "state")
+	siteAccessBytes = desc("memtrace_callsite_access_bytes", "Access figures of the top call sites (by live bytes), by function, module and state (as memtrace_access_bytes).", "function", "module", "state")
 )
 
 // collector turns the latest snapshot into metrics at each scrape.
@@ -218,7 +247,7 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{liveBytes, liveBlocks, allocations, allocatedBytes,
 		frees, freedBytes, peakLiveBytes, rateBytes, lostEvents, siteLiveBytes,
 		rssBytes, residentBytes, mmapStateBytes, cgroupBytes,
-		residentEstimate, residentStderr, siteResidentBytes} {
+		residentEstimate, residentStderr, siteResidentBytes, accessBytes, siteAccessBytes} {
 		ch <- d
 	}
 }
@@ -226,12 +255,21 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 func (c collector) Collect(ch chan<- prometheus.Metric) {
 	snap, _, cgroups := c.s.latest()
 	for _, p := range snap.Processes {
-		lv := []string{strconv.FormatUint(uint64(p.PID), 10), p.Comm, cgroups[p.PID]}
+		// The process chose its comm, and a delegated cgroup tree its
+		// names: escaped (textsafe), they are valid UTF-8 without
+		// controls, as label values must be. Site labels come escaped
+		// from report.SiteLabels. A metric refused anyway is left out:
+		// MustNewConstMetric would panic the scrape, and memtrace with it.
+		lv := []string{strconv.FormatUint(uint64(p.PID), 10), textsafe.String(p.Comm), textsafe.String(cgroups[p.PID])}
 		gauge := func(d *prometheus.Desc, v float64, extra ...string) {
-			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append(slices.Clone(lv), extra...)...)
+			if m, err := prometheus.NewConstMetric(d, prometheus.GaugeValue, v, append(slices.Clone(lv), extra...)...); err == nil {
+				ch <- m
+			}
 		}
 		counter := func(d *prometheus.Desc, v uint64) {
-			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), lv...)
+			if m, err := prometheus.NewConstMetric(d, prometheus.CounterValue, float64(v), lv...); err == nil {
+				ch <- m
+			}
 		}
 		gauge(liveBytes, float64(p.Heap.LiveBytes))
 		gauge(liveBlocks, float64(p.Heap.LiveAllocs))
@@ -277,7 +315,53 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 				gauge(siteResidentBytes, float64(s.live), s.function, s.module)
 			}
 		}
+		if e, ok := c.s.latestAccess(p.PID); ok {
+			accessGauges(e.Process, func(v float64, state string) { gauge(accessBytes, v, state) })
+			for _, s := range c.s.topAccess(p.PID, e) {
+				accessGauges(s.f, func(v float64, state string) { gauge(siteAccessBytes, v, s.function, s.module, state) })
+			}
+		}
 	}
+}
+
+// accessGauges gives one access figure set as gauges by state.
+func accessGauges(f access.Figures, gauge func(v float64, state string)) {
+	gauge(float64(f.Live), "live")
+	gauge(float64(f.Touched), "touched")
+	if f.WrittenKnown {
+		gauge(float64(f.Written), "written")
+	}
+	gauge(float64(f.Cold), "cold")
+	gauge(float64(f.NeverTouched), "never_touched")
+}
+
+type accessSeries struct {
+	function, module string
+	f                access.Figures
+}
+
+// topAccess sums an epoch's sites by (function, module) and keeps the
+// Top largest by live bytes.
+func (s *Server) topAccess(pid uint32, e access.Epoch) []accessSeries {
+	by := map[[2]string]*access.Figures{}
+	live := map[[2]string]uint64{}
+	for _, site := range e.Sites {
+		fn, _, mod := report.SiteLabels(s.o.Sources.Symbolizer, pid, site.Site.Address)
+		k := [2]string{fn, mod}
+		f := by[k]
+		if f == nil {
+			f = &access.Figures{WrittenKnown: site.WrittenKnown}
+			by[k] = f
+		}
+		f.Add(site.Figures)
+		live[k] = f.Live
+	}
+	top := s.topOf(live)
+	out := make([]accessSeries, 0, len(top))
+	for _, t := range top {
+		out = append(out, accessSeries{t.function, t.module, *by[[2]string{t.function, t.module}]})
+	}
+	return out
 }
 
 // topResident sums the process's resident sites by (function, module) and

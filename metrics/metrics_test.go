@@ -185,3 +185,22 @@ func TestResidentMetrics(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestHostileLabels: a comm, cgroup or function name with invalid UTF-8
+// or controls is served escaped: the scrape succeeds (client_golang
+// refuses invalid UTF-8 label values, and memtrace panicked on them).
+func TestHostileLabels(t *testing.T) {
+	s := New(Options{Top: 2, Sources: pprofout.Sources{Symbolizer: names{1: "f\xff\n\x1b[2J"}},
+		Cgroup: func(pid uint32) string { return "/box\xfe" }})
+	s.Update(aggregate.Snapshot{Processes: []aggregate.ProcessSnapshot{
+		{PID: 10, Comm: "\x1b]0;x\x07\xc3", Heap: aggregate.Stats{Allocs: 1, AllocBytes: 30, LiveAllocs: 1, LiveBytes: 30},
+			Sites: []aggregate.SiteSnapshot{heapSite(1, 30)}},
+	}})
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	b := get(t, srv, "/metrics")
+	want := `memtrace_callsite_live_bytes{cgroup="/box\\xfe",comm="\\x1b]0;x\\x07\\xc3",function="f\\xff\\n\\x1b[2J",module="prog",pid="10"} 30`
+	if !strings.Contains(string(b), want+"\n") {
+		t.Errorf("no line\n%s\nin:\n%s", want, b)
+	}
+}

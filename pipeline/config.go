@@ -8,6 +8,7 @@ import (
 	"github.com/memtrace/memtrace/folded"
 	"github.com/memtrace/memtrace/htmlreport"
 	"github.com/memtrace/memtrace/leakcheck"
+	"github.com/memtrace/memtrace/outfile"
 	"github.com/memtrace/memtrace/symbolize"
 )
 
@@ -89,7 +90,7 @@ func (c *LeakConfig) OpenJSONFile() (closeFile func(), err error) {
 	if c.JSONFile == "" {
 		return func() {}, nil
 	}
-	f, err := os.Create(c.JSONFile)
+	f, err := outfile.Create(c.JSONFile)
 	if err != nil {
 		return nil, fmt.Errorf("--json-file: %w", err)
 	}
@@ -115,11 +116,9 @@ func (c *ExportFiles) Check() error {
 		if f.path == "" {
 			continue
 		}
-		fd, err := os.OpenFile(f.path, os.O_WRONLY|os.O_CREATE, 0o666)
-		if err != nil {
+		if err := outfile.Touch(f.path); err != nil {
 			return fmt.Errorf("%s: %w", f.flag, err)
 		}
-		fd.Close()
 	}
 	return nil
 }

@@ -95,7 +95,7 @@ func (w *Downloads) Wait(idle func()) {
 			return
 		}
 		if time.Since(start) >= budget {
-			w.log.Warn("debuginfod: downloads unfinished, reported without them", "left", n, "waited", budget)
+			w.log.Warn("debuginfod: downloads unfinished, reported without them (--debuginfod-wait waits longer)", "left", n, "waited", budget)
 			return
 		}
 	}

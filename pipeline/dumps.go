@@ -2,10 +2,11 @@ package pipeline
 
 import (
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 
 	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/outfile"
 	"github.com/memtrace/memtrace/report"
 )
 
@@ -13,9 +14,12 @@ import (
 // epoch, with every call site and the activity since the previous dump.
 // An epoch ends at each report of -i, each mark and the end of the run.
 type Dumps struct {
-	Dir   string
-	Sort  report.SortKey
-	Host  bool
+	Dir  string
+	Sort report.SortKey
+	Host bool
+	// Extra, when set, writes more records at the end of each dump (the
+	// access statistics' epochs ended since the previous one).
+	Extra func(w io.Writer) error
 	epoch *report.Epoch // the next dump's
 }
 
@@ -32,11 +36,14 @@ func (d *Dumps) Write(snap aggregate.Snapshot, res report.Symbolizer, final bool
 	}
 	o := report.Options{Top: 0, Sort: d.Sort, Final: final, Host: d.Host, Epoch: d.epoch}
 	path := dumpName(d.Dir, d.epoch.Number)
-	f, err := os.Create(path)
+	f, err := outfile.Create(path)
 	if err != nil {
 		return "", err
 	}
 	err = report.WriteJSON(f, snap, res, o)
+	if err == nil && d.Extra != nil {
+		err = d.Extra(f)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

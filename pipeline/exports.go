@@ -9,6 +9,7 @@ import (
 	"github.com/memtrace/memtrace/folded"
 	"github.com/memtrace/memtrace/history"
 	"github.com/memtrace/memtrace/htmlreport"
+	"github.com/memtrace/memtrace/outfile"
 	"github.com/memtrace/memtrace/pprofout"
 )
 
@@ -60,7 +61,7 @@ func WriteExportFiles(c *ExportFiles, h *history.Collector, snap aggregate.Snaps
 }
 
 func writeFile(path string, write func(*os.File) error) error {
-	f, err := os.Create(path)
+	f, err := outfile.Create(path)
 	if err != nil {
 		return err
 	}

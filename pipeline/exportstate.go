@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/memtrace/memtrace/access"
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/event"
 	"github.com/memtrace/memtrace/history"
@@ -78,6 +79,20 @@ func (e *Exports) Serve(addr string, public bool, o metrics.Options, first aggre
 // (UpdateMetrics), every metricsEvery.
 func (e *Exports) MetricsDue() bool {
 	return e.metrics != nil && time.Since(e.lastMetrics) >= metricsEvery
+}
+
+// UpdateAccess gives --listen and --html's timeline a process's latest
+// access epoch.
+func (e *Exports) UpdateAccess(pid uint32, ep access.Epoch) {
+	if e == nil {
+		return
+	}
+	if e.metrics != nil {
+		e.metrics.UpdateAccess(pid, ep)
+	}
+	if e.History != nil {
+		e.History.Cold(pid, ep.Process.Cold)
+	}
 }
 
 // UpdateMetrics gives the endpoint a fresh snapshot.

@@ -80,6 +80,7 @@ type lastReading struct {
 	regions []footprint.Range
 	at      time.Time     // when it was taken
 	took    time.Duration // how long it took
+	memory  uint64        // the process's memory as traced then (tracedMemory)
 }
 
 // Read gives every process of snap a footprint reading: a fresh one while
@@ -107,13 +108,69 @@ func (f *FootprintPacer) Read(snap *aggregate.Snapshot, fresh bool) {
 			f.latest(p)
 			continue
 		}
-		r.Attached = f.Attached(pid)
-		p.SetFootprint(r)
-		if f.last == nil {
-			f.last = map[int]lastReading{}
+		f.readNow(p, start, r)
+	}
+}
+
+// readNow keeps p's fresh reading r, taken from start.
+func (f *FootprintPacer) readNow(p *aggregate.ProcessSnapshot, start time.Time, r footprint.Reading) {
+	pid := int(p.PID)
+	r.Attached = f.Attached(pid)
+	p.SetFootprint(r)
+	if f.last == nil {
+		f.last = map[int]lastReading{}
+	}
+	f.last[pid] = lastReading{r: r, regions: p.Regions, at: start, took: time.Since(start), memory: tracedMemory(p)}
+	f.record(pid, r, p.Regions)
+}
+
+// tracedMemory is what the trace says p holds: its live heap and mappings,
+// and the resident memory its sampled faults made.
+func tracedMemory(p *aggregate.ProcessSnapshot) uint64 {
+	m := p.Heap.LiveBytes + p.Mapped.LiveBytes
+	if p.Resident != nil {
+		m += p.Resident.Bytes
+	}
+	return m
+}
+
+// changedMin: a process whose traced memory moved by more than a sixteenth
+// of it, and at least changedMin, since its last reading, is read again
+// by ReadChanged.
+const changedMin = 1 << 20
+
+// ReadChanged reads the processes of snap that have no reading yet, or
+// whose traced memory moved a lot since their last (by more than a
+// sixteenth, at least 1 MiB), each at most as often as footprintDuty
+// allows. The --html timeline reads every process once a second (Read);
+// meanwhile this keeps its heap-resident line from lagging a heap that
+// grew or shrank: 0 B for the first second of a heap of 25 MiB. The
+// processes not read get no footprint.
+func (f *FootprintPacer) ReadChanged(snap *aggregate.Snapshot) {
+	for i := range snap.Processes {
+		p := &snap.Processes[i]
+		pid := int(p.PID)
+		if _, stopped := f.exit[pid]; stopped || p.Exited {
+			continue
 		}
-		f.last[pid] = lastReading{r: r, regions: p.Regions, at: start, took: time.Since(start)}
-		f.record(pid, r, p.Regions)
+		last, ok := f.last[pid]
+		if !ok && tracedMemory(p) == 0 {
+			continue // nothing to show yet: the next due reading will do
+		}
+		if ok {
+			now, then := tracedMemory(p), last.memory
+			moved := max(now, then) - min(now, then)
+			if moved <= max(then/16, changedMin) || time.Since(last.at) < footprintDuty*last.took {
+				continue
+			}
+		}
+		start := time.Now()
+		r, err := footprint.Read(pid, f.Options(pid, p.Regions))
+		if err != nil {
+			f.Log.Debug("footprint", "pid", pid, "err", err)
+			continue
+		}
+		f.readNow(p, start, r)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/footprint"
@@ -72,5 +73,48 @@ func TestFootprintPacer(t *testing.T) {
 	f.Read(s, true)
 	if recorded != 3 || s.Processes[0].Footprint == nil || s.Processes[0].Footprint.Attached {
 		t.Errorf("after the exit reading: %d recorded, want 3; footprint %+v (the exit reading is not marked attached)", recorded, s.Processes[0].Footprint)
+	}
+}
+
+// TestReadChanged: between the timeline's readings, a process is read
+// when it has none yet (and holds something), or when its traced memory
+// moved by more than a sixteenth and 1 MiB since its last, and not within
+// footprintDuty of that one; the others get no footprint.
+func TestReadChanged(t *testing.T) {
+	pid := os.Getpid()
+	var recorded int
+	f := &FootprintPacer{
+		Options:  func(int, []footprint.Range) footprint.Options { return footprint.Options{} },
+		Attached: func(int) bool { return true },
+		Record:   func(int, footprint.Reading, []footprint.Range) { recorded++ },
+		Log:      slog.New(slog.DiscardHandler),
+	}
+	const MiB = 1 << 20
+	for i, c := range []struct {
+		live uint64
+		idle bool // the last reading is older than its duty
+		read bool
+	}{
+		{0, true, false},         // nothing yet: nothing to show
+		{10 * MiB, false, true},  // the first reading
+		{10 * MiB, true, false},  // unchanged
+		{11 * MiB, true, false},  // 1 MiB: not more than 1 MiB
+		{12 * MiB, false, false}, // moved 2 MiB, but within the duty of the last reading
+		{12 * MiB, true, true},   // and once the duty has passed
+		{12*MiB - 2*MiB, true, true},
+	} {
+		if last, ok := f.last[pid]; ok {
+			last.at, last.took = time.Now(), time.Hour // within its duty
+			if c.idle {
+				last.at, last.took = time.Now().Add(-time.Hour), time.Millisecond
+			}
+			f.last[pid] = last
+		}
+		before := recorded
+		s := &aggregate.Snapshot{Processes: []aggregate.ProcessSnapshot{{PID: uint32(pid), Heap: aggregate.Stats{LiveBytes: c.live}}}}
+		f.ReadChanged(s)
+		if read := recorded > before; read != c.read || read != (s.Processes[0].Footprint != nil) {
+			t.Errorf("step %d (live %d): read %v (footprint %v), want %v", i, c.live, read, s.Processes[0].Footprint != nil, c.read)
+		}
 	}
 }

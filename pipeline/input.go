@@ -51,6 +51,14 @@ const (
 	InFootprint
 	// InReport: a report is due, Report.
 	InReport
+	// InListed: a process the next whole-host report lists though the
+	// Table holds no event of it: PID, Comm, its reading (Footprint).
+	InListed
+	// InAccess: PID's access statistics start, or an epoch ends with its
+	// reading (Access; folded by AccessFolder).
+	InAccess
+	// InJITSymbols: PID's JIT symbols, newer than those before (JIT).
+	InJITSymbols
 	// InPyFrame: the Python frame PyFrame (a replay's symbols).
 	InPyFrame
 )
@@ -75,6 +83,8 @@ type Input struct {
 	Leak      *recording.LeakCheck
 	Footprint *RecordedFootprint
 	Report    recording.Report
+	Access    *recording.Access
+	JIT       []symbolize.RecordedJIT
 }
 
 // Source gives a run's inputs: the live trace (package session: the
@@ -206,6 +216,8 @@ func FromRecord(rec *recording.Record, in *Input) {
 		in.Kind, in.PeakTol = InPeakTolerance, rec.PeakTolerance
 	case recording.KindMaps:
 		in.Kind, in.Maps = InCodeMaps, rec.Maps
+	case recording.KindJIT:
+		in.Kind, in.JIT = InJITSymbols, rec.JIT
 	case recording.KindPyFrame:
 		in.Kind, in.PyFrame = InPyFrame, rec.PyFrame
 	case recording.KindStack:
@@ -216,5 +228,9 @@ func FromRecord(rec *recording.Record, in *Input) {
 		in.Kind, in.Footprint = InFootprint, &RecordedFootprint{R: rec.Footprint, Ranges: rec.FootprintRanges}
 	case recording.KindReport:
 		in.Kind, in.Report = InReport, rec.Report
+	case recording.KindListed:
+		in.Kind, in.Footprint = InListed, &RecordedFootprint{R: rec.Footprint}
+	case recording.KindAccess:
+		in.Kind, in.PID, in.Time, in.Access = InAccess, rec.PID, rec.Time, &rec.Access
 	}
 }

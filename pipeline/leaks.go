@@ -11,7 +11,7 @@ import (
 )
 
 // ExitLeak is memtrace's status when --fail-on-leak found more lost bytes
-// than allowed (README.md, docs/ci.md). It replaces the command's own.
+// than allowed (docs/cli.md, docs/ci.md). It replaces the command's own.
 const ExitLeak = 10
 
 // Leaks are a run's judged leak checks, live or replayed: the judge, and

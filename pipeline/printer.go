@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"cmp"
+	"strings"
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/recording"
@@ -29,6 +30,11 @@ type Printer struct {
 	// (fresh ones for a final report); nil: none. A live run reads them,
 	// a replay takes the recorded ones.
 	Footprints func(snap *aggregate.Snapshot, fresh bool)
+	// Others adds to a whole host's report the processes the Table does
+	// not hold (no event of theirs met), each with a footprint reading
+	// (fresh ones for a final report); nil: none (a replay: the recording
+	// has no readings of them).
+	Others func(snap *aggregate.Snapshot, fresh bool)
 
 	// exits: whole-host mode's final snapshots of the processes that
 	// exited and were forgotten since the last batch (Forget).
@@ -59,6 +65,16 @@ func (p *Printer) Forget(pid uint32) {
 // Print writes the report r asks for, and records its moment.
 func (p *Printer) Print(r recording.Report) error {
 	snap := p.Snapshot(r)
+	if p.Others != nil && r.All && !r.Exited {
+		p.Others(&snap, r.Final)
+		if p.Rec != nil { // before the report, as a replay needs them (Listed)
+			for _, proc := range snap.Processes {
+				if proc.Untraced && proc.Footprint != nil {
+					p.Rec.Listed(proc.PID, proc.Comm, r.Time, *proc.Footprint)
+				}
+			}
+		}
+	}
 	if p.Rec != nil {
 		// After the snapshot: the footprint readings it took are
 		// recorded first, as a replay needs them for this report.
@@ -126,6 +142,13 @@ func (p *Printer) Write(r recording.Report, snap aggregate.Snapshot) error {
 		return report.WriteJSON(p.W.Out, snap, p.Res, o)
 	}
 	return report.WriteText(p.W.Out, snap, p.Res, o)
+}
+
+// Listed is the process a recording's InListed input names, as the
+// report after it lists it.
+func Listed(in *Input) aggregate.ProcessSnapshot {
+	r := in.Footprint.R
+	return aggregate.ProcessSnapshot{PID: in.PID, Comm: strings.Clone(in.Comm), Untraced: true, Footprint: &r}
 }
 
 // Held are the PIDs and final snapshots of the processes the next batch

@@ -15,8 +15,12 @@ const Magic = "MEMTRACE"
 // records or the info's leak fields; a version-2 file is a version-3 file
 // without footprint records; a version-3 file is a version-4 file without
 // report records; a version-4 file is a version-5 file whose footprint
-// records lack the Go heap.
-const Version = 5
+// records lack the Go heap; a version-5 file is a version-6 file whose
+// footprint records lack the swap, the PSS and the rollup flag; a
+// version-6 file is a version-7 file without access records, JIT symbol
+// records, Python frame records and runtime heaps in its footprint
+// records.
+const Version = 7
 
 const headerLen = len(Magic) + 4
 
@@ -97,7 +101,7 @@ const (
 	tagStack        = 0x14
 	tagLeakCheck    = 0x15
 	tagFootprint    = 0x16
-	tagPyFrame      = 0x18 // 0x17 is tagReport (report.go)
+	tagPyFrame      = 0x1b // 0x17-0x1a: report.go, footprint.go, access.go, jit.go
 	tagAlloc        = 0x40 // | func
 	tagRealloc      = 0x60 // | func
 	funcMask        = 0x1f

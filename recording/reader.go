@@ -56,6 +56,14 @@ const (
 	KindFootprint
 	// KindReport: Report, a report the live run printed (Time is its).
 	KindReport
+	// KindListed: a process the next whole-host report lists though the
+	// Table holds none of its events: PID, Comm and its Footprint read at
+	// Time.
+	KindListed
+	// KindAccess: Access, an access statistics record of PID at Time.
+	KindAccess
+	// KindJIT: JIT symbols of PID, newer than those before (JIT).
+	KindJIT
 	// KindPyFrame: PyFrame, the Python frame that its Address stands for.
 	KindPyFrame
 )
@@ -81,6 +89,8 @@ type Record struct {
 	Footprint       footprint.Reading
 	FootprintRanges []footprint.Range
 	Report          Report
+	Access          Access
+	JIT             []symbolize.RecordedJIT
 }
 
 // Reader reads a recording.
@@ -482,6 +492,15 @@ func (r *Reader) decode(tag byte, rec *Record) (done bool, err error) {
 		return true, r.err
 	case tagFootprint:
 		r.decodeFootprint(rec)
+		return true, r.err
+	case tagListed:
+		r.decodeListed(rec)
+		return true, r.err
+	case tagAccess:
+		r.decodeAccess(rec)
+		return true, r.err
+	case tagJIT:
+		r.decodeJIT(rec)
 		return true, r.err
 	default:
 		r.corrupt(fmt.Sprintf("unknown record tag %#x", tag))

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/event"
+	"github.com/memtrace/memtrace/outfile"
 	"github.com/memtrace/memtrace/symbolize"
 )
 
@@ -55,6 +55,8 @@ type Writer struct {
 	mapsOf  func(pid int) []symbolize.CodeMapping
 	written map[int][]symbolize.CodeMapping // the maps last written, by pid
 	refresh func()
+	jitOf   func(pid, from int) ([]symbolize.RecordedJIT, int)
+	jitFrom map[int]int // JIT symbols written so far, by pid
 
 	pendingMu sync.Mutex
 	pending   []int
@@ -71,7 +73,7 @@ type siteKey struct {
 
 // Create creates the file at path and starts a recording in it.
 func Create(path string, info Info) (*Writer, error) {
-	f, err := os.Create(path)
+	f, err := outfile.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("create recording: %w", err)
 	}
@@ -226,6 +228,7 @@ func (w *Writer) Close() error {
 	if w.hasMaps.Load() {
 		w.writeMaps()
 	}
+	w.writeJIT()
 	w.buf = append(w.buf, tagEnd)
 	w.push()
 	if err := w.zw.Close(); err != nil && w.err == nil {
@@ -442,6 +445,7 @@ func (w *Writer) Tick(now uint64) {
 		if w.refresh != nil {
 			w.refresh()
 		}
+		w.writeJIT()
 		w.record(tagTick)
 		w.uvarint(now)
 		w.Flush()

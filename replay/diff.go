@@ -77,5 +77,9 @@ func readSide(path string, warn io.Writer) (diff.Side, error) {
 	if err != nil && !errors.Is(err, recording.ErrTruncated) {
 		return diff.Side{}, err
 	}
-	return diff.FromSnapshot(rp.snap, rp.res), nil
+	side := diff.FromSnapshot(rp.snap, rp.res)
+	for _, sa := range rp.latestAccess() {
+		side.AddAccess(sa.comm, sa.pid, sa.e, rp.res)
+	}
+	return side, nil
 }

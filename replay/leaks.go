@@ -80,10 +80,8 @@ func (rp *replayed) judgeLeaks(cfg *pipeline.LeakConfig) *pipeline.Leaks {
 	for i := range rp.leakChecks {
 		c := &rp.leakChecks[i]
 		r := &leakcheck.Verdict{PID: int(c.PID), Comm: c.Comm, Cwd: c.Cwd, When: c.When, ScannedBytes: c.ScannedBytes}
-		if c.Err != "" {
-			r.Err = errors.New(c.Err)
-		}
-		l.Judge.Judge(r, c.Blocks, stacks.Of)
+		r.Err = leakcheck.VerdictError(c.Err)
+		l.Judge.Judge(r, leakcheck.Each(c.Blocks), stacks.Of)
 	}
 	return l
 }

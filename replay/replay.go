@@ -4,15 +4,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/memtrace/memtrace/access"
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/history"
+	"github.com/memtrace/memtrace/outfile"
 	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/pprofout"
 	"github.com/memtrace/memtrace/recording"
@@ -88,7 +89,7 @@ func ParseAt(s string) (At, error) {
 func Replay(c *ReplayConfig, stdout, stderr io.Writer) int {
 	out := stdout
 	if c.Output != "" {
-		f, err := os.Create(c.Output)
+		f, err := outfile.Create(c.Output)
 		if err != nil {
 			fmt.Fprintf(stderr, "memtrace: %v\n", err)
 			return pipeline.ExitUsage
@@ -137,13 +138,22 @@ func Replay(c *ReplayConfig, stdout, stderr io.Writer) int {
 	// What the live run printed, then, when the recording stops short of
 	// its end (or predates report records), the table as it stands.
 	err = nil
-	for _, sr := range rp.reports {
+	for i, sr := range rp.reports {
+		if err = rp.writeAccessJSON(c, out, i); err != nil {
+			break
+		}
 		if err = pr.Write(sr.r, sr.snap); err != nil {
 			break
 		}
 	}
+	if err == nil {
+		err = rp.writeAccessJSON(c, out, len(rp.reports))
+	}
 	if err == nil && (len(rp.reports) == 0 || rp.readErr != nil) {
 		err = pr.Write(recording.Report{Final: c.At.kind == "" && rp.readErr == nil, All: true}, rp.snap)
+	}
+	if err == nil {
+		err = rp.writeAccessText(c, out)
 	}
 	if err == nil {
 		err = rp.writeExports(c)
@@ -203,6 +213,11 @@ type replayed struct {
 	// reports are the reports the live run printed, with what each
 	// showed (without --at; none in recordings made before version 4).
 	reports []shownReport
+	// stream holds what the live run's --json wrote as it happened, in
+	// order: the access epochs folded from the recording and the marks
+	// (access.go); accessLast is each process's latest epoch.
+	stream     []streamed
+	accessLast map[uint32]streamed
 }
 
 // shownReport is a recorded report and its snapshot.
@@ -280,7 +295,7 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	dl := pipeline.NewDownloads(c.SymbolizeConfig, log)
 	defer dl.Close()
 	rp := &replayed{info: r.Info(), res: symbolize.NewResolver(c.ResolverOptions(dl.Client())...), stacks: pipeline.NewStackStore(),
-		footprints: map[uint32]pipeline.RecordedFootprint{}}
+		footprints: map[uint32]pipeline.RecordedFootprint{}, accessLast: map[uint32]streamed{}}
 	rp.res.Offline()
 	t := aggregate.NewTable()
 	t.SetStackBreakdown(pipeline.StacksAsBreakdown(rp.info.Detail, rp.info.SampleBytes)) // as the live run
@@ -293,9 +308,11 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	if rp.info.Mode == "host" && (c.PprofFile != "" || c.FoldedFile != "") {
 		rp.exited = pprofout.NewExited(pipeline.MaxExitedStacks)
 	}
+	folder := &pipeline.AccessFolder{}
 	if c.HTMLFile != "" {
 		h := history.New(history.Options{})
 		rp.history = h
+		folder.OnStart = func(pid uint32, tr *access.Tracker) { h.ColdRanges(pid, tr.Cold) } // the heap map greys cold runs
 		// Sampled at each rate tick, as a live run samples it, with the
 		// footprint readings recorded so far.
 		f.onTick = func(now uint64) {
@@ -309,9 +326,14 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 	warned := map[string]bool{}
 	n := 0
 	hintSeen := uint64(0)
+	var listed []aggregate.ProcessSnapshot // by the next whole-host report (InListed)
 	loop := &pipeline.Loop{Table: t, Printer: pr, Report: func(r recording.Report) error {
 		r.PIDs = slices.Clone(r.PIDs)
-		rp.reports = append(rp.reports, shownReport{r, pr.Snapshot(r)})
+		snap := pr.Snapshot(r)
+		if r.All && !r.Exited {
+			snap.Processes, listed = append(snap.Processes, listed...), nil
+		}
+		rp.reports = append(rp.reports, shownReport{r, snap})
 		return nil
 	}}
 	if rp.history != nil {
@@ -334,6 +356,9 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 		case pipeline.InPyFrame:
 			rp.res.AddPythonFrame(in.PyFrame)
 			return nil
+		case pipeline.InJITSymbols:
+			rp.res.AddJITSymbols(int(in.PID), in.JIT)
+			return nil
 		}
 		if done {
 			return nil
@@ -346,6 +371,12 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 		switch in.Kind {
 		case pipeline.InFootprint:
 			rp.footprints[in.PID] = pipeline.RecordedFootprint{R: in.Footprint.R, Ranges: slices.Clone(in.Footprint.Ranges)}
+			return nil
+		case pipeline.InListed:
+			listed = append(listed, pipeline.Listed(in))
+			return nil
+		case pipeline.InAccess:
+			rp.foldAccess(c, folder, t, in.Access)
 			return nil
 		case pipeline.InLeakCheck:
 			lc := *in.Leak
@@ -364,6 +395,10 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 			}
 		default:
 			f.apply(loop, in)
+			if in.Kind == pipeline.InMark && c.At.kind == "" {
+				m := loop.Mark // written where the live run's --json wrote it (access.go)
+				rp.stream = append(rp.stream, streamed{at: len(rp.reports), mark: &m})
+			}
 		}
 		n++
 		rp.endNS = max(rp.endNS, inputTime(in))
@@ -428,7 +463,7 @@ func inputTime(in *pipeline.Input) uint64 {
 	switch in.Kind {
 	case pipeline.InEvent:
 		return in.Event.Time
-	case pipeline.InTick, pipeline.InExited, pipeline.InMark, pipeline.InLeakCheck:
+	case pipeline.InTick, pipeline.InExited, pipeline.InMark, pipeline.InLeakCheck, pipeline.InAccess:
 		return in.Time
 	}
 	return 0
@@ -464,7 +499,7 @@ func peakRecord(c *ReplayConfig) (int, error) {
 	n := 0
 	(&pipeline.RecordingSource{R: r}).Run(func(in *pipeline.Input) error {
 		switch in.Kind {
-		case pipeline.InCodeMaps, pipeline.InStack, pipeline.InLeakCheck, pipeline.InFootprint:
+		case pipeline.InCodeMaps, pipeline.InStack, pipeline.InLeakCheck, pipeline.InFootprint, pipeline.InListed, pipeline.InAccess, pipeline.InJITSymbols:
 			return nil
 		}
 		f.apply(loop, in)

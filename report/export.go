@@ -10,10 +10,11 @@ import (
 // This file exports what the live view (package watch) shares with the
 // reports, so that both rank and label call sites the same way.
 
-// SortKeys returns the sort keys the live view cycles through, in order:
-// all but rss, as its frames carry no footprint reading.
+// SortKeys returns the sort keys the live view cycles through for its
+// allocator panels, in order: all but the footprint keys, which rank
+// processes by what those panels do not show.
 func SortKeys() []SortKey {
-	return slices.DeleteFunc(slices.Clone(sortKeys), func(k SortKey) bool { return k == SortRSS })
+	return slices.DeleteFunc(slices.Clone(sortKeys), SortKey.ranksFootprint)
 }
 
 // TopSites returns the sites of category c ranked by k, largest first, cut

@@ -18,6 +18,8 @@ type footprintRecord struct {
 	RSSAnonBytes       uint64 `json:"rss_anon_bytes"`
 	RSSFileBytes       uint64 `json:"rss_file_bytes"`
 	RSSShmemBytes      uint64 `json:"rss_shmem_bytes"`
+	SwapBytes          uint64 `json:"swap_bytes"`
+	PSSBytes           uint64 `json:"pss_bytes"`
 	HeapResidentBytes  uint64 `json:"heap_resident_bytes"`
 	HeapRetainedBytes  uint64 `json:"heap_retained_bytes"`
 	AnonResidentBytes  uint64 `json:"anon_resident_bytes"`
@@ -44,6 +46,8 @@ func newFootprintRecord(p aggregate.ProcessSnapshot) footprintRecord {
 		RSSAnonBytes:       f.RSSAnon,
 		RSSFileBytes:       f.RSSFile,
 		RSSShmemBytes:      f.RSSShmem,
+		SwapBytes:          f.Swap,
+		PSSBytes:           f.PSS,
 		HeapResidentBytes:  f.HeapResident,
 		HeapRetainedBytes:  retained(p),
 		AnonResidentBytes:  f.AnonResident,
@@ -118,7 +122,7 @@ func writeFootprintText(b *bytes.Buffer, p rankedProcess, raw bool) {
 	line(b, "rest of rss:", "%smmap %s, stacks %s, files %s, unexplained %s", goRuntime, byteText(f.AnonResident, raw),
 		byteText(f.StackResident, raw), byteText(f.FileResident, raw), byteText(f.Unexplained, raw))
 	if ret > 1<<20 && ret > f.HeapResident/2 && !f.Attached {
-		line(b, "", "most of the heap's RSS holds no live block: see README \"Footprint\"")
+		line(b, "", "most of the heap's RSS holds no live block: see docs/footprint.md")
 		line(b, "", "(malloc_trim(0), MALLOC_ARENA_MAX, jemalloc's dirty_decay_ms)")
 	}
 }
@@ -133,13 +137,6 @@ var goHeapFrom = map[string]string{
 // charges them), mmap sites by resident bytes and heap sites by live
 // bytes, whose residency is the heap's as a whole.
 const SortRSS SortKey = "rss"
-
-func rss(p aggregate.ProcessSnapshot) uint64 {
-	if p.Footprint == nil {
-		return 0
-	}
-	return p.Footprint.RSS
-}
 
 func compareResident(a, b aggregate.SiteSnapshot) int {
 	return cmp.Or(cmp.Compare(b.Mapping.Resident, a.Mapping.Resident), cmp.Compare(b.LiveBytes, a.LiveBytes))

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memtrace/memtrace/symbolize"
+	"github.com/memtrace/memtrace/textsafe"
 )
 
 // Widths past which text cells are shortened. Demangled C++ names and
@@ -21,16 +22,20 @@ const (
 // empty, because an empty cell reads as "nothing" rather than "don't know".
 const unknownLabel = "[unknown]"
 
+// The labels below are printed in text tables and sent to Prometheus, so
+// each is escaped (textsafe): the names come from the traced process's
+// binaries.
+
 // functionLabel names a frame's function for the text table. Without a
 // symbol it falls back to module+offset, which addr2line and gdb accept, so
 // the user can still resolve it by hand; without a module, to the raw
 // address.
 func functionLabel(f symbolize.Frame) string {
 	if f.Function != "" || len(f.Inlined) > 0 {
-		return elideMiddle(functionName(f), maxFunctionWidth)
+		return elideMiddle(textsafe.String(functionName(f)), maxFunctionWidth)
 	}
 	if f.Module != "" {
-		return unknownLabel + " " + path.Base(f.Module) + "+" + hex(f.Offset)
+		return unknownLabel + " " + textsafe.String(path.Base(f.Module)) + "+" + hex(f.Offset)
 	}
 	return unknownLabel + " " + hex(f.Address)
 }
@@ -63,7 +68,7 @@ func locationLabel(f symbolize.Frame) string {
 	if f.Line > 0 {
 		loc += ":" + strconv.Itoa(f.Line)
 	}
-	return trimLeadingDirs(loc, maxLocationWidth)
+	return trimLeadingDirs(textsafe.String(loc), maxLocationWidth)
 }
 
 // moduleLabel is the basename of the frame's module: the full path rarely
@@ -72,7 +77,7 @@ func moduleLabel(f symbolize.Frame) string {
 	if f.Module == "" {
 		return unknownLabel
 	}
-	return path.Base(f.Module)
+	return textsafe.String(path.Base(f.Module))
 }
 
 // hex formats an address or offset the way tools print them ("0x1234").

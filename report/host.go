@@ -13,6 +13,7 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/textsafe"
 )
 
 // The whole-host layout (Options.Host): one table of processes, ranked by
@@ -34,7 +35,15 @@ type hostSite struct {
 
 // hostView is what both renderers show of a whole-host snapshot.
 type hostView struct {
-	procs        []aggregate.ProcessSnapshot // shown, ranked
+	// listed are the processes of the list by footprint (hostlist.go):
+	// every process, traced or not, ranked by HostKey, cut to Top (a
+	// report of exits in JSON: all of them).
+	listed      []aggregate.ProcessSnapshot
+	listKey     SortKey
+	totalListed int
+	// procs are the processes of the allocator table: the traced ones,
+	// ranked by the sort key, cut to Top (all in JSON's report of exits).
+	procs        []aggregate.ProcessSnapshot
 	totalProcs   int
 	heap, mapped []hostSite // shown, ranked
 	heapTotal    int
@@ -47,12 +56,24 @@ type hostView struct {
 	peakSitesTotal int
 }
 
-func newHostView(s aggregate.Snapshot, o Options) hostView {
-	v := hostView{procs: RankProcesses(s.Processes, o.Sort), totalProcs: len(s.Processes)}
-	if !o.Exited && o.Top > 0 && len(v.procs) > o.Top {
-		v.procs = v.procs[:o.Top]
+// newHostView ranks a snapshot for a whole-host report; all says the
+// processes are not cut to Top (JSON's report of exits lists them all).
+func newHostView(s aggregate.Snapshot, o Options, all bool) hostView {
+	traced := slices.DeleteFunc(slices.Clone(s.Processes), func(p aggregate.ProcessSnapshot) bool { return p.Untraced })
+	// Without any footprint reading (processes that exited before a
+	// report read them, a replay of an old recording) the list is by
+	// what was made resident.
+	key := HostKey(o.Sort)
+	if !anyFootprint(s.Processes) {
+		key = SortResident
 	}
-	for _, p := range s.Processes {
+	v := hostView{listed: RankHost(s.Processes, key), listKey: key, totalListed: len(s.Processes),
+		procs: RankProcesses(traced, o.Sort), totalProcs: len(traced)}
+	if !all && o.Top > 0 {
+		v.listed = v.listed[:min(len(v.listed), o.Top)]
+		v.procs = v.procs[:min(len(v.procs), o.Top)]
+	}
+	for _, p := range traced {
 		for _, site := range p.Sites {
 			hs := hostSite{pid: p.PID, comm: p.Comm, SiteSnapshot: site}
 			if site.Category == aggregate.Mapped {
@@ -72,7 +93,7 @@ func newHostView(s aggregate.Snapshot, o Options) hostView {
 // their sites.
 func (v *hostView) rankPeaks(s aggregate.Snapshot, o Options) {
 	for _, p := range s.Processes {
-		if p.Peak != nil {
+		if p.Peak != nil && !p.Untraced {
 			v.peaks = append(v.peaks, p)
 		}
 	}
@@ -114,17 +135,18 @@ func topHostSites(sites []hostSite, o Options) []hostSite {
 // writeHostText is WriteText's whole-host layout.
 func writeHostText(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) error {
 	var b bytes.Buffer
-	v := newHostView(s, o)
+	v := newHostView(s, o, false)
 	lost := runLostEvents(s)
 	if o.Exited {
-		fmt.Fprintf(&b, "=== memtrace: final records of %s that exited, at t=%s (monotonic clock) ===\n",
-			processCount(v.totalProcs), monotonicSeconds(s.Time))
+		fmt.Fprintf(&b, "=== memtrace: %s exited since the last report, at t=%s (monotonic clock) ===\n",
+			processCount(v.totalListed), monotonicSeconds(s.Time))
 		if lost > 0 {
 			writeLostWarning(&b, lost)
 		}
 	} else {
 		writeBanner(&b, s.Time, lost, o.Final)
-		fmt.Fprintf(&b, "whole host: %s traced\n", processCount(v.totalProcs))
+		fmt.Fprintf(&b, "whole host: %s, %d traced (memtrace saw their faults or allocations)\n",
+			processCount(v.totalListed), v.totalProcs)
 	}
 	if s.SampleBytes > 0 {
 		b.WriteString(samplingLine(s.SampleBytes, o.Raw) + "\n")
@@ -132,10 +154,18 @@ func writeHostText(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options)
 	fmt.Fprintf(&b, "lost events: %d\n", lost)
 	if o.ResidentOnly {
 		b.WriteString("resident memory only: no allocator traced (--heap traces them)\n")
-	} else if v.totalProcs == 0 {
-		b.WriteString("no allocations traced\n")
-	} else if err := writeHostProcesses(&b, v, o); err != nil {
+	}
+	if err := writeHostList(&b, v, o); err != nil { // hostlist.go
 		return err
+	}
+	switch {
+	case o.ResidentOnly: // no allocator table
+	case v.totalProcs == 0:
+		b.WriteString("no allocations traced\n")
+	default:
+		if err := writeHostProcesses(&b, v, o); err != nil {
+			return err
+		}
 	}
 	for _, c := range []aggregate.Category{aggregate.Heap, aggregate.Mapped} {
 		sites, total := v.heap, v.heapTotal
@@ -190,19 +220,15 @@ func est(sampled bool, h string) string {
 
 func writeHostProcesses(b *bytes.Buffer, v hostView, o Options) error {
 	b.WriteByte('\n')
-	what := "processes"
+	what := "allocators of the traced processes"
 	if o.Exited {
-		what = "processes that exited"
+		what = "allocators of the processes that exited"
 	}
 	by := o.Sort.describe(aggregate.Heap)
-	if o.Sort == SortRSS {
-		by = "RSS" // footprint.go
+	if o.Sort.ranksFootprint() {
+		by = describeHost(o.Sort) // hostlist.go
 	}
-	if len(v.procs) < v.totalProcs {
-		fmt.Fprintf(b, "  %s by %s (top %d of %d):\n", what, by, len(v.procs), v.totalProcs)
-	} else {
-		fmt.Fprintf(b, "  %s by %s (all %d):\n", what, by, v.totalProcs)
-	}
+	fmt.Fprintf(b, "  %s\n", shownOf(what+", by "+by, len(v.procs), v.totalProcs))
 	sampled := o.sampleBytes > 0
 	head := []any{"PID", "COMM", est(sampled, "LIVE")}
 	align := []tw.Align{tw.AlignRight, tw.AlignLeft, tw.AlignRight}
@@ -259,7 +285,7 @@ func commLabel(c string) string {
 	if c == "" {
 		return "?"
 	}
-	return c
+	return textsafe.String(c)
 }
 
 // shownOf is a table's title: what it lists, and how many of how many.
@@ -362,10 +388,11 @@ func writeHostPeaks(b *bytes.Buffer, v hostView, sym Symbolizer, o Options) erro
 	return writeHostSites(b, aggregate.Heap, v.peakSites, title, sym, o)
 }
 
-// writeHostMarks lists the marks of the listed processes, the last Top.
+// writeHostMarks lists the marks of the processes shown (in the list or
+// the allocator table), the last Top.
 func writeHostMarks(b *bytes.Buffer, s aggregate.Snapshot, v hostView, o Options) {
 	keep := map[uint32]bool{}
-	for _, p := range v.procs {
+	for _, p := range slices.Concat(v.listed, v.procs) {
 		keep[p.PID] = true
 	}
 	var marks []aggregate.Mark
@@ -388,7 +415,7 @@ func writeHostMarks(b *bytes.Buffer, s aggregate.Snapshot, v hostView, o Options
 		fmt.Fprintf(b, "  marks of those processes (all %d):\n", total)
 	}
 	comms := map[uint32]string{}
-	for _, p := range v.procs {
+	for _, p := range slices.Concat(v.listed, v.procs) {
 		comms[p.PID] = p.Comm
 	}
 	for _, m := range marks {
@@ -397,17 +424,20 @@ func writeHostMarks(b *bytes.Buffer, s aggregate.Snapshot, v hostView, o Options
 }
 
 // writeHostJSON is WriteJSON's whole-host layout: the report line, the
-// marks of the listed processes, the process lines, then the heap and
+// marks of the processes shown, the process lines (every process of the
+// list and of the allocator table, by rank, each with its footprint),
+// then the heap and
 // mmap callsite lines of all processes ranked together, then each listed
 // process's peak line and its peak_callsite lines.
 func writeHostJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) error {
-	v := newHostView(s, o)
+	v := newHostView(s, o, o.Exited)
+	shown := v.shownByRank(s)
 	records := []any{o.Epoch.report(reportRecord{
 		Type:        typeReport,
 		TimeNS:      s.Time,
 		Final:       o.Final,
 		LostEvents:  runLostEvents(s),
-		Processes:   len(v.procs),
+		Processes:   len(shown),
 		Sort:        o.Sort,
 		Top:         o.Top,
 		Host:        true,
@@ -415,18 +445,21 @@ func writeHostJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options)
 		SampleBytes: s.SampleBytes,
 		Kernel:      o.Kernel,
 		Attach:      o.Attach,
-	})}
+	}.selfMemory(o))}
 	keep := map[uint32]bool{}
-	for _, p := range v.procs {
-		keep[p.PID] = true
+	for _, r := range shown {
+		keep[r.PID] = true
 	}
 	records = append(records, markRecordsOf(s, keep, o.Epoch)...) // time.go
-	for _, p := range v.procs {
-		rp := rankedProcess{ProcessSnapshot: p}
+	for _, r := range shown {
+		rp := rankedProcess{ProcessSnapshot: r.ProcessSnapshot}
 		pr := newProcessRecord(rp, s.Time, o.Final)
 		fillProcessSampling(&pr, rp, s.SampleBytes)
-		fillProcessLeaks(&pr, o.Leaks, p.PID)
-		pr.epochRecord = o.Epoch.process(p) // dumps (epoch.go)
+		fillProcessLeaks(&pr, o.Leaks, r.PID)
+		pr.ManagedHeaps = managedHeapRecords(managedHeaps(r.ProcessSnapshot, sym)) // managed_heaps.go
+		pr.epochRecord = o.Epoch.process(r.ProcessSnapshot)                        // dumps (epoch.go)
+		rank, traced := r.rank, !r.Untraced
+		pr.Rank, pr.Traced = &rank, &traced
 		records = append(records, pr)
 	}
 	for _, sites := range [][]hostSite{v.heap, v.mapped} {
@@ -440,9 +473,34 @@ func writeHostJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options)
 			records = append(records, cr)
 		}
 	}
-	for _, p := range v.procs {
-		records = append(records, peakRecords(rankedProcess{ProcessSnapshot: p}, sym, o)...) // time.go
+	for _, r := range shown {
+		if !r.Untraced {
+			records = append(records, peakRecords(rankedProcess{ProcessSnapshot: r.ProcessSnapshot}, sym, o)...) // time.go
+		}
 	}
 	records = append(records, hostResidentRecords(s, sym, o)...) // resident.go
 	return writeRecords(w, records)
+}
+
+// rankedHost is a process with its rank in the whole host's list.
+type rankedHost struct {
+	aggregate.ProcessSnapshot
+	rank int // 1 first, in the list uncut
+}
+
+// shownByRank are the processes a report shows, the list's and the
+// allocator table's (--heap: a process high by live bytes may be low by
+// RSS), in the order of the list uncut, each with its rank there.
+func (v hostView) shownByRank(s aggregate.Snapshot) []rankedHost {
+	show := map[uint32]bool{}
+	for _, p := range slices.Concat(v.listed, v.procs) {
+		show[p.PID] = true
+	}
+	var out []rankedHost
+	for i, p := range RankHost(s.Processes, v.listKey) {
+		if show[p.PID] {
+			out = append(out, rankedHost{p, i + 1})
+		}
+	}
+	return out
 }

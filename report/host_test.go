@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -36,8 +37,8 @@ func TestHostJSONLayout(t *testing.T) {
 		m := decodeLine(t, l)
 		typ := m["type"].(string)
 		types = append(types, typ)
-		if got := objectKeys(t, []byte(l)); !slices.Equal(got, jsonFields[typ]) {
-			t.Errorf("%s fields %v, want %v", typ, got, jsonFields[typ])
+		if got := objectKeys(t, []byte(l)); !slices.Equal(got, hostFields(typ)) {
+			t.Errorf("%s fields %v, want %v", typ, got, hostFields(typ))
 		}
 		switch typ {
 		case "report":
@@ -81,6 +82,37 @@ func TestHostExitedListsAll(t *testing.T) {
 	}
 	if procs != 2 {
 		t.Errorf("%d process lines, want 2:\n%s", procs, strings.Join(lines, "\n"))
+	}
+}
+
+// TestHostExitedText: the text summary of the processes that exited
+// since the last report counts them all and lists the top Top, by what
+// they made resident when none has a footprint reading.
+func TestHostExitedText(t *testing.T) {
+	var procs []aggregate.ProcessSnapshot
+	for i, mib := range []uint64{3, 9, 1, 5} {
+		procs = append(procs, aggregate.ProcessSnapshot{PID: uint32(100 + i), Comm: "job", Exited: true, ExitTime: 4e9,
+			Resident: &aggregate.ResidentSnapshot{SampleBytes: 64 * KiB, Bytes: mib << 20, Pages: mib * 16, CheckedNS: 4e9}})
+	}
+	var b bytes.Buffer
+	if err := WriteText(&b, aggregate.Snapshot{Time: 5e9, Processes: procs}, fixtureSymbols,
+		Options{Top: 2, Host: true, Exited: true, Final: true, ResidentOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"=== memtrace: 4 processes exited since the last report, at t=5.000s (monotonic clock) ===\n",
+		"processes that exited by memory made resident while traced (1 write fault sampled per 64.0 KiB of faults) (top 2 of 4):\n" +
+			"   PID  COMM  ~RESIDENT  ± RESIDENT  PAGES\n" +
+			"   101  job     9.0 MiB         0 B    144\n" +
+			"   103  job     5.0 MiB         0 B     80\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "RSS to PSS") {
+		t.Errorf("footprint legend without footprint columns:\n%s", out)
 	}
 }
 
@@ -214,41 +246,110 @@ func TestSampledPeakText(t *testing.T) {
 	}
 }
 
-// TestHostResidentText: the resident-only whole-host table gives each
-// process's RSS and RssAnon (its footprint) beside the estimate, "-" for a
-// process read never, and --sort rss ranks by RSS.
-func TestHostResidentText(t *testing.T) {
+// TestHostList: the whole host's list gives every process, traced or
+// not, its footprint ("-" for one never read) beside the estimate ("-"
+// for one with no fault sampled), ranked by the footprint key --sort
+// names (RSS for any other key), cut to Top.
+func TestHostList(t *testing.T) {
 	res := func(b uint64) *aggregate.ResidentSnapshot {
 		return &aggregate.ResidentSnapshot{SampleBytes: 64 * KiB, Pages: b / (64 * KiB), Bytes: b, Stderr: 1000,
 			Sites: []aggregate.ResidentSite{{Address: 0x1234, StackID: -1, Pages: b / (64 * KiB), Bytes: b, Stderr: 1000}}}
 	}
+	fp := func(anon, file, swap, pss uint64) *footprint.Reading {
+		return &footprint.Reading{RSS: anon + file, RSSAnon: anon, RSSFile: file, Swap: swap, PSS: pss}
+	}
 	s := aggregate.Snapshot{Time: 5e9, Processes: []aggregate.ProcessSnapshot{
-		{PID: 10, Comm: "small", Resident: res(2 << 20), Footprint: &footprint.Reading{RSS: 90 << 20, RSSAnon: 80 << 20}},
-		{PID: 20, Comm: "big", Resident: res(8 << 20), Footprint: &footprint.Reading{RSS: 30 << 20, RSSAnon: 20 << 20}},
+		{PID: 10, Comm: "small", Resident: res(2 << 20), Footprint: fp(80<<20, 10<<20, 0, 50<<20)},
+		{PID: 20, Comm: "big", Resident: res(8 << 20), Footprint: fp(20<<20, 10<<20, 1<<20, 25<<20)},
 		{PID: 30, Comm: "gone", Resident: res(1 << 20), Exited: true, ExitTime: 4e9},
+		{PID: 40, Comm: "idle", Untraced: true, Footprint: fp(100<<20, 1<<20, 3<<20, 101<<20)},
 	}}
+	// Columns are compared by their fields: widths follow the rows shown.
+	const head = "PID COMM RSS ANON FILE SHMEM SWAP PSS ~RESIDENT ± RESIDENT PAGES"
+	rows := map[uint32]string{
+		10: "10 small 94371840 83886080 10485760 0 0 52428800 2097152 1000 32",
+		20: "20 big 31457280 20971520 10485760 0 1048576 26214400 8388608 1000 128",
+		30: "30 gone - - - - - - 1048576 1000 16",
+		40: "40 idle 105906176 104857600 1048576 0 3145728 105906176 - - -",
+	}
 	for _, c := range []struct {
-		sort SortKey
-		want string
+		sort  SortKey
+		top   int
+		title string
+		order []uint32
 	}{
-		{SortLive, "processes by resident memory (1 write fault sampled per 65536 B of faults) (all 3):\n" +
-			"   PID  COMM        RSS  RSS ANON  ~RESIDENT  ± RESIDENT  PAGES\n" +
-			"    20  big    31457280  20971520    8388608        1000    128\n" +
-			"    10  small  94371840  83886080    2097152        1000     32\n" +
-			"    30  gone          -         -    1048576        1000     16\n" +
-			"   pid 30 gone: no pagemap check before it exited: every sampled page made resident over its run\n"},
-		{SortRSS, "processes by RSS (1 write fault sampled per 65536 B of faults) (all 3):\n" +
-			"   PID  COMM        RSS  RSS ANON  ~RESIDENT  ± RESIDENT  PAGES\n" +
-			"    10  small  94371840  83886080    2097152        1000     32\n" +
-			"    20  big    31457280  20971520    8388608        1000    128\n" +
-			"    30  gone          -         -    1048576        1000     16\n"},
+		{SortLive, 0, "processes by RSS", []uint32{40, 10, 20, 30}},
+		{SortRSS, 2, "processes by RSS", []uint32{40, 10}},
+		{SortAnon, 0, "processes by anonymous RSS", []uint32{40, 10, 20, 30}},
+		{SortSwap, 0, "processes by swap", []uint32{40, 20, 10, 30}},
+		{SortPSS, 0, "processes by PSS", []uint32{40, 10, 20, 30}},
+		{SortResident, 3, "processes by memory made resident while traced", []uint32{20, 10, 30}},
 	} {
 		var b bytes.Buffer
-		if err := WriteText(&b, s, fixtureSymbols, Options{Host: true, ResidentOnly: true, Raw: true, Sort: c.sort, Top: 10}); err != nil {
+		if err := WriteText(&b, s, fixtureSymbols, Options{Host: true, ResidentOnly: true, Raw: true, Sort: c.sort, Top: c.top}); err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(b.String(), c.want) {
-			t.Errorf("sort %s: output lacks %q:\n%s", c.sort, c.want, b.String())
+		want := []string{shownOf(c.title+" (1 write fault sampled per 65536 B of faults)", len(c.order), 4), head}
+		for _, pid := range c.order {
+			want = append(want, rows[pid])
 		}
+		want = append(want, "RSS to PSS: the kernel's figures, now (a process that exited: at its last reading)",
+			"~RESIDENT: only what became resident while memtrace watched, from sampled write faults; - none sampled")
+		if slices.Contains(c.order, 30) {
+			want = append(want, "pid 30 gone: no pagemap check before it exited: every sampled page made resident over its run")
+		}
+		out := b.String()
+		var got []string
+		for l := range strings.Lines(out[strings.Index(out, "\n\n")+2:]) {
+			if strings.TrimSpace(l) == "" {
+				break
+			}
+			got = append(got, strings.Join(strings.Fields(l), " "))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("sort %s top %d: list\n%s\nwant\n%s", c.sort, c.top, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		if !strings.Contains(out, "whole host: 4 processes, 3 traced (memtrace saw their faults or allocations)\n") {
+			t.Errorf("sort %s: no count of processes:\n%s", c.sort, out)
+		}
+	}
+}
+
+// TestHostJSONList: whole-host process records are the list's and the
+// allocator table's processes, by rank, each with its footprint; an
+// untraced one says so.
+func TestHostJSONList(t *testing.T) {
+	s := periodicSnapshot()
+	s.Processes = append(s.Processes, aggregate.ProcessSnapshot{PID: 9, Comm: "idle", Untraced: true,
+		Footprint: &footprint.Reading{RSS: 100 << 20, RSSAnon: 100 << 20, PSS: 90 << 20}})
+	var got []string
+	for _, l := range jsonLines(t, s, fixtureSymbols, Options{Top: 2, Host: true}) {
+		m := decodeLine(t, l)
+		switch m["type"] {
+		case "report":
+			got = append(got, "report:"+m["processes"].(interface{ String() string }).String())
+		case "process":
+			f := m["footprint"].(map[string]any)
+			got = append(got, fmt.Sprintf("%v:%v:%v:%v:%v", m["rank"], m["comm"], m["traced"], f["rss_bytes"], f["pss_bytes"]))
+		}
+	}
+	// idle leads by RSS; worker beats myserver (no footprint) by live
+	// bytes; myserver is shown too, in the allocator table's top 2.
+	want := []string{"report:3", "1:idle:false:104857600:94371840", "2:worker:true:0:0", "3:myserver:true:0:0"}
+	if !slices.Equal(got, want) {
+		t.Errorf("records %v, want %v", got, want)
+	}
+	// Top 1, another untraced process second by RSS: the allocator
+	// table's worker keeps its rank in the list uncut, 3.
+	s.Processes = append(s.Processes, aggregate.ProcessSnapshot{PID: 8, Comm: "idle2", Untraced: true,
+		Footprint: &footprint.Reading{RSS: 50 << 20, RSSAnon: 50 << 20}})
+	got = nil
+	for _, l := range jsonLines(t, s, fixtureSymbols, Options{Top: 1, Host: true}) {
+		if m := decodeLine(t, l); m["type"] == "process" {
+			got = append(got, fmt.Sprintf("%v:%v", m["rank"], m["comm"]))
+		}
+	}
+	if want := []string{"1:idle", "3:worker"}; !slices.Equal(got, want) {
+		t.Errorf("top 1: records %v, want %v", got, want)
 	}
 }

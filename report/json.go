@@ -39,13 +39,14 @@ func WriteJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) err
 		Kernel:      o.Kernel,
 		Attach:      o.Attach,
 	}}
-	records[0] = o.Epoch.report(records[0].(reportRecord))       // dumps (epoch.go)
-	records = append(records, markRecords(s, procs, o.Epoch)...) // time.go
+	records[0] = o.Epoch.report(records[0].(reportRecord).selfMemory(o)) // dumps (epoch.go)
+	records = append(records, markRecords(s, procs, o.Epoch)...)         // time.go
 	for _, p := range procs {
 		pr := newProcessRecord(p, s.Time, o.Final)
-		fillProcessSampling(&pr, p, s.SampleBytes) // estimate.go
-		fillProcessLeaks(&pr, o.Leaks, p.PID)      // json_leaks.go
-		fillProcessJVM(&pr, p)                     // jvm.go
+		fillProcessSampling(&pr, p, s.SampleBytes)                                 // estimate.go
+		fillProcessLeaks(&pr, o.Leaks, p.PID)                                      // json_leaks.go
+		fillProcessJVM(&pr, p)                                                     // jvm.go
+		pr.ManagedHeaps = managedHeapRecords(managedHeaps(p.ProcessSnapshot, sym)) // managed_heaps.go
 		pr.epochRecord = o.Epoch.process(p.ProcessSnapshot)
 		records = append(records, pr)
 		for _, site := range p.heap {
@@ -160,6 +161,7 @@ func newCallsiteRecord(pid uint32, s aggregate.SiteSnapshot, sym Symbolizer, t u
 		leaf, leafAddr = resolve(sym, pid, s.Leaf), hex(s.Leaf)
 	}
 	return callsiteRecord{
+		BeforeTable:    s.BeforeTable,
 		LeafFunction:   leaf.Function,
 		LeafFile:       leaf.File,
 		LeafLine:       leaf.Line,
@@ -188,6 +190,7 @@ func newCallsiteRecord(pid uint32, s aggregate.SiteSnapshot, sym Symbolizer, t u
 		Inlined:        inlineRecord(f.Inlined),
 		Python:         f.Python,
 		mappingState:   newMappingState(s.Mapping),
+		ManagedHeap:    mappedHeap(f, s.Category),
 	}
 }
 

@@ -31,17 +31,32 @@ type reportRecord struct {
 	// Kernel and Attach: Options.Kernel and Options.Attach.
 	Kernel string `json:"kernel"`
 	Attach string `json:"attach"`
+	// memtrace's own resident memory (Options.SelfMemory; 0 in a replay).
+	MemtracePeakRSS uint64 `json:"memtrace_peak_rss_bytes"`
+	MemtraceRSS     uint64 `json:"memtrace_rss_bytes"`
 	// Dumps only (epoch.go): the dump's number and the previous dump's time.
 	Epoch        *int    `json:"epoch,omitempty"`
 	EpochStartNS *uint64 `json:"epoch_start_ns,omitempty"`
 }
 
+// selfMemory fills r's memtrace_* fields from o.
+func (r reportRecord) selfMemory(o Options) reportRecord {
+	if o.SelfMemory != nil {
+		r.MemtracePeakRSS, r.MemtraceRSS = o.SelfMemory.Resident()
+	}
+	return r
+}
+
 // processRecord holds one process's totals; the top-level live_*, alloc*
 // and free* fields are heap figures, anonymous mappings are under "mmap".
 type processRecord struct {
-	Type           string     `json:"type"`
-	PID            uint32     `json:"pid"`
-	Comm           string     `json:"comm"`
+	Type string `json:"type"`
+	PID  uint32 `json:"pid"`
+	Comm string `json:"comm"`
+	// Whole host only: the process's rank in the list by footprint
+	// (1 first), and whether memtrace saw a fault or an allocation of it.
+	Rank           *int       `json:"rank,omitempty"`
+	Traced         *bool      `json:"traced,omitempty"`
 	LiveBytes      uint64     `json:"live_bytes"`
 	LiveAllocs     uint64     `json:"live_allocs"`
 	Allocs         uint64     `json:"allocs"`
@@ -68,6 +83,9 @@ type processRecord struct {
 	// Resident: its resident memory by who made it resident, in all
 	// (the resident records give it by call site); zeros when off.
 	Resident processResident `json:"resident"`
+	// ManagedHeaps: the runtime heaps found (managed_heaps.go); omitted
+	// when none.
+	ManagedHeaps []managedHeapRecord `json:"managed_heaps,omitempty"`
 	// The leak check (json_leaks.go): present only in runs that check.
 	LeakChecked *bool `json:"leak_checked,omitempty"`
 	leakRecord
@@ -163,6 +181,11 @@ type callsiteRecord struct {
 	StackTruncated *bool        `json:"stack_truncated,omitempty"`
 	// A JVM's heap sites only (jvm.go): the NMT category of their calls.
 	JVMCategory *string `json:"jvm_category,omitempty"`
+	// Sites charged before their file's unwind table was in: true (absent otherwise).
+	BeforeTable bool `json:"before_table,omitempty"`
+	// An mmap site of a runtime heap's own allocator ("V8 heap"; absent
+	// otherwise; managed_heaps.go).
+	ManagedHeap string `json:"managed_heap,omitempty"`
 }
 
 // inlineFrame is one source-level frame of an inline chain.

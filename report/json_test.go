@@ -18,7 +18,7 @@ import (
 // The field names and order of each record type: the contract in
 // docs/json.md. Changing these lists means breaking users' scripts.
 var jsonFields = map[string][]string{
-	"report": {"type", "time_ns", "final", "lost_events", "processes", "sort", "top", "host", "sampled", "sample_bytes", "kernel", "attach"},
+	"report": {"type", "time_ns", "final", "lost_events", "processes", "sort", "top", "host", "sampled", "sample_bytes", "kernel", "attach", "memtrace_peak_rss_bytes", "memtrace_rss_bytes"},
 	"process": {"type", "pid", "comm", "live_bytes", "live_allocs", "allocs", "alloc_bytes",
 		"frees", "freed_bytes", "peak_live_bytes", "unmatched_frees", "lost_events", "final",
 		"exited", "time_ns", "mmap", "exit_time_ns", "rates", "sampled", "sample_bytes", "live_bytes_stderr",
@@ -31,6 +31,18 @@ var jsonFields = map[string][]string{
 	"peak": {"type", "pid", "comm", "time_ns", "live_bytes", "peak_live_bytes", "tolerance_bytes",
 		"snapshots", "final", "sampled", "sample_bytes", "live_bytes_stderr"},
 	"mark": {"type", "pid", "label", "seq", "time_ns"},
+}
+
+// hostProcessFields follow comm in whole-host process records only.
+var hostProcessFields = []string{"rank", "traced"}
+
+// hostFields are the fields of a whole-host record of type typ.
+func hostFields(typ string) []string {
+	f := jsonFields[typ]
+	if typ != "process" {
+		return f
+	}
+	return slices.Concat(f[:3], hostProcessFields, f[3:])
 }
 
 // detailFields end callsite records only with --detail.
@@ -52,6 +64,18 @@ var reportEpochFields = []string{"epoch", "epoch_start_ns"}
 
 // jvmProcessFields and jvmFields end a JVM's process and heap callsite records.
 var jvmProcessFields, jvmFields = []string{"jvm_categories"}, []string{"jvm_category"}
+
+// managedHeapFields follow a process's resident object when it has a
+// runtime heap (a JVM's, V8's).
+var managedHeapFields = []string{"managed_heaps"}
+
+// managedHeapSiteFields end an mmap callsite of a runtime heap's
+// allocator.
+var managedHeapSiteFields = []string{"managed_heap"}
+
+// beforeTableFields end the callsite records of sites charged before their
+// unwind table was in.
+var beforeTableFields = []string{"before_table"}
 
 var stackFrameFields = []string{"function", "file", "line", "module", "address", "inlined", "python"}
 
@@ -170,13 +194,13 @@ func mmapObject(t *testing.T, line string) []byte {
 func TestJSONValues(t *testing.T) {
 	lines := jsonLines(t, periodicSnapshot(), fixtureSymbols, Options{Top: DefaultTop})
 	want := []string{
-		`{"type":"report","time_ns":5123456789012,"final":false,"lost_events":5,"processes":2,"sort":"live","top":10,"host":false,"sampled":false,"sample_bytes":0,"kernel":"","attach":""}`,
-		`{"type":"process","pid":77,"comm":"worker","live_bytes":2097152,"live_allocs":12,"allocs":40,"alloc_bytes":3145728,"frees":28,"freed_bytes":1048576,"peak_live_bytes":2199552,"unmatched_frees":3,"lost_events":5,"final":false,"exited":true,"time_ns":5123456789012,"mmap":{"live_bytes":4194304,"live_regions":2,"maps":4,"mapped_bytes":8388608,"unmaps":2,"unmapped_bytes":4194304,"peak_live_bytes":6291456,"reserved_bytes":0,"committed_bytes":0,"resident_bytes":0},"exit_time_ns":9000000000,"rates":[],"sampled":false,"sample_bytes":0,"live_bytes_stderr":0,"footprint":{"rss_bytes":0,"rss_anon_bytes":0,"rss_file_bytes":0,"rss_shmem_bytes":0,"heap_resident_bytes":0,"heap_retained_bytes":0,"anon_resident_bytes":0,"stack_resident_bytes":0,"file_resident_bytes":0,"unexplained_bytes":0,"cgroup":"","cgroup_memory_bytes":0,"go_heap_reserved_bytes":0,"go_heap_committed_bytes":0,"go_heap_resident_bytes":0,"go_heap_source":"","go_runtime_resident_bytes":0},"resident":{"bytes":0,"bytes_stderr":0,"pages":0,"sample_bytes":0,"checked_ns":0}}`,
+		`{"type":"report","time_ns":5123456789012,"final":false,"lost_events":5,"processes":2,"sort":"live","top":10,"host":false,"sampled":false,"sample_bytes":0,"kernel":"","attach":"","memtrace_peak_rss_bytes":0,"memtrace_rss_bytes":0}`,
+		`{"type":"process","pid":77,"comm":"worker","live_bytes":2097152,"live_allocs":12,"allocs":40,"alloc_bytes":3145728,"frees":28,"freed_bytes":1048576,"peak_live_bytes":2199552,"unmatched_frees":3,"lost_events":5,"final":false,"exited":true,"time_ns":5123456789012,"mmap":{"live_bytes":4194304,"live_regions":2,"maps":4,"mapped_bytes":8388608,"unmaps":2,"unmapped_bytes":4194304,"peak_live_bytes":6291456,"reserved_bytes":0,"committed_bytes":0,"resident_bytes":0},"exit_time_ns":9000000000,"rates":[],"sampled":false,"sample_bytes":0,"live_bytes_stderr":0,"footprint":{"rss_bytes":0,"rss_anon_bytes":0,"rss_file_bytes":0,"rss_shmem_bytes":0,"swap_bytes":0,"pss_bytes":0,"heap_resident_bytes":0,"heap_retained_bytes":0,"anon_resident_bytes":0,"stack_resident_bytes":0,"file_resident_bytes":0,"unexplained_bytes":0,"cgroup":"","cgroup_memory_bytes":0,"go_heap_reserved_bytes":0,"go_heap_committed_bytes":0,"go_heap_resident_bytes":0,"go_heap_source":"","go_runtime_resident_bytes":0},"resident":{"bytes":0,"bytes_stderr":0,"pages":0,"sample_bytes":0,"checked_ns":0}}`,
 		`{"type":"callsite","pid":77,"category":"heap","function":"","file":"","line":0,"module":"/usr/lib/x86_64-linux-gnu/libfoo.so.1","address":"0x7f3a00001234","live_bytes":1572864,"live_allocs":10,"allocs":30,"alloc_bytes":2097152,"frees":20,"freed_bytes":1048576,"final":false,"offset":"0x1234","time_ns":5123456789012,"rates":[],"inlined":[],"python":false,"comm":"worker","sampled":false,"sample_bytes":0,"live_bytes_stderr":0,"leaf_function":"","leaf_file":"","leaf_line":0,"leaf_module":"","leaf_address":"","reserved_bytes":0,"committed_bytes":0,"resident_bytes":0}`,
 		`{"type":"callsite","pid":77,"category":"heap","function":"make_buffer(unsigned long)","file":"src/buf.c","line":42,"module":"/usr/bin/myserver","address":"0x401a2b","live_bytes":523265,"live_allocs":1,"allocs":9,"alloc_bytes":1047553,"frees":8,"freed_bytes":524288,"final":false,"offset":"0x1a2b","time_ns":5123456789012,"rates":[],"inlined":[],"python":false,"comm":"worker","sampled":false,"sample_bytes":0,"live_bytes_stderr":0,"leaf_function":"","leaf_file":"","leaf_line":0,"leaf_module":"","leaf_address":"","reserved_bytes":0,"committed_bytes":0,"resident_bytes":0}`,
 		`{"type":"callsite","pid":77,"category":"heap","function":"","file":"","line":0,"module":"","address":"0xdeadbeef","live_bytes":1023,"live_allocs":1,"allocs":1,"alloc_bytes":1023,"frees":0,"freed_bytes":0,"final":false,"offset":"","time_ns":5123456789012,"rates":[],"inlined":[],"python":false,"comm":"worker","sampled":false,"sample_bytes":0,"live_bytes_stderr":0,"leaf_function":"","leaf_file":"","leaf_line":0,"leaf_module":"","leaf_address":"","reserved_bytes":0,"committed_bytes":0,"resident_bytes":0}`,
 		`{"type":"callsite","pid":77,"category":"mmap","function":"arena_grow","file":"src/arena.c","line":88,"module":"/usr/bin/myserver","address":"0x402200","live_bytes":4194304,"live_allocs":2,"allocs":4,"alloc_bytes":8388608,"frees":2,"freed_bytes":4194304,"final":false,"offset":"0x2200","time_ns":5123456789012,"rates":[],"inlined":[],"python":false,"comm":"worker","sampled":false,"sample_bytes":0,"live_bytes_stderr":0,"leaf_function":"","leaf_file":"","leaf_line":0,"leaf_module":"","leaf_address":"","reserved_bytes":0,"committed_bytes":0,"resident_bytes":0}`,
-		`{"type":"process","pid":4242,"comm":"myserver","live_bytes":1048576,"live_allocs":10,"allocs":1020,"alloc_bytes":2621440,"frees":1010,"freed_bytes":1572864,"peak_live_bytes":1310720,"unmatched_frees":0,"lost_events":0,"final":false,"exited":false,"time_ns":5123456789012,"mmap":{"live_bytes":0,"live_regions":0,"maps":0,"mapped_bytes":0,"unmaps":0,"unmapped_bytes":0,"peak_live_bytes":0,"reserved_bytes":0,"committed_bytes":0,"resident_bytes":0},"exit_time_ns":0,"rates":[],"sampled":false,"sample_bytes":0,"live_bytes_stderr":0,"footprint":{"rss_bytes":0,"rss_anon_bytes":0,"rss_file_bytes":0,"rss_shmem_bytes":0,"heap_resident_bytes":0,"heap_retained_bytes":0,"anon_resident_bytes":0,"stack_resident_bytes":0,"file_resident_bytes":0,"unexplained_bytes":0,"cgroup":"","cgroup_memory_bytes":0,"go_heap_reserved_bytes":0,"go_heap_committed_bytes":0,"go_heap_resident_bytes":0,"go_heap_source":"","go_runtime_resident_bytes":0},"resident":{"bytes":0,"bytes_stderr":0,"pages":0,"sample_bytes":0,"checked_ns":0}}`,
+		`{"type":"process","pid":4242,"comm":"myserver","live_bytes":1048576,"live_allocs":10,"allocs":1020,"alloc_bytes":2621440,"frees":1010,"freed_bytes":1572864,"peak_live_bytes":1310720,"unmatched_frees":0,"lost_events":0,"final":false,"exited":false,"time_ns":5123456789012,"mmap":{"live_bytes":0,"live_regions":0,"maps":0,"mapped_bytes":0,"unmaps":0,"unmapped_bytes":0,"peak_live_bytes":0,"reserved_bytes":0,"committed_bytes":0,"resident_bytes":0},"exit_time_ns":0,"rates":[],"sampled":false,"sample_bytes":0,"live_bytes_stderr":0,"footprint":{"rss_bytes":0,"rss_anon_bytes":0,"rss_file_bytes":0,"rss_shmem_bytes":0,"swap_bytes":0,"pss_bytes":0,"heap_resident_bytes":0,"heap_retained_bytes":0,"anon_resident_bytes":0,"stack_resident_bytes":0,"file_resident_bytes":0,"unexplained_bytes":0,"cgroup":"","cgroup_memory_bytes":0,"go_heap_reserved_bytes":0,"go_heap_committed_bytes":0,"go_heap_resident_bytes":0,"go_heap_source":"","go_runtime_resident_bytes":0},"resident":{"bytes":0,"bytes_stderr":0,"pages":0,"sample_bytes":0,"checked_ns":0}}`,
 		`{"type":"callsite","pid":4242,"category":"heap","function":"make_buffer(unsigned long)","file":"src/buf.c","line":42,"module":"/usr/bin/myserver","address":"0x401a2b","live_bytes":1048576,"live_allocs":10,"allocs":20,"alloc_bytes":2097152,"frees":10,"freed_bytes":1048576,"final":false,"offset":"0x1a2b","time_ns":5123456789012,"rates":[],"inlined":[],"python":false,"comm":"myserver","sampled":false,"sample_bytes":0,"live_bytes_stderr":0,"leaf_function":"","leaf_file":"","leaf_line":0,"leaf_module":"","leaf_address":"","reserved_bytes":0,"committed_bytes":0,"resident_bytes":0}`,
 		`{"type":"callsite","pid":4242,"category":"heap","function":"parse_request","file":"src/http.c","line":310,"module":"/usr/bin/myserver","address":"0x401f00","live_bytes":0,"live_allocs":0,"allocs":1000,"alloc_bytes":524288,"frees":1000,"freed_bytes":524288,"final":false,"offset":"0x1f00","time_ns":5123456789012,"rates":[],"inlined":[],"python":false,"comm":"myserver","sampled":false,"sample_bytes":0,"live_bytes_stderr":0,"leaf_function":"","leaf_file":"","leaf_line":0,"leaf_module":"","leaf_address":"","reserved_bytes":0,"committed_bytes":0,"resident_bytes":0}`,
 	}
@@ -225,7 +249,7 @@ func TestJSONExactLargeNumbersAndUnescapedNames(t *testing.T) {
 
 func TestJSONEmptySnapshot(t *testing.T) {
 	lines := jsonLines(t, aggregate.Snapshot{Time: 7}, nil, Options{Final: true, Kernel: "6.1.0-56-amd64", Attach: "per-probe"})
-	want := `{"type":"report","time_ns":7,"final":true,"lost_events":0,"processes":0,"sort":"live","top":0,"host":false,"sampled":false,"sample_bytes":0,"kernel":"6.1.0-56-amd64","attach":"per-probe"}`
+	want := `{"type":"report","time_ns":7,"final":true,"lost_events":0,"processes":0,"sort":"live","top":0,"host":false,"sampled":false,"sample_bytes":0,"kernel":"6.1.0-56-amd64","attach":"per-probe","memtrace_peak_rss_bytes":0,"memtrace_rss_bytes":0}`
 	if len(lines) != 1 || lines[0] != want {
 		t.Errorf("got %q, want one line %s", lines, want)
 	}
@@ -250,9 +274,14 @@ func TestJSONRecordsMatchDocs(t *testing.T) {
 			t.Errorf("docs/json.md does not document `mmap.%s`", f)
 		}
 	}
-	for _, f := range slices.Concat(detailFields, leakProcessFields, epochFields, reportEpochFields, jvmProcessFields, jvmFields) {
+	for _, f := range slices.Concat(managedHeapFields, detailFields, leakProcessFields, epochFields, reportEpochFields, jvmProcessFields, jvmFields, beforeTableFields) {
 		if !strings.Contains(doc, "`"+f+"`") {
 			t.Errorf("docs/json.md does not document field `%s`", f)
+		}
+	}
+	for _, f := range hostProcessFields {
+		if !strings.Contains(doc, "`"+f+"`") {
+			t.Errorf("docs/json.md does not document the whole host's process field `%s`", f)
 		}
 	}
 	// The record structs and the lists above must agree too.
@@ -263,9 +292,9 @@ func TestJSONRecordsMatchDocs(t *testing.T) {
 		case "report":
 			want = slices.Concat(want, reportEpochFields)
 		case "process":
-			want = slices.Concat(want, leakProcessFields, epochFields, jvmProcessFields)
+			want = slices.Concat(hostFields(typ), managedHeapFields, leakProcessFields, epochFields, jvmProcessFields)
 		case "callsite":
-			want = slices.Concat(want, leakFields, epochFields, detailFields, jvmFields)
+			want = slices.Concat(want, leakFields, epochFields, detailFields, jvmFields, beforeTableFields, managedHeapSiteFields)
 		}
 		if got := jsonTags(v); !slices.Equal(got, want) {
 			t.Errorf("%s struct tags %v, want %v", typ, got, want)

@@ -10,6 +10,7 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/textsafe"
 )
 
 // A JVM's heap by NMT category (aggregate.ProcessSnapshot.JVM): a table
@@ -59,7 +60,7 @@ func jvmLabel(name string) string {
 	if name == "" {
 		return noCategory
 	}
-	return name
+	return textsafe.String(name)
 }
 
 // jvmHeader, jvmAlignment and jvmRow add the NMT CATEGORY column to a

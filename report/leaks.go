@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/leakcheck"
 	"github.com/memtrace/memtrace/symbolize"
+	"github.com/memtrace/memtrace/textsafe"
 )
 
 // Leaks gives a report the leak check's judged results: their figures in
@@ -127,9 +129,13 @@ func Write(w Outputs, snap aggregate.Snapshot, sym Symbolizer, o Options, leaks 
 // writeLeakText prints a process's leak summary as valgrind does, then its
 // lost blocks by call site, with stacks.
 func writeLeakText(b *bytes.Buffer, l *leakcheck.Judge, r *leakcheck.Verdict) {
-	fmt.Fprintf(b, "\npid %d %s: leak check %s\n", r.PID, r.Comm, r.When)
+	fmt.Fprintf(b, "\npid %d %s: leak check %s\n", r.PID, textsafe.String(r.Comm), textsafe.String(r.When)) // When: a recording's, in a replay
+	if errors.Is(r.Err, leakcheck.ErrDoesNotApply) {
+		fmt.Fprintf(b, "  leak check %s\n", textsafe.String(r.Err.Error()))
+		return
+	}
 	if r.Err != nil {
-		fmt.Fprintf(b, "  leak check failed: %v\n", r.Err)
+		fmt.Fprintf(b, "  leak check failed: %s\n", textsafe.String(r.Err.Error()))
 		return
 	}
 	t := r.Totals
@@ -191,7 +197,7 @@ func leakFrameLabels(f symbolize.Frame) (string, string, string) {
 	if fn == "" {
 		fn = "[unknown]"
 		if f.Module != "" {
-			fn = fmt.Sprintf("[unknown] %s+%#x", filepath.Base(f.Module), f.Offset)
+			fn = fmt.Sprintf("[unknown] %s+%#x", textsafe.String(filepath.Base(f.Module)), f.Offset)
 		}
 	}
 	loc := "-"
@@ -203,9 +209,9 @@ func leakFrameLabels(f symbolize.Frame) (string, string, string) {
 	}
 	mod := "-"
 	if f.Module != "" {
-		mod = filepath.Base(f.Module)
+		mod = textsafe.String(filepath.Base(f.Module))
 	}
-	return fn, loc, mod
+	return textsafe.String(fn), textsafe.String(loc), mod
 }
 
 // writeAnnotations prints GitHub Actions workflow commands for the lost
@@ -229,10 +235,10 @@ func writeAnnotations(b *bytes.Buffer, l *leakcheck.Judge, r *leakcheck.Verdict)
 		if !ok {
 			continue
 		}
-		file := workspaceFile(f.File, ws, r.Cwd)
+		file := textsafe.String(workspaceFile(f.File, ws, r.Cwd))
 		fn, _, _ := leakFrameLabels(lr.Frames[0])
 		msg := fmt.Sprintf("%d bytes in %d blocks %s, allocated in %s (pid %d %s)",
-			lr.Bytes, lr.Blocks, lr.Class.Title(), fn, r.PID, r.Comm)
+			lr.Bytes, lr.Blocks, lr.Class.Title(), fn, r.PID, textsafe.String(r.Comm))
 		fmt.Fprintf(b, "::%s file=%s,line=%d,title=%s::%s\n", level, escapeProperty(file), f.Line,
 			escapeProperty("memtrace: "+lr.Class.Title()), escapeData(msg))
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/memtrace/memtrace/aggregate"
 )
@@ -26,7 +27,16 @@ const (
 )
 
 // sortKeys lists the valid keys in the order error messages show them.
-var sortKeys = []SortKey{SortLive, SortAllocated, SortAllocs, SortRate, SortRSS}
+var sortKeys = []SortKey{SortLive, SortAllocated, SortAllocs, SortRate, SortRSS, SortAnon, SortPSS, SortSwap, SortResident}
+
+// SortKeyNames lists the valid keys (the shell completion offers them).
+func SortKeyNames() []string {
+	out := make([]string, len(sortKeys))
+	for i, k := range sortKeys {
+		out[i] = string(k)
+	}
+	return out
+}
 
 // ParseSortKey accepts the name of a sort key as users type it on the
 // command line. The empty string means the default, SortLive.
@@ -39,8 +49,11 @@ func ParseSortKey(s string) (SortKey, error) {
 			return k, nil
 		}
 	}
-	return "", fmt.Errorf("unknown sort key %q: valid keys are %s, %s, %s, %s, %s",
-		s, sortKeys[0], sortKeys[1], sortKeys[2], sortKeys[3], sortKeys[4])
+	names := make([]string, len(sortKeys))
+	for i, k := range sortKeys {
+		names[i] = string(k)
+	}
+	return "", fmt.Errorf("unknown sort key %q: valid keys are %s", s, strings.Join(names, ", "))
 }
 
 // value is the figure of st that k ranks by.
@@ -71,10 +84,9 @@ func (k SortKey) describe(c aggregate.Category) string {
 		return "allocation calls"
 	case SortRate:
 		return "net bytes/s at the shortest half-life"
-	case SortRSS:
-		if c == aggregate.Mapped {
-			return "resident bytes"
-		}
+	}
+	if k.ranksFootprint() && c == aggregate.Mapped { // hostlist.go
+		return "resident bytes"
 	}
 	return "live bytes"
 }
@@ -112,6 +124,9 @@ type Options struct {
 	// report carries them (JSON only): the kernel's release and the
 	// attach path taken ("multi" or "per-probe").
 	Kernel, Attach string
+	// SelfMemory, when set (live runs), gives memtrace's own resident
+	// memory for the report line (JSON only).
+	SelfMemory SelfMemory
 
 	// Epoch, when set, makes the report a numbered dump (epoch.go).
 	Epoch *Epoch
@@ -133,4 +148,11 @@ func (o Options) normalized() (Options, error) {
 	}
 	o.Sort = k
 	return o, nil
+}
+
+// SelfMemory is memtrace's own resident memory (an interface, so that
+// Options stay comparable).
+type SelfMemory interface {
+	// Resident returns the peak and the current resident set, in bytes.
+	Resident() (peakRSS, rss uint64)
 }

@@ -43,10 +43,10 @@ func netRate(rs []aggregate.RateSnapshot) float64 {
 
 // compareSites orders a before b (negative) when a ranks higher by k.
 func (k SortKey) compareSites(a, b aggregate.SiteSnapshot) int {
-	switch k {
-	case SortRate:
+	switch {
+	case k == SortRate:
 		return cmp.Compare(netRate(b.Rates), netRate(a.Rates))
-	case SortRSS:
+	case k.ranksFootprint(): // hostlist.go
 		return compareResident(a, b) // footprint.go
 	}
 	return cmp.Compare(k.value(b.Stats), k.value(a.Stats))
@@ -55,11 +55,11 @@ func (k SortKey) compareSites(a, b aggregate.SiteSnapshot) int {
 // compareProcesses orders a before b (negative) when a ranks higher by k:
 // heap plus mmap figures, or for SortRate the heap net rate.
 func (k SortKey) compareProcesses(a, b aggregate.ProcessSnapshot) int {
-	switch k {
-	case SortRate:
+	switch {
+	case k == SortRate:
 		return cmp.Compare(netRate(b.Rates), netRate(a.Rates))
-	case SortRSS:
-		return cmp.Compare(rss(b), rss(a)) // footprint.go
+	case k.ranksFootprint():
+		return cmp.Compare(footprintValue(b, k), footprintValue(a, k)) // hostlist.go
 	}
 	return cmp.Compare(k.value(b.Heap)+k.value(b.Mapped), k.value(a.Heap)+k.value(a.Mapped))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/callstack"
 )
 
 // Resident memory by who made it resident (aggregate.ResidentSnapshot):
@@ -24,10 +25,14 @@ type residentRecord struct {
 	PID      uint32 `json:"pid"`
 	Comm     string `json:"comm"`
 	Function string `json:"function"`
-	File     string `json:"file"`
-	Line     int    `json:"line"`
-	Module   string `json:"module"`
-	Address  string `json:"address"`
+	// ManagedHeap names the runtime's heap that Function writes as its
+	// collector or allocator ("Java heap", "V8 heap", "CLR heap"; ""
+	// for none; managed_heaps.go).
+	ManagedHeap string `json:"managed_heap"`
+	File        string `json:"file"`
+	Line        int    `json:"line"`
+	Module      string `json:"module"`
+	Address     string `json:"address"`
 	// ResidentBytes estimates the bytes resident that the site made
 	// resident; ResidentBytesStderr is its standard error.
 	ResidentBytes       uint64 `json:"resident_bytes"`
@@ -43,6 +48,10 @@ type residentRecord struct {
 	CheckedNS uint64 `json:"checked_ns"`
 	Final     bool   `json:"final"`
 	TimeNS    uint64 `json:"time_ns"`
+	// Stack and StackTruncated: with --detail, as in callsite records
+	// (the charged frame first).
+	Stack          []stackFrame `json:"stack,omitempty"`
+	StackTruncated *bool        `json:"stack_truncated,omitempty"`
 }
 
 // residentSites are the sites shown: the top o.Top (0: all).
@@ -68,12 +77,16 @@ func residentRecords(p aggregate.ProcessSnapshot, sym Symbolizer, t uint64, o Op
 
 func newResidentRecord(pid uint32, comm string, s aggregate.ResidentSite, r *aggregate.ResidentSnapshot, sym Symbolizer, t uint64, o Options) residentRecord {
 	f := resolve(sym, pid, s.Address)
-	return residentRecord{
+	rec := residentRecord{
 		Type: typeResident, PID: pid, Comm: comm,
-		Function: f.Function, File: f.File, Line: f.Line, Module: f.Module, Address: hex(s.Address),
+		Function: f.Function, ManagedHeap: managedHeap(f.Function), File: f.File, Line: f.Line, Module: f.Module, Address: hex(s.Address),
 		ResidentBytes: s.Bytes, ResidentBytesStderr: roundStderr(s.Stderr),
 		Sampled: true, SampledPages: s.Pages, SampleBytes: r.SampleBytes, CheckedNS: r.CheckedNS, Final: o.Final, TimeNS: t,
 	}
+	if st, ok := residentStack(pid, s, o); ok {
+		rec.Stack, rec.StackTruncated = stackRecord(st)
+	}
+	return rec
 }
 
 // writeResidentText prints p's resident section: the total, then the top
@@ -97,10 +110,12 @@ func writeResidentText(b *bytes.Buffer, p aggregate.ProcessSnapshot, sym Symboli
 	var out bytes.Buffer
 	t := hostTable(&out, []tw.Align{tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignLeft, tw.AlignLeft, tw.AlignLeft})
 	t.Header(estMark+"RESIDENT", "± RESIDENT", "PAGES", "FUNCTION", "FILE:LINE", "MODULE")
+	var stacks [][]string
 	for _, s := range sites {
 		f := resolve(sym, p.PID, s.Address)
+		stacks = append(stacks, residentStackLines(p.PID, s, o))
 		row := []string{byteCell(s.Bytes, o.Raw), byteCell(roundStderr(s.Stderr), o.Raw),
-			strconv.FormatUint(s.Pages, 10), functionLabel(f), locationLabel(f), moduleLabel(f)}
+			strconv.FormatUint(s.Pages, 10), residentFunctionLabel(f), locationLabel(f), moduleLabel(f)}
 		if err := t.Append(row); err != nil {
 			return fmt.Errorf("add resident site %s: %w", hex(s.Address), err)
 		}
@@ -108,8 +123,27 @@ func writeResidentText(b *bytes.Buffer, p aggregate.ProcessSnapshot, sym Symboli
 	if err := t.Render(); err != nil {
 		return fmt.Errorf("render resident sites: %w", err)
 	}
-	indentTable(b, out.String())
+	indentTableStacks(b, out.String(), stacks)
 	return nil
+}
+
+// residentStack is a resident site's checked stack with --detail (its
+// first frame the charged one), ok false without.
+func residentStack(pid uint32, s aggregate.ResidentSite, o Options) (callstack.Stack, bool) {
+	if o.Stacks == nil || s.StackID < 0 {
+		return callstack.Stack{}, false
+	}
+	return o.Stacks.Stack(pid, aggregate.SiteSnapshot{Address: s.Address, StackID: s.StackID}), true
+}
+
+// residentStackLines are the lines under a resident row with --detail:
+// the rows of one function reached by different paths are told apart.
+func residentStackLines(pid uint32, s aggregate.ResidentSite, o Options) []string {
+	st, ok := residentStack(pid, s, o)
+	if !ok {
+		return nil
+	}
+	return stackLines(st)
 }
 
 // checkedText says when an exited process's figures are from: pages
@@ -136,41 +170,31 @@ type hostResident struct {
 	aggregate.ResidentSite
 }
 
-// hostResidentView ranks the processes with resident figures by their
-// resident bytes, and all their sites together, each cut to Top.
-func hostResidentView(s aggregate.Snapshot, o Options) (procs []aggregate.ProcessSnapshot, sites []hostResident, totalProcs, totalSites int) {
+// hostResidentView ranks the sites of all processes together by their
+// resident bytes, cut to Top.
+func hostResidentView(s aggregate.Snapshot, o Options) (sites []hostResident, totalSites int) {
 	for _, p := range s.Processes {
 		if p.Resident == nil {
 			continue
 		}
-		procs = append(procs, p)
 		for _, st := range p.Resident.Sites {
 			sites = append(sites, hostResident{p.PID, p.Comm, st})
 		}
 	}
-	slices.SortStableFunc(procs, func(a, b aggregate.ProcessSnapshot) int {
-		if o.Sort == SortRSS {
-			if c := cmp.Compare(rss(b), rss(a)); c != 0 {
-				return c
-			}
-		}
-		return cmp.Or(cmp.Compare(b.Resident.Bytes, a.Resident.Bytes), cmp.Compare(a.PID, b.PID))
-	})
 	slices.SortStableFunc(sites, func(a, b hostResident) int {
 		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), cmp.Compare(a.pid, b.pid), cmp.Compare(a.Address, b.Address))
 	})
-	totalProcs, totalSites = len(procs), len(sites)
+	totalSites = len(sites)
 	if o.Top > 0 {
-		procs = procs[:min(len(procs), o.Top)]
 		sites = sites[:min(len(sites), o.Top)]
 	}
-	return procs, sites, totalProcs, totalSites
+	return sites, totalSites
 }
 
 // hostResidentRecords are the resident records of a whole-host report:
 // the top sites across the host.
 func hostResidentRecords(s aggregate.Snapshot, sym Symbolizer, o Options) []any {
-	_, sites, _, _ := hostResidentView(s, o)
+	sites, _ := hostResidentView(s, o)
 	res := map[uint32]*aggregate.ResidentSnapshot{}
 	for _, p := range s.Processes {
 		if p.Resident != nil {
@@ -184,63 +208,31 @@ func hostResidentRecords(s aggregate.Snapshot, sym Symbolizer, o Options) []any 
 	return out
 }
 
-// writeHostResident prints the whole host's resident memory: the top
-// processes by resident bytes, then the top sites of all processes ranked
-// together.
+// writeHostResident prints the top sites of all processes ranked together
+// by who made memory resident (the processes are in the host list,
+// hostlist.go).
 func writeHostResident(b *bytes.Buffer, s aggregate.Snapshot, sym Symbolizer, o Options) error {
-	procs, sites, totalProcs, totalSites := hostResidentView(s, o)
-	if len(procs) == 0 {
+	sites, totalSites := hostResidentView(s, o)
+	if totalSites == 0 {
 		return nil
 	}
-	mean := procs[0].Resident.SampleBytes
-	by := "resident memory"
-	if o.Sort == SortRSS {
-		by = "RSS"
-	}
-	fmt.Fprintf(b, "\n%s\n", shownOf("processes by "+by+" (1 write fault sampled per "+byteText(mean, o.Raw)+" of faults)", len(procs), totalProcs))
 	var out bytes.Buffer
-	t := hostTable(&out, []tw.Align{tw.AlignRight, tw.AlignLeft, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight})
-	// RSS and RSS ANON: the kernel's figures (the footprint's latest
-	// reading) beside the estimate of what the run's faults made resident;
-	// "-" for a process that exited before its first reading.
-	t.Header("PID", "COMM", "RSS", "RSS ANON", estMark+"RESIDENT", "± RESIDENT", "PAGES")
-	for _, p := range procs {
-		r := p.Resident
-		rss, anon := "-", "-"
-		if f := p.Footprint; f != nil && f.RSS > 0 {
-			rss, anon = byteCell(f.RSS, o.Raw), byteCell(f.RSSAnon, o.Raw)
-		}
-		if err := t.Append([]string{strconv.FormatUint(uint64(p.PID), 10), commLabel(p.Comm), rss, anon,
-			byteCell(r.Bytes, o.Raw), byteCell(roundStderr(r.Stderr), o.Raw), strconv.FormatUint(r.Pages, 10)}); err != nil {
-			return fmt.Errorf("add resident process %d: %w", p.PID, err)
-		}
-	}
-	if err := t.Render(); err != nil {
-		return fmt.Errorf("render resident processes: %w", err)
-	}
-	indentTable(b, out.String())
-	// An exited process's figures are as of its last pagemap check.
-	for _, p := range procs {
-		if p.Exited {
-			fmt.Fprintf(b, "   pid %d %s: %s\n", p.PID, commLabel(p.Comm), checkedText(p.Resident.CheckedNS, p.ExitTime))
-		}
-	}
-
 	fmt.Fprintf(b, "\n%s\n", shownOf("call sites across the host by who made memory resident", len(sites), totalSites))
-	out.Reset()
-	t = hostTable(&out, []tw.Align{tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignLeft, tw.AlignLeft, tw.AlignLeft, tw.AlignLeft})
+	t := hostTable(&out, []tw.Align{tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignLeft, tw.AlignLeft, tw.AlignLeft, tw.AlignLeft})
 	t.Header(estMark+"RESIDENT", "± RESIDENT", "PAGES", "PID", "COMM", "FUNCTION", "FILE:LINE", "MODULE")
+	var stacks [][]string
 	for _, s := range sites {
 		f := resolve(sym, s.pid, s.Address)
+		stacks = append(stacks, residentStackLines(s.pid, s.ResidentSite, o))
 		if err := t.Append([]string{byteCell(s.Bytes, o.Raw), byteCell(roundStderr(s.Stderr), o.Raw),
 			strconv.FormatUint(s.Pages, 10), strconv.FormatUint(uint64(s.pid), 10), commLabel(s.comm),
-			functionLabel(f), locationLabel(f), moduleLabel(f)}); err != nil {
+			residentFunctionLabel(f), locationLabel(f), moduleLabel(f)}); err != nil {
 			return fmt.Errorf("add resident site %s: %w", hex(s.Address), err)
 		}
 	}
 	if err := t.Render(); err != nil {
 		return fmt.Errorf("render resident sites: %w", err)
 	}
-	indentTable(b, out.String())
+	indentTableStacks(b, out.String(), stacks)
 	return nil
 }

@@ -85,7 +85,7 @@ func writeTitledSites(b *bytes.Buffer, p rankedProcess, c aggregate.Category,
 			byteCell(s.AllocBytes, o.Raw),
 			strconv.FormatUint(s.Allocs, 10),
 			byteCell(s.FreedBytes, o.Raw),
-			functionLabel(f),
+			mappedFunctionLabel(f, c),
 			locationLabel(f),
 			moduleLabel(f),
 		}
@@ -100,13 +100,16 @@ func writeTitledSites(b *bytes.Buffer, p rankedProcess, c aggregate.Category,
 	if err := t.Render(); err != nil {
 		return fmt.Errorf("render %s call sites: %w", c, err)
 	}
-	if stacks == nil {
-		indentTable(b, out.String())
-		return nil
-	}
-	// --detail: each row is followed by the rest of its stack.
-	row := -1
-	for l := range strings.Lines(out.String()) {
+	indentTableStacks(b, out.String(), stacks)
+	return nil
+}
+
+// indentTableStacks is indentTable, each row followed by the rest of its
+// stack (--detail: stacks[i] is row i's, from stackLines); no stacks, no
+// lines.
+func indentTableStacks(b *bytes.Buffer, table string, stacks [][]string) {
+	row := -1 // the header
+	for l := range strings.Lines(table) {
 		l = strings.TrimRight(l, " \n")
 		if l == "" {
 			continue
@@ -119,7 +122,6 @@ func writeTitledSites(b *bytes.Buffer, p rankedProcess, c aggregate.Category,
 		}
 		row++
 	}
-	return nil
 }
 
 // stackLines prints the frames of a stack after its first (the row itself),
@@ -191,12 +193,4 @@ func tableTitle(c aggregate.Category, shown, total int, k SortKey) string {
 // indentTable nests a rendered table under its process and drops the
 // padding tablewriter leaves at line ends, which would only make diffs and
 // golden files noisy.
-func indentTable(b *bytes.Buffer, table string) {
-	for l := range strings.Lines(table) {
-		l = strings.TrimRight(l, " \n")
-		if l == "" {
-			continue
-		}
-		b.WriteString("  " + l + "\n")
-	}
-}
+func indentTable(b *bytes.Buffer, table string) { indentTableStacks(b, table, nil) }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/textsafe"
 )
 
 // labelWidth aligns the values of a process header. It is the width of
@@ -42,7 +43,8 @@ func WriteText(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) err
 	for _, p := range procs {
 		b.WriteByte('\n')
 		writeProcessHeader(&b, p, o.Raw)
-		if err := writeJVMText(&b, p, o.Raw); err != nil { // jvm.go
+		writeManagedHeapsText(&b, managedHeaps(p.ProcessSnapshot, sym), o.Raw) // managed_heaps.go
+		if err := writeJVMText(&b, p, o.Raw); err != nil {                     // jvm.go
 			return fmt.Errorf("text report for pid %d: %w", p.PID, err)
 		}
 		if err := writeSiteTables(&b, p, sym, o); err != nil {
@@ -92,7 +94,7 @@ func writeLostWarning(b *bytes.Buffer, lost uint64) {
 func writeProcessHeader(b *bytes.Buffer, p rankedProcess, raw bool) {
 	b.WriteString("pid " + strconv.FormatUint(uint64(p.PID), 10))
 	if p.Comm != "" {
-		b.WriteString(" " + p.Comm)
+		b.WriteString(" " + textsafe.String(p.Comm))
 	}
 	if p.Exited {
 		b.WriteString(" (exited)")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes the README's screenshots of the HTML report: traces
+# Makes docs/exports.md's screenshots of the HTML report: traces
 # testdata/demo/picture.c with --detail --html and photographs the page in
 # headless chromium. Needs root (BPF), gcc and chromium.
 #   sudo scripts/screenshots.sh [OUTDIR]   (default docs/images)

@@ -26,6 +26,9 @@ type Config struct {
 	// Detail groups by whole call stack (StackDepth frames).
 	Detail     bool
 	StackDepth int
+	// JVMPerfMap asks each traced JVM for its perf map at each report
+	// (--jvm-perfmap; jvm.go).
+	JVMPerfMap bool
 	Wrappers   []string
 	// WrapperRule decides the wrappers whose callers are charged (from
 	// Wrappers, --no-auto-wrappers and --not-wrapper).
@@ -36,6 +39,20 @@ type Config struct {
 	LeakConfig      // --leak-check, --fail-on-leak, -f, --suppressions, --json-file
 	TimeConfig      // --record, --mark, --peak-tolerance, --dump-dir
 	ExportConfig    // --pprof, --folded, --html, --listen (exports.go)
+	TablesConfig    // --tables-wait, --no-cache, --cache-size
+}
+
+// DefaultCacheBytes bounds the unwind tables kept on disk (--cache-size).
+const DefaultCacheBytes = 512 << 20
+
+// TablesConfig holds the unwind tables' settings.
+type TablesConfig struct {
+	// TablesWait is the longest a target's probes wait for its tables;
+	// 0: they never wait (docs/unwinding.md, "Before the tables").
+	TablesWait time.Duration
+	// NoCache keeps tables in memory only; CacheBytes bounds the cache.
+	NoCache    bool
+	CacheBytes int64
 }
 
 func (c *Config) takesStacks() bool { return pipeline.TakesStacks(c.Detail, c.SampleBytes) }
@@ -81,4 +98,8 @@ type TimeConfig struct {
 	Marks   []string
 	PeakTol aggregate.PeakTolerance
 	DumpDir string
+	// Access is the epoch of access statistics (--access; 0 = off);
+	// ColdAfter the epochs untouched after which a page is cold.
+	Access    time.Duration
+	ColdAfter int
 }

@@ -4,13 +4,14 @@ import (
 	"errors"
 
 	"github.com/memtrace/memtrace/allocator"
+	"github.com/memtrace/memtrace/host"
 	"github.com/memtrace/memtrace/launch"
 	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/tracer"
 )
 
 // exitCodeFor is memtrace's exit code for a live run's error
-// (pipeline's codes, documented in README.md); in `--` mode memtrace
+// (pipeline's codes, documented in docs/cli.md); in `--` mode memtrace
 // otherwise exits with the command's own status (128+N when a signal N
 // ended it).
 func exitCodeFor(err error) int {
@@ -23,7 +24,7 @@ func exitCodeFor(err error) int {
 		return pipeline.ExitPermission
 	case errors.Is(err, tracer.ErrNoBTF), errors.Is(err, tracer.ErrNoUprobes), errors.Is(err, tracer.ErrOldKernel):
 		return pipeline.ExitKernel
-	case errors.Is(err, allocator.ErrNoProcess), errors.Is(err, tracer.ErrProcessGone):
+	case errors.Is(err, allocator.ErrNoProcess), errors.Is(err, tracer.ErrProcessGone), errors.Is(err, host.ErrKernelThread):
 		return pipeline.ExitNoProcess
 	case errors.Is(err, allocator.ErrNotFound):
 		return pipeline.ExitNoAllocator

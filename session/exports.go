@@ -60,6 +60,8 @@ func (s *session) historyTick(now uint64) {
 	snap := s.pr.Bare(recording.Report{Time: now, All: true})
 	if s.exports.FootprintDue(pipeline.FootprintEvery) {
 		s.footprints.Read(&snap, false) // the timeline's heap resident
+	} else {
+		s.footprints.ReadChanged(&snap) // and of a heap that grew or shrank since
 	}
 	s.exports.Sample(now, snap, s.table)
 }

@@ -30,12 +30,16 @@ type hostState struct {
 	att *tracer.Attachment
 	// scans are the processes to scan again for new allocator files.
 	scans host.Scans
-	// exits paces the batches of exits the printer holds.
+	// exits says when the exits the printer holds are written before the
+	// next report.
 	exits host.ExitBatch
 	// seen: the processes whose events were met.
 	seen host.Seen
 	// marked counts, per --mark function, the files it is probed in.
 	marked map[string]int
+	// rollups: the latest light readings of the processes listed only
+	// (hostlist.go).
+	rollups rollups
 }
 
 // newHost is the whole-host mode's state; the run loads the objects with
@@ -100,7 +104,7 @@ func (s *session) startHost() error {
 		s.log.Info("allocator file", "module", f)
 	}
 	if len(files) == 0 && s.cfg.Heap {
-		s.log.Warn("no allocator in use yet: waiting for processes to start")
+		s.log.Info("no allocator in use yet: the processes that start one are probed as they start")
 	}
 	for _, name := range s.cfg.Marks {
 		if h.marked[name] == 0 {
@@ -111,13 +115,14 @@ func (s *session) startHost() error {
 }
 
 // hostIdle runs between polls in whole-host mode: the scans that are due,
-// and the batch of exits once it is due.
+// and the batch of exits if it cannot wait for the next report
+// (host.ExitBatch).
 func (s *session) hostIdle() error {
 	if s.host == nil {
 		return nil
 	}
 	s.runScans()
-	if pids, _ := s.pr.Held(); s.host.exits.Due(len(pids)) {
+	if pids, _ := s.pr.Held(); s.host.exits.Due(len(pids), s.cfg.Interval > 0) {
 		return s.flushExits()
 	}
 	return nil
@@ -150,9 +155,10 @@ func (s *session) scanProcess(pid int) (retry bool, err error) {
 	if len(found.Missing) > 0 {
 		return true, nil
 	}
-	// Its code's unwind tables first (each file's once, host-wide), so
-	// that its first allocations through wrappers are charged right.
-	if err := s.objs.PreloadTables(pid); err != nil {
+	// Its code's unwind tables (each file's once, host-wide), built in
+	// the background: until one is in, allocations are charged to the
+	// frame in its file (docs/unwinding.md, "Before the tables").
+	if _, err := s.objs.PreloadTables(pid, nil); err != nil {
 		s.log.Debug("unwind tables", "pid", pid, "err", err)
 	}
 	for _, g := range found.ByPath() {
@@ -164,7 +170,11 @@ func (s *session) scanProcess(pid int) (retry bool, err error) {
 			if errors.Is(err, tracer.ErrNoUprobes) || errors.Is(err, tracer.ErrPermission) {
 				return false, err
 			}
-			s.log.Warn("attach", "pid", pid, "module", g.New[0].Module, "err", err)
+			if errors.Is(err, tracer.ErrProcessGone) {
+				s.log.Debug("attach", "pid", pid, "module", g.New[0].Module, "err", err)
+				continue
+			}
+			s.log.Warn("cannot probe a process's allocator: its heap is left out of the report", "pid", pid, "module", g.New[0].Module, "err", err)
 			continue
 		}
 		h.finder.Placed(g)

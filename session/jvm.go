@@ -1,10 +1,14 @@
 package session
 
 import (
+	"context"
 	"fmt"
+	"path"
+	"time"
 
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/event"
+	"github.com/memtrace/memtrace/jvmattach"
 	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/tracer"
 )
@@ -35,7 +39,9 @@ func (s *session) jvmProbes(pid int, mods []allocator.Module) []allocator.Probe 
 // reader's next poll, a few milliseconds) has no category.
 func (s *session) jvmLoaded(e *event.Event) {
 	t := s.targets[int(e.PID)]
-	m := allocator.Module{Path: fmt.Sprintf("/proc/%d/root%s", e.PID, e.Path), Module: e.Path}
+	// The path is the process's own (dlopen's): cleaned, a ".." cannot
+	// climb out of its root.
+	m := allocator.Module{Path: fmt.Sprintf("/proc/%d/root%s", e.PID, path.Clean("/"+e.Path)), Module: e.Path}
 	if t == nil || t.jvm || t.exited || !allocator.IsJVM(m) {
 		return
 	}
@@ -49,4 +55,59 @@ func (s *session) jvmLoaded(e *event.Event) {
 	}
 	t.jvm = true
 	s.log.Info("JVM category probes", "pid", t.pid, "module", e.Path, "probes", len(probes))
+}
+
+// jvmAttachWait bounds the wait for a JVM's attach listener and reply.
+const jvmAttachWait = 10 * time.Second
+
+// jvmPerfMapEvery bounds how often JIT code with no name yet makes
+// memtrace ask a JVM for its map again.
+const jvmPerfMapEvery = 2 * time.Second
+
+// jvmPerfMapSoon asks JVM target pid for its perf map in the background
+// (--jvm-perfmap), when its code met in a stack has no name yet: code
+// compiled since the last request. At most one request runs per JVM, and
+// at most one starts every jvmPerfMapEvery.
+func (s *session) jvmPerfMapSoon(pid int) {
+	t := s.targets[pid]
+	if !s.cfg.JVMPerfMap || t == nil || !t.jvm || t.exited || t.perfMapBusy.Load() ||
+		time.Since(t.perfMapAsked) < jvmPerfMapEvery {
+		return
+	}
+	t.perfMapAsked = time.Now()
+	t.perfMapBusy.Store(true)
+	go func() {
+		defer t.perfMapBusy.Store(false)
+		s.requestJVMPerfMap(pid)
+	}()
+}
+
+// requestJVMPerfMap asks the JVM pid to write its perf map, then reads it.
+func (s *session) requestJVMPerfMap(pid int) {
+	ctx, cancel := context.WithTimeout(context.Background(), jvmAttachWait)
+	defer cancel()
+	if _, err := jvmattach.Command(ctx, pid, "Compiler.perfmap"); err != nil {
+		s.log.Warn("JVM perf map", "pid", pid, "err", err)
+		return
+	}
+	s.res.RereadJIT(pid)
+	s.log.Info("JVM perf map written", "pid", pid)
+}
+
+// requestJVMPerfMaps asks each live JVM target to write its perf map
+// (--jvm-perfmap), then reads it: its JIT code is named in the report.
+// The first request starts the JVM's Attach Listener thread. It runs at
+// each report, when a JVM is attached with -p (its code is compiled by
+// then, most often), and when a charged stack meets JIT code the last map
+// did not name (jvmPerfMapSoon).
+func (s *session) requestJVMPerfMaps() {
+	if !s.cfg.JVMPerfMap {
+		return
+	}
+	for _, t := range s.targets {
+		if !t.jvm || t.exited {
+			continue
+		}
+		s.requestJVMPerfMap(t.pid)
+	}
 }

@@ -2,9 +2,11 @@ package session
 
 import (
 	"errors"
+	"fmt"
+	"iter"
 	"os"
-	"slices"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/memtrace/memtrace/allocator"
@@ -14,6 +16,7 @@ import (
 	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/recording"
 	"github.com/memtrace/memtrace/report"
+	"github.com/memtrace/memtrace/selfmem"
 	"github.com/memtrace/memtrace/tracer"
 )
 
@@ -83,7 +86,7 @@ func (s *session) leakCheckRunning() {
 			r := &leakcheck.Verdict{PID: pid, Comm: comm(pid), When: "when the run ended", Err: err}
 			s.leaks().Judge.Judge(r, nil, nil)
 			s.recordLeakCheck(r, nil)
-			s.log.Warn("leak check: cannot stop the process", "pid", pid, "err", err)
+			s.log.Warn("leak check: cannot stop the process, so it is not checked", "pid", pid, "err", err)
 			continue
 		}
 		var threads []leakcheck.Thread
@@ -104,16 +107,20 @@ func (s *session) leakCheckRunning() {
 // noAllocator: pid is a target in which no allocator was probed (a Go
 // program, a static binary without symbols: resident memory only). Its
 // heap was not traced, so no check can tell what it lost: its verdict says
-// so, rather than "0 bytes lost" (and --fail-on-leak fails on it, as on any
-// check that could not be made).
+// so, rather than "0 bytes lost". --fail-on-leak fails on it, as on any
+// check that could not be made, except for a Go program, to which a check
+// of malloc's blocks does not apply.
 func (s *session) noAllocator(pid int, when string) bool {
 	t := s.targets[pid]
 	if t == nil || t.malloc != "" {
 		return false
 	}
 	r := &leakcheck.Verdict{PID: pid, Comm: comm(pid), When: when, Err: errNoAllocator}
-	if t.untraced {
+	switch {
+	case t.untraced:
 		r.Err = errUntraced
+	case t.goProgram:
+		r.Err = errGoProgram
 	}
 	s.leaks().Judge.Judge(r, nil, nil)
 	s.recordLeakCheck(r, nil)
@@ -123,12 +130,14 @@ func (s *session) noAllocator(pid int, when string) bool {
 var (
 	errNoAllocator = errors.New("no allocator was probed in this process (resident memory only), so its heap was not traced")
 	errUntraced    = errors.New("the process could not be traced (see the warning above), so its heap was not")
+	errGoProgram   = fmt.Errorf("%w to a Go program: Go code allocates from its own garbage-collected heap, not with malloc "+
+		"(memtrace shows its memory resident by function, its footprint and its Go heap mappings)", leakcheck.ErrDoesNotApply)
 )
 
 // runLeakCheck classifies pid's live blocks and keeps the result, in the
 // recording too.
 func (s *session) runLeakCheck(pid int, threads []leakcheck.Thread, regs []uint64, unknownHeap bool, when string) {
-	start := time.Now()
+	start, cpu := time.Now(), cpuTime()
 	r := &leakcheck.Verdict{PID: pid, Comm: comm(pid), When: when}
 	r.Cwd, _ = os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
 	s.leaks().Judge.Verdicts[pid] = r
@@ -136,54 +145,72 @@ func (s *session) runLeakCheck(pid int, threads []leakcheck.Thread, regs []uint6
 	if _, err := s.drain.Poll(0, s.apply); err != nil {
 		s.log.Warn("drain before the leak check", "pid", pid, "err", err)
 	}
-	blocks, err := s.checkBlocks(r, threads, regs, unknownHeap)
-	blocks = notPython(r, blocks, s.table.PythonBlocks(uint32(pid)))
+	s.limitForLeakCheck(pid) // memory.go
+	c, err := s.checkBlocks(r, threads, regs, unknownHeap)
 	r.Err = err
-	s.recordLeakCheck(r, blocks)
-	s.leaks().Judge.Judge(r, blocks, pipeline.LeakStacks{Stacks: s.detailStacks(), Res: s.res}.Of)
 	if err != nil {
+		s.recordLeakCheck(r, nil)
+		s.leaks().Judge.Judge(r, nil, nil)
 		return
 	}
+	blocks := notPython(r, &c, s.table.PythonBlocks(uint32(pid)))
+	s.recordLeakCheck(r, blocks)
+	s.leaks().Judge.Judge(r, blocks, pipeline.LeakStacks{Stacks: s.detailStacks(), Res: s.res}.Of)
 	r.Took = time.Since(start)
-	s.log.Info("leak check done", "pid", pid, "took", r.Took)
+	// The CPU time too: on a busy machine the wall time says little.
+	s.log.Info("leak check done", "pid", pid, "took", r.Took, "cpu", cpuTime()-cpu)
+	if err := selfmem.Profile("leak-check"); err != nil { // MEMTRACE_MEMPROFILE
+		s.log.Warn("heap profile", "err", err)
+	}
 }
 
 // checkBlocks runs the check of r's process: its live blocks (and those it
 // inherited), by address, each with its class.
-func (s *session) checkBlocks(r *leakcheck.Verdict, threads []leakcheck.Thread, regs []uint64, unknownHeap bool) ([]recording.LeakBlock, error) {
+func (s *session) checkBlocks(r *leakcheck.Verdict, threads []leakcheck.Thread, regs []uint64, unknownHeap bool) (pipeline.CheckedProcess, error) {
 	pid := r.PID
-	blocks := pipeline.LiveBlocks(s.table, &s.leaks().inherited, pid)
-	c, err := pipeline.CheckBlocks(pid, blocks, threads, regs, unknownHeap, pipeline.Mapped(s.table, pid), s.cfg.Heuristics)
+	live := pipeline.LiveBlocks(s.table, &s.leaks().inherited, pid)
+	c, err := pipeline.CheckBlocks(pid, live, threads, regs, unknownHeap, pipeline.Mapped(s.table, pid), s.cfg.Heuristics)
 	if err != nil {
-		return nil, err
+		return c, err
 	}
 	r.ScannedBytes = c.ScannedBytes
 	s.log.Info("leak check", "pid", pid, "blocks", len(c.Blocks), "roots", c.Roots,
 		"scanned", c.ScannedBytes, "skipped", c.SkippedBytes)
-	return c.Blocks, nil
+	return c, nil
 }
 
-// notPython drops pymalloc's blocks (py) from the judged blocks, counting
-// them in r: they were scanned, so what they point to is reached.
-func notPython(r *leakcheck.Verdict, blocks []recording.LeakBlock, py map[uint64]bool) []recording.LeakBlock {
+// notPython leaves pymalloc's blocks (py) out of c's checked blocks,
+// counting them in r: they were scanned, so what they point to is reached.
+func notPython(r *leakcheck.Verdict, c *pipeline.CheckedProcess, py map[uint64]bool) iter.Seq[*recording.LeakBlock] {
 	if len(py) == 0 {
-		return blocks
+		return c.Each
 	}
-	return slices.DeleteFunc(blocks, func(b recording.LeakBlock) bool {
-		if !py[b.Addr] {
-			return false
+	for _, b := range c.Blocks {
+		if py[b.Addr] {
+			r.PythonBytes += b.Size
+			r.PythonBlocks++
 		}
-		r.PythonBytes += b.Size
-		r.PythonBlocks++
-		return true
-	})
+	}
+	return func(yield func(*recording.LeakBlock) bool) {
+		for b := range c.Each {
+			if !py[b.Addr] && !yield(b) {
+				return
+			}
+		}
+	}
 }
 
-// recordLeakCheck writes a check's result into the recording (--record),
-// for a replay to judge again.
-func (s *session) recordLeakCheck(r *leakcheck.Verdict, blocks []recording.LeakBlock) {
+// recordLeakCheck writes a check's result (its blocks, nil when it failed)
+// into the recording (--record), for a replay to judge again.
+func (s *session) recordLeakCheck(r *leakcheck.Verdict, checked iter.Seq[*recording.LeakBlock]) {
 	if s.time == nil || s.time.rec == nil {
 		return
+	}
+	var blocks []recording.LeakBlock
+	if checked != nil {
+		for b := range checked {
+			blocks = append(blocks, *b)
+		}
 	}
 	s.time.rec.LeakCheck(pipeline.RecordedLeakCheck(r, blocks, monotonicNow()))
 }
@@ -267,5 +294,14 @@ func (s *session) leakExitCode(code int) int {
 	if s.leak == nil {
 		return code
 	}
-	return s.leak.ExitCode(code, s.stderr)
+	return s.leak.ExitCode(code, s.diag)
+}
+
+// cpuTime is the CPU time memtrace has used, all threads.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -55,15 +55,16 @@ func (s *session) startLive(sigs chan<- os.Signal) *liveRates {
 	// Output written while the view owns the screen (a -p target's final
 	// records, warnings) waits until the view is closed (watch.Screen);
 	// q in the view ends the run as SIGTERM does.
-	screen, out, log, err := watch.OpenScreen(watch.Options{Symbolizer: s.res, Sort: s.cfg.Sort, Configured: l.settings},
-		s.out, s.stdout, s.stderr, s.log, func() {
+	screen, out, log, err := watch.OpenScreen(watch.Options{Symbolizer: s.res, Sort: s.cfg.Sort, Configured: l.settings,
+		Host: s.host != nil, Heap: s.cfg.Heap},
+		s.out, s.stdoutText, s.stderr, s.log, func() {
 			select {
 			case sigs <- syscall.SIGTERM:
 			default:
 			}
 		})
 	if err != nil {
-		s.log.Warn("--watch: no live view, printing periodic reports instead", "err", err)
+		s.log.Warn("--watch: no live view (it needs a terminal: run memtrace in one, or in tmux); printing periodic reports instead", "err", err)
 		if s.cfg.Interval == 0 {
 			s.cfg.Interval = watchRefresh
 		}
@@ -94,7 +95,11 @@ func (l *liveRates) onTick(time.Time) {
 func (l *liveRates) push() {
 	l.s.refreshCounts()
 	l.lastFrame = time.Now()
-	l.view.Show(watch.Frame{Snap: l.s.snapshotAt(monotonicNow(), false), Settings: l.settings})
+	snap := l.s.snapshotAt(monotonicNow(), false)
+	if l.s.host != nil {
+		l.s.addOthers(&snap, false) // every process on the host (hostlist.go)
+	}
+	l.view.Show(watch.Frame{Snap: snap, Settings: l.settings})
 }
 
 // apply takes half-lives and a period the user chose in the view (already

@@ -8,7 +8,8 @@ import (
 // where reports go now (the live view holds them while it owns the
 // terminal).
 func (s *session) print(r recording.Report) error {
-	s.pr.W = s.cfg.Outputs(s.out, s.stderr, s.cfg.JSON)
+	s.requestJVMPerfMaps() // --jvm-perfmap (jvm.go)
+	s.pr.W = s.cfg.Outputs(s.out, s.diag, s.cfg.JSON)
 	if s.cfg.LeakCheck {
 		s.pr.Leaks = s.leaks().Shown
 	}

@@ -27,7 +27,8 @@ func (s *session) startResident() error {
 		return err
 	}
 	if !residency.ZeroPagesKnown() {
-		s.log.Warn("pagemap shows no page frames (CAP_SYS_ADMIN): a released page that is read again stays charged")
+		s.log.Warn("pagemap hides page frames without CAP_SYS_ADMIN, so a released page that is read again stays charged " +
+			"to who first wrote it; run memtrace with CAP_SYS_ADMIN (as root outside a restricted container) for exact figures")
 	}
 	s.resident.Start()
 	return nil
@@ -82,7 +83,7 @@ func (s *session) scanResident(pid int) (retry bool) {
 	}
 	if len(paths) > 0 {
 		s.objs.PreloadTableFiles(paths)
-		s.log.Info("unwind tables loaded", "pid", pid, "files", paths)
+		s.log.Info("unwind tables: loading", "pid", pid, "files", paths)
 	}
 	h.finder.Placed(found)
 	return false

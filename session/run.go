@@ -10,19 +10,26 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 
+	"github.com/memtrace/memtrace/outfile"
 	"github.com/memtrace/memtrace/pipeline"
+	"github.com/memtrace/memtrace/textsafe"
 )
 
 // Run traces as cfg says and returns memtrace's exit code. args is the
 // command line, kept in a recording's info.
 func Run(cfg *Config, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// memtrace's own text goes through textsafe.Writer: names of traced
+	// processes reach it in messages and reports, and must not drive the
+	// terminal. A -- command writes to stdout and stderr themselves,
+	// untouched.
+	diag := textsafe.NewWriter(stderr)
+	text := textsafe.NewWriter(stdout)
 	level := slog.LevelWarn
 	if cfg.Verbose {
 		level = slog.LevelInfo
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level,
+	log := slog.New(slog.NewTextHandler(diag, &slog.HandlerOptions{Level: level,
 		// A timestamp adds nothing to a tool's diagnostics on a terminal.
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
 			if a.Key == slog.TimeKey && len(groups) == 0 {
@@ -31,29 +38,29 @@ func Run(cfg *Config, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 			return a
 		}}))
 
-	out := stdout
+	var out io.Writer = text
 	if cfg.Output != "" {
-		f, err := os.Create(cfg.Output)
+		f, err := outfile.Create(cfg.Output)
 		if err != nil {
-			fmt.Fprintf(stderr, "memtrace: %v\n", err)
+			fmt.Fprintf(diag, "memtrace: %v\n", err)
 			return pipeline.ExitUsage
 		}
 		defer f.Close()
-		out = f
+		out = textsafe.NewWriter(f)
 	}
 	closeJSON, err := cfg.OpenJSONFile()
 	if err != nil {
-		fmt.Fprintf(stderr, "memtrace: %v\n", err)
+		fmt.Fprintf(diag, "memtrace: %v\n", err)
 		return pipeline.ExitUsage
 	}
 	defer closeJSON()
 	if err := cfg.ExportFiles.Check(); err != nil {
-		fmt.Fprintf(stderr, "memtrace: %v\n", err)
+		fmt.Fprintf(diag, "memtrace: %v\n", err)
 		return pipeline.ExitUsage
 	}
-	s := &session{cfg: cfg, log: log, out: out, stdin: stdin, stdout: stdout, stderr: stderr}
+	s := &session{cfg: cfg, log: log, out: out, stdoutText: text, diag: diag, stdin: stdin, stdout: stdout, stderr: stderr}
 	if err := s.openTime(args); err != nil { // --record, --dump-dir (timeline.go)
-		fmt.Fprintf(stderr, "memtrace: %v\n", err)
+		fmt.Fprintf(diag, "memtrace: %v\n", err)
 		return pipeline.ExitUsage
 	}
 	s.newState()
@@ -66,7 +73,7 @@ func Run(cfg *Config, args []string, stdin io.Reader, stdout, stderr io.Writer) 
 		s.closeTime(false)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "memtrace: %v\n", err)
+		fmt.Fprintf(diag, "memtrace: %v\n", err)
 		return exitCodeFor(err)
 	}
 	return s.leakExitCode(code) // --fail-on-leak (leaks.go)

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -17,15 +18,17 @@ import (
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/event"
+	"github.com/memtrace/memtrace/footprint"
 	"github.com/memtrace/memtrace/host"
+	"github.com/memtrace/memtrace/internal/diskcache"
 	"github.com/memtrace/memtrace/launch"
 	"github.com/memtrace/memtrace/pipeline"
 	"github.com/memtrace/memtrace/recording"
 	"github.com/memtrace/memtrace/report"
 	"github.com/memtrace/memtrace/residency"
+	"github.com/memtrace/memtrace/selfmem"
 	"github.com/memtrace/memtrace/symbolize"
 	"github.com/memtrace/memtrace/tracer"
-	"github.com/memtrace/memtrace/unwind"
 )
 
 // pollWait bounds how stale a report can be: the probes do not wake the
@@ -43,10 +46,16 @@ type target struct {
 	comm  string
 	// jvm: its JVM category probes are placed (jvm.go).
 	jvm bool
+	// perfMapAsked, perfMapBusy: the last --jvm-perfmap request made on
+	// meeting unnamed JIT code, and whether one runs (jvm.go).
+	perfMapAsked time.Time
+	perfMapBusy  atomic.Bool
 	// malloc is the module malloc binds to (footprint.go).
 	malloc string
 	// untraced: a followed child (-f) that could not be traced.
 	untraced bool
+	// goProgram: a Go program with no allocator to probe (leaks.go).
+	goProgram bool
 }
 
 // session is one run: it owns the table and is driven by one goroutine.
@@ -55,28 +64,33 @@ type session struct {
 	log            *slog.Logger
 	out            io.Writer
 	stdin          io.Reader
-	stdout, stderr io.Writer
-	objs           *tracer.Objects
-	drain          *tracer.Drainer
-	table          *aggregate.Table
-	res            *symbolize.Resolver
-	py             *pyState          // Python processes (python.go)
-	pr             *pipeline.Printer // the reports (pipeline/printer.go)
-	input          *pipeline.Loop    // the one loop the table's inputs go through (feed)
-	sink           func(*pipeline.Input) error
-	eventIn        pipeline.Input       // feedEvent's, reused
-	stacks         *pipeline.StackStore // the stacks events name (pipeline/stacks.go)
-	downloads      *pipeline.Downloads  // debuginfod; nil without servers (debuginfod.go)
-	targets        map[int]*target
-	exitedPIDs     chan int
-	live           *liveRates               // decaying rates and --watch (live.go)
-	leak           *leakState               // the leak check, -f (leaks.go)
-	host           *hostState               // whole-host mode (host.go); nil with -p and --
-	time           *timeState               // --record, --mark, --dump-dir (timeline.go)
-	exports        *pipeline.Exports        // --pprof, --folded, --html, --listen (exports.go)
-	resident       residency.Pacer          // when sampled pages are checked next (resident.go)
-	footprints     *pipeline.FootprintPacer // paced readings, those at exit stops (footprint.go)
-	code           int                      // the run's exit code (Run)
+	stdout, stderr io.Writer // the terminal's, as the -- command gets them
+	// stdoutText and diag are stdout and stderr for memtrace's own text,
+	// escaped (textsafe.Writer); out is stdoutText or --output's file.
+	stdoutText, diag io.Writer
+	objs             *tracer.Objects
+	drain            *tracer.Drainer
+	table            *aggregate.Table
+	res              *symbolize.Resolver
+	py               *pyState          // Python processes (python.go)
+	pr               *pipeline.Printer // the reports (pipeline/printer.go)
+	input            *pipeline.Loop    // the one loop the table's inputs go through (feed)
+	sink             func(*pipeline.Input) error
+	eventIn          pipeline.Input       // feedEvent's, reused
+	stacks           *pipeline.StackStore // the stacks events name (pipeline/stacks.go)
+	downloads        *pipeline.Downloads  // debuginfod; nil without servers (debuginfod.go)
+	targets          map[int]*target
+	exitedPIDs       chan int
+	live             *liveRates               // decaying rates and --watch (live.go)
+	leak             *leakState               // the leak check, -f (leaks.go)
+	host             *hostState               // whole-host mode (host.go); nil with -p and --
+	time             *timeState               // --record, --mark, --dump-dir (timeline.go)
+	exports          *pipeline.Exports        // --pprof, --folded, --html, --listen (exports.go)
+	resident         residency.Pacer          // when sampled pages are checked next (resident.go)
+	footprints       *pipeline.FootprintPacer // paced readings, those at exit stops (footprint.go)
+	access           *accessState             // --access (access.go)
+	code             int                      // the run's exit code (Run)
+	mem              *selfmem.Limiter         // the Go runtime's soft memory limit (memory.go)
 }
 
 // run is the live run: one loop for every mode. The ring's events and
@@ -88,7 +102,8 @@ func (s *session) run() (int, error) {
 	defer s.downloads.Close()
 	var adjust func(*tracer.Options)
 	if s.cfg.Host() {
-		s.host = s.newHost() // no target: every process (host.go)
+		s.host = s.newHost()      // no target: every process (host.go)
+		s.pr.Others = s.addOthers // the processes it met no event of too (hostlist.go)
 		adjust = s.hostOptions
 	}
 	// Ctrl-C or SIGTERM while the probes load and attach (seconds on a
@@ -96,10 +111,16 @@ func (s *session) run() (int, error) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	if err := s.checkAccess(); err != nil { // access.go
+		return 0, err
+	}
 	// Check the targets before loading anything, so a typo fails fast.
 	for _, pid := range s.cfg.PIDs {
 		if err := unix.Kill(pid, 0); err == unix.ESRCH {
 			return 0, fmt.Errorf("process %d: %w", pid, allocator.ErrNoProcess)
+		}
+		if host.KernelThread(pid) {
+			return 0, fmt.Errorf("process %d (%s) %w", pid, comm(pid), host.ErrKernelThread)
 		}
 	}
 	release, err := s.load(adjust)
@@ -107,10 +128,15 @@ func (s *session) run() (int, error) {
 		return 0, err
 	}
 	defer release()
+	if err := s.startAccess(); err != nil { // access.go
+		return 0, err
+	}
+	defer s.stopAccess()
 	if s.cfg.ResidentBytes > 0 {
 		s.table.OnUncharge(s.objs.Uncharge) // the probes tell refaults of charged pages only (resident.go)
 		s.table.OnMove(s.objs.MovePage)
 	}
+	defer s.logMemory()                                                                      // -v: memtrace's own memory, after all (memory.go)
 	defer func(start time.Time) { tracer.LogRun(s.log, s.drain, s.objs, start) }(time.Now()) // -v: events read, per second
 	defer s.detachAll()
 	if s.host == nil {
@@ -180,7 +206,10 @@ func (s *session) attachTargets() error {
 // loop reads the ring every poll and handles what happened meanwhile,
 // until the targets are gone, the deadline passes or a signal comes.
 func (s *session) loop(child *launch.Child, sigs chan os.Signal) (int, error) {
-	tick, deadline, stopTimers := s.runTimers()
+	// -d counts from the moment tracing starts: a command's, once its
+	// probes are attached at its exec.
+	tick, deadline, stopTimers := s.runTimers(child == nil)
+	atExec := child != nil && s.cfg.Duration > 0
 	defer stopTimers()
 	var stops <-chan launch.Stop
 	var done <-chan syscall.WaitStatus
@@ -199,10 +228,12 @@ func (s *session) loop(child *launch.Child, sigs chan os.Signal) (int, error) {
 		if _, err := s.drain.Poll(s.nextWait(), s.apply); err != nil {
 			return 0, err
 		}
+		s.mem.Update(0)                      // the live table grew or shrank (memory.go)
 		if err := s.hostIdle(); err != nil { // scans, batches of exits (host.go)
 			return 0, err
 		}
 		s.checkResidentDue() // resident.go
+		s.accessDue()        // access.go
 		select {
 		case st, ok := <-stops:
 			if !ok {
@@ -220,13 +251,16 @@ func (s *session) loop(child *launch.Child, sigs chan os.Signal) (int, error) {
 				syscall.Kill(st.PID, syscall.SIGKILL)
 				return 0, err
 			}
+			if st.Kind == launch.Exec && atExec {
+				deadline, atExec = s.startDeadline(), false
+			}
 		case ws := <-done:
 			code = launch.ExitCode(ws)
 			s.markExited(child.PID)
 			done = nil
 		case pid := <-s.exitedPIDs:
 			if t := s.targets[pid]; t != nil {
-				s.log.Warn("target exited during the trace", "pid", pid, "comm", t.comm)
+				s.log.Warn("a target exited while traced: its final report follows", "pid", pid, "comm", t.comm)
 			}
 			s.markExited(pid)
 		case now := <-s.live.tick:
@@ -273,7 +307,7 @@ func (s *session) newState() {
 	s.table.SetSampleBytes(s.cfg.SampleBytes) // --sample-bytes (0 = exact)
 	s.table.SetStackBreakdown(s.cfg.stacksAsBreakdown())
 	s.downloads = pipeline.NewDownloads(s.cfg.SymbolizeConfig, s.log)
-	s.res = symbolize.NewResolver(s.cfg.ResolverOptions(s.downloads.Client())...)
+	s.res = symbolize.NewResolver(append(s.cfg.ResolverOptions(s.downloads.Client()), symbolize.WithLog(s.log))...)
 	s.targets = map[int]*target{}
 	s.exitedPIDs = make(chan int, 16)
 	s.stacks = pipeline.NewStackStore()
@@ -320,7 +354,8 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 		opts.StackDepth = s.cfg.StackDepth
 	}
 	opts.Wraps = s.cfg.WrapperRule.Wraps
-	opts.UnwindCacheDir = unwind.DefaultCacheDir() // tables kept across runs
+	opts.WrapsKey = s.cfg.WrapperRule.Key()
+	opts.UnwindCache = s.openCache() // tables kept across runs
 	opts.Log = s.log
 	if opts.WakeupBytes > opts.RingBytes/4 {
 		opts.WakeupBytes = opts.RingBytes / 4
@@ -332,6 +367,7 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 	if err != nil {
 		return nil, err
 	}
+	s.limitMemory(opts) // memory.go
 	k := objs.Kernel()
 	s.log.Info("kernel", "release", k.Release, "attach", k.Attach, "lacks", k.Lacks())
 	d, err := objs.NewDrainer()
@@ -341,6 +377,7 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 	}
 	s.objs, s.drain = objs, d
 	s.pr.Base.Kernel, s.pr.Base.Attach = k.Release, string(k.Attach)
+	s.pr.Base.SelfMemory = selfMemory{} // memory.go
 	if s.cfg.Detail {
 		s.pr.Base.Stacks = s.detailStacks()
 	}
@@ -351,12 +388,31 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 	}, nil
 }
 
+// openCache opens the unwind tables' cache (--no-cache, --cache-size);
+// nil when it is off or cannot be used (a warning says why).
+func (s *session) openCache() *diskcache.Store {
+	if s.cfg.NoCache {
+		return nil
+	}
+	dir := diskcache.DefaultDir()
+	if dir == "" {
+		return nil
+	}
+	store, err := diskcache.Open(dir, s.cfg.CacheBytes, 1)
+	if err != nil {
+		s.log.Warn("unwind tables not cached", "err", err)
+		return nil
+	}
+	return store
+}
+
 // apply accounts one event; a new code mapping (dlopen) makes it read the
 // process's mappings at once, while the library is still there.
 func (s *session) apply(e *event.Event) {
 	if e.Kind == event.Refault && !s.table.Charged(e.PID, e.Addr, e.Size) {
 		return // no sampled page there: another page of its slot (bpf/resident.h)
 	}
+	s.chargeJIT(e)                                 // past the runtime's own JIT code (jit.go)
 	s.stacks.Learn(e.PID, e.StackID, s.objs.Stack) // before anything reads it (pipeline/stacks.go)
 	s.exportEvent(e)                               // --html's history (exports.go)
 	s.pythonEvent(e)                               // python.go
@@ -418,6 +474,7 @@ func (s *session) onStop(st launch.Stop) error {
 			s.res.Forget(st.PID)
 			s.footprints.Forget(st.PID)
 			s.forgetPython(uint32(st.PID))
+			s.accessForget(st.PID) // access.go
 			// attach removes the probes the new program does not need.
 			s.log.Info("exec: statistics restart", "pid", st.PID, "exe", exe)
 		}
@@ -442,6 +499,8 @@ func (s *session) onStop(st launch.Stop) error {
 		if _, err := s.drain.Poll(0, s.apply); err != nil {
 			return err
 		}
+		// Its pages as they were used, before anyone reads its memory.
+		s.accessFinal(uint32(st.PID)) // access.go
 		s.waitDebuginfoAtExit(st.PID) // for the leak check's names (debuginfod.go)
 		s.readExitFootprint(st.PID)   // footprint.go
 		// Its pages as of its exit (the resident header says so), before
@@ -471,6 +530,9 @@ func (s *session) attachRunning(t *target) error {
 		return err
 	}
 	s.feed(pipeline.Input{Kind: pipeline.InProcess, PID: uint32(t.pid), Comm: t.comm})
+	if s.cfg.JVMPerfMap && t.jvm {
+		s.requestJVMPerfMap(t.pid) // its code compiled so far, named from the start (jvm.go)
+	}
 	return nil
 }
 
@@ -485,22 +547,36 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 		if !errors.Is(err, allocator.ErrNotFound) || s.cfg.ResidentBytes == 0 {
 			return fmt.Errorf("process %d: %w", t.pid, err)
 		}
-		s.log.Warn("no allocator to probe: resident memory only", "pid", t.pid, "err", err)
+		if t.goProgram = footprint.GoProgram(t.pid); t.goProgram {
+			// Nothing is wrong: Go code allocates from its own heap.
+			s.log.Info("a Go program: memtrace shows its memory resident by function, its footprint and its Go heap mappings; "+
+				"Go code does not call malloc, so there are no allocator call sites and no leak check", "pid", t.pid)
+		} else {
+			s.log.Warn("no allocator to probe, so only resident memory by function and the footprint are shown; "+
+				"--allocator FILE names the file that defines malloc and free", "pid", t.pid, "err", err)
+		}
 	}
 	t.malloc = allocator.MallocModule(probes)
 	// The unwind tables of its code (and of the libraries a command stopped
-	// at exec will map) before its probes, so that its first allocations
-	// are charged and unwound right.
-	start := time.Now()
-	if err := s.objs.PreloadTables(t.pid); err != nil {
-		s.log.Warn("unwind tables", "pid", t.pid, "err", err)
-	}
+	// at exec will map), built in the background: the probes go on after
+	// TablesWait at most. Events before a file's table is in are charged
+	// to the frame in that file (docs/unwinding.md, "Before the tables").
 	paths := make([]string, 0, len(mods))
 	for _, m := range mods {
 		paths = append(paths, m.Path)
 	}
-	s.objs.PreloadTableFiles(paths)
-	s.log.Info("unwind tables loaded", "pid", t.pid, "took", time.Since(start))
+	start := time.Now()
+	loaded, err := s.objs.PreloadTables(t.pid, paths)
+	if err != nil {
+		s.log.Warn("unwind tables", "pid", t.pid, "err", err)
+	}
+	if s.cfg.TablesWait > 0 {
+		select {
+		case <-loaded:
+		case <-time.After(s.cfg.TablesWait):
+			s.log.Info("unwind tables: not waiting longer", "pid", t.pid, "waited", time.Since(start))
+		}
+	}
 	probes = append(probes, s.markProbes(t.pid, mods)...) // --mark (timeline.go)
 	jvm := s.jvmProbes(t.pid, mods)                       // the JVM's categories (jvm.go)
 	t.jvm = len(jvm) > 0
@@ -586,6 +662,7 @@ func (s *session) finish() error {
 	if s.cfg.ResidentBytes > 0 {
 		s.checkResident() // resident.go
 	}
+	s.accessFinalAll()   // before the leak check reads their memory (access.go)
 	s.leakCheckRunning() // -p targets, frozen for the check (leaks.go)
 	s.waitDebuginfoAtEnd()
 	if err := s.flushExits(); err != nil { // whole host: the last batch (host.go)
@@ -606,6 +683,9 @@ func (s *session) finish() error {
 	if err := s.report(true, final); err != nil {
 		return err
 	}
+	if err := s.printAccess(); err != nil { // access.go
+		return err
+	}
 	return s.writeExports() // exports.go
 }
 
@@ -613,6 +693,13 @@ func (s *session) finish() error {
 // probes' counts and the rates are brought up to now first, as inputs of
 // the table, so that a replay's table holds them too (pipeline.Printer).
 func (s *session) report(final bool, pids []int) error {
+	if s.host != nil {
+		// The processes that exited since the last report, once, just
+		// before it (host.go).
+		if err := s.flushExits(); err != nil {
+			return err
+		}
+	}
 	now := s.refresh() // exports.go
 	r := recording.Report{Time: now, Final: final, All: pids == nil}
 	for _, pid := range pids {
@@ -621,8 +708,10 @@ func (s *session) report(final bool, pids []int) error {
 	if err := s.feed(pipeline.Input{Kind: pipeline.InReport, Report: r}); err != nil {
 		return err
 	}
-	if !final && s.time.dumps != nil {
-		return s.dump(false) // an interval ends an epoch (dumps.go)
+	if !final && s.time.dumps != nil && s.access == nil {
+		// An interval ends an epoch (dumps.go); with --access, the access
+		// epochs do (access.go).
+		return s.dump(false)
 	}
 	return nil
 }
@@ -647,15 +736,22 @@ func (s *session) stackSource() pipeline.StackSource {
 }
 
 // runTimers are the main loop's timers: the -i interval's reports (nil
-// without -i) and the -d deadline (nil without -d).
-func (s *session) runTimers() (tick, deadline <-chan time.Time, stop func()) {
+// without -i) and the -d deadline (nil without -d, or unless now: the
+// loop starts it later).
+func (s *session) runTimers(now bool) (tick, deadline <-chan time.Time, stop func()) {
 	stop = func() {}
 	if s.cfg.Interval > 0 {
 		t := time.NewTicker(s.cfg.Interval)
 		tick, stop = t.C, t.Stop
 	}
-	if s.cfg.Duration > 0 {
-		deadline = time.After(s.cfg.Duration)
+	if s.cfg.Duration > 0 && now {
+		deadline = s.startDeadline()
 	}
 	return tick, deadline, stop
+}
+
+// startDeadline starts -d's time.
+func (s *session) startDeadline() <-chan time.Time {
+	s.log.Info("tracing", "for", s.cfg.Duration)
+	return time.After(s.cfg.Duration)
 }

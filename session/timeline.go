@@ -18,6 +18,8 @@ import (
 type timeState struct {
 	rec   *recording.Writer
 	dumps *pipeline.Dumps
+	// accessRecords: access epochs ended since the last dump (access.go).
+	accessRecords []accessDumped
 }
 
 // openTime creates the recording file before the run starts, so that a
@@ -25,7 +27,7 @@ type timeState struct {
 func (s *session) openTime(args []string) error {
 	s.time = &timeState{}
 	if s.cfg.DumpDir != "" {
-		s.time.dumps = &pipeline.Dumps{Dir: s.cfg.DumpDir, Sort: s.cfg.Sort, Host: s.cfg.Host()}
+		s.time.dumps = &pipeline.Dumps{Dir: s.cfg.DumpDir, Sort: s.cfg.Sort, Host: s.cfg.Host(), Extra: s.dumpAccess}
 	}
 	if s.cfg.Record == "" {
 		return nil
@@ -59,6 +61,7 @@ func (s *session) startTime() {
 		s.table.SetSampleBytes(s.table.SampleBytes()) // set before the observer: now recorded too
 		w.SetMaps(s.res.CodeMappings)
 		w.SetPython(s.res.PythonFrameOf) // python.go
+		w.SetJIT(s.res.JITSymbolsFrom)
 		s.res.OnChange(w.MapsChanged)
 		w.SetRefresh(s.captureTargets)
 	}
@@ -136,6 +139,7 @@ func (s *session) onMark(e *event.Event) {
 			s.log.Warn("write mark", "err", err)
 		}
 	}
+	s.accessOnMark(e.PID) // a mark ends an access epoch (access.go)
 	if s.time.dumps != nil {
 		if err := s.dump(false); err != nil {
 			s.log.Warn("--dump-dir", "err", err)

@@ -2,7 +2,9 @@ package symbolize
 
 import (
 	"bufio"
+	"bytes"
 	"debug/elf"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -234,4 +236,62 @@ func BenchmarkResolve100kWarm(b *testing.B) {
 		resolveAll(b, r, targets)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(targets)), "ns/addr")
+}
+
+// jitBenchMap is a perf map of n functions of 0x100 bytes, as node's.
+func jitBenchMap(n int) []byte {
+	var b bytes.Buffer
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "%x 100 JS:*fn%d /srv/app/lib/module%d.js:%d:%d\n", 0x7f0000000000+uint64(i)*0x100, i, i%97, i%1000, i%80)
+	}
+	return b.Bytes()
+}
+
+// BenchmarkPerfMapParse: parsing a 100k-line perf map.
+func BenchmarkPerfMapParse(b *testing.B) {
+	data := jitBenchMap(100_000)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if syms, _, _, err := ParsePerfMap(data); err != nil || len(syms) != 100_000 {
+			b.Fatal(len(syms), err)
+		}
+	}
+}
+
+// BenchmarkJITTable: building the table of a 100k-line map, adding lines
+// to it, and a lookup in it.
+func BenchmarkJITTable(b *testing.B) {
+	syms, _, _, _ := ParsePerfMap(jitBenchMap(100_000))
+	b.Run("add", func(b *testing.B) {
+		for b.Loop() {
+			var t jitTable
+			t.add(syms, "m")
+		}
+	})
+	// grow: 10 lines more on a 100k-line table, as a runtime adds them
+	// (a full flattening every jitRecent lines).
+	b.Run("grow", func(b *testing.B) {
+		var t jitTable
+		t.add(syms, "m")
+		at := uint64(0x7f1000000000)
+		for b.Loop() {
+			more := make([]JITSymbol, 10)
+			for i := range more {
+				more[i] = JITSymbol{Start: at, Size: 0x100, Name: "JS:*more /srv/app/more.js:1:1"}
+				at += 0x100
+			}
+			t.add(more, "m")
+		}
+	})
+	b.Run("lookup", func(b *testing.B) {
+		var t jitTable
+		t.add(syms, "m")
+		i := uint64(0)
+		for b.Loop() {
+			i = (i + 7919) % 100_000
+			if _, ok := t.lookup(0x7f0000000000 + i*0x100 + 0x10); !ok {
+				b.Fatal("miss")
+			}
+		}
+	})
 }

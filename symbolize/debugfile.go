@@ -9,6 +9,8 @@ import (
 	"os"
 	"path"
 	"strings"
+
+	"github.com/memtrace/memtrace/procfile"
 )
 
 // A separate debug file holds the .symtab and DWARF that were stripped from
@@ -148,12 +150,20 @@ func findDebugFiles(mod *Module, modPath string, roots, dirs []string) []debugCa
 				continue
 			}
 			seen[p] = true
-			fi, err := os.Stat(p)
-			if err != nil || !fi.Mode().IsRegular() || (self != nil && os.SameFile(fi, self)) {
+			// Resolved inside the root (procfile): links are followed,
+			// as distributions install debug files behind them, but
+			// cannot leave the process's root; the file is checked
+			// against the build-id or the CRC before use.
+			dir := root
+			if dir == "" {
+				dir = "/"
+			}
+			f, err := procfile.Open(dir, c.path, procfile.FollowInRoot, maxModuleBytes)
+			if err != nil {
 				continue
 			}
-			f, err := os.Open(p)
-			if err != nil {
+			if fi, err := f.Stat(); err != nil || (self != nil && os.SameFile(fi, self)) {
+				f.Close()
 				continue
 			}
 			out = append(out, debugCandidate{file: f, path: p, kind: c.kind, crc: link.crc})

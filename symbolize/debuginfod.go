@@ -17,6 +17,11 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/memtrace/memtrace/outfile"
+	"github.com/memtrace/memtrace/procfile"
 )
 
 // A debuginfod server hands out a module's separate debug file by GNU
@@ -200,6 +205,40 @@ func (d *Debuginfod) mkdir(dir string) error {
 	return nil
 }
 
+// entry opens the cache's directory of build-id id (cacheentry.go),
+// making the cache first if create is set. The cache's own path is the
+// operator's (HOME, DEBUGINFOD_CACHE_PATH); below it nothing is followed.
+func (d *Debuginfod) entry(id string, create bool) (*entryDir, error) {
+	if !validBuildID(id) {
+		return nil, fmt.Errorf("build-id %q: not lowercase hex", id)
+	}
+	if create {
+		if err := d.mkdir(d.cfg.CacheDir); err != nil {
+			return nil, err
+		}
+	}
+	// A cache in a directory anyone can write to (DEBUGINFOD_CACHE_PATH
+	// under /tmp) may have been put there by someone else, or be a link
+	// to elsewhere: it is used only as a directory of ours or its owner's.
+	if outfile.Shared(filepath.Dir(filepath.Clean(d.cfg.CacheDir))) {
+		fi, err := os.Lstat(d.cfg.CacheDir)
+		if err != nil {
+			return nil, err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !fi.IsDir() || !ok || (int(st.Uid) != os.Geteuid() && int(st.Uid) != d.uid) {
+			return nil, fmt.Errorf("debuginfod cache %s: in a directory others can write to, not a directory of ours", d.cfg.CacheDir)
+		}
+	}
+	return openEntry(d.cfg.CacheDir, id, create, d.uid, d.gid)
+}
+
+// validBuildID: a build-id becomes a path component, so it is checked to
+// be what GNU ld writes, lowercase hex, before it is used as one.
+func validBuildID(id string) bool {
+	return len(id) >= 2 && len(id)%2 == 0 && len(id) <= 128 && isHex(id)
+}
+
 // own gives path to the cache's owner, when that is not us.
 func (d *Debuginfod) own(path string) {
 	if d.uid >= 0 && d.uid != os.Geteuid() {
@@ -293,12 +332,11 @@ func (d *Debuginfod) Fetch(ctx context.Context, id string) (string, error) {
 	if path, ok, err := d.cached(id); ok {
 		return path, err
 	}
-	dir := filepath.Join(d.cfg.CacheDir, id)
-	target := filepath.Join(dir, "debuginfo")
+	target := filepath.Join(d.cfg.CacheDir, id, "debuginfo")
 	var errs []error
 	for _, u := range d.servers() {
 		start := time.Now()
-		n, err := d.download(ctx, u, id, dir, target)
+		n, err := d.download(ctx, u, id)
 		if err == nil {
 			d.log.Info("debuginfod: fetched", "build_id", id, "url", u, "bytes", n,
 				"took", time.Since(start).Round(time.Millisecond), "path", target)
@@ -317,11 +355,12 @@ func (d *Debuginfod) Fetch(ctx context.Context, id string) (string, error) {
 		errs = append(errs, err)
 	}
 	// Remembered as elfutils does, by an empty file.
-	if err := d.mkdir(dir); err == nil {
-		if f, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666); err == nil {
+	if e, err := d.entry(id, true); err == nil {
+		if f, err := e.create("debuginfo", 0o644); err == nil {
 			f.Close()
-			d.own(target)
+			e.own("debuginfo", d.uid, d.gid)
 		}
+		e.Close()
 	}
 	if len(errs) == 0 {
 		errs = append(errs, errors.New("every server is unreachable"))
@@ -334,13 +373,20 @@ func (d *Debuginfod) Fetch(ctx context.Context, id string) (string, error) {
 // asked: the file is there; an empty file is a miss, which stands for
 // cache_miss_s and is then removed.
 func (d *Debuginfod) cached(id string) (path string, ok bool, err error) {
-	if len(id) < 2 || len(id)%2 != 0 || len(id) > 128 || !isHex(id) {
+	if !validBuildID(id) {
 		return "", true, fmt.Errorf("debuginfod: build-id %q: not lowercase hex", id)
 	}
 	target := filepath.Join(d.cfg.CacheDir, id, "debuginfo")
-	fi, serr := os.Stat(target)
+	// Looked at without following a link (procfile): the cache may be a
+	// user's, who could put a link or a FIFO there.
+	f, serr := procfile.Open(d.cfg.CacheDir, id+"/debuginfo", procfile.NoSymlinks, maxDebuginfoBytes)
+	if serr != nil {
+		return "", false, nil
+	}
+	fi, serr := f.Stat()
+	f.Close()
 	switch {
-	case serr != nil || !fi.Mode().IsRegular():
+	case serr != nil:
 		return "", false, nil
 	case fi.Size() > 0:
 		d.log.Info("debuginfod: in the cache", "build_id", id, "path", target)
@@ -350,13 +396,21 @@ func (d *Debuginfod) cached(id string) (path string, ok bool, err error) {
 		d.log.Info("debuginfod: cached miss", "build_id", id, "age", age.Round(time.Second))
 		return "", true, fmt.Errorf("debuginfod: %s: %w (cached miss)", id, ErrNoDebuginfo)
 	}
-	os.Remove(target) // the miss is old: ask again
+	if e, err := d.entry(id, false); err == nil { // the miss is old: ask again
+		e.remove("debuginfo")
+		e.Close()
+	}
 	return "", false, nil
 }
 
 // cacheMiss reads CACHE/cache_miss_s, as elfutils does.
 func (d *Debuginfod) cacheMiss() time.Duration {
-	b, err := os.ReadFile(filepath.Join(d.cfg.CacheDir, "cache_miss_s"))
+	f, err := procfile.Open(d.cfg.CacheDir, "cache_miss_s", procfile.NoSymlinks, 64)
+	if err != nil {
+		return defaultCacheMiss
+	}
+	b, err := io.ReadAll(f)
+	f.Close()
 	if err != nil {
 		return defaultCacheMiss
 	}
@@ -418,7 +472,7 @@ var errBadDebugFile = errors.New("not an ELF file with the module's build-id")
 // download fetches URL/buildid/ID/debuginfo into target, through a
 // temporary file renamed once checked, so that a concurrent reader (another
 // tool sharing the cache) never sees a partial file.
-func (d *Debuginfod) download(ctx context.Context, server, id, dir, target string) (int64, error) {
+func (d *Debuginfod) download(ctx context.Context, server, id string) (int64, error) {
 	if d.cfg.MaxTime > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d.cfg.MaxTime)
@@ -440,14 +494,16 @@ func (d *Debuginfod) download(ctx context.Context, server, id, dir, target strin
 	if resp.StatusCode != http.StatusOK {
 		return 0, statusError{url, resp.Status}
 	}
-	if err := d.mkdir(dir); err != nil {
-		return 0, err
-	}
-	tmp, err := os.CreateTemp(dir, "debuginfo.")
+	e, err := d.entry(id, true)
 	if err != nil {
 		return 0, err
 	}
-	defer os.Remove(tmp.Name()) // a no-op once renamed
+	defer e.Close()
+	tmp, tmpName, err := e.createTemp("debuginfo.")
+	if err != nil {
+		return 0, err
+	}
+	defer e.remove(tmpName) // a no-op once renamed
 	defer tmp.Close()
 	// A transfer that stalls for Timeout is given up.
 	stall := time.AfterFunc(d.cfg.Timeout, func() { cancel(errStalled) })
@@ -470,16 +526,14 @@ func (d *Debuginfod) download(ctx context.Context, server, id, dir, target strin
 		return n, fmt.Errorf("%s: %w (build-id %q)", url, errBadDebugFile, got)
 	}
 	if t, err := http.ParseTime(resp.Header.Get("Last-Modified")); err == nil {
-		os.Chtimes(tmp.Name(), t, t) // as elfutils: the file's own time
+		ts := []unix.Timespec{unix.NsecToTimespec(t.UnixNano()), unix.NsecToTimespec(t.UnixNano())}
+		unix.UtimesNanoAt(e.fd, tmpName, ts, unix.AT_SYMLINK_NOFOLLOW) // as elfutils: the file's own time
 	}
 	if err := tmp.Chmod(0o400); err != nil {
 		return n, err
 	}
-	d.own(tmp.Name())
-	if err := os.Rename(tmp.Name(), target); err != nil {
-		return n, err
-	}
-	return n, nil
+	e.own(tmpName, d.uid, d.gid)
+	return n, e.rename(tmpName, "debuginfo")
 }
 
 var errStalled = errors.New("transfer stalled")
@@ -517,16 +571,14 @@ func fileBuildID(r io.ReaderAt) string {
 	return id
 }
 
-// openFetched opens a fetched debug file as a build-id candidate.
+// openFetched opens a fetched debug file, CACHE/ID/debuginfo, as a
+// build-id candidate: ID/debuginfo without following a link (the cache
+// may be a user's), a regular file of a bounded size.
 func openFetched(path string) (debugCandidate, error) {
-	f, err := os.Open(path)
+	entry := filepath.Dir(path)
+	f, err := procfile.Open(filepath.Dir(entry), filepath.Base(entry)+"/"+filepath.Base(path), procfile.NoSymlinks, maxDebuginfoBytes)
 	if err != nil {
-		return debugCandidate{}, err
-	}
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		return debugCandidate{}, fmt.Errorf("debug file %s: not a regular file: %w", path, errors.Join(err, fs.ErrInvalid))
+		return debugCandidate{}, fmt.Errorf("debug file %s: %w", path, err)
 	}
 	return debugCandidate{file: f, path: path, kind: byBuildID}, nil
 }

@@ -435,3 +435,57 @@ func BenchmarkResolveDebuginfod(b *testing.B) {
 		})
 	}
 }
+
+// TestDebuginfodCacheLinks: in a cache a user could write, links and FIFOs
+// planted in it are not followed: memtrace writes nothing outside the
+// cache, and a FIFO where a debug file should be does not block it.
+func TestDebuginfodCacheLinks(t *testing.T) {
+	_, _, debug, id := debugFixture(t)
+	ts := httptest.NewServer(&debugServer{files: map[string][]byte{id: debug}})
+	defer ts.Close()
+	const fifoID = "0123456789abcdef0123456789abcdef01234567"
+	cache, elsewhere := filepath.Join(tempDir(t), "cache"), tempDir(t)
+	if err := os.MkdirAll(filepath.Join(cache, fifoID), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(cache, id)); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(cache, fifoID, "debuginfo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(cache, "cache_miss_s"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := NewDebuginfod(DebuginfodConfig{URLs: []string{ts.URL}, CacheDir: cache, Timeout: 5 * time.Second})
+	defer d.Close()
+	if path, err := d.Fetch(context.Background(), id); err == nil {
+		t.Errorf("Fetch through a linked entry = %q, want an error", path)
+	}
+	if _, err := d.Fetch(context.Background(), fifoID); err == nil {
+		t.Errorf("Fetch of an entry holding a FIFO succeeded")
+	}
+	if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {
+		t.Errorf("memtrace wrote %d files where the link pointed", len(ents))
+	}
+	if _, err := d.Fetch(context.Background(), "../../etc"); err == nil {
+		t.Error("Fetch of a build-id that is a path succeeded")
+	}
+
+	// DEBUGINFOD_CACHE_PATH in a directory anyone can write to, where
+	// someone put a link by that name.
+	shared := tempDir(t)
+	os.Chmod(shared, 0o1777)
+	linked := filepath.Join(shared, "cache")
+	if err := os.Symlink(elsewhere, linked); err != nil {
+		t.Fatal(err)
+	}
+	d2 := NewDebuginfod(DebuginfodConfig{URLs: []string{ts.URL}, CacheDir: linked, Timeout: 5 * time.Second})
+	defer d2.Close()
+	if path, err := d2.Fetch(context.Background(), id); err == nil {
+		t.Errorf("Fetch into a linked cache in a shared directory = %q, want an error", path)
+	}
+	if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {
+		t.Errorf("memtrace wrote %d files where the shared link pointed", len(ents))
+	}
+}

@@ -31,6 +31,9 @@ type Frame struct {
 	// Empty when the call is not in inlined code. Shared between frames:
 	// do not modify.
 	Inlined []InlineFrame
+	// JIT is set when a runtime's perf map or jitdump named the code
+	// (Module is that file, Offset the address's offset in the function).
+	JIT bool
 	// Python: a Python frame (Address stands for it: IsPython); Function
 	// is the code object's qualified name, File its .py path, Module
 	// "python".

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // Seeds live in testdata/fuzz/Fuzz*/: small ELF files made with gcc
@@ -215,4 +216,71 @@ func TestModuleSeeds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzNames: symbol names come from the traced program's binaries; the
+// demangler and the shortening of names take any bytes, and shortening
+// never makes a name longer in characters (an elided list is "…").
+func FuzzNames(f *testing.F) {
+	f.Add("_ZNSt6vectorIiSaIiEE17_M_realloc_insertIJRKiEEEvN9__gnu_cxx17__normal_iteratorIPiS1_EEDpOT_")
+	f.Add("_RNvCs1234_5hello4main")
+	f.Add("<Vec<u8> as Drop>::drop(operator<<(int)")
+	f.Fuzz(func(t *testing.T, in string) {
+		d := demangleName(in)
+		for _, n := range []string{in, d} {
+			for _, detail := range []NameDetail{FullName, NoTemplateArgs, NoTemplateArgsOrParams} {
+				if s := ShortName(n, detail); utf8.RuneCountInString(s) > utf8.RuneCountInString(n) {
+					t.Fatalf("ShortName(%q, %v) = %q: longer", n, detail, s)
+				}
+			}
+		}
+	})
+}
+
+// FuzzPerfMap: any text parses without a panic, within its bounds, and
+// what is used ends at a line's end. Seeds: node's, the JVM's and .NET's
+// lines, a line cut short, junk.
+func FuzzPerfMap(f *testing.F) {
+	f.Add([]byte("7f71fc0067c0 688 JS:*buildLedger /path/app.js:4:21\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		syms, used, _, err := ParsePerfMap(data)
+		if used > len(data) || (used > 0 && data[used-1] != '\n') {
+			t.Fatalf("used %d of %d bytes, not at a line's end", used, len(data))
+		}
+		for _, s := range syms {
+			if s.Size == 0 || s.Start+s.Size < s.Start || len(s.Name) > maxJITName || s.Name == "" {
+				t.Fatalf("bad symbol %+v", s)
+			}
+		}
+		_ = err
+	})
+}
+
+// FuzzJitDump: any file parses without a panic, reading as it grows gives
+// the symbols a single read gives, and no symbol breaks the bounds. Seeds:
+// a header, code loads in both byte orders, a record cut short.
+func FuzzJitDump(f *testing.F) {
+	le := binary.LittleEndian
+	f.Add(jitdumpFile(le, codeLoadRecord(le, 0x1000, 0x10, "a")))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var whole JITDump
+		all, err := whole.Next(bytes.NewReader(data), int64(len(data)))
+		for _, s := range all {
+			if s.Size == 0 || s.Start+s.Size < s.Start || len(s.Name) > maxJITName || s.Name == "" {
+				t.Fatalf("bad symbol %+v", s)
+			}
+		}
+		if err != nil {
+			return
+		}
+		var parts JITDump
+		half, err1 := parts.Next(bytes.NewReader(data), int64(len(data)/2))
+		rest, err2 := parts.Next(bytes.NewReader(data), int64(len(data)))
+		if err1 != nil || err2 != nil {
+			t.Fatalf("in two reads: %v, %v; in one: no error", err1, err2)
+		}
+		if got := append(half, rest...); len(got) != len(all) {
+			t.Fatalf("in two reads %d symbols, in one %d", len(got), len(all))
+		}
+	})
 }

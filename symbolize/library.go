@@ -19,7 +19,13 @@ func (r *Resolver) AddLibrary(pid int, path string, bias uint64) error {
 	var mod *Module
 	var err error
 	from := origin{modPath: path, roots: processRoots(pid)}
-	for _, p := range []string{"/proc/" + strconv.Itoa(pid) + "/root" + path, path} {
+	// The path is the process's (what it passed to dlopen): resolved in
+	// its root, and in ours only when that is its root too.
+	paths := []string{"/proc/" + strconv.Itoa(pid) + "/root" + path}
+	if len(from.roots) == 1 {
+		paths = append(paths, path)
+	}
+	for _, p := range paths {
 		if mod, err = r.mods.module(p, 0, from); err == nil {
 			break
 		}

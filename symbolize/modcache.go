@@ -75,35 +75,39 @@ type origin struct {
 // opened module gets the separate debug files that exist for it (checked
 // on first use).
 func (c *moduleCache) module(path string, wantIno uint64, from origin) (*Module, error) {
-	fi, err := os.Stat(path)
+	// Opened, then checked: what a path names can change between a stat
+	// and an open, and the process may own the directories on the way
+	// (openModuleFile). Not remembered on failure: running out of
+	// descriptors passes.
+	f, err := openModuleFile(path)
 	if err != nil {
+		return nil, fmt.Errorf("open module: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
 		return nil, fmt.Errorf("stat module: %w", err)
 	}
 	key, ok := keyOf(fi)
 	if !ok {
+		f.Close()
 		return nil, errors.New("stat module: no inode information")
 	}
 	if wantIno != 0 && key.ino != wantIno {
+		f.Close()
 		return nil, fmt.Errorf("module %s: inode %d is not the mapped %d", path, key.ino, wantIno)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("module %s: not a regular file", path)
 	}
 	c.mu.Lock()
 	e, ok := c.byFile[key]
 	c.mu.Unlock()
 	if ok {
+		f.Close()
 		return e.mod, e.err
 	}
 
-	// Opened without the lock: parsing headers reads the file, and other
+	// Parsed without the lock: parsing headers reads the file, and other
 	// captures should not wait for it. Two racing opens of one file both
 	// parse; the first to register wins.
-	f, err := os.Open(path)
-	if err != nil {
-		// Not remembered: running out of descriptors passes.
-		return nil, fmt.Errorf("open module: %w", err)
-	}
 	mod, err := newModule(f, f)
 	if err != nil {
 		f.Close()

@@ -227,7 +227,13 @@ func (m *Module) loadSymbols() {
 func functionSymbols(f *elf.File, goTable func() *gopclntab.Table) ([]rankedSymbol, error) {
 	var cands []rankedSymbol
 	var errs []error
-	syms, err := f.Symbols()
+	var syms []elf.Symbol
+	var err error
+	if TablesFit(f, elf.SHT_SYMTAB) {
+		syms, err = f.Symbols()
+	} else {
+		err = errTableTooLarge
+	}
 	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
 		errs = append(errs, fmt.Errorf("symtab: %w", err))
 	}
@@ -241,7 +247,12 @@ func functionSymbols(f *elf.File, goTable func() *gopclntab.Table) ([]rankedSymb
 		}
 		cands = goFuncs(cands, tab)
 	}
-	dyn, err := f.DynamicSymbols()
+	var dyn []elf.Symbol
+	if TablesFit(f, elf.SHT_DYNSYM) {
+		dyn, err = f.DynamicSymbols()
+	} else {
+		dyn, err = nil, errTableTooLarge
+	}
 	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
 		errs = append(errs, fmt.Errorf("dynsym: %w", err))
 	}

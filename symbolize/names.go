@@ -49,7 +49,11 @@ func ShortName(name string, d NameDetail) string {
 				b.WriteString(name[i:])
 				return b.String()
 			}
-			b.WriteString("<…>")
+			if j == i+1 {
+				b.WriteString("<>") // std::less<>: as short as it gets
+			} else {
+				b.WriteString("<…>")
+			}
 			i = j + 1
 		case c == '(' && d == NoTemplateArgsOrParams:
 			j := closing(name, i)

@@ -9,6 +9,7 @@ func TestShortName(t *testing.T) {
 	}{
 		{"malloc", "malloc", "malloc"},
 		{"leak_new()", "leak_new()", "leak_new()"},
+		{"std::less<>::operator()(int const&, int const&) const", "std::less<>::operator()(int const&, int const&) const", "std::less<>::operator()(…) const"},
 		{"make_buffer(unsigned long)", "make_buffer(unsigned long)", "make_buffer(…)"},
 		{"std::vector<int, std::allocator<int> >::_M_realloc_insert<int const&>(__gnu_cxx::__normal_iterator<int*, std::vector<int, std::allocator<int> > >, int const&)",
 			"std::vector<…>::_M_realloc_insert<…>(__gnu_cxx::__normal_iterator<…>, int const&)",

@@ -1,5 +1,7 @@
 package symbolize
 
+import "log/slog"
+
 // DefaultDebugDir is where Debian, Ubuntu, Fedora and most distributions
 // install separate debug files (libc6-dbg, the -dbgsym and -debuginfo
 // packages).
@@ -11,6 +13,7 @@ type Option func(*options)
 type options struct {
 	debugDirs  []string
 	debuginfod *Debuginfod
+	log        *slog.Logger
 }
 
 func defaultOptions() options {
@@ -31,4 +34,11 @@ func WithDebugDirs(dirs ...string) Option {
 // are opened (in the background; see Debuginfod). The caller closes d.
 func WithDebuginfod(d *Debuginfod) Option {
 	return func(o *options) { o.debuginfod = d }
+}
+
+// WithLog gives the resolver a logger for problems with what processes
+// provide (an untrusted or oversized perf map); the default is
+// slog.Default().
+func WithLog(l *slog.Logger) Option {
+	return func(o *options) { o.log = l }
 }

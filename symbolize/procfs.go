@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
+
+	"github.com/memtrace/memtrace/procfile"
 )
 
 // readProcMaps reads and parses /proc/PID/maps. A process that is gone,
@@ -51,6 +54,33 @@ func moduleCandidates(pid int, m Mapping) []candidate {
 		{path: proc + "/root" + m.Path, wantIno: m.Inode},
 		{path: m.Path, wantIno: m.Inode},
 	}
+}
+
+// maxModuleBytes bounds the binaries and debug files opened: far above
+// any real one (node's binary is 98 MB, big debug files a few GB), it
+// refuses a file that only claims to be a module.
+const maxModuleBytes = 16 << 30
+
+// openModuleFile opens a module's file by one of the paths
+// moduleCandidates and AddLibrary make: under /proc/PID/root it is
+// resolved inside that root with no symbolic link followed (the kernel
+// names mapped files by canonical paths, and the process owns the
+// directories on the way); a map_files link is the kernel's own; any
+// other path is in our root, where an exec'ed path may well be a link
+// (/usr/bin/python3), so links are followed and the callers check the
+// inode they expect. Only a regular file of at most maxModuleBytes is
+// opened, without blocking.
+func openModuleFile(path string) (*os.File, error) {
+	if rest, ok := strings.CutPrefix(path, "/proc/"); ok {
+		pid, tail, _ := strings.Cut(rest, "/")
+		if inRoot, ok := strings.CutPrefix(tail, "root/"); ok {
+			return procfile.Open("/proc/"+pid+"/root", inRoot, procfile.NoSymlinks, maxModuleBytes)
+		}
+		if strings.HasPrefix(tail, "map_files/") {
+			return procfile.OpenFollowed(path, maxModuleBytes)
+		}
+	}
+	return procfile.Open("/", path, procfile.FollowInRoot, maxModuleBytes)
 }
 
 type candidate struct {

@@ -94,3 +94,61 @@ func (r *Resolver) AddCodeMappings(pid int, maps []CodeMapping) error {
 	}
 	return nil
 }
+
+// RecordedJIT is one JIT symbol as a recording keeps it: a replay names
+// the process's JIT code by it, as the live run did from the process's
+// perf map or jitdump (File, as the process saw it).
+type RecordedJIT struct {
+	Start, Size uint64
+	Name, File  string
+}
+
+// JITSymbolsFrom returns pid's JIT symbols read after the first from, in
+// reading order (a later one is newer), and the count to pass next time.
+func (r *Resolver) JITSymbolsFrom(pid, from int) ([]RecordedJIT, int) {
+	s := r.jitSourceOf(pid, false)
+	if s == nil {
+		return nil, from
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	syms := s.table.syms
+	if from >= len(syms) {
+		return nil, len(syms)
+	}
+	out := make([]RecordedJIT, 0, len(syms)-from)
+	for _, e := range syms[from:] {
+		out = append(out, RecordedJIT{Start: e.start, Size: e.end - e.start, Name: e.name, File: e.file})
+	}
+	return out, len(syms)
+}
+
+// AddJITSymbols gives pid recorded JIT symbols, newer than those it has:
+// its JIT code is named by them and never by reading files.
+func (r *Resolver) AddJITSymbols(pid int, syms []RecordedJIT) {
+	r.jitMu.Lock()
+	if r.jits == nil {
+		r.jits = map[int]*jitSource{}
+	}
+	s := r.jits[pid]
+	if s == nil {
+		s = &jitSource{pid: pid, log: r.log, recorded: true}
+		r.jits[pid] = s
+	}
+	r.jitMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// One add per file keeps the reading order within each.
+	for i := 0; i < len(syms); {
+		j := i
+		for j < len(syms) && syms[j].File == syms[i].File {
+			j++
+		}
+		batch := make([]JITSymbol, 0, j-i)
+		for _, e := range syms[i:j] {
+			batch = append(batch, JITSymbol{Start: e.Start, Size: e.Size, Name: e.Name})
+		}
+		s.addSyms(batch, syms[i].File)
+		i = j
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -25,6 +26,10 @@ type Resolver struct {
 
 	changed func(pid int) // OnChange (recorded.go)
 	offline bool          // Offline: never read /proc
+
+	jitMu sync.Mutex
+	jits  map[int]*jitSource // perf maps and jitdumps (jit.go)
+	log   *slog.Logger
 }
 
 // maxMisses bounds the remembered misses per capture.
@@ -39,7 +44,11 @@ func NewResolver(opts ...Option) *Resolver {
 	}
 	mods := newModuleCache(o.debugDirs...)
 	mods.debuginfod = o.debuginfod
-	return &Resolver{mods: mods, procs: map[int]*process{}}
+	log := o.log
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Resolver{mods: mods, procs: map[int]*process{}, log: log}
 }
 
 // Capture reads /proc/PID/maps now and opens the module of every
@@ -70,6 +79,7 @@ func (r *Resolver) capture(pid int) (*process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("capture process %d: %w", pid, err)
 	}
+	r.refreshJIT(pid, maps) // JIT code compiled since (jit.go)
 	p := &process{}
 	roots := processRoots(pid)
 	for _, m := range maps {
@@ -125,16 +135,31 @@ func (r *Resolver) Resolve(pid int, ret uint64) Frame {
 	r.mu.RUnlock()
 	if p != nil {
 		if m, ok := p.find(pc); ok {
-			return m.frame(ret, pc)
+			return r.frameIn(pid, m, ret, pc)
 		}
 	}
 	if p = r.recapture(pid, p, pc); p != nil {
 		if m, ok := p.find(pc); ok {
-			return m.frame(ret, pc)
+			return r.frameIn(pid, m, ret, pc)
 		}
 		r.noteMiss(p, pc)
 	}
+	// Code unmapped since (a runtime freed it) may still have its name.
+	if f, ok := r.jitFrame(pid, ret, pc, false); ok {
+		return f
+	}
 	return Frame{Address: ret}
+}
+
+// frameIn resolves ret in its mapping m: code no file names (JIT code) by
+// the process's perf map or jitdump (jit.go), the rest by its module.
+func (r *Resolver) frameIn(pid int, m *codeMapping, ret, pc uint64) Frame {
+	if m.mod == nil && anonCode(m.path) {
+		if f, ok := r.jitFrame(pid, ret, pc, !r.offline); ok {
+			return f
+		}
+	}
+	return m.frame(ret, pc)
 }
 
 // recapture captures pid again after a miss of pc in old (nil if never
@@ -195,6 +220,7 @@ func (r *Resolver) Forget(pid int) {
 	r.mu.Lock()
 	delete(r.procs, pid)
 	r.mu.Unlock()
+	r.forgetJIT(pid)
 }
 
 // Close releases every cached module. The resolver must not be used after.

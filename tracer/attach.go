@@ -259,8 +259,8 @@ func (t *Objects) attachJVM(made *Attachment, ex *link.Executable, pid int, jvm 
 
 // attachWorkers bounds how many links attachPerProbe creates at once (a
 // variable for BenchmarkAttach). Each creation opens a perf event and
-// registers a uprobe; concurrently they overlap their waits (README.md,
-// "Supported kernels", has the figures).
+// registers a uprobe; concurrently they overlap their waits (docs/kernels.md,
+// "Attach and detach on 6.1", has the figures).
 var attachWorkers = 8
 
 // attachPerProbe places one file's probes with one classic link per

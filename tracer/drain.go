@@ -127,7 +127,8 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 				Time: spread(from, stamp, read, total), Addr: addr, Size: uint64(raw.Size),
 				CallSite: raw.CallSite, Leaf: raw.CallSite,
 				PID: raw.Pid, TID: raw.Tid, Kind: kind, Func: fun,
-				StackID: -1, JVMCategory: raw.Flags >> eventCatShift,
+				StackID: -1, JVMCategory: raw.Flags >> eventCatShift & eventCatMask,
+				NoTable: raw.Flags&eventNoTable != 0,
 			}
 			if d.hand(fn, &n, draining, budget) {
 				return n, nil
@@ -139,7 +140,8 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 				Time: spread(from, stamp, read, total), Addr: raw.Addr, Size: raw.Size,
 				CallSite: raw.CallSite, Leaf: raw.Leaf,
 				PID: raw.Pid, TID: raw.Tid, Kind: event.Kind(raw.Kind), Func: event.Func(raw.Func),
-				StackID: -1, JVMCategory: raw.Flags >> eventCatShift,
+				StackID: -1, JVMCategory: raw.Flags >> eventCatShift & eventCatMask,
+				NoTable: raw.Flags&eventNoTable != 0,
 			}
 			if d.hand(fn, &n, draining, budget) {
 				return n, nil
@@ -178,9 +180,13 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 			Time: t, Addr: raw.Addr, Size: raw.Size,
 			OldAddr: raw.OldAddr, OldSize: raw.OldSize, CallSite: raw.CallSite, Leaf: raw.Leaf,
 			PID: raw.Pid, TID: raw.Tid, Kind: event.Kind(raw.Kind), Func: event.Func(raw.Func),
-			StackID: -1, JVMCategory: raw.Flags >> eventCatShift,
+			StackID: -1, JVMCategory: raw.Flags >> eventCatShift & eventCatMask,
+			NoTable: raw.Flags&eventNoTable != 0,
 		}
-		if rest := d.rec.RawSample[unsafe.Sizeof(memtraceEvent{}):]; (d.objs.stackDepth > 0 || raw.StackId > 0) && len(rest) >= 8 && isSiteKind(d.ev.Kind) {
+		// Frames follow with --detail, without it when JIT code was
+		// charged (JIT_FRAMES in bpf/), and Python frames in a Python
+		// process (bpf/python.h).
+		if rest := d.rec.RawSample[unsafe.Sizeof(memtraceEvent{}):]; len(rest) >= 8 && isSiteKind(d.ev.Kind) {
 			d.decodeStack(raw, rest)
 		}
 		if (d.ev.Kind == event.CodeMap || d.ev.Kind == event.Mark) && len(d.rec.RawSample) >= int(unsafe.Sizeof(memtraceCodeEvent{})) {
@@ -310,6 +316,12 @@ func (d *Drainer) decodeStack(raw *memtraceEvent, rest []byte) {
 	}
 	charged := int(raw.Charged)
 	if d.objs.stackDepth == 0 {
+		// No stack is kept: a JIT frame's callers are there for the
+		// charge only, Python's innermost frame charges.
+		if charged < len(d.frames) {
+			d.ev.Stack = d.frames[charged:]
+			d.ev.StackComplete = raw.Flags&eventStackComplete != 0
+		}
 		if ps := d.objs.python; ps != nil && len(py) > 0 {
 			d.ev.CallSite, _ = ps.Merge(raw.Pid, d.ev.CallSite, nil, py, nil)
 		}
@@ -331,7 +343,9 @@ func (d *Drainer) decodeStack(raw *memtraceEvent, rest []byte) {
 // The bits of struct event's flags (enum event_flag, enum event_cat).
 const (
 	eventStackComplete = uint8(memtraceEventFlagEVENT_STACK_COMPLETE)
+	eventNoTable       = uint8(memtraceEventFlagEVENT_NO_TABLE)
 	eventCatShift      = uint8(memtraceEventCatEVENT_CAT_SHIFT)
+	eventCatMask       = uint8(memtraceEventCatEVENT_CAT_MASK)
 )
 
 func monotonicNS() uint64 {

@@ -49,7 +49,7 @@ type Feature struct {
 }
 
 // KernelFeatures lists what memtrace probes for, in the order it checks
-// them (README.md's table of supported kernels follows it).
+// them (docs/kernels.md's table of supported kernels follows it).
 var KernelFeatures = []Feature{
 	{ID: "btf", Name: "BTF", Since: "5.4", Essential: true, have: haveBTF},
 	{ID: "raw_tracepoint", Name: "raw tracepoints", Since: "4.17", Essential: true, have: func() error { return features.HaveProgramType(ebpf.RawTracepoint) }},

@@ -16,6 +16,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
+
+	"github.com/memtrace/memtrace/internal/diskcache"
 )
 
 // Sentinel errors callers branch on (exit codes, messages).
@@ -43,8 +45,11 @@ type Options struct {
 	Wraps func(name string) bool
 	// UnwindRows bounds the unwind table rows loaded (8 bytes each); 0: the default.
 	UnwindRows uint32
-	// UnwindCacheDir keeps built unwind tables across runs; "": memory only.
-	UnwindCacheDir string
+	// WrapsKey names Wraps (allocator.WrapperRule.Key): tables marked by
+	// it are cached under it.
+	WrapsKey string
+	// UnwindCache keeps built unwind tables across runs; nil: memory only.
+	UnwindCache *diskcache.Store
 	// Log gets the unwind tables' diagnostics; nil: slog.Default().
 	Log *slog.Logger
 	// SampleBytes > 0 samples allocations: on average one sample per
@@ -261,7 +266,7 @@ func load(o Options, k Kernel) (*Objects, error) {
 			return nil, fmt.Errorf("cgroup %s: %w (is it a cgroup v2 directory?)", o.CgroupPath, err)
 		}
 	}
-	t.tables = newTables(t.objs.FileKeyOf, t.objs.UnwindRows, t.objs.UnwindFiles, spec.Maps["unwind_rows"].MaxEntries, o.Wraps, o.UnwindCacheDir, o.Log)
+	t.tables = newTables(t.objs.FileKeyOf, t.objs.UnwindRows, t.objs.UnwindFiles, spec.Maps["unwind_rows"].MaxEntries, o.Wraps, o.WrapsKey, o.UnwindCache, o.Log)
 	return &t, nil
 }
 

@@ -53,13 +53,15 @@ type memtraceEventCat uint32
 
 const (
 	memtraceEventCatEVENT_CAT_SHIFT memtraceEventCat = 1
-	memtraceEventCatEVENT_CAT_MAX   memtraceEventCat = 127
+	memtraceEventCatEVENT_CAT_MAX   memtraceEventCat = 63
+	memtraceEventCatEVENT_CAT_MASK  memtraceEventCat = 63
 )
 
 type memtraceEventFlag uint32
 
 const (
 	memtraceEventFlagEVENT_STACK_COMPLETE memtraceEventFlag = 1
+	memtraceEventFlagEVENT_NO_TABLE       memtraceEventFlag = 128
 )
 
 type memtraceEventKind uint32
@@ -374,7 +376,9 @@ type memtraceStackRecord struct {
 		Leaf       uint64
 		LeafOff    int32
 		Memo       uint8
-		_          [3]byte
+		NoTable    uint8
+		AnonCode   uint8
+		Jit        uint8
 		MapStart   uint64
 		MapEnd     uint64
 		MapDelta   uint64

@@ -3,22 +3,15 @@ package tracer
 import (
 	"context"
 	"log/slog"
-	"syscall"
 	"time"
 )
 
 // LogRun logs (-v, at the end of a run) how many events reached user
-// space since start, memtrace's own peak memory and what each BPF program
-// cost.
+// space since start and what each BPF program cost.
 func LogRun(log *slog.Logger, d *Drainer, objs *Objects, start time.Time) {
 	took := time.Since(start)
 	log.Info("events read", "events", d.Events, "seconds", took.Seconds(),
 		"per_second", float64(d.Events)/took.Seconds())
-	// memtrace's own peak memory (make bench's bytes per live block).
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		log.Info("memtrace memory", "peak_rss_bytes", ru.Maxrss*1024)
-	}
 	// Sampled mode: the blocks the probes still watch for a free, and the
 	// filter's counts in front of them (equal, when forgotten blocks left
 	// no count behind).

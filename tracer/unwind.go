@@ -2,15 +2,21 @@ package tracer
 
 import (
 	"bytes"
+	"cmp"
+	"crypto/sha256"
 	"debug/elf"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -18,6 +24,7 @@ import (
 
 	"github.com/memtrace/memtrace/allocator"
 	"github.com/memtrace/memtrace/gopclntab"
+	"github.com/memtrace/memtrace/internal/diskcache"
 	"github.com/memtrace/memtrace/symbolize"
 	"github.com/memtrace/memtrace/unwind"
 )
@@ -36,25 +43,40 @@ const (
 	fileLibrary  = uint32(memtraceFileFlagFILE_LIBRARY)
 )
 
-// tables loads files' unwind tables into the probes' maps: up front for the
-// modules of a traced process, and when the walk asks for a file it has no
-// table for (a KIND_UNWIND_MISS record). Rows are appended to one array;
-// a file's rows are loaded once and serve every process that maps it.
+// tables loads files' unwind tables into the probes' maps: those of a
+// traced process's modules as soon as it is attached, and those the walk
+// asks for when it meets a file it has no table for (a KIND_UNWIND_MISS
+// record). Tables are built in the background: nothing waits for them
+// (until one is in, the walk charges the frame it is at and follows frame
+// pointers: docs/unwinding.md). Rows are appended to one array; a file's
+// rows are loaded once and serve every process that maps it.
 type tables struct {
 	keyOf       *ebpf.Program // file_key_of: the key the walk sees for a file
 	rows, files *ebpf.Map
 	cache       tableSource
+	store       *diskcache.Store // marked tables by file and rule; nil: none
 	wraps       func(name string) bool
+	rule        string // names wraps and this memtrace (rowsKey)
 	log         *slog.Logger
 
 	mu     sync.Mutex
 	next   uint32 // the first free row
 	cap    uint32
-	loaded map[fileKey]bool
+	loaded map[fileKey]bool // built or being built
+	keys   map[mapsFile]fileKey
 	full   bool
+	closed bool // the maps are closing: nothing more is uploaded
 
 	reqs chan missRequest
 	done chan struct{}
+	bg   sync.WaitGroup // preloads under way
+}
+
+// mapsFile is a file as /proc/PID/maps names it (its device as the
+// process sees it, and its inode).
+type mapsFile struct {
+	dev   string
+	inode uint64
 }
 
 type missRequest struct {
@@ -63,7 +85,7 @@ type missRequest struct {
 	key fileKey
 }
 
-func newTables(keyOf *ebpf.Program, rows, files *ebpf.Map, capacity uint32, wraps func(string) bool, cacheDir string, log *slog.Logger) *tables {
+func newTables(keyOf *ebpf.Program, rows, files *ebpf.Map, capacity uint32, wraps func(string) bool, wrapsKey string, store *diskcache.Store, log *slog.Logger) *tables {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -72,8 +94,8 @@ func newTables(keyOf *ebpf.Program, rows, files *ebpf.Map, capacity uint32, wrap
 	}
 	t := &tables{
 		keyOf: keyOf, rows: rows, files: files, cap: capacity, wraps: wraps,
-		cache: unwind.NewCache(cacheDir), log: log,
-		loaded: map[fileKey]bool{}, reqs: make(chan missRequest, 1024), done: make(chan struct{}),
+		cache: unwind.NewCache(store), store: store, rule: wrapsKey + "-" + selfKey(), log: log, loaded: map[fileKey]bool{}, keys: map[mapsFile]fileKey{},
+		reqs: make(chan missRequest, 1024), done: make(chan struct{}),
 	}
 	go t.serve()
 	return t
@@ -113,65 +135,132 @@ func (t *tables) serve() {
 	}
 }
 
+// closeWait bounds how long close waits for tables being built: long
+// enough for a big program's first build to reach the disk cache, so that
+// the next run finds it.
+const closeWait = 5 * time.Second
+
 func (t *tables) close() {
 	if t == nil {
 		return
 	}
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
 	close(t.reqs)
 	<-t.done
+	waited := make(chan struct{})
+	go func() { t.bg.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(closeWait):
+		t.log.Debug("unwind tables: stopped waiting for builds", "after", closeWait)
+	}
 }
 
-// PreloadTables loads the tables of every executable file mapping of pid
-// (as /proc/PID/maps names them), so that its first allocations are
-// already charged and unwound right.
-func (t *Objects) PreloadTables(pid int) error {
+// background runs f aside; close waits for it (up to closeWait).
+func (t *tables) background(f func()) {
+	t.bg.Add(1)
+	go func() {
+		defer t.bg.Done()
+		f()
+	}()
+}
+
+// WaitTables waits until the tables preloaded so far are in the maps
+// (tests; a run never waits for them).
+func (t *Objects) WaitTables() {
+	if t.tables != nil {
+		t.tables.bg.Wait()
+	}
+}
+
+// PreloadTables loads, in the background, the tables of every executable
+// file mapping of pid (as /proc/PID/maps names them), then those of the
+// files at paths (the libraries a command stopped at its exec will map),
+// so that its allocations are charged and unwound right as soon as they
+// are in. Files already loaded cost a map lookup: a whole host starts
+// many processes of a few programs. done is closed once they are all in.
+func (t *Objects) PreloadTables(pid int, paths []string) (done <-chan struct{}, err error) {
+	finished := make(chan struct{})
 	if t.tables == nil {
-		return nil
+		close(finished)
+		return finished, nil
 	}
 	maps, err := codeMappings(pid)
 	if err != nil {
-		return err
+		close(finished)
+		return finished, err
 	}
-	type file struct {
-		dev   string
-		inode uint64
+	type todo struct {
+		file mapsFile // zero for paths
+		path string
 	}
-	seen := map[file]bool{}
+	var files []todo
+	seen := map[mapsFile]bool{}
+	t.tables.mu.Lock()
 	for _, m := range maps {
-		if seen[file{m.Dev, m.Inode}] {
+		mf := mapsFile{m.Dev, m.Inode}
+		if seen[mf] {
 			continue // one mapping of each file will do
 		}
-		seen[file{m.Dev, m.Inode}] = true
+		seen[mf] = true
+		if key, ok := t.tables.keys[mf]; ok && t.tables.loaded[key] {
+			continue
+		}
 		// The key maps shows is the file's as the process sees it; on
 		// overlayfs the walk sees the layer's file: ask the kernel.
-		path := mapFile(pid, m)
-		key, err := t.tables.keyOfPath(path)
-		if err == nil {
-			err = t.tables.load(key, path)
-		}
-		if err != nil {
-			t.tables.logLoad(m.Path, err)
-		}
+		files = append(files, todo{mf, mapFile(pid, m)})
 	}
-	return nil
+	t.tables.mu.Unlock()
+	for _, p := range paths {
+		files = append(files, todo{path: p})
+	}
+	if len(files) == 0 {
+		close(finished)
+		return finished, nil
+	}
+	t.tables.background(func() {
+		defer close(finished)
+		start := time.Now()
+		for _, f := range files {
+			key, err := t.tables.keyOfPath(f.path)
+			if err == nil {
+				if f.file != (mapsFile{}) {
+					t.tables.mu.Lock()
+					t.tables.keys[f.file] = key
+					t.tables.mu.Unlock()
+				}
+				err = t.tables.load(key, f.path)
+			}
+			if err != nil {
+				t.tables.logLoad(f.path, err)
+			}
+		}
+		t.tables.log.Info("unwind tables loaded", "pid", pid, "files", len(files), "took", time.Since(start))
+	})
+	return finished, nil
 }
 
-// PreloadTableFiles loads the tables of files about to be mapped (the
-// libraries of a command stopped at its exec), keyed as the walk will see
-// them (keyOf).
+// PreloadTableFiles loads, in the background, the tables of files about
+// to be mapped (the libraries of a command stopped at its exec), keyed as
+// the walk will see them (keyOf).
 func (t *Objects) PreloadTableFiles(paths []string) {
-	if t.tables == nil {
+	if t.tables == nil || len(paths) == 0 {
 		return
 	}
-	for _, p := range paths {
-		key, err := t.tables.keyOfPath(p)
-		if err == nil {
-			err = t.tables.load(key, p)
+	paths = slices.Clone(paths)
+	t.tables.background(func() {
+		for _, p := range paths {
+			key, err := t.tables.keyOfPath(p)
+			if err == nil {
+				err = t.tables.load(key, p)
+			}
+			if err != nil {
+				t.tables.logLoad(p, err)
+			}
 		}
-		if err != nil {
-			t.tables.logLoad(p, err)
-		}
-	}
+	})
 }
 
 // keyOfPath asks the kernel which key the walk will see for the file at
@@ -202,15 +291,22 @@ func (t *tables) keyOfPath(path string) (fileKey, error) {
 	return fileKey{q.Key.Dev, q.Key.Ino}, nil
 }
 
-// load builds, marks and uploads one file's table, once per key.
+// load builds, marks and uploads one file's table, once per key. The
+// build runs unlocked: tables of other files go in meanwhile.
 func (t *tables) load(key fileKey, path string) error {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.loaded[key] {
+	if t.loaded[key] || t.closed {
+		t.mu.Unlock()
 		return nil
 	}
 	t.loaded[key] = true
+	t.mu.Unlock()
 	rows, flags, err := t.build(path)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil
+	}
 	if err != nil || len(rows) == 0 {
 		// No unwind information: the walk follows frame pointers there.
 		t.putFile(key, 0, 0, fileNoCFI|flags|fileUnmarked)
@@ -247,6 +343,9 @@ func (t *tables) load(key fileKey, path string) error {
 func (t *tables) set(key fileKey, first, count, flags uint32) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
 	t.loaded[key] = true
 	t.putFile(key, first, count, flags)
 }
@@ -260,19 +359,47 @@ func (t *tables) putFile(key fileKey, first, count, flags uint32) {
 
 // build returns the encoded rows of path, keyed by file offset (the walk
 // knows a pc's offset in its file, not the ELF's addresses), with the
-// wrapper and unnamed ranges marked, and the file's flags.
+// wrapper and unnamed ranges marked, and the file's flags. They come from
+// the store when it has them: marking a big program's ~100k functions
+// costs more than reading its rows.
 func (t *tables) build(path string) ([]byte, uint32, error) {
-	tab, err := t.cache.Table(path)
-	if err != nil {
-		return nil, 0, err
-	}
-	f, err := elf.Open(path)
+	file, err := os.Open(path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("open %s: %w", path, err)
 	}
-	defer f.Close()
+	defer file.Close()
+	st, err := file.Stat()
+	if err != nil {
+		return nil, 0, fmt.Errorf("stat %s: %w", path, err)
+	}
+	f, err := elf.NewFile(file)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open %s: %w", path, err)
+	}
+	key := ""
+	if t.store != nil {
+		key = rowsKey(f, st, t.rule)
+		if b, err := t.store.Get(key); err == nil && len(b) >= 4 && (len(b)-4)%unwind.RowSize == 0 {
+			return b[4:], binary.LittleEndian.Uint32(b), nil
+		}
+	}
+	// The CFI and the symbols, read side by side: each takes a big
+	// program about as long as the other.
+	var tab *unwind.Table
+	built := make(chan struct{})
+	go func() {
+		defer close(built)
+		tab, err = t.cache.Table(path)
+	}()
+	marks, fpCode, named, alloc := functionMarks(f, t.wraps)
+	<-built
+	if err != nil {
+		return nil, 0, err
+	}
 	tab = tab.Clone()
-	marked, named, alloc := markFunctions(f, tab, t.wraps)
+	tab.MarkAll(marks)
+	tab.FramePointer(fpCode)
+	marked := len(marks) > 0
 	rows, err := toFileOffsets(f, tab)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", path, err)
@@ -296,7 +423,56 @@ func (t *tables) build(path string) ([]byte, uint32, error) {
 			flags |= fileAlloc
 		}
 	}
+	if key != "" {
+		if err := t.store.Put(key, append(binary.LittleEndian.AppendUint32(nil, flags), b...)); err != nil {
+			t.log.Debug("unwind cache: not stored", "file", path, "err", err)
+		}
+	}
 	return b, flags, nil
+}
+
+// rowsVersion names the format of the marked rows in the store; the
+// rule's key names the wrapper rule and this memtrace binary, whose lists
+// of memory functions and allocators decide the marks too.
+const rowsVersion = "rows1-"
+
+// rowsKey names a file's marked rows: its unwind information, its size
+// (a stripped copy shares the build-id but not the symbols that mark it)
+// and the rule.
+func rowsKey(f *elf.File, st os.FileInfo, rule string) string {
+	return fmt.Sprintf("%s%s-%x-%s", rowsVersion, unwind.FileKey(f, st), st.Size(), rule)
+}
+
+// selfKey names the running memtrace binary (its device, inode, size and
+// modification time): a rebuilt memtrace marks afresh.
+var selfKey = sync.OnceValue(func() string {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/exe", &st); err != nil {
+		return "0"
+	}
+	h := sha256.Sum256(fmt.Appendf(nil, "%d %d %d %d.%d", st.Dev, st.Ino, st.Size, st.Mtim.Sec, st.Mtim.Nsec))
+	return hex.EncodeToString(h[:6])
+})
+
+// framePointerCode names functions that have no CFI but keep frame
+// pointers: V8's embedded builtins (Builtins_*, linked into node's
+// .text), through which node's allocations reach its JIT code.
+func framePointerCode(name string) bool {
+	return strings.HasPrefix(name, "Builtins_")
+}
+
+// disjoint sorts ranges and drops those overlapping an earlier one (a
+// function named in both .symtab and .dynsym, an alias).
+func disjoint(ranges [][2]uint64) [][2]uint64 {
+	sort.Slice(ranges, func(i, j int) bool { return ranges[i][0] < ranges[j][0] })
+	out := ranges[:0]
+	for _, r := range ranges {
+		if n := len(out); n > 0 && r[0] < out[n-1][1] {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // markFunctions flags the code of allocation wrappers, of memory
@@ -307,12 +483,16 @@ func (t *tables) build(path string) ([]byte, uint32, error) {
 // function lies in .text; alloc: whether the file is an allocator library
 // (allocator.AllocatorLibrary).
 func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (marked, named, alloc bool) {
-	type fn struct {
-		start, end uint64
-		name       string
-	}
-	var fns []fn
-	defined := map[string]bool{}
+	marks, fpCode, named, alloc := functionMarks(f, wraps)
+	tab.MarkAll(marks)
+	tab.FramePointer(fpCode)
+	return len(marks) > 0, named, alloc
+}
+
+// functionMarks is markFunctions' reading of f's symbols: the ranges to
+// mark, apart from any table (build reads them while the CFI is built).
+func functionMarks(f *elf.File, wraps func(string) bool) (marks []unwind.Span, fpCode [][2]uint64, named, alloc bool) {
+	type fn struct{ start, end uint64 }
 	// A Go executable without .symtab (-ldflags=-s) names its functions
 	// in its function table: runtime.memmove and the rest are marked too.
 	symtab, _ := f.Symbols()
@@ -326,39 +506,63 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (mar
 			}
 		}
 	}
+	// What a name is, judged once: .dynsym repeats most of .symtab, and
+	// judging a C++ name demangles it (node has 180k function symbols).
+	const (
+		judged = 1 << iota
+		isWrapper
+		isMemFn
+	)
+	names := make(map[string]uint8, len(symtab)+len(dynsym)+len(goSyms))
+	fns := make([]fn, 0, len(symtab)+len(dynsym)+len(goSyms))
 	for _, syms := range [][]elf.Symbol{symtab, dynsym, goSyms} {
 		for _, s := range syms {
 			t := elf.ST_TYPE(s.Info)
 			if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC) || s.Value == 0 {
 				continue
 			}
-			defined[s.Name] = true
+			what, seen := names[s.Name]
+			if !seen {
+				names[s.Name] = 0 // defined
+			}
 			if t != elf.STT_FUNC || s.Size == 0 {
 				continue // an IFUNC's symbol is its resolver, not the code run
 			}
-			fns = append(fns, fn{s.Value, s.Value + s.Size, s.Name})
-			if wraps(s.Name) {
-				tab.Mark(s.Value, s.Value+s.Size, unwind.FlagWrapper)
-				marked = true
+			if what&judged == 0 {
+				what = judged
+				if wraps(s.Name) {
+					what |= isWrapper
+				}
+				if allocator.MemoryFunction(s.Name) {
+					what |= isMemFn
+				}
+				names[s.Name] = what
 			}
-			if allocator.MemoryFunction(s.Name) {
-				tab.Mark(s.Value, s.Value+s.Size, unwind.FlagMemFn)
-				marked = true
+			fns = append(fns, fn{s.Value, s.Value + s.Size})
+			if framePointerCode(s.Name) {
+				fpCode = append(fpCode, [2]uint64{s.Value, s.Value + s.Size})
+			}
+			if what&isWrapper != 0 {
+				marks = append(marks, unwind.Span{Start: s.Value, End: s.Value + s.Size, Flag: unwind.FlagWrapper})
+			}
+			if what&isMemFn != 0 {
+				marks = append(marks, unwind.Span{Start: s.Value, End: s.Value + s.Size, Flag: unwind.FlagMemFn})
 			}
 		}
 	}
+	fpCode = disjoint(fpCode)
 	// Unnamed code: the gaps between named functions in .text.
-	defines := func(n string) bool { return defined[n] }
+	defines := func(n string) bool { _, ok := names[n]; return ok }
 	alloc = allocator.AllocatorLibrary(defines)
 	text := f.Section(".text")
 	if text == nil {
-		return marked, true, alloc
+		return marks, fpCode, true, alloc
 	}
 	anon := unwind.FlagAnon
 	if allocator.MemoryLibrary(defines) {
 		anon |= unwind.FlagMemFn
 	}
-	sort.Slice(fns, func(i, j int) bool { return fns[i].start < fns[j].start })
+	slices.SortFunc(fns, func(a, b fn) int { return cmp.Compare(a.start, b.start) })
 	at, end := text.Addr, text.Addr+text.Size
 	for _, x := range fns {
 		if x.end <= at || x.start >= end {
@@ -366,16 +570,14 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (mar
 		}
 		named = true
 		if x.start > at {
-			tab.Mark(at, x.start, anon)
-			marked = true
+			marks = append(marks, unwind.Span{Start: at, End: x.start, Flag: anon})
 		}
 		at = max(at, x.end)
 	}
 	if at < end {
-		tab.Mark(at, end, anon)
-		marked = true
+		marks = append(marks, unwind.Span{Start: at, End: end, Flag: anon})
 	}
-	return marked, named, alloc
+	return marks, fpCode, named, alloc
 }
 
 // sharedLibrary reports whether f is a shared library rather than a

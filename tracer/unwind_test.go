@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/memtrace/memtrace/unwind"
@@ -142,5 +143,14 @@ func TestSharedLibrary(t *testing.T) {
 				t.Errorf("sharedLibrary = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// disjoint keeps the first of overlapping ranges, sorted.
+func TestDisjoint(t *testing.T) {
+	got := disjoint([][2]uint64{{0x30, 0x40}, {0x10, 0x20}, {0x10, 0x20}, {0x18, 0x28}, {0x20, 0x30}})
+	want := [][2]uint64{{0x10, 0x20}, {0x20, 0x30}, {0x30, 0x40}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("disjoint = %#x, want %#x", got, want)
 	}
 }

@@ -18,7 +18,8 @@ var gofmtPath = func() string {
 
 // benchFiles are the files the build benchmarks measure: glibc, libstdc++,
 // libsqlite3, two files over 100 MB from Debian packages (libLLVM-14:
-// 110 MB with a 5 MB .eh_frame; chromium: 297 MB, 0.4 MB .eh_frame), and a
+// 110 MB with a 5 MB .eh_frame; chromium: 297 MB, 0.4 MB .eh_frame), node
+// and OpenJDK 17's libjvm.so (the big binaries), and a
 // Go program whose rows come from its function table (gofmt: no DWARF).
 var benchFiles = []struct{ name, path string }{
 	{"libc", libc},
@@ -26,6 +27,8 @@ var benchFiles = []struct{ name, path string }{
 	{"libsqlite3", libsqlite},
 	{"libLLVM-14", libLLVM},
 	{"chromium", chromium},
+	{"node", node},
+	{"libjvm", libjvm},
 	{"gofmt", gofmtPath},
 }
 
@@ -57,7 +60,7 @@ func BenchmarkCacheHit(b *testing.B) {
 	for _, bf := range benchFiles {
 		b.Run(bf.name+"/memory", func(b *testing.B) {
 			needFile(b, bf.path)
-			c := NewCache("")
+			c := NewCache(nil)
 			cachedTable(b, c, bf.path)
 			b.ReportAllocs()
 			for b.Loop() {
@@ -67,13 +70,13 @@ func BenchmarkCacheHit(b *testing.B) {
 		b.Run(bf.name+"/disk", func(b *testing.B) {
 			needFile(b, bf.path)
 			dir := b.TempDir()
-			cachedTable(b, NewCache(dir), bf.path)
+			cachedTable(b, NewCache(testStore(b, dir)), bf.path)
 			if n := len(cacheFiles(b, dir)); n != 1 {
 				b.Fatalf("%d cache files", n)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				c := NewCache(dir)
+				c := NewCache(testStore(b, dir))
 				cachedTable(b, c, bf.path)
 				if c.builds.Load() != 0 {
 					b.Fatal("built instead of read")

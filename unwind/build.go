@@ -45,6 +45,11 @@ func Build(f *elf.File) (*Table, error) {
 		if s == nil || s.Type == elf.SHT_NOBITS {
 			continue
 		}
+		// The size is the header's (uncompressed, for a compressed
+		// section): refused before anything is read or inflated.
+		if s.Size > maxFrameSection {
+			return nil, fmt.Errorf("%s: %d bytes, more than %d: %w", name, s.Size, maxFrameSection, ErrMalformed)
+		}
 		data, err := s.Data()
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", name, err)
@@ -179,3 +184,8 @@ func (b *builder) table() *Table {
 	}
 	return &Table{Rows: slices.Clip(rows)}
 }
+
+// maxFrameSection bounds .eh_frame and .debug_frame: node's .eh_frame is
+// 2.7 MB, the biggest real ones some tens of MB; a file claiming more is
+// hostile, and would make memtrace allocate what it claims.
+const maxFrameSection = 1 << 30

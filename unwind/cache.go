@@ -7,26 +7,25 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/memtrace/memtrace/internal/diskcache"
+	"github.com/memtrace/memtrace/procfile"
 )
 
-// Cache memoizes tables per file, in memory and, when it has a directory,
-// on disk, so that a second attach or a second run does not rebuild them.
-// Files are keyed by their GNU build-id when they have one (with the sizes
-// of their frame sections, since a separate debug file shares its
-// program's build-id but not its CFI), else by device, inode, size and
-// modification time. Mark flags are not part of the CFI and are never
+// Cache memoizes tables per file, in memory and, when it has a store, on
+// disk, so that a second attach or a second run does not rebuild them.
+// Files are keyed by FileKey: their GNU build-id when they have one, else
+// their identity. Mark flags are not part of the CFI and are never
 // cached: callers Clone a table before marking it.
 type Cache struct {
-	dir       string
-	debugRoot string // where separate debug files live, by build-id
+	store     *diskcache.Store // nil: memory only
+	debugRoot string           // where separate debug files live, by build-id
 
 	mu      sync.Mutex
 	entries map[string]*cacheEntry // by file identity and by content key
@@ -40,23 +39,10 @@ type cacheEntry struct {
 	err   error
 }
 
-// NewCache returns a cache that stores tables under dir, or only in
-// memory when dir is "".
-func NewCache(dir string) *Cache {
-	return &Cache{dir: dir, debugRoot: "/usr/lib/debug", entries: map[string]*cacheEntry{}}
-}
-
-// DefaultCacheDir is where tables are stored between runs:
-// /var/cache/memtrace/unwind for root, else the user's cache directory.
-func DefaultCacheDir() string {
-	if os.Geteuid() == 0 {
-		return "/var/cache/memtrace/unwind"
-	}
-	d, err := os.UserCacheDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(d, "memtrace", "unwind")
+// NewCache returns a cache that stores tables in store, or only in memory
+// when store is nil.
+func NewCache(store *diskcache.Store) *Cache {
+	return &Cache{store: store, debugRoot: "/usr/lib/debug", entries: map[string]*cacheEntry{}}
 }
 
 // Table returns the table of the ELF file at path. The table is shared by
@@ -71,8 +57,10 @@ func (c *Cache) Table(path string) (*Table, error) {
 	if e, ok := c.lookup(fileIdentity(st)); ok {
 		return e.wait()
 	}
-	// Key and contents from one open file, in case path is being replaced.
-	file, err := os.Open(path)
+	// Key and contents from one open file, in case path is being replaced;
+	// opened without blocking, and only if regular: the path may come from
+	// a traced process (a dlopen'ed library), which can put a FIFO there.
+	file, err := procfile.OpenFollowed(path, 0)
 	if err != nil {
 		return nil, fmt.Errorf("unwind table for %s: %w", path, err)
 	}
@@ -134,31 +122,54 @@ func (c *Cache) load(file *os.File, path, idKey string) (*Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("unwind table for %s: %w", path, err)
 	}
-	key := idKey
-	if id := buildID(f); id != "" {
-		key = id + "-" + frameSizes(f)
-		e, owner := c.claim(key)
-		if !owner {
-			return e.wait()
-		}
-		e.tab, e.err = c.loadKey(f, path, key, id)
-		c.settle(key, e)
-		return e.tab, e.err
+	id := buildID(f)
+	if id == "" {
+		return c.loadKey(f, path, idKey, "")
 	}
-	return c.loadKey(f, path, key, "")
+	key := contentKey(f, id)
+	e, owner := c.claim(key)
+	if !owner {
+		return e.wait()
+	}
+	e.tab, e.err = c.loadKey(f, path, key, id)
+	c.settle(key, e)
+	return e.tab, e.err
 }
+
+// FileKey names the unwind information of the ELF file f whose status is
+// st, as the cache does: by build-id (with the sizes of its frame
+// sections, since a separate debug file shares its program's build-id but
+// not its CFI), else by device, inode, size and modification time. The
+// key is a valid file name (diskcache).
+func FileKey(f *elf.File, st os.FileInfo) string {
+	if id := buildID(f); id != "" {
+		return contentKey(f, id)
+	}
+	return fileIdentity(st)
+}
+
+func contentKey(f *elf.File, id string) string { return id + "-" + frameSizes(f) }
+
+// cfiVersion names the stored tables' format: it changes whenever
+// Build's output for the same input may change, so that tables from an
+// older memtrace are rebuilt, not trusted.
+const cfiVersion = "cfi3-"
 
 // loadKey reads the table stored under key, or builds and stores it.
 // A file without CFI of its own takes its separate debug file's
 // (.debug_frame), found by build-id id.
 func (c *Cache) loadKey(f *elf.File, path, key, id string) (*Table, error) {
-	file := ""
-	if c.dir != "" {
-		file = filepath.Join(c.dir, key+".unw")
-		if tab, err := readTableFile(file); err == nil {
+	if c.store != nil {
+		b, err := c.store.Get(cfiVersion + key)
+		var tab *Table
+		if err == nil {
+			tab, err = Decode(b)
+		}
+		if err == nil {
 			return tab, nil
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			slog.Debug("unwind cache: rebuilding", "file", file, "err", err)
+		}
+		if !errors.Is(err, diskcache.ErrMiss) {
+			slog.Debug("unwind cache: rebuilding", "key", key, "err", err)
 		}
 	}
 	c.builds.Add(1)
@@ -171,9 +182,13 @@ func (c *Cache) loadKey(f *elf.File, path, key, id string) (*Table, error) {
 			tab = dt
 		}
 	}
-	if file != "" {
-		if err := writeTableFile(file, tab); err != nil {
-			slog.Debug("unwind cache: not stored", "file", file, "err", err)
+	if c.store != nil {
+		b, err := tab.Encode()
+		if err == nil {
+			err = c.store.Put(cfiVersion+key, b)
+		}
+		if err != nil {
+			slog.Debug("unwind cache: not stored", "key", key, "err", err)
 		}
 	}
 	return tab, nil
@@ -271,93 +286,4 @@ func frameSizes(f *elf.File) string {
 		return 0
 	}
 	return fmt.Sprintf("%x-%x-%x", size(".eh_frame"), size(".debug_frame"), size(".gopclntab"))
-}
-
-// The cache file: a header, the rows as Encode writes them, a CRC-32C of
-// both. cacheVersion changes whenever Build's output for the same input
-// may change, so that tables from an older memtrace are rebuilt, not
-// trusted.
-const (
-	cacheMagic   = "MTUNWIND"
-	cacheVersion = 3
-	cacheHeader  = len(cacheMagic) + 4 + 4
-)
-
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
-
-func marshalTable(t *Table) ([]byte, error) {
-	rows, err := t.Encode()
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, 0, cacheHeader+len(rows)+4)
-	b = append(b, cacheMagic...)
-	b = binary.LittleEndian.AppendUint32(b, cacheVersion)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(t.Rows)))
-	b = append(b, rows...)
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable)), nil
-}
-
-var errCorrupt = errors.New("corrupt unwind cache file")
-
-func unmarshalTable(b []byte) (*Table, error) {
-	if len(b) < cacheHeader+4 || string(b[:len(cacheMagic)]) != cacheMagic {
-		return nil, errCorrupt
-	}
-	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
-	if crc32.Checksum(body, crcTable) != sum {
-		return nil, fmt.Errorf("%w: checksum", errCorrupt)
-	}
-	if v := binary.LittleEndian.Uint32(b[len(cacheMagic):]); v != cacheVersion {
-		return nil, fmt.Errorf("%w: version %d", errCorrupt, v)
-	}
-	n := uint64(binary.LittleEndian.Uint32(b[len(cacheMagic)+4:]))
-	if uint64(len(body)-cacheHeader) != n*RowSize {
-		return nil, fmt.Errorf("%w: %d rows in %d bytes", errCorrupt, n, len(body))
-	}
-	t, err := Decode(body[cacheHeader:])
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errCorrupt, err)
-	}
-	return t, nil
-}
-
-func readTableFile(name string) (*Table, error) {
-	b, err := os.ReadFile(name)
-	if err != nil {
-		return nil, err
-	}
-	return unmarshalTable(b)
-}
-
-// writeTableFile stores t atomically: readers see the old file or the
-// whole new one, never a partial write.
-func writeTableFile(name string, t *Table) error {
-	dir := filepath.Dir(name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	data, err := marshalTable(t)
-	if err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, filepath.Base(name)+".tmp*")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), name); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
 }

@@ -5,8 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/memtrace/memtrace/internal/diskcache"
 )
 
 func copyFile(t testing.TB, src, dst string) {
@@ -29,6 +32,16 @@ func cacheFiles(t testing.TB, dir string) []string {
 	return m
 }
 
+// testStore is a cache directory of 64 MiB.
+func testStore(t testing.TB, dir string) *diskcache.Store {
+	t.Helper()
+	s, err := diskcache.Open(dir, 64<<20, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func cachedTable(t testing.TB, c *Cache, path string) *Table {
 	t.Helper()
 	tab, err := c.Table(path)
@@ -45,16 +58,16 @@ func TestCacheDisk(t *testing.T) {
 	dir := t.TempDir()
 	fresh := buildFile(t, libc)
 
-	first := NewCache(dir)
+	first := NewCache(testStore(t, dir))
 	if got := cachedTable(t, first, libc); !reflect.DeepEqual(got, fresh) {
 		t.Fatal("first cache: table differs from Build")
 	}
 	files := cacheFiles(t, dir)
-	if len(files) != 1 || filepath.Ext(files[0]) != ".unw" {
-		t.Fatalf("cache files %v, want one .unw", files)
+	if len(files) != 1 || !strings.HasPrefix(filepath.Base(files[0]), cfiVersion) {
+		t.Fatalf("cache files %v, want one %s…", files, cfiVersion)
 	}
 
-	second := NewCache(dir)
+	second := NewCache(testStore(t, dir))
 	got := cachedTable(t, second, libc)
 	if n := second.builds.Load(); n != 0 {
 		t.Errorf("second cache built %d tables, want 0", n)
@@ -71,7 +84,7 @@ func TestCacheDisk(t *testing.T) {
 		func(b []byte) []byte { return b[:len(b)/2] },
 		func(b []byte) []byte { b[len(b)/2] ^= 1; return b },
 		func(b []byte) []byte { return nil },
-		func(b []byte) []byte { return []byte("MTUNWIND garbage") },
+		func(b []byte) []byte { return []byte("MTCACHE1 garbage") },
 	} {
 		b, err := os.ReadFile(files[0])
 		if err != nil {
@@ -80,15 +93,19 @@ func TestCacheDisk(t *testing.T) {
 		if err := os.WriteFile(files[0], corrupt(b), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		c := NewCache(dir)
+		c := NewCache(testStore(t, dir))
 		if got := cachedTable(t, c, libc); !reflect.DeepEqual(got, fresh) {
 			t.Error("rebuilt table differs from Build")
 		}
 		if n := c.builds.Load(); n != 1 {
 			t.Errorf("corrupt file: %d builds, want 1", n)
 		}
-		if tab, err := readTableFile(files[0]); err != nil || !reflect.DeepEqual(tab, fresh) {
-			t.Errorf("cache file not rewritten: %v", err)
+		b, err = testStore(t, dir).Get(filepath.Base(files[0]))
+		if err != nil {
+			t.Fatalf("cache file not rewritten: %v", err)
+		}
+		if tab, err := Decode(b); err != nil || !reflect.DeepEqual(tab, fresh) {
+			t.Errorf("cache file rewritten wrong: %v", err)
 		}
 	}
 	if files := cacheFiles(t, dir); len(files) != 1 {
@@ -109,7 +126,7 @@ func TestCacheKeys(t *testing.T) {
 	noID := compile(t, "frames.c", "frames", "-O2", "-Wl,--build-id=none")
 	noIDFP := compile(t, "frames.c", "frames", "-O2", "-fno-omit-frame-pointer", "-Wl,--build-id=none")
 
-	c := NewCache("")
+	c := NewCache(nil)
 	a := cachedTable(t, c, withID)
 	if b := cachedTable(t, c, copyID); b != a {
 		t.Error("a copy with the same build-id was built again")
@@ -120,13 +137,13 @@ func TestCacheKeys(t *testing.T) {
 	if d := cachedTable(t, c, debug); reflect.DeepEqual(d, a) || !reflect.DeepEqual(d, buildFile(t, debug)) {
 		t.Error("the debug file got its program's table")
 	}
-	x := cachedTable(t, NewCache(dir), noID)
+	x := cachedTable(t, NewCache(testStore(t, dir)), noID)
 	if !reflect.DeepEqual(x, buildFile(t, noID)) {
 		t.Error("table of a file without build-id differs from Build")
 	}
 	// Replace the file: new identity, new table.
 	copyFile(t, noIDFP, noID)
-	y := cachedTable(t, NewCache(dir), noID)
+	y := cachedTable(t, NewCache(testStore(t, dir)), noID)
 	if !reflect.DeepEqual(y, buildFile(t, noIDFP)) {
 		t.Error("replaced file: stale table")
 	}
@@ -138,7 +155,7 @@ func TestCacheKeys(t *testing.T) {
 // TestCacheConcurrent: concurrent callers share one build.
 func TestCacheConcurrent(t *testing.T) {
 	needFile(t, libstdcxx)
-	c := NewCache(t.TempDir())
+	c := NewCache(testStore(t, t.TempDir()))
 	var wg sync.WaitGroup
 	tabs := make([]*Table, 8)
 	for i := range tabs {
@@ -175,7 +192,7 @@ func TestCacheErrors(t *testing.T) {
 	if err := os.WriteFile(notELF, []byte("not an ELF file"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := NewCache(dir)
+	c := NewCache(testStore(t, dir))
 	for range 2 {
 		if _, err := c.Table(bad); !errors.Is(err, ErrMalformed) {
 			t.Errorf("malformed: err %v", err)
@@ -210,13 +227,13 @@ func TestCacheDebugFile(t *testing.T) {
 		t.Fatalf("stripped file still has %d rows", len(tab.Rows))
 	}
 
-	c := NewCache("")
+	c := NewCache(nil)
 	c.debugRoot = root
 	got := cachedTable(t, c, stripped)
 	if want := buildFile(t, full); len(want.Rows) == 0 || !reflect.DeepEqual(got, want) {
 		t.Errorf("table from the debug file:\n got %v\nwant %v", got.Rows, want.Rows)
 	}
-	c = NewCache("")
+	c = NewCache(nil)
 	c.debugRoot = t.TempDir()
 	if got := cachedTable(t, c, stripped); len(got.Rows) != 0 {
 		t.Errorf("no debug file: %d rows", len(got.Rows))

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"debug/elf"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
+
+	"github.com/memtrace/memtrace/internal/elftest"
 )
 
 // FuzzBuild feeds mutated frame sections, wrapped in a minimal ELF file,
@@ -72,4 +76,30 @@ func FuzzBuild(f *testing.F) {
 		c.Mark(0x1000, 0x2000, FlagWrapper)
 		checkInvariants(t, c)
 	})
+}
+
+// TestHugeFrameSection: a section header claiming 2 GiB of call frame
+// information (more than the file holds, or a compressed section that
+// would inflate to it) is refused before anything is read: the file is
+// malformed, and nothing near its claim is allocated.
+func TestHugeFrameSection(t *testing.T) {
+	bin := compile(t, "frames.c", "frames", "-O2")
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostile, err := elftest.WithSectionSize(b, ".eh_frame", 2<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = Build(hostile)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrMalformed) {
+		t.Errorf("Build = %v, want ErrMalformed", err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 16<<20 {
+		t.Errorf("Build allocated %d bytes", n)
+	}
 }

@@ -44,7 +44,7 @@ SELECT count(*), sum(length(printf('%d-%s', x, hex(randomblob(8))))) FROM c;
 		t.Fatal(err)
 	}
 	entry := openELF(t, exe).Entry
-	cache := NewCache("")
+	cache := NewCache(nil)
 	modules := map[string]*module{}
 	complete, skipped := 0, 0
 	waitCPU(t, pid, 5) // past the dynamic loader, into the query

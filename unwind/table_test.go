@@ -72,11 +72,18 @@ func TestMark(t *testing.T) {
 			tab := base()
 			orig := tab.Clone()
 			c := tab.Clone()
+			var spans []Span
 			for _, m := range tt.marks {
 				c.Mark(m[0], m[1], uint8(m[2]))
+				spans = append(spans, Span{m[0], m[1], uint8(m[2])})
 			}
 			if !reflect.DeepEqual(c.Rows, tt.want) {
-				t.Errorf("got  %v\nwant %v", c.Rows, tt.want)
+				t.Errorf("Mark one by one: got  %v\nwant %v", c.Rows, tt.want)
+			}
+			all := tab.Clone()
+			all.MarkAll(spans)
+			if !reflect.DeepEqual(all.Rows, tt.want) {
+				t.Errorf("MarkAll: got  %v\nwant %v", all.Rows, tt.want)
 			}
 			if !reflect.DeepEqual(tab.Rows, orig.Rows) {
 				t.Errorf("Mark on a clone changed the original: %v", tab.Rows)
@@ -153,4 +160,42 @@ func TestEncodeReal(t *testing.T) {
 			t.Errorf("%s: Decode(Encode) differs: %v", file, err)
 		}
 	}
+}
+
+// FramePointer gives code without CFI the rule of a frame-pointer frame,
+// and leaves rows that have a rule alone.
+func TestFramePointer(t *testing.T) {
+	tab := &Table{Rows: []Row{
+		{PC: 0x100, Kind: KindRSP, CFAOffset: 8},
+		{PC: 0x110, Kind: KindUndefined},
+		{PC: 0x200, Kind: KindRSP, CFAOffset: 16},
+	}}
+	tab.FramePointer([][2]uint64{{0x40, 0x50}, {0x50, 0x60}, {0x108, 0x180}, {0x190, 0x200}, {0x300, 0x310}})
+	fp := Row{Kind: KindRBP, CFAOffset: 16, RBPSaved: true, RBPOffset: -16}
+	want := []Row{
+		withPC(fp, 0x40), // before the first row: no rule; two adjacent ranges
+		{PC: 0x60, Kind: KindUndefined},
+		{PC: 0x100, Kind: KindRSP, CFAOffset: 8}, // has a rule: kept
+		withPC(fp, 0x110),
+		{PC: 0x180, Kind: KindUndefined},
+		withPC(fp, 0x190), // up to the next row, which has a rule
+		{PC: 0x200, Kind: KindRSP, CFAOffset: 16},
+	}
+	if !reflect.DeepEqual(tab.Rows, want) {
+		t.Errorf("rows\n%v\nwant\n%v", tab.Rows, want)
+	}
+	// A flag on a row without a rule stays on the rule given to it.
+	tab = &Table{Rows: []Row{{PC: 0x10, Kind: KindUndefined, Flags: FlagWrapper}, {PC: 0x40, Kind: KindRSP, CFAOffset: 8}}}
+	tab.FramePointer([][2]uint64{{0x20, 0x30}})
+	marked := withPC(fp, 0x20)
+	marked.Flags = FlagWrapper
+	want = []Row{{PC: 0x10, Kind: KindUndefined, Flags: FlagWrapper}, marked, {PC: 0x30, Kind: KindUndefined, Flags: FlagWrapper}, {PC: 0x40, Kind: KindRSP, CFAOffset: 8}}
+	if !reflect.DeepEqual(tab.Rows, want) {
+		t.Errorf("rows\n%v\nwant\n%v", tab.Rows, want)
+	}
+}
+
+func withPC(r Row, pc uint64) Row {
+	r.PC = pc
+	return r
 }

@@ -17,6 +17,8 @@ const (
 	// clang pulls in; chromium): tests and benchmarks skip them otherwise.
 	libLLVM  = "/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1"
 	chromium = "/usr/lib/chromium/chromium"
+	node     = "/usr/bin/node"                                           // 98 MB, 2.7 MB .eh_frame
+	libjvm   = "/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so" // 22 MB, 0.9 MB .eh_frame
 )
 
 var fixtureDir = filepath.Join("..", "testdata", "unwind")

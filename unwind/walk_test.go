@@ -262,7 +262,7 @@ func TestWalkRealStack(t *testing.T) {
 			snap := filepath.Join(dir, "snap")
 			run(t, bin, snap, plugin)
 
-			w := &walker{t: t, s: readSnapshot(t, snap), cache: NewCache(""), modules: map[string]*module{}}
+			w := &walker{t: t, s: readSnapshot(t, snap), cache: NewCache(nil), modules: map[string]*module{}}
 			frames, complete := w.walk()
 			t.Logf("stack: %v", frames)
 			if !complete {

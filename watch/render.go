@@ -12,6 +12,7 @@ import (
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/report"
+	"github.com/memtrace/memtrace/textsafe"
 )
 
 // The log scale of the bars: from 1 B/s (empty) to 2^scaleBits B/s (full).
@@ -91,7 +92,10 @@ func (c canvas) put(x, y int, str string, st tcell.Style) int {
 	if y < 0 || y >= c.h {
 		return x
 	}
-	for _, r := range str {
+	// Every string the view draws passes here, names of the traced
+	// processes and their functions among them: escaped, a control
+	// character is drawn as text rather than sent to the terminal.
+	for _, r := range textsafe.String(str) {
 		rw := runewidth.RuneWidth(r)
 		if rw == 0 {
 			rw = 1
@@ -123,6 +127,11 @@ type state struct {
 	sel      int
 	msg      string
 	labels   func(pid uint32, addr uint64) (fn, loc string)
+	// The whole host's view (host.go): host, with the allocator panel
+	// (heap); the selected process and its row.
+	host, heap bool
+	pid        uint32
+	row        int
 }
 
 const helpText = "q quit  s sort  p pause  ←/→ or 1-9 pick half-life  + double  - halve  r reset"
@@ -149,12 +158,21 @@ func draw(scr tcell.Screen, st *state) {
 	}
 	c.fill(y, title, stTitle)
 	y++
-	c.put(0, y, helpText, stHelp)
+	if st.host {
+		c.put(0, y, hostHelp, stHelp)
+	} else {
+		c.put(0, y, helpText, stHelp)
+	}
 	y++
 	c.put(0, y, st.msg, stMsg)
 	y++
 	if st.frame == nil {
 		c.put(0, y+1, "waiting for the first sample…", stPlain)
+		scr.Show()
+		return
+	}
+	if st.host {
+		drawHost(c, y, st) // host.go
 		scr.Show()
 		return
 	}

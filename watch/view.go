@@ -35,6 +35,9 @@ type Options struct {
 	// Configured are the settings from the command line: `r` goes back to
 	// them, and an adjusted period stays as close to theirs as it can.
 	Configured Settings
+	// Host: the whole host's view (host.go), a table of every process;
+	// Heap: with the selected process's allocator panel (--heap).
+	Host, Heap bool
 }
 
 // View is a running live view. Its methods are safe for concurrent use.
@@ -93,7 +96,10 @@ func Start(o Options) (*View, error) {
 		labels: map[labelKey][2]string{},
 		do:     make(chan func()),
 	}
-	v.st = state{sort: o.Sort, labels: v.label}
+	v.st = state{sort: o.Sort, labels: v.label, host: o.Host, heap: o.Heap}
+	if o.Host {
+		v.st.sort = report.HostKey(o.Sort)
+	}
 	go v.run()
 	return v, nil
 }
@@ -197,6 +203,15 @@ func (v *View) key(ev *tcell.EventKey) {
 	case tcell.KeyRight, tcell.KeyTab:
 		v.pick(v.st.sel + 1)
 		return
+	case tcell.KeyUp, tcell.KeyDown:
+		if v.st.host {
+			d := 1
+			if ev.Key() == tcell.KeyUp {
+				d = -1
+			}
+			v.st.moveSelection(d) // host.go
+		}
+		return
 	case tcell.KeyRune:
 	default:
 		return
@@ -206,6 +221,9 @@ func (v *View) key(ev *tcell.EventKey) {
 		v.askQuit()
 	case 's':
 		keys := report.SortKeys()
+		if v.st.host {
+			keys = report.FootprintKeys()
+		}
 		for i, k := range keys {
 			if k == v.st.sort {
 				v.st.sort = keys[(i+1)%len(keys)]

@@ -8,6 +8,7 @@ import (
 	"github.com/gdamore/tcell/v2"
 
 	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/footprint"
 	"github.com/memtrace/memtrace/report"
 	"github.com/memtrace/memtrace/symbolize"
 )
@@ -227,4 +228,73 @@ func TestViewDrawsAndHandlesKeys(t *testing.T) {
 		t.Fatal("q did not ask to quit")
 	}
 	waitFor(t, v, scr, "[quitting]")
+}
+
+// hostFrame is a whole host's frame: a traced process that made 8 MiB
+// resident at two sites, an idle one with a larger RSS and none.
+func hostFrame() Frame {
+	res := &aggregate.ResidentSnapshot{SampleBytes: 64 << 10, Bytes: 8 << 20, Pages: 128, Stderr: 1000,
+		Sites: []aggregate.ResidentSite{{Address: 0x10, Bytes: 6 << 20, Pages: 96}, {Address: 0x20, Bytes: 2 << 20, Pages: 32}}}
+	return Frame{Settings: defaults, Snap: aggregate.Snapshot{Time: 5e9, Processes: []aggregate.ProcessSnapshot{
+		{PID: 42, Comm: "busy", Resident: res, Footprint: &footprint.Reading{RSS: 30 << 20, RSSAnon: 20 << 20, RSSFile: 10 << 20, PSS: 25 << 20}},
+		{PID: 7, Comm: "idle", Untraced: true, Footprint: &footprint.Reading{RSS: 100 << 20, RSSAnon: 100 << 20, Swap: 1 << 20, PSS: 100 << 20}},
+	}}}
+}
+
+// TestViewHost: the whole host's view is a table by RSS, the first row
+// selected with its resident sites; ↓ selects the next; s cycles the
+// footprint keys; no allocator panel without Heap.
+func TestViewHost(t *testing.T) {
+	scr := tcell.NewSimulationScreen("UTF-8")
+	v, err := Start(Options{Screen: scr, Symbolizer: fakeSym{0x10: "make_pages", 0x20: "memset_tail"}, Sort: report.SortLive,
+		Configured: defaults, Host: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	scr.SetSize(132, 30)
+	v.Show(hostFrame())
+	text := waitFor(t, v, scr, "sort: rss", "2 processes by RSS, 1 traced", "100.0 MiB", "pid 7 idle",
+		"no fault sampled, no allocation seen while traced", "↑/↓ select")
+	if strings.Index(text, "      7  idle") > strings.Index(text, "     42  busy") || strings.Contains(text, "allocated/s") {
+		t.Errorf("idle (100 MiB) should lead busy (30 MiB), with no allocator panel:\n%s", text)
+	}
+	scr.InjectKey(tcell.KeyDown, 0, tcell.ModNone)
+	text = waitFor(t, v, scr, "pid 42 busy", "made resident while traced: ~8.0 MiB", "make_pages", "memset_tail")
+	if strings.Index(text, "make_pages") > strings.Index(text, "memset_tail") {
+		t.Errorf("sites not by resident bytes:\n%s", text)
+	}
+	scr.InjectKey(tcell.KeyUp, 0, tcell.ModNone)
+	waitFor(t, v, scr, "pid 7 idle")
+	// s: rss -> anon -> pss -> swap -> resident; by resident busy leads,
+	// and the selection follows the process, not the row.
+	for _, want := range []string{"sort: anon", "sort: pss", "sort: swap", "sort: resident"} {
+		scr.InjectKey(tcell.KeyRune, 's', tcell.ModNone)
+		waitFor(t, v, scr, want)
+	}
+	text = waitFor(t, v, scr, "processes by memory made resident while traced", "pid 7 idle")
+	if strings.Index(text, "     42  busy") > strings.Index(text, "      7  idle") {
+		t.Errorf("by resident, busy should lead:\n%s", text)
+	}
+}
+
+// TestViewEscapesNames: a comm and a function named with escape sequences
+// are drawn as escaped text: no cell of the screen holds a control.
+func TestViewEscapesNames(t *testing.T) {
+	scr := tcell.NewSimulationScreen("UTF-8")
+	v, err := Start(Options{Screen: scr, Symbolizer: fakeSym{0x10: "f\x1b[2J", 0x20: "g\xff"}, Sort: report.SortLive, Configured: defaults})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	scr.SetSize(120, 30)
+	f := frame()
+	f.Snap.Processes[0].Comm = "\x1b]0;PWN\x07"
+	v.Show(f)
+	text := waitFor(t, v, scr, `pid 42 \x1b]0;PWN\x07`, `f\x1b[2J`, `g\xff`)
+	for _, r := range text {
+		if r < 0x20 && r != '\n' || r == 0x7f || r >= 0x80 && r < 0xa0 {
+			t.Fatalf("control %U on screen:\n%s", r, text)
+		}
+	}
 }

@@ -17,7 +17,7 @@ var byteUnits = []struct {
 }
 
 // parseBytes reads a byte count, the one form every flag that takes bytes
-// accepts (README "Byte counts"): a whole number, optionally followed by
+// accepts (docs/cli.md, "Byte counts"): a whole number, optionally followed by
 // B, K/KiB, M/MiB or G/GiB in any case (binary units), with or without a
 // space: 65536, 64K, 64kib, 1 MiB, 2g.
 func parseBytes(s string) (uint64, error) {

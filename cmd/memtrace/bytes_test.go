@@ -114,3 +114,29 @@ func TestFormatBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestRingSizeForMode: the ring's default follows the mode (its pages
+// are memtrace's resident memory); --ring-size overrides it.
+func TestRingSizeForMode(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"--", "true"}, targetRingBytes},
+		{[]string{"-p", "1"}, targetRingBytes},
+		{[]string{"--sample-bytes", "64k", "--", "true"}, sampledRingBytes},
+		{[]string{"--heap", "--sample-bytes", "0"}, 64 << 20},
+		{[]string{"--heap"}, sampledRingBytes},
+		{nil, sampledRingBytes},
+		{[]string{"--ring-size", "128MiB", "--", "true"}, 128 << 20},
+	} {
+		c, err := parseFlags(tt.args, io.Discard)
+		if err != nil {
+			t.Errorf("%v: %v", tt.args, err)
+			continue
+		}
+		if c.RingBytes != tt.want {
+			t.Errorf("%v: ring %d bytes, want %d", tt.args, c.RingBytes, tt.want)
+		}
+	}
+}

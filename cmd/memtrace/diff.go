@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memtrace/memtrace/replay"
+	"github.com/memtrace/memtrace/textsafe"
 )
 
 // diffCommand is `memtrace diff OLD NEW [flags]`.
@@ -21,7 +22,8 @@ func diffCommand(code *int, stdout, stderr io.Writer) *cobra.Command {
 		Args: exactArgs(2, "memtrace diff takes two reports (memtrace diff OLD NEW [flags])"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			c.Old, c.New = args[0], args[1]
-			*code = replay.Diff(c, stdout, stderr)
+			// Escaped: dumps and recordings hold names processes chose (textsafe).
+			*code = replay.Diff(c, textsafe.NewWriter(stdout), textsafe.NewWriter(stderr))
 			return nil
 		},
 	}

@@ -112,7 +112,7 @@ func TestFootprintFixtures(t *testing.T) {
 				exact(t, "anon_resident_bytes", p.Footprint.AnonResident, 0)
 			} else if p.Footprint.AnonResident > 4*pageSize {
 				// Debian's 6.1 in the kernel matrix left 8 KiB of the ended
-				// threads' stacks as mmap (cause not found; README limits).
+				// threads' stacks as mmap (cause not found; docs/footprint.md, "Limits").
 				t.Errorf("anon_resident_bytes = %d, want at most %d before 6.2", p.Footprint.AnonResident, 4*pageSize)
 			}
 			if p.Footprint.StackResident < p.Mmap.Resident {

@@ -202,6 +202,7 @@ type siteRecord struct {
 		Address  string `json:"address"`
 	} `json:"stack"`
 	StackTruncated *bool `json:"stack_truncated"`
+	BeforeTable    bool  `json:"before_table"`
 }
 
 // siteTotals sums a function's call sites of one category: a function may

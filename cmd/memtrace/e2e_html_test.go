@@ -94,14 +94,6 @@ func chainFrames(t *testing.T, url string) string {
 // allocated and the live bytes at the page's last moment (the end, or --at).
 func chainFigures(t *testing.T, page string) map[string]string {
 	t.Helper()
-	b, err := os.ReadFile(page)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`(?s)<script id="data" type="application/json">(.*?)</script>`).FindSubmatch(b)
-	if m == nil {
-		t.Fatal("no page data")
-	}
 	var d struct {
 		Processes []struct {
 			Sites []struct {
@@ -113,8 +105,8 @@ func chainFigures(t *testing.T, page string) map[string]string {
 			SiteLive [][]uint64  `json:"siteLive"`
 		} `json:"processes"`
 	}
-	if err := json.Unmarshal(m[1], &d); err != nil || len(d.Processes) != 1 {
-		t.Fatalf("page data: %v, %d processes", err, len(d.Processes))
+	if readPageData(t, page, &d); len(d.Processes) != 1 {
+		t.Fatalf("page data: %d processes", len(d.Processes))
 	}
 	p := d.Processes[0]
 	live := map[uint64]uint64{}
@@ -135,4 +127,21 @@ func chainFigures(t *testing.T, page string) map[string]string {
 		out[strings.Join(fns, ";")] = fmt.Sprintf("allocated %d in %d, live at the last moment %d", s.Allocated, s.Allocs, live[uint64(i)])
 	}
 	return out
+}
+
+// readPageData decodes the data an --html page draws (its #data element)
+// into v.
+func readPageData(t *testing.T, page string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?s)<script id="data" type="application/json">(.*?)</script>`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("%s: no page data", page)
+	}
+	if err := json.Unmarshal(m[1], v); err != nil {
+		t.Fatalf("%s: page data: %v", page, err)
+	}
 }

@@ -590,7 +590,7 @@ func TestLeakCheckAttached(t *testing.T) {
 		t.Fatalf("replay: exit %d\n%s", r.code, r.stderr)
 	}
 	sameLeaks(t, mtOut.String(), r.stdout)
-	if got, want := r.stdout, liveFinal(mtOut.String()); got != want {
+	if got, want := strip(t, r.stdout), strip(t, liveFinal(mtOut.String())); got != want {
 		t.Errorf("replay differs from the live final report\nreplay:\n%s\nlive:\n%s", got, want)
 	}
 }

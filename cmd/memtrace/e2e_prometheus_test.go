@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -20,41 +21,14 @@ import (
 // JSON (the fixture is idle from "ready" to its exit).
 func TestPrometheus(t *testing.T) {
 	needBPF(t)
-	promBin, err := exec.LookPath("prometheus")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true but prometheus is not installed (.ci/run installs it)")
-		}
-		t.Skip("prometheus is not installed (apt-get install prometheus)")
-	}
+	promBin := needPrometheus(t)
 	bin := fixture(t, "exports_phases.c")
 	dir := t.TempDir()
-	mtAddr, promAddr := freePort(t), freePort(t)
+	mtAddr := freePort(t)
 
 	report := filepath.Join(dir, "report.json")
-	mt := exec.Command(memtrace(t), "--listen", mtAddr, "--json", "-o", report, "--", bin, "wait")
-	stdin, _ := mt.StdinPipe()
-	stdout, _ := mt.StdoutPipe()
-	mt.Stderr = os.Stderr
-	if err := mt.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer mt.Process.Kill()
-	expectLine(t, bufio.NewReader(stdout), "ready")
-
-	cfg := filepath.Join(dir, "prometheus.yml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: memtrace\n    static_configs:\n      - targets: ['%s']\n", mtAddr)), 0o644)
-	prom := exec.Command(promBin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
-		"--web.listen-address="+promAddr)
-	promLog, _ := os.Create(filepath.Join(dir, "prometheus.log"))
-	prom.Stdout, prom.Stderr = promLog, promLog
-	if err := prom.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		prom.Process.Kill()
-		prom.Wait()
-	}()
+	mt, stdin := startListening(t, mtAddr, "--json", "-o", report, "--", bin, "wait")
+	promAddr, promLog := startPrometheus(t, promBin, dir, mtAddr)
 
 	// A scrape made after the fixture went idle (memtrace refreshes what
 	// it serves every second).
@@ -67,7 +41,7 @@ func TestPrometheus(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(promLog.Name())
+			log, _ := os.ReadFile(promLog)
 			t.Fatalf("no scrape of memtrace after the fixture went idle: %v\n%s", r, log)
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -156,6 +130,62 @@ func promQuery(t *testing.T, addr, q string) []promSample {
 		out = append(out, promSample{r.Metric, v})
 	}
 	return out
+}
+
+// needPrometheus returns the path of Debian's prometheus, skipping the
+// test without it (failing it under CI).
+func needPrometheus(t *testing.T) string {
+	t.Helper()
+	promBin, err := exec.LookPath("prometheus")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but prometheus is not installed (.ci/run installs it)")
+		}
+		t.Skip("prometheus is not installed (apt-get install prometheus)")
+	}
+	return promBin
+}
+
+// startListening starts memtrace --listen addr with args, running a
+// fixture that prints "ready" then waits for its stdin to close, and
+// returns once the fixture is ready; stdin closes the fixture's.
+func startListening(t *testing.T, addr string, args ...string) (mt *exec.Cmd, stdin io.WriteCloser) {
+	t.Helper()
+	mt = exec.Command(memtrace(t), append([]string{"--listen", addr}, args...)...)
+	stdin, _ = mt.StdinPipe()
+	stdout, _ := mt.StdoutPipe()
+	mt.Stderr = os.Stderr
+	if err := mt.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mt.Process.Kill() })
+	lines := bufio.NewReader(stdout)
+	expectLine(t, lines, "ready")
+	go io.Copy(io.Discard, lines)
+	return mt, stdin
+}
+
+// startPrometheus runs a Prometheus server scraping mtAddr every second,
+// its data in dir, and returns its address and its log's path.
+func startPrometheus(t *testing.T, promBin, dir, mtAddr string) (addr, logPath string) {
+	t.Helper()
+	addr = freePort(t)
+	cfg := filepath.Join(dir, "prometheus.yml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: memtrace\n    static_configs:\n      - targets: ['%s']\n", mtAddr)), 0o644)
+	prom := exec.Command(promBin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
+		"--web.listen-address="+addr)
+	logPath = filepath.Join(dir, "prometheus.log")
+	promLog, _ := os.Create(logPath)
+	prom.Stdout, prom.Stderr = promLog, promLog
+	if err := prom.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		prom.Process.Kill()
+		prom.Wait()
+		promLog.Close()
+	})
+	return addr, logPath
 }
 
 // freePort returns a loopback address with a port free a moment ago.

@@ -109,7 +109,7 @@ func TestReplayLeaks(t *testing.T) {
 			t.Fatalf("replay: exit %d\n%s", r.code, r.stderr)
 		}
 		sameLeaks(t, live.stdout, r.stdout)
-		if got, want := r.stdout, liveFinal(live.stdout); got != want {
+		if got, want := strip(t, r.stdout), strip(t, liveFinal(live.stdout)); got != want {
 			t.Errorf("replay NDJSON differs from the live final report\nreplay:\n%s\nlive:\n%s", got, want)
 		}
 

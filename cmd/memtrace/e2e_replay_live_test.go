@@ -36,15 +36,8 @@ func TestReplayEqualsLive(t *testing.T) {
 				t.Fatalf("memtrace: %v\n%s", err, h.errors())
 			}
 			live := h.stdout.String()
-			args := []string{"replay", rec}
-			if format == "json" {
-				args = append(args, "--json")
-			}
-			r := runMemtrace(t, args...)
-			if r.code != 0 {
-				t.Fatalf("replay: exit %d\n%s", r.code, r.stderr)
-			}
-			// Both processes' final records, the first's in a batch of its own.
+			r := replayIn(t, format, rec)
+			// Both processes' final records.
 			if n := strings.Count(live, "mt-replaylive"); n < 2 {
 				t.Errorf("the live run shows the fixture %d times, want 2 at least:\n%s", n, live)
 			}
@@ -65,14 +58,7 @@ func TestReplayEqualsLive(t *testing.T) {
 			if err := h.cmd.Wait(); err != nil {
 				t.Fatalf("memtrace: %v\n%s", err, h.errors())
 			}
-			args := []string{"replay", rec}
-			if format == "json" {
-				args = append(args, "--json")
-			}
-			r := runMemtrace(t, args...)
-			if r.code != 0 {
-				t.Fatalf("replay: exit %d\n%s", r.code, r.stderr)
-			}
+			r := replayIn(t, format, rec)
 			sameOutput(t, format, r.stdout, h.stdout.String())
 		})
 		t.Run("follow "+format, func(t *testing.T) {
@@ -101,6 +87,21 @@ func TestReplayEqualsLive(t *testing.T) {
 			sameOutput(t, format, r.stdout, live.stdout)
 		})
 	}
+}
+
+// replayIn replays rec in format ("json" or "text") and fails unless the
+// replay succeeds.
+func replayIn(t *testing.T, format, rec string) result {
+	t.Helper()
+	args := []string{"replay", rec}
+	if format == "json" {
+		args = append(args, "--json")
+	}
+	r := runMemtrace(t, args...)
+	if r.code != 0 {
+		t.Fatalf("replay: exit %d\n%s", r.code, r.stderr)
+	}
+	return r
 }
 
 func boolFlag(b bool) string {

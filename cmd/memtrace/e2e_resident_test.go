@@ -397,9 +397,14 @@ func TestResidentGo(t *testing.T) {
 				t.Fatalf("exit %d\n%s", r.code, r.stderr)
 			}
 			checkResidentWithin(t, residentByFunction(t, r.stdout, finalPID(t, r.stdout)), want, nil, goHeapSlack(t))
+			// Nothing is wrong with a Go program: no warning.
+			if strings.Contains(r.stderr, "level=WARN") {
+				t.Errorf("a warning for a Go program:\n%s", r.stderr)
+			}
 			// No allocator probed (but cgo's libc): no leak check, rather
 			// than one that finds "0 bytes lost" in a heap never traced;
-			// --fail-on-leak does not pass it.
+			// it does not apply, so --fail-on-leak does not fail on it, and
+			// -v says what memtrace shows for Go instead.
 			var records strings.Builder
 			for l := range strings.Lines(r.stdout) {
 				if strings.HasPrefix(l, "{") {
@@ -411,9 +416,17 @@ func TestResidentGo(t *testing.T) {
 				t.Errorf("leak checked: %+v, want %v", procs, tc.cgo)
 			}
 			if tc.ldflags == "-s -w" {
-				f := runMemtraceEnv(t, []string{"COPY_MIB=1"}, "--fail-on-leak", "--resident-bytes", residentSample, "--", bin)
-				if want := "leak check failed: no allocator was probed in this process"; f.code != 1 || !strings.Contains(f.stderr, want) {
-					t.Errorf("--fail-on-leak: exit %d, want 1 and %q:\n%s", f.code, want, f.stderr)
+				f := runMemtraceEnv(t, []string{"COPY_MIB=1"}, "-v", "--fail-on-leak", "--resident-bytes", residentSample, "--", bin)
+				for _, want := range []string{
+					`level=INFO msg="a Go program: memtrace shows its memory resident by function, its footprint and its Go heap mappings; Go code does not call malloc, so there are no allocator call sites and no leak check"`,
+					": leak check does not apply to a Go program: Go code allocates from its own garbage-collected heap, not with malloc (memtrace shows its memory resident by function, its footprint and its Go heap mappings)\n",
+				} {
+					if f.code != 0 || !strings.Contains(f.stderr, want) {
+						t.Errorf("--fail-on-leak: exit %d, want 0 and %q:\n%s", f.code, want, f.stderr)
+					}
+				}
+				if !strings.Contains(f.stdout, "\n  leak check does not apply to a Go program: ") || strings.Contains(f.stderr, "level=WARN") {
+					t.Errorf("want the report to say the check does not apply, and no warning; stdout:\n%s\nstderr:\n%s", f.stdout, f.stderr)
 				}
 			}
 		})
@@ -754,7 +767,7 @@ func TestResidentStatic(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
-	if !strings.Contains(r.stderr, "no allocator to probe: resident memory only") {
+	if !strings.Contains(r.stderr, `level=WARN msg="no allocator to probe, so only resident memory by function and the footprint are shown; --allocator FILE names the file that defines malloc and free"`) {
 		t.Errorf("no warning that no allocator is probed:\n%s", r.stderr)
 	}
 	checkResident(t, residentByFunction(t, r.stdout, finalPID(t, r.stdout)), cResident)

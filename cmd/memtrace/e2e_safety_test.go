@@ -17,7 +17,7 @@ import (
 // new, prints the same and exits with the same status traced as untraced:
 // under a command (--), attached to it (-p), and with the whole host
 // traced. memtrace places no return probe on anything an exception can
-// unwind through (see README: "What memtrace probes").
+// unwind through (see docs/architecture.md, "What memtrace probes").
 func TestExceptionsUnchanged(t *testing.T) {
 	needBPF(t)
 	bin := fixtureCXX(t, "badalloc.cc")

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -40,17 +38,9 @@ type shortPage struct {
 
 func readShortPage(t *testing.T, path string) shortPage {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`(?s)<script id="data" type="application/json">(.*?)</script>`).FindSubmatch(b)
-	if m == nil {
-		t.Fatalf("%s: no page data", path)
-	}
 	var d struct{ Processes []shortPage }
-	if err := json.Unmarshal(m[1], &d); err != nil || len(d.Processes) != 1 {
-		t.Fatalf("%s: page data: %v, %d processes", path, err, len(d.Processes))
+	if readPageData(t, path, &d); len(d.Processes) != 1 {
+		t.Fatalf("%s: page data: %d processes", path, len(d.Processes))
 	}
 	return d.Processes[0]
 }

@@ -213,9 +213,12 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"no such pid", []string{"-p", "999999999"}, exitNoProcess, "process 999999999: no such process"},
 		{"bad pid", []string{"-p", "abc"}, exitUsage, "not a process ID"},
+		// Refused before anything loads, as the process it is.
+		{"kernel thread", []string{"-p", "2"}, exitNoProcess, "memtrace: process 2 (kthreadd) is a kernel thread: it has no user memory to trace"},
 		{"filter with a target", []string{"--comm", "x", "--", "true"}, exitUsage, "--comm and --cgroup narrow the whole-host mode"},
 		{"bad sample bytes", []string{"--sample-bytes", "lots", "--", "true"}, exitUsage, "not a byte count"},
 		{"both", []string{"-p", "1", "--", "true"}, exitUsage, "not both"},
+		{"--jvm-perfmap without a target", []string{"--jvm-perfmap"}, exitUsage, "--jvm-perfmap needs -p or a command"},
 		{"bad sort", []string{"--sort", "size", "--", "true"}, exitUsage, "unknown sort key"},
 		{"ring size not a power of two", []string{"--ring-size", "3000", "--", "true"}, exitUsage, "--ring-size 3000: must be a power of two"},
 		{"unwritable --pprof", []string{"--pprof", "/no/such/dir/heap.pb.gz", "--", "true"}, exitUsage, "--pprof: open /no/such/dir/heap.pb.gz"},

@@ -44,12 +44,13 @@ func (p pidList) Set(s string) error {
 	return nil
 }
 
-// usageLines head memtrace --help.
+// usageLines head memtrace --help (indented 4: a preformatted block in the
+// man page too).
 const usageLines = `memtrace [flags] -p PID[,PID...]       attach to running processes
-  memtrace [flags] -- COMMAND [ARGS...]  start COMMAND and trace it from its first instruction
-  memtrace [flags]                       every process on the host: resident memory (--heap: allocators too, sampled)
-  memtrace replay FILE [flags]           print the reports of a run recorded with --record
-  memtrace diff OLD NEW [flags]          compare two runs' reports or recordings`
+    memtrace [flags] -- COMMAND [ARGS...]  start COMMAND and trace it from its first instruction
+    memtrace [flags]                       every process on the host: resident memory (--heap: allocators too, sampled)
+    memtrace replay FILE [flags]           print the reports of a run recorded with --record
+    memtrace diff OLD NEW [flags]          compare two runs' reports or recordings`
 
 // parseFlags parses a trace's command line (no subcommand) into a Config.
 func parseFlags(args []string, stderr io.Writer) (*session.Config, error) {
@@ -76,8 +77,8 @@ const maxRingBytes = 1 << 31
 // The check it returns reads --sort and validates --top.
 func addReportFlags(fs *pflag.FlagSet, top *int, sort *report.SortKey, json, raw *bool, output *string) func() error {
 	var sortKey string
-	fs.IntVar(top, "top", report.DefaultTop, "call sites shown per process (`N`; 0 = all)")
-	fs.StringVar(&sortKey, "sort", "live", "order call sites by `KEY`: live, allocated, allocs, rate or rss")
+	fs.IntVar(top, "top", report.DefaultTop, "call sites shown per process, processes listed with no target (`N`; 0 = all)")
+	fs.StringVar(&sortKey, "sort", "live", "order call sites by `KEY`: live, allocated, allocs, rate; or processes by rss, anon, pss, swap, resident (with no target: by rss unless one of these)")
 	addFormatFlags(fs, json, raw, "write NDJSON records (docs/json.md) instead of tables")
 	fs.StringVarP(output, "output", "o", "", "write reports to `FILE` instead of stdout")
 	return func() error {
@@ -109,9 +110,10 @@ func traceFlags(fs *pflag.FlagSet, c *session.Config) func(command []string) err
 	checkReport := addReportFlags(fs, &c.Top, &c.Sort, &c.JSON, &c.Raw, &c.Output)
 	fs.StringVar(&c.Allocator, "allocator", "", "probe the allocator in `FILE` instead of the one the target binds to")
 	ringBytes, ringSet := uint64(64<<20), false
-	fs.Var(byteSize{&ringBytes, &ringSet, maxRingBytes}, "ring-size", "ring buffer `BYTES`, a power of two (4 MiB when sampling)")
+	fs.Var(byteSize{&ringBytes, &ringSet, maxRingBytes}, "ring-size", "ring buffer `BYTES`, a power of two (16 MiB with -p and --, 4 MiB when sampling)")
 	fs.BoolVarP(&c.Verbose, "verbose", "v", false, "log what is attached, and where")
 	fs.BoolVar(&c.Detail, "detail", false, "group by whole call stack and print each stack under its row")
+	fs.BoolVar(&c.JVMPerfMap, "jvm-perfmap", false, "ask each traced JVM (-p, --) for its perf map (jcmd Compiler.perfmap) to name its JIT code; starts the JVM's attach listener thread (docs/runtimes-jit.md)")
 	fs.IntVar(&c.StackDepth, "stack-depth", 16, "`N` frames per stack with --detail, and per sampled allocation's stack in sampled mode (at most 126)")
 	var wrapperFile string
 	var extraWrappers []string
@@ -129,6 +131,7 @@ func traceFlags(fs *pflag.FlagSet, c *session.Config) func(command []string) err
 	checkLeaks := addLeakFlags(fs, c)
 	checkTime := addTimeFlags(fs, &c.TimeConfig)
 	checkExports := addExportFlags(fs, &c.ExportConfig)
+	checkTables := addTableFlags(fs, &c.TablesConfig)
 	return func(command []string) error {
 		c.Command = command
 		c.RingBytes = int(ringBytes)
@@ -169,6 +172,9 @@ func traceFlags(fs *pflag.FlagSet, c *session.Config) func(command []string) err
 		switch {
 		case len(c.PIDs) > 0 && len(c.Command) > 0:
 			return fmt.Errorf("%w: give -p or a command, not both", errUsage)
+		case c.JVMPerfMap && len(c.PIDs) == 0 && len(c.Command) == 0:
+			// Asking every JVM on the host would start a thread in each.
+			return fmt.Errorf("%w: --jvm-perfmap needs -p or a command: it asks only the JVMs traced", errUsage)
 		case c.Duration < 0 || c.Interval < 0:
 			return fmt.Errorf("%w: durations must be positive", errUsage)
 		}
@@ -179,6 +185,9 @@ func traceFlags(fs *pflag.FlagSet, c *session.Config) func(command []string) err
 			return err
 		}
 		if err := checkTime(); err != nil {
+			return err
+		}
+		if err := checkTables(); err != nil {
 			return err
 		}
 		return checkExports()

@@ -22,6 +22,15 @@ const defaultHostSample = 512 << 10
 // would sit idle, and its pages count in memtrace's resident memory).
 const sampledRingBytes = 4 << 20
 
+// targetRingBytes is the ring buffer's default size with -p and --, every
+// allocation traced: a quarter of a second of the heaviest load (~2
+// million events a second, some 40 bytes each) while the reader is away.
+// The ring's pages are all resident in memtrace, twice over (the reader
+// maps them twice, to read across the wrap): 64 MiB made `memtrace --
+// /bin/true` a 170 MB process. The whole host keeps 64 MiB: many
+// processes write to it at once.
+const targetRingBytes = 16 << 20
+
 // addHostFlags registers --sample-bytes, --comm and --cgroup on fs, and
 // returns the check to run once the target (or its absence) is known.
 func addHostFlags(fs *pflag.FlagSet, c *session.Config) func() error {
@@ -53,8 +62,12 @@ func addHostFlags(fs *pflag.FlagSet, c *session.Config) func() error {
 			h.SampleBytes = 0 // no allocator is traced
 		}
 		// Sampled allocations, or sampled faults alone: few events.
-		if !fs.Changed("ring-size") && (h.SampleBytes > 0 || !h.Heap) {
+		switch {
+		case fs.Changed("ring-size"):
+		case h.SampleBytes > 0 || !h.Heap:
 			c.RingBytes = sampledRingBytes
+		case !c.Host():
+			c.RingBytes = targetRingBytes
 		}
 		if !c.Host() && (h.Comm != "" || h.Cgroup != "") {
 			return fmt.Errorf("%w: --comm and --cgroup narrow the whole-host mode (no -p, no command)", errUsage)

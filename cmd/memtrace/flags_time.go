@@ -8,9 +8,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/memtrace/memtrace/access"
 	"github.com/memtrace/memtrace/aggregate"
 )
 
@@ -59,7 +61,16 @@ func addTimeFlags(fs *pflag.FlagSet, c *session.TimeConfig) func() error {
 	fs.Var(nameList{&c.Marks}, "mark", "probe function `FUNC` of the target (whole host: of every traced process): each call is a mark labelled with its first argument (repeatable)")
 	fs.Var(peakTolerance{&c.PeakTol}, "peak-tolerance", "keep a snapshot of the heap within `T` bytes (64K), or percent (0.5%), of its peak")
 	fs.StringVar(&c.DumpDir, "dump-dir", "", "write one NDJSON report per epoch (each -i interval, mark, and the end) as `DIR`/memtrace-0001.ndjson, ...")
+	fs.DurationVar(&c.Access, "access", 0, "access statistics: live memory touched, written, cold and never touched per call site, read every `EPOCH` (1s) and at each mark (docs/access.md)")
+	fs.Lookup("access").NoOptDefVal = "1s"
+	fs.IntVar(&c.ColdAfter, "cold-after", access.DefaultColdAfter, "with --access, a page untouched for `N` epochs is cold")
 	return func() error {
+		if c.Access < 0 || (fs.Changed("access") && c.Access < 10*time.Millisecond) {
+			return fmt.Errorf("%w: --access: an epoch of at least 10ms", errUsage)
+		}
+		if c.ColdAfter < 1 {
+			return fmt.Errorf("%w: --cold-after: at least 1 epoch", errUsage)
+		}
 		if len(c.Marks) > maxMarks {
 			return fmt.Errorf("%w: --mark: at most %d functions", errUsage, maxMarks)
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memtrace/memtrace/replay"
+	"github.com/memtrace/memtrace/textsafe"
 )
 
 // replayCommand is `memtrace replay FILE [flags]`.
@@ -54,7 +55,8 @@ func replayCommand(code *int, stdout, stderr io.Writer) *cobra.Command {
 		if c.At, err = replay.ParseAt(at); err != nil {
 			return fmt.Errorf("%w: %w", errUsage, err)
 		}
-		*code = replay.Replay(c, stdout, stderr)
+		// Escaped: a recording holds names its processes chose (textsafe).
+		*code = replay.Replay(c, textsafe.NewWriter(stdout), textsafe.NewWriter(stderr))
 		return nil
 	}
 	return cmd

@@ -126,7 +126,8 @@ function drawStatus() {
   var p = P(), i = state.moment;
   var s = p.comm + " (pid " + p.pid + ")   " + fmtAt(p.t[i], p.x[i]) + "   live " + fmtBytes(p.live[i]) +
     " in " + fmtExact(p.blocks[i]) + " blocks   mapped " + fmtBytes(p.mapped[i]) +
-    (p.heapResident[i] ? "   heap resident " + fmtBytes(p.heapResident[i]) : "") +
+    (p.heapResident[i] != null && maxOf(p.heapResident) > 0 ? "   heap resident " + fmtBytes(p.heapResident[i]) : "") +
+    (p.cold && p.cold[i] != null ? "   cold " + fmtBytes(p.cold[i]) : "") +
     "   peak " + fmtBytes(p.peak.bytes);
   if (p.maps.length) s += "   heap map at " + fmtX(xOf(p.maps[state.map]));
   var last = null;
@@ -174,6 +175,57 @@ function markOverlaps(svg) {
 
 var MARK_ROW = 13;
 
+// The heap-resident line: a colour and dash no area and no other line has
+// (areas take the palette, mappings are dashed grey).
+var RESIDENT = { stroke: "#111", dash: "9 3 2 3", width: 2 };
+// The cold bytes of --access (docs/access.md): live memory untouched for
+// --cold-after epochs.
+var COLD = { stroke: "#1f77b4", dash: "2 3", width: 2 };
+// The heap map's cold runs (--access): grey, as the old heap pictures
+// drew garbage.
+var COLD_FILL = "#c8c8c8";
+
+// segments splits a process's samples where time has a gap with no data
+// (memtrace busy, say loading unwind tables): lines and areas are drawn
+// per segment, not across a gap as if the memory had moved in a straight
+// line. A gap is a step of more than 4 times the median step and more
+// than half a second. Returns [first, last] index pairs.
+function segments(p) {
+  var t = p.t, steps = [];
+  for (var i = 1; i < t.length; i++) if (t[i] > t[i - 1]) steps.push(t[i] - t[i - 1]);
+  steps.sort(function (a, b) { return a - b; });
+  var limit = Math.max(0.5, 4 * (steps.length ? steps[steps.length >> 1] : 0));
+  var out = [], from = 0;
+  for (i = 1; i < t.length; i++) {
+    if (t[i] - t[i - 1] > limit) { out.push([from, i - 1]); from = i; }
+  }
+  if (t.length) out.push([from, t.length - 1]);
+  return out;
+}
+
+// linePath draws v over the segments, broken at gaps and where v is null
+// (no reading yet). A point with no neighbour would draw nothing: dots
+// (when given) gets its place, for a marker.
+function linePath(segs, xs, v, x, y, dots) {
+  var d = "";
+  segs.forEach(function (sg) {
+    var run = 0;
+    for (var i = sg[0]; i <= sg[1] + 1; i++) {
+      if (i > sg[1] || v[i] == null) {
+        if (run === 1 && dots) dots.push([x(xs[i - 1]), y(v[i - 1])]);
+        run = 0;
+        continue;
+      }
+      d += (run ? "L" : "M") + x(xs[i]) + "," + y(v[i]);
+      run++;
+    }
+  });
+  return d;
+}
+
+// maxOf is the largest of an array's numbers (nulls count as 0).
+function maxOf(a) { return a.reduce(function (m, v) { return Math.max(m, v || 0); }, 0); }
+
 function drawTimeline() {
   var p = P(), sec = document.getElementById("timeline");
   var svg = svgBox(sec.querySelector(".chart"), TL.w, TL.h);
@@ -190,7 +242,8 @@ function drawTimeline() {
   }
   for (k = 0; k < p.top.length; k++) layers.push({ v: tops[k], color: p.groups[p.top[k]].color, name: p.groups[p.top[k]].label });
   layers.push({ v: other, color: DATA.otherColor, name: "other call sites" });
-  var ymax = Math.max(maxStack, Math.max.apply(null, p.mapped), Math.max.apply(null, p.heapResident), p.peak.bytes, 1) * 1.08;
+  var ymax = Math.max(maxStack, maxOf(p.mapped), maxOf(p.heapResident), maxOf(p.cold || []), p.peak.bytes, 1) * 1.08;
+  var segs = segments(p);
   var x = function (t) { return TL.l + (TL.w - TL.l - TL.r) * t / tmax; };
   // Marks close together get rows of labels; the plot moves down.
   var marks = p.marks.map(function (m) { return Object.assign({}, m); }).sort(function (a, b) { return xOf(a) - xOf(b); });
@@ -211,28 +264,54 @@ function drawTimeline() {
   });
   el("line", { x1: TL.l, x2: TL.w - TL.r, y1: y(0), y2: y(0) }, ax);
 
+  // A gap with no data is a grey band, crossed by nothing.
+  for (var j = 1; j < segs.length; j++) {
+    var gx0 = x(xs[segs[j - 1][1]]), gx1 = x(xs[segs[j][0]]);
+    el("rect", { "class": "gap", x: gx0, y: L.t, width: Math.max(gx1 - gx0, 0), height: y(0) - L.t, fill: "#f2f2f2" }, svg)
+      .appendChild(document.createElementNS(SVGNS, "title")).textContent =
+      "no data from t=" + fmtSec(p.t[segs[j - 1][1]]) + " to t=" + fmtSec(p.t[segs[j][0]]) + " (memtrace took no sample)";
+  }
+  svg.dataset.gaps = String(segs.length - 1);
   var base = new Array(n).fill(0);
   layers.forEach(function (L) {
     var top = base.map(function (b, i) { return b + L.v[i]; });
-    var d = "M" + x(xs[0]) + "," + y(base[0]);
-    for (var i = 0; i < n; i++) d += "L" + x(xs[i]) + "," + y(top[i]);
-    for (i = n - 1; i >= 0; i--) d += "L" + x(xs[i]) + "," + y(base[i]);
-    el("path", { d: d + "Z", fill: L.color, stroke: "none", "class": "layer" }, svg).appendChild(document.createElementNS(SVGNS, "title")).textContent = L.name;
+    var d = "";
+    segs.forEach(function (sg) {
+      d += "M" + x(xs[sg[0]]) + "," + y(base[sg[0]]);
+      for (var i = sg[0]; i <= sg[1]; i++) d += "L" + x(xs[i]) + "," + y(top[i]);
+      for (i = sg[1]; i >= sg[0]; i--) d += "L" + x(xs[i]) + "," + y(base[i]);
+      d += "Z";
+    });
+    el("path", { d: d, fill: L.color, stroke: "none", "class": "layer" }, svg).appendChild(document.createElementNS(SVGNS, "title")).textContent = L.name;
     base = top;
   });
-  if (Math.max.apply(null, p.mapped) > 0) {
-    var d = "";
-    for (i = 0; i < n; i++) d += (i ? "L" : "M") + x(xs[i]) + "," + y(p.mapped[i]);
-    el("path", { d: d, fill: "none", stroke: "#333", "stroke-dasharray": "5 3", "class": "mapped" }, svg);
+  if (maxOf(p.mapped) > 0) {
+    el("path", { d: linePath(segs, xs, p.mapped, x, y), fill: "none", stroke: "#333", "stroke-dasharray": "5 3", "class": "mapped" }, svg);
   }
   // The heap's resident memory (footprint readings) over the live stack:
-  // the gap between the two is what the allocator retains.
-  if (Math.max.apply(null, p.heapResident) > 0) {
-    var r = "";
-    for (i = 0; i < n; i++) r += (i ? "L" : "M") + x(xs[i]) + "," + y(p.heapResident[i]);
-    el("path", { d: r, fill: "none", stroke: "#e67e00", "stroke-width": 2, "class": "resident" }, svg)
+  // the gap between the two is what the allocator retains. None before
+  // the first reading.
+  if (maxOf(p.heapResident) > 0) {
+    var dots = [];
+    el("path", { d: linePath(segs, xs, p.heapResident, x, y, dots), fill: "none", stroke: RESIDENT.stroke, "stroke-width": RESIDENT.width,
+      "stroke-dasharray": RESIDENT.dash, "class": "resident" }, svg)
       .appendChild(document.createElementNS(SVGNS, "title")).textContent = "heap resident (RSS of the allocator's memory)";
-    svg.dataset.resident = String(Math.max.apply(null, p.heapResident));
+    dots.forEach(function (pt) { // a lone reading (the one at exit of a short run)
+      el("circle", { cx: pt[0], cy: pt[1], r: 4, fill: RESIDENT.stroke, stroke: "#fff", "class": "resident-dot" }, svg);
+    });
+    svg.dataset.resident = String(maxOf(p.heapResident));
+    svg.dataset.residentFrom = String(p.heapResident.findIndex(function (v) { return v != null; }));
+  }
+  // --access: the live bytes cold in the latest epoch. None before it.
+  if (p.cold && p.cold.some(function (v) { return v != null; })) {
+    var coldDots = [];
+    el("path", { d: linePath(segs, xs, p.cold, x, y, coldDots), fill: "none", stroke: COLD.stroke, "stroke-width": COLD.width,
+      "stroke-dasharray": COLD.dash, "class": "cold" }, svg)
+      .appendChild(document.createElementNS(SVGNS, "title")).textContent = "cold: live bytes untouched for --cold-after epochs (--access)";
+    coldDots.forEach(function (pt) {
+      el("circle", { cx: pt[0], cy: pt[1], r: 4, fill: COLD.stroke, stroke: "#fff", "class": "cold-dot" }, svg);
+    });
+    svg.dataset.cold = String(maxOf(p.cold));
   }
   marks.forEach(function (mk) {
     var g = el("g", { "class": "mark" }, svg), ly = TL.t - 10 + mk.row * MARK_ROW;
@@ -258,7 +337,9 @@ function drawTimeline() {
   hit.addEventListener("mousemove", function (ev) {
     var i = nearestSample(toT(ev)), m = groupLiveAt(i);
     var s = fmtAt(p.t[i], p.x[i]) + "\nlive   " + fmtExact(p.live[i]) + " B in " + fmtExact(p.blocks[i]) + " blocks\nmapped " + fmtExact(p.mapped[i]) + " B" +
-      (p.heapResident[i] ? "\nheap resident " + fmtExact(p.heapResident[i]) + " B (retained " + fmtExact(Math.max(p.heapResident[i] - p.live[i], 0)) + " B)" : "");
+      (p.heapResident[i] != null ? "\nheap resident " + fmtExact(p.heapResident[i]) + " B (retained " + fmtExact(Math.max(p.heapResident[i] - p.live[i], 0)) + " B)" :
+        maxOf(p.heapResident) > 0 ? "\nheap resident: not read yet" : "") +
+      (p.cold && p.cold[i] != null ? "\ncold   " + fmtExact(p.cold[i]) + " B" : "");
     p.top.forEach(function (g) { if (m[g]) s += "\n" + fmtExact(m[g]).padStart(12) + " B  " + p.groups[g].label; });
     showTip(ev, s);
   });
@@ -312,12 +393,11 @@ function drawRates() {
     text(ax, TL.l - 6, y(v) + 4, fmtBytes(v) + "/s", { "text-anchor": "end" });
   }
   niceTicks(tmax, 8).forEach(function (t) { text(ax, x(t), TL.h - TL.b + 16, fmtSec(t), { "text-anchor": "middle" }); });
-  var dash = { alloc: "", freed: "6 3", net: "1 3" };
+  var dash = { alloc: "", freed: "6 3", net: "1 3" }, segs = segments(p);
   p.rates.forEach(function (r, j) {
     var color = HL_COLORS[j % HL_COLORS.length];
     ["alloc", "freed", "net"].forEach(function (kind) {
-      var d = "";
-      r[kind].forEach(function (v, i) { d += (i ? "L" : "M") + x(p.t[i]) + "," + y(v); });
+      var d = linePath(segs, p.t, r[kind], x, y);
       el("path", { d: d, fill: "none", stroke: color, "stroke-width": kind === "net" ? 2 : 1.5, "stroke-dasharray": dash[kind], "class": "rate" }, svg);
     });
     text(svg, TL.l + 10 + j * 90, TL.t - 10, "half-life " + r.halfLife, { fill: color, style: "fill:" + color });
@@ -370,9 +450,22 @@ function flameTree() {
   return root;
 }
 
+// flameNote says why the flame graph is one row deep, when it is: the run
+// kept no call stacks, only each call site.
+function flameNote() {
+  var p = P(), one = function (s) { return s.stack.length <= 1; };
+  var note = document.getElementById("flame-note");
+  if (p.sites.every(one) && p.resident.every(one)) {
+    note.textContent = "One row: this run kept each call site, not its call stack. " +
+      "Trace with --detail (or replay a recording made with --detail) to see whole call stacks here.";
+    note.style.display = "";
+  } else note.style.display = "none";
+}
+
 function drawFlame() {
   var sec = document.getElementById("flame"), box = sec.querySelector(".flame");
   box.textContent = "";
+  flameNote();
   var root = flameTree(), zoom = root, path = [];
   if (state.zoom) {
     // Follow the zoomed path of names from the new tree's root.
@@ -505,7 +598,9 @@ function drawHeapMap() {
     while (span < L.spans.length - 1 && st >= L.spans[span + 1][0]) span++;
     var sp = L.spans[span];
     var a = sp[2] + Math.floor((st - sp[0]) / L.bpp), b = sp[2] + Math.ceil((en - sp[0]) / L.bpp);
-    fillRange(a, Math.max(b, a + 1), site >= 0 ? siteColor(site) : DATA.otherColor);
+    // --access: live data in colour, cold data greyed.
+    var cold = m.cold && m.cold[k / 3];
+    fillRange(a, Math.max(b, a + 1), cold ? COLD_FILL : site >= 0 ? siteColor(site) : DATA.otherColor);
   }
   canvas.title = "1 pixel = " + fmtBytes(L.bpp) + " of address space";
   // Marks along the slider.
@@ -532,10 +627,13 @@ function drawLegend(box) {
   var p = P();
   box.textContent = "";
   var shown = {};
-  var item = function (color, label, title) {
+  var item = function (color, label, title, line) {
     var s = document.createElement("span");
     var i = document.createElement("i");
-    i.style.background = color;
+    if (line) { // a line's swatch: its colour and dash
+      i.className = "line";
+      i.style.borderTop = RESIDENT.width + "px dashed " + color;
+    } else i.style.background = color;
     s.appendChild(i);
     s.appendChild(document.createTextNode(label));
     s.title = title;
@@ -553,8 +651,11 @@ function drawLegend(box) {
     if (!shown[s.color] && s.color !== DATA.otherColor) { shown[s.color] = true; item(s.color, s.label, s.full); }
   });
   item(DATA.otherColor, "other call sites", "");
-  if (Math.max.apply(null, p.heapResident) > 0) {
-    item("#e67e00", "heap resident (line)", "the allocator's memory in RAM, from the kernel; above the live stack: retained");
+  if (maxOf(p.heapResident) > 0) {
+    item(RESIDENT.stroke, "heap resident (line)", "the allocator's memory in RAM, from the kernel; above the live stack: retained", true);
+  }
+  if (p.cold && p.cold.some(function (v) { return v != null; })) {
+    item(COLD.stroke, "cold (line)", "live bytes untouched for --cold-after epochs (--access); for blocks smaller than a page a lower bound", true);
   }
 }
 
@@ -675,6 +776,9 @@ function init() {
   pickProcess(first);
   // How long from navigation to a drawn page (the benchmark reads it).
   document.body.dataset.drawMs = String(Math.round(performance.now()));
+  // How far the page runs past the window's width (the tests read it: 0).
+  var root = document.documentElement;
+  document.body.dataset.overflowPx = String(Math.max(0, root.scrollWidth - root.clientWidth));
   document.body.dataset.ready = "1";
 }
 

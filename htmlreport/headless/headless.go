@@ -1,6 +1,6 @@
 // Package headless runs Debian's chromium without a display to check and
 // photograph the HTML report: the tests load the page and read back its
-// DOM; the README's screenshots come from the same flags.
+// DOM; docs/exports.md's screenshots come from the same flags.
 package headless
 
 import (
@@ -54,6 +54,11 @@ func run(path string, extra ...string) (stdout, stderr string, err error) {
 // HTML, and chromium's log (console messages included).
 func DumpDOM(path string) (dom, log string, err error) {
 	return run(path, "--virtual-time-budget=5000", "--dump-dom")
+}
+
+// DumpDOMSize is DumpDOM in a window of width x height CSS pixels.
+func DumpDOMSize(path string, width, height int) (dom, log string, err error) {
+	return run(path, "--virtual-time-budget=5000", fmt.Sprintf("--window-size=%d,%d", width, height), "--dump-dom")
 }
 
 // Screenshot writes a PNG of the page, width x height CSS pixels.

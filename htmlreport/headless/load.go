@@ -13,7 +13,18 @@ import (
 // message, on errors the page caught, or when its script did not finish.
 func Load(t testing.TB, path string) string {
 	t.Helper()
-	dom, log, err := DumpDOM(path)
+	return check(t, func() (string, string, error) { return DumpDOM(path) })
+}
+
+// LoadSize is Load in a window of width x height CSS pixels.
+func LoadSize(t testing.TB, path string, width, height int) string {
+	t.Helper()
+	return check(t, func() (string, string, error) { return DumpDOMSize(path, width, height) })
+}
+
+func check(t testing.TB, dump func() (dom, log string, err error)) string {
+	t.Helper()
+	dom, log, err := dump()
 	if errors.Is(err, ErrNoChromium) {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("CI=true but chromium is not installed (.ci/run installs it)")

@@ -1,5 +1,5 @@
 /*
- * picture.c: the program behind the README's HTML-report screenshots
+ * picture.c: the program behind docs/exports.md's HTML-report screenshots
  * (scripts/screenshots.sh). A toy server over about four seconds: it loads
  * its configuration, serves requests (temporary parse buffers, a cache that
  * grows, a log kept in memory), trims the cache at half time, and serves on.

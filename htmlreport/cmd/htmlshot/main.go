@@ -1,6 +1,6 @@
 // Command htmlshot photographs an HTML report with headless chromium, as
 // the tests load it: htmlshot [-w 1200] [-h 2400] PAGE.html OUT.png. The
-// README's screenshots come from scripts/screenshots.sh, which runs it.
+// screenshots in docs/exports.md come from scripts/screenshots.sh, which runs it.
 package main
 
 import (

@@ -1,0 +1,131 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// The issue's goals for a big program's unwind tables (node's 98 MB
+// binary, 2.7 MB of .eh_frame): built on a first run, read from the cache.
+const (
+	nodeTablesFirst  = 1000 * time.Millisecond
+	nodeTablesCached = 150 * time.Millisecond
+	nodeTimeout      = 2 * time.Minute
+)
+
+// Rows of the node section.
+const (
+	rowMemtraceCached = "memtrace (tables cached)"
+	rowMemtraceFirst  = "memtrace (first run: empty cache)"
+)
+
+// tablesLoaded matches memtrace -v's line for a target's tables.
+var tablesLoaded = regexp.MustCompile(`msg="unwind tables loaded" pid=\d+ files=\d+ took=(\S+)`)
+
+// node times `node -e 0` untraced, under memtrace with its tables cached
+// and on a first run (an empty cache directory), and under heaptrack; and
+// how long memtrace's -v says the tables took to load, first and cached.
+// The command does not wait for the tables (past --tables-wait): the wall
+// times show what a user waits for.
+func (r *runner) node(ctx context.Context) ([]*Comparison, error) {
+	wallC := &Comparison{ID: "node", Title: "node -e 0: wall time", Unit: "s", Baseline: rowUntraced,
+		Notes: []string{"wall time of the whole command, tool start-up and final report included",
+			"first run: MEMTRACE_CACHE_DIR is a new empty directory each round"}}
+	tablesC := &Comparison{ID: "node-tables", Title: "node -e 0: unwind tables loaded (memtrace -v), from the probes' attach", Unit: "ms"}
+	node := tool("node")
+	noNode := notInstalled("node")
+	orNode := func(why string) string {
+		if noNode != "" {
+			return noNode
+		}
+		return why
+	}
+	tabRows := map[string]*Row{}
+	for _, name := range []string{rowMemtraceFirst, rowMemtraceCached} {
+		if why := orNode(r.noBPF); why != "" {
+			tablesC.skip(name, why)
+			continue
+		}
+		tabRows[name] = tablesC.add(name)
+	}
+	cached := filepath.Join(r.tmp, "node-cache")
+	traced := func(name string, cacheDir func() (string, error)) workloadVariant {
+		return workloadVariant{name: name, skip: orNode(r.noBPF), run: func(ctx context.Context) ([]float64, *traceSummary, error) {
+			dir, err := cacheDir()
+			if err != nil {
+				return nil, nil, err
+			}
+			trace := filepath.Join(r.tmp, "node.ndjson")
+			defer os.Remove(trace)
+			o, err := runEnv(ctx, nodeTimeout, []string{"MEMTRACE_CACHE_DIR=" + dir}, r.memtrace,
+				"-v", "--json", "-o", trace, "--", node, "-e", "0")
+			if err != nil {
+				return nil, nil, err
+			}
+			took, err := tablesTook(o.stderr)
+			tabRows[name].record(float64(took.Microseconds())/1000, err)
+			sum, err := readTraceSummary(trace)
+			return []float64{o.wall.Seconds()}, &sum, err
+		}}
+	}
+	vs := []workloadVariant{
+		{name: rowUntraced, skip: noNode, run: func(ctx context.Context) ([]float64, *traceSummary, error) {
+			o, err := run(ctx, nodeTimeout, node, "-e", "0")
+			return []float64{o.wall.Seconds()}, nil, err
+		}},
+		traced(rowMemtraceCached, func() (string, error) {
+			// The first round fills it: that round's tables were built.
+			return cached, nil
+		}),
+		traced(rowMemtraceFirst, func() (string, error) {
+			return os.MkdirTemp(r.tmp, "node-first-")
+		}),
+		{name: rowHeaptrack, skip: orNode(notInstalled("heaptrack")), run: func(ctx context.Context) ([]float64, *traceSummary, error) {
+			data := filepath.Join(r.tmp, "node-heaptrack")
+			defer removeGlob(data + "*")
+			o, err := run(ctx, nodeTimeout, "heaptrack", "-o", data, node, "-e", "0")
+			return []float64{o.wall.Seconds()}, nil, err
+		}},
+	}
+	if noNode == "" && r.noBPF == "" {
+		// Warm the cache, so that every "cached" round reads it.
+		if _, err := runEnv(ctx, nodeTimeout, []string{"MEMTRACE_CACHE_DIR=" + cached}, r.memtrace,
+			"-o", os.DevNull, "--", node, "-e", "0"); err != nil {
+			return nil, fmt.Errorf("warm the cache: %w", err)
+		}
+	}
+	r.alternate(ctx, []*Comparison{wallC}, vs)
+	for name, row := range tabRows {
+		row.summarize()
+		if row.Status != StatusOK {
+			continue
+		}
+		goal := nodeTablesCached
+		if name == rowMemtraceFirst {
+			goal = nodeTablesFirst
+		}
+		row.Target = fmt.Sprintf("<= %d ms", goal.Milliseconds())
+		row.Met = ptr(row.Median <= float64(goal.Milliseconds()))
+	}
+	return []*Comparison{wallC, tablesC}, nil
+}
+
+// tablesTook is the time of memtrace -v's "unwind tables loaded" line
+// (the traced command's own attach: the first such line).
+func tablesTook(stderr string) (time.Duration, error) {
+	m := tablesLoaded.FindStringSubmatch(stderr)
+	if m == nil {
+		return 0, fmt.Errorf("no \"unwind tables loaded\" line in memtrace -v's output%s", tail(lastLines(stderr, 5)))
+	}
+	return time.ParseDuration(m[1])
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}

@@ -1,0 +1,119 @@
+// Package selfmem is memtrace's own memory: what it reads of its resident
+// set (/proc/self/status), the soft limit it gives the Go runtime, and a
+// heap profile on demand (MEMTRACE_MEMPROFILE) to find where it goes.
+package selfmem
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"runtime/pprof"
+
+	"github.com/memtrace/memtrace/footprint"
+)
+
+// Usage is memtrace's resident memory, as the kernel counts it.
+type Usage struct {
+	// PeakRSS is the high-water mark of the resident set (VmHWM), in
+	// bytes; RSS the resident set now (VmRSS).
+	PeakRSS, RSS uint64
+}
+
+// Read reads memtrace's own resident memory.
+func Read() (Usage, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return Usage{}, fmt.Errorf("read own status: %w", err)
+	}
+	return parseStatus(b)
+}
+
+// errNoRSS: a status without VmHWM and VmRSS (a kernel thread's).
+var errNoRSS = errors.New("status: no VmHWM and VmRSS")
+
+// parseStatus reads VmHWM and VmRSS from a /proc/PID/status.
+func parseStatus(b []byte) (Usage, error) {
+	var u Usage
+	found, err := footprint.StatusBytes(b, map[string]*uint64{"VmHWM": &u.PeakRSS, "VmRSS": &u.RSS})
+	if err != nil {
+		return Usage{}, err
+	}
+	if found != 2 {
+		return Usage{}, errNoRSS
+	}
+	return u, nil
+}
+
+// ProfileEnv names the file a heap profile is written to at each Profile
+// call (a debugging aid: "go tool pprof -sample_index=inuse_space").
+const ProfileEnv = "MEMTRACE_MEMPROFILE"
+
+// Profile writes a heap profile to $MEMTRACE_MEMPROFILE.tag, if set; it
+// runs a collection first so that the profile is the live heap.
+func Profile(tag string) error {
+	path := os.Getenv(ProfileEnv)
+	if path == "" {
+		return nil
+	}
+	runtime.GC()
+	f, err := os.Create(path + "." + tag)
+	if err != nil {
+		return fmt.Errorf("write heap profile: %w", err)
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("write heap profile: %w", err)
+	}
+	return f.Close()
+}
+
+// limitEnv is the Go runtime's own soft limit: a user who sets it is
+// obeyed.
+const limitEnv = "GOMEMLIMIT"
+
+// Limiter keeps the Go runtime's soft memory limit (debug.SetMemoryLimit)
+// at what memtrace needs: a floor for its fixed part, plus its live heap
+// (mostly the live table, which grows with the traced blocks) and an
+// eighth of that for garbage, plus what a task about to start will
+// hold. The Go runtime otherwise lets its heap grow to twice the live
+// heap before it collects (GOGC=100): hundreds of MB with millions of
+// live blocks. A limit below the live heap costs CPU (the collector runs
+// more often, and at most half of the time), never correctness. A user's
+// GOMEMLIMIT turns it off.
+type Limiter struct {
+	floor uint64
+	off   bool
+	limit uint64
+	live  []metrics.Sample
+}
+
+// NewLimiter returns a limiter with the given floor (bytes).
+func NewLimiter(floor uint64) *Limiter {
+	return &Limiter{floor: floor, off: os.Getenv(limitEnv) != "",
+		live: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+}
+
+// Update sets the limit from the live heap of the last collection, with
+// extra bytes more for a task about to allocate them; it returns the
+// limit in force, 0 when GOMEMLIMIT rules.
+func (l *Limiter) Update(extra uint64) uint64 {
+	if l == nil || l.off {
+		return 0
+	}
+	metrics.Read(l.live)
+	var live uint64
+	if l.live[0].Value.Kind() == metrics.KindUint64 {
+		live = l.live[0].Value.Uint64()
+	}
+	want := l.floor + live + live/8 + extra
+	// Only moves of more than 1/16 are worth a call.
+	if d := int64(want - l.limit); l.limit == 0 || d > int64(l.limit/16) || -d > int64(l.limit/16) {
+		l.limit = want
+		debug.SetMemoryLimit(int64(min(want, math.MaxInt64)))
+	}
+	return l.limit
+}
