@@ -1,8 +1,6 @@
 package aggregate
 
 import (
-	"math"
-
 	"github.com/memtrace/memtrace/event"
 )
 
@@ -88,12 +86,12 @@ func (t *Table) Apply(e *event.Event) {
 	p.leaf = e.Leaf
 	switch e.Kind {
 	case event.Alloc:
-		p.alloc(e.Addr, e.Size, siteID{e.CallSite, e.StackID, e.JVMCategory}, t.ms(e.Time))
+		p.alloc(e.Addr, e.Size, heapSite(e), t.blockMS(e))
 		t.checkPeak(p, e.Time)
 	case event.Free:
 		p.free(e.Addr)
 	case event.Realloc:
-		p.realloc(e.OldAddr, e.Addr, e.Size, siteID{e.CallSite, e.StackID, e.JVMCategory}, t.ms(e.Time))
+		p.realloc(e.OldAddr, e.Addr, e.Size, heapSite(e), t.blockMS(e))
 		t.checkPeak(p, e.Time)
 	case event.Mmap:
 		p.mmap(e.Addr, e.Size, t.mappedSite(e))
@@ -151,6 +149,11 @@ func (t *Table) markNoTable(p *process, e *event.Event) {
 
 // mappedSite is a mapping's site: with the stack breakdown, its call site
 // alone (mappings are not broken down).
+// heapSite is the site an allocation or realloc event is charged to.
+func heapSite(e *event.Event) siteID {
+	return siteID{e.CallSite, e.StackID, e.JVMCategory}
+}
+
 func (t *Table) mappedSite(e *event.Event) siteID {
 	if t.breakdown {
 		return siteID{addr: e.CallSite, stack: -1}
@@ -159,13 +162,28 @@ func (t *Table) mappedSite(e *event.Event) siteID {
 }
 
 // ms converts an event time to the milliseconds since the first event that
-// live blocks store (4 bytes instead of 8; enough for 49 days). Events
-// that arrive out of order from before the first one count as 0.
+// live blocks store (4 bytes instead of 8, less the top bit, pyBlock:
+// enough for 24 days). Events that arrive out of order from before the
+// first one count as 0.
 func (t *Table) ms(ns uint64) uint32 {
 	if ns <= t.epoch {
 		return 0
 	}
-	return uint32(min((ns-t.epoch)/1e6, math.MaxUint32))
+	return uint32(min((ns-t.epoch)/1e6, pyBlock-1))
+}
+
+// pyBlock marks, in a live block's ms, a pymalloc block
+// (event.Func.Python): the leak check does not judge those
+// (PythonBlocks). A site (a Python line) may make both kinds.
+const pyBlock = 1 << 31
+
+// blockMS is the ms a live block made by e stores, with pyBlock.
+func (t *Table) blockMS(e *event.Event) uint32 {
+	ms := t.ms(e.Time)
+	if e.Func.Python() {
+		ms |= pyBlock
+	}
+	return ms
 }
 
 // SetLost records the absolute number of pid's events the kernel dropped.
@@ -251,7 +269,7 @@ func (t *Table) LiveBlockTime(pid uint32, addr uint64) (ns uint64, ok bool) {
 	if !ok {
 		return 0, false
 	}
-	return t.epoch + uint64(b.ms)*1e6, true
+	return t.epoch + uint64(b.ms&^pyBlock)*1e6, true
 }
 
 // ForEachLive calls fn for each of pid's live heap blocks, in no particular

@@ -96,7 +96,7 @@ func Bind(modules []Module) ([]Probe, error) {
 		}
 		return nil, err
 	}
-	return probes, nil
+	return append(probes, bindPython(modules, syms, seen)...), nil
 }
 
 // MallocModule is the module malloc binds to among probes ("": none).

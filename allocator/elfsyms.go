@@ -19,6 +19,9 @@ var allocatorNames = func() map[string]bool {
 	for _, f := range Functions {
 		m[f.String()] = true
 	}
+	for _, f := range pythonFuncs {
+		m[f.name] = true
+	}
 	return m
 }()
 

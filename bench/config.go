@@ -6,7 +6,7 @@ import (
 )
 
 // Sections in the order they run.
-var Sections = []string{"micro", "startup", "node", "consumer", "livemem", "footprint", "sqlite", "blocks", "heapscale", "redis", "resident", "resident-accuracy", "resident-memory", "hoststart", "access"}
+var Sections = []string{"micro", "startup", "node", "consumer", "livemem", "footprint", "sqlite", "blocks", "heapscale", "redis", "python", "resident", "resident-accuracy", "resident-memory", "hoststart", "access"}
 
 // Config says what to measure and how hard.
 type Config struct {

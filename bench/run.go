@@ -110,6 +110,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Results, error) 
 		"blocks":    r.blocks,
 		"heapscale": r.heapscale, // heapscale.go
 		"redis":     r.redis,
+		"python":    r.python,
 		// resident.go
 		"resident":          r.resident,
 		"resident-accuracy": r.residentAccuracySection,

@@ -66,6 +66,7 @@ const enum func_id *unused_func_id __attribute__((unused));
 const enum comm_len *unused_comm_len __attribute__((unused));
 const enum jvm_cookie *unused_jvm_cookie __attribute__((unused));
 const enum func_cookie *unused_func_cookie __attribute__((unused));
+const enum func_domain *unused_func_domain __attribute__((unused));
 const enum event_flag *unused_event_flag __attribute__((unused));
 const enum event_cat *unused_event_cat __attribute__((unused));
 const enum frame_bit *unused_frame_bit __attribute__((unused));
@@ -113,7 +114,7 @@ static __always_inline int memo_holds(struct inflight *s, __u64 pc)
 {
 	__u64 epoch;
 
-	if (stack_depth || s->memo_pc != pc)
+	if (stack_depth || s->memo_pc != pc || py_process(s->cur_id >> 32))
 		return 0;
 	epoch = frames_epoch();
 	return epoch && s->memo_epoch == epoch && s->memo_mm == s->cur_mm;
@@ -529,7 +530,7 @@ static __always_inline int enter_call(struct pt_regs *ctx, struct task_struct *t
 {
 	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx);
 
-	switch (fn) {
+	switch (fn & FUNC_BASE_MASK) {
 	case FUNC_MALLOC:
 	case FUNC_VALLOC:
 	case FUNC_PVALLOC:
@@ -574,11 +575,11 @@ int mt_alloc_entry(struct pt_regs *ctx)
 
 	if (!wanted_task(t))
 		return 0;
-	if (fn >= FUNC_MARK) {
+	if (fn >= FUNC_MARK && !(fn & FUNC_PY)) {
 		emit_mark(fn - FUNC_MARK, a1);
 		return 0;
 	}
-	switch (fn) {
+	switch (fn & FUNC_BASE_MASK) {
 	case FUNC_FREE:
 		/*
 		 * free(NULL) does nothing; the caller is not needed to account a
@@ -590,7 +591,7 @@ int mt_alloc_entry(struct pt_regs *ctx)
 		if (nested(ctx, t, FUNC_FREE, id))
 			break;
 		if (!sample_bytes || take_sampled(a1, id >> 32))
-			emit(&(struct emit_args){.kind = KIND_FREE, .func = FUNC_FREE, .addr = a1, .id = id});
+			emit(&(struct emit_args){.kind = KIND_FREE, .func = fn, .addr = a1, .id = id});
 		break;
 	case FUNC_MUNMAP:
 		frames_unmap(a1);
@@ -663,7 +664,7 @@ static __always_inline int on_return(struct pt_regs *ctx)
 	 * return probes, and sp and rbp are the caller's: the walk that finds
 	 * the charged call site (and the stack) starts from there.
 	 */
-	switch (s->func) {
+	switch (s->func & FUNC_BASE_MASK) {
 	case FUNC_REALLOC:
 	case FUNC_REALLOCARRAY:
 		/* NULL is a failure (p stays live) unless it released p: realloc(p, 0). */
@@ -727,7 +728,14 @@ static __always_inline int skippable_size(struct pt_regs *ctx, __u64 fn, __u64 *
 {
 	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx);
 
-	switch (fn) {
+	/*
+	 * pymalloc's functions call malloc for large blocks: a skipped
+	 * return would leave that malloc a call of its own, counted twice
+	 * (in_outer). Their returns always run.
+	 */
+	if (fn & FUNC_PY)
+		return 0;
+	switch (fn & FUNC_BASE_MASK) {
 	case FUNC_MALLOC:
 		*size = a1;
 		return 1;
@@ -764,7 +772,7 @@ static __always_inline int session_enter(struct pt_regs *ctx, struct task_struct
 	 * Calls that cannot succeed are not counted, as on the other paths:
 	 * a calloc whose product overflows, a size beyond the address space.
 	 */
-	if ((fn == FUNC_CALLOC && a1 && size / a1 != a2) || size >= MAX_USER_SIZE)
+	if (((fn & FUNC_BASE_MASK) == FUNC_CALLOC && a1 && size / a1 != a2) || size >= MAX_USER_SIZE)
 		return 1;
 	s = thread_state(t, 1);
 	if (!s || in_outer(s, sp, fn) == OUTER_YES)

@@ -52,6 +52,17 @@ enum func_id {
 };
 
 /*
+ * A malloc family func_id or'ed with FUNC_PY is CPython's (pymalloc:
+ * PyObject_Malloc, PyMem_Malloc, ...; event.FuncPython): it acts as the
+ * function in its low bits, and its events say the block is Python's.
+ * Marks (FUNC_MARK + index) stay below FUNC_PY.
+ */
+enum func_domain {
+	FUNC_PY = 0x80,
+	FUNC_BASE_MASK = 0x7f,
+};
+
+/*
  * The session program's attach cookie: the function (enum func_id) in the
  * low 32 bits, the bytes of its code from the probe on in the high 32
  * (in_outer: which code a skipped call runs).
@@ -112,7 +123,7 @@ struct event {
 	__u8 func;
 	__u8 flags;      /* enum event_flag, enum event_cat */
 	__u8 charged;    /* with a stack: the charged call site's index in it */
-	__s32 stack_id;  /* unused by the probes (-1); user space numbers stacks */
+	__s32 stack_id;  /* the probes: -1, or the count of Python frames after the native stack (python.h); user space numbers stacks */
 };
 
 /*

@@ -23,6 +23,11 @@
 
 /* The frames walked looking for the charged call site (MAX_STACK: memtrace.h). */
 #define MAX_WRAPPER_FRAMES 8
+/* The most Python frames kept (python.h), two words each after the native frames. */
+#define MAX_PY_FRAMES 128
+#define PY_WORDS (MAX_STACK + MAX_WRAPPER_FRAMES + 2 * MAX_PY_FRAMES)
+/* PY_WORDS rounded up to a power of two: an index masked with it is in bounds (6.1's verifier). */
+#define STACK_WORDS 512
 /*
  * A chain that can still end in a charged name is followed further:
  * Debian's SQLite reaches sqlite3Malloc from its page cache through

@@ -112,7 +112,7 @@ enum { ANON_NONE, ANON_ONE_FILE, ANON_FILES };
  */
 struct stack_record {
 	struct event e;
-	__u64 frames[MAX_STACK + MAX_WRAPPER_FRAMES];
+	__u64 frames[STACK_WORDS]; /* native frames, then Python's (python.h), PY_WORDS at most */
 	struct walk w;
 };
 
@@ -122,6 +122,8 @@ struct {
 	__type(key, __u32);
 	__type(value, struct stack_record);
 } scratch SEC(".maps");
+
+#include "python.h"
 
 /* What bpf_find_vma found for an address. */
 struct vma_found {
@@ -597,13 +599,14 @@ __noinline int emit_site(struct site_args *a)
 	__u64 epoch = frames_epoch(), mm = frames_mm();
 	struct frame_key fk = {.pc = a ? a->pc - 1 : 0, .pid = id >> 32};
 	struct frame_info *fi;
-	__u32 zero = 0, n, size_out;
+	__u32 zero = 0, n, size_out, py = 0;
+	int pyproc = py_process(id >> 32);
 
 	if (!a)
 		return 0;
 	if (a->kind == KIND_FAULT)
 		charge_page(id >> 32, a->addr); /* resident.h */
-	if (!stack_depth && !a->exact) {
+	if (!stack_depth && !a->exact && !pyproc) {
 		/* A known caller that is neither a wrapper nor unnamed is charged: no walk. */
 		fi = bpf_map_lookup_elem(&frame_cache, &fk);
 		if (frames_valid(fi, epoch, mm) &&
@@ -627,13 +630,19 @@ __noinline int emit_site(struct site_args *a)
 		w->limit = stack_depth; /* grows with the charged index */
 	}
 	bpf_loop(MAX_STACK + MAX_WRAPPER_FRAMES, walk_frame, 0, 0);
-	if (!stack_depth && !w->jit) {
+	/* Without stack_depth only JIT frames are kept (from the charged one). */
+	n = stack_depth || w->jit ? w->n : 0;
+	if (n > MAX_STACK + MAX_WRAPPER_FRAMES)
+		n = MAX_STACK + MAX_WRAPPER_FRAMES;
+	if (pyproc)
+		py = py_walk(id >> 32, n);
+	if (!stack_depth && !w->jit && !py) {
 		emit(&(struct emit_args){.kind = a->kind, .func = a->func, .addr = a->addr, .size = a->size,
 					 .old_addr = a->old_addr, .old_size = a->old_size,
 					 .call_site = w->charged_pc & ~FRAME_EXACT, .leaf = a->pc,
 					 .flags = a->cat << EVENT_CAT_SHIFT | (w->no_table ? EVENT_NO_TABLE : 0),
 					 .id = id});
-		return w->memo && w->leaf_off > 0 ? 2 : 0;
+		return !pyproc && w->memo && w->leaf_off > 0 ? 2 : 0;
 	}
 	rec->e.time = 0;
 	rec->e.addr = a->addr;
@@ -646,14 +655,18 @@ __noinline int emit_site(struct site_args *a)
 	rec->e.tid = (__u32)id;
 	rec->e.kind = a->kind;
 	rec->e.func = a->func;
-	rec->e.flags = (w->end == STEP_END ? EVENT_STACK_COMPLETE : 0) | a->cat << EVENT_CAT_SHIFT |
-		       (w->no_table ? EVENT_NO_TABLE : 0);
-	rec->e.charged = w->jit ? 0 : w->charged; /* JIT frames are kept from the charged one */
-	rec->e.stack_id = -1;
-	n = w->n;
-	if (n > MAX_STACK + MAX_WRAPPER_FRAMES)
-		n = MAX_STACK + MAX_WRAPPER_FRAMES;
-	size_out = sizeof(struct event) + n * sizeof(__u64);
+	rec->e.flags = ((stack_depth || w->jit) && w->end == STEP_END ? EVENT_STACK_COMPLETE : 0) |
+		       a->cat << EVENT_CAT_SHIFT | (w->no_table ? EVENT_NO_TABLE : 0);
+	/* JIT frames are kept from the charged one; without stack_depth none is. */
+	rec->e.charged = stack_depth && !w->jit ? w->charged : 0;
+	/* With Python frames after the native ones: how many (python.h). */
+	rec->e.stack_id = py ? py : -1;
+	if (py > MAX_PY_FRAMES)
+		py = MAX_PY_FRAMES;
+	size_out = sizeof(struct event) + (n + 2 * py) * sizeof(__u64);
+	barrier_var(size_out);
+	if (size_out > sizeof(struct event) + PY_WORDS * sizeof(__u64))
+		return 0;
 	if (bpf_ringbuf_output(&events, rec, size_out, wake_flags()))
 		count_lost(id >> 32);
 	return 0;

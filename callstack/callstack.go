@@ -37,6 +37,7 @@ type Stack struct {
 var bottoms = map[string]bool{
 	"main": true, "_start": true, "__libc_start_main": true, "__libc_start_call_main": true,
 	"start_thread": true, "clone": true, "clone3": true, "__clone": true, "__clone3": true,
+	"Py_BytesMain": true, // CPython's main: the program's stack (its <module>) is above it
 }
 
 // Build checks the stack the probes unwound for an allocation: frames holds
@@ -46,13 +47,20 @@ var bottoms = map[string]bool{
 // before it; the stack is cut, and marked truncated, at the first that does
 // not. Frames marked event.FrameExact (a signal trampoline and the code the
 // signal interrupted) are not return addresses and are not checked. depth
-// bounds the frames kept.
+// bounds the native frames kept (Python frames, read apart, come on top).
 func Build(c Code, pid int, frames []uint64, complete bool, depth int) Stack {
 	var st Stack
+	native := 0 // Python frames (symbolize.IsPython) come on top of depth
+	skipped := false
 	for i, raw := range frames {
-		if len(st.Frames) == depth {
-			st.Truncated = true
-			return st
+		if native == depth && !symbolize.IsPython(raw) {
+			// Past depth, the Python frames still come: the native
+			// frames between them are left out (the stack is truncated).
+			st.Truncated, skipped = true, true
+			if !hasPython(frames[i:]) {
+				return st
+			}
+			continue
 		}
 		exact := raw&event.FrameExact != 0
 		r := raw &^ event.FrameExact
@@ -67,18 +75,32 @@ func Build(c Code, pid int, frames []uint64, complete bool, depth int) Stack {
 			return st
 		}
 		// JIT code is no file to read the call from; that the runtime's
-		// map names a function at the address is the check.
-		if i > 0 && !exact && !f.JIT && !followsCall(c, pid, r) {
+		// map names a function at the address is the check. A Python
+		// frame (symbolize.IsPython) was read from the interpreter's
+		// frames, not unwound: no call to check.
+		if i > 0 && !exact && !f.JIT && !f.Python && !followsCall(c, pid, r) {
 			st.Truncated = true
 			return st
 		}
 		st.Frames = append(st.Frames, f)
-		if bottoms[f.Function] {
+		if !f.Python {
+			native++
+		}
+		if !f.Python && bottoms[f.Function] {
 			return st
 		}
 	}
-	st.Truncated = !complete
+	st.Truncated = skipped || !complete
 	return st
+}
+
+func hasPython(frames []uint64) bool {
+	for _, f := range frames {
+		if symbolize.IsPython(f) {
+			return true
+		}
+	}
+	return false
 }
 
 // followsCall reports whether the instruction before ret is a call: a

@@ -4,6 +4,8 @@
 // so recorded or synthetic streams replay through the same code as live ones.
 package event
 
+import "strings"
+
 // Kind says what an event did to the process's memory. The values match
 // enum event_kind in bpf/memtrace.h (tracer's TestConstants).
 type Kind uint8
@@ -147,8 +149,36 @@ var funcNames = [...]string{
 	FuncMark:          "mark",
 }
 
-// String is the C name of the function.
+// FuncPython marks a function of CPython's object and memory domains
+// (pymalloc: PyObject_Malloc, PyMem_Malloc, ...), or'ed into the malloc
+// family function it acts as. Python's garbage collector owns these blocks,
+// not the program's pointers, so the leak check does not judge them. The
+// value matches FUNC_PY in bpf/memtrace.h; marks stay below it.
+const FuncPython Func = 0x80
+
+// The pymalloc functions as probes and events name them.
+const (
+	FuncPyMalloc  = FuncPython | FuncMalloc
+	FuncPyCalloc  = FuncPython | FuncCalloc
+	FuncPyRealloc = FuncPython | FuncRealloc
+	FuncPyFree    = FuncPython | FuncFree
+)
+
+// Base is the malloc family function f acts as (f itself for all but
+// Python's).
+func (f Func) Base() Func { return f &^ FuncPython }
+
+// Python reports whether f is one of pymalloc's functions.
+func (f Func) Python() bool { return f&FuncPython != 0 && f.Base() <= FuncFree }
+
+// Mark reports whether f is a --mark function's (FuncMark + its index).
+func (f Func) Mark() bool { return f >= FuncMark && f&FuncPython == 0 }
+
+// String is the C name of the function (the PyObject_ one for pymalloc's).
 func (f Func) String() string {
+	if f.Python() {
+		return "PyObject_" + strings.ToUpper(f.Base().String()[:1]) + f.Base().String()[1:]
+	}
 	if int(f) < len(funcNames) && funcNames[f] != "" {
 		return funcNames[f]
 	}

@@ -120,6 +120,8 @@ func classify(vmas []vma, sps []uint64, o Options, gh *goHeap, mem memory) Readi
 			r.HeapResident += rest
 		case i > 0 && threadGuard(&vmas[i-1], v):
 			r.StackResident += rest
+		case o.Python && v.path == "":
+			r.HeapResident += rest // pymalloc's arenas (Options.Python)
 		case gh != nil:
 			r.GoRuntimeResident += rest // a cgo program: not glibc's, no thread's stack
 		}

@@ -94,6 +94,11 @@ type Options struct {
 	// takes it for glibc's unless the process maps jemalloc, tcmalloc or
 	// mimalloc.
 	Detect bool
+	// Python: the process runs CPython (Read finds it by the mapped
+	// interpreter). pymalloc's arenas are anonymous mappings made inside
+	// its probed functions, so no traced mmap tracks them: its untracked
+	// anonymous mappings that are no stack count as the allocator's heap.
+	Python bool
 }
 
 // OptionsFor are the options of a process whose malloc binds to the

@@ -44,6 +44,7 @@ func Read(pid int, o Options) (Reading, error) {
 		// runtime's, not glibc's to recognize.
 		o.Glibc = !mapsOtherAllocator(vmas) && (gh == nil || mapsLibc(vmas))
 	}
+	o.Python = o.Python || mapsPython(vmas)
 	r := classify(vmas, threadSPs(dir), o, gh, mem)
 	if c, ok := findPerfData(vmas, mem); ok {
 		r.ManagedHeaps = jvmHeaps(vmas, c, mem)
@@ -127,6 +128,18 @@ func mapsOtherAllocator(vmas []vma) bool {
 			if strings.HasPrefix(base, a) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// mapsPython reports whether a CPython interpreter is mapped: a
+// libpython3.x.so, or an executable named python3.x with it linked in.
+func mapsPython(vmas []vma) bool {
+	for i := range vmas {
+		base := filepath.Base(vmas[i].path)
+		if strings.HasPrefix(base, "libpython3") || (strings.HasPrefix(base, "python3") && vmas[i].perms[2] == 'x') {
+			return true
 		}
 	}
 	return false

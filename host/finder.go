@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"github.com/memtrace/memtrace/allocator"
-	"github.com/memtrace/memtrace/event"
 	"github.com/memtrace/memtrace/tracer"
 )
 
@@ -106,7 +105,7 @@ func (f *Finder) Placed(found Found) {
 	}
 	for i, k := range found.keys {
 		f.placed[k] = true
-		if found.New[i].Func >= event.FuncMark {
+		if found.New[i].Func.Mark() {
 			continue // not an allocator's file for that (Files)
 		}
 		if _, ok := f.files[k.file]; !ok {

@@ -85,6 +85,10 @@ type Verdict struct {
 	Took time.Duration
 	// ScannedBytes: the bytes the check read.
 	ScannedBytes uint64
+	// PythonBytes and PythonBlocks: the live pymalloc blocks, scanned for
+	// the pointers they hold but not judged: Python's garbage collector
+	// owns them, and a cycle it has not collected yet is not lost.
+	PythonBytes, PythonBlocks uint64
 	// Totals exclude suppressed blocks, which SuppBytes and SuppBlocks count.
 	Totals                Totals
 	SuppBytes, SuppBlocks uint64

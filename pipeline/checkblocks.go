@@ -35,15 +35,6 @@ func (c *CheckedProcess) Each(yield func(*recording.LeakBlock) bool) {
 	}
 }
 
-// SiteBlocks are the checked blocks as the recording keeps them.
-func (c *CheckedProcess) SiteBlocks() []recording.LeakBlock {
-	out := make([]recording.LeakBlock, 0, len(c.Blocks))
-	for b := range c.Each {
-		out = append(out, *b)
-	}
-	return out
-}
-
 // CheckBlocks runs the leak check of process pid, stopped (every thread
 // whose registers are given): which of its live blocks its memory still
 // reaches. unknownHeap: blocks allocated before the trace are unknown, so

@@ -59,6 +59,8 @@ const (
 	InAccess
 	// InJITSymbols: PID's JIT symbols, newer than those before (JIT).
 	InJITSymbols
+	// InPyFrame: the Python frame PyFrame (a replay's symbols).
+	InPyFrame
 )
 
 // Input is one input of a run, live or replayed: whatever changes what a
@@ -77,6 +79,7 @@ type Input struct {
 	Maps      []symbolize.CodeMapping
 	StackID   int32
 	Frames    []uint64
+	PyFrame   symbolize.Frame // InPyFrame
 	Leak      *recording.LeakCheck
 	Footprint *RecordedFootprint
 	Report    recording.Report
@@ -215,6 +218,8 @@ func FromRecord(rec *recording.Record, in *Input) {
 		in.Kind, in.Maps = InCodeMaps, rec.Maps
 	case recording.KindJIT:
 		in.Kind, in.JIT = InJITSymbols, rec.JIT
+	case recording.KindPyFrame:
+		in.Kind, in.PyFrame = InPyFrame, rec.PyFrame
 	case recording.KindStack:
 		in.Kind, in.StackID, in.Frames = InStack, rec.StackID, rec.Frames
 	case recording.KindLeakCheck:

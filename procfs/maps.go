@@ -223,3 +223,6 @@ func checkDev(dev string) error {
 	}
 	return nil
 }
+
+// GoneOr is goneOr for other readers of /proc/PID files (a process's mem).
+func GoneOr(err error) error { return goneOr(err) }

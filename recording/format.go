@@ -18,7 +18,8 @@ const Magic = "MEMTRACE"
 // records lack the Go heap; a version-5 file is a version-6 file whose
 // footprint records lack the swap, the PSS and the rollup flag; a
 // version-6 file is a version-7 file without access records, JIT symbol
-// records and runtime heaps in its footprint records.
+// records, Python frame records and runtime heaps in its footprint
+// records.
 const Version = 7
 
 const headerLen = len(Magic) + 4
@@ -100,6 +101,7 @@ const (
 	tagStack        = 0x14
 	tagLeakCheck    = 0x15
 	tagFootprint    = 0x16
+	tagPyFrame      = 0x1b // 0x17-0x1a: report.go, footprint.go, access.go, jit.go
 	tagAlloc        = 0x40 // | func
 	tagRealloc      = 0x60 // | func
 	funcMask        = 0x1f

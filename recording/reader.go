@@ -64,6 +64,8 @@ const (
 	KindAccess
 	// KindJIT: JIT symbols of PID, newer than those before (JIT).
 	KindJIT
+	// KindPyFrame: PyFrame, the Python frame that its Address stands for.
+	KindPyFrame
 )
 
 // Record is one decoded record. Next reuses it: slices and strings are
@@ -81,6 +83,7 @@ type Record struct {
 	Maps          []symbolize.CodeMapping
 	StackID       int32
 	Frames        []uint64
+	PyFrame       symbolize.Frame
 	Leak          LeakCheck
 	// Footprint and FootprintRanges: a KindFootprint record's reading.
 	Footprint       footprint.Reading
@@ -465,6 +468,13 @@ func (r *Reader) decode(tag byte, rec *Record) (done bool, err error) {
 			m.Path, m.BuildID = r.str(), r.str()
 			rec.Maps = append(rec.Maps, m)
 		}
+		return true, r.err
+	case tagPyFrame:
+		addr := r.uvarint()
+		f := symbolize.Frame{Address: addr, CallAddress: addr, Module: "python", Python: true}
+		f.Function, f.File = r.str(), r.str()
+		f.Line = int(r.uvarint())
+		*rec = Record{Kind: KindPyFrame, PyFrame: f}
 		return true, r.err
 	case tagStack:
 		*rec = Record{Kind: KindStack, StackID: int32(r.u32())}

@@ -48,11 +48,15 @@ type Writer struct {
 	lastFlush uint64
 	stacks    func(id int32) ([]uint64, error)
 	stackSeen map[int32]bool
-	mapsOf    func(pid int) []symbolize.CodeMapping
-	written   map[int][]symbolize.CodeMapping // the maps last written, by pid
-	refresh   func()
-	jitOf     func(pid, from int) ([]symbolize.RecordedJIT, int)
-	jitFrom   map[int]int // JIT symbols written so far, by pid
+	// python names the Python frames memtrace numbered (SetPython);
+	// pySeen: those written.
+	python  func(addr uint64) (symbolize.Frame, bool)
+	pySeen  map[uint64]bool
+	mapsOf  func(pid int) []symbolize.CodeMapping
+	written map[int][]symbolize.CodeMapping // the maps last written, by pid
+	refresh func()
+	jitOf   func(pid, from int) ([]symbolize.RecordedJIT, int)
+	jitFrom map[int]int // JIT symbols written so far, by pid
 
 	pendingMu sync.Mutex
 	pending   []int
@@ -250,12 +254,41 @@ func (w *Writer) defineStack(stack int32) {
 	}
 	w.stackSeen[stack] = true
 	frames, _ := w.stacks(stack)
+	for _, f := range frames {
+		w.definePython(f)
+	}
 	w.buf = append(w.buf, tagStack)
 	w.uvarint(uint64(stack))
 	w.uvarint(uint64(len(frames)))
 	for _, f := range frames {
 		w.uvarint(f)
 	}
+}
+
+// SetPython gives the Writer the Python frames' names (symbolize's
+// Resolver.PythonFrameOf): each is written before the first site or stack
+// that names it, so that a replay resolves it.
+func (w *Writer) SetPython(fn func(addr uint64) (symbolize.Frame, bool)) { w.python = fn }
+
+// definePython writes the Python frame addr stands for, if it is one not
+// written yet.
+func (w *Writer) definePython(addr uint64) {
+	if w.python == nil || !symbolize.IsPython(addr) || w.pySeen[addr] {
+		return
+	}
+	f, ok := w.python(addr)
+	if !ok {
+		return
+	}
+	if w.pySeen == nil {
+		w.pySeen = map[uint64]bool{}
+	}
+	w.pySeen[addr] = true
+	w.buf = append(w.buf, tagPyFrame)
+	w.uvarint(addr)
+	w.str(f.Function)
+	w.str(f.File)
+	w.uvarint(uint64(f.Line))
 }
 
 // site returns the index of (addr, stack), defining it first if new, with
@@ -268,6 +301,7 @@ func (w *Writer) site(addr, leaf uint64, stack int32) uint64 {
 	i, ok := w.sites[k]
 	if !ok {
 		w.defineStack(stack)
+		w.definePython(addr)
 		i = uint64(len(w.sites))
 		w.sites[k] = i
 		w.buf = append(w.buf, tagSite)
@@ -322,6 +356,7 @@ func (w *Writer) Event(e *event.Event) {
 		w.addr = e.Addr
 	default:
 		w.defineStack(e.StackID) // a fault's or a mapping's stack
+		w.definePython(e.CallSite)
 		w.buf = append(w.buf, tagEvent, byte(e.Kind), byte(e.Func))
 		w.uvarint(e.Addr)
 		w.uvarint(e.Size)

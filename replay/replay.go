@@ -353,6 +353,9 @@ func replay(c *ReplayConfig, warn io.Writer) (*replayed, error) {
 		case pipeline.InStack:
 			rp.stacks.Add(in.PID, in.StackID, in.Frames)
 			return nil
+		case pipeline.InPyFrame:
+			rp.res.AddPythonFrame(in.PyFrame)
+			return nil
 		case pipeline.InJITSymbols:
 			rp.res.AddJITSymbols(int(in.PID), in.JIT)
 			return nil

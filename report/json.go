@@ -188,6 +188,7 @@ func newCallsiteRecord(pid uint32, s aggregate.SiteSnapshot, sym Symbolizer, t u
 		TimeNS:         t,
 		Rates:          rateRecords(s.Rates),
 		Inlined:        inlineRecord(f.Inlined),
+		Python:         f.Python,
 		mappingState:   newMappingState(s.Mapping),
 		ManagedHeap:    mappedHeap(f, s.Category),
 	}

@@ -149,6 +149,10 @@ type callsiteRecord struct {
 	// Inlined: the inline chain of the call, innermost first; [] when the
 	// call is not in inlined code (symbolize.Frame.Inlined).
 	Inlined []inlineFrame `json:"inlined"`
+	// Python: the call site is a Python frame (function its qualified
+	// name, file its .py path, line its line; module "python"), not a
+	// native one.
+	Python bool `json:"python"`
 	// Comm is the process's, so that whole-host records stand alone.
 	Comm string `json:"comm"`
 	// Sampled mode (estimate.go): the figures are estimates; live_bytes'

@@ -152,6 +152,10 @@ func writeLeakText(b *bytes.Buffer, l *leakcheck.Judge, r *leakcheck.Verdict) {
 		}
 	}
 	fmt.Fprintf(b, "  %16s: %d bytes in %d blocks\n", "suppressed", r.SuppBytes, r.SuppBlocks)
+	if r.PythonBlocks > 0 {
+		fmt.Fprintf(b, "  %16s: %d bytes in %d blocks, not judged (Python's garbage collector owns them)\n",
+			"pymalloc", r.PythonBytes, r.PythonBlocks)
+	}
 	shown := r.Shown(l.Kinds)
 	if len(shown) == 0 {
 		return

@@ -19,13 +19,15 @@ type stackFrame struct {
 	Address  string `json:"address"`
 	// Inlined: as a callsite's "inlined", for this frame's call.
 	Inlined []inlineFrame `json:"inlined"`
+	// Python: a Python frame, as a callsite's "python".
+	Python bool `json:"python"`
 }
 
 func stackRecord(st callstack.Stack) ([]stackFrame, *bool) {
 	frames := make([]stackFrame, 0, len(st.Frames))
 	for _, f := range st.Frames {
 		frames = append(frames, stackFrame{Function: f.Function, File: f.File, Line: f.Line,
-			Module: f.Module, Address: hex(f.Address), Inlined: inlineRecord(f.Inlined)})
+			Module: f.Module, Address: hex(f.Address), Inlined: inlineRecord(f.Inlined), Python: f.Python})
 	}
 	truncated := st.Truncated
 	return frames, &truncated

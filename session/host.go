@@ -180,7 +180,7 @@ func (s *session) scanProcess(pid int) (retry bool, err error) {
 		h.finder.Placed(g)
 		s.log.Info("probed", "pid", pid, "module", g.New[0].Module, "path", g.New[0].Path, "probes", len(g.New))
 		for _, p := range g.New {
-			if p.Func >= event.FuncMark {
+			if p.Func.Mark() {
 				h.marked[p.Symbol]++
 				s.log.Info("mark probed", "pid", pid, "function", p.Symbol, "module", p.Module, "path", p.Path)
 			}

@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"strconv"
 	"syscall"
@@ -152,8 +153,9 @@ func (s *session) runLeakCheck(pid int, threads []leakcheck.Thread, regs []uint6
 		s.leaks().Judge.Judge(r, nil, nil)
 		return
 	}
-	s.recordLeakCheck(r, &c)
-	s.leaks().Judge.Judge(r, c.Each, pipeline.LeakStacks{Stacks: s.detailStacks(), Res: s.res}.Of)
+	blocks := notPython(r, &c, s.table.PythonBlocks(uint32(pid)))
+	s.recordLeakCheck(r, blocks)
+	s.leaks().Judge.Judge(r, blocks, pipeline.LeakStacks{Stacks: s.detailStacks(), Res: s.res}.Of)
 	r.Took = time.Since(start)
 	// The CPU time too: on a busy machine the wall time says little.
 	s.log.Info("leak check done", "pid", pid, "took", r.Took, "cpu", cpuTime()-cpu)
@@ -177,15 +179,38 @@ func (s *session) checkBlocks(r *leakcheck.Verdict, threads []leakcheck.Thread, 
 	return c, nil
 }
 
-// recordLeakCheck writes a check's result (c, nil when it failed) into the
-// recording (--record), for a replay to judge again.
-func (s *session) recordLeakCheck(r *leakcheck.Verdict, c *pipeline.CheckedProcess) {
+// notPython leaves pymalloc's blocks (py) out of c's checked blocks,
+// counting them in r: they were scanned, so what they point to is reached.
+func notPython(r *leakcheck.Verdict, c *pipeline.CheckedProcess, py map[uint64]bool) iter.Seq[*recording.LeakBlock] {
+	if len(py) == 0 {
+		return c.Each
+	}
+	for _, b := range c.Blocks {
+		if py[b.Addr] {
+			r.PythonBytes += b.Size
+			r.PythonBlocks++
+		}
+	}
+	return func(yield func(*recording.LeakBlock) bool) {
+		for b := range c.Each {
+			if !py[b.Addr] && !yield(b) {
+				return
+			}
+		}
+	}
+}
+
+// recordLeakCheck writes a check's result (its blocks, nil when it failed)
+// into the recording (--record), for a replay to judge again.
+func (s *session) recordLeakCheck(r *leakcheck.Verdict, checked iter.Seq[*recording.LeakBlock]) {
 	if s.time == nil || s.time.rec == nil {
 		return
 	}
 	var blocks []recording.LeakBlock
-	if c != nil {
-		blocks = c.SiteBlocks()
+	if checked != nil {
+		for b := range checked {
+			blocks = append(blocks, *b)
+		}
 	}
 	s.time.rec.LeakCheck(pipeline.RecordedLeakCheck(r, blocks, monotonicNow()))
 }

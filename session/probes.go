@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/memtrace/memtrace/event"
+	"github.com/memtrace/memtrace/python"
 	"github.com/memtrace/memtrace/tracer"
 )
 
@@ -37,6 +38,11 @@ type Attacher interface {
 	// they are all in. PreloadTableFiles loads those of the files given.
 	PreloadTables(pid int, paths []string) (tracer.Preload, error)
 	PreloadTableFiles(paths []string)
+	// SetPythonStacks, TracePython and UntracePython: which processes'
+	// Python frames the probes read, with which layout (python.go).
+	SetPythonStacks(m tracer.PythonStacks)
+	TracePython(pid uint32, l *python.Layout) error
+	UntracePython(pid uint32)
 }
 
 // ProbeState is what the probes keep per process, which the session reads

@@ -63,7 +63,7 @@ func (s *session) scanResident(pid int) (retry bool) {
 	for _, g := range found.ByPath() { // one file each
 		var marks []tracer.Placement
 		for _, p := range g.New {
-			if p.Func >= event.FuncMark {
+			if p.Func.Mark() {
 				marks = append(marks, p) // --mark: probed as with --heap
 			} else if !slices.Contains(paths, p.Path) {
 				paths = append(paths, p.Path)

@@ -75,6 +75,7 @@ type session struct {
 	sigs             chan os.Signal // SIGINT and SIGTERM; the live view's q too (live.go)
 	table            *aggregate.Table
 	res              *symbolize.Resolver
+	py               *pyState          // Python processes (python.go)
 	pr               *pipeline.Printer // the reports (pipeline/printer.go)
 	input            *pipeline.Loop    // the one loop the table's inputs go through (feed)
 	sink             func(*pipeline.Input) error
@@ -463,6 +464,10 @@ func (s *session) apply(e *event.Event) {
 	s.chargeJIT(e)                                 // past the runtime's own JIT code (jit.go)
 	s.stacks.Learn(e.PID, e.StackID, s.objs.Stack) // before anything reads it (pipeline/stacks.go)
 	s.exportEvent(e)                               // --html's history (exports.go)
+	s.pythonEvent(e)                               // python.go
+	if e.Kind == event.Exit || e.Kind == event.Exec {
+		s.forgetPython(e.PID) // whole host: gone, or another program
+	}
 	if e.Kind == event.Mark {
 		s.onMark(e) // timeline.go
 		return
@@ -517,6 +522,7 @@ func (s *session) onStop(st launch.Stop) error {
 			s.feed(pipeline.Input{Kind: pipeline.InForget, PID: uint32(st.PID)})
 			s.res.Forget(st.PID)
 			s.footprints.Forget(st.PID)
+			s.forgetPython(uint32(st.PID))
 			s.accessForget(st.PID) // access.go
 			// attach removes the probes the new program does not need.
 			s.log.Info("exec: statistics restart", "pid", st.PID, "exe", exe)
@@ -683,6 +689,7 @@ func (s *session) markExitedAt(pid int, when uint64) {
 	}
 	t.exited = true
 	s.objs.UntraceFaults(uint32(pid)) // its PID may be reused (resident.go)
+	s.forgetPython(uint32(pid))
 	s.feed(pipeline.Input{Kind: pipeline.InExited, PID: uint32(pid), Time: when})
 	start := time.Now()
 	_ = t.att.Release()

@@ -60,6 +60,7 @@ func (s *session) startTime() {
 		s.table.SetObserver(w)
 		s.table.SetSampleBytes(s.table.SampleBytes()) // set before the observer: now recorded too
 		w.SetMaps(s.res.CodeMappings)
+		w.SetPython(s.res.PythonFrameOf) // python.go
 		w.SetJIT(s.res.JITSymbolsFrom)
 		s.res.OnChange(w.MapsChanged)
 		w.SetRefresh(s.captureTargets)

@@ -34,6 +34,10 @@ type Frame struct {
 	// JIT is set when a runtime's perf map or jitdump named the code
 	// (Module is that file, Offset the address's offset in the function).
 	JIT bool
+	// Python: a Python frame (Address stands for it: IsPython); Function
+	// is the code object's qualified name, File its .py path, Module
+	// "python".
+	Python bool
 }
 
 // InlineFrame is one source-level frame of an inline chain.

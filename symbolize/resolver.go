@@ -24,6 +24,8 @@ type Resolver struct {
 	mu    sync.RWMutex
 	procs map[int]*process
 
+	py pythonFrames // Python frames (python.go)
+
 	changed func(pid int) // OnChange (recorded.go)
 	offline bool          // Offline: never read /proc
 
@@ -124,6 +126,10 @@ func (r *Resolver) moduleFor(pid int, m procfs.Mapping, roots []string) *Module 
 func (r *Resolver) Resolve(pid int, ret uint64) Frame {
 	if ret == 0 {
 		return Frame{}
+	}
+	if IsPython(ret) {
+		f, _ := r.pythonFrame(ret)
+		return f
 	}
 	pc := ret - 1
 	r.mu.RLock()

@@ -44,7 +44,7 @@ func (a *Attachment) add(links *[]link.Link, l link.Link, keys []string) {
 // category probes act at entry.
 func needsReturn(p Placement) bool {
 	fn := p.Func
-	return p.CategoryArg == 0 && fn != event.FuncFree && fn != event.FuncMunmap && fn < event.FuncMark
+	return p.CategoryArg == 0 && fn.Base() != event.FuncFree && fn != event.FuncMunmap && !fn.Mark()
 }
 
 // cookie is the attach cookie of p's probes: the function's id, or, for a
@@ -105,7 +105,7 @@ func arity(p allocator.Probe) int {
 	if p.CategoryArg != 0 {
 		return p.CategoryArg
 	}
-	switch p.Func {
+	switch p.Func.Base() {
 	case event.FuncMalloc, event.FuncValloc, event.FuncPvalloc, event.FuncFree:
 		return 1
 	case event.FuncCalloc, event.FuncRealloc, event.FuncAlignedAlloc, event.FuncMemalign, event.FuncMunmap:

@@ -25,8 +25,9 @@ type Drainer struct {
 	rd   *ringbuf.Reader
 	rec  ringbuf.Record
 	ev   event.Event
-	// frames is the reused buffer of the current event's stack.
-	frames []uint64
+	// frames is the reused buffer of the current event's stack, merged
+	// its Python frames merged into it (Objects.SetPythonStacks).
+	frames, merged []uint64
 	// Short counts records too small to decode (never expected).
 	Short uint64
 	// Events counts the events handed over.
@@ -68,6 +69,9 @@ var MaxBatch = 1 << 16
 // the pointer.
 func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 	d.rd.SetDeadline(time.Now().Add(wait))
+	if d.objs.python != nil {
+		d.objs.python.Batch() // code objects met again are checked again
+	}
 	// d.last becomes the time the ring was found empty; a poll that stops
 	// with events left (the batch cap, a drain's budget) sets it to the
 	// last event's time instead, so that the next batch's events are
@@ -179,8 +183,9 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 			StackID: -1, JVMCategory: raw.Flags >> eventCatShift & eventCatMask,
 			NoTable: raw.Flags&eventNoTable != 0,
 		}
-		// Frames follow with --detail, and without it when JIT code was
-		// charged (JIT_FRAMES in bpf/).
+		// Frames follow with --detail, without it when JIT code was
+		// charged (JIT_FRAMES in bpf/), and Python frames in a Python
+		// process (bpf/python.h).
 		if rest := d.rec.RawSample[unsafe.Sizeof(memtraceEvent{}):]; len(rest) >= 8 && isSiteKind(d.ev.Kind) {
 			d.decodeStack(raw, rest)
 		}
@@ -303,16 +308,35 @@ func (d *Drainer) decodeStack(raw *memtraceEvent, rest []byte) {
 	for i := 0; i < n; i++ {
 		d.frames = append(d.frames, binary.NativeEndian.Uint64(rest[i*8:]))
 	}
+	// Python frames after the native ones: raw.StackId pairs (bpf/python.h).
+	var py []uint64
+	if raw.StackId > 0 && 2*int(raw.StackId) <= n {
+		py = d.frames[n-2*int(raw.StackId):]
+		d.frames = d.frames[:n-2*int(raw.StackId)]
+	}
 	charged := int(raw.Charged)
+	if d.objs.stackDepth == 0 {
+		// No stack is kept: a JIT frame's callers are there for the
+		// charge only, Python's innermost frame charges.
+		if charged < len(d.frames) {
+			d.ev.Stack = d.frames[charged:]
+			d.ev.StackComplete = raw.Flags&eventStackComplete != 0
+		}
+		if ps := d.objs.python; ps != nil && len(py) > 0 {
+			d.ev.CallSite, _ = ps.Merge(raw.Pid, d.ev.CallSite, nil, py, nil)
+		}
+		return
+	}
 	if charged >= len(d.frames) {
 		// The walk found the charged frame but could not keep it (never expected).
 		return
 	}
 	d.ev.Stack = d.frames[charged:]
-	d.ev.StackComplete = raw.Flags&eventStackComplete != 0
-	if d.objs.stackDepth == 0 {
-		return // a JIT frame's callers, for the charge only: no stack is kept
+	if ps := d.objs.python; ps != nil && len(py) > 0 {
+		d.ev.CallSite, d.merged = ps.Merge(raw.Pid, d.ev.CallSite, d.ev.Stack, py, d.merged)
+		d.ev.Stack = d.merged
 	}
+	d.ev.StackComplete = raw.Flags&eventStackComplete != 0
 	d.ev.StackID = d.objs.stacks.intern(raw.Pid, d.ev.Stack, d.ev.StackComplete)
 }
 

@@ -112,6 +112,9 @@ func TestConstants(t *testing.T) {
 			"FUNC_MREMAP": uint64(event.FuncMremap), "FUNC_WRAPPER": uint64(event.FuncWrapper),
 			"FUNC_DLOPEN": uint64(event.FuncDlopen), "FUNC_MARK": uint64(event.FuncMark),
 		}},
+		{"func_domain", map[string]uint64{
+			"FUNC_PY": uint64(event.FuncPython), "FUNC_BASE_MASK": uint64(event.FuncPython - 1),
+		}},
 		{"frame_bit", map[string]uint64{"FRAME_EXACT_BIT": uint64(bitOf(t, event.FrameExact))}},
 		{"tag_addr", map[string]uint64{"TAG_ADDR_BITS": uint64(tagAddrBits)}},
 		{"unwind_kind", map[string]uint64{

@@ -135,6 +135,8 @@ type Objects struct {
 	tables     *tables
 	stacks     stackStore
 	stackDepth int
+	// python merges Python frames into stacks (SetPythonStacks); nil: none.
+	python PythonStacks
 	// kernel is what the running kernel offers (features.go).
 	kernel Kernel
 	// faultBytes is Options.ResidentBytes; faults the page-fault links.
@@ -186,13 +188,14 @@ type objects struct {
 	ForgetBatches *ebpf.Map     `ebpf:"forget_batches"`
 	SampledHint   *ebpf.Map     `ebpf:"sampled_hint"`
 	RefaultSlots  *ebpf.Map     `ebpf:"refault_slots"`
+	PyProcs       *ebpf.Map     `ebpf:"py_procs"`
 }
 
 func (o *objects) Close() error {
 	return _MemtraceClose(o.Entry, o.JvmEntry, o.Ret, o.OnExec, o.OnExit, o.FileKeyOf, o.Events, o.Inflight,
 		o.LostByPid, o.LostTotal, o.UnwindRows, o.UnwindFiles, o.Scratch, o.Sampled, o.ProcCounts, o.CgroupFilter,
 		o.OnFaultUser, o.OnFaultKernel, o.FaultPids, o.OnRssStat, o.FaultPending, o.FaultSites, o.OnPageAlloc,
-		o.ForgetSampled, o.ForgetBatches, o.SampledHint, o.RefaultSlots)
+		o.ForgetSampled, o.ForgetBatches, o.SampledHint, o.RefaultSlots, o.PyProcs)
 }
 
 // Load checks the kernel's prerequisites and loads the BPF objects.

@@ -194,6 +194,13 @@ const (
 	memtraceFuncCookieFUNC_COOKIE_LEN_SHIFT memtraceFuncCookie = 32
 )
 
+type memtraceFuncDomain uint32
+
+const (
+	memtraceFuncDomainFUNC_PY        memtraceFuncDomain = 128
+	memtraceFuncDomainFUNC_BASE_MASK memtraceFuncDomain = 127
+)
+
 type memtraceFuncId uint32
 
 const (
@@ -259,6 +266,30 @@ type memtraceProcEvent struct {
 	Comm [16]int8
 }
 
+type memtracePyProc struct {
+	_           structs.HostLayout
+	TssKey      uint64
+	TsdOff      uint32
+	TstateFrame uint32
+	CframeFrame int32
+	CodeOff     uint32
+	PrevOff     uint32
+	InstrOff    uint32
+	EntryOff    uint32
+	Pad         uint32
+}
+
+type memtracePyState struct {
+	_      structs.HostLayout
+	P      memtracePyProc
+	Tss    [2]uint32
+	Tstate uint64
+	Frame  uint64
+	At     uint32
+	N      uint32
+	Buf    [128]uint8
+}
+
 type memtraceRefaultSlot struct {
 	_         structs.HostLayout
 	Charged   uint32
@@ -322,7 +353,7 @@ const (
 type memtraceStackRecord struct {
 	_      structs.HostLayout
 	E      memtraceEvent
-	Frames [135]uint64
+	Frames [512]uint64
 	W      struct {
 		_          structs.HostLayout
 		Pc         uint64
@@ -439,6 +470,8 @@ const (
 	memtraceMapLostByPid            = "lost_by_pid"
 	memtraceMapLostTotal            = "lost_total"
 	memtraceMapProcCounts           = "proc_counts"
+	memtraceMapPyProcs              = "py_procs"
+	memtraceMapPyScratch            = "py_scratch"
 	memtraceMapRefaultSlots         = "refault_slots"
 	memtraceMapSampled              = "sampled"
 	memtraceMapSampledHint          = "sampled_hint"
@@ -484,6 +517,7 @@ const (
 	memtraceVarUnusedFrameBit       = "unused_frame_bit"
 	memtraceVarUnusedFreeEvent      = "unused_free_event"
 	memtraceVarUnusedFuncCookie     = "unused_func_cookie"
+	memtraceVarUnusedFuncDomain     = "unused_func_domain"
 	memtraceVarUnusedFuncId         = "unused_func_id"
 	memtraceVarUnusedJvmCookie      = "unused_jvm_cookie"
 	memtraceVarUnusedProcEvent      = "unused_proc_event"
@@ -574,6 +608,8 @@ type memtraceMapSpecs struct {
 	LostByPid     *ebpf.MapSpec `ebpf:"lost_by_pid"`
 	LostTotal     *ebpf.MapSpec `ebpf:"lost_total"`
 	ProcCounts    *ebpf.MapSpec `ebpf:"proc_counts"`
+	PyProcs       *ebpf.MapSpec `ebpf:"py_procs"`
+	PyScratch     *ebpf.MapSpec `ebpf:"py_scratch"`
 	RefaultSlots  *ebpf.MapSpec `ebpf:"refault_slots"`
 	Sampled       *ebpf.MapSpec `ebpf:"sampled"`
 	SampledHint   *ebpf.MapSpec `ebpf:"sampled_hint"`
@@ -613,6 +649,7 @@ type memtraceVariableSpecs struct {
 	UnusedFrameBit       *ebpf.VariableSpec `ebpf:"unused_frame_bit"`
 	UnusedFreeEvent      *ebpf.VariableSpec `ebpf:"unused_free_event"`
 	UnusedFuncCookie     *ebpf.VariableSpec `ebpf:"unused_func_cookie"`
+	UnusedFuncDomain     *ebpf.VariableSpec `ebpf:"unused_func_domain"`
 	UnusedFuncId         *ebpf.VariableSpec `ebpf:"unused_func_id"`
 	UnusedJvmCookie      *ebpf.VariableSpec `ebpf:"unused_jvm_cookie"`
 	UnusedProcEvent      *ebpf.VariableSpec `ebpf:"unused_proc_event"`
@@ -663,6 +700,8 @@ type memtraceMaps struct {
 	LostByPid     *ebpf.Map `ebpf:"lost_by_pid"`
 	LostTotal     *ebpf.Map `ebpf:"lost_total"`
 	ProcCounts    *ebpf.Map `ebpf:"proc_counts"`
+	PyProcs       *ebpf.Map `ebpf:"py_procs"`
+	PyScratch     *ebpf.Map `ebpf:"py_scratch"`
 	RefaultSlots  *ebpf.Map `ebpf:"refault_slots"`
 	Sampled       *ebpf.Map `ebpf:"sampled"`
 	SampledHint   *ebpf.Map `ebpf:"sampled_hint"`
@@ -686,6 +725,8 @@ func (m *memtraceMaps) Close() error {
 		m.LostByPid,
 		m.LostTotal,
 		m.ProcCounts,
+		m.PyProcs,
+		m.PyScratch,
 		m.RefaultSlots,
 		m.Sampled,
 		m.SampledHint,
@@ -726,6 +767,7 @@ type memtraceVariables struct {
 	UnusedFrameBit       *ebpf.Variable `ebpf:"unused_frame_bit"`
 	UnusedFreeEvent      *ebpf.Variable `ebpf:"unused_free_event"`
 	UnusedFuncCookie     *ebpf.Variable `ebpf:"unused_func_cookie"`
+	UnusedFuncDomain     *ebpf.Variable `ebpf:"unused_func_domain"`
 	UnusedFuncId         *ebpf.Variable `ebpf:"unused_func_id"`
 	UnusedJvmCookie      *ebpf.Variable `ebpf:"unused_jvm_cookie"`
 	UnusedProcEvent      *ebpf.Variable `ebpf:"unused_proc_event"`

@@ -106,6 +106,30 @@ type UnwindInflight struct {
 	NestedOldSize uint64
 }
 
+type UnwindPyProc struct {
+	_           structs.HostLayout
+	TssKey      uint64
+	TsdOff      uint32
+	TstateFrame uint32
+	CframeFrame int32
+	CodeOff     uint32
+	PrevOff     uint32
+	InstrOff    uint32
+	EntryOff    uint32
+	Pad         uint32
+}
+
+type UnwindPyState struct {
+	_      structs.HostLayout
+	P      UnwindPyProc
+	Tss    [2]uint32
+	Tstate uint64
+	Frame  uint64
+	At     uint32
+	N      uint32
+	Buf    [128]uint8
+}
+
 type UnwindRefaultSlot struct {
 	_         structs.HostLayout
 	Charged   uint32
@@ -138,7 +162,7 @@ type UnwindStackRecord struct {
 		Charged  uint8
 		StackId  int32
 	}
-	Frames [135]uint64
+	Frames [512]uint64
 	W      struct {
 		_          structs.HostLayout
 		Pc         uint64
@@ -228,6 +252,8 @@ const (
 	UnwindMapLostByPid            = "lost_by_pid"
 	UnwindMapLostTotal            = "lost_total"
 	UnwindMapProcCounts           = "proc_counts"
+	UnwindMapPyProcs              = "py_procs"
+	UnwindMapPyScratch            = "py_scratch"
 	UnwindMapRefaultSlots         = "refault_slots"
 	UnwindMapSampled              = "sampled"
 	UnwindMapSampledHint          = "sampled_hint"
@@ -276,6 +302,7 @@ const (
 	UnwindVarUnusedFrameBit       = "unused_frame_bit"
 	UnwindVarUnusedFreeEvent      = "unused_free_event"
 	UnwindVarUnusedFuncCookie     = "unused_func_cookie"
+	UnwindVarUnusedFuncDomain     = "unused_func_domain"
 	UnwindVarUnusedFuncId         = "unused_func_id"
 	UnwindVarUnusedJvmCookie      = "unused_jvm_cookie"
 	UnwindVarUnusedProcEvent      = "unused_proc_event"
@@ -368,6 +395,8 @@ type UnwindMapSpecs struct {
 	LostByPid     *ebpf.MapSpec `ebpf:"lost_by_pid"`
 	LostTotal     *ebpf.MapSpec `ebpf:"lost_total"`
 	ProcCounts    *ebpf.MapSpec `ebpf:"proc_counts"`
+	PyProcs       *ebpf.MapSpec `ebpf:"py_procs"`
+	PyScratch     *ebpf.MapSpec `ebpf:"py_scratch"`
 	RefaultSlots  *ebpf.MapSpec `ebpf:"refault_slots"`
 	Sampled       *ebpf.MapSpec `ebpf:"sampled"`
 	SampledHint   *ebpf.MapSpec `ebpf:"sampled_hint"`
@@ -408,6 +437,7 @@ type UnwindVariableSpecs struct {
 	UnusedFrameBit       *ebpf.VariableSpec `ebpf:"unused_frame_bit"`
 	UnusedFreeEvent      *ebpf.VariableSpec `ebpf:"unused_free_event"`
 	UnusedFuncCookie     *ebpf.VariableSpec `ebpf:"unused_func_cookie"`
+	UnusedFuncDomain     *ebpf.VariableSpec `ebpf:"unused_func_domain"`
 	UnusedFuncId         *ebpf.VariableSpec `ebpf:"unused_func_id"`
 	UnusedJvmCookie      *ebpf.VariableSpec `ebpf:"unused_jvm_cookie"`
 	UnusedProcEvent      *ebpf.VariableSpec `ebpf:"unused_proc_event"`
@@ -458,6 +488,8 @@ type UnwindMaps struct {
 	LostByPid     *ebpf.Map `ebpf:"lost_by_pid"`
 	LostTotal     *ebpf.Map `ebpf:"lost_total"`
 	ProcCounts    *ebpf.Map `ebpf:"proc_counts"`
+	PyProcs       *ebpf.Map `ebpf:"py_procs"`
+	PyScratch     *ebpf.Map `ebpf:"py_scratch"`
 	RefaultSlots  *ebpf.Map `ebpf:"refault_slots"`
 	Sampled       *ebpf.Map `ebpf:"sampled"`
 	SampledHint   *ebpf.Map `ebpf:"sampled_hint"`
@@ -482,6 +514,8 @@ func (m *UnwindMaps) Close() error {
 		m.LostByPid,
 		m.LostTotal,
 		m.ProcCounts,
+		m.PyProcs,
+		m.PyScratch,
 		m.RefaultSlots,
 		m.Sampled,
 		m.SampledHint,
@@ -523,6 +557,7 @@ type UnwindVariables struct {
 	UnusedFrameBit       *ebpf.Variable `ebpf:"unused_frame_bit"`
 	UnusedFreeEvent      *ebpf.Variable `ebpf:"unused_free_event"`
 	UnusedFuncCookie     *ebpf.Variable `ebpf:"unused_func_cookie"`
+	UnusedFuncDomain     *ebpf.Variable `ebpf:"unused_func_domain"`
 	UnusedFuncId         *ebpf.Variable `ebpf:"unused_func_id"`
 	UnusedJvmCookie      *ebpf.Variable `ebpf:"unused_jvm_cookie"`
 	UnusedProcEvent      *ebpf.Variable `ebpf:"unused_proc_event"`

@@ -1,0 +1,167 @@
+/*
+ * Python frames: the CPython frames of the thread an event is charged in,
+ * read where a native stack is (emit_site: exact call sites, sampled
+ * allocations, sampled page faults), never on free.
+ *
+ * Provides: struct py_proc (tracer's pythonProc fills py_procs per
+ * process), py_walk(), which appends (code object, instruction) pairs to a
+ * stack record's frames, and MAX_PY_FRAMES.
+ * Needs: struct stack_record and its scratch map (unwind.h), vmlinux.h.
+ *
+ * A thread's PyThreadState is its gilstate TSS key's value: the key sits
+ * in _PyRuntime (autoTSSkey), the value in glibc's pthread-specific block
+ * in the thread's TCB (fsbase). It is set for as long as the thread is
+ * bound to the interpreter, whether or not it holds the GIL, so a thread
+ * that released the GIL in C code keeps its Python stack. From the thread
+ * state, one read per frame: the whole frame head (PY_FRAME_READ bytes:
+ * one bpf_probe_read_user costs the same up to 128 bytes), from which the
+ * code object, the previous frame and the instruction are taken.
+ */
+#ifndef MEMTRACE_PYTHON_H
+#define MEMTRACE_PYTHON_H
+
+enum py_limits {
+	PY_FRAME_READ = 128, /* bytes of a frame read: every offset below is inside */
+	PY_SPECIFIC_KEYS = 32, /* glibc's specific_1stblock: keys past it are not read */
+};
+
+/*
+ * One Python process's layout (python/ in Go finds it per minor version).
+ * In the stack record, each Python frame is two words: its code object,
+ * then its instruction (3.11+: the instruction pointer; 3.10: f_lasti in
+ * the low 32 bits) in bits 0-47 and the frame's entry byte (3.11:
+ * is_entry; 3.12+: owner) in bits 48-55.
+ */
+/* The thread's TCB: x86-64's fsbase (a CO-RE flavor of task_struct). */
+struct thread_struct___py {
+	unsigned long fsbase;
+} __attribute__((preserve_access_index));
+
+struct task_struct___py {
+	struct thread_struct___py thread;
+} __attribute__((preserve_access_index));
+
+struct py_proc {
+	__u64 tss_key;      /* address of autoTSSkey in _PyRuntime: Py_tss_t {int initialized; unsigned key} */
+	__u32 tsd_off;      /* offset of glibc's specific_1stblock in its struct pthread (at fsbase) */
+	__u32 tstate_frame; /* offset in PyThreadState of the frame (3.10, 3.13) or of the cframe */
+	__s32 cframe_frame; /* offset of the current frame in the cframe; -1: no cframe */
+	__u32 code_off;     /* offsets in a frame, 8-aligned, below PY_FRAME_READ */
+	__u32 prev_off;
+	__u32 instr_off;
+	__u32 entry_off;    /* below PY_FRAME_READ; 0: none */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32); /* pid */
+	__type(value, struct py_proc);
+} py_procs SEC(".maps");
+
+/* The walk's state and the frame being read, per CPU. */
+struct py_state {
+	struct py_proc p;
+	/* The TSS key and the thread state: read here, off the stack (the
+	 * return program's call chain is near 6.1's 512 bytes). */
+	__u32 tss[2];
+	__u64 tstate;
+	__u64 frame;
+	__u32 at; /* the next free index in the stack record's frames */
+	__u32 n;  /* Python frames recorded */
+	__u8 buf[PY_FRAME_READ];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct py_state);
+} py_scratch SEC(".maps");
+
+#define PY_WORD_MASK ((1ULL << 48) - 1)
+
+/* py_step records one frame and moves to the previous one (bpf_loop's callback). */
+static long py_step(__u64 i, void *unused)
+{
+	struct stack_record *rec;
+	struct py_state *ps;
+	__u32 zero = 0, at, next;
+	__u64 code, instr, entry = 0;
+
+	rec = bpf_map_lookup_elem(&scratch, &zero);
+	ps = bpf_map_lookup_elem(&py_scratch, &zero);
+	if (!rec || !ps || !ps->frame)
+		return 1;
+	if (bpf_probe_read_user(ps->buf, sizeof(ps->buf), (void *)ps->frame))
+		return 1;
+	code = *(__u64 *)&ps->buf[ps->p.code_off & (PY_FRAME_READ - 8)];
+	instr = *(__u64 *)&ps->buf[ps->p.instr_off & (PY_FRAME_READ - 8)];
+	if (ps->p.entry_off)
+		entry = ps->buf[ps->p.entry_off & (PY_FRAME_READ - 1)];
+	at = ps->at;
+	if (!code || at > PY_WORDS - 2)
+		return 1;
+	/*
+	 * Masked: 6.1's verifier loses the bound checked above, and the
+	 * barriers keep clang from dropping the masks it implies. at may be
+	 * odd (after an odd number of native frames).
+	 */
+	next = at + 1;
+	barrier_var(at);
+	barrier_var(next);
+	rec->frames[at & (STACK_WORDS - 1)] = code;
+	rec->frames[next & (STACK_WORDS - 1)] = (instr & PY_WORD_MASK) | entry << 48;
+	ps->at = at + 2;
+	ps->n++;
+	ps->frame = *(__u64 *)&ps->buf[ps->p.prev_off & (PY_FRAME_READ - 8)];
+	return 0;
+}
+
+/*
+ * py_walk appends the current thread's Python frames, innermost first, to
+ * the stack record's frames from index at, and returns how many it
+ * appended (0 for a process not known to run Python, or a thread bound to
+ * no interpreter).
+ */
+static __always_inline __u32 py_walk(__u32 pid, __u32 at)
+{
+	struct task_struct___py *t = (void *)bpf_get_current_task_btf();
+	struct py_state *ps;
+	struct py_proc *p;
+	__u32 zero = 0;
+	__u64 fsbase;
+
+	p = bpf_map_lookup_elem(&py_procs, &pid);
+	if (!p)
+		return 0;
+	ps = bpf_map_lookup_elem(&py_scratch, &zero);
+	if (!ps)
+		return 0;
+	ps->p = *p;
+	if (bpf_probe_read_user(ps->tss, sizeof(ps->tss), (void *)ps->p.tss_key) || !ps->tss[0] ||
+	    ps->tss[1] >= PY_SPECIFIC_KEYS)
+		return 0;
+	fsbase = BPF_CORE_READ(t, thread.fsbase);
+	if (bpf_probe_read_user(&ps->tstate, sizeof(ps->tstate), (void *)(fsbase + ps->p.tsd_off + 16 * ps->tss[1] + 8)) ||
+	    !ps->tstate)
+		return 0;
+	if (bpf_probe_read_user(&ps->frame, sizeof(ps->frame), (void *)(ps->tstate + ps->p.tstate_frame)) || !ps->frame)
+		return 0;
+	if (ps->p.cframe_frame >= 0 &&
+	    (bpf_probe_read_user(&ps->frame, sizeof(ps->frame), (void *)(ps->frame + ps->p.cframe_frame)) || !ps->frame))
+		return 0;
+	ps->at = at;
+	ps->n = 0;
+	bpf_loop(MAX_PY_FRAMES, py_step, 0, 0);
+	return ps->n;
+}
+
+/* py_process reports whether pid's Python frames are read. */
+static __always_inline int py_process(__u32 pid)
+{
+	return bpf_map_lookup_elem(&py_procs, &pid) != 0;
+}
+
+#endif

@@ -1,0 +1,62 @@
+package python
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestFromFile reads the installed interpreters' layouts from their files:
+// the version, and 3.13's offsets from its _Py_DebugOffsets, which must
+// agree with those its debug information gives (checked with gdb's
+// ptype /o when this was written).
+func TestFromFile(t *testing.T) {
+	home, _ := os.UserHomeDir()
+	pyenv := filepath.Join(home, ".pyenv", "versions")
+	tests := []struct {
+		path         string
+		minor        int
+		tstateFrame  uint32
+		cframe       int32
+		frame        Frame
+		adaptive     uint32
+		requiredInCI bool
+	}{
+		{"/usr/bin/python3.11", 11, 56, 8, Frame{Code: 32, Prev: 48, Instr: 56, Entry: 68}, 184, true},
+		{filepath.Join(pyenv, "3.10.13/lib/libpython3.10.so.1.0"), 10, 24, -1, Frame{Code: 32, Prev: 24, Instr: 96}, 0, false},
+		{filepath.Join(pyenv, "3.12.1/lib/libpython3.12.so.1.0"), 12, 56, 0, Frame{Code: 0, Prev: 8, Instr: 56, Entry: 70}, 192, false},
+		{filepath.Join(pyenv, "3.13.0/lib/libpython3.13.so.1.0"), 13, 72, -1, Frame{Code: 0, Prev: 8, Instr: 56, Entry: 70}, 200, false},
+	}
+	for _, tt := range tests {
+		t.Run(filepath.Base(tt.path), func(t *testing.T) {
+			if _, err := os.Stat(tt.path); err != nil {
+				if tt.requiredInCI && os.Getenv("CI") == "true" {
+					t.Fatalf("CI=true but %v", err)
+				}
+				t.Skip(err)
+			}
+			l, err := fromFile(tt.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.Major != 3 || l.Minor != tt.minor || l.TstateFrame != tt.tstateFrame || l.CFrameFrame != tt.cframe ||
+				l.Frame != tt.frame || l.Code.Adaptive != tt.adaptive {
+				t.Errorf("3.%d, tstate %d, cframe %d, frame %+v, code at %d; want 3.%d, %d, %d, %+v, %d",
+					l.Minor, l.TstateFrame, l.CFrameFrame, l.Frame, l.Code.Adaptive,
+					tt.minor, tt.tstateFrame, tt.cframe, tt.frame, tt.adaptive)
+			}
+		})
+	}
+}
+
+// TestNotPython: a file without _PyRuntime is no interpreter.
+func TestNotPython(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fromFile(exe); !errors.Is(err, ErrNotPython) {
+		t.Fatalf("%s: %v, want ErrNotPython", exe, err)
+	}
+}
