@@ -231,10 +231,11 @@ func TestWalk(t *testing.T) {
 			}
 			w := tt.stack(newStack(t), tt.cRet)
 			runCtx(t, objs.Walk, &w)
-			var kept [len(bpftest.UnwindStackRecord{}.Frames)]uint64
-			if err := objs.Frames.Lookup(uint32(0), &kept); err != nil {
+			var out bpftest.UnwindWalkFrames
+			if err := objs.Frames.Lookup(uint32(0), &out); err != nil {
 				t.Fatal(err)
 			}
+			kept := out.Frames
 			got := walkTest{End: w.End, N: w.N, Chain: w.Chain, Charged: w.Charged, NoTable: w.NoTable, ChargedPC: w.ChargedPC}
 			frames := kept[:min(int(w.N), len(kept))]
 			if got != tt.want || !slices.Equal(frames, tt.frames) {
