@@ -383,7 +383,10 @@ static long walk_frame(__u64 i, void *ctx)
 				return 1;
 			}
 			w->no_table = 1;
-			w->file = (struct unwind_file){.flags = FILE_NO_CFI | FILE_UNMARKED | FILE_PENDING};
+			/* Field by field: a compound literal takes a stack slot (6.1's 512 bytes). */
+			w->file.first = 0;
+			w->file.count = 0;
+			w->file.flags = FILE_NO_CFI | FILE_UNMARKED | FILE_PENDING;
 		} else {
 			w->file = *f;
 		}
@@ -595,7 +598,6 @@ __noinline int emit_site(struct site_args *a)
 	struct walk *w;
 	__u64 id = bpf_get_current_pid_tgid();
 	__u64 epoch = frames_epoch(), mm = frames_mm();
-	struct frame_key fk = {.pc = a ? a->pc - 1 : 0, .pid = id >> 32};
 	struct frame_info *fi;
 	__u32 zero = 0, n, size_out;
 
@@ -604,7 +606,13 @@ __noinline int emit_site(struct site_args *a)
 	if (a->kind == KIND_FAULT)
 		charge_page(id >> 32, a->addr); /* resident.h */
 	if (!stack_depth && !a->exact) {
-		/* A known caller that is neither a wrapper nor unnamed is charged: no walk. */
+		/*
+		 * A known caller that is neither a wrapper nor unnamed is charged:
+		 * no walk. fk is scoped here so that its slot is shared with the
+		 * walk's path below (6.1 bounds the calls' stacks at 512 bytes).
+		 */
+		struct frame_key fk = {.pc = a->pc - 1, .pid = id >> 32};
+
 		fi = bpf_map_lookup_elem(&frame_cache, &fk);
 		if (frames_valid(fi, epoch, mm) &&
 		    !(fi->has_row && (fi->row.kind & (ROW_WRAPPER | ROW_ANON)))) {
