@@ -114,6 +114,7 @@ struct stack_record {
 	struct event e;
 	__u64 frames[MAX_STACK + MAX_WRAPPER_FRAMES];
 	struct walk w;
+	struct frame_key fk; /* emit_site's frame-cache key: off the stack (6.1's 512 bytes across calls) */
 };
 
 struct {
@@ -605,15 +606,15 @@ __noinline int emit_site(struct site_args *a)
 		return 0;
 	if (a->kind == KIND_FAULT)
 		charge_page(id >> 32, a->addr); /* resident.h */
+	rec = bpf_map_lookup_elem(&scratch, &zero);
+	if (!rec)
+		return 0;
 	if (!stack_depth && !a->exact) {
-		/*
-		 * A known caller that is neither a wrapper nor unnamed is charged:
-		 * no walk. fk is scoped here so that its slot is shared with the
-		 * walk's path below (6.1 bounds the calls' stacks at 512 bytes).
-		 */
-		struct frame_key fk = {.pc = a->pc - 1, .pid = id >> 32};
-
-		fi = bpf_map_lookup_elem(&frame_cache, &fk);
+		/* A known caller that is neither a wrapper nor unnamed is charged: no walk. */
+		rec->fk.pc = a->pc - 1;
+		rec->fk.pid = id >> 32;
+		rec->fk.pad = 0;
+		fi = bpf_map_lookup_elem(&frame_cache, &rec->fk);
 		if (frames_valid(fi, epoch, mm) &&
 		    !(fi->has_row && (fi->row.kind & (ROW_WRAPPER | ROW_ANON)))) {
 			emit(&(struct emit_args){.kind = a->kind, .func = a->func, .addr = a->addr, .size = a->size,
@@ -622,9 +623,6 @@ __noinline int emit_site(struct site_args *a)
 			return 1;
 		}
 	}
-	rec = bpf_map_lookup_elem(&scratch, &zero);
-	if (!rec)
-		return 0;
 	w = &rec->w;
 	walk_start(w, a->pc, a->sp, a->bp, id >> 32, epoch, mm);
 	w->exact = a->exact;

@@ -383,6 +383,7 @@ type memtraceStackRecord struct {
 		OuterMapHi uint64
 		OuterPc    uint64
 	}
+	Fk memtraceFrameKey
 }
 
 type memtraceTagAddr uint32

@@ -199,6 +199,7 @@ type UnwindStackRecord struct {
 		OuterMapHi uint64
 		OuterPc    uint64
 	}
+	Fk UnwindFrameKey
 }
 
 type UnwindThreadSlot struct {
