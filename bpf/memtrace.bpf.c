@@ -184,6 +184,14 @@ static __always_inline void remember_site(struct inflight *s, __u64 pc, int know
 	s->memo_mm = mm;
 }
 
+/* report_site's arguments to emit_site (per CPU: a return probe does not nest). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct site_args);
+} site_scratch SEC(".maps");
+
 /*
  * report_site reports the allocation s made with its charged call site
  * (emit_site), or, for an allocation from a remembered caller, without the
@@ -192,19 +200,30 @@ static __always_inline void remember_site(struct inflight *s, __u64 pc, int know
 static __always_inline void report_site(struct pt_regs *ctx, struct inflight *s, __u8 kind,
 					__u64 addr, __u64 size, __u64 old_addr, __u64 old_size)
 {
-	struct site_args a = {.addr = addr, .size = size, .old_addr = old_addr, .old_size = old_size,
-			      .pc = PT_REGS_IP(ctx), .sp = PT_REGS_SP(ctx), .bp = PT_REGS_FP(ctx),
-			      .kind = kind, .func = s->func, .cat = jvm_category(ctx, s)};
+	__u8 cat = jvm_category(ctx, s);
 	__u64 pc = PT_REGS_IP(ctx);
+	struct site_args *a;
+	__u32 zero = 0;
 
 	if (kind == KIND_ALLOC && !s->memo_off && memo_holds(s, pc)) {
 		emit(&(struct emit_args){.kind = KIND_ALLOC, .func = s->func, .addr = addr, .size = size,
-					 .call_site = pc, .leaf = pc, .flags = a.cat << EVENT_CAT_SHIFT, .id = s->cur_id});
+					 .call_site = pc, .leaf = pc, .flags = cat << EVENT_CAT_SHIFT, .id = s->cur_id});
 		return;
 	}
 	if (kind == KIND_ALLOC && report_wrapped(ctx, s, addr, size))
 		return;
-	remember_site(s, pc, emit_site(&a));
+	/*
+	 * The arguments live in a map, not on the stack: the return probe,
+	 * emit_site, the walk's step and bpf_find_vma's callback together
+	 * must fit 6.1's 512 bytes of stack across calls.
+	 */
+	a = bpf_map_lookup_elem(&site_scratch, &zero);
+	if (!a)
+		return;
+	*a = (struct site_args){.addr = addr, .size = size, .old_addr = old_addr, .old_size = old_size,
+				.pc = pc, .sp = PT_REGS_SP(ctx), .bp = PT_REGS_FP(ctx),
+				.kind = kind, .func = s->func, .cat = cat};
+	remember_site(s, pc, emit_site(a));
 }
 
 /* in_outer's answers. */

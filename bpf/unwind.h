@@ -114,6 +114,7 @@ struct stack_record {
 	struct event e;
 	__u64 frames[STACK_WORDS]; /* native frames, then Python's (python.h), PY_WORDS at most */
 	struct walk w;
+	struct frame_key fk; /* emit_site's frame-cache key: off the stack (6.1's 512 bytes across calls) */
 };
 
 struct {
@@ -385,7 +386,10 @@ static long walk_frame(__u64 i, void *ctx)
 				return 1;
 			}
 			w->no_table = 1;
-			w->file = (struct unwind_file){.flags = FILE_NO_CFI | FILE_UNMARKED | FILE_PENDING};
+			/* Field by field: a compound literal takes a stack slot (6.1's 512 bytes). */
+			w->file.first = 0;
+			w->file.count = 0;
+			w->file.flags = FILE_NO_CFI | FILE_UNMARKED | FILE_PENDING;
 		} else {
 			w->file = *f;
 		}
@@ -597,7 +601,6 @@ __noinline int emit_site(struct site_args *a)
 	struct walk *w;
 	__u64 id = bpf_get_current_pid_tgid();
 	__u64 epoch = frames_epoch(), mm = frames_mm();
-	struct frame_key fk = {.pc = a ? a->pc - 1 : 0, .pid = id >> 32};
 	struct frame_info *fi;
 	__u32 zero = 0, n, size_out, py = 0;
 	int pyproc = py_process(id >> 32);
@@ -606,9 +609,15 @@ __noinline int emit_site(struct site_args *a)
 		return 0;
 	if (a->kind == KIND_FAULT)
 		charge_page(id >> 32, a->addr); /* resident.h */
+	rec = bpf_map_lookup_elem(&scratch, &zero);
+	if (!rec)
+		return 0;
 	if (!stack_depth && !a->exact && !pyproc) {
 		/* A known caller that is neither a wrapper nor unnamed is charged: no walk. */
-		fi = bpf_map_lookup_elem(&frame_cache, &fk);
+		rec->fk.pc = a->pc - 1;
+		rec->fk.pid = id >> 32;
+		rec->fk.pad = 0;
+		fi = bpf_map_lookup_elem(&frame_cache, &rec->fk);
 		if (frames_valid(fi, epoch, mm) &&
 		    !(fi->has_row && (fi->row.kind & (ROW_WRAPPER | ROW_ANON)))) {
 			emit(&(struct emit_args){.kind = a->kind, .func = a->func, .addr = a->addr, .size = a->size,
@@ -617,9 +626,6 @@ __noinline int emit_site(struct site_args *a)
 			return 1;
 		}
 	}
-	rec = bpf_map_lookup_elem(&scratch, &zero);
-	if (!rec)
-		return 0;
 	w = &rec->w;
 	walk_start(w, a->pc, a->sp, a->bp, id >> 32, epoch, mm);
 	w->exact = a->exact;

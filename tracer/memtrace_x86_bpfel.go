@@ -319,6 +319,23 @@ const (
 	memtraceSampledHintsSAMPLED_HINTS memtraceSampledHints = 1048576
 )
 
+type memtraceSiteArgs struct {
+	_       structs.HostLayout
+	Addr    uint64
+	Size    uint64
+	OldAddr uint64
+	OldSize uint64
+	Pc      uint64
+	Sp      uint64
+	Bp      uint64
+	Kind    uint8
+	Func    uint8
+	Exact   uint8
+	Fault   uint8
+	Cat     uint8
+	_       [3]byte
+}
+
 type memtraceSiteEvent struct {
 	_        structs.HostLayout
 	Tagged   uint64
@@ -397,6 +414,7 @@ type memtraceStackRecord struct {
 		OuterMapHi uint64
 		OuterPc    uint64
 	}
+	Fk memtraceFrameKey
 }
 
 type memtraceTagAddr uint32
@@ -476,6 +494,7 @@ const (
 	memtraceMapSampled              = "sampled"
 	memtraceMapSampledHint          = "sampled_hint"
 	memtraceMapScratch              = "scratch"
+	memtraceMapSiteScratch          = "site_scratch"
 	memtraceMapThreadSlots          = "thread_slots"
 	memtraceMapUnwindFiles          = "unwind_files"
 	memtraceMapUnwindRows           = "unwind_rows"
@@ -614,6 +633,7 @@ type memtraceMapSpecs struct {
 	Sampled       *ebpf.MapSpec `ebpf:"sampled"`
 	SampledHint   *ebpf.MapSpec `ebpf:"sampled_hint"`
 	Scratch       *ebpf.MapSpec `ebpf:"scratch"`
+	SiteScratch   *ebpf.MapSpec `ebpf:"site_scratch"`
 	ThreadSlots   *ebpf.MapSpec `ebpf:"thread_slots"`
 	UnwindFiles   *ebpf.MapSpec `ebpf:"unwind_files"`
 	UnwindRows    *ebpf.MapSpec `ebpf:"unwind_rows"`
@@ -706,6 +726,7 @@ type memtraceMaps struct {
 	Sampled       *ebpf.Map `ebpf:"sampled"`
 	SampledHint   *ebpf.Map `ebpf:"sampled_hint"`
 	Scratch       *ebpf.Map `ebpf:"scratch"`
+	SiteScratch   *ebpf.Map `ebpf:"site_scratch"`
 	ThreadSlots   *ebpf.Map `ebpf:"thread_slots"`
 	UnwindFiles   *ebpf.Map `ebpf:"unwind_files"`
 	UnwindRows    *ebpf.Map `ebpf:"unwind_rows"`
@@ -731,6 +752,7 @@ func (m *memtraceMaps) Close() error {
 		m.Sampled,
 		m.SampledHint,
 		m.Scratch,
+		m.SiteScratch,
 		m.ThreadSlots,
 		m.UnwindFiles,
 		m.UnwindRows,

@@ -40,8 +40,11 @@ func Mapped(tb testing.TB, pid int, file string) {
 		if err != nil {
 			return false
 		}
+		// Its code, not only the first segment: the loader maps a
+		// library read-only first, then its segments over it, and the
+		// allocator's files are found by their executable mappings.
 		for _, m := range maps {
-			if strings.Contains(m.Path, file) {
+			if strings.Contains(m.Path, file) && m.Executable() {
 				return true
 			}
 		}

@@ -143,6 +143,23 @@ type UnwindSampleKey struct {
 	Pad  uint32
 }
 
+type UnwindSiteArgs struct {
+	_       structs.HostLayout
+	Addr    uint64
+	Size    uint64
+	OldAddr uint64
+	OldSize uint64
+	Pc      uint64
+	Sp      uint64
+	Bp      uint64
+	Kind    uint8
+	Func    uint8
+	Exact   uint8
+	Fault   uint8
+	Cat     uint8
+	_       [3]byte
+}
+
 type UnwindStackRecord struct {
 	_ structs.HostLayout
 	E struct {
@@ -206,6 +223,7 @@ type UnwindStackRecord struct {
 		OuterMapHi uint64
 		OuterPc    uint64
 	}
+	Fk UnwindFrameKey
 }
 
 type UnwindThreadSlot struct {
@@ -258,6 +276,7 @@ const (
 	UnwindMapSampled              = "sampled"
 	UnwindMapSampledHint          = "sampled_hint"
 	UnwindMapScratch              = "scratch"
+	UnwindMapSiteScratch          = "site_scratch"
 	UnwindMapThreadSlots          = "thread_slots"
 	UnwindMapUnwindFiles          = "unwind_files"
 	UnwindMapUnwindRows           = "unwind_rows"
@@ -401,6 +420,7 @@ type UnwindMapSpecs struct {
 	Sampled       *ebpf.MapSpec `ebpf:"sampled"`
 	SampledHint   *ebpf.MapSpec `ebpf:"sampled_hint"`
 	Scratch       *ebpf.MapSpec `ebpf:"scratch"`
+	SiteScratch   *ebpf.MapSpec `ebpf:"site_scratch"`
 	ThreadSlots   *ebpf.MapSpec `ebpf:"thread_slots"`
 	UnwindFiles   *ebpf.MapSpec `ebpf:"unwind_files"`
 	UnwindRows    *ebpf.MapSpec `ebpf:"unwind_rows"`
@@ -494,6 +514,7 @@ type UnwindMaps struct {
 	Sampled       *ebpf.Map `ebpf:"sampled"`
 	SampledHint   *ebpf.Map `ebpf:"sampled_hint"`
 	Scratch       *ebpf.Map `ebpf:"scratch"`
+	SiteScratch   *ebpf.Map `ebpf:"site_scratch"`
 	ThreadSlots   *ebpf.Map `ebpf:"thread_slots"`
 	UnwindFiles   *ebpf.Map `ebpf:"unwind_files"`
 	UnwindRows    *ebpf.Map `ebpf:"unwind_rows"`
@@ -520,6 +541,7 @@ func (m *UnwindMaps) Close() error {
 		m.Sampled,
 		m.SampledHint,
 		m.Scratch,
+		m.SiteScratch,
 		m.ThreadSlots,
 		m.UnwindFiles,
 		m.UnwindRows,
