@@ -124,6 +124,7 @@ func TestRingSizeForMode(t *testing.T) {
 	}{
 		{[]string{"--", "true"}, targetRingBytes},
 		{[]string{"-p", "1"}, targetRingBytes},
+		{[]string{"--detail", "--", "true"}, 64 << 20},
 		{[]string{"--sample-bytes", "64k", "--", "true"}, sampledRingBytes},
 		{[]string{"--heap", "--sample-bytes", "0"}, 64 << 20},
 		{[]string{"--heap"}, sampledRingBytes},

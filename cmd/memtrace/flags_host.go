@@ -28,7 +28,9 @@ const sampledRingBytes = 4 << 20
 // The ring's pages are all resident in memtrace, twice over (the reader
 // maps them twice, to read across the wrap): 64 MiB made `memtrace --
 // /bin/true` a 170 MB process. The whole host keeps 64 MiB: many
-// processes write to it at once.
+// processes write to it at once, and so does --detail: each event carries
+// its stack (and a Python process's frames, two words each), and 16 MiB
+// lost a fifth of a Python script's events.
 const targetRingBytes = 16 << 20
 
 // addHostFlags registers --sample-bytes, --comm and --cgroup on fs, and
@@ -66,7 +68,7 @@ func addHostFlags(fs *pflag.FlagSet, c *session.Config) func() error {
 		case fs.Changed("ring-size"):
 		case h.SampleBytes > 0 || !h.Heap:
 			c.RingBytes = sampledRingBytes
-		case !c.Host():
+		case !c.Host() && !c.Detail:
 			c.RingBytes = targetRingBytes
 		}
 		if !c.Host() && (h.Comm != "" || h.Cgroup != "") {
