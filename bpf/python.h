@@ -15,7 +15,12 @@
  * that released the GIL in C code keeps its Python stack. From the thread
  * state, one read per frame: the whole frame head (PY_FRAME_READ bytes:
  * one bpf_probe_read_user costs the same up to 128 bytes), from which the
- * code object, the previous frame and the instruction are taken.
+ * code object, the previous frame and the instruction are taken; and one
+ * of the code object's co_filename and co_name pointers, folded into a
+ * 16-bit tag beside its address. The names are read in user space later,
+ * and a code object freed by then (a module's or a class body's, at
+ * start-up) may have been replaced at the same address: the tag tells
+ * the one the event ran from another.
  */
 #ifndef MEMTRACE_PYTHON_H
 #define MEMTRACE_PYTHON_H
@@ -27,8 +32,8 @@ enum py_limits {
 
 /*
  * One Python process's layout (python/ in Go finds it per minor version).
- * In the stack record, each Python frame is two words: its code object,
- * then its instruction (3.11+: the instruction pointer; 3.10: f_lasti in
+ * In the stack record, each Python frame is two words: its code object in
+ * bits 0-47 and its tag (py_tag) in bits 48-63, then its instruction (3.11+: the instruction pointer; 3.10: f_lasti in
  * the low 32 bits) in bits 0-47 and the frame's entry byte (3.11:
  * is_entry; 3.12+: owner) in bits 48-55.
  */
@@ -50,7 +55,7 @@ struct py_proc {
 	__u32 prev_off;
 	__u32 instr_off;
 	__u32 entry_off;    /* below PY_FRAME_READ; 0: none */
-	__u32 pad;
+	__u32 names_off;    /* offset in a code object of co_filename, co_name after it; 0: no tag */
 };
 
 struct {
@@ -70,6 +75,7 @@ struct py_state {
 	__u64 frame;
 	__u32 at; /* the next free index in the stack record's frames */
 	__u32 n;  /* Python frames recorded */
+	__u64 names[2]; /* the code object's co_filename and co_name */
 	__u8 buf[PY_FRAME_READ];
 };
 
@@ -81,6 +87,14 @@ struct {
 } py_scratch SEC(".maps");
 
 #define PY_WORD_MASK ((1ULL << 48) - 1)
+
+/* py_tag folds a code object's co_filename and co_name pointers into 16 bits (python.Tag in Go). */
+static __always_inline __u64 py_tag(__u64 file, __u64 name)
+{
+	__u64 h = (file ^ name * 0x9e3779b97f4a7c15ULL) * 0xff51afd7ed558ccdULL;
+
+	return h >> 48;
+}
 
 /* py_step records one frame and moves to the previous one (bpf_loop's callback). */
 static long py_step(__u64 i, void *unused)
@@ -103,6 +117,9 @@ static long py_step(__u64 i, void *unused)
 	at = ps->at;
 	if (!code || at > PY_WORDS - 2)
 		return 1;
+	code &= PY_WORD_MASK;
+	if (ps->p.names_off && !bpf_probe_read_user(ps->names, sizeof(ps->names), (void *)(code + ps->p.names_off)))
+		code |= py_tag(ps->names[0], ps->names[1]) << 48;
 	/*
 	 * Masked: 6.1's verifier loses the bound checked above, and the
 	 * barriers keep clang from dropping the masks it implies. at may be

@@ -79,6 +79,11 @@ func (l *Layout) Entry(e uint8) bool { return l.Minor == 11 && e != 0 }
 // FRAME_OWNED_BY_CSTACK): no Python code of the program's.
 func (l *Layout) Shim(e uint8) bool { return l.Minor >= 12 && e == 3 }
 
+// Tagged reports whether the probes tag each frame's code object with its
+// co_filename and co_name pointers (symbolize.PythonTag): they read 16
+// bytes from co_filename, so co_name must follow it.
+func (l *Layout) Tagged() bool { return l.Code.Filename != 0 && l.Code.Name == l.Code.Filename+8 }
+
 // glibcSpecific is the offset of specific_1stblock in glibc's struct
 // pthread (the TCB at fsbase), x86-64, glibc 2.26 to 2.40.
 const glibcSpecific = 0x310

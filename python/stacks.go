@@ -32,7 +32,8 @@ func NewStacks(res *symbolize.Resolver) *Stacks {
 func (s *Stacks) Add(pid uint32, l *Layout) error {
 	if err := s.res.AddPython(int(pid), symbolize.PythonLayout{Minor: l.Minor, FirstLine: l.Code.FirstLine,
 		Filename: l.Code.Filename, Name: l.Code.Name, Qualname: l.Code.Qualname, Linetable: l.Code.Linetable,
-		Adaptive: l.Code.Adaptive, ASCIIData: l.Code.ASCIIData, CompactData: l.Code.CompactData}); err != nil {
+		Adaptive: l.Code.Adaptive, ASCIIData: l.Code.ASCIIData, CompactData: l.Code.CompactData,
+		Tagged: l.Tagged()}); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -53,6 +54,10 @@ func (s *Stacks) Forget(pid uint32) {
 
 // Batch starts a batch of events (symbolize.Resolver.NextPythonBatch).
 func (s *Stacks) Batch() { s.res.NextPythonBatch() }
+
+// codeMask takes a frame's code object address from its first word; its
+// tag (symbolize.PythonTag) is in the 16 bits above.
+const codeMask = 1<<48 - 1
 
 // group is the Python frames one eval loop call ran, innermost first.
 type group []uint64
@@ -85,7 +90,7 @@ func (s *Stacks) Merge(pid uint32, callSite uint64, native, py []uint64, out []u
 			}
 			continue
 		}
-		addr, ok := s.res.PythonFrame(int(pid), code, l.instr(code, word))
+		addr, ok := s.res.PythonFrame(int(pid), code&codeMask, uint16(code>>48), l.instr(code&codeMask, word))
 		if ok {
 			cur = append(cur, addr)
 		}
@@ -137,7 +142,8 @@ func (s *Stacks) charge(pid uint32, l *Layout, callSite uint64, py []uint64) uin
 		if l.Shim(uint8(py[i+1] >> 48)) {
 			continue
 		}
-		if addr, ok := s.res.PythonFrame(int(pid), py[i], l.instr(py[i], py[i+1])); ok {
+		code := py[i] & codeMask
+		if addr, ok := s.res.PythonFrame(int(pid), code, uint16(py[i]>>48), l.instr(code, py[i+1])); ok {
 			return addr
 		}
 	}

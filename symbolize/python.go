@@ -26,6 +26,17 @@ type PythonLayout struct {
 	Minor                                          int
 	FirstLine, Filename, Name, Qualname, Linetable uint32
 	Adaptive, ASCIIData, CompactData               uint32
+	// Tagged: the probes record each frame's PythonTag (co_name follows
+	// co_filename in the code object).
+	Tagged bool
+}
+
+// PythonTag folds a code object's co_filename and co_name pointers into
+// the 16 bits the probes record beside its address (bpf/python.h's
+// py_tag): a code object freed and replaced at the same address by the
+// time its names are read has, but for one chance in 65536, another tag.
+func PythonTag(file, name uint64) uint16 {
+	return uint16((file ^ name*0x9e3779b97f4a7c15) * 0xff51afd7ed558ccd >> 48)
 }
 
 // pyCode is one code object as read from its process.
@@ -34,6 +45,7 @@ type pyCode struct {
 	// pointers: read again to tell a code object freed and replaced at
 	// the same address.
 	names     [3]uint64
+	tag       uint16 // PythonTag of names
 	file      string
 	function  string
 	firstLine int
@@ -51,6 +63,9 @@ type pyProc struct {
 	layout PythonLayout
 	mem    *os.File
 	codes  map[uint64]*pyCode
+	// replaced: code objects read before another took their address, by
+	// address and tag, for the events still to come that ran them.
+	replaced map[pyReplaced]*pyCode
 	// checked: the batch (PythonCode.Batch) in which each code object
 	// was last checked against its process.
 	checked map[uint64]uint64
@@ -64,6 +79,18 @@ type pythonFrames struct {
 	ids    map[pyFrameKey]uint64
 	batch  uint64
 }
+
+type pyReplaced struct {
+	code uint64
+	tag  uint16
+}
+
+// maxPyReplaced bounds a process's replaced code objects kept.
+const maxPyReplaced = 4096
+
+// PythonFreed is the function of a frame whose code object was freed,
+// and its address reused, before memtrace read its names.
+const PythonFreed = "[python code freed before it was named]"
 
 type pyFrameKey struct {
 	pid      int
@@ -86,7 +113,8 @@ func (r *Resolver) AddPython(pid int, l PythonLayout) error {
 	if old := r.py.procs[pid]; old != nil {
 		old.mem.Close()
 	}
-	r.py.procs[pid] = &pyProc{layout: l, mem: mem, codes: map[uint64]*pyCode{}, checked: map[uint64]uint64{}}
+	r.py.procs[pid] = &pyProc{layout: l, mem: mem, codes: map[uint64]*pyCode{}, checked: map[uint64]uint64{},
+		replaced: map[pyReplaced]*pyCode{}}
 	return nil
 }
 
@@ -110,30 +138,24 @@ func (r *Resolver) NextPythonBatch() {
 }
 
 // PythonFrame returns the address that stands for the Python frame
-// running code object code at instruction offset instr (in code units),
-// and false when the code object cannot be read.
-func (r *Resolver) PythonFrame(pid int, code uint64, instr uint32) (uint64, bool) {
+// running code object code (tagged tag, PythonTag) at instruction offset
+// instr (in code units), and false when the code object cannot be read.
+// A code object replaced at its address before it was read gives the
+// frame PythonFreed: its names are gone.
+func (r *Resolver) PythonFrame(pid int, code uint64, tag uint16, instr uint32) (uint64, bool) {
 	r.py.mu.Lock()
 	defer r.py.mu.Unlock()
 	p := r.py.procs[pid]
 	if p == nil {
 		return 0, false
 	}
-	c := p.codes[code]
-	if c != nil && p.checked[code] != r.py.batch {
-		var names [3]uint64
-		if p.readNames(code, &names) != nil || names != c.names {
-			c = nil
-		}
+	c, err := p.code(code, tag, r.py.batch)
+	if err != nil {
+		return 0, false
 	}
 	if c == nil {
-		var err error
-		if c, err = p.readCode(code); err != nil {
-			return 0, false
-		}
-		p.codes[code] = c
+		return r.py.frameID(pyFrameKey{pid: pid, function: PythonFreed}), true
 	}
-	p.checked[code] = r.py.batch
 	if c.units != 0 && uint64(instr) >= c.units {
 		return 0, false
 	}
@@ -142,15 +164,59 @@ func (r *Resolver) PythonFrame(pid int, code uint64, instr uint32) (uint64, bool
 		line = uint64(c.line(p.layout.Minor, instr))
 		c.lines[instr] = line
 	}
-	k := pyFrameKey{pid, c.file, c.function, int(line)}
-	if id, ok := r.py.ids[k]; ok {
-		return id, true
+	return r.py.frameID(pyFrameKey{pid, c.file, c.function, int(line)}), true
+}
+
+// code returns the code object an event ran at address code with tag,
+// nil when it was replaced before it was read. A code object met again
+// is checked against its process once per batch.
+func (p *pyProc) code(code uint64, tag uint16, batch uint64) (*pyCode, error) {
+	tagged := p.layout.Tagged
+	c := p.codes[code]
+	if c != nil && (p.checked[code] != batch || tagged && c.tag != tag) {
+		var names [3]uint64
+		if err := p.readNames(code, &names); err != nil || names != c.names {
+			p.replace(code, c)
+			c = nil
+		}
 	}
-	id := PythonBase | uint64(len(r.py.frames))<<1
-	r.py.frames = append(r.py.frames, Frame{Address: id, CallAddress: id, Function: c.function,
-		File: c.file, Line: int(line), Module: "python", Python: true})
-	r.py.ids[k] = id
-	return id, true
+	if c == nil {
+		var err error
+		if c, err = p.readCode(code); err != nil {
+			return nil, err
+		}
+		p.codes[code] = c
+	}
+	p.checked[code] = batch
+	if tagged && c.tag != tag {
+		// The event ran a code object since replaced: read before, or never.
+		return p.replaced[pyReplaced{code, tag}], nil
+	}
+	return c, nil
+}
+
+// replace keeps c, replaced at its address, for the events that ran it.
+func (p *pyProc) replace(code uint64, c *pyCode) {
+	if len(p.replaced) >= maxPyReplaced {
+		for k := range p.replaced {
+			delete(p.replaced, k)
+			break
+		}
+	}
+	p.replaced[pyReplaced{code, c.tag}] = c
+	delete(p.codes, code)
+}
+
+// frameID is the address standing for the frame k (py.mu held).
+func (f *pythonFrames) frameID(k pyFrameKey) uint64 {
+	if id, ok := f.ids[k]; ok {
+		return id
+	}
+	id := PythonBase | uint64(len(f.frames))<<1
+	f.frames = append(f.frames, Frame{Address: id, CallAddress: id, Function: k.function,
+		File: k.file, Line: k.line, Module: "python", Python: true})
+	f.ids[k] = id
+	return id
 }
 
 // PythonFrameOf returns the Python frame addr stands for (PythonFrame).
@@ -222,6 +288,7 @@ func (p *pyProc) readCode(code uint64) (*pyCode, error) {
 	if err := p.readNames(code, &c.names); err != nil {
 		return nil, err
 	}
+	c.tag = PythonTag(c.names[0], c.names[1])
 	var err error
 	if c.file, err = p.str(c.names[0]); err != nil {
 		return nil, err

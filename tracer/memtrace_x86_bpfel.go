@@ -276,7 +276,7 @@ type memtracePyProc struct {
 	PrevOff     uint32
 	InstrOff    uint32
 	EntryOff    uint32
-	Pad         uint32
+	NamesOff    uint32
 }
 
 type memtracePyState struct {
@@ -287,6 +287,7 @@ type memtracePyState struct {
 	Frame  uint64
 	At     uint32
 	N      uint32
+	Names  [2]uint64
 	Buf    [128]uint8
 }
 

@@ -28,6 +28,9 @@ func (t *Objects) TracePython(pid uint32, l *python.Layout) error {
 		TssKey: l.TSSKey, TsdOff: l.TSDOffset(), TstateFrame: l.TstateFrame, CframeFrame: l.CFrameFrame,
 		CodeOff: l.Frame.Code, PrevOff: l.Frame.Prev, InstrOff: l.Frame.Instr, EntryOff: l.Frame.Entry,
 	}
+	if l.Tagged() {
+		p.NamesOff = l.Code.Filename
+	}
 	if err := t.objs.PyProcs.Update(pid, &p, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("trace python frames of %d: %w", pid, err)
 	}

@@ -116,7 +116,7 @@ type UnwindPyProc struct {
 	PrevOff     uint32
 	InstrOff    uint32
 	EntryOff    uint32
-	Pad         uint32
+	NamesOff    uint32
 }
 
 type UnwindPyState struct {
@@ -127,6 +127,7 @@ type UnwindPyState struct {
 	Frame  uint64
 	At     uint32
 	N      uint32
+	Names  [2]uint64
 	Buf    [128]uint8
 }
 
