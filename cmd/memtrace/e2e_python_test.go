@@ -230,15 +230,8 @@ func TestPythonLines(t *testing.T) {
 			}
 			t.Logf("%d of %d stacks charged to the script reach its <module>, %d of their %d live bytes",
 				reached, pyStacks, reachedBytes, pyBytes)
-			// Debian's build drains its start-up's events after code
-			// objects it freed (a .pth file's exec) were replaced at the
-			// same address: a few small stacks get a line of the script
-			// (docs/python.md, Limits); there the live bytes count.
-			if py.inlined {
-				pyStacks, reached = int(pyBytes>>10), int(reachedBytes>>10)
-			}
 			if pyStacks == 0 || reached*100 < pyStacks*99 {
-				t.Errorf("%d of %d stacks (Debian: KiB) charged to the script reach its <module>, want 99%%", reached, pyStacks)
+				t.Errorf("%d of %d stacks charged to the script reach its <module>, want 99%%", reached, pyStacks)
 			}
 		})
 	}
