@@ -1,7 +1,9 @@
 package symbolize
 
 import (
+	"encoding/binary"
 	"encoding/hex"
+	"os"
 	"testing"
 )
 
@@ -35,5 +37,106 @@ func TestPythonLineTables(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// fakePyMem is a process's memory as a sparse file, holding 3.11 code
+// objects: pyProc reads it as it reads /proc/PID/mem.
+type fakePyMem struct {
+	t *testing.T
+	f *os.File
+}
+
+var layout311 = PythonLayout{Minor: 11, FirstLine: 72, Filename: 112, Name: 120, Qualname: 128,
+	Linetable: 136, Adaptive: 184, ASCIIData: 40, CompactData: 56, Tagged: true}
+
+func (m fakePyMem) u64(addr, v uint64) {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], v)
+	if _, err := m.f.WriteAt(b[:], int64(addr)); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+// str writes a compact ASCII str object.
+func (m fakePyMem) str(addr uint64, s string) {
+	m.u64(addr+16, uint64(len(s)))
+	m.u64(addr+32, 1<<2|1<<5|1<<6) // kind 1, compact, ascii
+	if _, err := m.f.WriteAt([]byte(s), int64(addr+40)); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+// code writes a code object at addr named name (its strings at strs),
+// of 10 code units, first line 7, with an empty line table.
+func (m fakePyMem) code(addr, strs uint64, name string) (tag uint16) {
+	file, fn, table := strs, strs+0x100, strs+0x200
+	m.str(file, "app.py")
+	m.str(fn, name)
+	m.u64(table+16, 0)
+	m.u64(addr+16, 10)
+	m.u64(addr+72, 7)
+	for off, v := range map[uint64]uint64{112: file, 120: fn, 128: fn, 136: table} {
+		m.u64(addr+off, v)
+	}
+	return PythonTag(file, fn)
+}
+
+// TestPythonReplacedCode: a code object freed and replaced at its address
+// before or after memtrace read it. Each event carries the tag the
+// probes read; its frame is named after the object it ran, or
+// PythonFreed when that object was never read.
+func TestPythonReplacedCode(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "mem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m := fakePyMem{t, f}
+	p := &pyProc{layout: layout311, mem: f, codes: map[uint64]*pyCode{}, checked: map[uint64]uint64{},
+		replaced: map[pyReplaced]*pyCode{}}
+	const addr = 0x10000
+	first := m.code(addr, 0x20000, "first")
+	steps := []struct {
+		what  string
+		write string // a code object written at addr before the event; "" none
+		strs  uint64
+		tag   *uint16 // the event's; nil: the one just written
+		batch uint64
+		want  string // "": PythonFreed
+	}{
+		{what: "read once", tag: &first, batch: 1, want: "first"},
+		{what: "met again in its batch", tag: &first, batch: 1, want: "first"},
+		{what: "replaced, the new one's event", write: "second", strs: 0x30000, batch: 2, want: "second"},
+		{what: "an event of the first, drained late", tag: &first, batch: 2, want: "first"},
+		{what: "replaced twice before a read", write: "third", strs: 0x40000, batch: 3, want: "third"},
+	}
+	var lastTag uint16
+	for _, s := range steps {
+		tag := lastTag
+		if s.write != "" {
+			tag = m.code(addr, s.strs, s.write)
+			lastTag = tag
+		}
+		if s.tag != nil {
+			tag = *s.tag
+		}
+		c, err := p.code(addr, tag, s.batch)
+		if err != nil {
+			t.Fatalf("%s: %v", s.what, err)
+		}
+		got := ""
+		if c != nil {
+			got = c.function
+		}
+		if got != s.want {
+			t.Errorf("%s: named %q, want %q", s.what, got, s.want)
+		}
+	}
+	// "fourth" ran and was replaced by "fifth" before anything was read.
+	fourth := PythonTag(0x50000, 0x50100)
+	m.code(addr, 0x60000, "fifth")
+	if c, err := p.code(addr, fourth, 4); err != nil || c != nil {
+		t.Errorf("a code object never read: %v, %v; want nil (PythonFreed)", c, err)
 	}
 }
