@@ -18,8 +18,9 @@ const pythonIters = 20000
 
 // python times testdata/bench/pydepth.py's loop (ns per iteration, start-up
 // left out), at a Python stack of 2 and of 50 frames, untraced and under
-// memtrace exact and sampled: what reading Python frames costs per event
-// and per frame. The interpreter is Debian's python3.11 (pymalloc's fast
+// memtrace exact and sampled, with Python frames and without
+// (--no-python-frames): what reading Python frames costs per event and
+// per frame. The interpreter is Debian's python3.11 (pymalloc's fast
 // path inlined: its allocations there reach no probe) or, when present,
 // pyenv's 3.11, whose every pymalloc call is probed.
 func (r *runner) python(ctx context.Context) ([]*Comparison, error) {
@@ -50,11 +51,10 @@ func (r *runner) python(ctx context.Context) ([]*Comparison, error) {
 			v, err := loop(runEnv(ctx, pythonTimeout, env, py, script))
 			return v, nil, err
 		}})
-		for _, mode := range []struct{ name, flag string }{{"memtrace", ""}, {"memtrace sampled", "--sample-bytes=512K"}} {
+		for _, mode := range []struct{ name, flags string }{{"memtrace", ""}, {"memtrace sampled", "--sample-bytes=512K"},
+			{"memtrace native only", "--no-python-frames"}, {"memtrace sampled native only", "--sample-bytes=512K --no-python-frames"}} {
 			args := []string{"--json", "-o", os.DevNull}
-			if mode.flag != "" {
-				args = append(args, mode.flag)
-			}
+			args = append(args, strings.Fields(mode.flags)...)
 			args = append(args, "--", py, script)
 			vs = append(vs, workloadVariant{name: fmt.Sprintf("%s %d frames", mode.name, depth), skip: r.noBPF,
 				run: func(ctx context.Context) ([]float64, *traceSummary, error) {

@@ -26,6 +26,9 @@ type Config struct {
 	// Detail groups by whole call stack (StackDepth frames).
 	Detail     bool
 	StackDepth int
+	// NoPythonFrames: Python processes keep native frames only (their
+	// pymalloc calls are still traced).
+	NoPythonFrames bool
 	// JVMPerfMap asks each traced JVM for its perf map at each report
 	// (--jvm-perfmap; jvm.go).
 	JVMPerfMap bool

@@ -32,7 +32,7 @@ const (
 // Python: a pymalloc call, or a sampled fault (whole host, resident
 // memory only). From then on its probes read its Python frames.
 func (s *session) pythonEvent(e *event.Event) {
-	if s.objs == nil || (!e.Func.Python() && e.Kind != event.Fault) {
+	if s.objs == nil || s.cfg.NoPythonFrames || (!e.Func.Python() && e.Kind != event.Fault) {
 		return
 	}
 	if s.py == nil {

@@ -114,6 +114,7 @@ func traceFlags(fs *pflag.FlagSet, c *session.Config) func(command []string) err
 	fs.BoolVarP(&c.Verbose, "verbose", "v", false, "log what is attached, and where")
 	fs.BoolVar(&c.Detail, "detail", false, "group by whole call stack and print each stack under its row")
 	fs.BoolVar(&c.JVMPerfMap, "jvm-perfmap", false, "ask each traced JVM (-p, --) for its perf map (jcmd Compiler.perfmap) to name its JIT code; starts the JVM's attach listener thread (docs/runtimes-jit.md)")
+	fs.BoolVar(&c.NoPythonFrames, "no-python-frames", false, "charge Python processes' allocations to the interpreter's C functions, not to Python lines (no Python frames read; docs/python.md)")
 	fs.IntVar(&c.StackDepth, "stack-depth", 16, "`N` frames per stack with --detail, and per sampled allocation's stack in sampled mode (at most 126)")
 	var wrapperFile string
 	var extraWrappers []string

@@ -36,7 +36,7 @@ limit=${MEMTRACE_KERNELS_TIMEOUT:-1200}
 # that comes before the plugin's unwind table is built in the background,
 # so the stack stops at the plugin as docs/unwinding.md says ("Before the
 # tables"); it runs on the host in make test.
-E2E_TESTS=${E2E_TESTS:-'^(TestLeaksExact|TestAttachRunning|TestCommandStatus|TestWrappers|TestDlopenUnloaded|TestDetailStacks|TestWrapperRules|TestExceptionsUnchanged|TestWrappersOnOverlay|TestFailOnLeak|TestLeakCheckAttached|TestSampledEstimates|TestSampledAttachPaths|TestSessionUnderAnotherTracer|TestMapsAfterSkippedReturn|TestSampledAlignedCounts|TestSampledForgottenBlocks|TestSampledFilterCount|TestSampledFailedCalls|TestHostCgroup|TestBadInput|TestKernelRefused|TestPerProbeSameFigures|TestFootprintFixtures|TestResidentCommand|TestResidentReleased|TestResidentHugePages|TestResidentRefault|TestResidentMoved|TestResidentGoChurn|TestResidentGo|TestAccessFixture)$'}
+E2E_TESTS=${E2E_TESTS:-'^(TestLeaksExact|TestAttachRunning|TestCommandStatus|TestWrappers|TestDlopenUnloaded|TestDetailStacks|TestWrapperRules|TestExceptionsUnchanged|TestWrappersOnOverlay|TestFailOnLeak|TestLeakCheckAttached|TestSampledEstimates|TestSampledAttachPaths|TestSessionUnderAnotherTracer|TestMapsAfterSkippedReturn|TestSampledAlignedCounts|TestSampledForgottenBlocks|TestSampledFilterCount|TestSampledFailedCalls|TestHostCgroup|TestBadInput|TestKernelRefused|TestPerProbeSameFigures|TestFootprintFixtures|TestResidentCommand|TestResidentReleased|TestResidentHugePages|TestResidentRefault|TestResidentMoved|TestResidentGoChurn|TestResidentGo|TestAccessFixture|TestPythonLines)$'}
 # One host thread runs both vCPUs (single-threaded TCG). With a thread per
 # vCPU (MTTCG, qemu's default) 6.12 guests often panicked in the kernel's
 # own text patching: a vCPU ran a half-patched jump label (an int3, or the
@@ -124,6 +124,8 @@ guest_script() {
 #!/bin/bash
 export CI=true HOME=/root PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export MEMTRACE_BIN=$out/bin/memtrace
+# Debian's interpreter alone: pyenv's builds are the host's, not the guest's kernel's concern.
+export MEMTRACE_PYTHONS=debian-3.11
 uname -r >$res/kernel
 \$MEMTRACE_BIN -v -o /dev/null -- /bin/true 2>$res/verbose.log
 cd $repo/tracer && $out/bin/tracer.test -test.v -test.count=1 -test.run '$TRACER_TESTS' >$res/tracer.log 2>&1
