@@ -32,6 +32,9 @@ type Probe struct {
 	// CategoryArg, when not 0, makes this a JVM category probe (jvm.go):
 	// entry only, reading HotSpot's MEMFLAGS from this argument (1-based).
 	CategoryArg int
+	// CtxFirst: the function takes a context before its Func's arguments
+	// (pymalloc's own _PyObject_Malloc...).
+	CtxFirst bool
 }
 
 // Functions lists what is probed, in order of preference when two names are

@@ -22,6 +22,9 @@ var allocatorNames = func() map[string]bool {
 	for _, f := range pythonFuncs {
 		m[f.name] = true
 	}
+	for _, f := range pymallocFuncs {
+		m[f.name] = true
+	}
 	return m
 }()
 
@@ -78,7 +81,34 @@ func definedFunctions(path string, exe bool, wanted map[string]bool) (out map[st
 		}
 		out[s.Name] = symbol{offset: off, size: s.Size}
 	}
+	if _, ok := out["PyObject_Malloc"]; ok && wanted[pymallocFuncs[0].name] {
+		pymallocLocals(f, exe, out)
+	}
 	return out, nil
+}
+
+// pymallocLocals adds to out pymalloc's own functions (static in
+// obmalloc.c: local symbols of .symtab, where the file keeps one) of the
+// interpreter f. A name defined twice is ambiguous and left out.
+func pymallocLocals(f *elf.File, exe bool, out map[string]symbol) {
+	st, err := f.Symbols()
+	if err != nil {
+		return
+	}
+	seen := map[string]int{}
+	for _, s := range st {
+		if !isPymallocFunc(s.Name) || s.Section == elf.SHN_UNDEF || s.Value == 0 ||
+			elf.ST_TYPE(s.Info) != elf.STT_FUNC || elf.ST_BIND(s.Info) != elf.STB_LOCAL {
+			continue
+		}
+		seen[s.Name]++
+		off, ok := fileOffset(f, s.Value)
+		if !ok || seen[s.Name] > 1 {
+			delete(out, s.Name)
+			continue
+		}
+		out[s.Name] = symbol{offset: off, size: s.Size}
+	}
 }
 
 // fileOffset maps a virtual address to its offset in the file through the

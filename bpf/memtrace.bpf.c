@@ -398,7 +398,7 @@ static __always_inline struct inflight *leave(struct pt_regs *ctx)
 	s = thread_state(bpf_get_current_task_btf(), 0);
 	if (!s || !s->sp || s->noret || PT_REGS_SP(ctx) != s->sp + 8) {
 		if (fault_sample_bytes && s && s->nested_sp &&
-		    (bpf_get_attach_cookie(ctx) & FUNC_COOKIE_MASK) == FUNC_MREMAP)
+		    (bpf_get_attach_cookie(ctx) & FUNC_COOKIE_ID) == FUNC_MREMAP)
 			nested_moved(ctx, s);
 		return 0;
 	}
@@ -542,12 +542,40 @@ static __always_inline void emit_proc(__u8 kind, __u64 wanted, __u64 flags)
 }
 
 /*
- * enter_call records the entry of an allocating call, reading its
- * function's arguments (enter); 1 when recorded.
+ * call_args reads the first three arguments of a probed call, each one
+ * register later when its attach cookie has FUNC_COOKIE_CTX. Every
+ * register is read at its fixed offset: a ctx offset chosen at run time
+ * is refused by the verifier.
  */
-static __always_inline int enter_call(struct pt_regs *ctx, struct task_struct *t, __u64 fn)
+static __always_inline void call_args(struct pt_regs *ctx, __u64 cookie, __u64 *a1, __u64 *a2, __u64 *a3)
 {
-	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx);
+	__u64 r1 = PT_REGS_PARM1(ctx), r2 = PT_REGS_PARM2(ctx), r3 = PT_REGS_PARM3(ctx), r4 = PT_REGS_PARM4(ctx);
+
+	barrier_var(r1);
+	barrier_var(r2);
+	barrier_var(r3);
+	barrier_var(r4);
+	if (cookie & FUNC_COOKIE_CTX) {
+		*a1 = r2;
+		*a2 = r3;
+		*a3 = r4;
+	} else {
+		*a1 = r1;
+		*a2 = r2;
+		*a3 = r3;
+	}
+}
+
+/*
+ * enter_call records the entry of an allocating call, reading its
+ * function's arguments (enter); 1 when recorded. cookie is the attach
+ * cookie (FUNC_COOKIE_CTX), fn the function's id.
+ */
+static __always_inline int enter_call(struct pt_regs *ctx, struct task_struct *t, __u64 fn, __u64 cookie)
+{
+	__u64 a1, a2, a3;
+
+	call_args(ctx, cookie, &a1, &a2, &a3);
 
 	switch (fn & FUNC_BASE_MASK) {
 	case FUNC_MALLOC:
@@ -589,8 +617,10 @@ SEC("uprobe.multi")
 int mt_alloc_entry(struct pt_regs *ctx)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
-	__u64 fn = bpf_get_attach_cookie(ctx), id = task_id(t);
-	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx);
+	__u64 c = bpf_get_attach_cookie(ctx), fn = c & FUNC_COOKIE_ID, id = task_id(t);
+	__u64 a1, a2, a3;
+
+	call_args(ctx, c, &a1, &a2, &a3);
 
 	if (!wanted_task(t))
 		return 0;
@@ -618,7 +648,7 @@ int mt_alloc_entry(struct pt_regs *ctx)
 			emit(&(struct emit_args){.kind = KIND_MUNMAP, .func = FUNC_MUNMAP, .addr = a1, .size = a2, .id = id});
 		break;
 	default:
-		enter_call(ctx, t, fn);
+		enter_call(ctx, t, fn, c);
 	}
 	return 0;
 }
@@ -668,7 +698,7 @@ static __always_inline int on_return(struct pt_regs *ctx)
 	 * whose return never ran (it entered while the return links were
 	 * being attached) cannot take dlopen's return for its own.
 	 */
-	if ((bpf_get_attach_cookie(ctx) & FUNC_COOKIE_MASK) == FUNC_DLOPEN) {
+	if ((bpf_get_attach_cookie(ctx) & FUNC_COOKIE_ID) == FUNC_DLOPEN) {
 		if (ret)
 			frames_invalidate(); /* a library may be where a dlclosed one was */
 		if (ret && wanted())
@@ -750,7 +780,8 @@ static __always_inline int skippable_size(struct pt_regs *ctx, __u64 fn, __u64 *
 	/*
 	 * pymalloc's functions call malloc for large blocks: a skipped
 	 * return would leave that malloc a call of its own, counted twice
-	 * (in_outer). Their returns always run.
+	 * (in_outer). Their returns always run; and only they may take a
+	 * context first (FUNC_COOKIE_CTX), which the arguments below ignore.
 	 */
 	if (fn & FUNC_PY)
 		return 0;
@@ -824,7 +855,7 @@ static __always_inline int session_enter(struct pt_regs *ctx, struct task_struct
 SEC("uprobe.session")
 int mt_alloc_sess(struct pt_regs *ctx)
 {
-	__u64 c = bpf_get_attach_cookie(ctx), fn = c & FUNC_COOKIE_MASK, size;
+	__u64 c = bpf_get_attach_cookie(ctx), fn = c & FUNC_COOKIE_ID, size;
 	struct task_struct *t;
 
 	if (bpf_session_is_return())
@@ -836,7 +867,7 @@ int mt_alloc_sess(struct pt_regs *ctx)
 		return 1;
 	if (skippable_size(ctx, fn, &size))
 		return session_enter(ctx, t, fn, size, c >> FUNC_COOKIE_LEN_SHIFT);
-	if (enter_call(ctx, t, fn))
+	if (enter_call(ctx, t, fn, c))
 		return 0;
 	/*
 	 * An mremap inside realloc is not recorded, but with resident

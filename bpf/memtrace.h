@@ -69,6 +69,12 @@ enum func_domain {
  */
 enum func_cookie {
 	FUNC_COOKIE_MASK = 0xffffffff,
+	FUNC_COOKIE_ID = 0xff, /* the function's id (enum func_id, FUNC_PY's bit included) */
+	/*
+	 * The function takes a context first (pymalloc's own _PyObject_Malloc,
+	 * _PyObject_Free...): each argument is one register later.
+	 */
+	FUNC_COOKIE_CTX = 0x100,
 	FUNC_COOKIE_LEN_SHIFT = 32,
 };
 

@@ -52,10 +52,18 @@ func needsReturn(p Placement) bool {
 // of the function's code follow the probe (mt_jvm_entry).
 func cookie(p Placement) uint64 {
 	if p.CategoryArg == 0 {
-		return uint64(p.Func)
+		return uint64(p.Func) | ctxBit(p)
 	}
 	return uint64(p.CategoryArg)&uint64(memtraceJvmCookieJVM_COOKIE_ARG_MASK) |
 		(p.Size-min(p.Size, uint64(p.Skip)))<<memtraceJvmCookieJVM_COOKIE_LEN_SHIFT
+}
+
+// ctxBit is FUNC_COOKIE_CTX for a function that takes a context first.
+func ctxBit(p Placement) uint64 {
+	if p.CtxFirst {
+		return uint64(memtraceFuncCookieFUNC_COOKIE_CTX)
+	}
+	return 0
 }
 
 // sessionCookie is the attach cookie of p's session probe (enum
@@ -63,7 +71,7 @@ func cookie(p Placement) uint64 {
 // the probe, so that the probes know which code a call whose return they
 // skipped runs (in_outer; 0 when the symbol has no size).
 func sessionCookie(p Placement) uint64 {
-	return uint64(p.Func) | (p.Size-min(p.Size, uint64(p.Skip)))<<memtraceFuncCookieFUNC_COOKIE_LEN_SHIFT
+	return uint64(p.Func) | ctxBit(p) | (p.Size-min(p.Size, uint64(p.Skip)))<<memtraceFuncCookieFUNC_COOKIE_LEN_SHIFT
 }
 
 // entryProg is the entry program of p's probe.
@@ -104,6 +112,10 @@ func Place(probes []allocator.Probe) []Placement {
 func arity(p allocator.Probe) int {
 	if p.CategoryArg != 0 {
 		return p.CategoryArg
+	}
+	if p.CtxFirst {
+		p.CtxFirst = false
+		return 1 + arity(p)
 	}
 	switch p.Func.Base() {
 	case event.FuncMalloc, event.FuncValloc, event.FuncPvalloc, event.FuncFree:

@@ -191,6 +191,8 @@ type memtraceFuncCookie uint32
 
 const (
 	memtraceFuncCookieFUNC_COOKIE_MASK      memtraceFuncCookie = 4294967295
+	memtraceFuncCookieFUNC_COOKIE_ID        memtraceFuncCookie = 255
+	memtraceFuncCookieFUNC_COOKIE_CTX       memtraceFuncCookie = 256
 	memtraceFuncCookieFUNC_COOKIE_LEN_SHIFT memtraceFuncCookie = 32
 )
 

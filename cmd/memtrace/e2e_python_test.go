@@ -186,7 +186,12 @@ func TestPythonLines(t *testing.T) {
 			got := map[string]uint64{}
 			var pyStacks, reached int
 			var pyBytes, reachedBytes uint64
-			for _, s := range parseNDJSON(t, string(js)).sites {
+			rep := parseNDJSON(t, string(js))
+			if lost := rep.finalProcess(t).LostEvents; lost != 0 {
+				// Not a failure of its own: the lines below say whether it mattered.
+				t.Logf("%d events lost (the ring overflowed: a loaded machine)", lost)
+			}
+			for _, s := range rep.sites {
 				if !s.Final || s.Module != "python" {
 					continue
 				}

@@ -1,0 +1,61 @@
+package allocator
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestBindPymalloc: where the interpreter keeps pymalloc's own functions'
+// local symbols (pyenv's builds) they are probed, context first, in place
+// of the PyObject_*/PyMem_* entry points that reach them (whose entries
+// the kernel must single-step); Debian's stripped python3.11 keeps the
+// entry points.
+func TestBindPymalloc(t *testing.T) {
+	type interp struct {
+		path string
+		exe  bool
+		want []string // probed symbols
+		ctx  bool
+	}
+	var tests []interp
+	if _, err := os.Stat("/usr/bin/python3.11"); err == nil {
+		tests = append(tests, interp{"/usr/bin/python3.11", true, []string{"PyMem_Calloc", "PyMem_Free", "PyMem_Malloc",
+			"PyMem_Realloc", "PyObject_Calloc", "PyObject_Free", "PyObject_Malloc", "PyObject_Realloc"}, false})
+	} else if os.Getenv("CI") == "true" {
+		t.Fatalf("CI=true but %v: install python3.11", err)
+	}
+	home, _ := os.UserHomeDir()
+	libs, _ := filepath.Glob(filepath.Join(home, ".pyenv", "versions", "3.1[0-3].*", "lib", "libpython3.*.so.1.0"))
+	for _, l := range libs {
+		tests = append(tests, interp{l, false, []string{"_PyObject_Calloc", "_PyObject_Free", "_PyObject_Malloc", "_PyObject_Realloc"}, true})
+	}
+	if len(tests) == 0 {
+		t.Skip("no CPython here")
+	}
+	for _, tt := range tests {
+		t.Run(filepath.Base(tt.path), func(t *testing.T) {
+			// libc: Bind wants malloc and free somewhere.
+			probes, err := Bind([]Module{{Path: tt.path, Module: tt.path, Exe: tt.exe},
+				{Path: "/lib/x86_64-linux-gnu/libc.so.6", Module: "libc.so.6"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, p := range probes {
+				if !p.Func.Python() {
+					continue
+				}
+				got = append(got, p.Symbol)
+				if p.CtxFirst != tt.ctx {
+					t.Errorf("%s: CtxFirst %v, want %v", p.Symbol, p.CtxFirst, tt.ctx)
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("pymalloc probes %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
