@@ -1,8 +1,9 @@
 //go:build ignore
 
 /*
- * Unit tests of the stack walk (unwind.h) and of the refault slots that the
- * resident probes charge and look up (refault.h, resident.h), run through
+ * Unit tests of the stack walk (unwind.h), of the Python frame walk
+ * (python.h) and of the refault slots that the resident probes charge
+ * and look up (refault.h, resident.h), run through
  * BPF_PROG_TEST_RUN on known inputs: a synthetic stack in the test's own
  * memory, walked with unwind rows the test writes for a file it maps; and
  * pages charged and told again. The file includes memtrace.bpf.c whole, so
@@ -93,5 +94,45 @@ int mt_test_refault(struct refault_test *t)
 	else
 		tell_refault(t->tgid, t->addr, t->size);
 	t->told = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) - before;
+	return 0;
+}
+
+/* A Python frame chain to walk (python.h) and, on return, what was kept. */
+struct py_walk_test {
+	__u64 frame;                                  /* in: the innermost frame */
+	__u32 code_off, prev_off, instr_off, entry_off; /* in: as struct py_proc */
+	__u32 names_off;                              /* in: 0: no tag */
+	__u32 n;                                      /* out: Python frames kept */
+};
+
+/*
+ * mt_test_py_walk walks a Python frame chain from t->frame as py_walk does
+ * once it has the thread's frame; the words kept go to walk_frames.
+ */
+SEC("syscall")
+int mt_test_py_walk(struct py_walk_test *t)
+{
+	struct stack_record *rec;
+	struct walk_frames *out;
+	struct py_state *ps;
+	__u32 zero = 0;
+
+	rec = bpf_map_lookup_elem(&scratch, &zero);
+	out = bpf_map_lookup_elem(&walk_frames, &zero);
+	ps = bpf_map_lookup_elem(&py_scratch, &zero);
+	if (!rec || !out || !ps)
+		return 1;
+	__builtin_memset(&ps->p, 0, sizeof(ps->p));
+	ps->p.code_off = t->code_off;
+	ps->p.prev_off = t->prev_off;
+	ps->p.instr_off = t->instr_off;
+	ps->p.entry_off = t->entry_off;
+	ps->p.names_off = t->names_off;
+	ps->frame = t->frame;
+	ps->at = 0;
+	ps->n = 0;
+	bpf_loop(MAX_PY_FRAMES, py_step, 0, 0);
+	t->n = ps->n;
+	bpf_probe_read_kernel(out, sizeof(*out), rec->frames);
 	return 0;
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"golang.org/x/sys/unix"
 
+	"github.com/memtrace/memtrace/symbolize"
 	"github.com/memtrace/memtrace/tracer/bpftest"
 )
 
@@ -32,6 +33,15 @@ type unwindTestObjects struct {
 	Files   *ebpf.Map     `ebpf:"unwind_files"`
 	Slots   *ebpf.Map     `ebpf:"refault_slots"`
 	Frames  *ebpf.Map     `ebpf:"walk_frames"`
+	PyWalk  *ebpf.Program `ebpf:"mt_test_py_walk"`
+}
+
+// pyWalkTest is struct py_walk_test.
+type pyWalkTest struct {
+	Frame                                uint64
+	CodeOff, PrevOff, InstrOff, EntryOff uint32
+	NamesOff                             uint32
+	N                                    uint32
 }
 
 // walkTest is struct walk_test (checked against the object's BTF).
@@ -68,8 +78,8 @@ func loadUnwindTest(t *testing.T) *unwindTestObjects {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, v := range map[string]any{"walkTest": walkTest{}, "refaultTest": refaultTest{}} {
-		ctype := map[string]string{"walkTest": "walk_test", "refaultTest": "refault_test"}[name]
+	for name, v := range map[string]any{"walkTest": walkTest{}, "refaultTest": refaultTest{}, "pyWalkTest": pyWalkTest{}} {
+		ctype := map[string]string{"walkTest": "walk_test", "refaultTest": "refault_test", "pyWalkTest": "py_walk_test"}[name]
 		var s *btf.Struct
 		if err := spec.Types.TypeByName(ctype, &s); err != nil {
 			t.Fatal(err)
@@ -86,7 +96,7 @@ func loadUnwindTest(t *testing.T) *unwindTestObjects {
 		t.Fatalf("load test programs: %v", err)
 	}
 	t.Cleanup(func() {
-		_MemtraceClose(objs.Walk, objs.Refault, objs.FileKey, objs.Rows, objs.Files, objs.Slots, objs.Frames)
+		_MemtraceClose(objs.Walk, objs.Refault, objs.FileKey, objs.Rows, objs.Files, objs.Slots, objs.Frames, objs.PyWalk)
 	})
 	return &objs
 }
@@ -294,6 +304,79 @@ func TestRefaultSlots(t *testing.T) {
 			var v [2]uint32
 			if err := objs.Slots.Lookup(slot, &v); err != nil || v != [2]uint32{st.charged, st.uncharged} {
 				t.Errorf("%s: slot %d holds %v (%v), want charged %d uncharged %d", st.name, slot, v, err, st.charged, st.uncharged)
+			}
+		}
+	}
+}
+
+// TestPythonWalk walks a synthetic chain of three CPython 3.11 frames
+// (python.h's py_step): each frame gives its code object, tagged with its
+// co_filename and co_name pointers as symbolize.PythonTag folds them, and
+// its instruction with its entry byte. A code object whose names cannot
+// be read keeps tag 0; without names_off no tag is read.
+func TestPythonWalk(t *testing.T) {
+	objs := loadUnwindTest(t)
+	mem := newStack(t)
+	base := mem.base()
+	const (
+		codeOff, prevOff, instrOff, entryOff, namesOff = 32, 48, 56, 68, 112
+		frameSize, codeAt                              = 0x100, 0x800
+	)
+	type frame struct {
+		code       uint64 // offset in mem, or an unreadable address when unmapped
+		unmapped   bool
+		file, name uint64
+		instr      uint64
+		entry      uint8
+	}
+	frames := []frame{
+		{code: codeAt, file: 0x7f0000001000, name: 0x7f0000002000, instr: 0x40, entry: 0},
+		{code: codeAt + 0x100, file: 0x7f0000001000, name: 0x7f0000003000, instr: 0x88, entry: 1},
+		{code: 0x10, unmapped: true, instr: 0x20},
+	}
+	for i, f := range frames {
+		at := uint64(i * frameSize)
+		code := f.code
+		if !f.unmapped {
+			code = base + f.code
+			mem.put(f.code+namesOff, f.file)
+			mem.put(f.code+namesOff+8, f.name)
+		}
+		mem.put(at+codeOff, code)
+		mem.put(at+instrOff, code+184+f.instr)
+		mem[at+entryOff] = f.entry
+		if i+1 < len(frames) {
+			mem.put(at+prevOff, base+uint64(i+1)*frameSize)
+		}
+	}
+	for _, tagged := range []bool{true, false} {
+		in := pyWalkTest{Frame: base, CodeOff: codeOff, PrevOff: prevOff, InstrOff: instrOff, EntryOff: entryOff}
+		if tagged {
+			in.NamesOff = namesOff
+		}
+		runCtx(t, objs.PyWalk, &in)
+		if in.N != uint32(len(frames)) {
+			t.Fatalf("tagged %v: %d frames, want %d", tagged, in.N, len(frames))
+		}
+		var got bpftest.UnwindWalkFrames
+		if err := objs.Frames.Lookup(uint32(0), &got); err != nil {
+			t.Fatal(err)
+		}
+		for i, f := range frames {
+			code := f.code
+			if !f.unmapped {
+				code = base + f.code
+			}
+			want := code
+			if tagged && !f.unmapped {
+				want |= uint64(symbolize.PythonTag(f.file, f.name)) << 48
+			}
+			if got.Frames[2*i] != want {
+				t.Errorf("tagged %v, frame %d: code word %#x, want %#x", tagged, i, got.Frames[2*i], want)
+			}
+			wantInstr := (code+184+f.instr)&(1<<48-1) | uint64(f.entry)<<48
+			if got.Frames[2*i+1] != wantInstr {
+				t.Errorf("tagged %v, frame %d: instruction word %#x, want %#x", tagged, i, got.Frames[2*i+1], wantInstr)
 			}
 		}
 	}

@@ -294,6 +294,7 @@ const (
 	UnwindProgMtJvmEntry          = "mt_jvm_entry"
 	UnwindProgMtPageAlloc         = "mt_page_alloc"
 	UnwindProgMtRssStat           = "mt_rss_stat"
+	UnwindProgMtTestPyWalk        = "mt_test_py_walk"
 	UnwindProgMtTestRefault       = "mt_test_refault"
 	UnwindProgMtTestWalk          = "mt_test_walk"
 	UnwindVarCommFilter           = "comm_filter"
@@ -395,6 +396,7 @@ type UnwindProgramSpecs struct {
 	MtJvmEntry    *ebpf.ProgramSpec `ebpf:"mt_jvm_entry"`
 	MtPageAlloc   *ebpf.ProgramSpec `ebpf:"mt_page_alloc"`
 	MtRssStat     *ebpf.ProgramSpec `ebpf:"mt_rss_stat"`
+	MtTestPyWalk  *ebpf.ProgramSpec `ebpf:"mt_test_py_walk"`
 	MtTestRefault *ebpf.ProgramSpec `ebpf:"mt_test_refault"`
 	MtTestWalk    *ebpf.ProgramSpec `ebpf:"mt_test_walk"`
 }
@@ -615,6 +617,7 @@ type UnwindPrograms struct {
 	MtJvmEntry    *ebpf.Program `ebpf:"mt_jvm_entry"`
 	MtPageAlloc   *ebpf.Program `ebpf:"mt_page_alloc"`
 	MtRssStat     *ebpf.Program `ebpf:"mt_rss_stat"`
+	MtTestPyWalk  *ebpf.Program `ebpf:"mt_test_py_walk"`
 	MtTestRefault *ebpf.Program `ebpf:"mt_test_refault"`
 	MtTestWalk    *ebpf.Program `ebpf:"mt_test_walk"`
 }
@@ -633,6 +636,7 @@ func (p *UnwindPrograms) Close() error {
 		p.MtJvmEntry,
 		p.MtPageAlloc,
 		p.MtRssStat,
+		p.MtTestPyWalk,
 		p.MtTestRefault,
 		p.MtTestWalk,
 	)
