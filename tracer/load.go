@@ -396,12 +396,21 @@ func sampledBlocks(o Options) uint32 {
 // Close releases the programs and maps. Attachments must be detached first.
 func (t *Objects) Close() error {
 	t.tables.close()
-	var unmap error
-	if t.refault != nil {
-		unmap = unix.Munmap(t.refault)
-		t.refault = nil
+	return errors.Join(t.DetachFaults(), t.DetachHost(), t.objs.Close(), _MemtraceClose(t.session), t.unmapRefault())
+}
+
+// unmapRefault unmaps the refault slots (if mapped): Uncharge and
+// MovePage do nothing afterwards.
+func (t *Objects) unmapRefault() error {
+	if t.refault == nil {
+		return nil
 	}
-	return errors.Join(t.DetachFaults(), t.DetachHost(), t.objs.Close(), _MemtraceClose(t.session), unmap)
+	err := unix.Munmap(t.refault)
+	t.refault = nil
+	if err != nil {
+		return fmt.Errorf("unmap refault_slots: %w", err)
+	}
+	return nil
 }
 
 // Lost returns the events the kernel could not hand over, per process and in total.
