@@ -424,6 +424,8 @@ func (s *session) load(adjust func(*tracer.Options)) (release func(), err error)
 		return nil, err
 	}
 	s.limitMemory(opts) // memory.go
+	free := release
+	release = func() { s.mem.Stop(); free() }
 	k := objs.Kernel()
 	s.log.Info("kernel", "release", k.Release, "attach", k.Attach, "lacks", k.Lacks())
 	s.objs, s.drain = objs, d
