@@ -239,7 +239,9 @@ func load(o Options, k Kernel) (*Objects, error) {
 		// The session program only where the kernel can load it.
 		assign = &sess
 	}
-	if err := spec.LoadAndAssign(assign, nil); err != nil {
+	err = spec.LoadAndAssign(assign, &ebpf.CollectionOptions{Cache: kernelBTF()})
+	dropKernelBTF()
+	if err != nil {
 		if errors.Is(err, os.ErrPermission) {
 			return nil, fmt.Errorf("%w: %w", ErrPermission, err)
 		}
