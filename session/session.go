@@ -535,6 +535,11 @@ func (s *session) onStop(st launch.Stop) error {
 		}
 		t.comm = comm(st.PID)
 		s.feed(pipeline.Input{Kind: pipeline.InProcess, PID: uint32(st.PID), Comm: t.comm})
+		// Its program's symbols are read while it runs, not at its exit,
+		// where its leak check and report wait for them.
+		if err := s.res.Capture(st.PID); err == nil {
+			s.res.Prepare(st.PID)
+		}
 	case launch.Exit:
 		// The last chance to read its mappings; then account everything it did.
 		if err := s.res.Capture(st.PID); err != nil {

@@ -44,6 +44,8 @@ type Module struct {
 	symOnce sync.Once
 	syms    *symbolTable
 	symErr  error
+	// symsRead is set once loadSymbols is done (Prepare's test).
+	symsRead atomic.Bool
 
 	// DWARF: the line table and the index of inlined code (inline.go).
 	dwarfOnce sync.Once
@@ -217,6 +219,7 @@ func (m *Module) loadSymbols() {
 		m.syms = newSymbolTable(cands)
 		return errors.Join(errs...)
 	})
+	m.symsRead.Store(true)
 }
 
 // functionSymbols reads the function symbols of .symtab and .dynsym. Each
