@@ -23,6 +23,9 @@ const (
 	trueRSSTarget  = 80e6
 )
 
+// rowValgrindLeak is valgrind's row of the leak check's comparison.
+const rowValgrindLeak = "valgrind --leak-check=full"
+
 var (
 	// leakDoneLine is session's -v line at the end of a leak check.
 	leakDoneLine = regexp.MustCompile(`msg="leak check done" pid=\d+ took=(\S+) cpu=(\S+)`)
@@ -56,7 +59,9 @@ func (r *runner) heapscale(ctx context.Context) ([]*Comparison, error) {
 	if why := notInstalled("valgrind"); why != "" {
 		leak.skip("valgrind --leak-check=full", why)
 	} else {
-		vgRow = leak.add("valgrind --leak-check=full")
+		vgRow = leak.add(rowValgrindLeak)
+		// The yardstick: memtrace's rows as a multiple of valgrind's.
+		leak.Baseline = rowValgrindLeak
 	}
 	if r.noBPF != "" {
 		holdRow.Status, holdRow.Note = StatusSkipped, r.noBPF
@@ -97,6 +102,7 @@ func (r *runner) heapscale(ctx context.Context) ([]*Comparison, error) {
 			row.Met = ptr(row.Median <= v/scale)
 		}
 	}
+	leak.relate("")
 	target(holdRow, holdRSSTarget, "MB", 1e6)
 	target(trueRow, trueRSSTarget, "MB", 1e6)
 	target(wallRow, leakTimeTarget, "s", 1)

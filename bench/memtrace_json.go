@@ -13,6 +13,7 @@ import (
 type traceSummary struct {
 	lost   uint64 // lost_events, summed over processes
 	events uint64 // allocs + frees (heap) and maps + unmaps, summed
+	allocs uint64 // allocation calls, summed over processes
 	// Final heap call sites: live bytes, those whose --detail stack is
 	// complete, and the functions holding the most.
 	liveBytes, completeLiveBytes uint64
@@ -75,6 +76,7 @@ func readTraceSummary(path string) (traceSummary, error) {
 		finals++
 		s.lost += rec.LostEvents
 		s.events += rec.Allocs + rec.Frees + rec.Mmap.Maps + rec.Mmap.Unmaps
+		s.allocs += rec.Allocs
 	}
 	if err := sc.Err(); err != nil {
 		return s, fmt.Errorf("read memtrace's JSON: %w", err)

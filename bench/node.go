@@ -16,6 +16,11 @@ const (
 	nodeTablesFirst  = 1000 * time.Millisecond
 	nodeTablesCached = 150 * time.Millisecond
 	nodeTimeout      = 2 * time.Minute
+	// nodeSlack is the wall time memtrace may add to node -e 0 beyond
+	// its allocator calls' traps: start-up, tables, the report.
+	nodeSlack = 300 * time.Millisecond
+	// nodeFloorPairs: mallocfree's pairs per floor measurement.
+	nodeFloorPairs = 200_000
 )
 
 // Rows of the node section.
@@ -37,6 +42,10 @@ func (r *runner) node(ctx context.Context) ([]*Comparison, error) {
 		Notes: []string{"wall time of the whole command, tool start-up and final report included",
 			"first run: MEMTRACE_CACHE_DIR is a new empty directory each round"}}
 	tablesC := &Comparison{ID: "node-tables", Title: "node -e 0: unwind tables loaded (memtrace -v), from the probes' attach", Unit: "ms"}
+	targetC := &Comparison{ID: "node-target", Title: "node -e 0: memtrace's wall time against untraced + allocation calls x the three-trap floor + 0.3 s",
+		Notes: []string{"floor: empty BPF programs on malloc entry+return and free entry (mallocfree, 1 thread), minus untraced, per pair; measured in this run, after node's rounds",
+			"calls: the allocation calls memtrace counted in node -e 0 (each with its free: one three-trap pair)"}}
+	calls := targetC.add(rowNodeCalls)
 	node := tool("node")
 	noNode := notInstalled("node")
 	orNode := func(why string) string {
@@ -70,6 +79,9 @@ func (r *runner) node(ctx context.Context) ([]*Comparison, error) {
 			took, err := tablesTook(o.stderr)
 			tabRows[name].record(float64(took.Microseconds())/1000, err)
 			sum, err := readTraceSummary(trace)
+			if err == nil {
+				calls.record(float64(sum.allocs), nil)
+			}
 			return []float64{o.wall.Seconds()}, &sum, err
 		}}
 	}
@@ -112,7 +124,76 @@ func (r *runner) node(ctx context.Context) ([]*Comparison, error) {
 		row.Target = fmt.Sprintf("<= %d ms", goal.Milliseconds())
 		row.Met = ptr(row.Median <= float64(goal.Milliseconds()))
 	}
-	return []*Comparison{wallC, tablesC}, nil
+	if noNode != "" || r.noBPF != "" {
+		targetC.Rows = nil
+		targetC.skip(rowNodeFloor, orNode(r.noBPF))
+		return []*Comparison{wallC, tablesC, targetC}, nil
+	}
+	floor := targetC.add(rowNodeFloor)
+	for round := range r.cfg.Rounds {
+		r.logf("node: round %d/%d: the three-trap floor", round+1, r.cfg.Rounds)
+		floor.record(r.trapFloor(ctx))
+	}
+	nodeTarget(targetC, wallC)
+	return []*Comparison{wallC, tablesC, targetC}, nil
+}
+
+// Rows of the node-target comparison.
+const (
+	rowNodeCalls   = "allocation calls (memtrace's count)"
+	rowNodeFloor   = "three-trap floor (us per malloc+free pair)"
+	rowNodeAllowed = "allowed wall (s): untraced + calls x floor + 0.3 s"
+)
+
+// nodeTarget adds to c, which holds the calls and floor rows, the allowed
+// wall time and each memtrace row of wall held to it.
+func nodeTarget(c, wall *Comparison) {
+	calls, floor := c.row(rowNodeCalls), c.row(rowNodeFloor)
+	calls.summarize()
+	floor.summarize()
+	untraced := wall.row(rowUntraced)
+	if calls.Status != StatusOK || floor.Status != StatusOK || untraced == nil || untraced.Status != StatusOK {
+		c.Notes = append(c.Notes, "no target check: the untraced time, the calls or the floor is missing")
+		return
+	}
+	allowed := untraced.Median + calls.Median*floor.Median/1e6 + nodeSlack.Seconds()
+	a := c.add(rowNodeAllowed)
+	a.record(allowed, nil)
+	a.summarize()
+	a.Note = fmt.Sprintf("%.3f s untraced + %.0f calls x %.2f us + %.1f s", untraced.Median, calls.Median, floor.Median, nodeSlack.Seconds())
+	for _, name := range []string{rowMemtraceCached, rowMemtraceFirst} {
+		w := wall.row(name)
+		if w == nil || w.Status != StatusOK {
+			continue
+		}
+		row := c.add(name + ", wall (s)")
+		row.Rounds, row.Median, row.Min, row.Max = w.Rounds, w.Median, w.Min, w.Max
+		row.Target = fmt.Sprintf("<= %.3f s", allowed)
+		row.Met = ptr(w.Median <= allowed)
+	}
+	if h := wall.row(rowHeaptrack); h != nil && h.Status == StatusOK {
+		row := c.add(rowHeaptrack + ", wall (s)")
+		row.Rounds, row.Median, row.Min, row.Max = h.Rounds, h.Median, h.Min, h.Max
+	}
+}
+
+// trapFloor is what the three traps cost a malloc+free pair here and now,
+// in microseconds: mallocfree under empty programs on malloc's entry and
+// return and free's entry, less mallocfree untraced.
+func (r *runner) trapFloor(ctx context.Context) (float64, error) {
+	j := microJob{threads: 1, pairs: nodeFloorPairs}
+	if r.cfg.Quick {
+		j.pairs = 20_000
+	}
+	u, err := r.untraced(ctx, j)
+	if err != nil {
+		return 0, err
+	}
+	f, err := r.emptyProbes(ctx, j, true, true)
+	if err != nil {
+		return 0, err
+	}
+	return (f.nsPerPair - u.nsPerPair) / 1000, nil
 }
 
 // tablesTook is the time of memtrace -v's "unwind tables loaded" line

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"testing"
+
+	"github.com/memtrace/memtrace/internal/testwait"
 )
 
 func TestParseStatus(t *testing.T) {
@@ -58,5 +60,48 @@ func TestLimiter(t *testing.T) {
 	debug.SetMemoryLimit(1 << 30)
 	if got := NewLimiter(64 << 20).Update(0); got != 0 || debug.SetMemoryLimit(-1) != 1<<30 {
 		t.Errorf("with GOMEMLIMIT set, Update = %d, runtime limit %d; want 0 and the user's", got, debug.SetMemoryLimit(-1))
+	}
+}
+
+// TestLimiterFollows: after a collection the limit follows a live heap
+// grown past what Update saw, never drops below what Update reserved, and
+// stays put once stopped.
+func TestLimiterFollows(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	os.Unsetenv(limitEnv)
+	runtime.GC()
+	l := NewLimiter(1 << 20)
+	l.Follow()
+	defer l.Stop()
+	reserved := l.Update(64 << 20) // a task about to allocate 64 MiB
+	const grown = 128 << 20
+	held := make([]byte, grown)
+	for i := 0; i < len(held); i += 4096 {
+		held[i] = 1
+	}
+	want := uint64(1<<20 + grown + grown/8)
+	testwait.For(t, "the limit to follow the live heap", func() bool {
+		runtime.GC()
+		return uint64(debug.SetMemoryLimit(-1)) >= want-want/16
+	})
+	runtime.KeepAlive(held)
+	held = nil
+	runtime.GC()
+	runtime.GC()
+	if got := uint64(debug.SetMemoryLimit(-1)); got < reserved {
+		t.Errorf("limit %d after the heap shrank, want at least the %d Update reserved", got, reserved)
+	}
+	l.Stop()
+	l.Update(0)
+	after := debug.SetMemoryLimit(-1)
+	big := make([]byte, grown)
+	for i := 0; i < len(big); i += 4096 {
+		big[i] = 1
+	}
+	runtime.GC()
+	runtime.GC()
+	runtime.KeepAlive(big)
+	if got := debug.SetMemoryLimit(-1); got != after {
+		t.Errorf("limit moved from %d to %d after Stop", after, got)
 	}
 }

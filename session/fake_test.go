@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,8 +27,17 @@ import (
 // session reads from /proc it reads for real, from processes the test
 // starts (no root needed for one's own children).
 
-// fakeRing hands the session the events the test sends.
-type fakeRing struct{ events chan *event.Event }
+// fakeRing hands the session the events the test sends; released counts
+// ReleaseBuffers calls.
+type fakeRing struct {
+	events   chan *event.Event
+	released atomic.Int32
+}
+
+func (r *fakeRing) ReleaseBuffers() error {
+	r.released.Add(1)
+	return nil
+}
 
 func (r *fakeRing) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 	n := 0

@@ -25,6 +25,7 @@ func (s *session) limitMemory(o tracer.Options) {
 	}
 	floor := limitFloor + uint64(o.RingBytes)/4 + 2*rows
 	s.mem = selfmem.NewLimiter(floor)
+	s.mem.Follow() // the live heap past the loop's Updates (selfmem)
 	// The loop sets it (Update), once probes are placed and the command
 	// runs: a limit from the live heap of now would make the collector
 	// run over and over while the unwind tables are built.

@@ -2,6 +2,7 @@ package session
 
 import (
 	"log/slog"
+	"runtime/debug"
 	"time"
 
 	"github.com/memtrace/memtrace/event"
@@ -85,6 +86,11 @@ func (kernelBackend) Load(opts tracer.Options, log *slog.Logger) (Probes, Ring, 
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	// Loading decoded the kernel's BTF and built the programs: ~10 MB of
+	// garbage whose pages the runtime would keep, under the ring's pages
+	// mapped next. Given back now (2-7 ms), they no longer add to
+	// memtrace's peak (-- /bin/true: 65-70 MB rather than 72-78).
+	debug.FreeOSMemory()
 	d, err := objs.NewDrainer()
 	if err != nil {
 		objs.Close()

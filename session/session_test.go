@@ -114,6 +114,43 @@ func TestDeadlineAndInterval(t *testing.T) {
 	}
 }
 
+// TestReleaseBuffersAtEnd: the ring's mapped memory is given back before
+// the final report once every target has exited (a command's end), and
+// kept while -p targets still run and write.
+func TestReleaseBuffersAtEnd(t *testing.T) {
+	tests := []struct {
+		name    string
+		command bool
+		want    int32
+	}{
+		{"command exited", true, 1},
+		{"-p target running", false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig()
+			b := newFakeBackend()
+			var r *liveRun
+			if tt.command {
+				cfg.Command = []string{"/bin/true"}
+				r = startRun(t, cfg, b)
+			} else {
+				target := startSleeper(t)
+				cfg.PIDs = []int{target.Process.Pid}
+				r = startRun(t, cfg, b)
+				r.waitAttached(t, target.Process.Pid)
+				r.signal(syscall.SIGINT)
+			}
+			if code := r.wait(t); code != pipeline.ExitOK {
+				t.Fatalf("exit %d, want 0; stderr:\n%s", code, r.stderr)
+			}
+			if got := b.ring.released.Load(); got != tt.want {
+				t.Errorf("ReleaseBuffers called %d times, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
 // TestBadTarget: a -p process that does not exist fails before anything
 // is loaded, with its exit code and one line.
 func TestBadTarget(t *testing.T) {

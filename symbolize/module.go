@@ -44,6 +44,8 @@ type Module struct {
 	symOnce sync.Once
 	syms    *symbolTable
 	symErr  error
+	// symsRead is set once loadSymbols is done (Prepare's test).
+	symsRead atomic.Bool
 
 	// DWARF: the line table and the index of inlined code (inline.go).
 	dwarfOnce sync.Once
@@ -217,6 +219,7 @@ func (m *Module) loadSymbols() {
 		m.syms = newSymbolTable(cands)
 		return errors.Join(errs...)
 	})
+	m.symsRead.Store(true)
 }
 
 // functionSymbols reads the function symbols of .symtab and .dynsym. Each
@@ -227,17 +230,15 @@ func (m *Module) loadSymbols() {
 func functionSymbols(f *elf.File, goTable func() *gopclntab.Table) ([]rankedSymbol, error) {
 	var cands []rankedSymbol
 	var errs []error
-	var syms []elf.Symbol
 	var err error
 	if TablesFit(f, elf.SHT_SYMTAB) {
-		syms, err = f.Symbols()
+		cands, err = readFuncs(cands, f, elf.SHT_SYMTAB)
 	} else {
 		err = errTableTooLarge
 	}
 	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
 		errs = append(errs, fmt.Errorf("symtab: %w", err))
 	}
-	cands = collectFuncs(cands, syms)
 	if len(cands) == 0 {
 		var tab *gopclntab.Table
 		if goTable != nil {
@@ -247,16 +248,14 @@ func functionSymbols(f *elf.File, goTable func() *gopclntab.Table) ([]rankedSymb
 		}
 		cands = goFuncs(cands, tab)
 	}
-	var dyn []elf.Symbol
 	if TablesFit(f, elf.SHT_DYNSYM) {
-		dyn, err = f.DynamicSymbols()
+		cands, err = readFuncs(cands, f, elf.SHT_DYNSYM)
 	} else {
-		dyn, err = nil, errTableTooLarge
+		err = errTableTooLarge
 	}
 	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
 		errs = append(errs, fmt.Errorf("dynsym: %w", err))
 	}
-	cands = collectFuncs(cands, dyn)
 	return cands, errors.Join(errs...)
 }
 

@@ -59,6 +59,14 @@ func TestSymbolTable(t *testing.T) {
 		sym("_ZN3foo3barEv", 0x3000, 0x10, elf.STB_LOCAL),
 		sym("_ZN3foo3barEv", 0x3000, 0x10, elf.STB_LOCAL), // in both tables
 		sym("_RNvCs1234_7mycrate3foo", 0x3100, 0x10, elf.STB_LOCAL),
+		// Ranked alike: the smaller name, wherever it comes; the largest size.
+		sym("beta", 0x4000, 0x10, elf.STB_GLOBAL),
+		sym("alfa", 0x4000, 0x20, elf.STB_GLOBAL),
+		sym("gamma", 0x4000, 0x10, elf.STB_GLOBAL),
+		// A worse rank loses to a larger name: "zulu" has a size.
+		sym("aaaa", 0x5000, 0, elf.STB_GLOBAL),
+		sym("zulu", 0x5000, 0x10, elf.STB_GLOBAL),
+		sym("yank", 0x5000, 0x10, elf.STB_LOCAL),
 	})
 	tests := []struct {
 		addr uint64
@@ -74,6 +82,8 @@ func TestSymbolTable(t *testing.T) {
 		{0x3008, "foo::bar()"},
 		{0x3010, ""},
 		{0x3105, "mycrate::foo"},
+		{0x4018, "alfa"},
+		{0x5008, "zulu"},
 		{0xffff_ffff_ffff_ffff, ""},
 	}
 	for range 2 { // the second round reads the remembered demangled names

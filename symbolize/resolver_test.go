@@ -6,7 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/memtrace/memtrace/internal/testwait"
 )
 
 // elfSymbol returns the value and size of the named symbol of the ELF file
@@ -249,5 +253,41 @@ func TestResolveReplacedModule(t *testing.T) {
 		Line: tagLine(t, filepath.Join(fixtureDir, "leak.c"), "LEAK_A"), Module: bin, Offset: a - 5 - bias}
 	if !sameFrame(got, want) || got.Offset < leakA || got.Offset >= leakA+leakASize {
 		t.Errorf("Resolve(%#x) = %s, want %s", a, showFrame(got), showFrame(want))
+	}
+}
+
+// TestPrepare: Prepare reads the symbols of every module of a captured
+// process in the background, and leaves unknown processes alone.
+func TestPrepare(t *testing.T) {
+	r := NewResolver()
+	defer r.Close()
+	r.Prepare(os.Getpid()) // not captured: nothing to do
+	if err := r.Capture(os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.RLock()
+	var mods []*Module
+	for _, m := range r.procs[os.Getpid()].maps {
+		if m.mod != nil {
+			mods = append(mods, m.mod)
+		}
+	}
+	r.mu.RUnlock()
+	if len(mods) == 0 {
+		t.Fatal("no module captured in this test's own process")
+	}
+	r.Prepare(os.Getpid())
+	testwait.For(t, "every module's symbols read", func() bool {
+		for _, m := range mods {
+			if !m.symsRead.Load() {
+				return false
+			}
+		}
+		return true
+	})
+	// The test binary's own function, named from the table read ahead.
+	fn := reflect.ValueOf(TestPrepare).Pointer()
+	if f := r.Resolve(os.Getpid(), uint64(fn)+1); !strings.Contains(f.Function, "TestPrepare") {
+		t.Errorf("Resolve(TestPrepare+1) = %q, want TestPrepare", f.Function)
 	}
 }

@@ -57,26 +57,23 @@ func stripVersion(name string) string {
 type rankedSymbol struct {
 	symbol
 	binding elf.SymBind
+	// rank orders aliases, newSymbolTable's key (rankOf).
+	rank uint64
 }
 
-// better reports whether a should name an address rather than b when both
-// start there (malloc over __libc_malloc, calloc over __libc_calloc):
-// fewer leading underscores, then a known size, then global over weak over
-// local binding, then the shorter name, then the smaller name.
-func better(a, b rankedSymbol) bool {
-	if ua, ub := leadingUnderscores(a.name), leadingUnderscores(b.name); ua != ub {
-		return ua < ub
+// rankOf is s's rank among the symbols at its address, lowest best (malloc
+// over __libc_malloc, calloc over __libc_calloc): fewer leading
+// underscores, then a known size, then global over weak over local
+// binding, then the shorter name; the smaller name breaks a tie. One
+// integer, so that sorting node's 170 000 candidates compares two numbers
+// where it ran this chain of tests on both sides.
+func rankOf(s rankedSymbol) uint64 {
+	var unknown uint64
+	if s.size == 0 {
+		unknown = 1
 	}
-	if (a.size != 0) != (b.size != 0) {
-		return a.size != 0
-	}
-	if ra, rb := bindRank(a.binding), bindRank(b.binding); ra != rb {
-		return ra < rb
-	}
-	if len(a.name) != len(b.name) {
-		return len(a.name) < len(b.name)
-	}
-	return a.name < b.name
+	return uint64(min(leadingUnderscores(s.name), 1<<20-1))<<40 | unknown<<39 |
+		uint64(bindRank(s.binding))<<37 | uint64(min(len(s.name), 1<<37-1))
 }
 
 func leadingUnderscores(s string) int {
@@ -99,29 +96,35 @@ func bindRank(b elf.SymBind) int {
 
 // newSymbolTable sorts the candidates and keeps the best name per address.
 func newSymbolTable(cands []rankedSymbol) *symbolTable {
+	for i := range cands {
+		cands[i].rank = rankOf(cands[i])
+	}
+	// Sorted by address and rank only: names, often the same one from
+	// .symtab and .dynsym, would be compared in full. The smaller name
+	// among the best-ranked at an address is picked below.
 	slices.SortFunc(cands, func(a, b rankedSymbol) int {
 		if c := cmp.Compare(a.addr, b.addr); c != 0 {
 			return c
 		}
-		if better(a, b) {
-			return -1
-		}
-		if better(b, a) {
-			return 1
-		}
-		return 0
+		return cmp.Compare(a.rank, b.rank)
 	})
-	t := &symbolTable{}
+	t := &symbolTable{syms: make([]symbol, 0, len(cands))}
+	var best rankedSymbol
 	for i, c := range cands {
 		if i > 0 && c.addr == cands[i-1].addr {
-			// Aliases: the first is the best; keep the largest known size
-			// so the address range is not cut short.
+			// Aliases: the best ranked, then the smaller name; keep the
+			// largest known size so the address range is not cut short.
 			last := &t.syms[len(t.syms)-1]
+			if c.rank == best.rank && c.name < last.name {
+				last.name = c.name
+			}
 			last.size = max(last.size, c.size)
 			continue
 		}
+		best = c
 		t.syms = append(t.syms, c.symbol)
 	}
+	t.syms = slices.Clip(t.syms)
 	t.pretty = make([]atomic.Pointer[string], len(t.syms))
 	return t
 }

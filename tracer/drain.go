@@ -38,6 +38,8 @@ type Drainer struct {
 	// leftAt is the last handed event's time when a Poll stops with
 	// events left in the ring; 0 otherwise.
 	leftAt uint64
+	// released: ReleaseBuffers unmapped the ring; Poll reads nothing.
+	released bool
 }
 
 // NewDrainer opens a reader on the objects' ring buffer.
@@ -54,6 +56,18 @@ func (d *Drainer) Close() error {
 	return d.rd.Close()
 }
 
+// ReleaseBuffers gives back the memory memtrace maps from the kernel, once
+// the run's last events are read: the ring (the kernel maps all of its
+// pages into the reader at once, twice over) and the refault slots. Both
+// count in memtrace's resident set, so that the final report, whose symbol
+// tables and debug files take memory of their own, would otherwise come on
+// top of them. Poll reads nothing afterwards, and the probes' refault
+// slots are no longer kept in step (Uncharge, MovePage).
+func (d *Drainer) ReleaseBuffers() error {
+	d.released = true
+	return errors.Join(d.rd.Close(), d.objs.unmapRefault())
+}
+
 // MaxBatch bounds the events one waiting Poll hands over (as the
 // OpenTelemetry profiler's maxEvents does): a ring that never empties
 // would otherwise keep Poll reading forever, and its caller's ticks,
@@ -68,6 +82,9 @@ var MaxBatch = 1 << 16
 // up to then, and a busy ring must not keep them there. fn must not keep
 // the pointer.
 func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
+	if d.released {
+		return 0, nil
+	}
 	d.rd.SetDeadline(time.Now().Add(wait))
 	if d.objs.python != nil {
 		d.objs.python.Batch() // code objects met again are checked again

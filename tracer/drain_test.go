@@ -3,7 +3,10 @@ package tracer
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
+	"os"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -263,4 +266,65 @@ func recordProgram(t *testing.T, objs *Objects, rec []byte) *ebpf.Program {
 	}
 	t.Cleanup(func() { p.Close() })
 	return p
+}
+
+// TestReleaseBuffers: once released, the ring and the refault slots are
+// no longer mapped into memtrace (they count in its resident set), Poll
+// hands over nothing, and Uncharge and MovePage do nothing.
+func TestReleaseBuffers(t *testing.T) {
+	o := DefaultOptions()
+	o.RingBytes = 1 << 20
+	o.ResidentBytes = 64 << 10
+	objs, d := loadDrainer(t, o)
+	before := bpfMapBytes(t)
+	// The ring: consumer page, producer page and the data twice over;
+	// the refault slots: 8 bytes each.
+	wantRing := uint64(2*os.Getpagesize()) + 2*uint64(o.RingBytes)
+	if before < wantRing+uint64(len(objs.refault)) {
+		t.Fatalf("%d bytes of BPF maps mapped, want at least %d (ring) + %d (refault slots)", before, wantRing, len(objs.refault))
+	}
+	var buf bytes.Buffer
+	small := memtraceSmallEvent{Addr: 0x7000, Size: 64, Pid: 4242, Tid: 4244, Kind: uint8(event.Alloc), Func: uint8(event.FuncMalloc)}
+	if err := binary.Write(&buf, binary.NativeEndian, small); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := recordProgram(t, objs, buf.Bytes()).Run(&ebpf.RunOptions{Data: make([]byte, 64)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.ReleaseBuffers(); err != nil {
+		t.Fatal(err)
+	}
+	if after := bpfMapBytes(t); after != 0 {
+		t.Errorf("%d bytes of BPF maps still mapped after ReleaseBuffers, want 0 (before: %d)", after, before)
+	}
+	n, err := d.Poll(0, func(e *event.Event) { t.Errorf("event after release: %+v", *e) })
+	if n != 0 || err != nil {
+		t.Errorf("Poll after release = %d, %v; want 0, nil", n, err)
+	}
+	objs.Uncharge(4242, 0x7000)
+	objs.MovePage(4242, 0x7000, 0x9000)
+	if err := d.ReleaseBuffers(); err != nil {
+		t.Errorf("second ReleaseBuffers: %v", err)
+	}
+}
+
+// bpfMapBytes is the size of the BPF maps mapped into this process.
+func bpfMapBytes(t *testing.T) uint64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total uint64
+	for line := range strings.Lines(string(b)) {
+		if !strings.Contains(line, "bpf-map") {
+			continue
+		}
+		var lo, hi uint64
+		if _, err := fmt.Sscanf(line, "%x-%x", &lo, &hi); err != nil {
+			t.Fatalf("parse %q: %v", line, err)
+		}
+		total += hi - lo
+	}
+	return total
 }

@@ -242,7 +242,9 @@ func load(o Options, k Kernel) (*Objects, error) {
 		// The session program only where the kernel can load it.
 		assign = &sess
 	}
-	if err := spec.LoadAndAssign(assign, nil); err != nil {
+	err = spec.LoadAndAssign(assign, &ebpf.CollectionOptions{Cache: kernelBTF()})
+	dropKernelBTF()
+	if err != nil {
 		if errors.Is(err, os.ErrPermission) {
 			return nil, fmt.Errorf("%w: %w", ErrPermission, err)
 		}
@@ -399,12 +401,21 @@ func sampledBlocks(o Options) uint32 {
 // Close releases the programs and maps. Attachments must be detached first.
 func (t *Objects) Close() error {
 	t.tables.close()
-	var unmap error
-	if t.refault != nil {
-		unmap = unix.Munmap(t.refault)
-		t.refault = nil
+	return errors.Join(t.DetachFaults(), t.DetachHost(), t.objs.Close(), _MemtraceClose(t.session), t.unmapRefault())
+}
+
+// unmapRefault unmaps the refault slots (if mapped): Uncharge and
+// MovePage do nothing afterwards.
+func (t *Objects) unmapRefault() error {
+	if t.refault == nil {
+		return nil
 	}
-	return errors.Join(t.DetachFaults(), t.DetachHost(), t.objs.Close(), _MemtraceClose(t.session), unmap)
+	err := unix.Munmap(t.refault)
+	t.refault = nil
+	if err != nil {
+		return fmt.Errorf("unmap refault_slots: %w", err)
+	}
+	return nil
 }
 
 // Lost returns the events the kernel could not hand over, per process and in total.

@@ -43,3 +43,29 @@ func TestLoadModes(t *testing.T) {
 		})
 	}
 }
+
+// TestKernelBTFOnce: the kernel's BTF is decoded into one cache, which
+// the feature probe and the load share, and the load drops it afterwards.
+func TestKernelBTFOnce(t *testing.T) {
+	needBPF(t)
+	probed := kernelBTF()
+	if _, err := probed.Kernel(); err != nil {
+		t.Fatal(err)
+	}
+	_ = haveExitGroupDead() // as ProbeKernel, on the same cache
+	if got := kernelBTF(); got != probed {
+		t.Error("kernelBTF made a new cache while one was held")
+	}
+	o := DefaultOptions()
+	o.RingBytes = 1 << 20
+	objs, err := Load(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer objs.Close()
+	kernelTypesMu.Lock()
+	defer kernelTypesMu.Unlock()
+	if kernelTypes != nil {
+		t.Error("the load kept the kernel's BTF")
+	}
+}

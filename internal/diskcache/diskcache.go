@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -52,6 +53,15 @@ type Store struct {
 	dir      string
 	maxBytes int64
 	version  uint32
+	// mu guards known: the bytes the directory held at this store's last
+	// listing, plus what it wrote since; -1 before the first. A listing
+	// takes one stat per entry (3 841 entries: 60 ms), and a first run of
+	// node writes 20 entries: the store lists at its first write, then
+	// only when its own writes take the estimate past the bound. Other
+	// memtraces' writes count from its next listing.
+	mu       sync.Mutex
+	known    int64
+	listings int // for the tests
 }
 
 // DefaultDir is the cache directory: $MEMTRACE_CACHE_DIR when set, else
@@ -100,7 +110,7 @@ func Open(dir string, maxBytes int64, version uint32) (*Store, error) {
 			return nil, fmt.Errorf("cache directory: %w", err)
 		}
 	}
-	return &Store{dir: dir, maxBytes: maxBytes, version: version}, nil
+	return &Store{dir: dir, maxBytes: maxBytes, version: version, known: -1}, nil
 }
 
 // Dir is the store's directory.
@@ -183,8 +193,8 @@ func (s *Store) unwrap(b []byte) ([]byte, error) {
 // Put stores payload under key: written to a new file of its own
 // (O_EXCL|O_NOFOLLOW: nothing planted in the directory is written
 // through), then renamed over the entry, so readers see the old entry or
-// the whole new one. Then the least recently used entries go until the
-// store fits its bound.
+// the whole new one. Then, if the store may be past its bound (see
+// known), the least recently used entries go until it holds 7/8 of it.
 func (s *Store) Put(key string, payload []byte) error {
 	if !validKey(key) {
 		return fmt.Errorf("cache key %q: not a valid name", key)
@@ -217,6 +227,14 @@ func (s *Store) Put(key string, payload []byte) error {
 		os.Remove(tmp)
 		return fmt.Errorf("store cache entry %s: %w", key, err)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.known >= 0 {
+		s.known += int64(len(b))
+		if s.known <= s.maxBytes {
+			return nil
+		}
+	}
 	return s.evict()
 }
 
@@ -226,6 +244,7 @@ func (s *Store) remove(key string) { _ = os.Remove(filepath.Join(s.dir, key)) }
 // time) until the store holds at most its bound, and temporary files
 // that writers left behind.
 func (s *Store) evict() error {
+	s.listings++
 	ents, err := os.ReadDir(s.dir)
 	if err != nil {
 		return fmt.Errorf("list cache: %w", err)
@@ -251,12 +270,16 @@ func (s *Store) evict() error {
 		all = append(all, entry{e.Name(), info.Size(), info.ModTime()})
 		total += info.Size()
 	}
+	defer func() { s.known = total }()
 	if total <= s.maxBytes {
 		return nil
 	}
+	// Down to 7/8 of the bound: a full cache is not listed again at the
+	// next write, but after an eighth of the bound more.
+	low := s.maxBytes - s.maxBytes/8
 	slices.SortFunc(all, func(a, b entry) int { return a.used.Compare(b.used) })
 	for _, e := range all {
-		if total <= s.maxBytes {
+		if total <= low {
 			break
 		}
 		if err := os.Remove(filepath.Join(s.dir, e.name)); err == nil || errors.Is(err, fs.ErrNotExist) {

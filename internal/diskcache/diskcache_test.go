@@ -106,8 +106,8 @@ func TestDamaged(t *testing.T) {
 	}
 }
 
-// TestEviction: past the bound, the least recently used entries go; a
-// Get makes an entry recently used.
+// TestEviction: past the bound, the least recently used entries go, down
+// to 7/8 of it; a Get makes an entry recently used.
 func TestEviction(t *testing.T) {
 	dir := t.TempDir()
 	payload := make([]byte, 1000)
@@ -130,9 +130,10 @@ func TestEviction(t *testing.T) {
 	if err := s.Put("d", payload); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"a", "c", "d"}
+	// Down to 7/8 of the bound: b and c, the least recently used, go.
+	want := []string{"a", "d"}
 	if got := entries(t, dir); fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("entries %v, want %v (b least recently used)", got, want)
+		t.Errorf("entries %v, want %v (b and c least recently used)", got, want)
 	}
 	if err := s.Put("big", make([]byte, 4*entry)); err == nil {
 		t.Error("an entry over the whole bound was stored")
@@ -229,5 +230,47 @@ func TestUnsafe(t *testing.T) {
 	}
 	if _, err := Open(link, 1<<20, 1); !errors.Is(err, ErrUnsafeDir) {
 		t.Errorf("symlinked directory: err %v, want ErrUnsafeDir", err)
+	}
+}
+
+// TestListingsAmortized: a store lists its directory at its first write,
+// then only when its writes take it past the bound; another store's
+// entries count from its next listing, and the bound then holds for both.
+func TestListingsAmortized(t *testing.T) {
+	dir := t.TempDir()
+	payload := make([]byte, 1000)
+	entry := int64(headerLen + len(payload) + trailLen)
+	a, b := open(t, dir, 6*entry), open(t, dir, 6*entry)
+	steps := []struct {
+		store        *Store
+		key          string
+		wantListings int
+		wantEntries  int
+	}{
+		{a, "a1", 1, 1}, // the first write lists
+		{a, "a2", 1, 2},
+		{a, "a3", 1, 3},
+		{b, "b1", 1, 4}, // b's first write lists, and sees a's
+		{b, "b2", 1, 5},
+		{a, "a4", 1, 6}, // a counts 4 of its own: no listing
+		{a, "a5", 1, 7}, // 5 by a's count: still none, 7 in the directory
+		{a, "a6", 1, 8},
+		{a, "a7", 2, 5}, // 7 by a's count, past 6: a lists, down to 7/8 of 6
+		{b, "b3", 1, 6}, // 6 by b's count
+		{b, "b4", 2, 5}, // 7: b lists, and sees a's eviction
+		{b, "b5", 2, 6},
+		{b, "b6", 3, 5},
+		{b, "b7", 3, 6},
+	}
+	for i, st := range steps {
+		if err := st.store.Put(st.key, payload); err != nil {
+			t.Fatal(err)
+		}
+		if st.store.listings != st.wantListings {
+			t.Errorf("step %d (%s): %d listings, want %d", i, st.key, st.store.listings, st.wantListings)
+		}
+		if got := len(entries(t, dir)); got != st.wantEntries {
+			t.Errorf("step %d (%s): %d entries, want %d", i, st.key, got, st.wantEntries)
+		}
 	}
 }
