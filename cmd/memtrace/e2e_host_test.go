@@ -306,6 +306,35 @@ func (h *hostRun) waitExitsHeld(t *testing.T, pids ...int) {
 	}
 }
 
+// waitExitHandled waits until the exit of pid is handled, whether the
+// process had records (-v's "exit held") or none ("exit unrecorded": no
+// allocation or sampled fault while traced). What stderr already holds
+// counts too (waitExitsHeld).
+func (h *hostRun) waitExitHandled(t *testing.T, pid int) {
+	t.Helper()
+	wants := []string{`msg="exit held" pid=` + strconv.Itoa(pid) + " ", `msg="exit unrecorded" pid=` + strconv.Itoa(pid) + " "}
+	seen := func(l string) bool {
+		return strings.Contains(l, wants[0]) || strings.Contains(l, wants[1])
+	}
+	if seen(h.errors()) {
+		return
+	}
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case l, ok := <-h.lines:
+			if !ok {
+				t.Fatalf("memtrace ended before handling the exit of %d:\n%s", pid, h.errors())
+			}
+			if seen(l) {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("memtrace did not handle the exit of %d within a minute:\n%s", pid, h.errors())
+		}
+	}
+}
+
 func (h *hostRun) errors() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
