@@ -473,11 +473,14 @@ func (s *session) apply(e *event.Event) {
 		return
 	}
 	if e.Kind == event.CodeMap {
+		// The table first: it is built in the background, and the
+		// library's code may allocate as soon as dlopen returns; until
+		// its table is in, stacks stop at its frames (docs/unwinding.md).
+		s.objs.PreloadTableFiles([]string{e.Path})
 		if err := s.res.AddLibrary(int(e.PID), e.Path, e.Addr); err != nil {
 			s.log.Info("dlopen'ed library", "pid", e.PID, "path", e.Path, "err", err)
 		}
-		s.jvmLoaded(e) // jvm.go; before the table, which takes longer
-		s.objs.PreloadTableFiles([]string{e.Path})
+		s.jvmLoaded(e) // jvm.go
 		return
 	}
 	s.noteInherited(e) // -f: a forked child's inherited blocks (leaks.go)
