@@ -18,8 +18,9 @@ const Magic = "MEMTRACE"
 // records lack the Go heap; a version-5 file is a version-6 file whose
 // footprint records lack the swap, the PSS and the rollup flag; a
 // version-6 file is a version-7 file without access records, JIT symbol
-// records and runtime heaps in its footprint records.
-const Version = 7
+// records and runtime heaps in its footprint records; a version-7 file is
+// a version-8 file without before-table records.
+const Version = 8
 
 const headerLen = len(Magic) + 4
 
@@ -100,6 +101,7 @@ const (
 	tagStack        = 0x14
 	tagLeakCheck    = 0x15
 	tagFootprint    = 0x16
+	tagBeforeTable  = 0x1b // version 8 on: the next event has event.NoTable
 	tagAlloc        = 0x40 // | func
 	tagRealloc      = 0x60 // | func
 	funcMask        = 0x1f
