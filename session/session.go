@@ -47,9 +47,11 @@ type target struct {
 	// jvm: its JVM category probes are placed (jvm.go).
 	jvm bool
 	// perfMapAsked, perfMapBusy: the last --jvm-perfmap request made on
-	// meeting unnamed JIT code, and whether one runs (jvm.go).
+	// meeting unnamed JIT code, and whether one runs; perfMapReady: a
+	// request was answered, so the JVM's attach listener runs (jvm.go).
 	perfMapAsked time.Time
 	perfMapBusy  atomic.Bool
+	perfMapReady atomic.Bool
 	// malloc is the module malloc binds to (footprint.go).
 	malloc string
 	// untraced: a followed child (-f) that could not be traced.
@@ -577,7 +579,7 @@ func (s *session) attachRunning(t *target) error {
 	}
 	s.feed(pipeline.Input{Kind: pipeline.InProcess, PID: uint32(t.pid), Comm: t.comm})
 	if s.cfg.JVMPerfMap && t.jvm {
-		s.requestJVMPerfMap(t.pid) // its code compiled so far, named from the start (jvm.go)
+		s.requestJVMPerfMap(t, jvmAttachWait) // its code compiled so far, named from the start (jvm.go)
 	}
 	return nil
 }
