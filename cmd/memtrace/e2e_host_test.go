@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memtrace/memtrace/internal/testwait"
 )
 
 // Sampled mode and the whole-host mode, with real BPF. The whole-host
@@ -306,33 +308,28 @@ func (h *hostRun) waitExitsHeld(t *testing.T, pids ...int) {
 	}
 }
 
-// waitExitHandled waits until the exit of pid is handled, whether the
+// waitExitsHandled waits until the exits of pids are handled, whether a
 // process had records (-v's "exit held") or none ("exit unrecorded": no
-// allocation or sampled fault while traced). What stderr already holds
-// counts too (waitExitsHeld).
-func (h *hostRun) waitExitHandled(t *testing.T, pid int) {
+// allocation or sampled fault while traced). It reads stderr as a whole,
+// not lines, which a thousand exits can overflow.
+func (h *hostRun) waitExitsHandled(t *testing.T, pids ...int) {
 	t.Helper()
-	wants := []string{`msg="exit held" pid=` + strconv.Itoa(pid) + " ", `msg="exit unrecorded" pid=` + strconv.Itoa(pid) + " "}
-	seen := func(l string) bool {
-		return strings.Contains(l, wants[0]) || strings.Contains(l, wants[1])
+	left := map[int]bool{}
+	for _, pid := range pids {
+		left[pid] = true
 	}
-	if seen(h.errors()) {
-		return
-	}
-	timeout := time.After(time.Minute)
-	for {
-		select {
-		case l, ok := <-h.lines:
-			if !ok {
-				t.Fatalf("memtrace ended before handling the exit of %d:\n%s", pid, h.errors())
-			}
-			if seen(l) {
-				return
-			}
-		case <-timeout:
-			t.Fatalf("memtrace did not handle the exit of %d within a minute:\n%s", pid, h.errors())
+	handled := regexp.MustCompile(`msg="exit (?:held|unrecorded)" pid=(\d+) `)
+	read := 0
+	testwait.For(t, fmt.Sprintf("memtrace to handle the exits of %d processes", len(pids)), func() bool {
+		errs := h.errors()
+		end := strings.LastIndexByte(errs, '\n') + 1 // whole lines only
+		for _, m := range handled.FindAllStringSubmatch(errs[read:end], -1) {
+			pid, _ := strconv.Atoi(m[1])
+			delete(left, pid)
 		}
-	}
+		read = end
+		return len(left) == 0
+	})
 }
 
 func (h *hostRun) errors() string {
@@ -509,24 +506,29 @@ func TestHostNamesUnsampled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
 	var pid int
-	for deadline := time.Now().Add(5 * time.Second); pid == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	testwait.For(t, "mt-unsampled to start", func() bool {
 		if out, err := exec.Command("pgrep", "-x", "mt-unsampled").Output(); err == nil {
 			pid, _ = strconv.Atoi(strings.Fields(string(out))[0])
 		}
-	}
-	if pid == 0 {
-		t.Fatal("mt-unsampled did not start")
-	}
+		return pid != 0
+	})
 	h := startHost(t, "--comm", "mt-unsampled", "--resident-bytes", "0") // sampled, 512 KiB
 	if _, err := in.Write([]byte{1}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// Its byte back once its calls are made: the probes counted them.
+	if _, err := io.ReadFull(out, make([]byte, 1)); err != nil {
+		t.Fatalf("mt-unsampled did not make its calls: %v", err)
+	}
 	run := h.stop(t)
 	var found bool
 	for _, p := range run.procs {
@@ -588,7 +590,11 @@ func TestHostShortLived(t *testing.T) {
 	wg.Wait()
 	close(pids)
 	primer.Wait()
-	time.Sleep(2 * time.Second)
+	all := []int{primer.Process.Pid}
+	for pid := range pids {
+		all = append(all, pid)
+	}
+	h.waitExitsHandled(t, all...)
 	after := h.rss()
 	run := h.stop(t)
 	t.Logf("memtrace resident memory: %s before the %d processes, %s after", before, n, after)
@@ -599,7 +605,7 @@ func TestHostShortLived(t *testing.T) {
 		}
 	}
 	missing, wrong := 0, 0
-	for pid := range pids {
+	for _, pid := range all[1:] {
 		p, ok := run.exitedRecord(pid)
 		switch {
 		case !ok:

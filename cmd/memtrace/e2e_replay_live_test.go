@@ -54,7 +54,7 @@ func TestReplayEqualsLive(t *testing.T) {
 			}
 			// Its exit handled: held for the final batch if it had a
 			// sampled fault, or dropped with no record.
-			h.waitExitHandled(t, fx.Process.Pid)
+			h.waitExitsHandled(t, fx.Process.Pid)
 			h.cmd.Process.Signal(syscall.SIGINT)
 			if err := h.cmd.Wait(); err != nil {
 				t.Fatalf("memtrace: %v\n%s", err, h.errors())
