@@ -310,7 +310,7 @@ func (h *hostRun) waitExitsHeld(t *testing.T, pids ...int) {
 
 // waitExitsHandled waits until the exits of pids are handled, whether a
 // process had records (-v's "exit held") or none ("exit unrecorded": no
-// allocation or sampled fault while traced). It reads stderr as a whole,
+// allocation or sampled fault while traced; logged with --comm only). It reads stderr as a whole,
 // not lines, which a thousand exits can overflow.
 func (h *hostRun) waitExitsHandled(t *testing.T, pids ...int) {
 	t.Helper()
