@@ -1,16 +1,11 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/memtrace/memtrace/internal/testwait"
 )
 
 // TestUnwindChains: with --detail, stacks through code without frame
@@ -26,7 +21,11 @@ func TestUnwindChains(t *testing.T) {
 	bin := fixture(t, "unwinding/chains.c", nofp, lib, "-Wl,-rpath,"+filepath.Dir(lib))
 	lines := siteLines(t, "unwinding/chains.c")
 	libLines := siteLines(t, "unwinding/chainlib.c")
-	r := runChains(t, bin, plugin)
+	// After its dlopen the fixture waits for a byte on stdin: it is sent
+	// once memtrace says the plugin's unwind table is in, so that the
+	// plugin's allocations unwind however slow the machine (a kernel
+	// under TCG) builds the table.
+	r := runOnSignal(t, "unwind table loaded\" file="+plugin, "--json", "--detail", "--top", "0", "--", bin, plugin)
 	rep := parseNDJSON(t, r.stdout)
 	type frame struct {
 		fn   string
@@ -191,69 +190,4 @@ func mustLookLib(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return real
-}
-
-// runChains runs testdata/unwinding/chains.c with plugin under memtrace
-// --detail -v. After its dlopen the fixture waits for a byte on stdin:
-// it is sent once memtrace says the plugin's unwind table is in, so that
-// the plugin's allocations unwind however slow the machine (a kernel
-// under TCG) builds the table.
-func runChains(t *testing.T, bin, plugin string) result {
-	t.Helper()
-	cmd := exec.Command(memtrace(t), "-v", "--json", "--detail", "--top", "0", "--", bin, plugin)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	errPipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	loaded := "unwind table loaded\" file=" + plugin
-	seen, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(errPipe)
-		told := false
-		for sc.Scan() {
-			stderr.WriteString(sc.Text() + "\n")
-			if !told && strings.Contains(sc.Text(), loaded) {
-				close(seen)
-				told = true
-			}
-		}
-	}()
-	found := true
-	select {
-	case <-seen:
-	case <-done:
-		found = false
-	case <-time.After(testwait.Limit):
-		found = false
-	}
-	// The byte, or end of file: the fixture goes on either way.
-	stdin.Write([]byte{1})
-	stdin.Close()
-	<-done
-	code := 0
-	if err := cmd.Wait(); err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			t.Fatalf("run memtrace: %v", err)
-		}
-		code = ee.ExitCode()
-	}
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr.String())
-	}
-	if !found {
-		t.Fatalf("memtrace never logged %q:\n%s", loaded, stderr.String())
-	}
-	return result{stdout.String(), stderr.String(), code}
 }
