@@ -347,7 +347,16 @@ func waitAttached(t *testing.T, stderr io.Reader, log io.Writer) {
 // 0; the byte (or end of file) goes anyway, so the command never hangs.
 func runOnSignal(t *testing.T, line string, args ...string) result {
 	t.Helper()
+	return runOnSignalEnv(t, nil, line, args...)
+}
+
+// runOnSignalEnv is runOnSignal with env added to memtrace's environment.
+func runOnSignalEnv(t *testing.T, env []string, line string, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(memtrace(t), append([]string{"-v"}, args...)...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
