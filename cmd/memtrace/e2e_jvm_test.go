@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memtrace/memtrace/internal/testwait"
 )
 
 // The JVM tests run Debian's OpenJDK 17 (openjdk-17-jdk-headless, which CI
@@ -163,6 +165,32 @@ func TestJVMCallSites(t *testing.T) {
 // MallocHeader and a 2-byte footer canary. NMT reports the sizes asked for.
 const nmtOverhead = 18
 
+// jvmCompilesDone says whether the JVM pid compiles nothing and has
+// nothing queued (jcmd Compiler.queue: "Current compiles:" with no task
+// under it, and each queue "Empty").
+func jvmCompilesDone(pid string) bool {
+	out, err := exec.Command("jcmd", pid, "Compiler.queue").Output()
+	if err != nil {
+		return false
+	}
+	queues, tasks := 0, 0
+	section := ""
+	for _, l := range strings.Split(string(out), "\n") {
+		l = strings.TrimSpace(l)
+		switch {
+		case l == "" || strings.HasSuffix(l, ":") && !strings.Contains(l, " "):
+			// a blank line, or jcmd's "PID:" header
+		case strings.HasPrefix(l, "Current compiles:") || strings.HasSuffix(l, "compile queue:"):
+			section = l
+		case l == "Empty" && strings.HasSuffix(section, "compile queue:"):
+			queues++
+		case section != "":
+			tasks++ // a compilation running or queued
+		}
+	}
+	return queues >= 2 && tasks == 0
+}
+
 // TestJVMCategoriesMatchNMT compares the heap memtrace finds per NMT
 // category with NMT's own summary of the same JVM at the same moment: a
 // JVM at rest, summarized by `jcmd PID VM.native_memory summary`, and
@@ -213,7 +241,8 @@ func TestJVMCategoriesMatchNMT(t *testing.T) {
 			pid = strings.TrimPrefix(l, "ready ")
 		}
 	}
-	time.Sleep(2 * time.Second) // at rest: class loading and compilations done
+	// At rest: its classes loaded ("ready"), its compilations done.
+	testwait.For(t, "the JVM's compile queues empty", func() bool { return jvmCompilesDone(pid) })
 	// The JVM is at rest, not frozen: its chunk pool's cleaner runs every
 	// 5 s, a compilation may finish. A comparison that such a change fell
 	// into is taken again, up to three times in all; each one is logged.
