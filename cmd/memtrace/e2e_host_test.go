@@ -252,13 +252,14 @@ func startHostWith(t *testing.T, args ...string) *hostRun {
 		}
 		close(h.lines)
 	}()
-	h.waitFor(t, "msg=attached", 30*time.Second)
+	h.waitFor(t, "msg=attached")
 	return h
 }
 
-// waitFor waits for a stderr line containing s.
-func (h *hostRun) waitFor(t *testing.T, s string, d time.Duration) {
+// waitFor waits for a stderr line containing s (testwait.Limit at most).
+func (h *hostRun) waitFor(t *testing.T, s string) {
 	t.Helper()
+	d := testwait.Limit
 	timeout := time.After(d)
 	for {
 		select {
@@ -563,7 +564,7 @@ func TestHostShortLived(t *testing.T) {
 	if err := primer.Start(); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor(t, "msg=probed", 10*time.Second)
+	h.waitFor(t, "msg=probed")
 	before := h.rss()
 	const n = 1000
 	pids := make(chan int, n)
