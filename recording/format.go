@@ -19,8 +19,9 @@ const Magic = "MEMTRACE"
 // footprint records lack the swap, the PSS and the rollup flag; a
 // version-6 file is a version-7 file without access records, JIT symbol
 // records, Python frame records and runtime heaps in its footprint
+// records; a version-7 file is a version-8 file without before-table
 // records.
-const Version = 7
+const Version = 8
 
 const headerLen = len(Magic) + 4
 
@@ -102,6 +103,7 @@ const (
 	tagLeakCheck    = 0x15
 	tagFootprint    = 0x16
 	tagPyFrame      = 0x1b // 0x17-0x1a: report.go, footprint.go, access.go, jit.go
+	tagBeforeTable  = 0x1c // version 8 on: the next event has event.NoTable
 	tagAlloc        = 0x40 // | func
 	tagRealloc      = 0x60 // | func
 	funcMask        = 0x1f

@@ -108,6 +108,7 @@ type Reader struct {
 	pid, tid uint32
 	time     uint64
 	addr     uint64
+	noTable  bool // a before-table record: the next event has NoTable
 	sites    []recordedSite
 	// Records counts the records read.
 	Records uint64
@@ -394,6 +395,8 @@ func (r *Reader) decode(tag byte, rec *Record) (done bool, err error) {
 		r.tid = r.u32()
 	case tagTime:
 		r.time += uint64(r.varint())
+	case tagBeforeTable:
+		r.noTable = true
 	case tagSite:
 		addr := r.uvarint()
 		stack := r.varint()
@@ -511,6 +514,7 @@ func (r *Reader) decode(tag byte, rec *Record) (done bool, err error) {
 // setEvent fills rec with e and the decoder's pid, tid and time.
 func (r *Reader) setEvent(rec *Record, e event.Event) {
 	e.PID, e.TID, e.Time = r.pid, r.tid, r.time
+	e.NoTable, r.noTable = r.noTable, false
 	rec.Kind = KindEvent
 	rec.Event = e
 }

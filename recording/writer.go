@@ -334,6 +334,11 @@ func (w *Writer) Event(e *event.Event) {
 		w.varint(int64(e.Time - w.time))
 		w.time = e.Time
 	}
+	if e.NoTable {
+		// Rare (a file's first events, before its unwind table is in),
+		// so a record of its own rather than a field in every event.
+		w.buf = append(w.buf, tagBeforeTable)
+	}
 	switch {
 	case e.Kind == event.Alloc && e.Func <= funcMask:
 		si := w.site(e.CallSite, e.Leaf, e.StackID)

@@ -20,11 +20,13 @@ func (s *session) chargeJIT(e *event.Event) {
 	if s.cfg.Detail || len(e.Stack) < 2 || s.res == nil {
 		return
 	}
-	ret, ok, unnamed := callstack.JITCharge(pipeline.CodeView{Resolver: s.res}, int(e.PID), e.Stack, s.runtimeCode)
+	code := pipeline.CodeView{Resolver: s.res}
+	ret, ok, unnamed := callstack.JITCharge(code, int(e.PID), e.Stack, s.runtimeCode)
+	if !ok && unnamed && s.jvmPerfMapNow(int(e.PID)) { // --jvm-perfmap: a JVM's newer code (jvm.go)
+		ret, ok, _ = callstack.JITCharge(code, int(e.PID), e.Stack, s.runtimeCode)
+	}
 	if ok {
 		e.CallSite = ret
-	} else if unnamed {
-		s.jvmPerfMapSoon(int(e.PID)) // --jvm-perfmap: a JVM's newer code (jvm.go)
 	}
 }
 

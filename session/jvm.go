@@ -64,34 +64,51 @@ const jvmAttachWait = 10 * time.Second
 // memtrace ask a JVM for its map again.
 const jvmPerfMapEvery = 2 * time.Second
 
-// jvmPerfMapSoon asks JVM target pid for its perf map in the background
-// (--jvm-perfmap), when its code met in a stack has no name yet: code
-// compiled since the last request. At most one request runs per JVM, and
-// at most one starts every jvmPerfMapEvery.
-func (s *session) jvmPerfMapSoon(pid int) {
+// jvmPerfMapNowWait bounds a request made while an event waits for its
+// charge: the JVM's attach listener already runs, and answers in
+// milliseconds.
+const jvmPerfMapNowWait = time.Second
+
+// jvmPerfMapNow asks JVM target pid for its perf map (--jvm-perfmap)
+// when its code met in a stack has no name yet: code compiled since the
+// last request. The event is charged by the names in the map, once and
+// for good, so when the JVM's attach listener already runs (a request was
+// answered) the request is made now and the event waits for it (true:
+// the map was read again). Otherwise, the first request starting the
+// listener (which may take seconds), it runs in the background and the
+// event is charged as it is. At most one request runs per JVM, and at
+// most one starts every jvmPerfMapEvery.
+func (s *session) jvmPerfMapNow(pid int) bool {
 	t := s.targets[pid]
 	if !s.cfg.JVMPerfMap || t == nil || !t.jvm || t.exited || t.perfMapBusy.Load() ||
 		time.Since(t.perfMapAsked) < jvmPerfMapEvery {
-		return
+		return false
 	}
 	t.perfMapAsked = time.Now()
+	if t.perfMapReady.Load() {
+		return s.requestJVMPerfMap(t, jvmPerfMapNowWait)
+	}
 	t.perfMapBusy.Store(true)
 	go func() {
 		defer t.perfMapBusy.Store(false)
-		s.requestJVMPerfMap(pid)
+		s.requestJVMPerfMap(t, jvmAttachWait)
 	}()
+	return false
 }
 
-// requestJVMPerfMap asks the JVM pid to write its perf map, then reads it.
-func (s *session) requestJVMPerfMap(pid int) {
-	ctx, cancel := context.WithTimeout(context.Background(), jvmAttachWait)
+// requestJVMPerfMap asks the JVM t to write its perf map, waiting at most
+// wait, then reads it; false if it did not answer.
+func (s *session) requestJVMPerfMap(t *target, wait time.Duration) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	if _, err := jvmattach.Command(ctx, pid, "Compiler.perfmap"); err != nil {
-		s.log.Warn("JVM perf map", "pid", pid, "err", err)
-		return
+	if _, err := jvmattach.Command(ctx, t.pid, "Compiler.perfmap"); err != nil {
+		s.log.Warn("JVM perf map", "pid", t.pid, "err", err)
+		return false
 	}
-	s.res.RereadJIT(pid)
-	s.log.Info("JVM perf map written", "pid", pid)
+	t.perfMapReady.Store(true)
+	s.res.RereadJIT(t.pid)
+	s.log.Info("JVM perf map written", "pid", t.pid)
+	return true
 }
 
 // requestJVMPerfMaps asks each live JVM target to write its perf map
@@ -99,7 +116,7 @@ func (s *session) requestJVMPerfMap(pid int) {
 // The first request starts the JVM's Attach Listener thread. It runs at
 // each report, when a JVM is attached with -p (its code is compiled by
 // then, most often), and when a charged stack meets JIT code the last map
-// did not name (jvmPerfMapSoon).
+// did not name (jvmPerfMapNow).
 func (s *session) requestJVMPerfMaps() {
 	if !s.cfg.JVMPerfMap {
 		return
@@ -108,6 +125,6 @@ func (s *session) requestJVMPerfMaps() {
 		if !t.jvm || t.exited {
 			continue
 		}
-		s.requestJVMPerfMap(t.pid)
+		s.requestJVMPerfMap(t, jvmAttachWait)
 	}
 }

@@ -124,6 +124,11 @@ func (s *session) checkResidentOf(pid uint32) {
 		}
 		return
 	}
+	if len(gone) > 0 || len(shrunk) > 0 {
+		// -v: what a script (or a test) can wait for after it released
+		// memory: a check has seen it.
+		s.log.Info("resident pages released", "pid", pid, "pages", len(gone), "in_part", len(shrunk))
+	}
 	now := monotonicNow()
 	for _, sp := range shrunk {
 		// A fault larger than a page (a huge page): charged for what of

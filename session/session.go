@@ -47,9 +47,11 @@ type target struct {
 	// jvm: its JVM category probes are placed (jvm.go).
 	jvm bool
 	// perfMapAsked, perfMapBusy: the last --jvm-perfmap request made on
-	// meeting unnamed JIT code, and whether one runs (jvm.go).
+	// meeting unnamed JIT code, and whether one runs; perfMapReady: a
+	// request was answered, so the JVM's attach listener runs (jvm.go).
 	perfMapAsked time.Time
 	perfMapBusy  atomic.Bool
+	perfMapReady atomic.Bool
 	// malloc is the module malloc binds to (footprint.go).
 	malloc string
 	// untraced: a followed child (-f) that could not be traced.
@@ -480,11 +482,14 @@ func (s *session) apply(e *event.Event) {
 		return
 	}
 	if e.Kind == event.CodeMap {
+		// The table first: it is built in the background, and the
+		// library's code may allocate as soon as dlopen returns; until
+		// its table is in, stacks stop at its frames (docs/unwinding.md).
+		s.objs.PreloadTableFiles([]string{e.Path})
 		if err := s.res.AddLibrary(int(e.PID), e.Path, e.Addr); err != nil {
 			s.log.Info("dlopen'ed library", "pid", e.PID, "path", e.Path, "err", err)
 		}
-		s.jvmLoaded(e) // jvm.go; before the table, which takes longer
-		s.objs.PreloadTableFiles([]string{e.Path})
+		s.jvmLoaded(e) // jvm.go
 		return
 	}
 	s.noteInherited(e) // -f: a forked child's inherited blocks (leaks.go)
@@ -587,7 +592,7 @@ func (s *session) attachRunning(t *target) error {
 	}
 	s.feed(pipeline.Input{Kind: pipeline.InProcess, PID: uint32(t.pid), Comm: t.comm})
 	if s.cfg.JVMPerfMap && t.jvm {
-		s.requestJVMPerfMap(t.pid) // its code compiled so far, named from the start (jvm.go)
+		s.requestJVMPerfMap(t, jvmAttachWait) // its code compiled so far, named from the start (jvm.go)
 	}
 	return nil
 }

@@ -5,8 +5,9 @@
  * arrives on stdin), then makes exactly 2*N
  * allocation calls: host_leak leaks N blocks of 1000 bytes, host_churn
  * allocates and frees N blocks of 500 bytes. It prints nothing (stdio
- * would allocate), waits HOLD_MS more (still running when memtrace ends)
- * and exits.
+ * would allocate); with -1 it writes one byte to stdout once its calls are
+ * made (write(2): no allocation), for a test to wait for. It waits HOLD_MS
+ * more (still running when memtrace ends) and exits.
  *
  * Usage: hostproc WAIT_MS N [HOLD_MS]
  */
@@ -48,6 +49,9 @@ int main(int argc, char **argv)
 	}
 	host_leak(n);
 	host_churn(n);
+	if (ms < 0 && write(1, "1", 1) != 1) {
+		/* no reader: nothing waits for it */
+	}
 	if (hold > 0)
 		nanosleep(&held, 0);
 	return 0;

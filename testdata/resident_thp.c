@@ -10,9 +10,10 @@
  * the first 64 KiB of every other one, 64 KiB from the middle of the
  * rest, so that 62 of its 64 MiB stay resident; it prints "released".
  * RELEASE_KB sets the amount released of each (default 64). With REWRITE
- * set too, 2.5 s later (memtrace's checks have seen the release),
- * rewrite_released writes the released pages again: made resident anew,
- * by another function, half of them on the first pages of the huge pages. With HOLD_MS set it sleeps that long before exiting.
+ * set too, once a byte arrives on stdin (the test sends it when memtrace's
+ * check has seen the release; end of file: at once), rewrite_released
+ * writes the released pages again: made resident anew, by another
+ * function, half of them on the first pages of the huge pages. With HOLD_MS set it sleeps that long before exiting.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MiB (1UL << 20)
 #define HUGE (2 * MiB)
@@ -127,7 +129,9 @@ int main(int argc, char **argv)
 				perror("madvise");
 				return 1;
 			}
-			sleep_ms(2500);
+			char go;
+			if (read(0, &go, 1) < 0)
+				go = 0;
 			rewrite_released(a * MiB);
 			printf("rewritten\n");
 			fflush(stdout);

@@ -311,8 +311,9 @@ func (t *tables) wait(key fileKey) {
 }
 
 // PreloadTableFiles loads, in the background, the tables of files about
-// to be mapped (the libraries of a command stopped at its exec), keyed as
-// the walk will see them (keyOf).
+// to be mapped or just mapped (a dlopen'ed library), keyed as the walk
+// will see them (keyOf). Each goes in as soon as it is built: a file is
+// not held up by another's preload.
 func (t *Objects) PreloadTableFiles(paths []string) {
 	if t.tables == nil || len(paths) == 0 {
 		return
@@ -323,10 +324,16 @@ func (t *Objects) PreloadTableFiles(paths []string) {
 			key, err := t.tables.keyOfPath(p)
 			if err == nil {
 				err = t.tables.load(key, p)
+				// Another load of the same file may still be building it.
+				t.tables.wait(key)
 			}
 			if err != nil {
 				t.tables.logLoad(p, err)
+				continue
 			}
+			// -v: what a script (or a test) can wait for before a
+			// library's code runs: from here its frames unwind.
+			t.tables.log.Info("unwind table loaded", "file", p)
 		}
 	})
 }

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memtrace/memtrace/internal/testwait"
 )
 
 // TestWalkSampledSqlite stops Debian's sqlite3 (no frame pointers) at
@@ -126,7 +128,7 @@ func sample(pid int) (*snapshot, error) {
 // waitCPU waits until pid has used ticks clock ticks of CPU time.
 func waitCPU(t *testing.T, pid, ticks int) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	testwait.For(t, "the process to use "+strconv.Itoa(ticks)+" ticks of CPU", func() bool {
 		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 		if err != nil {
 			t.Fatal(err)
@@ -137,9 +139,6 @@ func waitCPU(t *testing.T, pid, ticks int) {
 		f := strings.Fields(rest)
 		utime, _ := strconv.Atoi(f[11])
 		stime, _ := strconv.Atoi(f[12])
-		if utime+stime >= ticks {
-			return
-		}
-	}
-	t.Fatalf("pid %d used less than %d ticks of CPU in 20 s", pid, ticks)
+		return utime+stime >= ticks
+	})
 }

@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/footprint"
+	"github.com/memtrace/memtrace/internal/testwait"
 	"github.com/memtrace/memtrace/report"
 	"github.com/memtrace/memtrace/symbolize"
 )
@@ -132,23 +134,30 @@ func viewText(v *View, s tcell.SimulationScreen) []string {
 // waitFor polls the screen until every want appears, or fails.
 func waitFor(t *testing.T, v *View, s tcell.SimulationScreen, want ...string) string {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		text := strings.Join(viewText(v, s), "\n")
-		ok := true
+	var text string
+	testwait.For(t, fmt.Sprintf("the screen to show %q", want), func() bool {
+		text = strings.Join(viewText(v, s), "\n")
 		for _, w := range want {
 			if !strings.Contains(text, w) {
-				ok = false
+				return false
 			}
 		}
-		if ok {
-			return text
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("screen lacks %q:\n%s", want, text)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return true
+	})
+	return text
+}
+
+// waitTaken waits until the view has taken the frame Show gave it: its
+// loop receives a frame and draws it before it runs anything else.
+func waitTaken(t *testing.T, v *View) {
+	t.Helper()
+	testwait.For(t, "the view to take its frame", func() bool {
+		n := 0
+		done := make(chan struct{})
+		v.do <- func() { n = len(v.frames); close(done) }
+		<-done
+		return n == 0
+	})
 }
 
 func TestViewDrawsAndHandlesKeys(t *testing.T) {
@@ -213,7 +222,7 @@ func TestViewDrawsAndHandlesKeys(t *testing.T) {
 	f := frame()
 	f.Snap.Processes[0].Comm = "renamed"
 	v.Show(f)
-	time.Sleep(100 * time.Millisecond)
+	waitTaken(t, v)
 	if strings.Contains(strings.Join(viewText(v, scr), "\n"), "renamed") {
 		t.Error("a paused view took a new frame")
 	}

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/memtrace/memtrace/internal/testwait"
 )
 
 // These tests fetch a stripped fixture's debug file from Debian's
@@ -45,17 +47,15 @@ func startDebuginfod(t *testing.T, dir, id string) string {
 	})
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
 	// It serves once it has scanned dir.
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	testwait.For(t, "debuginfod to serve "+id, func() bool {
 		resp, err := http.Get(url + "/buildid/" + id + "/debuginfo")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return url
-			}
+		if err != nil {
+			return false
 		}
-	}
-	t.Fatalf("debuginfod does not serve %s", id)
-	return ""
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return url
 }
 
 // runMemtraceEnv is runMemtrace with env added to memtrace's environment

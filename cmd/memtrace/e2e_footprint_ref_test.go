@@ -12,7 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/memtrace/memtrace/internal/testwait"
 )
 
 // finalFootprint returns the last process record of an NDJSON output
@@ -109,15 +110,10 @@ func TestFootprintRedis(t *testing.T) {
 	}
 	defer func() { srv.Process.Kill(); srv.Wait() }()
 	var conn net.Conn
-	for i := 0; ; i++ {
-		if conn, err = net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			break
-		}
-		if i == 100 {
-			t.Fatalf("redis-server does not answer: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.For(t, "redis-server to answer", func() bool {
+		conn, err = net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		return err == nil
+	})
 	defer conn.Close()
 	rd := bufio.NewReader(conn)
 	const keys = 100000

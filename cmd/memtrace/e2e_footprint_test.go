@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/memtrace/memtrace/htmlreport/headless"
 )
@@ -278,7 +277,7 @@ func TestHostFootprint(t *testing.T) {
 	defer fx.Wait()
 	defer stdin.Close()
 	// Its exec seen and its libc probed (no process matched --comm before).
-	h.waitFor(t, "msg=probed pid="+strconv.Itoa(fx.Process.Pid)+" ", 30*time.Second)
+	h.waitFor(t, "msg=probed pid="+strconv.Itoa(fx.Process.Pid)+" ")
 	io.WriteString(stdin, "go\n")
 	var own strings.Builder
 	sc := bufio.NewScanner(stderr)

@@ -12,7 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/memtrace/memtrace/internal/testwait"
 )
 
 // managedHeap is one of a process record's managed_heaps.
@@ -183,10 +184,10 @@ func TestV8HeapByName(t *testing.T) {
 	reads := 0
 	// A report's reading may be an earlier one standing in (docs/json.md's
 	// footprint): the wait is for one that shows the heap.
-	for deadline := time.Now().Add(60 * time.Second); (v8.Resident == nil || *v8.Resident < 100<<20) && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	testwait.For(t, "a report whose V8 heap holds 100 MiB resident", func() bool {
 		b, _ := os.ReadFile(reports)
 		if len(b) <= len(done) {
-			continue
+			return false
 		}
 		reads++
 		newer := string(b[len(done):])
@@ -194,7 +195,7 @@ func TestV8HeapByName(t *testing.T) {
 		// its process.
 		i := strings.Index(newer, `{"type":"report"`)
 		if i < 0 {
-			continue
+			return false
 		}
 		for l := range strings.Lines(newer[i:]) {
 			var rec struct {
@@ -210,7 +211,8 @@ func TestV8HeapByName(t *testing.T) {
 				}
 			}
 		}
-	}
+		return v8.Resident != nil && *v8.Resident >= 100<<20
+	})
 	fmt.Fprintln(stdin, "")
 	stdin.Close()
 	if err := mt.Wait(); err != nil {

@@ -13,6 +13,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/memtrace/memtrace/internal/testwait"
 )
 
 // These tests run the real memtrace binary, as root, with real BPF, against C
@@ -335,4 +338,76 @@ func waitAttached(t *testing.T, stderr io.Reader, log io.Writer) {
 		}
 	}
 	go io.Copy(log, errLines)
+}
+
+// runOnSignal runs memtrace -v with args, a command that waits for a byte
+// on its stdin at the point it must not pass too early, and sends that
+// byte once memtrace's stderr shows line: no fixed sleep in the fixture,
+// however slow the machine. It fails unless memtrace logs line and exits
+// 0; the byte (or end of file) goes anyway, so the command never hangs.
+func runOnSignal(t *testing.T, line string, args ...string) result {
+	t.Helper()
+	return runOnSignalEnv(t, nil, line, args...)
+}
+
+// runOnSignalEnv is runOnSignal with env added to memtrace's environment.
+func runOnSignalEnv(t *testing.T, env []string, line string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(memtrace(t), append([]string{"-v"}, args...)...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	seen, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(errPipe)
+		told := false
+		for sc.Scan() {
+			stderr.WriteString(sc.Text() + "\n")
+			if !told && strings.Contains(sc.Text(), line) {
+				close(seen)
+				told = true
+			}
+		}
+	}()
+	found := true
+	select {
+	case <-seen:
+	case <-done:
+		found = false
+	case <-time.After(testwait.Limit):
+		found = false
+	}
+	stdin.Write([]byte{1})
+	stdin.Close()
+	<-done
+	code := 0
+	if err := cmd.Wait(); err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("run memtrace: %v", err)
+		}
+		code = ee.ExitCode()
+	}
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !found {
+		t.Fatalf("memtrace never logged %q:\n%s", line, stderr.String())
+	}
+	return result{stdout.String(), stderr.String(), code}
 }

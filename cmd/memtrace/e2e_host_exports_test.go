@@ -229,7 +229,7 @@ func (h *hostRun) startProbed(t *testing.T, c *exec.Cmd) {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor(t, "msg=probed pid="+strconv.Itoa(c.Process.Pid)+" ", 30*time.Second)
+	h.waitFor(t, "msg=probed pid="+strconv.Itoa(c.Process.Pid)+" ")
 	start.Write([]byte{1})
 	start.Close()
 }

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // The whole host's list: every process, whether or not it takes a fault
@@ -220,7 +219,7 @@ func TestWatchHost(t *testing.T) {
 	x.run("-f", "/dev/null", "new-session", "-d", "-s", "mt", "-x", "132", "-y", "36", script)
 	defer exec.Command("tmux", "-L", x.socket, "kill-server").Run()
 
-	view := x.waitFor(x.screen, 30*time.Second, "memtrace --watch", "2 processes by RSS, 0 traced", "~RESIDENT",
+	view := x.waitFor(x.screen, "memtrace --watch", "2 processes by RSS, 0 traced", "~RESIDENT",
 		"pid "+strconv.Itoa(big.pid())+" mt-idlewatch", "no fault sampled, no allocation seen while traced")
 	t.Logf("the live view:\n%s", view)
 	// The 100 MiB process leads, with its RSS, in MiB.
@@ -231,11 +230,11 @@ func TestWatchHost(t *testing.T) {
 		t.Errorf("no RSS of 100.x MiB, or an allocator panel without --heap:\n%s", view)
 	}
 	x.run("send-keys", "-t", "mt", "Down")
-	x.waitFor(x.screen, 10*time.Second, "pid "+strconv.Itoa(small.pid())+" mt-idlewatch")
+	x.waitFor(x.screen, "pid "+strconv.Itoa(small.pid())+" mt-idlewatch")
 	x.run("send-keys", "-t", "mt", "s")
-	x.waitFor(x.screen, 10*time.Second, "sort: anon", "2 processes by anonymous RSS")
+	x.waitFor(x.screen, "sort: anon", "2 processes by anonymous RSS")
 	x.run("send-keys", "-t", "mt", "q")
-	x.waitFor(x.capture, 30*time.Second, "memtrace exited with status 0", "FINAL report")
+	x.waitFor(x.capture, "memtrace exited with status 0", "FINAL report")
 }
 
 // TestHostListReplay: a replay lists the processes the live run listed

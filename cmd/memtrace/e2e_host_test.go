@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memtrace/memtrace/internal/testwait"
 )
 
 // Sampled mode and the whole-host mode, with real BPF. The whole-host
@@ -250,13 +252,14 @@ func startHostWith(t *testing.T, args ...string) *hostRun {
 		}
 		close(h.lines)
 	}()
-	h.waitFor(t, "msg=attached", 30*time.Second)
+	h.waitFor(t, "msg=attached")
 	return h
 }
 
-// waitFor waits for a stderr line containing s.
-func (h *hostRun) waitFor(t *testing.T, s string, d time.Duration) {
+// waitFor waits for a stderr line containing s (testwait.Limit at most).
+func (h *hostRun) waitFor(t *testing.T, s string) {
 	t.Helper()
+	d := testwait.Limit
 	timeout := time.After(d)
 	for {
 		select {
@@ -304,6 +307,30 @@ func (h *hostRun) waitExitsHeld(t *testing.T, pids ...int) {
 			t.Fatalf("memtrace did not handle the exits of %v within a minute:\n%s", pids, h.errors())
 		}
 	}
+}
+
+// waitExitsHandled waits until the exits of pids are handled, whether a
+// process had records (-v's "exit held") or none ("exit unrecorded": no
+// allocation or sampled fault while traced; logged with --comm only). It reads stderr as a whole,
+// not lines, which a thousand exits can overflow.
+func (h *hostRun) waitExitsHandled(t *testing.T, pids ...int) {
+	t.Helper()
+	left := map[int]bool{}
+	for _, pid := range pids {
+		left[pid] = true
+	}
+	handled := regexp.MustCompile(`msg="exit (?:held|unrecorded)" pid=(\d+) `)
+	read := 0
+	testwait.For(t, fmt.Sprintf("memtrace to handle the exits of %d processes", len(pids)), func() bool {
+		errs := h.errors()
+		end := strings.LastIndexByte(errs, '\n') + 1 // whole lines only
+		for _, m := range handled.FindAllStringSubmatch(errs[read:end], -1) {
+			pid, _ := strconv.Atoi(m[1])
+			delete(left, pid)
+		}
+		read = end
+		return len(left) == 0
+	})
 }
 
 func (h *hostRun) errors() string {
@@ -480,24 +507,29 @@ func TestHostNamesUnsampled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
 	var pid int
-	for deadline := time.Now().Add(5 * time.Second); pid == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	testwait.For(t, "mt-unsampled to start", func() bool {
 		if out, err := exec.Command("pgrep", "-x", "mt-unsampled").Output(); err == nil {
 			pid, _ = strconv.Atoi(strings.Fields(string(out))[0])
 		}
-	}
-	if pid == 0 {
-		t.Fatal("mt-unsampled did not start")
-	}
+		return pid != 0
+	})
 	h := startHost(t, "--comm", "mt-unsampled", "--resident-bytes", "0") // sampled, 512 KiB
 	if _, err := in.Write([]byte{1}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// Its byte back once its calls are made: the probes counted them.
+	if _, err := io.ReadFull(out, make([]byte, 1)); err != nil {
+		t.Fatalf("mt-unsampled did not make its calls: %v", err)
+	}
 	run := h.stop(t)
 	var found bool
 	for _, p := range run.procs {
@@ -532,7 +564,7 @@ func TestHostShortLived(t *testing.T) {
 	if err := primer.Start(); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor(t, "msg=probed", 10*time.Second)
+	h.waitFor(t, "msg=probed")
 	before := h.rss()
 	const n = 1000
 	pids := make(chan int, n)
@@ -559,7 +591,11 @@ func TestHostShortLived(t *testing.T) {
 	wg.Wait()
 	close(pids)
 	primer.Wait()
-	time.Sleep(2 * time.Second)
+	all := []int{primer.Process.Pid}
+	for pid := range pids {
+		all = append(all, pid)
+	}
+	h.waitExitsHandled(t, all...)
 	after := h.rss()
 	run := h.stop(t)
 	t.Logf("memtrace resident memory: %s before the %d processes, %s after", before, n, after)
@@ -570,7 +606,7 @@ func TestHostShortLived(t *testing.T) {
 		}
 	}
 	missing, wrong := 0, 0
-	for pid := range pids {
+	for _, pid := range all[1:] {
 		p, ok := run.exitedRecord(pid)
 		switch {
 		case !ok:

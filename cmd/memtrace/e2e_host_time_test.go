@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/memtrace/memtrace/aggregate"
 	"github.com/memtrace/memtrace/event"
@@ -101,7 +100,7 @@ func runHostPhases(t *testing.T, args ...string) (string, int) {
 		t.Fatal(err)
 	}
 	// The allocator's probes are attached before the mark probes (host.Finder).
-	h.waitFor(t, `msg="mark probed" pid=`+strconv.Itoa(primer.Process.Pid)+" function=memtrace_mark", 30*time.Second)
+	h.waitFor(t, `msg="mark probed" pid=`+strconv.Itoa(primer.Process.Pid)+" function=memtrace_mark")
 	primer.Process.Kill()
 	primer.Wait()
 	run := exec.Command("chroot", root, "/mt-hostphases")

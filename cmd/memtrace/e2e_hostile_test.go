@@ -213,19 +213,8 @@ func TestHostilePrometheus(t *testing.T) {
 	mtAddr := freePort(t)
 	mt, stdin := startListening(t, mtAddr, "-o", filepath.Join(dir, "report.txt"), "--", exe, "wait")
 	promAddr, promLog := startPrometheus(t, promBin, dir, mtAddr)
-	deadline := time.Now().Add(30 * time.Second)
-	var got []promSample
-	for {
-		got = promQuery(t, promAddr, `memtrace_callsite_live_bytes{function="hostile_alloc"}`)
-		if len(got) == 1 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if len(got) != 1 {
-		log, _ := os.ReadFile(promLog)
-		t.Fatalf("no series of hostile_alloc in Prometheus: %v\n%s", got, log)
-	}
+	got := promWait(t, promAddr, promLog, "a series of hostile_alloc in Prometheus", `memtrace_callsite_live_bytes{function="hostile_alloc"}`,
+		func(r []promSample) bool { return len(r) == 1 })
 	if got[0].labels["comm"] != hostileShown || got[0].labels["module"] != hostileShown {
 		t.Errorf("labels %q, want comm and module %q", got[0].labels, hostileShown)
 	}

@@ -387,10 +387,19 @@ func TestJVMDirectBuffersByMethod(t *testing.T) {
 	if charged*10 < kept*8 || charged*10 > kept*12 {
 		t.Errorf("DirectKeeper.keep charged %d live bytes, want %d within 20%%\n%s", charged, kept, log)
 	}
+	if charged != kept {
+		// Where the rest went: the sites holding a buffer or more.
+		for _, s := range rep.sites {
+			if s.PID == pid && s.Final && s.LiveBytes >= 1<<20 {
+				t.Logf("site %s %s: %d live bytes, stack %+v", s.Category, s.Function, s.LiveBytes, s.Stack)
+			}
+		}
+	}
 	// The pages they made resident (sampled write faults, zeroed by
 	// Unsafe_SetMemory0) are charged to keep too: at least half of them,
 	// the estimate's error being a few percent.
 	var resident uint64
+	var others []string
 	for l := range strings.Lines(out.String()) {
 		var r struct {
 			Type          string `json:"type"`
@@ -400,11 +409,13 @@ func TestJVMDirectBuffersByMethod(t *testing.T) {
 		}
 		if json.Unmarshal([]byte(l), &r) == nil && r.Type == "resident" && r.Final && strings.Contains(r.Function, " DirectKeeper.keep(") {
 			resident += r.ResidentBytes
+		} else if r.Type == "resident" && r.Final && r.ResidentBytes >= 1<<20 {
+			others = append(others, fmt.Sprintf("%s: ~%d", r.Function, r.ResidentBytes))
 		}
 	}
 	t.Logf("DirectKeeper.keep made ~%d bytes resident", resident)
 	if resident*2 < kept {
-		t.Errorf("DirectKeeper.keep charged ~%d resident bytes, want at least half of %d", resident, kept)
+		t.Errorf("DirectKeeper.keep charged ~%d resident bytes, want at least half of %d; others charged a MiB or more: %q", resident, kept, others)
 	}
 	if !strings.Contains(log.String(), "JVM perf map written") {
 		t.Errorf("no perf map was asked for:\n%s", log)

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memtrace/memtrace/internal/testwait"
 )
 
 // The JVM tests run Debian's OpenJDK 17 (openjdk-17-jdk-headless, which CI
@@ -163,6 +165,32 @@ func TestJVMCallSites(t *testing.T) {
 // MallocHeader and a 2-byte footer canary. NMT reports the sizes asked for.
 const nmtOverhead = 18
 
+// jvmCompilesDone says whether the JVM pid compiles nothing and has
+// nothing queued (jcmd Compiler.queue: "Current compiles:" with no task
+// under it, and each queue "Empty").
+func jvmCompilesDone(pid string) bool {
+	out, err := exec.Command("jcmd", pid, "Compiler.queue").Output()
+	if err != nil {
+		return false
+	}
+	queues, tasks := 0, 0
+	section := ""
+	for _, l := range strings.Split(string(out), "\n") {
+		l = strings.TrimSpace(l)
+		switch {
+		case l == "" || strings.HasSuffix(l, ":") && !strings.Contains(l, " "):
+			// a blank line, or jcmd's "PID:" header
+		case strings.HasPrefix(l, "Current compiles:") || strings.HasSuffix(l, "compile queue:"):
+			section = l
+		case l == "Empty" && strings.HasSuffix(section, "compile queue:"):
+			queues++
+		case section != "":
+			tasks++ // a compilation running or queued
+		}
+	}
+	return queues >= 2 && tasks == 0
+}
+
 // TestJVMCategoriesMatchNMT compares the heap memtrace finds per NMT
 // category with NMT's own summary of the same JVM at the same moment: a
 // JVM at rest, summarized by `jcmd PID VM.native_memory summary`, and
@@ -213,7 +241,8 @@ func TestJVMCategoriesMatchNMT(t *testing.T) {
 			pid = strings.TrimPrefix(l, "ready ")
 		}
 	}
-	time.Sleep(2 * time.Second) // at rest: class loading and compilations done
+	// At rest: its classes loaded ("ready"), its compilations done.
+	testwait.For(t, "the JVM's compile queues empty", func() bool { return jvmCompilesDone(pid) })
 	// The JVM is at rest, not frozen: its chunk pool's cleaner runs every
 	// 5 s, a compilation may finish. A comparison that such a change fell
 	// into is taken again, up to three times in all; each one is logged.
@@ -340,9 +369,10 @@ func parseNMT(t *testing.T, out string) nmtSummary {
 // libjvm.so; memtrace places the category probes at dlopen's return. The
 // JVM's first allocations, before they are in, have no category: the test
 // asks only that categories come out, and that the launcher runs as it
-// does untraced. The launcher goes on loading classes for two seconds: under
-// the full suite's load, the probes once came in after a JVM that had
-// already finished (all of its 5287 blocks without a category).
+// does untraced. The launcher loads more classes only once memtrace says
+// the probes are in (a byte on its stdin): under the full suite's load,
+// the probes once came in after a JVM that had already finished (all of
+// its 5287 blocks without a category).
 func TestJVMDlopened(t *testing.T) {
 	needBPF(t)
 	javaClasses(t) // a JDK, or skip
@@ -355,10 +385,7 @@ func TestJVMDlopened(t *testing.T) {
 	}
 	jdk := filepath.Dir(filepath.Dir(java))
 	embed := fixture(t, "jvm/embed.c", "-I"+filepath.Join(jdk, "include"), "-I"+filepath.Join(jdk, "include", "linux"), "-ldl")
-	r := runMemtrace(t, "--json", "--top", "1", "--", embed, filepath.Join(jdk, "lib", "server", "libjvm.so"))
-	if r.code != 0 {
-		t.Fatalf("exit code %d\n%s", r.code, r.stderr)
-	}
+	r := runOnSignal(t, `msg="JVM category probes"`, "--json", "--top", "1", "--", embed, filepath.Join(jdk, "lib", "server", "libjvm.so"))
 	named := 0
 	printed := ""
 	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {

@@ -12,7 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/memtrace/memtrace/internal/testwait"
 )
 
 // lacksEnv makes memtrace treat kernel features as missing
@@ -97,20 +98,15 @@ func TestPerProbeSameFigures(t *testing.T) {
 // attaches wait, and the whole-host tests would miss calls they count.
 func waitReapers(t *testing.T) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	testwait.For(t, "no reaper of per-probe links running", func() bool {
 		envs, _ := filepath.Glob("/proc/[0-9]*/environ")
-		busy := false
 		for _, f := range envs {
 			if b, err := os.ReadFile(f); err == nil && bytes.Equal(b, []byte("MEMTRACE_REAP_LINKS=1\x00")) {
-				busy = true
-				break
+				return false
 			}
 		}
-		if !busy {
-			return
-		}
-	}
-	t.Fatal("a reaper of per-probe links still runs after a minute")
+		return true
+	})
 }
 
 // TestSampledAttachPaths: sampled mode takes the uprobe session path where

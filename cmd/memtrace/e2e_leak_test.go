@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memtrace/memtrace/internal/testwait"
 )
 
 // leakFigures are a leak check's bytes and blocks per class, as valgrind's
@@ -568,7 +570,7 @@ func TestLeakCheckAttached(t *testing.T) {
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
 			t.Errorf("target: %v, want exit status 3", err)
 		}
-	case <-time.After(20 * time.Second):
+	case <-time.After(testwait.Limit):
 		t.Fatal("the target did not run on after the check")
 	}
 	procs, sites := leakRecords(t, mtOut.String())

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/memtrace/memtrace/internal/testwait"
 )
 
 // TestPrometheus: a real Prometheus server scrapes memtrace --listen while
@@ -30,22 +32,13 @@ func TestPrometheus(t *testing.T) {
 	mt, stdin := startListening(t, mtAddr, "--json", "-o", report, "--", bin, "wait")
 	promAddr, promLog := startPrometheus(t, promBin, dir, mtAddr)
 
-	// A scrape made after the fixture went idle (memtrace refreshes what
-	// it serves every second).
-	time.Sleep(1500 * time.Millisecond)
-	idle := float64(time.Now().Unix())
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		r := promQuery(t, promAddr, "timestamp(memtrace_live_bytes)")
-		if len(r) == 1 && r[0].value >= idle {
-			break
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(promLog)
-			t.Fatalf("no scrape of memtrace after the fixture went idle: %v\n%s", r, log)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	// A scrape of what memtrace served after the fixture went idle (it
+	// printed "ready" before startListening returned): memtrace refreshes
+	// what it serves every second (pipeline's metricsEvery), so a sample
+	// stamped more than that after "ready" holds the idle totals.
+	idle := float64(time.Now().Add(1500*time.Millisecond).UnixMilli()) / 1000
+	promWait(t, promAddr, promLog, "a scrape of memtrace after the fixture went idle", "timestamp(memtrace_live_bytes)",
+		func(r []promSample) bool { return len(r) == 1 && r[0].value >= idle })
 	metrics := []string{"memtrace_live_bytes", "memtrace_live_blocks", "memtrace_allocations_total",
 		"memtrace_allocated_bytes_total", "memtrace_frees_total", "memtrace_freed_bytes_total",
 		"memtrace_peak_live_bytes", "memtrace_lost_events_total", `memtrace_callsite_live_bytes{function="grow"}`,
@@ -101,12 +94,43 @@ type promSample struct {
 	value  float64
 }
 
-// promQuery runs an instant query through Prometheus's HTTP API.
+// promWait runs query q until its result satisfies cond (what), and
+// returns that result; Prometheus's log is shown if the test fails.
+func promWait(t *testing.T, addr, logPath, what, q string, cond func([]promSample) bool) []promSample {
+	t.Helper()
+	var r []promSample
+	var err error
+	t.Cleanup(func() {
+		if t.Failed() {
+			log, _ := os.ReadFile(logPath)
+			t.Logf("last query %q: %v %v; Prometheus's log:\n%s", q, r, err, log)
+		}
+	})
+	testwait.For(t, what, func() bool {
+		r, err = promTry(addr, q)
+		return err == nil && cond(r)
+	})
+	return r
+}
+
+// promQuery runs an instant query through Prometheus's HTTP API and fails
+// the test on an error (promTry's).
 func promQuery(t *testing.T, addr, q string) []promSample {
 	t.Helper()
+	out, err := promTry(addr, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// promTry runs an instant query through Prometheus's HTTP API. A server
+// starting up refuses the connection, then answers 503 with a text body
+// until its storage is ready: both are errors, for a wait to retry.
+func promTry(addr, q string) ([]promSample, error) {
 	resp, err := http.Get("http://" + addr + "/api/v1/query?query=" + url.QueryEscape(q))
 	if err != nil {
-		return nil // not up yet
+		return nil, fmt.Errorf("query %q: %w", q, err)
 	}
 	defer resp.Body.Close()
 	var body struct {
@@ -118,18 +142,22 @@ func promQuery(t *testing.T, addr, q string) []promSample {
 			} `json:"result"`
 		} `json:"data"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || body.Status != "success" {
-		t.Fatalf("query %q: %v %+v", q, err, body)
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, fmt.Errorf("query %q: %s: decode: %w", q, resp.Status, err)
+	}
+	if body.Status != "success" {
+		return nil, fmt.Errorf("query %q: %s: status %q", q, resp.Status, body.Status)
 	}
 	var out []promSample
 	for _, r := range body.Data.Result {
-		v, err := strconv.ParseFloat(r.Value[1].(string), 64)
+		s, _ := r.Value[1].(string)
+		v, err := strconv.ParseFloat(s, 64)
 		if err != nil {
-			t.Fatal(err)
+			return nil, fmt.Errorf("query %q: value: %w", q, err)
 		}
 		out = append(out, promSample{r.Metric, v})
 	}
-	return out
+	return out, nil
 }
 
 // needPrometheus returns the path of Debian's prometheus, skipping the

@@ -11,7 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/memtrace/memtrace/internal/testwait"
 )
 
 // rateRecord and ratedRecord read the "rates" of process and callsite
@@ -221,26 +222,25 @@ func (x tmux) screen() string {
 }
 
 // waitFor polls the pane until every want is on it.
-func (x tmux) waitFor(get func() string, timeout time.Duration, want ...string) string {
+func (x tmux) waitFor(get func() string, want ...string) string {
 	x.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		s := get()
-		missing := ""
+	s, missing := "", ""
+	defer func() {
+		if missing != "" { // testwait failed the test: what was there
+			x.t.Logf("the terminal never showed %q; it shows:\n%s", missing, s)
+		}
+	}()
+	testwait.For(x.t, fmt.Sprintf("the terminal to show %q", want), func() bool {
+		s, missing = get(), ""
 		for _, w := range want {
 			if !strings.Contains(s, w) {
 				missing = w
-				break
+				return false
 			}
 		}
-		if missing == "" {
-			return s
-		}
-		if time.Now().After(deadline) {
-			x.t.Fatalf("the terminal never showed %q; it shows:\n%s", missing, s)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return true
+	})
+	return s
 }
 
 // needTmux skips without tmux, except under CI=true (apt-get install tmux).
@@ -276,9 +276,9 @@ func TestWatchInTerminal(t *testing.T) {
 	defer exec.Command("tmux", "-L", x.socket, "kill-server").Run()
 
 	// The bars: full blocks on the rates rows, the log-scale axis, the site.
-	x.waitFor(x.screen, 20*time.Second, "memtrace --watch", "allocated/s (log)", "1K", "1M", "1G",
+	x.waitFor(x.screen, "memtrace --watch", "allocated/s (log)", "1K", "1M", "1G",
 		"steady_alloc", "testdata/rate.c", "sort: live")
-	view := x.waitFor(x.screen, 10*time.Second, "MiB/s", "██")
+	view := x.waitFor(x.screen, "MiB/s", "██")
 	t.Logf("the live view:\n%s", view)
 	if f := os.Getenv("MEMTRACE_CAPTURE"); f != "" {
 		os.WriteFile(f, []byte(view), 0o644)
@@ -296,14 +296,14 @@ func TestWatchInTerminal(t *testing.T) {
 	// bytes) and rate (steady_alloc grows, churn does not). The title and
 	// the table heading follow.
 	x.run("send-keys", "-t", "mt", "s")
-	view = x.waitFor(x.screen, 10*time.Second, "sort: allocated", "call sites by bytes allocated")
+	view = x.waitFor(x.screen, "sort: allocated", "call sites by bytes allocated")
 	if strings.Index(view, "churn") > strings.Index(view, "steady_alloc") {
 		t.Errorf("by bytes allocated, churn should lead steady_alloc:\n%s", view)
 	}
 	x.run("send-keys", "-t", "mt", "s")
-	x.waitFor(x.screen, 10*time.Second, "sort: allocs", "call sites by allocation calls")
+	x.waitFor(x.screen, "sort: allocs", "call sites by allocation calls")
 	x.run("send-keys", "-t", "mt", "s")
-	view = x.waitFor(x.screen, 10*time.Second, "sort: rate", "call sites by net bytes/s at the shortest half-life")
+	view = x.waitFor(x.screen, "sort: rate", "call sites by net bytes/s at the shortest half-life")
 	t.Logf("sorted by rate:\n%s", view)
 	if strings.Index(view, "steady_alloc") > strings.Index(view, "churn") {
 		t.Errorf("by net rate, steady_alloc should lead churn:\n%s", view)
@@ -311,7 +311,7 @@ func TestWatchInTerminal(t *testing.T) {
 
 	// q: the view goes away, the final report is printed, memtrace exits 0.
 	x.run("send-keys", "-t", "mt", "q")
-	out := x.waitFor(x.capture, 20*time.Second, "memtrace exited with status 0")
+	out := x.waitFor(x.capture, "memtrace exited with status 0")
 	for _, want := range []string{"=== memtrace FINAL report", "pid " + strconv.Itoa(target.Process.Pid) + " rate",
 		"rates:       half-life", "steady_alloc"} {
 		if !strings.Contains(out, want) {
@@ -336,5 +336,5 @@ func TestCommandKeepsTerminal(t *testing.T) {
 		memtrace(t))), 0o755)
 	x.run("-f", "/dev/null", "new-session", "-d", "-s", "mt", "-x", "132", "-y", "36", script)
 	defer exec.Command("tmux", "-L", x.socket, "kill-server").Run()
-	x.waitFor(x.screen, 60*time.Second, "both-terminals", "memtrace exited with status 0")
+	x.waitFor(x.screen, "both-terminals", "memtrace exited with status 0")
 }

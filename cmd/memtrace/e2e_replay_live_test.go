@@ -6,7 +6,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // TestReplayEqualsLive: a replay prints what the live run printed, every
@@ -49,14 +48,13 @@ func TestReplayEqualsLive(t *testing.T) {
 			root := chrootWithOwnLibc(t, bin, "mt-replayres")
 			rec := filepath.Join(t.TempDir(), "resident.rec")
 			h := startHostWith(t, "--comm", "mt-replayres", "--record", rec, "--json="+boolFlag(format == "json"))
-			time.Sleep(time.Second) // attached
-			if out, err := exec.Command("chroot", root, "/mt-replayres", "200", "5").CombinedOutput(); err != nil {
+			fx := exec.Command("chroot", root, "/mt-replayres", "200", "5")
+			if out, err := fx.CombinedOutput(); err != nil {
 				t.Fatalf("fixture: %v %s", err, out)
 			}
-			// Not a condition: with no sampled fault the process is never
-			// reported, so there is no record to wait for; a batch, if
-			// any, is written within a second.
-			time.Sleep(1500 * time.Millisecond)
+			// Its exit handled: held for the final batch if it had a
+			// sampled fault, or dropped with no record.
+			h.waitExitsHandled(t, fx.Process.Pid)
 			h.cmd.Process.Signal(syscall.SIGINT)
 			if err := h.cmd.Wait(); err != nil {
 				t.Fatalf("memtrace: %v\n%s", err, h.errors())

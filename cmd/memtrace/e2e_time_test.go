@@ -11,7 +11,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/memtrace/memtrace/internal/testwait"
+	"github.com/memtrace/memtrace/recording"
 )
 
 // testdata/phases.c, in MiB at scale 1: take_and_free 30 allocated and
@@ -294,7 +296,9 @@ func TestTimeKilledRecording(t *testing.T) {
 			break
 		}
 	}
-	time.Sleep(100 * time.Millisecond)
+	// Killed once the file holds the mark: the prefix then holds every
+	// record before it.
+	testwait.For(t, `the mark "kept" in the recording`, func() bool { return recordedMark(rec, "kept") })
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	exec.Command("pkill", "-KILL", "-f", bin+" 1 hold").Run()
@@ -307,6 +311,23 @@ func TestTimeKilledRecording(t *testing.T) {
 	if want := phaseSites(1); !maps_equal(got, want) {
 		t.Errorf("prefix sites %v, want %v", got, want)
 	}
+}
+
+// recordedMark says whether the recording at path, maybe still being
+// written, holds a mark labelled label.
+func recordedMark(path, label string) bool {
+	r, err := recording.Open(path)
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	var rec recording.Record
+	for r.Next(&rec) == nil {
+		if rec.Kind == recording.KindMark && rec.Mark.Label == label {
+			return true
+		}
+	}
+	return false
 }
 
 type epochLine struct {

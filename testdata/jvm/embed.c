@@ -1,11 +1,12 @@
 /* embed.c: a launcher that is not a JDK's bin/java. It dlopens the
  * libjvm.so named by its first argument, creates a JVM, looks up a JDK
  * class (loading, linking and compiling things: the JVM allocates), and
- * destroys the JVM. memtrace sees libjvm.so only at dlopen. Then, for
- * about two seconds, it loads more classes: a tracer that places its
- * probes at dlopen's return, slowed down by a loaded machine, still sees
- * the JVM allocate (the JVM can start and finish in less than it takes
- * to read libjvm.so's symbols).
+ * destroys the JVM. memtrace sees libjvm.so only at dlopen. Then it
+ * waits for a byte on stdin (end of file: it goes on at once), and loads
+ * more classes: a tracer that places its probes at dlopen's return, slowed
+ * down by a loaded machine, still sees the JVM allocate (the JVM can start
+ * and finish in less than it takes to read libjvm.so's symbols). The test
+ * sends the byte once memtrace says its probes are in.
  *
  * Build: gcc -O2 -I$JDK/include -I$JDK/include/linux -o embed embed.c -ldl
  */
@@ -50,8 +51,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("%s\n", (*env)->FindClass(env, "java/util/concurrent/ConcurrentHashMap") ? "found" : "missing");
+	fflush(stdout);
+	char go;
+	if (read(0, &go, 1) < 0)
+		go = 0;
 	for (int i = 0; i < sizeof(later) / sizeof(later[0]); i++) {
-		usleep(100 * 1000);
 		if ((*env)->FindClass(env, later[i]) == NULL)
 			(*env)->ExceptionClear(env);
 	}
