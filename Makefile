@@ -84,7 +84,7 @@ check-clang:
 
 # CI: the committed generated files must be what `make generate` produces.
 check-generate: generate
-	git diff --exit-code -- tracer/
+	git diff --exit-code -- internal/tracer/
 
 # golangci-lint from the Go module proxy, at a pinned version
 # (.golangci.yml says which linters).

@@ -10,7 +10,7 @@ limit=$((1000 * 1000))
 status=0
 while IFS= read -r -d '' path; do
 	case "$path" in
-	tracer/*_bpfel.o | tracer/bpftest/*_bpfel.o) continue ;; # bpf2go's output, committed on purpose
+	internal/tracer/*_bpfel.o | internal/tracer/*/*_bpfel.o) continue ;; # bpf2go's output, committed on purpose
 	esac
 	[ -f "$path" ] || continue # deleted in the work tree
 	size=$(stat -c %s -- "$path")

@@ -10,7 +10,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"
 go build -o "$work/memtrace" ./cmd/memtrace
-go build -o "$work/htmlshot" ./htmlreport/cmd/htmlshot
+go build -o "$work/htmlshot" ./internal/htmlreport/cmd/htmlshot
 gcc -O2 -g -fno-omit-frame-pointer -o "$work/picture" testdata/demo/picture.c
 # Real-BPF runs of several people on one host must not overlap.
 (cd "$work" && flock /tmp/memtrace-bpf.lock ./memtrace --detail --html report.html -- ./picture >/dev/null)

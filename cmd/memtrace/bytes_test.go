@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memtrace/memtrace/session"
+	"github.com/memtrace/memtrace/internal/session"
 )
 
 // TestParseBytes: the one byte-count form of every flag that takes bytes.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/memtrace/memtrace/host"
-	"github.com/memtrace/memtrace/report"
+	"github.com/memtrace/memtrace/internal/host"
+	"github.com/memtrace/memtrace/internal/report"
 )
 
 // addCompletions tells `memtrace completion bash|zsh|fish` (cobra's) what

@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/memtrace/memtrace/replay"
-	"github.com/memtrace/memtrace/textsafe"
+	"github.com/memtrace/memtrace/internal/replay"
+	"github.com/memtrace/memtrace/internal/textsafe"
 )
 
 // diffCommand is `memtrace diff OLD NEW [flags]`.

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memtrace/memtrace/htmlreport/headless"
+	"github.com/memtrace/memtrace/internal/htmlreport/headless"
 )
 
 // footprintFields are the NDJSON footprint and mapping-state fields.

@@ -14,8 +14,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/memtrace/memtrace/pprofout"
-	"github.com/memtrace/memtrace/recording"
+	"github.com/memtrace/memtrace/internal/pprofout"
+	"github.com/memtrace/memtrace/internal/recording"
 )
 
 // TestHostExportsExited: processes that exit during a whole-host run are

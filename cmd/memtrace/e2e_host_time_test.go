@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memtrace/memtrace/aggregate"
-	"github.com/memtrace/memtrace/event"
+	"github.com/memtrace/memtrace/internal/aggregate"
+	"github.com/memtrace/memtrace/internal/event"
 )
 
 // The whole-host mode's marks and peak snapshots, with real BPF, on

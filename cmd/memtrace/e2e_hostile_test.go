@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memtrace/memtrace/textsafe"
+	"github.com/memtrace/memtrace/internal/textsafe"
 )
 
 // The names of testdata/hostile_names.c: it renames itself to hostileName

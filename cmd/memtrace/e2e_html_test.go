@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memtrace/memtrace/htmlreport/headless"
+	"github.com/memtrace/memtrace/internal/htmlreport/headless"
 )
 
 // TestHTML: --html on testdata/exports_phases.c gives a page that headless

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/memtrace/memtrace/htmlreport/headless"
+	"github.com/memtrace/memtrace/internal/htmlreport/headless"
 )
 
 // TestHTMLTimeline: the --html page of testdata/html_phases.c, a short run

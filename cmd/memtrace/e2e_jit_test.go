@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memtrace/memtrace/symbolize"
+	"github.com/memtrace/memtrace/internal/symbolize"
 )
 
 // The JIT tests: node's JS functions, named by node's perf map, are

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"github.com/memtrace/memtrace/htmlreport/headless"
+	"github.com/memtrace/memtrace/internal/htmlreport/headless"
 )
 
 // TestReplayExports: replay --pprof and --folded write what the live run

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memtrace/memtrace/htmlreport/headless"
+	"github.com/memtrace/memtrace/internal/htmlreport/headless"
 	"github.com/memtrace/memtrace/internal/testwait"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memtrace/memtrace/htmlreport/headless"
+	"github.com/memtrace/memtrace/internal/htmlreport/headless"
 )
 
 // shortPage is what TestHTMLShortRun reads of a page's data: a process's

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memtrace/memtrace/allocator"
+	"github.com/memtrace/memtrace/internal/allocator"
 )
 
 // TestSqliteStacksAgreeWithHeaptrack: with --detail, memtrace unwinds the

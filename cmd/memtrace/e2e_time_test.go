@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/memtrace/memtrace/internal/testwait"
-	"github.com/memtrace/memtrace/recording"
+	"github.com/memtrace/memtrace/internal/recording"
 )
 
 // testdata/phases.c, in MiB at scale 1: take_and_free 30 allocated and

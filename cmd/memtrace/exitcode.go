@@ -1,8 +1,8 @@
 package main
 
 import (
-	"github.com/memtrace/memtrace/pipeline"
-	"github.com/memtrace/memtrace/replay"
+	"github.com/memtrace/memtrace/internal/pipeline"
+	"github.com/memtrace/memtrace/internal/replay"
 )
 
 // The exit codes the command line and its tests use (pipeline defines and

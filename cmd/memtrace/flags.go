@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/memtrace/memtrace/allocator"
-	"github.com/memtrace/memtrace/report"
-	"github.com/memtrace/memtrace/session"
-	"github.com/memtrace/memtrace/tracer"
+	"github.com/memtrace/memtrace/internal/allocator"
+	"github.com/memtrace/memtrace/internal/report"
+	"github.com/memtrace/memtrace/internal/session"
+	"github.com/memtrace/memtrace/internal/tracer"
 )
 
 // nameList collects repeated string flags.

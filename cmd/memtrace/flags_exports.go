@@ -7,10 +7,10 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/memtrace/memtrace/folded"
-	"github.com/memtrace/memtrace/htmlreport"
-	"github.com/memtrace/memtrace/metrics"
-	"github.com/memtrace/memtrace/session"
+	"github.com/memtrace/memtrace/internal/folded"
+	"github.com/memtrace/memtrace/internal/htmlreport"
+	"github.com/memtrace/memtrace/internal/metrics"
+	"github.com/memtrace/memtrace/internal/session"
 )
 
 // addExportFlags registers the export flags on fs; the returned check

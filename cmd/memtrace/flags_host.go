@@ -4,10 +4,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"fmt"
-	"github.com/memtrace/memtrace/session"
+	"github.com/memtrace/memtrace/internal/session"
 
-	"github.com/memtrace/memtrace/host"
-	"github.com/memtrace/memtrace/tracer"
+	"github.com/memtrace/memtrace/internal/host"
+	"github.com/memtrace/memtrace/internal/tracer"
 )
 
 // defaultHostSample is the whole-host mode's sampling mean: tracing every

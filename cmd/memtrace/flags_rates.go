@@ -4,13 +4,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"fmt"
-	"github.com/memtrace/memtrace/session"
+	"github.com/memtrace/memtrace/internal/session"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/internal/aggregate"
 )
 
 // maxHalfLives bounds --half-life: the view selects them with keys 1-9.

@@ -6,9 +6,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/memtrace/memtrace/session"
+	"github.com/memtrace/memtrace/internal/session"
 
-	"github.com/memtrace/memtrace/symbolize"
+	"github.com/memtrace/memtrace/internal/symbolize"
 )
 
 // addSymbolizeFlags registers --debug-dir, --no-debuginfod and

@@ -4,7 +4,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"fmt"
-	"github.com/memtrace/memtrace/session"
+	"github.com/memtrace/memtrace/internal/session"
 	"os"
 	"strconv"
 	"strings"
@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/memtrace/memtrace/access"
-	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/internal/access"
+	"github.com/memtrace/memtrace/internal/aggregate"
 )
 
 // maxMarks bounds --mark: a mark's function index travels in its attach

@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/memtrace/memtrace/aggregate"
+	"github.com/memtrace/memtrace/internal/aggregate"
 )
 
 func TestPeakToleranceFlag(t *testing.T) {

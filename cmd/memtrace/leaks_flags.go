@@ -6,9 +6,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/memtrace/memtrace/leakcheck"
-	"github.com/memtrace/memtrace/replay"
-	"github.com/memtrace/memtrace/session"
+	"github.com/memtrace/memtrace/internal/leakcheck"
+	"github.com/memtrace/memtrace/internal/replay"
+	"github.com/memtrace/memtrace/internal/session"
 )
 
 // optionalBool is a bool flag that remembers whether it was given.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/memtrace/memtrace/outfile"
-	"github.com/memtrace/memtrace/session"
+	"github.com/memtrace/memtrace/internal/outfile"
+	"github.com/memtrace/memtrace/internal/session"
 )
 
 // writeMan, when set (man.go, built with -tags man: `make man`), makes

@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/memtrace/memtrace/replay"
-	"github.com/memtrace/memtrace/textsafe"
+	"github.com/memtrace/memtrace/internal/replay"
+	"github.com/memtrace/memtrace/internal/textsafe"
 )
 
 // replayCommand is `memtrace replay FILE [flags]`.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memtrace/memtrace/procfs"
+	"github.com/memtrace/memtrace/internal/procfs"
 )
 
 // Limit bounds every wait. It is reached only when the condition never

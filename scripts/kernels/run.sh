@@ -126,7 +126,7 @@ export MEMTRACE_BIN=$out/bin/memtrace
 export MEMTRACE_PYTHONS=debian-3.11
 uname -r >$res/kernel
 \$MEMTRACE_BIN -v -o /dev/null -- /bin/true 2>$res/verbose.log
-cd $repo/tracer && $out/bin/tracer.test -test.v -test.count=1 -test.run '$TRACER_TESTS' >$res/tracer.log 2>&1
+cd $repo/internal/tracer && $out/bin/tracer.test -test.v -test.count=1 -test.run '$TRACER_TESTS' >$res/tracer.log 2>&1
 echo \$? >$res/tracer.rc
 # Attach and detach times of libc's full probe set, per attach path.
 $out/bin/tracer.test -test.run X -test.bench Attach -test.benchtime ${BENCH_RUNS}x >$res/bench.log 2>&1
@@ -196,7 +196,7 @@ mkdir -p "$out/bin" "$cache"
 echo "test-kernels: building the test binaries"
 (cd "$repo" && CGO_ENABLED=0 go build -o "$out/bin/memtrace" ./cmd/memtrace &&
 	go test -c -o "$out/bin/e2e.test" ./cmd/memtrace &&
-	go test -c -o "$out/bin/tracer.test" ./tracer)
+	go test -c -o "$out/bin/tracer.test" ./internal/tracer)
 
 # Fetch every kernel first, then boot them all at once: a guest spends
 # much of its time waiting (RCU grace periods, sleeps in the tests), so

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/memtrace/memtrace/bench"
+	"github.com/memtrace/memtrace/internal/bench"
 )
 
 func main() {

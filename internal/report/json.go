@@ -1,0 +1,204 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/memtrace/memtrace/internal/aggregate"
+	"github.com/memtrace/memtrace/internal/symbolize"
+)
+
+// WriteJSON writes the report of s to w as NDJSON: a "report" line, then
+// for each process a "process" line followed by its "callsite" lines (heap,
+// then mmap, each ranked by o.Sort and cut to o.Top). o.Raw does not apply:
+// JSON numbers are always exact integers. Like WriteText it writes the
+// whole report with one Write, so concurrent reports never interleave
+// lines.
+func WriteJSON(w io.Writer, s aggregate.Snapshot, sym Symbolizer, o Options) error {
+	o, err := o.normalized()
+	if err != nil {
+		return fmt.Errorf("json report: %w", err)
+	}
+	if o.Host {
+		return writeHostJSON(w, s, sym, o) // host.go
+	}
+	procs := rank(s, o)
+	records := []any{reportRecord{
+		Type:       typeReport,
+		TimeNS:     s.Time,
+		Final:      o.Final,
+		LostEvents: runLostEvents(s),
+		Processes:  len(procs),
+		Sort:       o.Sort,
+		Top:        o.Top,
+		// Sampled mode (estimate.go).
+		Sampled:     s.SampleBytes > 0,
+		SampleBytes: s.SampleBytes,
+		Kernel:      o.Kernel,
+		Attach:      o.Attach,
+	}}
+	records[0] = o.Epoch.report(records[0].(reportRecord).selfMemory(o)) // dumps (epoch.go)
+	records = append(records, markRecords(s, procs, o.Epoch)...)         // time.go
+	for _, p := range procs {
+		pr := newProcessRecord(p, s.Time, o.Final)
+		fillProcessSampling(&pr, p, s.SampleBytes)                                 // estimate.go
+		fillProcessLeaks(&pr, o.Leaks, p.PID)                                      // json_leaks.go
+		fillProcessJVM(&pr, p)                                                     // jvm.go
+		pr.ManagedHeaps = managedHeapRecords(managedHeaps(p.ProcessSnapshot, sym)) // managed_heaps.go
+		pr.epochRecord = o.Epoch.process(p.ProcessSnapshot)
+		records = append(records, pr)
+		for _, site := range p.heap {
+			cr := newCallsiteRecord(p.PID, site, sym, s.Time, o)
+			fillSiteSampling(&cr, p.Comm, site, s.SampleBytes)
+			fillSiteLeaks(&cr, o.Leaks, p.PID, site)
+			fillSiteJVM(&cr, p, site) // jvm.go
+			cr.epochRecord = o.Epoch.site(p.PID, site)
+			records = append(records, cr)
+		}
+		for _, site := range p.mapped {
+			cr := newCallsiteRecord(p.PID, site, sym, s.Time, o)
+			fillSiteSampling(&cr, p.Comm, site, s.SampleBytes)
+			cr.epochRecord = o.Epoch.site(p.PID, site)
+			records = append(records, cr)
+		}
+		records = append(records, peakRecords(p, sym, o)...)                             // time.go
+		records = append(records, residentRecords(p.ProcessSnapshot, sym, s.Time, o)...) // resident.go
+	}
+	return writeRecords(w, records)
+}
+
+// writeRecords encodes records one per line and writes them in one call, so
+// that periodic reports never interleave and a failure writes nothing.
+func writeRecords(w io.Writer, records []any) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	// C++ names are full of '<', '>' and '&'; HTML escaping would turn them
+	// into \u003c and friends for no benefit outside a browser.
+	enc.SetEscapeHTML(false)
+	for _, r := range records {
+		if err := enc.Encode(r); err != nil {
+			return fmt.Errorf("encode json report: %w", err)
+		}
+	}
+	if _, err := w.Write(b.Bytes()); err != nil {
+		return fmt.Errorf("write json report: %w", err)
+	}
+	return nil
+}
+
+func newProcessRecord(p rankedProcess, t uint64, final bool) processRecord {
+	return processRecord{
+		Type:           typeProcess,
+		PID:            p.PID,
+		Comm:           p.Comm,
+		LiveBytes:      p.Heap.LiveBytes,
+		LiveAllocs:     p.Heap.LiveAllocs,
+		Allocs:         p.Heap.Allocs,
+		AllocBytes:     p.Heap.AllocBytes,
+		Frees:          p.Heap.Frees,
+		FreedBytes:     p.Heap.FreedBytes,
+		PeakLiveBytes:  p.PeakLiveBytes,
+		UnmatchedFrees: p.UnmatchedFrees,
+		LostEvents:     p.LostEvents,
+		Final:          final,
+		Exited:         p.Exited,
+		TimeNS:         t,
+		Mmap: mmapTotals{
+			LiveBytes:     p.Mapped.LiveBytes,
+			LiveRegions:   p.Mapped.LiveAllocs,
+			Maps:          p.Mapped.Allocs,
+			MappedBytes:   p.Mapped.AllocBytes,
+			Unmaps:        p.Mapped.Frees,
+			UnmappedBytes: p.Mapped.FreedBytes,
+			PeakLiveBytes: p.PeakMappedLiveBytes,
+			mappingState:  newMappingState(p.MappedState),
+		},
+		ExitTimeNS: exitTime(p),
+		Rates:      rateRecords(p.Rates),
+		Footprint:  newFootprintRecord(p.ProcessSnapshot),
+		Resident:   newProcessResident(p.Resident),
+	}
+}
+
+func newProcessResident(r *aggregate.ResidentSnapshot) processResident {
+	if r == nil {
+		return processResident{}
+	}
+	return processResident{Bytes: r.Bytes, BytesStderr: roundStderr(r.Stderr), Pages: r.Pages,
+		SampleBytes: r.SampleBytes, CheckedNS: r.CheckedNS}
+}
+
+// exitTime is the process's exit time, or 0 while it runs, so the
+// documented meaning ("0 unless exited") holds whatever the aggregate left
+// in the field.
+func exitTime(p rankedProcess) uint64 {
+	if !p.Exited {
+		return 0
+	}
+	return p.ExitTime
+}
+
+// newCallsiteRecord resolves the site and fills its record. Unresolved
+// parts stay empty (line 0) rather than carrying the text report's
+// "[unknown]": a script should test for "", not for a display string.
+func newCallsiteRecord(pid uint32, s aggregate.SiteSnapshot, sym Symbolizer, t uint64, o Options) callsiteRecord {
+	final := o.Final
+	f := resolve(sym, pid, s.Address)
+	offset := ""
+	if f.Module != "" {
+		offset = hex(f.Offset)
+	}
+	var stack []stackFrame
+	var truncated *bool
+	if o.Stacks != nil {
+		stack, truncated = stackRecord(o.Stacks.Stack(pid, s))
+	}
+	var leaf symbolize.Frame
+	leafAddr := ""
+	if s.Leaf != 0 && s.Leaf != s.Address {
+		leaf, leafAddr = resolve(sym, pid, s.Leaf), hex(s.Leaf)
+	}
+	return callsiteRecord{
+		BeforeTable:    s.BeforeTable,
+		LeafFunction:   leaf.Function,
+		LeafFile:       leaf.File,
+		LeafLine:       leaf.Line,
+		LeafModule:     leaf.Module,
+		LeafAddress:    leafAddr,
+		Stack:          stack,
+		StackTruncated: truncated,
+		Type:           typeCallsite,
+		PID:            pid,
+		Category:       s.Category.String(),
+		Function:       f.Function,
+		File:           f.File,
+		Line:           f.Line,
+		Module:         f.Module,
+		Address:        hex(s.Address),
+		LiveBytes:      s.LiveBytes,
+		LiveAllocs:     s.LiveAllocs,
+		Allocs:         s.Allocs,
+		AllocBytes:     s.AllocBytes,
+		Frees:          s.Frees,
+		FreedBytes:     s.FreedBytes,
+		Final:          final,
+		Offset:         offset,
+		TimeNS:         t,
+		Rates:          rateRecords(s.Rates),
+		Inlined:        inlineRecord(f.Inlined),
+		Python:         f.Python,
+		mappingState:   newMappingState(s.Mapping),
+		ManagedHeap:    mappedHeap(f, s.Category),
+	}
+}
+
+// inlineRecord is a frame's inline chain for JSON, [] when there is none.
+func inlineRecord(in []symbolize.InlineFrame) []inlineFrame {
+	out := make([]inlineFrame, 0, len(in))
+	for _, f := range in {
+		out = append(out, inlineFrame{Function: f.Function, File: f.File, Line: f.Line})
+	}
+	return out
+}

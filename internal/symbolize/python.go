@@ -1,0 +1,462 @@
+package symbolize
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/memtrace/memtrace/internal/procfs"
+)
+
+// PythonBase is the first of the addresses that stand for Python frames
+// (PythonCode.Frame): bit 62, no user address and no exact frame (bit
+// 63), so that they travel wherever a return address does, and Resolve
+// gives back the frame's function, file and line.
+const PythonBase = uint64(1) << 62
+
+// IsPython reports whether addr stands for a Python frame.
+func IsPython(addr uint64) bool { return addr&(3<<62) == PythonBase }
+
+// PythonLayout is what reading a CPython process's code objects needs
+// (python.Layout's code part).
+type PythonLayout struct {
+	Minor                                          int
+	FirstLine, Filename, Name, Qualname, Linetable uint32
+	Adaptive, ASCIIData, CompactData               uint32
+	// Tagged: the probes record each frame's PythonTag (co_name follows
+	// co_filename in the code object).
+	Tagged bool
+}
+
+// PythonTag folds a code object's co_filename and co_name pointers into
+// the 16 bits the probes record beside its address (bpf/python.h's
+// py_tag): a code object freed and replaced at the same address by the
+// time its names are read has, but for one chance in 65536, another tag.
+func PythonTag(file, name uint64) uint16 {
+	return uint16((file ^ name*0x9e3779b97f4a7c15) * 0xff51afd7ed558ccd >> 48)
+}
+
+// pyCode is one code object as read from its process.
+type pyCode struct {
+	// names are the code object's co_filename, co_name and co_qualname
+	// pointers: read again to tell a code object freed and replaced at
+	// the same address.
+	names     [3]uint64
+	tag       uint16 // PythonTag of names
+	file      string
+	function  string
+	firstLine int
+	table     []byte
+	// units: the instructions' length in code units (3.11+: the code
+	// object's ob_size; 0: unknown). An instruction past it is not this
+	// code object's: its address was reused after the event.
+	units uint64
+	// lines: the line of each instruction offset asked so far (code units).
+	lines map[uint32]uint64
+}
+
+// pyProc is one Python process's code objects and frames.
+type pyProc struct {
+	layout PythonLayout
+	mem    *os.File
+	codes  map[uint64]*pyCode
+	// replaced: code objects read before another took their address, by
+	// address and tag, for the events still to come that ran them.
+	replaced map[pyReplaced]*pyCode
+	// checked: the batch (PythonCode.Batch) in which each code object
+	// was last checked against its process.
+	checked map[uint64]uint64
+}
+
+// pythonFrames maps the addresses that stand for Python frames to them.
+type pythonFrames struct {
+	mu     sync.Mutex
+	procs  map[int]*pyProc
+	frames []Frame // by (address - PythonBase) >> 1
+	ids    map[pyFrameKey]uint64
+	batch  uint64
+}
+
+type pyReplaced struct {
+	code uint64
+	tag  uint16
+}
+
+// maxPyReplaced bounds a process's replaced code objects kept.
+const maxPyReplaced = 4096
+
+// PythonFreed is the function of a frame whose code object was freed,
+// and its address reused, before memtrace read its names.
+const PythonFreed = "[python code freed before it was named]"
+
+type pyFrameKey struct {
+	pid      int
+	file     string
+	function string
+	line     int
+}
+
+// AddPython has Resolve read pid's code objects with layout l.
+func (r *Resolver) AddPython(pid int, l PythonLayout) error {
+	mem, err := os.Open("/proc/" + strconv.Itoa(pid) + "/mem")
+	if err != nil {
+		return fmt.Errorf("read python code of %d: %w", pid, procfs.GoneOr(err))
+	}
+	r.py.mu.Lock()
+	defer r.py.mu.Unlock()
+	if r.py.procs == nil {
+		r.py.procs, r.py.ids = map[int]*pyProc{}, map[pyFrameKey]uint64{}
+	}
+	if old := r.py.procs[pid]; old != nil {
+		old.mem.Close()
+	}
+	r.py.procs[pid] = &pyProc{layout: l, mem: mem, codes: map[uint64]*pyCode{}, checked: map[uint64]uint64{},
+		replaced: map[pyReplaced]*pyCode{}}
+	return nil
+}
+
+// ForgetPython drops pid's code objects (its frames' addresses still resolve).
+func (r *Resolver) ForgetPython(pid int) {
+	r.py.mu.Lock()
+	defer r.py.mu.Unlock()
+	if p := r.py.procs[pid]; p != nil {
+		p.mem.Close()
+		delete(r.py.procs, pid)
+	}
+}
+
+// NextPythonBatch starts a new batch of events: a code object met again
+// in it is checked once against its process (its names' pointers read
+// again), not at every event.
+func (r *Resolver) NextPythonBatch() {
+	r.py.mu.Lock()
+	r.py.batch++
+	r.py.mu.Unlock()
+}
+
+// PythonFrame returns the address that stands for the Python frame
+// running code object code (tagged tag, PythonTag) at instruction offset
+// instr (in code units), and false when the code object cannot be read.
+// A code object replaced at its address before it was read gives the
+// frame PythonFreed: its names are gone.
+func (r *Resolver) PythonFrame(pid int, code uint64, tag uint16, instr uint32) (uint64, bool) {
+	r.py.mu.Lock()
+	defer r.py.mu.Unlock()
+	p := r.py.procs[pid]
+	if p == nil {
+		return 0, false
+	}
+	c, err := p.code(code, tag, r.py.batch)
+	if err != nil {
+		return 0, false
+	}
+	if c == nil {
+		return r.py.frameID(pyFrameKey{pid: pid, function: PythonFreed}), true
+	}
+	if c.units != 0 && uint64(instr) >= c.units {
+		return 0, false
+	}
+	line, ok := c.lines[instr]
+	if !ok {
+		line = uint64(c.line(p.layout.Minor, instr))
+		c.lines[instr] = line
+	}
+	return r.py.frameID(pyFrameKey{pid, c.file, c.function, int(line)}), true
+}
+
+// code returns the code object an event ran at address code with tag,
+// nil when it was replaced before it was read. A code object met again
+// is checked against its process once per batch.
+func (p *pyProc) code(code uint64, tag uint16, batch uint64) (*pyCode, error) {
+	tagged := p.layout.Tagged
+	c := p.codes[code]
+	if c != nil && (p.checked[code] != batch || tagged && c.tag != tag) {
+		var names [3]uint64
+		if err := p.readNames(code, &names); err != nil || names != c.names {
+			p.replace(code, c)
+			c = nil
+		}
+	}
+	if c == nil {
+		var err error
+		if c, err = p.readCode(code); err != nil {
+			return nil, err
+		}
+		p.codes[code] = c
+	}
+	p.checked[code] = batch
+	if tagged && c.tag != tag {
+		// The event ran a code object since replaced: read before, or never.
+		return p.replaced[pyReplaced{code, tag}], nil
+	}
+	return c, nil
+}
+
+// replace keeps c, replaced at its address, for the events that ran it.
+func (p *pyProc) replace(code uint64, c *pyCode) {
+	if len(p.replaced) >= maxPyReplaced {
+		for k := range p.replaced {
+			delete(p.replaced, k)
+			break
+		}
+	}
+	p.replaced[pyReplaced{code, c.tag}] = c
+	delete(p.codes, code)
+}
+
+// frameID is the address standing for the frame k (py.mu held).
+func (f *pythonFrames) frameID(k pyFrameKey) uint64 {
+	if id, ok := f.ids[k]; ok {
+		return id
+	}
+	id := PythonBase | uint64(len(f.frames))<<1
+	f.frames = append(f.frames, Frame{Address: id, CallAddress: id, Function: k.function,
+		File: k.file, Line: k.line, Module: "python", Python: true})
+	f.ids[k] = id
+	return id
+}
+
+// PythonFrameOf returns the Python frame addr stands for (PythonFrame).
+func (r *Resolver) PythonFrameOf(addr uint64) (Frame, bool) { return r.pythonFrame(addr) }
+
+// AddPythonFrame gives a recorded Python frame (f.Address stands for it)
+// to a replay's resolver.
+func (r *Resolver) AddPythonFrame(f Frame) {
+	if !IsPython(f.Address) {
+		return
+	}
+	i := (f.Address - PythonBase) >> 1
+	if i >= 1<<24 {
+		return // no run numbers that many lines
+	}
+	r.py.mu.Lock()
+	defer r.py.mu.Unlock()
+	for uint64(len(r.py.frames)) <= i {
+		r.py.frames = append(r.py.frames, Frame{})
+	}
+	r.py.frames[i] = f
+}
+
+// pythonFrame resolves an address PythonFrame returned.
+func (r *Resolver) pythonFrame(addr uint64) (Frame, bool) {
+	r.py.mu.Lock()
+	defer r.py.mu.Unlock()
+	i := (addr - PythonBase) >> 1
+	if i >= uint64(len(r.py.frames)) || r.py.frames[i].Address == 0 {
+		return Frame{Address: addr}, false
+	}
+	return r.py.frames[i], true
+}
+
+func (p *pyProc) read(b []byte, addr uint64) error {
+	_, err := p.mem.ReadAt(b, int64(addr))
+	return err
+}
+
+func (p *pyProc) u64(addr uint64) (uint64, error) {
+	var b [8]byte
+	if err := p.read(b[:], addr); err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint64(b[:]), nil
+}
+
+func (p *pyProc) readNames(code uint64, names *[3]uint64) error {
+	l := &p.layout
+	for i, off := range []uint32{l.Filename, l.Name, l.Qualname} {
+		v, err := p.u64(code + uint64(off))
+		if err != nil {
+			return err
+		}
+		names[i] = v
+	}
+	return nil
+}
+
+// maxPyString bounds a name or path read from a process; maxPyTable a line table.
+const (
+	maxPyString = 4096
+	maxPyTable  = 1 << 20
+)
+
+// readCode reads a code object: its names, first line and line table.
+func (p *pyProc) readCode(code uint64) (*pyCode, error) {
+	c := &pyCode{lines: map[uint32]uint64{}}
+	if err := p.readNames(code, &c.names); err != nil {
+		return nil, err
+	}
+	c.tag = PythonTag(c.names[0], c.names[1])
+	var err error
+	if c.file, err = p.str(c.names[0]); err != nil {
+		return nil, err
+	}
+	if c.function, err = p.str(c.names[2]); err != nil {
+		return nil, err
+	}
+	var b [4]byte
+	if err := p.read(b[:], code+uint64(p.layout.FirstLine)); err != nil {
+		return nil, err
+	}
+	c.firstLine = int(int32(binary.LittleEndian.Uint32(b[:])))
+	if p.layout.Adaptive != 0 {
+		if c.units, err = p.u64(code + 16); err != nil { // ob_size
+			return nil, err
+		}
+	}
+	tab, err := p.u64(code + uint64(p.layout.Linetable))
+	if err != nil {
+		return nil, err
+	}
+	if c.table, err = p.bytes(tab); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// bytes reads a bytes object's content.
+func (p *pyProc) bytes(obj uint64) ([]byte, error) {
+	n, err := p.u64(obj + 16) // ob_size
+	if err != nil {
+		return nil, err
+	}
+	if n > maxPyTable {
+		return nil, fmt.Errorf("bytes object of %d bytes", n)
+	}
+	b := make([]byte, n)
+	return b, p.read(b, obj+32) // ob_sval
+}
+
+// str reads a compact str object (names and paths are).
+func (p *pyProc) str(obj uint64) (string, error) {
+	var h [40]byte
+	if err := p.read(h[:], obj); err != nil {
+		return "", err
+	}
+	n := binary.LittleEndian.Uint64(h[16:])
+	state := binary.LittleEndian.Uint32(h[32:])
+	kind, compact, ascii := state>>2&7, state>>5&1, state>>6&1
+	if compact == 0 || n > maxPyString || (kind != 1 && kind != 2 && kind != 4) {
+		return "", fmt.Errorf("str object of %d characters, state %#x", n, state)
+	}
+	data := obj + uint64(p.layout.CompactData)
+	if ascii != 0 {
+		data = obj + uint64(p.layout.ASCIIData)
+	}
+	b := make([]byte, n*uint64(kind))
+	if err := p.read(b, data); err != nil {
+		return "", err
+	}
+	if kind == 1 {
+		if ascii != 0 {
+			return string(b), nil
+		}
+		rs := make([]rune, n)
+		for i, c := range b {
+			rs[i] = rune(c)
+		}
+		return string(rs), nil
+	}
+	rs := make([]rune, 0, n)
+	for i := uint64(0); i < n; i++ {
+		var r rune
+		if kind == 2 {
+			r = rune(binary.LittleEndian.Uint16(b[2*i:]))
+		} else {
+			r = rune(binary.LittleEndian.Uint32(b[4*i:]))
+		}
+		if !utf8.ValidRune(r) {
+			r = utf8.RuneError
+		}
+		rs = append(rs, r)
+	}
+	return string(rs), nil
+}
+
+// line is the source line of the instruction at offset instr (code units).
+func (c *pyCode) line(minor int, instr uint32) int {
+	if minor == 10 {
+		return lineTable310(c.table, c.firstLine, int(instr)*2)
+	}
+	return locationTable(c.table, c.firstLine, int(instr))
+}
+
+// lineTable310 reads 3.10's co_linetable: (bytes of code, signed line
+// delta) pairs, a delta of -128 meaning no line; at is a byte offset.
+func lineTable310(tab []byte, first, at int) int {
+	line, addr := first, 0
+	for i := 0; i+1 < len(tab); i += 2 {
+		end := addr + int(tab[i])
+		d := int(int8(tab[i+1]))
+		cur := 0
+		if d != -128 {
+			line += d
+			cur = line
+		}
+		if at >= addr && at < end {
+			return cur
+		}
+		addr = end
+	}
+	return 0
+}
+
+// locationTable reads the location table of 3.11+ (CPython's
+// Objects/locations.md): entries of 1 to 8 code units, each starting
+// with a byte whose top bit is set, bits 3-6 its form and bits 0-2 its
+// length less one; at is an offset in code units.
+func locationTable(tab []byte, first, at int) int {
+	line, addr, i := first, 0, 0
+	varint := func() int {
+		v, shift := 0, 0
+		for i < len(tab) {
+			b := tab[i]
+			i++
+			v |= int(b&63) << shift
+			shift += 6
+			if b&64 == 0 {
+				break
+			}
+		}
+		return v
+	}
+	svarint := func() int {
+		v := varint()
+		if v&1 != 0 {
+			return -(v >> 1)
+		}
+		return v >> 1
+	}
+	for i < len(tab) {
+		b := tab[i]
+		i++
+		code, n := int(b>>3&15), int(b&7)+1
+		cur := line
+		switch {
+		case code == 15: // no location
+			cur = 0
+		case code == 14: // long form: line delta, end line delta, columns
+			line += svarint()
+			cur = line
+			varint()
+			varint()
+			varint()
+		case code == 13: // no column
+			line += svarint()
+			cur = line
+		case code >= 10: // one-line forms: line delta, two column bytes
+			line += code - 10
+			cur = line
+			i += 2
+		default: // short form: same line, one column byte
+			i++
+		}
+		if at >= addr && at < addr+n {
+			return cur
+		}
+		addr += n
+	}
+	return 0
+}

@@ -1,0 +1,383 @@
+package tracer
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"golang.org/x/sys/unix"
+
+	"github.com/memtrace/memtrace/internal/symbolize"
+	"github.com/memtrace/memtrace/internal/tracer/bpftest"
+)
+
+// The probes' stack walk (bpf/unwind.h) and refault slots (bpf/refault.h,
+// bpf/resident.h) as code: test programs (bpf/test_unwind.bpf.c) run them
+// through BPF_PROG_TEST_RUN on known inputs. The walk runs in this
+// process: the stack is memory the test writes, the code a file it maps,
+// whose unwind rows it writes itself.
+
+// unwindTestObjects are the test programs and the maps the test fills.
+type unwindTestObjects struct {
+	Walk    *ebpf.Program `ebpf:"mt_test_walk"`
+	Refault *ebpf.Program `ebpf:"mt_test_refault"`
+	FileKey *ebpf.Program `ebpf:"mt_file_key"`
+	Rows    *ebpf.Map     `ebpf:"unwind_rows"`
+	Files   *ebpf.Map     `ebpf:"unwind_files"`
+	Slots   *ebpf.Map     `ebpf:"refault_slots"`
+	Frames  *ebpf.Map     `ebpf:"walk_frames"`
+	PyWalk  *ebpf.Program `ebpf:"mt_test_py_walk"`
+}
+
+// pyWalkTest is struct py_walk_test.
+type pyWalkTest struct {
+	Frame                                uint64
+	CodeOff, PrevOff, InstrOff, EntryOff uint32
+	NamesOff                             uint32
+	N                                    uint32
+}
+
+// walkTest is struct walk_test (checked against the object's BTF).
+type walkTest struct {
+	PC, SP, BP   uint64
+	Exact, Fault uint8
+	End, Chain   uint8
+	N, Charged   uint32
+	NoTable      uint8
+	_            [3]uint8
+	ChargedPC    uint64
+	Told         int64
+}
+
+// refaultTest is struct refault_test.
+type refaultTest struct {
+	Addr, Size uint64
+	TGID       uint32
+	Charge     uint8
+	_          [3]uint8
+	Told       int64
+}
+
+const (
+	testStackDepth = 8
+	stepEnd        = 1 // STEP_END: the stack is complete
+	stepStop       = 2 // STEP_STOP: truncated
+)
+
+func loadUnwindTest(t *testing.T) *unwindTestObjects {
+	t.Helper()
+	needBPF(t)
+	spec, err := bpftest.LoadUnwind()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]any{"walkTest": walkTest{}, "refaultTest": refaultTest{}, "pyWalkTest": pyWalkTest{}} {
+		ctype := map[string]string{"walkTest": "walk_test", "refaultTest": "refault_test", "pyWalkTest": "py_walk_test"}[name]
+		var s *btf.Struct
+		if err := spec.Types.TypeByName(ctype, &s); err != nil {
+			t.Fatal(err)
+		}
+		if got := binary.Size(v); got != int(s.Size) {
+			t.Fatalf("%s is %d bytes, struct %s %d", name, got, ctype, s.Size)
+		}
+	}
+	if err := spec.Variables["stack_depth"].Set(uint32(testStackDepth)); err != nil {
+		t.Fatal(err)
+	}
+	var objs unwindTestObjects
+	if err := spec.LoadAndAssign(&objs, nil); err != nil {
+		t.Fatalf("load test programs: %v", err)
+	}
+	t.Cleanup(func() {
+		_MemtraceClose(objs.Walk, objs.Refault, objs.FileKey, objs.Rows, objs.Files, objs.Slots, objs.Frames, objs.PyWalk)
+	})
+	return &objs
+}
+
+// run runs a test program on ctx, which it reads back.
+func runCtx[T any](t *testing.T, p *ebpf.Program, ctx *T) {
+	t.Helper()
+	var in bytes.Buffer
+	if err := binary.Write(&in, binary.NativeEndian, ctx); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]byte, in.Len())
+	if _, err := p.Run(&ebpf.RunOptions{Context: in.Bytes(), ContextOut: out}); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if err := binary.Read(bytes.NewReader(out), binary.NativeEndian, ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mapTestFile maps a file of size bytes here, for its key and its address.
+func mapTestFile(t *testing.T, objs *unwindTestObjects, size int) (base uint64, key memtraceFileKey) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "code")
+	if err := os.WriteFile(path, make([]byte, size), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	mem, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ, unix.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Munmap(mem) })
+	base = uint64(uintptr(unsafe.Pointer(&mem[0])))
+	q := memtraceFileKeyQuery{Addr: base}
+	runCtx(t, objs.FileKey, &q)
+	if q.Found == 0 {
+		t.Fatal("mt_file_key found no file at the mapping")
+	}
+	return base, q.Key
+}
+
+// stackMem is a page of anonymous memory the test writes a stack into.
+type stackMem []byte
+
+func newStack(t *testing.T) stackMem {
+	t.Helper()
+	mem, err := unix.Mmap(-1, 0, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Munmap(mem) })
+	return mem
+}
+
+func (s stackMem) base() uint64 { return uint64(uintptr(unsafe.Pointer(&s[0]))) }
+
+// put writes v at offset off of the stack.
+func (s stackMem) put(off, v uint64) { binary.NativeEndian.PutUint64(s[off:], v) }
+
+// TestWalk walks synthetic stacks with known tables: three functions of a
+// mapped file, A at [0x100, 0x200), B at [0x200, 0x300) and C, the
+// outermost, from 0x300. A keeps its frame by rsp (rbp saved below its
+// return address), B by rbp.
+func TestWalk(t *testing.T) {
+	objs := loadUnwindTest(t)
+	code, key := mapTestFile(t, objs, 3*4096)
+	a, b, c := code+0x150, code+0x250, code+0x350 // return addresses into each
+	const first = 40                              // where the file's rows sit in unwind_rows
+	rbpSaved := uint8(memtraceRowFlagROW_RBP_SAVED)
+	rows := func(aFlags uint8) []memtraceUnwindRow {
+		return []memtraceUnwindRow{
+			{Pc: 0x100, Kind: uint8(memtraceUnwindKindUNWIND_RSP) | rbpSaved | aFlags, CfaOff: 16, RbpOff8: -2},
+			{Pc: 0x200, Kind: uint8(memtraceUnwindKindUNWIND_RBP) | rbpSaved, CfaOff: 16, RbpOff8: -2},
+			{Pc: 0x300, Kind: uint8(memtraceUnwindKindUNWIND_END)},
+		}
+	}
+	// byRows is the stack the rows describe: A's frame at sp, B's above.
+	byRows := func(s stackMem, cRet uint64) walkTest {
+		sp := s.base()
+		s.put(0x08, b)       // A's return address, at its CFA (sp + 16) - 8
+		s.put(0x00, sp+0x40) // B's rbp, saved by A at CFA - 16
+		s.put(0x48, cRet)    // B's return address, at its CFA (rbp + 16) - 8
+		s.put(0x40, 0)       // C's rbp
+		return walkTest{PC: a, SP: sp, BP: 0x1234}
+	}
+	// byFramePointers is a stack of rbp links only.
+	byFramePointers := func(s stackMem, _ uint64) walkTest {
+		sp := s.base()
+		s.put(0x20, sp+0x60) // A's saved rbp: B's frame
+		s.put(0x28, b)
+		s.put(0x60, sp+0x90) // B's: C's frame
+		s.put(0x68, c)
+		s.put(0x90, 0) // C's: none (the walk stops there)
+		s.put(0x98, 0)
+		return walkTest{PC: a, SP: sp, BP: sp + 0x20}
+	}
+	tests := []struct {
+		name      string
+		rows      []memtraceUnwindRow
+		fileFlags uint32
+		noFile    bool
+		stack     func(stackMem, uint64) walkTest
+		cRet      uint64 // B's return address
+		want      walkTest
+		frames    []uint64
+	}{
+		{name: "complete", rows: rows(0), stack: byRows, cRet: c,
+			want: walkTest{End: stepEnd, N: 3, Charged: 0, ChargedPC: a}, frames: []uint64{a, b, c}},
+		{name: "wrapper charges its caller", rows: rows(uint8(memtraceRowFlagROW_WRAPPER)), stack: byRows, cRet: c,
+			want: walkTest{End: stepEnd, N: 3, Charged: 1, ChargedPC: b}, frames: []uint64{a, b, c}},
+		{name: "return into no mapping", rows: rows(0), stack: byRows, cRet: 0x10,
+			want: walkTest{End: stepStop, N: 3, Charged: 0, ChargedPC: a}, frames: []uint64{a, b, 0x10}},
+		{name: "frame pointers without CFI", fileFlags: uint32(memtraceFileFlagFILE_NO_CFI), stack: byFramePointers,
+			want: walkTest{End: stepStop, N: 3, Charged: 0, ChargedPC: a}, frames: []uint64{a, b, c}},
+		// Until a file's table is in, its frame is charged as it is (no
+		// wrapper skipped past it), and the event says so (EVENT_NO_TABLE).
+		{name: "no table: asked for", noFile: true, stack: byRows, cRet: c,
+			want: walkTest{End: stepStop, N: 1, NoTable: 1, ChargedPC: a}, frames: []uint64{a}},
+		{name: "table pending", fileFlags: uint32(memtraceFileFlagFILE_PENDING), stack: byRows, cRet: c,
+			want: walkTest{End: stepStop, N: 1, NoTable: 1, ChargedPC: a}, frames: []uint64{a}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for i, r := range tt.rows {
+				if err := objs.Rows.Put(uint32(first+i), r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := objs.Files.Delete(key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+				t.Fatal(err)
+			}
+			if !tt.noFile {
+				f := memtraceUnwindFile{First: first, Count: uint32(len(tt.rows)), Flags: tt.fileFlags}
+				if err := objs.Files.Put(key, f); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w := tt.stack(newStack(t), tt.cRet)
+			runCtx(t, objs.Walk, &w)
+			var out bpftest.UnwindWalkFrames
+			if err := objs.Frames.Lookup(uint32(0), &out); err != nil {
+				t.Fatal(err)
+			}
+			kept := out.Frames
+			got := walkTest{End: w.End, N: w.N, Chain: w.Chain, Charged: w.Charged, NoTable: w.NoTable, ChargedPC: w.ChargedPC}
+			frames := kept[:min(int(w.N), len(kept))]
+			if got != tt.want || !slices.Equal(frames, tt.frames) {
+				t.Errorf("walk: %+v, frames %#x; want %+v, frames %#x", got, frames, tt.want, tt.frames)
+			}
+			// A file without a table is asked for once (KIND_UNWIND_MISS),
+			// then is pending: no more asks.
+			if asked := w.Told > 0; asked != tt.noFile {
+				t.Errorf("wrote %d bytes into the ring, want a record: %v", w.Told, tt.noFile)
+			}
+			if tt.noFile {
+				var f memtraceUnwindFile
+				if err := objs.Files.Lookup(key, &f); err != nil || f.Flags != uint32(memtraceFileFlagFILE_PENDING) {
+					t.Errorf("file after the ask: %+v (%v), want pending", f, err)
+				}
+			}
+		})
+	}
+}
+
+// TestRefaultSlots: a fault not sampled tells user space of its page when
+// a sample was charged to the page's slot and not uncharged since; a huge
+// page's always.
+func TestRefaultSlots(t *testing.T) {
+	objs := loadUnwindTest(t)
+	const pid, page = 4242, 0x7f0000123000
+	slot := refaultSlot(pid, page, 20)
+	steps := []struct {
+		name       string
+		in         refaultTest
+		uncharge   bool // user space uncharges the slot's sample first
+		told       bool
+		charged    uint32
+		uncharged  uint32
+		checkSlots bool
+	}{
+		{name: "clean slot", in: refaultTest{Addr: page, Size: 4096, TGID: pid}},
+		{name: "charged", in: refaultTest{Addr: page, TGID: pid, Charge: 1}, charged: 1, checkSlots: true},
+		{name: "refault of a charged page", in: refaultTest{Addr: page, Size: 4096, TGID: pid}, told: true},
+		{name: "uncharged since", in: refaultTest{Addr: page, Size: 4096, TGID: pid}, uncharge: true,
+			charged: 1, uncharged: 1, checkSlots: true},
+		{name: "huge page", in: refaultTest{Addr: 0x7f0000400000, Size: 2 << 20, TGID: pid}, told: true},
+	}
+	for _, st := range steps {
+		if st.uncharge {
+			if err := objs.Slots.Put(slot, [2]uint32{1, 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		in := st.in
+		runCtx(t, objs.Refault, &in)
+		if told := in.Told > 0; told != st.told {
+			t.Errorf("%s: wrote %d bytes into the ring, want a record: %v", st.name, in.Told, st.told)
+		}
+		if st.checkSlots {
+			var v [2]uint32
+			if err := objs.Slots.Lookup(slot, &v); err != nil || v != [2]uint32{st.charged, st.uncharged} {
+				t.Errorf("%s: slot %d holds %v (%v), want charged %d uncharged %d", st.name, slot, v, err, st.charged, st.uncharged)
+			}
+		}
+	}
+}
+
+// TestPythonWalk walks a synthetic chain of three CPython 3.11 frames
+// (python.h's py_step): each frame gives its code object, tagged with its
+// co_filename and co_name pointers as symbolize.PythonTag folds them, and
+// its instruction with its entry byte. A code object whose names cannot
+// be read keeps tag 0; without names_off no tag is read.
+func TestPythonWalk(t *testing.T) {
+	objs := loadUnwindTest(t)
+	mem := newStack(t)
+	base := mem.base()
+	const (
+		codeOff, prevOff, instrOff, entryOff, namesOff = 32, 48, 56, 68, 112
+		frameSize, codeAt                              = 0x100, 0x800
+	)
+	type frame struct {
+		code       uint64 // offset in mem, or an unreadable address when unmapped
+		unmapped   bool
+		file, name uint64
+		instr      uint64
+		entry      uint8
+	}
+	frames := []frame{
+		{code: codeAt, file: 0x7f0000001000, name: 0x7f0000002000, instr: 0x40, entry: 0},
+		{code: codeAt + 0x100, file: 0x7f0000001000, name: 0x7f0000003000, instr: 0x88, entry: 1},
+		{code: 0x10, unmapped: true, instr: 0x20},
+	}
+	for i, f := range frames {
+		at := uint64(i * frameSize)
+		code := f.code
+		if !f.unmapped {
+			code = base + f.code
+			mem.put(f.code+namesOff, f.file)
+			mem.put(f.code+namesOff+8, f.name)
+		}
+		mem.put(at+codeOff, code)
+		mem.put(at+instrOff, code+184+f.instr)
+		mem[at+entryOff] = f.entry
+		if i+1 < len(frames) {
+			mem.put(at+prevOff, base+uint64(i+1)*frameSize)
+		}
+	}
+	for _, tagged := range []bool{true, false} {
+		in := pyWalkTest{Frame: base, CodeOff: codeOff, PrevOff: prevOff, InstrOff: instrOff, EntryOff: entryOff}
+		if tagged {
+			in.NamesOff = namesOff
+		}
+		runCtx(t, objs.PyWalk, &in)
+		if in.N != uint32(len(frames)) {
+			t.Fatalf("tagged %v: %d frames, want %d", tagged, in.N, len(frames))
+		}
+		var got bpftest.UnwindWalkFrames
+		if err := objs.Frames.Lookup(uint32(0), &got); err != nil {
+			t.Fatal(err)
+		}
+		for i, f := range frames {
+			code := f.code
+			if !f.unmapped {
+				code = base + f.code
+			}
+			want := code
+			if tagged && !f.unmapped {
+				want |= uint64(symbolize.PythonTag(f.file, f.name)) << 48
+			}
+			if got.Frames[2*i] != want {
+				t.Errorf("tagged %v, frame %d: code word %#x, want %#x", tagged, i, got.Frames[2*i], want)
+			}
+			wantInstr := (code+184+f.instr)&(1<<48-1) | uint64(f.entry)<<48
+			if got.Frames[2*i+1] != wantInstr {
+				t.Errorf("tagged %v, frame %d: instruction word %#x, want %#x", tagged, i, got.Frames[2*i+1], wantInstr)
+			}
+		}
+	}
+}

@@ -1,0 +1,36 @@
+package tracer
+
+import (
+	"testing"
+
+	"github.com/memtrace/memtrace/internal/allocator"
+	"github.com/memtrace/memtrace/internal/event"
+)
+
+// The JVM's category probes never get a return probe (the JVM unwinds
+// through os::malloc's callers), and their cookie carries the category's
+// argument and the code's length from the probe on.
+func TestJVMProbeRoles(t *testing.T) {
+	tests := []struct {
+		p      Placement
+		ret    bool
+		cookie uint64
+	}{
+		{Placement{Probe: allocator.Probe{Func: event.FuncMalloc}}, true, uint64(event.FuncMalloc)},
+		{Placement{Probe: allocator.Probe{Func: event.FuncFree}}, false, uint64(event.FuncFree)},
+		{Placement{Probe: allocator.Probe{CategoryArg: 2, Size: 0x150}}, false, 2 | 0x150<<32},
+		{Placement{Probe: allocator.Probe{CategoryArg: 3, Size: 0x50}, Skip: 4}, false, 3 | 0x4c<<32},
+		{Placement{Probe: allocator.Probe{CategoryArg: 2, Func: event.FuncMalloc}}, false, 2},
+	}
+	for _, tt := range tests {
+		if got := needsReturn(tt.p); got != tt.ret {
+			t.Errorf("needsReturn(%+v) = %v", tt.p, got)
+		}
+		if got := cookie(tt.p); got != tt.cookie {
+			t.Errorf("cookie(%+v) = %#x, want %#x", tt.p, got, tt.cookie)
+		}
+	}
+	if n := arity(allocator.Probe{CategoryArg: 3}); n != 3 {
+		t.Errorf("arity of a category probe on argument 3 = %d", n)
+	}
+}

@@ -1,0 +1,41 @@
+package tracer
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/memtrace/memtrace/internal/python"
+)
+
+// PythonStacks merges the Python frames the probes read into an event's
+// call site and stack (python.Stacks).
+type PythonStacks interface {
+	// Batch starts a batch of events: a code object met again in it is
+	// checked once against its process (freed code objects' addresses
+	// are reused).
+	Batch()
+	Merge(pid uint32, callSite uint64, native, py []uint64, out []uint64) (uint64, []uint64)
+}
+
+// SetPythonStacks has the drainer merge Python frames with m.
+func (t *Objects) SetPythonStacks(m PythonStacks) { t.python = m }
+
+// TracePython has the probes read pid's Python frames (bpf/python.h),
+// wherever they take a stack or charge a call site.
+func (t *Objects) TracePython(pid uint32, l *python.Layout) error {
+	p := memtracePyProc{
+		TssKey: l.TSSKey, TsdOff: l.TSDOffset(), TstateFrame: l.TstateFrame, CframeFrame: l.CFrameFrame,
+		CodeOff: l.Frame.Code, PrevOff: l.Frame.Prev, InstrOff: l.Frame.Instr, EntryOff: l.Frame.Entry,
+	}
+	if l.Tagged() {
+		p.NamesOff = l.Code.Filename
+	}
+	if err := t.objs.PyProcs.Update(pid, &p, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("trace python frames of %d: %w", pid, err)
+	}
+	return nil
+}
+
+// UntracePython stops reading pid's Python frames (its PID may be reused).
+func (t *Objects) UntracePython(pid uint32) { _ = t.objs.PyProcs.Delete(pid) }
