@@ -84,8 +84,7 @@ func TestLimiterFollows(t *testing.T) {
 		runtime.GC()
 		return uint64(debug.SetMemoryLimit(-1)) >= want-want/16
 	})
-	runtime.KeepAlive(held)
-	held = nil
+	runtime.KeepAlive(held) // held's last use: the collections below free it
 	runtime.GC()
 	runtime.GC()
 	if got := uint64(debug.SetMemoryLimit(-1)); got < reserved {
