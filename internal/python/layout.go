@@ -225,6 +225,11 @@ func fromFile(path string) (l *Layout, err error) {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}
+	if codeType != 0 {
+		if err := l.checkMembers(f, codeType); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
 	if l.Minor >= 11 && codeType != 0 {
 		// PyCode_Type's tp_basicsize is where the instructions start.
 		b, err := readAt(f, codeType+32, 8)

@@ -1,6 +1,7 @@
 package python
 
 import (
+	"debug/elf"
 	"errors"
 	"os"
 	"path/filepath"
@@ -58,5 +59,46 @@ func TestNotPython(t *testing.T) {
 	}
 	if _, err := fromFile(exe); !errors.Is(err, ErrNotPython) {
 		t.Fatalf("%s: %v, want ErrNotPython", exe, err)
+	}
+}
+
+// TestCodeMembers: each installed interpreter's PyCode_Type publishes the
+// code object's members at the offsets of memtrace's layout; a layout
+// with one offset wrong is refused.
+func TestCodeMembers(t *testing.T) {
+	home, _ := os.UserHomeDir()
+	paths := []string{"/usr/bin/python3.11"}
+	libs, _ := filepath.Glob(filepath.Join(home, ".pyenv", "versions", "3.1[0-3].*", "lib", "libpython3.*.so.1.0"))
+	paths = append(paths, libs...)
+	for _, path := range paths {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			if _, err := os.Stat(path); err != nil {
+				if path == "/usr/bin/python3.11" && os.Getenv("CI") == "true" {
+					t.Fatalf("CI=true but %v", err)
+				}
+				t.Skip(err)
+			}
+			l, err := fromFile(path) // checks the members
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := elf.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			syms, _ := f.DynamicSymbols()
+			var codeType uint64
+			for _, s := range syms {
+				if s.Name == "PyCode_Type" {
+					codeType = s.Value
+				}
+			}
+			bad := *l
+			bad.Code.Filename += 8
+			if err := bad.checkMembers(f, codeType); !errors.Is(err, ErrUnknownVersion) {
+				t.Errorf("co_filename 8 bytes off: %v, want ErrUnknownVersion", err)
+			}
+		})
 	}
 }
