@@ -241,3 +241,76 @@ func TestPythonLines(t *testing.T) {
 		})
 	}
 }
+
+// TestPythonEmbedded: a C program that embeds pyenv's libpython3.x.so
+// (testdata/python/embed.c) runs keep.py. memtrace finds the interpreter
+// in the library, and each of tracemalloc's top lines of the script (the
+// same interpreter, run as python) gets its live bytes within 0.8x to
+// 1.25x, as TestPythonLines asks of the interpreters themselves.
+func TestPythonEmbedded(t *testing.T) {
+	needBPF(t)
+	var py *interpreter
+	for _, p := range pythons(t) {
+		if strings.HasPrefix(p.name, "pyenv-3.12") || (py == nil && strings.HasPrefix(p.name, "pyenv-")) {
+			py = &p
+		}
+	}
+	if py == nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but no pyenv CPython with a libpython3.x.so to embed")
+		}
+		t.Skip("no pyenv CPython with a libpython3.x.so to embed")
+	}
+	config := py.path + "-config"
+	flags, err := exec.Command(config, "--cflags", "--ldflags", "--embed").Output()
+	if err != nil {
+		t.Fatalf("%s: %v", config, err)
+	}
+	libdir, err := exec.Command(config, "--prefix").Output()
+	if err != nil {
+		t.Fatalf("%s --prefix: %v", config, err)
+	}
+	// Built here, not by fixture: python-config's flags would make its file name too long.
+	bin := filepath.Join(t.TempDir(), "embed")
+	args := append([]string{"-O2", "-g", "-o", bin, filepath.Join("..", "..", "testdata", "python", "embed.c")},
+		strings.Fields(string(flags))...)
+	args = append(args, "-Wl,-rpath,"+filepath.Join(strings.TrimSpace(string(libdir)), "lib"))
+	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %v: %v\n%s", args, err, b)
+	}
+	script, err := filepath.Abs(filepath.Join("..", "..", "testdata", "python", "keep.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, _ := tracemallocView(t, *py, script)
+	jsonFile := filepath.Join(t.TempDir(), "out.ndjson")
+	r := runMemtrace(t, "--top", "0", "--json-file", jsonFile, "--", bin, script)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	js, err := os.ReadFile(jsonFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]uint64{}
+	for _, s := range parseNDJSON(t, string(js)).sites {
+		if s.Final && s.Module == "python" && s.Category == "heap" {
+			got[s.File+":"+strconv.Itoa(s.Line)] += s.LiveBytes
+		}
+	}
+	checked := 0
+	for line, want := range lines {
+		if !strings.HasPrefix(line, script+":") || want < 1<<20 {
+			continue
+		}
+		checked++
+		ratio := float64(got[line]) / float64(want)
+		t.Logf("%s: memtrace %d, tracemalloc %d: %.3fx", line, got[line], want, ratio)
+		if ratio < 0.8 || ratio > 1.25 {
+			t.Errorf("%s: %d live bytes, %.3fx tracemalloc's %d: want 0.8x to 1.25x", line, got[line], ratio, want)
+		}
+	}
+	if checked < 3 {
+		t.Errorf("%d of tracemalloc's lines checked, want at least 3: %v", checked, lines)
+	}
+}
