@@ -125,6 +125,8 @@ func TestRingSizeForMode(t *testing.T) {
 		{[]string{"--", "true"}, targetRingBytes},
 		{[]string{"-p", "1"}, targetRingBytes},
 		{[]string{"--detail", "--", "true"}, 64 << 20},
+		{[]string{"--record", "r", "--", "true"}, 64 << 20},
+		{[]string{"--html", "r.html", "--", "true"}, 64 << 20},
 		{[]string{"--sample-bytes", "64k", "--", "true"}, sampledRingBytes},
 		{[]string{"--heap", "--sample-bytes", "0"}, 64 << 20},
 		{[]string{"--heap"}, sampledRingBytes},

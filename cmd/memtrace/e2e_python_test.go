@@ -2,6 +2,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,7 +12,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/google/pprof/profile"
 )
 
 // The Python tests run testdata/python's scripts on every CPython found:
@@ -312,5 +318,174 @@ func TestPythonEmbedded(t *testing.T) {
 	}
 	if checked < 3 {
 		t.Errorf("%d of tracemalloc's lines checked, want at least 3: %v", checked, lines)
+	}
+}
+
+// TestPythonHost: the whole host finds a Python process by itself, one
+// started after memtrace. With --heap its heap call sites are the
+// script's lines, and its resident memory (the whole host's default
+// attribution, sampled faults) is charged to the script's lines too.
+func TestPythonHost(t *testing.T) {
+	needBPF(t)
+	// pyenv's when there is one: its every pymalloc block is seen, so a
+	// 512 KiB sample finds each line; Debian's shows a third of them.
+	all := pythons(t)
+	py := all[len(all)-1]
+	script, err := filepath.Abs(filepath.Join("..", "..", "testdata", "python", "keep.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	comm := filepath.Base(py.path)
+	h := startHost(t, "--comm", comm)
+	// The script starts once the process's probes are attached and its
+	// files' unwind tables loaded (a walk before them stops at the
+	// allocator): run_path keeps the script's own file name in its code
+	// objects.
+	cmd := exec.Command(py.path, "-c", "import sys, runpy; sys.stdin.read(1); runpy.run_path(sys.argv[1], run_name='__main__')", script)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	h.waitFor(t, `msg="unwind tables loaded" pid=`+strconv.Itoa(pid)+" ")
+	stdin.Write([]byte{'\n'})
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", py.path, script, err, out.String())
+	}
+	h.waitExitsHeld(t, pid)
+	h.cmd.Process.Signal(syscall.SIGINT)
+	if err := h.cmd.Wait(); err != nil {
+		t.Fatalf("memtrace: %v\n%s", err, h.errors())
+	}
+	heap := map[string]uint64{}
+	resident := map[string]uint64{}
+	sc := bufio.NewScanner(strings.NewReader(h.stdout.String()))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var r struct {
+			Type, Category, Function, File, Module string
+			PID                                    int
+			Line                                   int
+			LiveBytes                              uint64 `json:"live_bytes"`
+			ResidentBytes                          uint64 `json:"resident_bytes"`
+			Python                                 bool
+		}
+		if json.Unmarshal(sc.Bytes(), &r) != nil || r.PID != pid || r.File != script {
+			continue
+		}
+		if !r.Python || r.Module != "python" {
+			t.Errorf("%s record of %s:%d: python %v, module %q; want true, \"python\"", r.Type, r.File, r.Line, r.Python, r.Module)
+		}
+		// By line: 3.11 runs comprehensions as code of their own (squares.<locals>.<listcomp>).
+		key := strconv.Itoa(r.Line)
+		switch {
+		case r.Type == "callsite" && r.Category == "heap":
+			heap[key] += r.LiveBytes
+		case r.Type == "resident":
+			resident[key] += r.ResidentBytes
+		}
+	}
+	if len(heap) == 0 || len(resident) == 0 {
+		t.Logf("memtrace's log:\n%s", h.errors())
+	}
+	t.Logf("heap by line: %v", heap)
+	t.Logf("resident by line: %v", resident)
+	// keep.py's lines keep 2 to 16 MiB each: sampled, most lines have
+	// heap, and the big ones of Python objects resident memory (the
+	// pages their objects made resident).
+	lines := 0
+	for _, n := range heap {
+		if n > 0 {
+			lines++
+		}
+	}
+	if lines < 3 {
+		t.Errorf("%d of keep.py's lines have live heap, want at least 3: %v", lines, heap)
+	}
+	for _, line := range []string{"17", "26", "34"} {
+		if resident[line] < 1<<20 {
+			t.Errorf("%d bytes resident charged to keep.py:%s, want 1 MiB or more", resident[line], line)
+		}
+	}
+}
+
+// TestPythonEverywhere: a Python run's lines go wherever call sites go.
+// One run writes a recording, folded stacks, a pprof profile and the HTML
+// report; the replay of the recording gives each Python line the live
+// run's bytes, and each export names the script's functions.
+func TestPythonEverywhere(t *testing.T) {
+	needBPF(t)
+	all := pythons(t)
+	py := all[len(all)-1]
+	script, err := filepath.Abs(filepath.Join("..", "..", "testdata", "python", "keep.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	rec, live := filepath.Join(dir, "rec"), filepath.Join(dir, "live.ndjson")
+	folded, pprofFile, html := filepath.Join(dir, "folded"), filepath.Join(dir, "heap.pb.gz"), filepath.Join(dir, "r.html")
+	r := runMemtrace(t, "--record", rec, "--json-file", live, "--folded", folded, "--pprof", pprofFile, "--html", html,
+		"--", py.path, script)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	replayed := runMemtrace(t, "replay", rec, "--json")
+	if replayed.code != 0 {
+		t.Fatalf("replay: exit %d\n%s", replayed.code, replayed.stderr)
+	}
+	js, err := os.ReadFile(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := func(out string) map[string]uint64 {
+		m := map[string]uint64{}
+		for _, s := range parseNDJSON(t, out).sites {
+			if s.Final && s.Module == "python" && s.File == script {
+				m[s.Function+":"+strconv.Itoa(s.Line)] += s.LiveBytes
+			}
+		}
+		return m
+	}
+	want, got := lines(string(js)), lines(replayed.stdout)
+	if len(want) < 5 || !maps.Equal(got, want) {
+		t.Errorf("replayed Python lines %v, want the live run's %v", got, want)
+	}
+	if p := parseNDJSON(t, string(js)).finalProcess(t); p.LostEvents != 0 {
+		t.Errorf("%d events lost: the ring of a recorded run is sized for its slower reader", p.LostEvents)
+	}
+	prof, err := os.ReadFile(pprofFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, path := range map[string]string{"folded": folded, "html": html} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fn := range []string{"load_rows", "render"} {
+			if !bytes.Contains(b, []byte(fn)) {
+				t.Errorf("%s names no %s", name, fn)
+			}
+		}
+	}
+	p, err := profile.Parse(bytes.NewReader(prof))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, fn := range p.Function {
+		if fn.Filename == script {
+			found[fn.Name] = true
+		}
+	}
+	for _, fn := range []string{"load_rows", "render", "<module>"} {
+		if !found[fn] && !found[fn+".<locals>.<listcomp>"] {
+			t.Errorf("the pprof profile has no function %s of %s: %v", fn, script, found)
+		}
 	}
 }

@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/memtrace/memtrace/internal/testwait"
 	"github.com/memtrace/memtrace/internal/recording"
+	"github.com/memtrace/memtrace/internal/testwait"
 )
 
 // testdata/phases.c, in MiB at scale 1: take_and_free 30 allocated and

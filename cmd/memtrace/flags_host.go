@@ -28,10 +28,19 @@ const sampledRingBytes = 4 << 20
 // The ring's pages are all resident in memtrace, twice over (the reader
 // maps them twice, to read across the wrap): 64 MiB made `memtrace --
 // /bin/true` a 170 MB process. The whole host keeps 64 MiB: many
-// processes write to it at once, and so does --detail: each event carries
-// its stack (and a Python process's frames, two words each), and 16 MiB
-// lost a fifth of a Python script's events.
+// processes write to it at once, and so do --detail (each event carries
+// its stack, and a Python process's frames, two words each: 16 MiB lost a
+// fifth of a Python script's events) and a slower reader (slowReader).
 const targetRingBytes = 16 << 20
+
+// slowReader reports whether the run's reader does more per event than
+// keep the tables: a recording writes each event, the exports fold each
+// into their own tables. A Python script (pymalloc's calls, a million
+// events a second) lost a tenth of its events with them at 16 MiB, none
+// at 64 MiB.
+func slowReader(c *session.Config) bool {
+	return c.Record != "" || c.PprofFile != "" || c.FoldedFile != "" || c.HTMLFile != "" || c.Listen != ""
+}
 
 // addHostFlags registers --sample-bytes, --comm and --cgroup on fs, and
 // returns the check to run once the target (or its absence) is known.
@@ -68,7 +77,7 @@ func addHostFlags(fs *pflag.FlagSet, c *session.Config) func() error {
 		case fs.Changed("ring-size"):
 		case h.SampleBytes > 0 || !h.Heap:
 			c.RingBytes = sampledRingBytes
-		case !c.Host() && !c.Detail:
+		case !c.Host() && !c.Detail && !slowReader(c):
 			c.RingBytes = targetRingBytes
 		}
 		if !c.Host() && (h.Comm != "" || h.Cgroup != "") {

@@ -33,6 +33,8 @@ type residentRecord struct {
 	Line        int    `json:"line"`
 	Module      string `json:"module"`
 	Address     string `json:"address"`
+	// Python: the site is a Python frame (callsite records' "python").
+	Python bool `json:"python"`
 	// ResidentBytes estimates the bytes resident that the site made
 	// resident; ResidentBytesStderr is its standard error.
 	ResidentBytes       uint64 `json:"resident_bytes"`
@@ -80,7 +82,7 @@ func newResidentRecord(pid uint32, comm string, s aggregate.ResidentSite, r *agg
 	rec := residentRecord{
 		Type: typeResident, PID: pid, Comm: comm,
 		Function: f.Function, ManagedHeap: managedHeap(f.Function), File: f.File, Line: f.Line, Module: f.Module, Address: hex(s.Address),
-		ResidentBytes: s.Bytes, ResidentBytesStderr: roundStderr(s.Stderr),
+		Python: f.Python, ResidentBytes: s.Bytes, ResidentBytesStderr: roundStderr(s.Stderr),
 		Sampled: true, SampledPages: s.Pages, SampleBytes: r.SampleBytes, CheckedNS: r.CheckedNS, Final: o.Final, TimeNS: t,
 	}
 	if st, ok := residentStack(pid, s, o); ok {
