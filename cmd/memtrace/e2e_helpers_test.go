@@ -353,6 +353,15 @@ func runOnSignal(t *testing.T, line string, args ...string) result {
 // runOnSignalEnv is runOnSignal with env added to memtrace's environment.
 func runOnSignalEnv(t *testing.T, env []string, line string, args ...string) result {
 	t.Helper()
+	return runOnSignalWhen(t, env, line, func(l string) bool { return strings.Contains(l, line) }, args...)
+}
+
+// runOnSignalWhen is runOnSignalEnv sending the byte once ready has
+// returned true for a line of memtrace's stderr (ready sees each line
+// once, in order); what names what is awaited, for the failure.
+func runOnSignalWhen(t *testing.T, env []string, what string, ready func(line string) bool, args ...string) result {
+	t.Helper()
+	line := what
 	cmd := exec.Command(memtrace(t), append([]string{"-v"}, args...)...)
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
@@ -378,7 +387,7 @@ func runOnSignalEnv(t *testing.T, env []string, line string, args ...string) res
 		told := false
 		for sc.Scan() {
 			stderr.WriteString(sc.Text() + "\n")
-			if !told && strings.Contains(sc.Text(), line) {
+			if !told && ready(sc.Text()) {
 				close(seen)
 				told = true
 			}

@@ -277,8 +277,20 @@ func residentHugePages(t *testing.T, bin string, env []string, huge, rewritten f
 	args := []string{"--json", "--resident-bytes", residentSample, "--record", rec, "--", bin}
 	var r result
 	if rewritten > 0 {
-		// The fixture rewrites once memtrace's check has seen the release.
-		r = runOnSignalEnv(t, env, `msg="resident pages released"`, args...)
+		// The fixture rewrites once memtrace's checks have seen the whole
+		// release: one sampled huge page each of its 32 (64 MiB), gone or
+		// shrunk. A check may run while the fixture is still releasing, and
+		// a page rewritten before a check saw it shrink stays charged whole.
+		seen := 0
+		count := regexp.MustCompile(`msg="resident pages released" .*pages=(\d+) in_part=(\d+)`)
+		r = runOnSignalWhen(t, env, "resident pages released, 32 huge pages in all", func(l string) bool {
+			if m := count.FindStringSubmatch(l); m != nil {
+				gone, _ := strconv.Atoi(m[1])
+				part, _ := strconv.Atoi(m[2])
+				seen += gone + part
+			}
+			return seen >= 32
+		}, args...)
 	} else {
 		r = runMemtraceEnv(t, env, args...)
 	}
