@@ -169,10 +169,17 @@ func (r *Resolver) PythonFrame(pid int, code uint64, tag uint16, instr uint32) (
 
 // code returns the code object an event ran at address code with tag,
 // nil when it was replaced before it was read. A code object met again
-// is checked against its process once per batch.
+// with its tag is taken as read; one whose tag differs, or met in a
+// process whose probes read no tag (once per batch), is checked against
+// its process.
 func (p *pyProc) code(code uint64, tag uint16, batch uint64) (*pyCode, error) {
 	tagged := p.layout.Tagged
 	c := p.codes[code]
+	if c != nil && tagged && c.tag == tag {
+		// The probes read this object's names with the event: no read
+		// here (a replaced object with the same tag: one in 65536).
+		return c, nil
+	}
 	if c != nil && (p.checked[code] != batch || tagged && c.tag != tag) {
 		var names [3]uint64
 		if err := p.readNames(code, &names); err != nil || names != c.names {
@@ -264,8 +271,20 @@ func (p *pyProc) u64(addr uint64) (uint64, error) {
 	return binary.LittleEndian.Uint64(b[:]), nil
 }
 
+// readNames reads a code object's co_filename, co_name and co_qualname
+// pointers: one read when they are adjacent (3.11 on), else three.
 func (p *pyProc) readNames(code uint64, names *[3]uint64) error {
 	l := &p.layout
+	if l.Name == l.Filename+8 && l.Qualname == l.Name+8 {
+		var b [24]byte
+		if err := p.read(b[:], code+uint64(l.Filename)); err != nil {
+			return err
+		}
+		for i := range names {
+			names[i] = binary.LittleEndian.Uint64(b[8*i:])
+		}
+		return nil
+	}
 	for i, off := range []uint32{l.Filename, l.Name, l.Qualname} {
 		v, err := p.u64(code + uint64(off))
 		if err != nil {
