@@ -601,6 +601,23 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 	if s.cfg.Allocator != "" {
 		mods = append([]allocator.Module{{Path: s.cfg.Allocator, Module: s.cfg.Allocator, Exe: true}}, mods...)
 	}
+	// The unwind tables of its code (and of the libraries a command stopped
+	// at exec will map), built in the background while its allocator is
+	// bound (reading a big program's symbols takes as long as its cached
+	// tables): the probes go on once the small files' tables are in (a
+	// program, libc: exact charging from the first allocation), and after
+	// TablesWait at most for the big ones'. Events before a file's table
+	// is in are charged to the frame in that file (docs/unwinding.md,
+	// "Before the tables").
+	paths := make([]string, 0, len(mods))
+	for _, m := range mods {
+		paths = append(paths, m.Path)
+	}
+	start := time.Now()
+	loaded, err := s.objs.PreloadTables(t.pid, paths)
+	if err != nil {
+		s.log.Warn("unwind tables", "pid", t.pid, "err", err)
+	}
 	probes, err := allocator.Bind(mods)
 	if err != nil {
 		// A program with no allocator to probe (Go, a static binary
@@ -618,21 +635,6 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 		}
 	}
 	t.malloc = allocator.MallocModule(probes)
-	// The unwind tables of its code (and of the libraries a command stopped
-	// at exec will map), built in the background: the probes go on once
-	// the small files' tables are in (a program, libc: exact charging
-	// from the first allocation), and after TablesWait at most for the
-	// big ones'. Events before a file's table is in are charged to the
-	// frame in that file (docs/unwinding.md, "Before the tables").
-	paths := make([]string, 0, len(mods))
-	for _, m := range mods {
-		paths = append(paths, m.Path)
-	}
-	start := time.Now()
-	loaded, err := s.objs.PreloadTables(t.pid, paths)
-	if err != nil {
-		s.log.Warn("unwind tables", "pid", t.pid, "err", err)
-	}
 	s.waitTables(t.pid, loaded, start)
 	// A running target's faults are sampled from here (a command's and a
 	// followed child's since their exec, stopped): after its small files'
