@@ -263,7 +263,14 @@ func (s *session) loop(child *launch.Child, sigs chan os.Signal) (int, error) {
 		default:
 		}
 		if s.targetsGone(done) {
-			return code, s.finish()
+			// A command past its exit stop is still tearing down its
+			// address space (node's: 20-50 ms): the report does not wait
+			// for that, only memtrace's exit code does.
+			err := s.finish()
+			if done != nil {
+				code = launch.ExitCode(<-done)
+			}
+			return code, err
 		}
 	}
 }
@@ -276,11 +283,12 @@ func commandEvents(child *launch.Child) (<-chan launch.Stop, <-chan syscall.Wait
 	return child.Stops, child.Done
 }
 
-// targetsGone is the end of a run with targets: every one has exited and
-// the command's status is known (done, nil once read). The whole host
-// never ends so.
+// targetsGone is the end of a run with targets: every one has exited (a
+// command at its exit stop, or with its status read: done is nil). With
+// -f the command's status is read first, as followed processes' last
+// stops may come before it. The whole host never ends so.
 func (s *session) targetsGone(done <-chan syscall.WaitStatus) bool {
-	return s.host == nil && done == nil && s.allExited()
+	return s.host == nil && s.allExited() && (done == nil || !s.cfg.Follow)
 }
 
 // between runs before each turn of the loop: the ring is read (waiting up
