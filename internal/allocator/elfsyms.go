@@ -44,42 +44,39 @@ func definedFunctions(path string, exe bool, wanted map[string]bool) (out map[st
 	}
 	defer f.Close()
 
-	var syms []elf.Symbol
 	if !symbolize.TablesFit(f, elf.SHT_DYNSYM) || !symbolize.TablesFit(f, elf.SHT_SYMTAB) {
 		return nil, fmt.Errorf("read symbols of %s: a symbol table claims more than 1 GiB", path)
 	}
-	dyn, err := f.DynamicSymbols()
-	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
-		return nil, fmt.Errorf("read .dynsym of %s: %w", path, err)
-	}
-	syms = append(syms, dyn...)
-	if exe {
-		st, err := f.Symbols()
-		if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
-			return nil, fmt.Errorf("read .symtab of %s: %w", path, err)
-		}
-		syms = append(syms, st...)
-	}
-
+	// The tables' entries as they are, not f.Symbols' strings: an
+	// executable's .symtab is big (node's 180 000 symbols took 90 ms to
+	// read so, before its probes could go on), and a few names are wanted.
 	out = map[string]symbol{}
-	for _, s := range syms {
-		if !wanted[s.Name] || s.Section == elf.SHN_UNDEF || s.Value == 0 {
-			continue
+	add := func(s symbolize.RawSymbol) {
+		if s.Section == elf.SHN_UNDEF || s.Value == 0 || !wanted[string(s.Name)] {
+			return
 		}
 		if elf.ST_TYPE(s.Info) != elf.STT_FUNC {
-			continue
+			return
 		}
 		if bind := elf.ST_BIND(s.Info); bind != elf.STB_GLOBAL && bind != elf.STB_WEAK {
-			continue
+			return
 		}
-		if _, dup := out[s.Name]; dup {
-			continue
+		if _, dup := out[string(s.Name)]; dup {
+			return
 		}
 		off, ok := fileOffset(f, s.Value)
 		if !ok {
-			continue
+			return
 		}
-		out[s.Name] = symbol{offset: off, size: s.Size}
+		out[string(s.Name)] = symbol{offset: off, size: s.Size}
+	}
+	if err := symbolize.EachSymbol(f, elf.SHT_DYNSYM, add); err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+		return nil, fmt.Errorf("read .dynsym of %s: %w", path, err)
+	}
+	if exe {
+		if err := symbolize.EachSymbol(f, elf.SHT_SYMTAB, add); err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+			return nil, fmt.Errorf("read .symtab of %s: %w", path, err)
+		}
 	}
 	if _, ok := out["PyObject_Malloc"]; ok && wanted[pymallocFuncs[0].name] {
 		pymallocLocals(f, exe, out)

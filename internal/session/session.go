@@ -263,7 +263,14 @@ func (s *session) loop(child *launch.Child, sigs chan os.Signal) (int, error) {
 		default:
 		}
 		if s.targetsGone(done) {
-			return code, s.finish()
+			// A command past its exit stop is still tearing down its
+			// address space (node's: 20-50 ms): the report does not wait
+			// for that, only memtrace's exit code does.
+			err := s.finish()
+			if done != nil {
+				code = launch.ExitCode(<-done)
+			}
+			return code, err
 		}
 	}
 }
@@ -276,11 +283,12 @@ func commandEvents(child *launch.Child) (<-chan launch.Stop, <-chan syscall.Wait
 	return child.Stops, child.Done
 }
 
-// targetsGone is the end of a run with targets: every one has exited and
-// the command's status is known (done, nil once read). The whole host
-// never ends so.
+// targetsGone is the end of a run with targets: every one has exited (a
+// command at its exit stop, or with its status read: done is nil). With
+// -f the command's status is read first, as followed processes' last
+// stops may come before it. The whole host never ends so.
 func (s *session) targetsGone(done <-chan syscall.WaitStatus) bool {
-	return s.host == nil && done == nil && s.allExited()
+	return s.host == nil && s.allExited() && (done == nil || !s.cfg.Follow)
 }
 
 // between runs before each turn of the loop: the ring is read (waiting up
@@ -601,6 +609,23 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 	if s.cfg.Allocator != "" {
 		mods = append([]allocator.Module{{Path: s.cfg.Allocator, Module: s.cfg.Allocator, Exe: true}}, mods...)
 	}
+	// The unwind tables of its code (and of the libraries a command stopped
+	// at exec will map), built in the background while its allocator is
+	// bound (reading a big program's symbols takes as long as its cached
+	// tables): the probes go on once the small files' tables are in (a
+	// program, libc: exact charging from the first allocation), and after
+	// TablesWait at most for the big ones'. Events before a file's table
+	// is in are charged to the frame in that file (docs/unwinding.md,
+	// "Before the tables").
+	paths := make([]string, 0, len(mods))
+	for _, m := range mods {
+		paths = append(paths, m.Path)
+	}
+	start := time.Now()
+	loaded, err := s.objs.PreloadTables(t.pid, paths)
+	if err != nil {
+		s.log.Warn("unwind tables", "pid", t.pid, "err", err)
+	}
 	probes, err := allocator.Bind(mods)
 	if err != nil {
 		// A program with no allocator to probe (Go, a static binary
@@ -618,21 +643,6 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 		}
 	}
 	t.malloc = allocator.MallocModule(probes)
-	// The unwind tables of its code (and of the libraries a command stopped
-	// at exec will map), built in the background: the probes go on once
-	// the small files' tables are in (a program, libc: exact charging
-	// from the first allocation), and after TablesWait at most for the
-	// big ones'. Events before a file's table is in are charged to the
-	// frame in that file (docs/unwinding.md, "Before the tables").
-	paths := make([]string, 0, len(mods))
-	for _, m := range mods {
-		paths = append(paths, m.Path)
-	}
-	start := time.Now()
-	loaded, err := s.objs.PreloadTables(t.pid, paths)
-	if err != nil {
-		s.log.Warn("unwind tables", "pid", t.pid, "err", err)
-	}
 	s.waitTables(t.pid, loaded, start)
 	// A running target's faults are sampled from here (a command's and a
 	// followed child's since their exec, stopped): after its small files'
