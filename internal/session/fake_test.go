@@ -16,9 +16,9 @@ import (
 
 	"github.com/memtrace/memtrace/internal/aggregate"
 	"github.com/memtrace/memtrace/internal/event"
-	"github.com/memtrace/memtrace/internal/testwait"
 	"github.com/memtrace/memtrace/internal/python"
 	"github.com/memtrace/memtrace/internal/report"
+	"github.com/memtrace/memtrace/internal/testwait"
 	"github.com/memtrace/memtrace/internal/tracer"
 )
 

@@ -17,10 +17,10 @@ import (
 
 	"github.com/memtrace/memtrace/internal/aggregate"
 	"github.com/memtrace/memtrace/internal/allocator"
+	"github.com/memtrace/memtrace/internal/diskcache"
 	"github.com/memtrace/memtrace/internal/event"
 	"github.com/memtrace/memtrace/internal/footprint"
 	"github.com/memtrace/memtrace/internal/host"
-	"github.com/memtrace/memtrace/internal/diskcache"
 	"github.com/memtrace/memtrace/internal/launch"
 	"github.com/memtrace/memtrace/internal/pipeline"
 	"github.com/memtrace/memtrace/internal/recording"

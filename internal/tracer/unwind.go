@@ -23,8 +23,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/memtrace/memtrace/internal/allocator"
-	"github.com/memtrace/memtrace/internal/gopclntab"
 	"github.com/memtrace/memtrace/internal/diskcache"
+	"github.com/memtrace/memtrace/internal/gopclntab"
 	"github.com/memtrace/memtrace/internal/procfs"
 	"github.com/memtrace/memtrace/internal/unwind"
 )

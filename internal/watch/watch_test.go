@@ -10,9 +10,9 @@ import (
 
 	"github.com/memtrace/memtrace/internal/aggregate"
 	"github.com/memtrace/memtrace/internal/footprint"
-	"github.com/memtrace/memtrace/internal/testwait"
 	"github.com/memtrace/memtrace/internal/report"
 	"github.com/memtrace/memtrace/internal/symbolize"
+	"github.com/memtrace/memtrace/internal/testwait"
 )
 
 var defaults = Settings{HalfLives: []time.Duration{time.Second, 10 * time.Second, 100 * time.Second}, Period: 100 * time.Millisecond}
