@@ -880,7 +880,14 @@ func TestResidentRefault(t *testing.T) {
 				out = buf.String()
 			} else {
 				h := startHostWith(t, "--comm", "mt-busy", "--resident-bytes", residentSample)
-				time.Sleep(2 * time.Second)
+				// Faults charged past memset need the C library's unwind
+				// table, which the whole host loads in the background: on
+				// a loaded machine it came after the window, and all 64 MiB
+				// went to memset. The fixture replaces its blocks in
+				// milliseconds, so the window counts from the table on.
+				libcTable := regexp.MustCompile(`msg="unwind table loaded" file=\S*/libc\.so\.6\n`)
+				testwait.For(t, "libc's unwind table", func() bool { return libcTable.MatchString(h.errors()) })
+				time.Sleep(2 * time.Second) // tens of times over, and two pagemap checks
 				t.Logf("RssAnon %.1f MiB", float64(rssAnon(t, pid))/(1<<20))
 				h.cmd.Process.Signal(syscall.SIGINT)
 				if err := h.cmd.Wait(); err != nil {
