@@ -316,10 +316,12 @@ func (s *session) stopped(st launch.Stop) error {
 		// reader spreads its first events from here (tracer.Drainer.Poll).
 		_, err = s.drain.Poll(0, s.apply)
 	}
-	st.Resume()
 	if err != nil {
+		// Killed before it is let go: resumed first, a loaded machine let
+		// the command run on (TestRefused saw it write its file).
 		syscall.Kill(st.PID, syscall.SIGKILL)
 	}
+	st.Resume()
 	return err
 }
 
