@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -119,7 +121,12 @@ func compile(t *testing.T, compiler, src string, flags ...string) string {
 		return p
 	}
 	base := strings.NewReplacer("/", "_", ".c", "", ".cc", "").Replace(src)
-	out := filepath.Join(binDir, base+"-"+strings.NewReplacer(" ", "", "-", "", "=", "", "/", "").Replace(strings.Join(flags, "")))
+	name := base + "-" + strings.NewReplacer(" ", "", "-", "", "=", "", "/", "").Replace(strings.Join(flags, ""))
+	if len(name) > 200 {
+		// python-config's flags: past NAME_MAX the linker cannot write it.
+		name = fmt.Sprintf("%s-%x", base, sha256.Sum256([]byte(key)))
+	}
+	out := filepath.Join(binDir, name)
 	args := append([]string{"-O2", "-g", "-Wall", "-o", out, filepath.Join("..", "..", "testdata", src)}, flags...)
 	if b, err := exec.Command(compiler, args...).CombinedOutput(); err != nil {
 		t.Fatalf("%s %v: %v\n%s", compiler, args, err, b)

@@ -281,14 +281,8 @@ func TestPythonEmbedded(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%s --prefix: %v", config, err)
 	}
-	// Built here, not by fixture: python-config's flags would make its file name too long.
-	bin := filepath.Join(t.TempDir(), "embed")
-	args := append([]string{"-O2", "-g", "-o", bin, filepath.Join("..", "..", "testdata", "python", "embed.c")},
-		strings.Fields(string(flags))...)
-	args = append(args, "-Wl,-rpath,"+filepath.Join(strings.TrimSpace(string(libdir)), "lib"))
-	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
-		t.Fatalf("gcc %v: %v\n%s", args, err, b)
-	}
+	bin := fixture(t, "python/embed.c", append(strings.Fields(string(flags)),
+		"-Wl,-rpath,"+filepath.Join(strings.TrimSpace(string(libdir)), "lib"))...)
 	script, err := filepath.Abs(filepath.Join("..", "..", "testdata", "python", "keep.py"))
 	if err != nil {
 		t.Fatal(err)

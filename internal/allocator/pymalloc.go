@@ -6,6 +6,12 @@ import (
 	"github.com/memtrace/memtrace/internal/event"
 )
 
+// pyFunc is a CPython allocation function and the Func it is probed as.
+type pyFunc struct {
+	name string
+	fn   event.Func
+}
+
 // pythonFuncs are CPython's allocation functions that pymalloc serves:
 // the object domain (PyObject_*) and, since 3.6, the memory domain
 // (PyMem_*, distinct functions calling the same allocator). Objects of 512
@@ -15,10 +21,7 @@ import (
 // to malloc inside the call: the probes see a nested call and count the
 // block once (bpf/memtrace.bpf.c's in_outer), as they do realloc's mremap.
 // PyMem_Raw* are malloc itself, already probed.
-var pythonFuncs = []struct {
-	name string
-	fn   event.Func
-}{
+var pythonFuncs = []pyFunc{
 	{"PyObject_Malloc", event.FuncPyMalloc},
 	{"PyObject_Calloc", event.FuncPyCalloc},
 	{"PyObject_Realloc", event.FuncPyRealloc},
@@ -38,10 +41,7 @@ var pythonFuncs = []struct {
 // must single-step cost 14 µs here against 0.5 µs for one it emulates
 // (docs/python.md). A custom allocator (PYTHONMALLOC=malloc) does not
 // reach them: its blocks are malloc's, probed there.
-var pymallocFuncs = []struct {
-	name string
-	fn   event.Func
-}{
+var pymallocFuncs = []pyFunc{
 	{"_PyObject_Malloc", event.FuncPyMalloc},
 	{"_PyObject_Calloc", event.FuncPyCalloc},
 	{"_PyObject_Realloc", event.FuncPyRealloc},
@@ -95,10 +95,7 @@ func bindPython(modules []Module, syms []map[string]symbol, seen map[string]bool
 }
 
 // hasAll reports whether s defines every one of funcs.
-func hasAll(s map[string]symbol, funcs []struct {
-	name string
-	fn   event.Func
-}) bool {
+func hasAll(s map[string]symbol, funcs []pyFunc) bool {
 	for _, f := range funcs {
 		if _, ok := s[f.name]; !ok {
 			return false
