@@ -119,6 +119,36 @@ func tracemallocView(t *testing.T, py interpreter, script string, env ...string)
 	return lines, total
 }
 
+// runWhole runs memtrace with --json-file and args until a run loses no
+// event, three runs at most, and returns that run and its NDJSON report. The
+// comparisons with tracemalloc hold for whole runs only; a Python
+// program allocates faster than a reader starved by a loaded machine can
+// keep up with, and memtrace then counts what it lost (the CI run that
+// lost 112 628 of 1.9 million events, with --detail, fell to 0.75x).
+func runWhole(t *testing.T, args ...string) (result, ndjson) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		jsonFile := filepath.Join(t.TempDir(), "out.ndjson")
+		r := runMemtrace(t, append([]string{"--json-file", jsonFile}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("exit %d\n%s", r.code, r.stderr)
+		}
+		js, err := os.ReadFile(jsonFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := parseNDJSON(t, string(js))
+		lost := rep.finalProcess(t).LostEvents
+		if lost == 0 {
+			return r, rep
+		}
+		if attempt == 3 {
+			t.Fatalf("%d events lost in each of %d runs (the ring overflowed: a loaded machine)", lost, attempt)
+		}
+		t.Logf("%d events lost (the ring overflowed: a loaded machine); running again", lost)
+	}
+}
+
 // TestPythonPymalloc: pymalloc is probed as an allocator. Python's small
 // objects are blocks, so the live heap is what tracemalloc traces (which
 // sees the same PyMem/PyObject calls, and malloc's through PyMem_Raw);
@@ -130,16 +160,7 @@ func TestPythonPymalloc(t *testing.T) {
 	for _, py := range pythons(t) {
 		t.Run(py.name, func(t *testing.T) {
 			_, want := tracemallocView(t, py, script)
-			jsonFile := filepath.Join(t.TempDir(), "out.ndjson")
-			r := runMemtrace(t, "--json-file", jsonFile, "--", py.path, script)
-			if r.code != 0 {
-				t.Fatalf("exit %d\n%s", r.code, r.stderr)
-			}
-			js, err := os.ReadFile(jsonFile)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep := parseNDJSON(t, string(js))
+			r, rep := runWhole(t, "--", py.path, script)
 			p := rep.finalProcess(t)
 			ratio := float64(p.LiveBytes) / float64(want)
 			t.Logf("live %d bytes, tracemalloc %d: %.3fx; anon mmap live %d", p.LiveBytes, want, ratio, p.Mmap.LiveBytes)
@@ -180,23 +201,10 @@ func TestPythonLines(t *testing.T) {
 	for _, py := range pythons(t) {
 		t.Run(py.name, func(t *testing.T) {
 			lines, _ := tracemallocView(t, py, script)
-			jsonFile := filepath.Join(t.TempDir(), "out.ndjson")
-			r := runMemtrace(t, "--detail", "--top", "0", "--json-file", jsonFile, "--", py.path, script)
-			if r.code != 0 {
-				t.Fatalf("exit %d\n%s", r.code, r.stderr)
-			}
-			js, err := os.ReadFile(jsonFile)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, rep := runWhole(t, "--detail", "--top", "0", "--", py.path, script)
 			got := map[string]uint64{}
 			var pyStacks, reached int
 			var pyBytes, reachedBytes uint64
-			rep := parseNDJSON(t, string(js))
-			if lost := rep.finalProcess(t).LostEvents; lost != 0 {
-				// Not a failure of its own: the lines below say whether it mattered.
-				t.Logf("%d events lost (the ring overflowed: a loaded machine)", lost)
-			}
 			for _, s := range rep.sites {
 				if !s.Final || s.Module != "python" {
 					continue
@@ -288,17 +296,9 @@ func TestPythonEmbedded(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines, _ := tracemallocView(t, *py, script)
-	jsonFile := filepath.Join(t.TempDir(), "out.ndjson")
-	r := runMemtrace(t, "--top", "0", "--json-file", jsonFile, "--", bin, script)
-	if r.code != 0 {
-		t.Fatalf("exit %d\n%s", r.code, r.stderr)
-	}
-	js, err := os.ReadFile(jsonFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, rep := runWhole(t, "--top", "0", "--", bin, script)
 	got := map[string]uint64{}
-	for _, s := range parseNDJSON(t, string(js)).sites {
+	for _, s := range rep.sites {
 		// Debian's build: blocks and the arenas they opened (TestPythonLines).
 		if s.Final && s.Module == "python" && (s.Category == "heap" || py.inlined) {
 			got[s.File+":"+strconv.Itoa(s.Line)] += s.LiveBytes

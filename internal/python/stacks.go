@@ -21,11 +21,15 @@ type Stacks struct {
 	procs map[uint32]*Layout
 	// eval: whether a native address is in the eval loop, per process.
 	eval map[uint32]map[uint64]bool
+
+	memoMu sync.Mutex
+	memo   *memo
+	key    []uint64
 }
 
 // NewStacks returns Stacks resolving through res.
 func NewStacks(res *symbolize.Resolver) *Stacks {
-	return &Stacks{res: res, procs: map[uint32]*Layout{}, eval: map[uint32]map[uint64]bool{}}
+	return &Stacks{res: res, procs: map[uint32]*Layout{}, eval: map[uint32]map[uint64]bool{}, memo: newMemo()}
 }
 
 // Add makes pid's Python frames readable with layout l.
@@ -49,6 +53,9 @@ func (s *Stacks) Forget(pid uint32) {
 	delete(s.procs, pid)
 	delete(s.eval, pid)
 	s.mu.Unlock()
+	s.memoMu.Lock()
+	s.memo.forget()
+	s.memoMu.Unlock()
 	s.res.ForgetPython(int(pid))
 }
 
@@ -78,6 +85,35 @@ func (s *Stacks) Merge(pid uint32, callSite uint64, native, py []uint64, out []u
 		// No stack is kept: only the innermost Python frame matters.
 		return s.charge(pid, l, callSite, py), out
 	}
+	// A tagged frame's names never change (symbolize.PythonFrame reads
+	// none), so a merge of the same words is the same merge.
+	tagged := l.Tagged()
+	if tagged {
+		s.memoMu.Lock()
+		s.key = memoKey(s.key, pid, callSite, native, py)
+		charged, stack, ok := s.memo.get(s.key)
+		if ok {
+			out = append(out[:0], stack...)
+		}
+		s.memoMu.Unlock()
+		if ok {
+			return charged, out
+		}
+	}
+	charged, out, whole := s.merge(pid, l, callSite, native, py, out)
+	if tagged && whole {
+		s.memoMu.Lock()
+		s.key = memoKey(s.key, pid, callSite, native, py)
+		s.memo.put(s.key, charged, out)
+		s.memoMu.Unlock()
+	}
+	return charged, out
+}
+
+// merge is Merge without the memo; whole is false when a Python frame
+// could not be named (a read that may succeed later).
+func (s *Stacks) merge(pid uint32, l *Layout, callSite uint64, native, py []uint64, out []uint64) (uint64, []uint64, bool) {
+	whole := true
 	var groups []group
 	var cur group
 	for i := 0; i+1 < len(py); i += 2 {
@@ -93,6 +129,8 @@ func (s *Stacks) Merge(pid uint32, callSite uint64, native, py []uint64, out []u
 		addr, ok := s.res.PythonFrame(int(pid), code&codeMask, uint16(code>>48), l.instr(code&codeMask, word))
 		if ok {
 			cur = append(cur, addr)
+		} else {
+			whole = false
 		}
 		if l.Minor == 10 || l.Entry(e) {
 			groups = append(groups, cur)
@@ -110,7 +148,7 @@ func (s *Stacks) Merge(pid uint32, callSite uint64, native, py []uint64, out []u
 		}
 	}
 	if first == 0 {
-		return callSite, append(out[:0], native...)
+		return callSite, append(out[:0], native...), whole
 	}
 	charged := callSite
 	if callSite == 0 || l.inText(callSite) {
@@ -129,7 +167,7 @@ func (s *Stacks) Merge(pid uint32, callSite uint64, native, py []uint64, out []u
 	for ; g < len(groups); g++ {
 		out = append(out, groups[g]...)
 	}
-	return charged, out
+	return charged, out, whole
 }
 
 // charge is the call site charged for an event whose stack is not kept:

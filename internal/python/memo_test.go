@@ -1,0 +1,61 @@
+package python
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestMemo: a merge is found again under the same words only, a key
+// that shares its slot replaces it, and forget empties it.
+func TestMemo(t *testing.T) {
+	m := newMemo()
+	native := []uint64{0x401000, 0x402000}
+	py := []uint64{0x7f0000001000, 0x2a}
+	key := memoKey(nil, 7, 0x401000, native, py)
+	m.put(key, 0x4000000000000002, []uint64{0x4000000000000002, 0x402000})
+
+	tests := []struct {
+		name string
+		key  []uint64
+		want bool
+	}{
+		{"same words", memoKey(nil, 7, 0x401000, native, py), true},
+		{"other pid", memoKey(nil, 8, 0x401000, native, py), false},
+		{"other line", memoKey(nil, 7, 0x401000, native, []uint64{0x7f0000001000, 0x2b}), false},
+		// The native stack's length is in the key: a frame moved from
+		// native to Python words is another key.
+		{"frame moved", memoKey(nil, 7, 0x401000, native[:1], append([]uint64{0x402000}, py...)), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			charged, stack, ok := m.get(tt.key)
+			if ok != tt.want {
+				t.Fatalf("found %v, want %v", ok, tt.want)
+			}
+			if ok && (charged != 0x4000000000000002 || !slices.Equal(stack, []uint64{0x4000000000000002, 0x402000})) {
+				t.Errorf("got %#x %#x", charged, stack)
+			}
+		})
+	}
+
+	// Find another key for the same slot: it evicts the first.
+	s := m.slot(key)
+	for pid := uint32(100); ; pid++ {
+		other := memoKey(nil, pid, 0x401000, native, py)
+		if m.slot(other) != s {
+			continue
+		}
+		m.put(other, 1, nil)
+		if _, _, ok := m.get(key); ok {
+			t.Errorf("the first key survived a put to its slot")
+		}
+		if c, _, ok := m.get(other); !ok || c != 1 {
+			t.Errorf("the second key: %d %v, want 1 true", c, ok)
+		}
+		break
+	}
+	m.forget()
+	if _, _, ok := m.get(memoKey(nil, 7, 0x401000, native, py)); ok {
+		t.Errorf("found after forget")
+	}
+}
