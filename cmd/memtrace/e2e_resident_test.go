@@ -17,7 +17,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/memtrace/memtrace/internal/htmlreport/headless"
 	"github.com/memtrace/memtrace/internal/testwait"
@@ -590,7 +589,7 @@ func startWaiting(t *testing.T, bin string, env ...string) (*exec.Cmd, io.Writer
 }
 
 // stopAttached ends a memtrace -p run with SIGINT, as Ctrl-C would.
-func stopAttached(t *testing.T, mt *exec.Cmd, log *bytes.Buffer) {
+func stopAttached(t *testing.T, mt *exec.Cmd, log *lockedBuffer) {
 	t.Helper()
 	mt.Process.Signal(syscall.SIGINT)
 	if err := mt.Wait(); err != nil {
@@ -872,22 +871,36 @@ func TestResidentRefault(t *testing.T) {
 			pid := target.Process.Pid
 			var out string
 			rec := filepath.Join(t.TempDir(), "rec")
+			// Faults charged past memset need the C library's unwind
+			// table, which loads in the background: on a loaded machine
+			// it came late, and all 64 MiB went to memset. The fixture
+			// replaces its blocks in milliseconds, so the window opens
+			// with the table, and closes after two pagemap checks that
+			// found pages gone: the blocks replaced since, tens of times
+			// over, and the pages sampled before uncharged.
+			window := func(log func() string, table *regexp.Regexp) {
+				var since int
+				testwait.For(t, "the C library's unwind table", func() bool {
+					loc := table.FindStringIndex(log())
+					if loc != nil {
+						since = loc[1]
+					}
+					return loc != nil
+				})
+				testwait.For(t, "two pagemap checks with pages released", func() bool {
+					return strings.Count(log()[since:], `msg="resident pages released"`) >= 2
+				})
+			}
 			if mode == "pid" {
 				mt, buf, log := startAttached(t, pid, "--json", "--resident-bytes", residentSample, "--record", rec)
-				time.Sleep(2 * time.Second) // tens of times over, and two pagemap checks
+				// The process's tables, libc's among them.
+				window(log.String, regexp.MustCompile(`msg="unwind tables loaded" pid=`+strconv.Itoa(pid)+` `))
 				t.Logf("RssAnon %.1f MiB", float64(rssAnon(t, pid))/(1<<20))
 				stopAttached(t, mt, log)
 				out = buf.String()
 			} else {
 				h := startHostWith(t, "--comm", "mt-busy", "--resident-bytes", residentSample)
-				// Faults charged past memset need the C library's unwind
-				// table, which the whole host loads in the background: on
-				// a loaded machine it came after the window, and all 64 MiB
-				// went to memset. The fixture replaces its blocks in
-				// milliseconds, so the window counts from the table on.
-				libcTable := regexp.MustCompile(`msg="unwind table loaded" file=\S*/libc\.so\.6\n`)
-				testwait.For(t, "libc's unwind table", func() bool { return libcTable.MatchString(h.errors()) })
-				time.Sleep(2 * time.Second) // tens of times over, and two pagemap checks
+				window(h.errors, regexp.MustCompile(`msg="unwind table loaded" file=\S*/libc\.so\.6\n`))
 				t.Logf("RssAnon %.1f MiB", float64(rssAnon(t, pid))/(1<<20))
 				h.cmd.Process.Signal(syscall.SIGINT)
 				if err := h.cmd.Wait(); err != nil {
