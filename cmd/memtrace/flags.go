@@ -110,7 +110,7 @@ func traceFlags(fs *pflag.FlagSet, c *session.Config) func(command []string) err
 	checkReport := addReportFlags(fs, &c.Top, &c.Sort, &c.JSON, &c.Raw, &c.Output)
 	fs.StringVar(&c.Allocator, "allocator", "", "probe the allocator in `FILE` instead of the one the target binds to")
 	ringBytes, ringSet := uint64(64<<20), false
-	fs.Var(byteSize{&ringBytes, &ringSet, maxRingBytes}, "ring-size", "ring buffer `BYTES`, a power of two (16 MiB with -p and --, 64 MiB with --detail, --record or an export, 4 MiB when sampling)")
+	fs.Var(byteSize{&ringBytes, &ringSet, maxRingBytes}, "ring-size", "ring buffer `BYTES`, a power of two (16 MiB with -p and --, 64 MiB with --detail, --record, an export or a Python target, 4 MiB when sampling)")
 	fs.BoolVarP(&c.Verbose, "verbose", "v", false, "log what is attached, and where")
 	fs.BoolVar(&c.Detail, "detail", false, "group by whole call stack and print each stack under its row")
 	fs.BoolVar(&c.JVMPerfMap, "jvm-perfmap", false, "ask each traced JVM (-p, --) for its perf map (jcmd Compiler.perfmap) to name its JIT code; starts the JVM's attach listener thread (docs/runtimes-jit.md)")

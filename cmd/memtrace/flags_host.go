@@ -1,12 +1,14 @@
 package main
 
 import (
+	"fmt"
+	"os/exec"
+
 	"github.com/spf13/pflag"
 
-	"fmt"
-	"github.com/memtrace/memtrace/internal/session"
-
 	"github.com/memtrace/memtrace/internal/host"
+	"github.com/memtrace/memtrace/internal/python"
+	"github.com/memtrace/memtrace/internal/session"
 	"github.com/memtrace/memtrace/internal/tracer"
 )
 
@@ -30,7 +32,8 @@ const sampledRingBytes = 4 << 20
 // /bin/true` a 170 MB process. The whole host keeps 64 MiB: many
 // processes write to it at once, and so do --detail (each event carries
 // its stack, and a Python process's frames, two words each: 16 MiB lost a
-// fifth of a Python script's events) and a slower reader (slowReader).
+// fifth of a Python script's events), a slower reader (slowReader) and a
+// Python target (pythonTarget).
 const targetRingBytes = 16 << 20
 
 // slowReader reports whether the run's reader does more per event than
@@ -40,6 +43,22 @@ const targetRingBytes = 16 << 20
 // at 64 MiB.
 func slowReader(c *session.Config) bool {
 	return c.Record != "" || c.PprofFile != "" || c.FoldedFile != "" || c.HTMLFile != "" || c.Listen != ""
+}
+
+// pythonTarget reports whether the command, or a -p target, runs
+// CPython: its pymalloc calls are a million events a second, and a
+// 16 MiB ring lost a tenth of a script's events on a loaded machine.
+func pythonTarget(c *session.Config) bool {
+	if len(c.Command) > 0 {
+		path, err := exec.LookPath(c.Command[0])
+		return err == nil && python.Command(path)
+	}
+	for _, pid := range c.PIDs {
+		if python.Mapped(pid) {
+			return true
+		}
+	}
+	return false
 }
 
 // addHostFlags registers --sample-bytes, --comm and --cgroup on fs, and
@@ -77,7 +96,7 @@ func addHostFlags(fs *pflag.FlagSet, c *session.Config) func() error {
 		case fs.Changed("ring-size"):
 		case h.SampleBytes > 0 || !h.Heap:
 			c.RingBytes = sampledRingBytes
-		case !c.Host() && !c.Detail && !slowReader(c):
+		case !c.Host() && !c.Detail && !slowReader(c) && !pythonTarget(c):
 			c.RingBytes = targetRingBytes
 		}
 		if !c.Host() && (h.Comm != "" || h.Cgroup != "") {
