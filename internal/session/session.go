@@ -579,6 +579,7 @@ func (s *session) onStop(st launch.Stop) error {
 		// the zero page there, which pagemap shows present. Its exit is
 		// timed before the check, not after the leak check's scan.
 		exited := monotonicNow()
+		s.nameAhead(uint32(st.PID)) // the report's first names, beside the check (nameahead.go)
 		s.checkResidentOf(uint32(st.PID))
 		s.leakCheckAtExit(st) // while its memory is still there (leaks.go)
 		s.markExitedAt(st.PID, exited)

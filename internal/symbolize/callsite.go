@@ -61,9 +61,14 @@ func (m *Module) siteAt(ret uint64) *site {
 	if s, ok := m.sites.get(ret); ok {
 		return s
 	}
+	m.lookMu.Lock() // Module.lookMu
+	defer m.lookMu.Unlock()
+	if s, ok := m.sites.get(ret); ok {
+		return s // named meanwhile on another goroutine
+	}
 	call := m.callInsn(ret)
 	s := &site{call: call, function: m.Function(call)}
-	s.file, s.line = m.Line(call)
+	s.file, s.line = m.line(call)
 	s.inlined = m.inlineChain(call, s.file, s.line, s.function)
 	m.sites.put(ret, s)
 	return s

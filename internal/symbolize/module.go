@@ -51,6 +51,11 @@ type Module struct {
 	dwarfOnce sync.Once
 	dw        *dwarfInfo
 	dwarfErr  error
+	// lookMu makes one line and inline look-up at a time: debug/dwarf's
+	// Data is not safe for readers made on two goroutines (it caches a
+	// unit's DWARF 5 bases as a reader seeks), and a report's first sites
+	// are named ahead beside the loop (session's nameAhead).
+	lookMu sync.Mutex
 
 	// A Go executable's function table, for lines and inlined calls where
 	// it has no DWARF.
@@ -164,6 +169,12 @@ func (m *Module) Function(vaddr uint64) string {
 // Line gives the source file and line of the instruction at vaddr, or
 // ("", 0) when no debug information covers it.
 func (m *Module) Line(vaddr uint64) (file string, line int) {
+	m.lookMu.Lock()
+	defer m.lookMu.Unlock()
+	return m.line(vaddr)
+}
+
+func (m *Module) line(vaddr uint64) (file string, line int) {
 	m.dwarfOnce.Do(m.loadDWARF)
 	if m.dw == nil {
 		// No DWARF (go build -ldflags=-w): a Go executable's own table

@@ -6,7 +6,9 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -343,6 +345,71 @@ func TestCheckLineHeader(t *testing.T) {
 		err := checkLineHeader(tc.in, tc.off, binary.LittleEndian)
 		if (err == nil) != tc.ok {
 			t.Errorf("%s: checkLineHeader = %v, want ok %v", tc.name, err, tc.ok)
+		}
+	}
+}
+
+// TestSiteAtConcurrent: call sites named on two goroutines at once (the
+// session names a report's first sites beside its loop) get the names one
+// goroutine gives. Under -race, with libc's debug file (libc6-dbg: many
+// DWARF 5 units), debug/dwarf's readers made on both goroutines raced in
+// its cache of a unit's base offsets.
+func TestSiteAtConcurrent(t *testing.T) {
+	const libc = "/lib/x86_64-linux-gnu/libc.so.6"
+	lm, err := OpenModule(libc)
+	if err != nil {
+		t.Skipf("no libc: %v", err)
+	}
+	id := lm.BuildID()
+	lm.Close()
+	debug := "/usr/lib/debug/.build-id/" + id[:2] + "/" + id[2:] + ".debug"
+	if _, err := os.Stat(debug); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("libc's debug file: %v (.ci/run installs libc6-dbg)", err)
+		}
+		t.Skipf("libc's debug file: %v", err)
+	}
+	var rets []uint64
+	for _, name := range []string{"malloc", "fopen", "qsort", "strtod", "getaddrinfo", "vfprintf", "regcomp", "setlocale"} {
+		addr, size := elfSymbol(t, libc, name)
+		for a := addr + 1; a < addr+size; a += max(1, size/16) {
+			rets = append(rets, a)
+		}
+	}
+	seq, err := OpenModule(debug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seq.Close()
+	want := make([]site, len(rets))
+	for i, r := range rets {
+		want[i] = *seq.siteAt(r)
+	}
+	m, err := OpenModule(debug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	got := make([][]site, 2)
+	var wg sync.WaitGroup
+	for g := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range rets {
+				// One goroutine from each end: they meet in the middle.
+				r := rets[i]
+				if g == 1 {
+					r = rets[len(rets)-1-i]
+				}
+				got[g] = append(got[g], *m.siteAt(r))
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range rets {
+		if !reflect.DeepEqual(got[0][i], want[i]) || !reflect.DeepEqual(got[1][len(rets)-1-i], want[i]) {
+			t.Fatalf("site at %#x: %+v and %+v, want %+v", rets[i], got[0][i], got[1][len(rets)-1-i], want[i])
 		}
 	}
 }
