@@ -28,6 +28,10 @@ func command(path string, depth int) bool {
 	if interpName.MatchString(filepath.Base(path)) {
 		return true
 	}
+	// A regular file only: opening a FIFO would wait for a writer.
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return false

@@ -3,6 +3,7 @@ package python
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -22,6 +23,10 @@ func TestCommand(t *testing.T) {
 	if err := os.Symlink(interp, link); err != nil {
 		t.Fatal(err)
 	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		path string
@@ -38,6 +43,7 @@ func TestCommand(t *testing.T) {
 		{"script interpreter that is a script", write("g", "#!"+filepath.Join(dir, "e.sh")+"\n"), false},
 		{"ELF without libpython", "/bin/true", false},
 		{"missing", filepath.Join(dir, "nothing"), false},
+		{"FIFO", fifo, false}, // not opened: that would wait for a writer
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
