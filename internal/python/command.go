@@ -22,6 +22,11 @@ func Command(path string) bool {
 }
 
 func command(path string, depth int) bool {
+	// A command named python3 or python3.x: an interpreter, or a
+	// version manager's shim that runs one (pyenv's are shell scripts).
+	if base := filepath.Base(path); base == "python3" || interpName.MatchString(base) {
+		return true
+	}
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
 	}

@@ -39,6 +39,7 @@ func TestCommand(t *testing.T) {
 		{"absolute shebang", write("c.py", "#!"+interp+" -X dev\n"), true},
 		{"shebang through a symlink", write("d.py", "#!"+link+"\n"), true},
 		{"shell script", write("e.sh", "#!/bin/sh\nexec python3 x.py\n"), false},
+		{"pyenv's shim", write("python3", "#!/usr/bin/env bash\nexec pyenv exec python3 \"$@\"\n"), true},
 		{"empty shebang", write("f", "#!\n"), false},
 		{"script interpreter that is a script", write("g", "#!"+filepath.Join(dir, "e.sh")+"\n"), false},
 		{"ELF without libpython", "/bin/true", false},
