@@ -1058,8 +1058,14 @@ int mt_rss_stat(__u64 *ctx)
 			      .old_size = fault_sample_bytes, .kind = KIND_FAULT, .exact = 1, .fault = 1};
 	struct stack_record *rec;
 	__u8 one = 1;
+	/*
+	 * A Python process's faults always walk: their charge is the Python
+	 * line the walk reads (python.h), which no faulting pc tells (host
+	 * mode charged 16 MiB of a script to pymalloc's unnamed helpers).
+	 */
+	int known_sites = !stack_depth && !py_process(k.pid);
 
-	if (!stack_depth && bpf_map_lookup_elem(&fault_sites, &k)) {
+	if (known_sites && bpf_map_lookup_elem(&fault_sites, &k)) {
 		charge_page(k.pid, a.addr);
 		emit(&(struct emit_args){.kind = KIND_FAULT, .addr = a.addr, .size = a.size,
 					 .old_size = a.old_size, .call_site = a.pc, .leaf = a.pc});
@@ -1068,7 +1074,7 @@ int mt_rss_stat(__u64 *ctx)
 	emit_site(&a);
 	/* The walk left its state in scratch: the leaf itself charged, and named? */
 	rec = bpf_map_lookup_elem(&scratch, &zero);
-	if (!stack_depth && rec && rec->w.charged == 0 && !rec->w.chain)
+	if (known_sites && rec && rec->w.charged == 0 && !rec->w.chain)
 		bpf_map_update_elem(&fault_sites, &k, &one, BPF_ANY);
 	return 0;
 }

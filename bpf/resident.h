@@ -158,7 +158,8 @@ static __always_inline int fault_sample(struct fault_pending *p, __u64 size)
  * Faulting instructions already known to be charged themselves (a named
  * function that is no memory function, in a file with a table), per
  * address space: most faults come from a few loops, and a known one is
- * reported without a walk (without --detail). The mm pointer keys the
+ * reported without a walk (without --detail; never in a Python process,
+ * whose faults are charged to the Python line the walk reads). The mm pointer keys the
  * address space, so an exec (a new mm) never finds the old program's.
  * (An instruction loaded later at the same address, after a dlclose and
  * a dlopen, could be charged as the old one was: entries are not

@@ -335,55 +335,12 @@ func TestPythonHost(t *testing.T) {
 	// 512 KiB sample finds each line; Debian's shows a third of them.
 	all := pythons(t)
 	py := all[len(all)-1]
-	script, err := filepath.Abs(filepath.Join("..", "..", "testdata", "python", "keep.py"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	comm := filepath.Base(py.path)
-	h := startHost(t, "--comm", comm)
-	// The script starts once the process's probes are attached and its
-	// files' unwind tables loaded (a walk before them stops at the
-	// allocator): run_path keeps the script's own file name in its code
-	// objects.
-	cmd := exec.Command(py.path, "-c", "import sys, runpy; sys.stdin.read(1); runpy.run_path(sys.argv[1], run_name='__main__')", script)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := cmd.Process.Pid
-	h.waitFor(t, `msg="unwind tables loaded" pid=`+strconv.Itoa(pid)+" ")
-	stdin.Write([]byte{'\n'})
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", py.path, script, err, out.String())
-	}
-	h.waitExitsHeld(t, pid)
-	h.cmd.Process.Signal(syscall.SIGINT)
-	if err := h.cmd.Wait(); err != nil {
-		t.Fatalf("memtrace: %v\n%s", err, h.errors())
-	}
+	run := runPythonOnHost(t, py, "--heap")
 	heap := map[string]uint64{}
 	resident := map[string]uint64{}
-	sc := bufio.NewScanner(strings.NewReader(h.stdout.String()))
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var r struct {
-			Type, Category, Function, File, Module string
-			PID                                    int
-			Line                                   int
-			LiveBytes                              uint64 `json:"live_bytes"`
-			ResidentBytes                          uint64 `json:"resident_bytes"`
-			Python                                 bool
-		}
-		if json.Unmarshal(sc.Bytes(), &r) != nil || r.PID != pid || r.File != script {
+	for _, r := range run.records {
+		if r.File != run.script {
 			continue
-		}
-		if !r.Python || r.Module != "python" {
-			t.Errorf("%s record of %s:%d: python %v, module %q; want true, \"python\"", r.Type, r.File, r.Line, r.Python, r.Module)
 		}
 		// By line: 3.11 runs comprehensions as code of their own (squares.<locals>.<listcomp>).
 		key := strconv.Itoa(r.Line)
@@ -393,9 +350,6 @@ func TestPythonHost(t *testing.T) {
 		case r.Type == "resident":
 			resident[key] += r.ResidentBytes
 		}
-	}
-	if len(heap) == 0 || len(resident) == 0 {
-		t.Logf("memtrace's log:\n%s", h.errors())
 	}
 	t.Logf("heap by line: %v", heap)
 	t.Logf("resident by line: %v", resident)
@@ -411,11 +365,130 @@ func TestPythonHost(t *testing.T) {
 	if lines < 3 {
 		t.Errorf("%d of keep.py's lines have live heap, want at least 3: %v", lines, heap)
 	}
+	checkResidentLines(t, resident)
+}
+
+// TestPythonHostResident: the whole host's default (resident memory
+// alone, no allocator probed) on Debian's stripped python3.11 charges the
+// script's pages to its lines, not to the interpreter's unnamed helpers.
+// The probes used to report a faulting instruction known to charge itself
+// without a walk, so without the Python frames: pymalloc's unnamed pool
+// code in python3.11 was charged 16 MiB of keep.py's pages.
+func TestPythonHostResident(t *testing.T) {
+	needBPF(t)
+	var py *interpreter
+	for _, p := range pythons(t) {
+		if p.name == "debian-3.11" {
+			py = &p
+		}
+	}
+	if py == nil {
+		t.Skip("no Debian python3.11 (MEMTRACE_PYTHONS leaves it out)")
+	}
+	run := runPythonOnHost(t, *py)
+	resident := map[string]uint64{}
+	var unnamed uint64
+	for _, r := range run.records {
+		if r.Type != "resident" {
+			continue
+		}
+		switch {
+		case r.File == run.script:
+			resident[strconv.Itoa(r.Line)] += r.ResidentBytes
+		case r.Function == "" && r.Module == py.path:
+			unnamed += r.ResidentBytes
+		}
+	}
+	t.Logf("resident by line: %v; the interpreter's unnamed functions: %d bytes", resident, unnamed)
+	checkResidentLines(t, resident)
+	if unnamed > 2<<20 {
+		t.Errorf("%d bytes resident charged to python3.11's unnamed functions, want under 2 MiB: they belong to the script's lines", unnamed)
+	}
+}
+
+// checkResidentLines checks that keep.py's big lines were charged the
+// pages their objects made resident.
+func checkResidentLines(t *testing.T, resident map[string]uint64) {
+	t.Helper()
 	for _, line := range []string{"17", "26", "34"} {
 		if resident[line] < 1<<20 {
 			t.Errorf("%d bytes resident charged to keep.py:%s, want 1 MiB or more", resident[line], line)
 		}
 	}
+}
+
+// hostPythonRecord is what the Python host tests read of a record.
+type hostPythonRecord struct {
+	Type, Category, Function, File, Module string
+	PID                                    int
+	Line                                   int
+	LiveBytes                              uint64 `json:"live_bytes"`
+	ResidentBytes                          uint64 `json:"resident_bytes"`
+	Python                                 bool
+}
+
+// hostPythonRun is one Python process's records, and the script it ran.
+type hostPythonRun struct {
+	records []hostPythonRecord
+	script  string
+}
+
+// runPythonOnHost runs keep.py under py while a whole-host memtrace
+// (args added) watches, and returns the records of py's process. The
+// script starts once the process's unwind tables are loaded (a walk
+// before them stops at the allocator): run_path keeps the script's own
+// file name in its code objects.
+func runPythonOnHost(t *testing.T, py interpreter, args ...string) hostPythonRun {
+	t.Helper()
+	script, err := filepath.Abs(filepath.Join("..", "..", "testdata", "python", "keep.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := startHostWith(t, append(args, "--comm", filepath.Base(py.path))...)
+	cmd := exec.Command(py.path, "-c", "import sys, runpy; sys.stdin.read(1); runpy.run_path(sys.argv[1], run_name='__main__')", script)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	ready := `msg="unwind tables loaded" pid=` + strconv.Itoa(pid) + " "
+	if !slices.Contains(args, "--heap") {
+		// Resident memory alone: each file's table is logged as it
+		// loads, and the interpreter's is the one its walks need.
+		ready = `msg="unwind table loaded" file=/proc/` + strconv.Itoa(pid) + "/root" + py.path
+	}
+	h.waitFor(t, ready)
+	stdin.Write([]byte{'\n'})
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", py.path, script, err, out.String())
+	}
+	h.waitExitsHeld(t, pid)
+	h.cmd.Process.Signal(syscall.SIGINT)
+	if err := h.cmd.Wait(); err != nil {
+		t.Fatalf("memtrace: %v\n%s", err, h.errors())
+	}
+	var recs []hostPythonRecord
+	sc := bufio.NewScanner(strings.NewReader(h.stdout.String()))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var r hostPythonRecord
+		if json.Unmarshal(sc.Bytes(), &r) != nil || r.PID != pid {
+			continue
+		}
+		if r.File == script && (!r.Python || r.Module != "python") {
+			t.Errorf("%s record of %s:%d: python %v, module %q; want true, \"python\"", r.Type, r.File, r.Line, r.Python, r.Module)
+		}
+		recs = append(recs, r)
+	}
+	if len(recs) == 0 {
+		t.Logf("memtrace's log:\n%s", h.errors())
+	}
+	return hostPythonRun{recs, script}
 }
 
 // TestPythonEverywhere: a Python run's lines go wherever call sites go.
