@@ -3,6 +3,8 @@ package python
 import (
 	"slices"
 	"testing"
+
+	"github.com/memtrace/memtrace/internal/symbolize"
 )
 
 // TestMemo: a merge is found again under the same words only, a key
@@ -57,5 +59,23 @@ func TestMemo(t *testing.T) {
 	m.forget()
 	if _, _, ok := m.get(memoKey(nil, 7, 0x401000, native, py)); ok {
 		t.Errorf("found after forget")
+	}
+}
+
+// TestForgetKeepsMemo: forgetting a process that ran no Python (the whole
+// host forgets every exited one) keeps the memo; forgetting a Python one
+// empties it, since its pid may come back with other code.
+func TestForgetKeepsMemo(t *testing.T) {
+	s := NewStacks(symbolize.NewResolver())
+	s.procs[7] = &Layout{Minor: 12}
+	key := memoKey(nil, 7, 0x401000, []uint64{0x401000}, []uint64{0x1000, 0x2a})
+	s.memo.put(key, 1, []uint64{1})
+	s.Forget(8)
+	if _, _, ok := s.memo.get(key); !ok {
+		t.Errorf("forgetting a process without Python emptied the memo")
+	}
+	s.Forget(7)
+	if _, _, ok := s.memo.get(key); ok {
+		t.Errorf("forgetting the Python process kept its merges")
 	}
 }

@@ -50,12 +50,18 @@ func (s *Stacks) Add(pid uint32, l *Layout) error {
 // Forget drops pid (gone, or a new program).
 func (s *Stacks) Forget(pid uint32) {
 	s.mu.Lock()
+	_, known := s.procs[pid]
 	delete(s.procs, pid)
 	delete(s.eval, pid)
 	s.mu.Unlock()
-	s.memoMu.Lock()
-	s.memo.forget()
-	s.memoMu.Unlock()
+	if known {
+		// Its pid may come back with other code. Only a Python process's
+		// merges are kept: the whole host forgets every exited process,
+		// and a Python server's memo outlives the others.
+		s.memoMu.Lock()
+		s.memo.forget()
+		s.memoMu.Unlock()
+	}
 	s.res.ForgetPython(int(pid))
 }
 
