@@ -315,10 +315,10 @@ func startReady(t *testing.T, bin string) (*exec.Cmd, io.Writer, *bufio.Reader) 
 
 // startAttached runs `memtrace -v ARGS -p PID` and returns once its probes
 // are attached; out gets its stdout, log its stderr. The caller ends it.
-func startAttached(t *testing.T, pid int, args ...string) (mt *exec.Cmd, out *bytes.Buffer, log *lockedBuffer) {
+func startAttached(t *testing.T, pid int, args ...string) (mt *exec.Cmd, out *bytes.Buffer, log *syncBuffer) {
 	t.Helper()
 	mt = exec.Command(memtrace(t), append(append([]string{"-v"}, args...), "-p", strconv.Itoa(pid))...)
-	out, log = &bytes.Buffer{}, &lockedBuffer{}
+	out, log = &bytes.Buffer{}, &syncBuffer{}
 	mt.Stdout = out
 	stderr, _ := mt.StderrPipe()
 	if err := mt.Start(); err != nil {
@@ -327,24 +327,6 @@ func startAttached(t *testing.T, pid int, args ...string) (mt *exec.Cmd, out *by
 	t.Cleanup(func() { mt.Process.Kill() })
 	waitAttached(t, stderr, log)
 	return mt, out, log
-}
-
-// lockedBuffer is a log a goroutine copies into while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // waitAttached reads a `memtrace -v` stderr until its probes are attached,

@@ -589,7 +589,7 @@ func startWaiting(t *testing.T, bin string, env ...string) (*exec.Cmd, io.Writer
 }
 
 // stopAttached ends a memtrace -p run with SIGINT, as Ctrl-C would.
-func stopAttached(t *testing.T, mt *exec.Cmd, log *lockedBuffer) {
+func stopAttached(t *testing.T, mt *exec.Cmd, log *syncBuffer) {
 	t.Helper()
 	mt.Process.Signal(syscall.SIGINT)
 	if err := mt.Wait(); err != nil {
