@@ -1,5 +1,10 @@
 package aggregate
 
+import (
+	"cmp"
+	"slices"
+)
+
 // SiteKey identifies a call site as a SiteSnapshot does: the return
 // address into the allocator's caller and, in --detail mode, the stack.
 type SiteKey struct {
@@ -42,6 +47,33 @@ func (t *Table) ForEachLiveSite(pid uint32, fn func(addr, size uint64, site Site
 		s := &p.sites[b.site]
 		return fn(addr, b.size, SiteKey{s.addr, s.stack})
 	})
+}
+
+// TopSiteAddresses returns the distinct call-site addresses of pid's n
+// sites holding the most live bytes, most first: what a report names
+// first, without a snapshot of the whole process.
+func (t *Table) TopSiteAddresses(pid uint32, n int) []uint64 {
+	p := t.procs[pid]
+	if p == nil || n <= 0 {
+		return nil
+	}
+	order := make([]int, len(p.sites))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Compare(p.sites[b].stats.LiveBytes, p.sites[a].stats.LiveBytes)
+	})
+	var out []uint64
+	for _, i := range order {
+		if len(out) == n {
+			break
+		}
+		if a := p.sites[i].addr; a != 0 && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // LiveCount is how many blocks pid holds live.

@@ -1,12 +1,5 @@
 package session
 
-import (
-	"cmp"
-	"slices"
-
-	"github.com/memtrace/memtrace/internal/aggregate"
-)
-
 // Naming a report's first sites reads their modules' line tables: for
 // libc, from its debug file, ~130 ms of CPU (inflating its sections and
 // indexing its units), which node -e 0's final report spent after its
@@ -29,21 +22,7 @@ func (s *session) nameAhead(pid uint32) {
 	if s.res == nil || s.table.LiveCount(pid) > nameAheadMaxBlocks {
 		return
 	}
-	snap := s.table.SnapshotOf(pid)
-	if len(snap.Processes) == 0 {
-		return
-	}
-	sites := slices.Clone(snap.Processes[0].Sites)
-	slices.SortFunc(sites, func(a, b aggregate.SiteSnapshot) int { return cmp.Compare(b.LiveBytes, a.LiveBytes) })
-	var addrs []uint64
-	for _, st := range sites {
-		if len(addrs) == nameAheadSites {
-			break
-		}
-		if st.Address != 0 && !slices.Contains(addrs, st.Address) {
-			addrs = append(addrs, st.Address)
-		}
-	}
+	addrs := s.table.TopSiteAddresses(pid, nameAheadSites)
 	if len(addrs) == 0 {
 		return
 	}
