@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -433,11 +435,36 @@ type hostPythonRun struct {
 	script  string
 }
 
+// holdExit is the Python that runs keep.py for the host tests. keep.py
+// ends with os._exit, and a process gone by the time memtrace reads its
+// last events leaves those events' new code objects unnamed (docs/python.md):
+// so its os._exit first forks a child that exits at once, prints the
+// child's pid, and waits for a line on stdin. The child's exit comes after
+// every event of its parent's in the ring, so once memtrace has handled it,
+// it has read them all.
+const holdExit = `import os, sys, runpy
+sys.stdin.readline()
+real_exit = os._exit
+def hold(code):
+    sys.stdout.flush()
+    child = os.fork()
+    if child == 0:
+        real_exit(0)
+    os.waitpid(child, 0)
+    sys.stdout.write("held %d\n" % child)
+    sys.stdout.flush()
+    sys.stdin.readline()
+    real_exit(code)
+os._exit = hold
+runpy.run_path(sys.argv[1], run_name="__main__")
+`
+
 // runPythonOnHost runs keep.py under py while a whole-host memtrace
 // (args added) watches, and returns the records of py's process. The
 // script starts once the process's unwind tables are loaded (a walk
 // before them stops at the allocator): run_path keeps the script's own
-// file name in its code objects.
+// file name in its code objects. It exits once memtrace has read its
+// events (holdExit).
 func runPythonOnHost(t *testing.T, py interpreter, args ...string) hostPythonRun {
 	t.Helper()
 	script, err := filepath.Abs(filepath.Join("..", "..", "testdata", "python", "keep.py"))
@@ -445,13 +472,17 @@ func runPythonOnHost(t *testing.T, py interpreter, args ...string) hostPythonRun
 		t.Fatal(err)
 	}
 	h := startHostWith(t, append(args, "--comm", filepath.Base(py.path))...)
-	cmd := exec.Command(py.path, "-c", "import sys, runpy; sys.stdin.read(1); runpy.run_path(sys.argv[1], run_name='__main__')", script)
+	cmd := exec.Command(py.path, "-c", holdExit, script)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -464,8 +495,22 @@ func runPythonOnHost(t *testing.T, py interpreter, args ...string) hostPythonRun
 	}
 	h.waitFor(t, ready)
 	stdin.Write([]byte{'\n'})
+	var out strings.Builder
+	child := 0
+	sc := bufio.NewScanner(stdout)
+	for child == 0 && sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		fmt.Sscanf(sc.Text(), "held %d", &child)
+	}
+	if child == 0 {
+		cmd.Wait()
+		t.Fatalf("%s %s ended before its exit: %v\n%s%s", py.path, script, sc.Err(), out.String(), errOut.String())
+	}
+	h.waitExitsHandled(t, child)
+	stdin.Write([]byte{'\n'})
+	io.Copy(io.Discard, stdout)
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", py.path, script, err, out.String())
+		t.Fatalf("%s %s: %v\n%s%s", py.path, script, err, out.String(), errOut.String())
 	}
 	h.waitExitsHeld(t, pid)
 	h.cmd.Process.Signal(syscall.SIGINT)
@@ -473,7 +518,7 @@ func runPythonOnHost(t *testing.T, py interpreter, args ...string) hostPythonRun
 		t.Fatalf("memtrace: %v\n%s", err, h.errors())
 	}
 	var recs []hostPythonRecord
-	sc := bufio.NewScanner(strings.NewReader(h.stdout.String()))
+	sc = bufio.NewScanner(strings.NewReader(h.stdout.String()))
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
 		var r hostPythonRecord
@@ -487,6 +532,10 @@ func runPythonOnHost(t *testing.T, py interpreter, args ...string) hostPythonRun
 	}
 	if len(recs) == 0 {
 		t.Logf("memtrace's log:\n%s", h.errors())
+	}
+	if l := `msg="python lines not named" pid=` + strconv.Itoa(pid) + " "; strings.Contains(h.errors(), l) {
+		// Read before it exited: every code object could be read.
+		t.Errorf("memtrace logged %s", l)
 	}
 	return hostPythonRun{recs, script}
 }

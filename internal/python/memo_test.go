@@ -79,3 +79,37 @@ func TestForgetKeepsMemo(t *testing.T) {
 		t.Errorf("forgetting the Python process kept its merges")
 	}
 }
+
+// TestUnnamedCounted: an event whose innermost Python frame cannot be
+// named (its process gone before its code objects were read) is counted
+// once, whether its stack is kept or not, and Forget returns the count.
+func TestUnnamedCounted(t *testing.T) {
+	s := NewStacks(symbolize.NewResolver()) // no process to read: every read fails
+	s.procs[7] = &Layout{Minor: 12}
+	s.eval[7] = map[uint64]bool{}
+	shimFirst := []uint64{0x1000, 3 << 48, 0x2000, 0x2a, 0x3000, 0x2b} // the C stack's shim, then two frames
+	for _, ev := range []struct {
+		native, py []uint64
+	}{
+		{nil, []uint64{0x2000, 0x2a}},
+		{nil, shimFirst},
+		{[]uint64{0x401000, 0x402000}, []uint64{0x2000, 0x2a, 0x3000, 0x2b}},
+		{[]uint64{0x401000}, shimFirst},
+	} {
+		out := []uint64(nil)
+		if ev.native != nil {
+			out = make([]uint64, 0, 8)
+		}
+		s.Merge(7, 0, ev.native, ev.py, out)
+	}
+	s.Merge(8, 0, nil, []uint64{0x2000, 0x2a}, nil) // not a Python process: not counted
+	if n := s.Forget(8); n != 0 {
+		t.Errorf("Forget(8) = %d, want 0", n)
+	}
+	if n := s.Forget(7); n != 4 {
+		t.Errorf("Forget(7) = %d, want 4", n)
+	}
+	if n := s.Forget(7); n != 0 {
+		t.Errorf("Forget(7) again = %d, want 0", n)
+	}
+}

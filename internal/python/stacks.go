@@ -21,6 +21,9 @@ type Stacks struct {
 	procs map[uint32]*Layout
 	// eval: whether a native address is in the eval loop, per process.
 	eval map[uint32]map[uint64]bool
+	// unnamed: events whose innermost Python frame could not be named,
+	// per process (Forget returns it).
+	unnamed map[uint32]uint64
 
 	memoMu sync.Mutex
 	memo   *memo
@@ -29,7 +32,8 @@ type Stacks struct {
 
 // NewStacks returns Stacks resolving through res.
 func NewStacks(res *symbolize.Resolver) *Stacks {
-	return &Stacks{res: res, procs: map[uint32]*Layout{}, eval: map[uint32]map[uint64]bool{}, memo: newMemo()}
+	return &Stacks{res: res, procs: map[uint32]*Layout{}, eval: map[uint32]map[uint64]bool{},
+		unnamed: map[uint32]uint64{}, memo: newMemo()}
 }
 
 // Add makes pid's Python frames readable with layout l.
@@ -47,12 +51,18 @@ func (s *Stacks) Add(pid uint32, l *Layout) error {
 	return nil
 }
 
-// Forget drops pid (gone, or a new program).
-func (s *Stacks) Forget(pid uint32) {
+// Forget drops pid (gone, or a new program), and returns how many of its
+// events kept an innermost Python frame that could not be named: its code
+// object could not be read, mostly because the process had exited before
+// memtrace read the event (whole host, a reader behind a short-lived
+// process). Such an event is charged to the next frame that could be.
+func (s *Stacks) Forget(pid uint32) (unnamed uint64) {
 	s.mu.Lock()
 	_, known := s.procs[pid]
+	unnamed = s.unnamed[pid]
 	delete(s.procs, pid)
 	delete(s.eval, pid)
+	delete(s.unnamed, pid)
 	s.mu.Unlock()
 	if known {
 		// Its pid may come back with other code. Only a Python process's
@@ -63,6 +73,17 @@ func (s *Stacks) Forget(pid uint32) {
 		s.memoMu.Unlock()
 	}
 	s.res.ForgetPython(int(pid))
+	return unnamed
+}
+
+// noteUnnamed counts an event of pid whose innermost Python frame could
+// not be named.
+func (s *Stacks) noteUnnamed(pid uint32) {
+	s.mu.Lock()
+	if _, ok := s.procs[pid]; ok {
+		s.unnamed[pid]++
+	}
+	s.mu.Unlock()
 }
 
 // Batch starts a batch of events (symbolize.Resolver.NextPythonBatch).
@@ -122,6 +143,7 @@ func (s *Stacks) merge(pid uint32, l *Layout, callSite uint64, native, py []uint
 	whole := true
 	var groups []group
 	var cur group
+	innermost := true
 	for i := 0; i+1 < len(py); i += 2 {
 		code, word := py[i], py[i+1]
 		e := uint8(word >> 48)
@@ -137,7 +159,11 @@ func (s *Stacks) merge(pid uint32, l *Layout, callSite uint64, native, py []uint
 			cur = append(cur, addr)
 		} else {
 			whole = false
+			if innermost {
+				s.noteUnnamed(pid)
+			}
 		}
+		innermost = false
 		if l.Minor == 10 || l.Entry(e) {
 			groups = append(groups, cur)
 			cur = nil
@@ -182,6 +208,7 @@ func (s *Stacks) charge(pid uint32, l *Layout, callSite uint64, py []uint64) uin
 	if callSite != 0 && !l.inText(callSite) {
 		return callSite
 	}
+	innermost := true
 	for i := 0; i+1 < len(py); i += 2 {
 		if l.Shim(uint8(py[i+1] >> 48)) {
 			continue
@@ -189,6 +216,10 @@ func (s *Stacks) charge(pid uint32, l *Layout, callSite uint64, py []uint64) uin
 		code := py[i] & codeMask
 		if addr, ok := s.res.PythonFrame(int(pid), code, uint16(py[i]>>48), l.instr(code, py[i+1])); ok {
 			return addr
+		}
+		if innermost {
+			s.noteUnnamed(pid)
+			innermost = false
 		}
 	}
 	return callSite

@@ -75,5 +75,11 @@ func (s *session) forgetPython(pid uint32) {
 	delete(s.py.tried, pid)
 	delete(s.py.tries, pid)
 	s.objs.UntracePython(pid)
-	s.py.stacks.Forget(pid)
+	if n := s.py.stacks.Forget(pid); n > 0 {
+		// Charged to their next named frame, or to C. Most short-lived
+		// Python processes on a host have a few: the reader polls every
+		// 20 ms, so -v says it, not a warning.
+		s.log.Info("python lines not named", "pid", pid, "events", n,
+			"why", "their code objects could not be read: the process had exited before memtrace read its events (docs/python.md)")
+	}
 }

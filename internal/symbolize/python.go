@@ -190,7 +190,14 @@ func (p *pyProc) code(code uint64, tag uint16, batch uint64) (*pyCode, error) {
 	if c == nil {
 		var err error
 		if c, err = p.readCode(code); err != nil {
-			return nil, err
+			var names [3]uint64
+			if p.readNames(code, &names) == nil {
+				// The process is there, but this is no code object:
+				// the event's was freed before it was read, its names
+				// (or their strings) reused since.
+				return p.replaced[pyReplaced{code, tag}], nil
+			}
+			return nil, err // the process is gone
 		}
 		p.codes[code] = c
 	}

@@ -139,4 +139,21 @@ func TestPythonReplacedCode(t *testing.T) {
 	if c, err := p.code(addr, fourth, 4); err != nil || c != nil {
 		t.Errorf("a code object never read: %v, %v; want nil (PythonFreed)", c, err)
 	}
+	// Freed before it was read, and its memory now holds no code object
+	// at all: its "names" point at no str, whether or not they are the
+	// event's (freed memory keeps its old words). Still PythonFreed. Only
+	// memory that cannot be read (the process gone) is an error: the
+	// frame stays unnamed, and is counted.
+	const other = 0x70000
+	m.u64(other+112, 0x80000)
+	m.u64(other+120, 0x80100)
+	m.u64(other+128, 0x80100)
+	for _, tag := range []uint16{fourth, PythonTag(0x80000, 0x80100)} {
+		if c, err := p.code(other, tag, 5); err != nil || c != nil {
+			t.Errorf("a code object replaced by other data (tag %#x): %v, %v; want nil (PythonFreed)", tag, c, err)
+		}
+	}
+	if c, err := p.code(1<<40, fourth, 5); err == nil {
+		t.Errorf("a code object in memory that cannot be read: %v; want an error", c)
+	}
 }
