@@ -1074,7 +1074,7 @@ int mt_rss_stat(__u64 *ctx)
 	emit_site(&a);
 	/* The walk left its state in scratch: the leaf itself charged, and named? */
 	rec = bpf_map_lookup_elem(&scratch, &zero);
-	if (known_sites && rec && rec->w.charged == 0 && !rec->w.chain)
+	if (known_sites && rec && walk_charges_leaf(&rec->w))
 		bpf_map_update_elem(&fault_sites, &k, &one, BPF_ANY);
 	return 0;
 }

@@ -156,7 +156,8 @@ static __always_inline int fault_sample(struct fault_pending *p, __u64 size)
 
 /*
  * Faulting instructions already known to be charged themselves (a named
- * function that is no memory function, in a file with a table), per
+ * function that is no memory function, its walk with every table in:
+ * walk_charges_leaf), per
  * address space: most faults come from a few loops, and a known one is
  * reported without a walk (without --detail; never in a Python process,
  * whose faults are charged to the Python line the walk reads). The mm pointer keys the

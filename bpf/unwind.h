@@ -540,6 +540,19 @@ known:
 }
 
 /*
+ * walk_charges_leaf reports whether a finished walk charged its first
+ * frame itself with every file's table in: the fault programs remember
+ * such an instruction (fault_sites) and charge it without a walk from
+ * then on. A walk that met a file without its table yet charged the frame
+ * there as it is, for now: remembered, memset's faults stayed charged to
+ * memset after libc's table came in.
+ */
+static __always_inline int walk_charges_leaf(const struct walk *w)
+{
+	return w->charged == 0 && !w->chain && !w->no_table;
+}
+
+/*
  * walk_start sets the walk up to start at a frame (pc, sp, bp) of the
  * process pid: charging from there, no frames kept, no outer_frame
  * question; the caller sets what differs.

@@ -51,7 +51,8 @@ type walkTest struct {
 	End, Chain   uint8
 	N, Charged   uint32
 	NoTable      uint8
-	_            [3]uint8
+	Remembered   uint8
+	_            [2]uint8
 	ChargedPC    uint64
 	Told         int64
 }
@@ -209,15 +210,17 @@ func TestWalk(t *testing.T) {
 		frames    []uint64
 	}{
 		{name: "complete", rows: rows(0), stack: byRows, cRet: c,
-			want: walkTest{End: stepEnd, N: 3, Charged: 0, ChargedPC: a}, frames: []uint64{a, b, c}},
+			want: walkTest{End: stepEnd, N: 3, Charged: 0, Remembered: 1, ChargedPC: a}, frames: []uint64{a, b, c}},
 		{name: "wrapper charges its caller", rows: rows(uint8(memtraceRowFlagROW_WRAPPER)), stack: byRows, cRet: c,
 			want: walkTest{End: stepEnd, N: 3, Charged: 1, ChargedPC: b}, frames: []uint64{a, b, c}},
 		{name: "return into no mapping", rows: rows(0), stack: byRows, cRet: 0x10,
-			want: walkTest{End: stepStop, N: 3, Charged: 0, ChargedPC: a}, frames: []uint64{a, b, 0x10}},
+			want: walkTest{End: stepStop, N: 3, Charged: 0, Remembered: 1, ChargedPC: a}, frames: []uint64{a, b, 0x10}},
 		{name: "frame pointers without CFI", fileFlags: uint32(memtraceFileFlagFILE_NO_CFI), stack: byFramePointers,
-			want: walkTest{End: stepStop, N: 3, Charged: 0, ChargedPC: a}, frames: []uint64{a, b, c}},
+			want: walkTest{End: stepStop, N: 3, Charged: 0, Remembered: 1, ChargedPC: a}, frames: []uint64{a, b, c}},
 		// Until a file's table is in, its frame is charged as it is (no
-		// wrapper skipped past it), and the event says so (EVENT_NO_TABLE).
+		// wrapper skipped past it), and the event says so (EVENT_NO_TABLE);
+		// a fault there is not remembered as charging itself, or it would
+		// stay charged so once the table is in.
 		{name: "no table: asked for", noFile: true, stack: byRows, cRet: c,
 			want: walkTest{End: stepStop, N: 1, NoTable: 1, ChargedPC: a}, frames: []uint64{a}},
 		{name: "table pending", fileFlags: uint32(memtraceFileFlagFILE_PENDING), stack: byRows, cRet: c,
@@ -246,7 +249,8 @@ func TestWalk(t *testing.T) {
 				t.Fatal(err)
 			}
 			kept := out.Frames
-			got := walkTest{End: w.End, N: w.N, Chain: w.Chain, Charged: w.Charged, NoTable: w.NoTable, ChargedPC: w.ChargedPC}
+			got := walkTest{End: w.End, N: w.N, Chain: w.Chain, Charged: w.Charged, NoTable: w.NoTable,
+				Remembered: w.Remembered, ChargedPC: w.ChargedPC}
 			frames := kept[:min(int(w.N), len(kept))]
 			if got != tt.want || !slices.Equal(frames, tt.frames) {
 				t.Errorf("walk: %+v, frames %#x; want %+v, frames %#x", got, frames, tt.want, tt.frames)
