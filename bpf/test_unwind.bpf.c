@@ -23,6 +23,7 @@ struct walk_test {
 	__u32 charged;     /* out: the charged frame's index */
 	__u8 no_table;     /* out: a frame's file had no table yet (EVENT_NO_TABLE) */
 	__u8 remembered;   /* out: a fault's walk like this one is remembered (walk_charges_leaf) */
+	__u8 memo;         /* out: the walk's memo (a wrapper leaf's charged caller, for report_site) */
 	__u64 charged_pc;  /* out */
 	__s64 told;        /* out: bytes the walk wrote into the ring (a table asked for) */
 };
@@ -72,6 +73,7 @@ int mt_test_walk(struct walk_test *t)
 	t->charged_pc = w->charged_pc;
 	t->no_table = w->no_table;
 	t->remembered = walk_charges_leaf(w);
+	t->memo = w->memo;
 	bpf_probe_read_kernel(out, sizeof(*out), rec->frames);
 	t->told = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) - before;
 	return 0;

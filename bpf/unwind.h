@@ -444,7 +444,8 @@ known:
 				w->charged_pc = w->pc;
 				if (stack_depth)
 					w->limit = i + stack_depth;
-				w->memo = i == 1 && w->leaf_off && w->anon == ANON_NONE && !w->exact;
+				/* Not from a file without its table yet: it may name a wrapper. */
+				w->memo = i == 1 && w->leaf_off && w->anon == ANON_NONE && !w->exact && !w->no_table;
 				if (!stack_depth && w->anon_code) {
 					/*
 					 * JIT code is charged: keep JIT_FRAMES frames

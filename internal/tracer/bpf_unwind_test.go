@@ -52,7 +52,8 @@ type walkTest struct {
 	N, Charged   uint32
 	NoTable      uint8
 	Remembered   uint8
-	_            [2]uint8
+	Memo         uint8
+	_            [1]uint8
 	ChargedPC    uint64
 	Told         int64
 }
@@ -212,7 +213,7 @@ func TestWalk(t *testing.T) {
 		{name: "complete", rows: rows(0), stack: byRows, cRet: c,
 			want: walkTest{End: stepEnd, N: 3, Charged: 0, Remembered: 1, ChargedPC: a}, frames: []uint64{a, b, c}},
 		{name: "wrapper charges its caller", rows: rows(uint8(memtraceRowFlagROW_WRAPPER)), stack: byRows, cRet: c,
-			want: walkTest{End: stepEnd, N: 3, Charged: 1, ChargedPC: b}, frames: []uint64{a, b, c}},
+			want: walkTest{End: stepEnd, N: 3, Charged: 1, Memo: 1, ChargedPC: b}, frames: []uint64{a, b, c}},
 		{name: "return into no mapping", rows: rows(0), stack: byRows, cRet: 0x10,
 			want: walkTest{End: stepStop, N: 3, Charged: 0, Remembered: 1, ChargedPC: a}, frames: []uint64{a, b, 0x10}},
 		{name: "frame pointers without CFI", fileFlags: uint32(memtraceFileFlagFILE_NO_CFI), stack: byFramePointers,
@@ -250,7 +251,7 @@ func TestWalk(t *testing.T) {
 			}
 			kept := out.Frames
 			got := walkTest{End: w.End, N: w.N, Chain: w.Chain, Charged: w.Charged, NoTable: w.NoTable,
-				Remembered: w.Remembered, ChargedPC: w.ChargedPC}
+				Remembered: w.Remembered, Memo: w.Memo, ChargedPC: w.ChargedPC}
 			frames := kept[:min(int(w.N), len(kept))]
 			if got != tt.want || !slices.Equal(frames, tt.frames) {
 				t.Errorf("walk: %+v, frames %#x; want %+v, frames %#x", got, frames, tt.want, tt.frames)
@@ -267,6 +268,38 @@ func TestWalk(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWalkMemoNeedsTable: a wrapper's caller charged before its file's
+// table is in is not memoized (report_site would charge the same caller
+// from then on, though the table may show it is a wrapper too).
+func TestWalkMemoNeedsTable(t *testing.T) {
+	objs := loadUnwindTest(t)
+	code, key := mapTestFile(t, objs, 3*4096)
+	other, _ := mapTestFile(t, objs, 3*4096) // no table
+	const first = 40
+	wrapper := []memtraceUnwindRow{
+		{Pc: 0x100, Kind: uint8(memtraceUnwindKindUNWIND_RSP) | uint8(memtraceRowFlagROW_RBP_SAVED) | uint8(memtraceRowFlagROW_WRAPPER),
+			CfaOff: 16, RbpOff8: -2},
+		{Pc: 0x200, Kind: uint8(memtraceUnwindKindUNWIND_END)},
+	}
+	for i, r := range wrapper {
+		if err := objs.Rows.Put(uint32(first+i), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := objs.Files.Put(key, memtraceUnwindFile{First: first, Count: uint32(len(wrapper))}); err != nil {
+		t.Fatal(err)
+	}
+	s := newStack(t)
+	caller := other + 0x250
+	s.put(0x08, caller) // the wrapper's return address, into the file without a table
+	s.put(0x00, 0)
+	w := walkTest{PC: code + 0x150, SP: s.base(), BP: 0x1234}
+	runCtx(t, objs.Walk, &w)
+	if w.Charged != 1 || w.ChargedPC != caller || w.NoTable != 1 || w.Memo != 0 {
+		t.Errorf("walk: charged %d at %#x, no_table %d, memo %d; want 1 at %#x, 1, 0", w.Charged, w.ChargedPC, w.NoTable, w.Memo, caller)
 	}
 }
 
