@@ -4,6 +4,8 @@
 package testwait
 
 import (
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -49,5 +51,22 @@ func Mapped(tb testing.TB, pid int, file string) {
 			}
 		}
 		return false
+	})
+}
+
+// Asleep waits until process pid sleeps in nanosleep or clock_nanosleep
+// (x86-64's 35 and 230, from /proc/PID/syscall): a `sleep` started for a
+// test is then past its dynamic loader, whose mappings change as a
+// reader of /proc/PID/maps reads them (a library's text was seen, then
+// missed by the next read).
+func Asleep(tb testing.TB, pid int) {
+	tb.Helper()
+	For(tb, "the process asleep", func() bool {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/syscall")
+		if err != nil {
+			return false
+		}
+		nr, _, _ := strings.Cut(string(b), " ")
+		return nr == "35" || nr == "230"
 	})
 }

@@ -148,6 +148,7 @@ func libcTarget(tb testing.TB) (int, []Placement) {
 	}
 	tb.Cleanup(func() { target.Process.Kill(); target.Wait() })
 	testwait.Mapped(tb, target.Process.Pid, "/libc.so")
+	testwait.Asleep(tb, target.Process.Pid)
 	mods, err := allocator.ForProcess(target.Process.Pid)
 	if err != nil {
 		tb.Fatal(err)
