@@ -32,6 +32,14 @@ func TestResidentDetailStacks(t *testing.T) {
 		if json.Unmarshal([]byte(l), &rec) != nil || rec.Type != "resident" || !rec.Final || rec.PID != pid {
 			continue
 		}
+		if rec.Function == "" && rec.Module == "" && len(rec.Stack) == 0 {
+			// Pages the kernel's execve wrote into the new program's stack
+			// (arguments, environment, auxv) while the registers still
+			// held memtrace's own pc at its execve: an address in no
+			// mapping of the program, so no stack. A sample of those few
+			// pages came in about one run in ten.
+			continue
+		}
 		if len(rec.Stack) == 0 || rec.Stack[0].Function != rec.Function || rec.Truncated == nil {
 			t.Errorf("resident record without its stack: %s", l)
 			continue
