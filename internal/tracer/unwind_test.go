@@ -5,9 +5,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/memtrace/memtrace/internal/unwind"
+	"golang.org/x/sys/unix"
 )
 
 func TestStackStore(t *testing.T) {
@@ -152,5 +155,48 @@ func TestDisjoint(t *testing.T) {
 	want := [][2]uint64{{0x10, 0x20}, {0x20, 0x30}, {0x30, 0x40}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("disjoint = %#x, want %#x", got, want)
+	}
+}
+
+// TestKeyOfPathContended: the key query holds while memtrace's own
+// threads map and unmap: bpf_find_vma only tries the address space's lock,
+// and a miss must be tried again, not taken as a file without a table.
+func TestKeyOfPathContended(t *testing.T) {
+	needBPF(t)
+	o := DefaultOptions()
+	o.RingBytes = 1 << 20
+	objs, _ := loadDrainer(t, o)
+	want, err := objs.tables.keyOfPath("/bin/true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				// Unmapping 32 MiB of pages holds the lock for a while, as
+				// unmapping a big file's table source does.
+				m, err := unix.Mmap(-1, 0, 32<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+				if err == nil {
+					unix.Munmap(m)
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	for i := range 500 {
+		got, err := objs.tables.keyOfPath("/bin/true")
+		if err != nil || got != want {
+			t.Fatalf("query %d: key %+v, %v; want %+v", i, got, err, want)
+		}
 	}
 }
