@@ -94,6 +94,7 @@ type session struct {
 	resident         residency.Pacer          // when sampled pages are checked next (resident.go)
 	footprints       *pipeline.FootprintPacer // paced readings, those at exit stops (footprint.go)
 	access           *accessState             // --access (access.go)
+	racing           *raceWatch               // a live resident check's drain (resident.go)
 	code             int                      // the run's exit code (Run)
 	mem              *selfmem.Limiter         // the Go runtime's soft memory limit (memory.go)
 }
@@ -472,6 +473,9 @@ func (s *session) openCache() *diskcache.Store {
 // apply accounts one event; a new code mapping (dlopen) makes it read the
 // process's mappings at once, while the library is still there.
 func (s *session) apply(e *event.Event) {
+	if s.racing != nil {
+		s.racing.saw(e) // before anything drops it (resident.go)
+	}
 	if e.Kind == event.Refault && !s.table.Charged(e.PID, e.Addr, e.Size) {
 		return // no sampled page there: another page of its slot (bpf/resident.h)
 	}
