@@ -1,6 +1,13 @@
 package tracer
 
-import "testing"
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/memtrace/memtrace/internal/testwait"
+)
 
 // TestReleaseHoldsEveryLink: Release hands the reaper every link, a
 // uprobe_multi link (its link alone) as well as a per-probe one (its link
@@ -57,4 +64,28 @@ func TestReleaseHoldsEveryLink(t *testing.T) {
 			reapers.Wait()
 		})
 	}
+}
+
+// TestReaperWaits: the reaper holds the links until memtrace has closed
+// its own descriptors: had it exited first, memtrace's closes were the
+// last, and memtrace waited for the teardown after all.
+func TestReaperWaits(t *testing.T) {
+	held := []*os.File{}
+	f, err := os.Open("/dev/null") // any descriptor stands for a link
+	if err != nil {
+		t.Fatal(err)
+	}
+	held = append(held, f)
+	closed, pid, err := reap(held)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// It waits in read(2) on its stdin (system call 0, descriptor 0).
+	testwait.For(t, "the reaper reading its stdin", func() bool {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/syscall")
+		return err == nil && strings.HasPrefix(string(b), "0 0x0 ")
+	})
+	closed.Close()
+	reapers.Wait()
 }
