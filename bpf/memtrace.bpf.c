@@ -68,6 +68,7 @@ const enum jvm_cookie *unused_jvm_cookie __attribute__((unused));
 const enum func_cookie *unused_func_cookie __attribute__((unused));
 const enum func_domain *unused_func_domain __attribute__((unused));
 const enum event_flag *unused_event_flag __attribute__((unused));
+const enum fault_pc *unused_fault_pc __attribute__((unused));
 const enum event_cat *unused_event_cat __attribute__((unused));
 const enum frame_bit *unused_frame_bit __attribute__((unused));
 const enum tag_addr *unused_tag_addr __attribute__((unused));
@@ -960,21 +961,28 @@ SEC("tp_btf/page_fault_user")
 int mt_fault_user(__u64 *ctx)
 {
 	if (ctx[2] & PF_WRITE)
-		on_fault(ctx[0], (struct pt_regs *)ctx[1]);
+		on_fault(ctx[0], (struct pt_regs *)ctx[1], 0);
 	return 0;
 }
 
 /*
  * A fault the kernel takes on a user address while it copies into it (a
  * read(2) into a fresh buffer): the user registers are the task's, saved
- * at the system call.
+ * at the system call. In execve (the system call's number in orig_ax) it
+ * is the new stack's arguments and environment being written, and the
+ * registers are still the old program's.
  */
 SEC("tp_btf/page_fault_kernel")
 int mt_fault_kern(__u64 *ctx)
 {
+	struct pt_regs *regs;
+	__u64 nr = 0;
+
 	if ((__s64)ctx[0] <= 0 || !(ctx[2] & PF_WRITE))
 		return 0; /* a kernel address, or a read */
-	on_fault(ctx[0], (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()));
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	bpf_probe_read_kernel(&nr, sizeof(nr), &regs->orig_rax);
+	on_fault(ctx[0], regs, nr == SYS_EXECVE || nr == SYS_EXECVEAT);
 	return 0;
 }
 

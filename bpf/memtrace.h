@@ -185,6 +185,17 @@ struct free_event {
 	__u32 tid;
 };
 
+/*
+ * The pc a sampled fault is charged to when execve itself wrote the page:
+ * the new program's arguments, environment and auxiliary vector, written
+ * into its new stack while the task's user registers are still the old
+ * program's (in the new address space its pc means nothing). No code is
+ * ever mapped at address 1; user space names it (symbolize.ExecveFunction).
+ */
+enum fault_pc {
+	FAULT_PC_EXECVE = 1,
+};
+
 /* A frame's pc whose bit 63 is set is exact (interrupted by a signal), not a return address. */
 enum frame_bit {
 	FRAME_EXACT_BIT = 63,

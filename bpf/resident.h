@@ -37,6 +37,9 @@
 #define PAGE_SIZE 4096
 /* x86 page fault error code bits. */
 #define PF_WRITE 0x2
+/* x86-64 system call numbers: execve and execveat. */
+#define SYS_EXECVE 59
+#define SYS_EXECVEAT 322
 
 /*
  * Set by the loader. fault_sample_bytes: the mean bytes made resident by
@@ -98,7 +101,8 @@ struct fault_pending {
 	__u32 order; /* of the first movable folio the fault allocated */
 	__u8 allocated;
 	__u8 drawn; /* left holds a draw */
-	__u8 pad[2];
+	__u8 in_execve; /* the fault is execve's own write (on_fault) */
+	__u8 pad;
 	/* Then what only a sampled fault or a huge page needs: 64 bytes in all. */
 	/*
 	 * Before 6.2: the process's anonymous page count as the fault
@@ -255,15 +259,32 @@ static __always_inline __s64 split_anon_pages(void *mm)
 #define FAULT_MAX_ORDER 9
 
 /*
+ * execve_regs charges a fault of execve's own to FAULT_PC_EXECVE, with no
+ * stack: the registers are the old program's.
+ */
+static __always_inline void execve_regs(struct fault_pending *p)
+{
+	if (p->in_execve) {
+		p->pc = FAULT_PC_EXECVE;
+		p->sp = 0;
+		p->bp = 0;
+	}
+}
+
+/*
  * regs_to_slot reads the task's user registers (the faulting instruction,
  * or the system call's) into its slot, pc 0 when they cannot be read. Into
  * the map value: a struct pt_regs on the stack took 6.1's verifier past
  * its 512 bytes for the walk's calls.
  */
-static __always_inline void regs_to_slot(struct fault_pending *p, struct task_struct___mm *task)
+static __noinline void regs_to_slot(struct fault_pending *p, struct task_struct___mm *task)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs((struct task_struct *)task);
 
+	if (p->in_execve) {
+		execve_regs(p);
+		return;
+	}
 	if (bpf_probe_read_kernel(&p->pc, sizeof(p->pc), &PT_REGS_IP(regs)) ||
 	    bpf_probe_read_kernel(&p->sp, sizeof(p->sp), &PT_REGS_SP(regs)) ||
 	    bpf_probe_read_kernel(&p->bp, sizeof(p->bp), &PT_REGS_FP(regs)))
@@ -286,7 +307,7 @@ static __always_inline int same_fault(struct fault_pending *p, struct task_struc
  * thread's slot waits for rss_stat, which samples; before, the fault's
  * first 4 KiB are sampled here, and a huge page's rest at rss_stat.
  */
-static __always_inline void on_fault(__u64 address, struct pt_regs *uregs)
+static __always_inline void on_fault(__u64 address, struct pt_regs *uregs, __u8 in_execve)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct fault_pending *p;
@@ -298,6 +319,7 @@ static __always_inline void on_fault(__u64 address, struct pt_regs *uregs)
 		return;
 	p->addr = address;
 	p->allocated = 0;
+	p->in_execve = in_execve;
 	p->task = (__u64)task;
 	if (!split_rss_counting())
 		return;
@@ -320,6 +342,7 @@ static __always_inline void on_fault(__u64 address, struct pt_regs *uregs)
 		tell_refault(task->tgid, address & ~(__u64)(PAGE_SIZE - 1), PAGE_SIZE);
 		return;
 	}
+	execve_regs(p);
 	struct site_args a = {.addr = address & ~(__u64)(PAGE_SIZE - 1), .size = PAGE_SIZE, .pc = p->pc, .sp = p->sp,
 			      .bp = p->bp, .old_size = fault_sample_bytes, .kind = KIND_FAULT, .exact = 1, .fault = 1};
 

@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/memtrace/memtrace/internal/htmlreport/headless"
+	"github.com/memtrace/memtrace/internal/symbolize"
 	"github.com/memtrace/memtrace/internal/testwait"
 )
 
@@ -44,6 +45,15 @@ type residentRec struct {
 	SampledPages        uint64 `json:"sampled_pages"`
 	SampleBytes         uint64 `json:"sample_bytes"`
 	Final               bool   `json:"final"`
+}
+
+// residentStackRec is a resident record with its stack (--detail).
+type residentStackRec struct {
+	residentRec
+	Stack []struct {
+		Function string `json:"function"`
+	} `json:"stack"`
+	Truncated *bool `json:"stack_truncated"`
 }
 
 // residentEstimate is a function's resident bytes, summed over its sites.
@@ -994,4 +1004,56 @@ func TestResidentGoChurn(t *testing.T) {
 	stopAttached(t, mt, log)
 	got := residentByFunction(t, out.String(), target.Process.Pid)
 	checkResidentWithin(t, got, map[string]float64{"main.keepSlices": 192 << 20}, nil, goHeapSlack(t))
+}
+
+// TestResidentExecve: the pages execve itself writes into the new
+// program's stack (the pointers to its arguments and environment, its
+// auxiliary vector) are charged to execve by name, not to the pc the
+// registers still hold: memtrace's own, at the command's execve, which in
+// the new program's address space is no code, or a function of another
+// program mapped there. A large environment makes them many pages. Only
+// some runs sample them: memtrace learns the command's PID as its execve
+// goes on, and its faults are sampled from then (the whole host's exec
+// drops them with the old program's statistics). So the runs go on until
+// one has.
+func TestResidentExecve(t *testing.T) {
+	needBPF(t)
+	const vars = 8000 // 64 KiB of pointers: 16 pages, each sampled with chance 1-1/e
+	var env []string
+	for i := range vars {
+		env = append(env, fmt.Sprintf("MEMTRACE_TEST_EXECVE_%d=x", i))
+	}
+	const runs = 40 // about half the runs sample them on a quiet machine
+	for range runs {
+		r := runMemtraceEnv(t, env, "--json", "--detail", "--resident-bytes", "4K", "--", "/bin/true")
+		if r.code != 0 {
+			t.Fatalf("exit %d\n%s", r.code, r.stderr)
+		}
+		pid := finalPID(t, r.stdout)
+		var execve []string
+		for l := range strings.Lines(r.stdout) {
+			var rec residentStackRec
+			if json.Unmarshal([]byte(l), &rec) != nil || rec.Type != "resident" || !rec.Final || rec.PID != pid {
+				continue
+			}
+			switch {
+			case rec.Function == symbolize.ExecveFunction:
+				if rec.Module != symbolize.ExecveModule || len(rec.Stack) != 1 || rec.Truncated == nil || *rec.Truncated ||
+					rec.SampledPages == 0 || rec.SampledPages > 2*vars*8/4096 {
+					t.Errorf("execve's record: %s", l)
+				}
+				execve = append(execve, l)
+			case rec.Module == "":
+				// What the old pc named: no mapping of the new program.
+				t.Fatalf("a resident record of no mapping of the program: %s", l)
+			}
+		}
+		if len(execve) > 1 {
+			t.Errorf("%d records of execve's writes, want 1:\n%s", len(execve), r.stdout)
+		}
+		if len(execve) == 1 {
+			return
+		}
+	}
+	t.Errorf("no record of execve's writes in %d runs", runs)
 }

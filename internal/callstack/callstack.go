@@ -83,6 +83,9 @@ func Build(c Code, pid int, frames []uint64, complete bool, depth int) Stack {
 			return st
 		}
 		st.Frames = append(st.Frames, f)
+		if i == 0 && f.Module == symbolize.ExecveModule {
+			return st // execve's own writes: no user code made them, the stack is whole
+		}
 		if !f.Python {
 			native++
 		}

@@ -33,6 +33,16 @@ func (f fakeCode) Read(pid int, addr uint64, n int) ([]byte, bool) {
 }
 func (f fakeCode) PLT(pid int, addr uint64) bool { return f.plt[addr] }
 
+// execveCode is fakeCode that resolves execve's site as the Resolver does.
+type execveCode struct{ fakeCode }
+
+func (f execveCode) Resolve(pid int, ret uint64) symbolize.Frame {
+	if ret == symbolize.ExecveSite+1 {
+		return symbolize.Frame{Address: ret, Function: symbolize.ExecveFunction, Module: symbolize.ExecveModule}
+	}
+	return f.fakeCode.Resolve(pid, ret)
+}
+
 // callRel32 returns the 7 bytes before ret for `call target` (E8 rel32).
 func callRel32(ret, target uint64) []byte {
 	rel := int32(int64(target) - int64(ret))
@@ -85,10 +95,13 @@ func TestBuild(t *testing.T) {
 		// an exact pc is resolved as itself (one before a return address).
 		{"signal frame", []uint64{0x3010, 0x200f | exact, 0x100f | exact, 0x9010}, false, 10,
 			[]string{"inner", "outer", "mainloop", "start_thread"}, false},
+		{"execve's writes", []uint64{symbolize.ExecveSite | exact}, false, 10, []string{symbolize.ExecveFunction}, false},
 	}
+	// execve's own writes: the kernel made them, the stack is whole.
+	execve := execveCode{code}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := Build(code, 1, tt.frames, tt.complete, tt.depth)
+			s := Build(execve, 1, tt.frames, tt.complete, tt.depth)
 			got := names(s)
 			if len(got) != len(tt.want) || s.Truncated != tt.truncated {
 				t.Fatalf("got %v truncated=%v, want %v truncated=%v", got, s.Truncated, tt.want, tt.truncated)

@@ -159,6 +159,9 @@ func (r *Resolver) Resolve(pid int, ret uint64) Frame {
 		f, _ := r.pythonFrame(ret)
 		return f
 	}
+	if f, ok := execveFrame(ret); ok {
+		return f
+	}
 	pc := ret - 1
 	r.mu.RLock()
 	p := r.procs[pid]

@@ -10,6 +10,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 
 	"github.com/memtrace/memtrace/internal/event"
+	"github.com/memtrace/memtrace/internal/symbolize"
 	"github.com/memtrace/memtrace/internal/unwind"
 )
 
@@ -116,6 +117,7 @@ func TestConstants(t *testing.T) {
 			"FUNC_PY": uint64(event.FuncPython), "FUNC_BASE_MASK": uint64(event.FuncPython - 1),
 		}},
 		{"frame_bit", map[string]uint64{"FRAME_EXACT_BIT": uint64(bitOf(t, event.FrameExact))}},
+		{"fault_pc", map[string]uint64{"FAULT_PC_EXECVE": symbolize.ExecveSite}},
 		{"tag_addr", map[string]uint64{"TAG_ADDR_BITS": uint64(tagAddrBits)}},
 		{"unwind_kind", map[string]uint64{
 			"UNWIND_UNDEFINED": uint64(unwind.KindUndefined), "UNWIND_RSP": uint64(unwind.KindRSP),

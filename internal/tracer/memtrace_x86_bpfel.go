@@ -108,7 +108,8 @@ type memtraceFaultPending struct {
 	Order       uint32
 	Allocated   uint8
 	Drawn       uint8
-	Pad         [2]uint8
+	InExecve    uint8
+	Pad         uint8
 	AnonAtAlloc int64
 	Pc          uint64
 	Sp          uint64
@@ -534,6 +535,7 @@ const (
 	memtraceVarUnusedEventKind      = "unused_event_kind"
 	memtraceVarUnusedExecEvent      = "unused_exec_event"
 	memtraceVarUnusedExpBits        = "unused_exp_bits"
+	memtraceVarUnusedFaultPc        = "unused_fault_pc"
 	memtraceVarUnusedFileFlag       = "unused_file_flag"
 	memtraceVarUnusedFileKey        = "unused_file_key"
 	memtraceVarUnusedFrameBit       = "unused_frame_bit"
@@ -667,6 +669,7 @@ type memtraceVariableSpecs struct {
 	UnusedEventKind      *ebpf.VariableSpec `ebpf:"unused_event_kind"`
 	UnusedExecEvent      *ebpf.VariableSpec `ebpf:"unused_exec_event"`
 	UnusedExpBits        *ebpf.VariableSpec `ebpf:"unused_exp_bits"`
+	UnusedFaultPc        *ebpf.VariableSpec `ebpf:"unused_fault_pc"`
 	UnusedFileFlag       *ebpf.VariableSpec `ebpf:"unused_file_flag"`
 	UnusedFileKey        *ebpf.VariableSpec `ebpf:"unused_file_key"`
 	UnusedFrameBit       *ebpf.VariableSpec `ebpf:"unused_frame_bit"`
@@ -787,6 +790,7 @@ type memtraceVariables struct {
 	UnusedEventKind      *ebpf.Variable `ebpf:"unused_event_kind"`
 	UnusedExecEvent      *ebpf.Variable `ebpf:"unused_exec_event"`
 	UnusedExpBits        *ebpf.Variable `ebpf:"unused_exp_bits"`
+	UnusedFaultPc        *ebpf.Variable `ebpf:"unused_fault_pc"`
 	UnusedFileFlag       *ebpf.Variable `ebpf:"unused_file_flag"`
 	UnusedFileKey        *ebpf.Variable `ebpf:"unused_file_key"`
 	UnusedFrameBit       *ebpf.Variable `ebpf:"unused_frame_bit"`

@@ -27,7 +27,8 @@ type UnwindFaultPending struct {
 	Order       uint32
 	Allocated   uint8
 	Drawn       uint8
-	Pad         [2]uint8
+	InExecve    uint8
+	Pad         uint8
 	AnonAtAlloc int64
 	Pc          uint64
 	Sp          uint64
@@ -318,6 +319,7 @@ const (
 	UnwindVarUnusedEventKind      = "unused_event_kind"
 	UnwindVarUnusedExecEvent      = "unused_exec_event"
 	UnwindVarUnusedExpBits        = "unused_exp_bits"
+	UnwindVarUnusedFaultPc        = "unused_fault_pc"
 	UnwindVarUnusedFileFlag       = "unused_file_flag"
 	UnwindVarUnusedFileKey        = "unused_file_key"
 	UnwindVarUnusedFrameBit       = "unused_frame_bit"
@@ -455,6 +457,7 @@ type UnwindVariableSpecs struct {
 	UnusedEventKind      *ebpf.VariableSpec `ebpf:"unused_event_kind"`
 	UnusedExecEvent      *ebpf.VariableSpec `ebpf:"unused_exec_event"`
 	UnusedExpBits        *ebpf.VariableSpec `ebpf:"unused_exp_bits"`
+	UnusedFaultPc        *ebpf.VariableSpec `ebpf:"unused_fault_pc"`
 	UnusedFileFlag       *ebpf.VariableSpec `ebpf:"unused_file_flag"`
 	UnusedFileKey        *ebpf.VariableSpec `ebpf:"unused_file_key"`
 	UnusedFrameBit       *ebpf.VariableSpec `ebpf:"unused_frame_bit"`
@@ -577,6 +580,7 @@ type UnwindVariables struct {
 	UnusedEventKind      *ebpf.Variable `ebpf:"unused_event_kind"`
 	UnusedExecEvent      *ebpf.Variable `ebpf:"unused_exec_event"`
 	UnusedExpBits        *ebpf.Variable `ebpf:"unused_exp_bits"`
+	UnusedFaultPc        *ebpf.Variable `ebpf:"unused_fault_pc"`
 	UnusedFileFlag       *ebpf.Variable `ebpf:"unused_file_flag"`
 	UnusedFileKey        *ebpf.Variable `ebpf:"unused_file_key"`
 	UnusedFrameBit       *ebpf.Variable `ebpf:"unused_frame_bit"`
