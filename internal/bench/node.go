@@ -44,6 +44,7 @@ func (r *runner) node(ctx context.Context) ([]*Comparison, error) {
 	tablesC := &Comparison{ID: "node-tables", Title: "node -e 0: unwind tables loaded (memtrace -v), from the probes' attach", Unit: "ms"}
 	targetC := &Comparison{ID: "node-target", Title: "node -e 0: memtrace's wall time against untraced + allocation calls x the three-trap floor + 0.3 s",
 		Notes: []string{"floor: empty BPF programs on malloc entry+return and free entry (mallocfree, 1 thread), minus untraced, per pair; measured in this run, after node's rounds",
+			rowNodeTraps + ": node itself with an empty program on every probe memtrace places in it (entries, and returns but free's), attached at its exec stop",
 			"calls: the allocation calls memtrace counted in node -e 0 (each with its free: one three-trap pair)"}}
 	calls := targetC.add(rowNodeCalls)
 	node := tool("node")
@@ -97,6 +98,10 @@ func (r *runner) node(ctx context.Context) ([]*Comparison, error) {
 		traced(rowMemtraceFirst, func() (string, error) {
 			return os.MkdirTemp(r.tmp, "node-first-")
 		}),
+		{name: rowNodeTraps, skip: orNode(r.noBPF), run: func(ctx context.Context) ([]float64, *traceSummary, error) {
+			took, err := r.nodeUnderTraps(ctx, node, "-e", "0")
+			return []float64{took.Seconds()}, nil, err
+		}},
 		{name: rowHeaptrack, skip: orNode(notInstalled("heaptrack")), run: func(ctx context.Context) ([]float64, *traceSummary, error) {
 			data := filepath.Join(r.tmp, "node-heaptrack")
 			defer removeGlob(data + "*")
@@ -171,9 +176,11 @@ func nodeTarget(c, wall *Comparison) {
 		row.Target = fmt.Sprintf("<= %.3f s", allowed)
 		row.Met = ptr(w.Median <= allowed)
 	}
-	if h := wall.row(rowHeaptrack); h != nil && h.Status == StatusOK {
-		row := c.add(rowHeaptrack + ", wall (s)")
-		row.Rounds, row.Median, row.Min, row.Max = h.Rounds, h.Median, h.Min, h.Max
+	for _, name := range []string{rowNodeTraps, rowHeaptrack} {
+		if h := wall.row(name); h != nil && h.Status == StatusOK {
+			row := c.add(name + ", wall (s)")
+			row.Rounds, row.Median, row.Min, row.Max = h.Rounds, h.Median, h.Min, h.Max
+		}
 	}
 }
 
