@@ -214,8 +214,10 @@ func (s *session) hostApply(e *event.Event) {
 	switch e.Kind {
 	case event.Exec:
 		s.hostExec(e)
+		s.releaseExecve(e.PID) // the new program's (execve.go)
 		return
 	case event.Exit:
+		s.dropExecve(e.PID) // an exec it never completed (execve.go)
 		s.hostExit(e.PID, e.Comm, e.Time)
 		return
 	case event.CodeMap:
@@ -375,6 +377,11 @@ func (s *session) sweepHost() {
 		}
 	}
 	s.host.seen.Sweep()
+	for pid := range s.execveHeld { // their exec and exit events were lost (execve.go)
+		if !host.Alive(int(pid)) {
+			s.dropExecve(pid)
+		}
+	}
 	n := s.objs.Sweep(func(pid uint32) bool { return host.Alive(int(pid)) })
 	s.log.Info("sweep", "processes", len(s.table.Processes()), "gone without exit", gone, "map entries deleted", n)
 }

@@ -258,7 +258,7 @@ func (s *session) onFork(st launch.Stop) error {
 	}
 	// It runs its parent's program until it execs: execs = 1 makes its
 	// exec restart its statistics and probes as for any second program.
-	t := &target{pid: st.PID, att: &tracer.Attachment{PID: st.PID}, execs: 1}
+	t := &target{pid: st.PID, att: &tracer.Attachment{PID: st.PID}, execs: 1, stopsAtExec: true}
 	s.targets[st.PID] = t
 	if err := s.traceFaults(st.PID); err != nil { // resident.go
 		s.log.Warn("follow: cannot sample the new process's faults", "pid", st.PID, "err", err)

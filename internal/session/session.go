@@ -58,6 +58,9 @@ type target struct {
 	untraced bool
 	// goProgram: a Go program with no allocator to probe (leaks.go).
 	goProgram bool
+	// stopsAtExec: its execs stop it (a command, a followed child), so
+	// its execve writes are held until then (execve.go).
+	stopsAtExec bool
 }
 
 // session is one run: it owns the table and is driven by one goroutine.
@@ -95,6 +98,7 @@ type session struct {
 	footprints       *pipeline.FootprintPacer // paced readings, those at exit stops (footprint.go)
 	access           *accessState             // --access (access.go)
 	racing           *raceWatch               // a live resident check's drain (resident.go)
+	execveHeld       map[uint32][]event.Event // execve's writes until their exec (execve.go)
 	code             int                      // the run's exit code (Run)
 	mem              *selfmem.Limiter         // the Go runtime's soft memory limit (memory.go)
 }
@@ -182,7 +186,7 @@ func (s *session) startCommand() (*launch.Child, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.targets[child.PID] = &target{pid: child.PID, att: &tracer.Attachment{PID: child.PID}}
+	s.targets[child.PID] = &target{pid: child.PID, att: &tracer.Attachment{PID: child.PID}, stopsAtExec: true}
 	if err := s.traceFaults(child.PID); err != nil { // resident.go
 		return nil, err
 	}
@@ -476,6 +480,14 @@ func (s *session) apply(e *event.Event) {
 	if s.racing != nil {
 		s.racing.saw(e) // before anything drops it (resident.go)
 	}
+	if s.holdExecve(e) { // until its exec has restarted the statistics (execve.go)
+		return
+	}
+	s.applyEvent(e)
+}
+
+// applyEvent is apply past the events it holds.
+func (s *session) applyEvent(e *event.Event) {
 	if e.Kind == event.Refault && !s.table.Charged(e.PID, e.Addr, e.Size) {
 		return // no sampled page there: another page of its slot (bpf/resident.h)
 	}
@@ -533,12 +545,14 @@ func (s *session) onStop(st launch.Stop) error {
 			return fmt.Errorf("process %d: %w", st.PID, allocator.ErrNoProcess)
 		}
 		env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", st.PID))
+		// Everything it wrote before it stopped: the old program's
+		// events, and execve's own writes, held (execve.go).
+		if _, err := s.drain.Poll(0, s.apply); err != nil {
+			return err
+		}
 		if t.execs > 0 {
 			// exec replaced the whole address space: every block of the old
 			// program is gone, so its statistics restart with the new one.
-			if _, err := s.drain.Poll(0, s.apply); err != nil {
-				return err
-			}
 			s.objs.Forget(uint32(st.PID), s.table.LiveAddrs(uint32(st.PID))) // sampled blocks, counts
 			s.feed(pipeline.Input{Kind: pipeline.InForget, PID: uint32(st.PID)})
 			s.res.Forget(st.PID)
@@ -548,6 +562,7 @@ func (s *session) onStop(st launch.Stop) error {
 			// attach removes the probes the new program does not need.
 			s.log.Info("exec: statistics restart", "pid", st.PID, "exe", exe)
 		}
+		s.releaseExecve(uint32(st.PID)) // the new program's (execve.go)
 		t.execs++
 		mods, err := allocator.ForCommand(exe, strings.Split(string(env), "\x00"))
 		if err != nil {
@@ -717,6 +732,7 @@ func (s *session) markExitedAt(pid int, when uint64) {
 		s.log.Warn("drain at exit", "pid", pid, "err", err)
 	}
 	t.exited = true
+	s.dropExecve(uint32(pid))         // an exec it never completed (execve.go)
 	s.objs.UntraceFaults(uint32(pid)) // its PID may be reused (resident.go)
 	s.forgetPython(uint32(pid))
 	s.feed(pipeline.Input{Kind: pipeline.InExited, PID: uint32(pid), Time: when})
