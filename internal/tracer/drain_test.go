@@ -30,26 +30,13 @@ func TestPollUnderFlood(t *testing.T) {
 	rec := make([]byte, 72)
 	rec[64] = byte(event.Alloc)
 	fill := recordProgram(t, objs, rec)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if _, err := fill.Run(&ebpf.RunOptions{Data: make([]byte, 64), Repeat: 1 << 16}); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	defer func() { close(stop); wg.Wait() }()
+	defer busy(2, func() bool {
+		if _, err := fill.Run(&ebpf.RunOptions{Data: make([]byte, 64), Repeat: 1 << 16}); err != nil {
+			t.Error(err)
+			return false
+		}
+		return true
+	})()
 	// The ring full, or nearly (records of 72 + 8 bytes do not fill it to
 	// the byte).
 	testwait.For(t, "the ring full", func() bool { return d.rd.AvailableBytes() > o.RingBytes-4096 })
@@ -222,6 +209,30 @@ func TestCompactRecords(t *testing.T) {
 }
 
 // loadDrainer loads the objects and opens a drainer, both closed when the test ends.
+// busy runs step over and over in n goroutines, each until step returns
+// false or stop is called; stop waits for them.
+func busy(n int, step func() bool) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if !step() {
+					return
+				}
+			}
+		}()
+	}
+	return func() { close(done); wg.Wait() }
+}
+
 func loadDrainer(t *testing.T, o Options) (*Objects, *Drainer) {
 	t.Helper()
 	needBPF(t)

@@ -5,8 +5,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"runtime"
-	"sync"
 	"testing"
 
 	"github.com/memtrace/memtrace/internal/unwind"
@@ -170,29 +168,15 @@ func TestKeyOfPathContended(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			runtime.LockOSThread()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				// Unmapping 32 MiB of pages holds the lock for a while, as
-				// unmapping a big file's table source does.
-				m, err := unix.Mmap(-1, 0, 32<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
-				if err == nil {
-					unix.Munmap(m)
-				}
-			}
-		}()
-	}
-	defer func() { close(stop); wg.Wait() }()
+	defer busy(2, func() bool {
+		// Unmapping 32 MiB of pages holds the lock for a while, as
+		// unmapping a big file's table source does.
+		m, err := unix.Mmap(-1, 0, 32<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+		if err == nil {
+			unix.Munmap(m)
+		}
+		return true
+	})()
 	for i := range 500 {
 		got, err := objs.tables.keyOfPath("/bin/true")
 		if err != nil || got != want {
