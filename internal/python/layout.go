@@ -51,8 +51,8 @@ type Layout struct {
 	// Module is the interpreter file as the process names it; Path opens it.
 	Module, Path string
 	// Runtime is _PyRuntime's address in the process, TSSKey its
-	// autoTSSkey's (a Py_tss_t).
-	Runtime, TSSKey uint64
+	// autoTSSkey's (a Py_tss_t), CodeType PyCode_Type's (0: not found).
+	Runtime, TSSKey, CodeType uint64
 	// TstateFrame: the offset in PyThreadState of the current frame, or
 	// of the cframe when CFrameFrame >= 0 (the frame's offset there).
 	TstateFrame uint32
@@ -137,6 +137,9 @@ func Find(pid int) (*Layout, error) {
 		}
 		l.Runtime += bias
 		l.TSSKey += bias
+		if l.CodeType != 0 {
+			l.CodeType += bias
+		}
 		for _, x := range maps {
 			if x.Path == m.Path && strings.Contains(x.Perms, "x") {
 				l.Text = append(l.Text, [2]uint64{x.Start, x.End})
@@ -195,7 +198,7 @@ func fromFile(path string) (l *Layout, err error) {
 	if runtime == 0 {
 		return nil, fmt.Errorf("%s: %w", path, ErrNotPython)
 	}
-	l = &Layout{Runtime: runtime, fixed: f.Type == elf.ET_EXEC}
+	l = &Layout{Runtime: runtime, CodeType: codeType, fixed: f.Type == elf.ET_EXEC}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD {
 			l.firstVaddr = p.Vaddr &^ 0xfff

@@ -41,7 +41,7 @@ func (s *Stacks) Add(pid uint32, l *Layout) error {
 	if err := s.res.AddPython(int(pid), symbolize.PythonLayout{Minor: l.Minor, FirstLine: l.Code.FirstLine,
 		Filename: l.Code.Filename, Name: l.Code.Name, Qualname: l.Code.Qualname, Linetable: l.Code.Linetable,
 		Adaptive: l.Code.Adaptive, ASCIIData: l.Code.ASCIIData, CompactData: l.Code.CompactData,
-		Tagged: l.Tagged()}); err != nil {
+		Tagged: l.Tagged(), CodeType: l.CodeType}); err != nil {
 		return err
 	}
 	s.mu.Lock()

@@ -2,6 +2,7 @@ package symbolize
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -29,6 +30,9 @@ type PythonLayout struct {
 	// Tagged: the probes record each frame's PythonTag (co_name follows
 	// co_filename in the code object).
 	Tagged bool
+	// CodeType is PyCode_Type's address in the process: a code object's
+	// ob_type (0: not checked).
+	CodeType uint64
 }
 
 // PythonTag folds a code object's co_filename and co_name pointers into
@@ -308,14 +312,48 @@ const (
 	maxPyTable  = 1 << 20
 )
 
-// readCode reads a code object: its names, first line and line table.
-func (p *pyProc) readCode(code uint64) (*pyCode, error) {
-	c := &pyCode{lines: map[uint32]uint64{}}
+// errNotLive: the memory at a code object's address holds no live code
+// object any more.
+var errNotLive = errors.New("no live code object")
+
+// live checks the object header at code: a live object's reference count
+// is above 0 and below 2^32 (3.12's immortal objects count 2^32-1), and
+// its type is PyCode_Type. A code object freed keeps its other words: its
+// names still point where they did, and their strings may have been freed
+// and reused (a name read from there is another object's). pymalloc's
+// free writes its free list's next block (an address, or 0) over the
+// reference count; malloc's its own pointers over both words.
+func (p *pyProc) live(code uint64) error {
+	var h [16]byte
+	if err := p.read(h[:], code); err != nil {
+		return err
+	}
+	refs, typ := binary.LittleEndian.Uint64(h[:]), binary.LittleEndian.Uint64(h[8:])
+	if refs == 0 || refs >= 1<<32 || (p.layout.CodeType != 0 && typ != p.layout.CodeType) {
+		return errNotLive
+	}
+	return nil
+}
+
+// readCode reads a code object: its names, first line and line table. The
+// object must be live before and after (live): one freed while it is read
+// is not named from what its memory holds.
+func (p *pyProc) readCode(code uint64) (c *pyCode, err error) {
+	if err := p.live(code); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err == nil {
+			if err = p.live(code); err != nil {
+				c = nil
+			}
+		}
+	}()
+	c = &pyCode{lines: map[uint32]uint64{}}
 	if err := p.readNames(code, &c.names); err != nil {
 		return nil, err
 	}
 	c.tag = PythonTag(c.names[0], c.names[1])
-	var err error
 	if c.file, err = p.str(c.names[0]); err != nil {
 		return nil, err
 	}

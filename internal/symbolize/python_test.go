@@ -48,7 +48,10 @@ type fakePyMem struct {
 }
 
 var layout311 = PythonLayout{Minor: 11, FirstLine: 72, Filename: 112, Name: 120, Qualname: 128,
-	Linetable: 136, Adaptive: 184, ASCIIData: 40, CompactData: 56, Tagged: true}
+	Linetable: 136, Adaptive: 184, ASCIIData: 40, CompactData: 56, Tagged: true, CodeType: fakeCodeType}
+
+// fakeCodeType stands for PyCode_Type's address in fakePyMem.
+const fakeCodeType = 0x4242000
 
 func (m fakePyMem) u64(addr, v uint64) {
 	var b [8]byte
@@ -74,6 +77,8 @@ func (m fakePyMem) code(addr, strs uint64, name string) (tag uint16) {
 	m.str(file, "app.py")
 	m.str(fn, name)
 	m.u64(table+16, 0)
+	m.u64(addr, 1) // ob_refcnt
+	m.u64(addr+8, fakeCodeType)
 	m.u64(addr+16, 10)
 	m.u64(addr+72, 7)
 	for off, v := range map[uint64]uint64{112: file, 120: fn, 128: fn, 136: table} {
@@ -151,6 +156,26 @@ func TestPythonReplacedCode(t *testing.T) {
 	for _, tag := range []uint16{fourth, PythonTag(0x80000, 0x80100)} {
 		if c, err := p.code(other, tag, 5); err != nil || c != nil {
 			t.Errorf("a code object replaced by other data (tag %#x): %v, %v; want nil (PythonFreed)", tag, c, err)
+		}
+	}
+	// Freed before it was read, its memory otherwise as it was: names,
+	// strings and tag all still match, but the header says it is dead
+	// (the module code objects freed after import, whose strings had
+	// been reused by others: "COM³" named a function of urllib/parse.py).
+	for i, h := range []struct {
+		what      string
+		refs, typ uint64
+	}{
+		{"pymalloc's next free block over its count", 0x7f0000123450, fakeCodeType},
+		{"the last free block: a count of 0", 0, fakeCodeType},
+		{"malloc's pointers over both words", 0x55aa00, 0x7f0000999990},
+	} {
+		at := uint64(0x90000 + i*0x1000)
+		tag := m.code(at, at+0x400, "dead")
+		m.u64(at, h.refs)
+		m.u64(at+8, h.typ)
+		if c, err := p.code(at, tag, 6); err != nil || c != nil {
+			t.Errorf("%s: %v, %v; want nil (PythonFreed)", h.what, c, err)
 		}
 	}
 	if c, err := p.code(1<<40, fourth, 5); err == nil {
