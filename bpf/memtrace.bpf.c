@@ -623,6 +623,11 @@ int mt_alloc_entry(struct pt_regs *ctx)
 
 	call_args(ctx, c, &a1, &a2, &a3);
 
+	if (fn == FUNC_PY_CODE_FREE) {
+		/* Whichever task: a tag kept is only ever wrong after its free. */
+		py_code_freed(id >> 32, a1);
+		return 0;
+	}
 	if (!wanted_task(t))
 		return 0;
 	if (fn >= FUNC_MARK && !(fn & FUNC_PY)) {

@@ -60,6 +60,12 @@ enum func_id {
 enum func_domain {
 	FUNC_PY = 0x80,
 	FUNC_BASE_MASK = 0x7f,
+	/*
+	 * CPython's code_dealloc (PyCode_Type's tp_dealloc), entry only: a
+	 * code object is freed, and its tag is no longer cached (python.h).
+	 * No malloc family function: its base is none of enum func_id.
+	 */
+	FUNC_PY_CODE_FREE = 0xff,
 };
 
 /*

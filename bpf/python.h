@@ -5,7 +5,8 @@
  *
  * Provides: struct py_proc (tracer's pythonProc fills py_procs per
  * process), py_walk(), which appends (code object, instruction) pairs to a
- * stack record's frames, and MAX_PY_FRAMES.
+ * stack record's frames, py_code_freed() for the code_dealloc probe, and
+ * MAX_PY_FRAMES.
  * Needs: struct stack_record and its scratch map (unwind.h), vmlinux.h.
  *
  * A thread's PyThreadState is its gilstate TSS key's value: the key sits
@@ -15,12 +16,20 @@
  * that released the GIL in C code keeps its Python stack. From the thread
  * state, one read per frame: the whole frame head (PY_FRAME_READ bytes:
  * one bpf_probe_read_user costs the same up to 128 bytes), from which the
- * code object, the previous frame and the instruction are taken; and one
- * of the code object's co_filename and co_name pointers, folded into a
- * 16-bit tag beside its address. The names are read in user space later,
- * and a code object freed by then (a module's or a class body's, at
- * start-up) may have been replaced at the same address: the tag tells
- * the one the event ran from another.
+ * code object, the previous frame and the instruction are taken.
+ *
+ * Each code object also carries a 16-bit tag beside its address: its
+ * co_filename and co_name pointers, folded. The names are read in user
+ * space later, and a code object freed by then (a module's or a class
+ * body's, at start-up) may have been replaced at the same address: the
+ * tag tells the one the event ran from another. The tag is read once per
+ * code object and kept in py_tags, until the code object is freed: the
+ * probe on code_dealloc (FUNC_PY_CODE_FREE, reached only through
+ * PyCode_Type's tp_dealloc, so never inlined away) forgets it. A frame
+ * holds a strong reference to its code object, so no code object in a
+ * walked chain can be freed while its tag is read or used. Where that
+ * probe is not placed (the whole host's resident mode), the process has
+ * no cache generation and every frame reads its tag: two reads a frame.
  */
 #ifndef MEMTRACE_PYTHON_H
 #define MEMTRACE_PYTHON_H
@@ -56,7 +65,30 @@ struct py_proc {
 	__u32 instr_off;
 	__u32 entry_off;    /* below PY_FRAME_READ; 0: none */
 	__u32 names_off;    /* offset in a code object of co_filename, co_name after it; 0: no tag */
+	__u32 gen;          /* the process's py_tags generation; 0: no cache (code_dealloc not probed) */
 };
+
+/*
+ * A cached tag's key: the generation tells a process from an earlier one
+ * with the same PID (or the same process before an exec), so that
+ * stale entries are never met, only evicted.
+ */
+struct py_code_key {
+	__u32 gen;
+	__u32 pad;
+	__u64 code;
+};
+
+/*
+ * Each code object's tag (py_tag), read once; code_dealloc forgets it.
+ * Preallocated (~1.2 MB of the kernel's); one evicted is read again.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct py_code_key);
+	__type(value, __u64);
+} py_tags SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -76,6 +108,8 @@ struct py_state {
 	__u32 at; /* the next free index in the stack record's frames */
 	__u32 n;  /* Python frames recorded */
 	__u64 names[2]; /* the code object's co_filename and co_name */
+	struct py_code_key key;
+	__u64 tag;
 	__u8 buf[PY_FRAME_READ];
 };
 
@@ -94,6 +128,43 @@ static __always_inline __u64 py_tag(__u64 file, __u64 name)
 	__u64 h = (file ^ name * 0x9e3779b97f4a7c15ULL) * 0xff51afd7ed558ccdULL;
 
 	return h >> 48;
+}
+
+/*
+ * py_code_tag is code's tag: from py_tags, else read (and kept, where the
+ * process has a generation). 0 when the names cannot be read.
+ */
+static __always_inline __u64 py_code_tag(struct py_state *ps, __u64 code)
+{
+	__u64 *cached;
+
+	ps->key.gen = ps->p.gen;
+	ps->key.pad = 0;
+	ps->key.code = code;
+	if (ps->p.gen) {
+		cached = bpf_map_lookup_elem(&py_tags, &ps->key);
+		if (cached)
+			return *cached;
+	}
+	if (bpf_probe_read_user(ps->names, sizeof(ps->names), (void *)(code + ps->p.names_off)))
+		return 0;
+	ps->tag = py_tag(ps->names[0], ps->names[1]);
+	if (ps->p.gen)
+		bpf_map_update_elem(&py_tags, &ps->key, &ps->tag, BPF_ANY);
+	return ps->tag;
+}
+
+/* py_code_freed forgets the tag of pid's code object at code (code_dealloc's probe). */
+static __always_inline void py_code_freed(__u32 pid, __u64 code)
+{
+	struct py_code_key key = {.code = code};
+	struct py_proc *p;
+
+	p = bpf_map_lookup_elem(&py_procs, &pid);
+	if (!p || !p->gen)
+		return;
+	key.gen = p->gen;
+	bpf_map_delete_elem(&py_tags, &key);
 }
 
 /* py_step records one frame and moves to the previous one (bpf_loop's callback). */
@@ -118,8 +189,8 @@ static long py_step(__u64 i, void *unused)
 	if (!code || at > PY_WORDS - 2)
 		return 1;
 	code &= PY_WORD_MASK;
-	if (ps->p.names_off && !bpf_probe_read_user(ps->names, sizeof(ps->names), (void *)(code + ps->p.names_off)))
-		code |= py_tag(ps->names[0], ps->names[1]) << 48;
+	if (ps->p.names_off)
+		code |= py_code_tag(ps, code) << 48;
 	/*
 	 * Masked: 6.1's verifier loses the bound checked above, and the
 	 * barriers keep clang from dropping the masks it implies. at may be

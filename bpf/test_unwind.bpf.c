@@ -106,12 +106,15 @@ struct py_walk_test {
 	__u64 frame;                                  /* in: the innermost frame */
 	__u32 code_off, prev_off, instr_off, entry_off; /* in: as struct py_proc */
 	__u32 names_off;                              /* in: 0: no tag */
+	__u32 gen;                                    /* in: the tags' cache generation; 0: none */
 	__u32 n;                                      /* out: Python frames kept */
+	__u64 freed;                                  /* in: a code object freed before the walk; 0: none */
 };
 
 /*
  * mt_test_py_walk walks a Python frame chain from t->frame as py_walk does
- * once it has the thread's frame; the words kept go to walk_frames.
+ * once it has the thread's frame, after forgetting t->freed's tag as the
+ * code_dealloc probe does; the words kept go to walk_frames.
  */
 SEC("syscall")
 int mt_test_py_walk(struct py_walk_test *t)
@@ -132,6 +135,14 @@ int mt_test_py_walk(struct py_walk_test *t)
 	ps->p.instr_off = t->instr_off;
 	ps->p.entry_off = t->entry_off;
 	ps->p.names_off = t->names_off;
+	ps->p.gen = t->gen;
+	if (t->freed) {
+		/* as py_code_freed, for a process whose generation is t->gen */
+		ps->key.gen = t->gen;
+		ps->key.pad = 0;
+		ps->key.code = t->freed;
+		bpf_map_delete_elem(&py_tags, &ps->key);
+	}
 	ps->frame = t->frame;
 	ps->at = 0;
 	ps->n = 0;

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/memtrace/memtrace/internal/python"
 	"github.com/memtrace/memtrace/internal/symbolize"
 )
 
@@ -80,6 +81,7 @@ func definedFunctions(path string, exe bool, wanted map[string]bool) (out map[st
 	}
 	if _, ok := out["PyObject_Malloc"]; ok && wanted[pymallocFuncs[0].name] {
 		pymallocLocals(f, exe, out)
+		codeDealloc(f, out)
 	}
 	return out, nil
 }
@@ -120,4 +122,20 @@ func fileOffset(f *elf.File, vaddr uint64) (uint64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// codeDeallocName is the name out gives the interpreter's code_dealloc,
+// which no symbol names (it is static, and Debian's python3 is stripped).
+const codeDeallocName = "code_dealloc"
+
+// codeDealloc adds to out the interpreter f's code_dealloc, found through
+// PyCode_Type (python.CodeDealloc); left out when it cannot be found.
+func codeDealloc(f *elf.File, out map[string]symbol) {
+	v, err := python.CodeDealloc(f)
+	if err != nil {
+		return
+	}
+	if off, ok := fileOffset(f, v); ok {
+		out[codeDeallocName] = symbol{offset: off}
+	}
 }

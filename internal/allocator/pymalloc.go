@@ -89,6 +89,13 @@ func bindPython(modules []Module, syms []map[string]symbol, seen map[string]bool
 			probes = append(probes, Probe{Func: f.fn, Symbol: f.name, Path: m.Path,
 				Module: m.Module, Offset: sym.offset, Size: sym.size, CtxFirst: ctx})
 		}
+		// code_dealloc: the probes read each code object's tag once and
+		// forget it when the code object is freed (bpf/python.h).
+		if sym, ok := s[codeDeallocName]; ok && !seen[fmt.Sprintf("%s@%#x", m.Path, sym.offset)] {
+			seen[fmt.Sprintf("%s@%#x", m.Path, sym.offset)] = true
+			probes = append(probes, Probe{Func: event.FuncPyCodeFree, Symbol: codeDeallocName, Path: m.Path,
+				Module: m.Module, Offset: sym.offset})
+		}
 		return probes
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/memtrace/memtrace/internal/event"
 )
 
 // TestBindPymalloc: where the interpreter keeps pymalloc's own functions'
@@ -43,7 +45,15 @@ func TestBindPymalloc(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []string
+			codeFree := 0
 			for _, p := range probes {
+				if p.Func == event.FuncPyCodeFree {
+					// Entry only, and its argument is the code object.
+					codeFree++
+					if p.Symbol != "code_dealloc" || p.CtxFirst || p.Path != tt.path {
+						t.Errorf("the code_dealloc probe: %+v", p)
+					}
+				}
 				if !p.Func.Python() {
 					continue
 				}
@@ -55,6 +65,9 @@ func TestBindPymalloc(t *testing.T) {
 			slices.Sort(got)
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("pymalloc probes %v, want %v", got, tt.want)
+			}
+			if codeFree != 1 {
+				t.Errorf("%d probes on code_dealloc, want 1 (bpf/python.h keeps tags until it runs)", codeFree)
 			}
 		})
 	}

@@ -33,7 +33,7 @@ func (r *runner) python(ctx context.Context) ([]*Comparison, error) {
 		Unit: "ns/iteration", Baseline: rowUntraced + " 50 frames",
 		Notes: []string{"each iteration makes two allocations and two frees through pymalloc; only allocations read Python frames",
 			"per frame: (memtrace 50 frames - memtrace 2 frames - (untraced 50 - untraced 2)) / 48 / allocations per iteration",
-			"user reads per Python frame: 2 (bpf/python.h, py_step: the frame's first 128 bytes, and 16 bytes of its code object for the tag); the target is 1"}}
+			"user reads per Python frame: 1 (bpf/python.h, py_step: the frame's first 128 bytes); its code object's tag (16 bytes of it) is read the first time the code object is met, and kept until code_dealloc frees it"}}
 	loop := func(o output, err error) ([]float64, error) {
 		if err != nil {
 			return nil, err

@@ -164,6 +164,12 @@ const (
 	FuncPyFree    = FuncPython | FuncFree
 )
 
+// FuncPyCodeFree is CPython's code_dealloc (PyCode_Type's tp_dealloc),
+// probed at entry: a code object is freed, and the probes forget the tag
+// they kept for it (bpf/python.h). It produces no events; it is no
+// malloc family function (its base is none of the Funcs above).
+const FuncPyCodeFree Func = 0xff
+
 // Base is the malloc family function f acts as (f itself for all but
 // Python's).
 func (f Func) Base() Func { return f &^ FuncPython }
@@ -176,6 +182,9 @@ func (f Func) Mark() bool { return f >= FuncMark && f&FuncPython == 0 }
 
 // String is the C name of the function (the PyObject_ one for pymalloc's).
 func (f Func) String() string {
+	if f == FuncPyCodeFree {
+		return "code_dealloc"
+	}
 	if f.Python() {
 		return "PyObject_" + strings.ToUpper(f.Base().String()[:1]) + f.Base().String()[1:]
 	}

@@ -60,24 +60,23 @@ func TestNotPython(t *testing.T) {
 	if _, err := fromFile(exe); !errors.Is(err, ErrNotPython) {
 		t.Fatalf("%s: %v, want ErrNotPython", exe, err)
 	}
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := CodeDealloc(f); !errors.Is(err, ErrNotPython) {
+		t.Errorf("%s: code_dealloc: %v, want ErrNotPython", exe, err)
+	}
 }
 
 // TestCodeMembers: each installed interpreter's PyCode_Type publishes the
 // code object's members at the offsets of memtrace's layout; a layout
 // with one offset wrong is refused.
 func TestCodeMembers(t *testing.T) {
-	home, _ := os.UserHomeDir()
-	paths := []string{"/usr/bin/python3.11"}
-	libs, _ := filepath.Glob(filepath.Join(home, ".pyenv", "versions", "3.1[0-3].*", "lib", "libpython3.*.so.1.0"))
-	paths = append(paths, libs...)
-	for _, path := range paths {
+	for _, path := range interpreterFiles() {
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			if _, err := os.Stat(path); err != nil {
-				if path == "/usr/bin/python3.11" && os.Getenv("CI") == "true" {
-					t.Fatalf("CI=true but %v", err)
-				}
-				t.Skip(err)
-			}
+			needFile(t, path)
 			l, err := fromFile(path) // checks the members
 			if err != nil {
 				t.Fatal(err)
@@ -98,6 +97,59 @@ func TestCodeMembers(t *testing.T) {
 			bad.Code.Filename += 8
 			if err := bad.checkMembers(f, codeType); !errors.Is(err, ErrUnknownVersion) {
 				t.Errorf("co_filename 8 bytes off: %v, want ErrUnknownVersion", err)
+			}
+		})
+	}
+}
+
+// interpreterFiles are Debian's python3.11 and pyenv's libpython3.1x.
+func interpreterFiles() []string {
+	home, _ := os.UserHomeDir()
+	libs, _ := filepath.Glob(filepath.Join(home, ".pyenv", "versions", "3.1[0-3].*", "lib", "libpython3.*.so.1.0"))
+	return append([]string{"/usr/bin/python3.11"}, libs...)
+}
+
+// needFile skips a test of a file not here, but for Debian's python3.11
+// under CI=true.
+func needFile(t *testing.T, path string) {
+	t.Helper()
+	if _, err := os.Stat(path); err != nil {
+		if path == "/usr/bin/python3.11" && os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true but %v", err)
+		}
+		t.Skip(err)
+	}
+}
+
+// TestCodeDealloc finds code_dealloc through PyCode_Type's tp_dealloc: in
+// pyenv's builds, which keep their local symbols, it must be the one named
+// code_dealloc; in Debian's stripped python3.11, somewhere in its code.
+func TestCodeDealloc(t *testing.T) {
+	for _, path := range interpreterFiles() {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			needFile(t, path)
+			f, err := elf.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			got, err := CodeDealloc(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			syms, err := f.Symbols()
+			if err != nil {
+				t.Logf("%#x; no .symtab to check it against", got)
+				return
+			}
+			var want []uint64
+			for _, s := range syms {
+				if s.Name == "code_dealloc" && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+					want = append(want, s.Value)
+				}
+			}
+			if len(want) != 1 || got != want[0] {
+				t.Errorf("code_dealloc at %#x, the symbol table says %#x", got, want)
 			}
 		})
 	}

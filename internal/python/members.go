@@ -125,3 +125,48 @@ func readString(f *elf.File, addr uint64, max int) (string, error) {
 	}
 	return "", fmt.Errorf("address %#x not in the file's data", addr)
 }
+
+// tpDealloc is PyTypeObject's tp_dealloc, from the type's start.
+const tpDealloc = 48
+
+// CodeDealloc is the virtual address, in the interpreter file f, of
+// code_dealloc: the function that frees a code object, taken from
+// PyCode_Type's tp_dealloc. It is static, and only ever called through
+// that pointer (Py_DECREF's _Py_Dealloc), so a probe there sees every code
+// object freed, where an inlined function's probe would miss calls.
+// ErrNotPython when f defines no PyCode_Type.
+func CodeDealloc(f *elf.File) (vaddr uint64, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			vaddr, err = 0, fmt.Errorf("malformed ELF: %v", r)
+		}
+	}()
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		return 0, ErrNotPython
+	}
+	var codeType uint64
+	for _, s := range syms {
+		if s.Name == "PyCode_Type" && s.Section != elf.SHN_UNDEF {
+			codeType = s.Value
+			break
+		}
+	}
+	if codeType == 0 {
+		return 0, ErrNotPython
+	}
+	ptr, err := pointerReader(f)
+	if err != nil {
+		return 0, err
+	}
+	v, err := ptr(codeType + tpDealloc)
+	if err != nil {
+		return 0, fmt.Errorf("read PyCode_Type's tp_dealloc: %w", err)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && v >= p.Vaddr && v < p.Vaddr+p.Filesz {
+			return v, nil
+		}
+	}
+	return 0, fmt.Errorf("PyCode_Type's tp_dealloc %#x is not in the file's code", v)
+}

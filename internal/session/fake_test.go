@@ -142,16 +142,16 @@ func (p *fakeProbes) PreloadTables(int, []string) (tracer.Preload, error) {
 	close(loaded)
 	return tracer.Preload{Small: loaded, All: loaded}, nil
 }
-func (p *fakeProbes) PreloadTableFiles([]string)               {}
-func (p *fakeProbes) SetPythonStacks(tracer.PythonStacks)      {}
-func (p *fakeProbes) TracePython(uint32, *python.Layout) error { return nil }
-func (p *fakeProbes) UntracePython(uint32)                     {}
-func (p *fakeProbes) Stack(int32) ([]uint64, bool)             { return nil, false }
-func (p *fakeProbes) ForgetBlocks(uint32, []uint64)            {}
-func (p *fakeProbes) ForgetStacks(uint32)                      {}
-func (p *fakeProbes) Sweep(func(pid uint32) bool) int          { return 0 }
-func (p *fakeProbes) Uncharge(uint32, uint64)                  {}
-func (p *fakeProbes) MovePage(uint32, uint64, uint64)          {}
+func (p *fakeProbes) PreloadTableFiles([]string)                     {}
+func (p *fakeProbes) SetPythonStacks(tracer.PythonStacks)            {}
+func (p *fakeProbes) TracePython(uint32, *python.Layout, bool) error { return nil }
+func (p *fakeProbes) UntracePython(uint32)                           {}
+func (p *fakeProbes) Stack(int32) ([]uint64, bool)                   { return nil, false }
+func (p *fakeProbes) ForgetBlocks(uint32, []uint64)                  {}
+func (p *fakeProbes) ForgetStacks(uint32)                            {}
+func (p *fakeProbes) Sweep(func(pid uint32) bool) int                { return 0 }
+func (p *fakeProbes) Uncharge(uint32, uint64)                        {}
+func (p *fakeProbes) MovePage(uint32, uint64, uint64)                {}
 func (p *fakeProbes) CountsOf(uint32) (tracer.Counts, bool) {
 	return tracer.Counts{}, false
 }

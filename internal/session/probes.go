@@ -40,9 +40,10 @@ type Attacher interface {
 	PreloadTables(pid int, paths []string) (tracer.Preload, error)
 	PreloadTableFiles(paths []string)
 	// SetPythonStacks, TracePython and UntracePython: which processes'
-	// Python frames the probes read, with which layout (python.go).
+	// Python frames the probes read, with which layout, and whether they
+	// keep code objects' tags (python.go).
 	SetPythonStacks(m tracer.PythonStacks)
-	TracePython(pid uint32, l *python.Layout) error
+	TracePython(pid uint32, l *python.Layout, keepTags bool) error
 	UntracePython(pid uint32)
 }
 

@@ -59,7 +59,7 @@ func (s *session) pythonEvent(e *event.Event) {
 		s.log.Warn("python frames not read", "pid", e.PID, "err", err)
 		return
 	}
-	if err := s.objs.TracePython(e.PID, l); err != nil {
+	if err := s.objs.TracePython(e.PID, l, s.freesCode(e.PID, l.Path)); err != nil {
 		s.log.Warn("python frames not read", "pid", e.PID, "err", err)
 		return
 	}
@@ -82,4 +82,16 @@ func (s *session) forgetPython(pid uint32) {
 		s.log.Info("python lines not named", "pid", pid, "events", n,
 			"why", "their code objects could not be read: the process had exited before memtrace read its events (docs/python.md)")
 	}
+}
+
+// freesCode reports whether the probes placed for pid include its
+// interpreter's code_dealloc (at path): then its code objects' tags may be
+// kept until they are freed (bpf/python.h). The whole host's resident
+// mode places no such probe.
+func (s *session) freesCode(pid uint32, path string) bool {
+	if s.host != nil {
+		return s.host.att.FreesCode(path)
+	}
+	t := s.targets[int(pid)]
+	return t != nil && t.att != nil && t.att.FreesCode(path)
 }

@@ -28,6 +28,21 @@ type Attachment struct {
 	placed map[string]bool
 	// keys are the (file, offset) pairs each link probes (DetachStale).
 	keys map[link.Link][]string
+	// codeFree: the interpreter files whose code_dealloc is probed, and
+	// that probe's pair (FreesCode).
+	codeFree map[allocator.FileID]string
+}
+
+// FreesCode reports whether the interpreter file at path has its
+// code_dealloc probed by a (event.FuncPyCodeFree): only then may the
+// probes keep code objects' tags (TracePython).
+func (a *Attachment) FreesCode(path string) bool {
+	id, err := allocator.Identify(path)
+	if err != nil {
+		return false
+	}
+	key, ok := a.codeFree[id]
+	return ok && a.placed[key]
 }
 
 // add records links made for the pairs in keys.
@@ -40,11 +55,12 @@ func (a *Attachment) add(links *[]link.Link, l link.Link, keys []string) {
 }
 
 // needsReturn reports whether p's probes include a return probe: every
-// allocating function and wrapper does; free, munmap, marks and the JVM's
-// category probes act at entry.
+// allocating function and wrapper does; free, munmap, marks, CPython's
+// code_dealloc and the JVM's category probes act at entry.
 func needsReturn(p Placement) bool {
 	fn := p.Func
-	return p.CategoryArg == 0 && fn.Base() != event.FuncFree && fn != event.FuncMunmap && !fn.Mark()
+	return p.CategoryArg == 0 && fn.Base() != event.FuncFree && fn != event.FuncMunmap && !fn.Mark() &&
+		fn != event.FuncPyCodeFree
 }
 
 // cookie is the attach cookie of p's probes: the function's id, or, for a
@@ -116,6 +132,9 @@ func arity(p allocator.Probe) int {
 	if p.CtxFirst {
 		p.CtxFirst = false
 		return 1 + arity(p)
+	}
+	if p.Func == event.FuncPyCodeFree {
+		return 1 // the code object
 	}
 	switch p.Func.Base() {
 	case event.FuncMalloc, event.FuncValloc, event.FuncPvalloc, event.FuncFree:
@@ -203,6 +222,15 @@ func (t *Objects) Attach(a *Attachment, probes []Placement) error {
 	}
 	for _, p := range probes {
 		a.placed[placedKey(p)] = true
+		if p.Func != event.FuncPyCodeFree {
+			continue
+		}
+		if id, err := allocator.Identify(p.Path); err == nil {
+			if a.codeFree == nil {
+				a.codeFree = map[allocator.FileID]string{}
+			}
+			a.codeFree[id] = placedKey(p)
+		}
 	}
 	return nil
 }
@@ -360,7 +388,7 @@ func attachError(kind string, p allocator.Probe, pid int, err error) error {
 // or memtrace is done.
 func (a *Attachment) Detach() error {
 	err := errors.Join(closeAll(a.entries), closeAll(a.returns))
-	a.entries, a.returns, a.placed, a.keys = nil, nil, nil, nil
+	a.entries, a.returns, a.placed, a.keys, a.codeFree = nil, nil, nil, nil, nil
 	return err
 }
 

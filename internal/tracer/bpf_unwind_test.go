@@ -41,7 +41,10 @@ type pyWalkTest struct {
 	Frame                                uint64
 	CodeOff, PrevOff, InstrOff, EntryOff uint32
 	NamesOff                             uint32
+	Gen                                  uint32
 	N                                    uint32
+	_                                    uint32 // C's padding before freed
+	Freed                                uint64
 }
 
 // walkTest is struct walk_test (checked against the object's BTF).
@@ -350,7 +353,10 @@ func TestRefaultSlots(t *testing.T) {
 // (python.h's py_step): each frame gives its code object, tagged with its
 // co_filename and co_name pointers as symbolize.PythonTag folds them, and
 // its instruction with its entry byte. A code object whose names cannot
-// be read keeps tag 0; without names_off no tag is read.
+// be read keeps tag 0; without names_off no tag is read. With a cache
+// generation a code object's names are read once: its tag stays what it
+// was until the code object is freed (the code_dealloc probe), and
+// another generation reads its own.
 func TestPythonWalk(t *testing.T) {
 	objs := loadUnwindTest(t)
 	mem := newStack(t)
@@ -386,14 +392,39 @@ func TestPythonWalk(t *testing.T) {
 			mem.put(at+prevOff, base+uint64(i+1)*frameSize)
 		}
 	}
-	for _, tagged := range []bool{true, false} {
-		in := pyWalkTest{Frame: base, CodeOff: codeOff, PrevOff: prevOff, InstrOff: instrOff, EntryOff: entryOff}
-		if tagged {
+	tag := func(name uint64) uint64 { return uint64(symbolize.PythonTag(frames[0].file, name)) << 48 }
+	// Each walk in turn, frame 0's co_name set to rename first (0: as it
+	// is); wantTag is frame 0's tag (0: none).
+	walks := []struct {
+		what    string
+		rename  uint64
+		tagged  bool
+		gen     uint32
+		freed   bool
+		wantTag uint64
+	}{
+		{what: "read, then cached", tagged: true, gen: 7, wantTag: tag(frames[0].name)},
+		{what: "cached: not read again", rename: 0x7f0000004000, tagged: true, gen: 7, wantTag: tag(frames[0].name)},
+		{what: "freed: read again", tagged: true, gen: 7, freed: true, wantTag: tag(0x7f0000004000)},
+		{what: "another generation reads its own", rename: 0x7f0000005000, tagged: true, gen: 8, wantTag: tag(0x7f0000005000)},
+		{what: "the first generation's stays", tagged: true, gen: 7, wantTag: tag(0x7f0000004000)},
+		{what: "no generation: read every time", rename: 0x7f0000006000, tagged: true, wantTag: tag(0x7f0000006000)},
+		{what: "untagged", tagged: false},
+	}
+	for _, w := range walks {
+		if w.rename != 0 {
+			mem.put(frames[0].code+namesOff+8, w.rename)
+		}
+		in := pyWalkTest{Frame: base, CodeOff: codeOff, PrevOff: prevOff, InstrOff: instrOff, EntryOff: entryOff, Gen: w.gen}
+		if w.tagged {
 			in.NamesOff = namesOff
+		}
+		if w.freed {
+			in.Freed = base + frames[0].code
 		}
 		runCtx(t, objs.PyWalk, &in)
 		if in.N != uint32(len(frames)) {
-			t.Fatalf("tagged %v: %d frames, want %d", tagged, in.N, len(frames))
+			t.Fatalf("%s: %d frames, want %d", w.what, in.N, len(frames))
 		}
 		var got bpftest.UnwindWalkFrames
 		if err := objs.Frames.Lookup(uint32(0), &got); err != nil {
@@ -405,15 +436,18 @@ func TestPythonWalk(t *testing.T) {
 				code = base + f.code
 			}
 			want := code
-			if tagged && !f.unmapped {
+			switch {
+			case i == 0:
+				want |= w.wantTag
+			case w.tagged && !f.unmapped:
 				want |= uint64(symbolize.PythonTag(f.file, f.name)) << 48
 			}
 			if got.Frames[2*i] != want {
-				t.Errorf("tagged %v, frame %d: code word %#x, want %#x", tagged, i, got.Frames[2*i], want)
+				t.Errorf("%s, frame %d: code word %#x, want %#x", w.what, i, got.Frames[2*i], want)
 			}
 			wantInstr := (code+184+f.instr)&(1<<48-1) | uint64(f.entry)<<48
 			if got.Frames[2*i+1] != wantInstr {
-				t.Errorf("tagged %v, frame %d: instruction word %#x, want %#x", tagged, i, got.Frames[2*i+1], wantInstr)
+				t.Errorf("%s, frame %d: instruction word %#x, want %#x", w.what, i, got.Frames[2*i+1], wantInstr)
 			}
 		}
 	}

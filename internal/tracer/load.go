@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -141,6 +142,9 @@ type Objects struct {
 	stackDepth int
 	// python merges Python frames into stacks (SetPythonStacks); nil: none.
 	python PythonStacks
+	// pyGen numbers the processes whose code objects' tags are kept
+	// (TracePython): py_tags' keys.
+	pyGen atomic.Uint32
 	// kernel is what the running kernel offers (features.go).
 	kernel Kernel
 	// faultBytes is Options.ResidentBytes; faults the page-fault links.

@@ -200,8 +200,9 @@ const (
 type memtraceFuncDomain uint32
 
 const (
-	memtraceFuncDomainFUNC_PY        memtraceFuncDomain = 128
-	memtraceFuncDomainFUNC_BASE_MASK memtraceFuncDomain = 127
+	memtraceFuncDomainFUNC_PY           memtraceFuncDomain = 128
+	memtraceFuncDomainFUNC_BASE_MASK    memtraceFuncDomain = 127
+	memtraceFuncDomainFUNC_PY_CODE_FREE memtraceFuncDomain = 255
 )
 
 type memtraceFuncId uint32
@@ -269,6 +270,13 @@ type memtraceProcEvent struct {
 	Comm [16]int8
 }
 
+type memtracePyCodeKey struct {
+	_    structs.HostLayout
+	Gen  uint32
+	Pad  uint32
+	Code uint64
+}
+
 type memtracePyProc struct {
 	_           structs.HostLayout
 	TssKey      uint64
@@ -280,6 +288,8 @@ type memtracePyProc struct {
 	InstrOff    uint32
 	EntryOff    uint32
 	NamesOff    uint32
+	Gen         uint32
+	_           [4]byte
 }
 
 type memtracePyState struct {
@@ -291,6 +301,8 @@ type memtracePyState struct {
 	At     uint32
 	N      uint32
 	Names  [2]uint64
+	Key    memtracePyCodeKey
+	Tag    uint64
 	Buf    [128]uint8
 }
 
@@ -494,6 +506,7 @@ const (
 	memtraceMapProcCounts           = "proc_counts"
 	memtraceMapPyProcs              = "py_procs"
 	memtraceMapPyScratch            = "py_scratch"
+	memtraceMapPyTags               = "py_tags"
 	memtraceMapRefaultSlots         = "refault_slots"
 	memtraceMapSampled              = "sampled"
 	memtraceMapSampledHint          = "sampled_hint"
@@ -634,6 +647,7 @@ type memtraceMapSpecs struct {
 	ProcCounts    *ebpf.MapSpec `ebpf:"proc_counts"`
 	PyProcs       *ebpf.MapSpec `ebpf:"py_procs"`
 	PyScratch     *ebpf.MapSpec `ebpf:"py_scratch"`
+	PyTags        *ebpf.MapSpec `ebpf:"py_tags"`
 	RefaultSlots  *ebpf.MapSpec `ebpf:"refault_slots"`
 	Sampled       *ebpf.MapSpec `ebpf:"sampled"`
 	SampledHint   *ebpf.MapSpec `ebpf:"sampled_hint"`
@@ -728,6 +742,7 @@ type memtraceMaps struct {
 	ProcCounts    *ebpf.Map `ebpf:"proc_counts"`
 	PyProcs       *ebpf.Map `ebpf:"py_procs"`
 	PyScratch     *ebpf.Map `ebpf:"py_scratch"`
+	PyTags        *ebpf.Map `ebpf:"py_tags"`
 	RefaultSlots  *ebpf.Map `ebpf:"refault_slots"`
 	Sampled       *ebpf.Map `ebpf:"sampled"`
 	SampledHint   *ebpf.Map `ebpf:"sampled_hint"`
@@ -754,6 +769,7 @@ func (m *memtraceMaps) Close() error {
 		m.ProcCounts,
 		m.PyProcs,
 		m.PyScratch,
+		m.PyTags,
 		m.RefaultSlots,
 		m.Sampled,
 		m.SampledHint,

@@ -22,14 +22,22 @@ type PythonStacks interface {
 func (t *Objects) SetPythonStacks(m PythonStacks) { t.python = m }
 
 // TracePython has the probes read pid's Python frames (bpf/python.h),
-// wherever they take a stack or charge a call site.
-func (t *Objects) TracePython(pid uint32, l *python.Layout) error {
+// wherever they take a stack or charge a call site. keepTags: the
+// interpreter's code_dealloc is probed for pid (Attachment.FreesCode), so
+// each code object's tag is read once and kept until it is freed;
+// otherwise every frame reads it.
+func (t *Objects) TracePython(pid uint32, l *python.Layout, keepTags bool) error {
 	p := memtracePyProc{
 		TssKey: l.TSSKey, TsdOff: l.TSDOffset(), TstateFrame: l.TstateFrame, CframeFrame: l.CFrameFrame,
 		CodeOff: l.Frame.Code, PrevOff: l.Frame.Prev, InstrOff: l.Frame.Instr, EntryOff: l.Frame.Entry,
 	}
 	if l.Tagged() {
 		p.NamesOff = l.Code.Filename
+		if keepTags {
+			// A new generation each time: a PID reused, or an exec,
+			// never meets the tags kept before.
+			p.Gen = t.pyGen.Add(1)
+		}
 	}
 	if err := t.objs.PyProcs.Update(pid, &p, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("trace python frames of %d: %w", pid, err)

@@ -107,6 +107,13 @@ type UnwindInflight struct {
 	NestedOldSize uint64
 }
 
+type UnwindPyCodeKey struct {
+	_    structs.HostLayout
+	Gen  uint32
+	Pad  uint32
+	Code uint64
+}
+
 type UnwindPyProc struct {
 	_           structs.HostLayout
 	TssKey      uint64
@@ -118,6 +125,8 @@ type UnwindPyProc struct {
 	InstrOff    uint32
 	EntryOff    uint32
 	NamesOff    uint32
+	Gen         uint32
+	_           [4]byte
 }
 
 type UnwindPyState struct {
@@ -129,6 +138,8 @@ type UnwindPyState struct {
 	At     uint32
 	N      uint32
 	Names  [2]uint64
+	Key    UnwindPyCodeKey
+	Tag    uint64
 	Buf    [128]uint8
 }
 
@@ -274,6 +285,7 @@ const (
 	UnwindMapProcCounts           = "proc_counts"
 	UnwindMapPyProcs              = "py_procs"
 	UnwindMapPyScratch            = "py_scratch"
+	UnwindMapPyTags               = "py_tags"
 	UnwindMapRefaultSlots         = "refault_slots"
 	UnwindMapSampled              = "sampled"
 	UnwindMapSampledHint          = "sampled_hint"
@@ -421,6 +433,7 @@ type UnwindMapSpecs struct {
 	ProcCounts    *ebpf.MapSpec `ebpf:"proc_counts"`
 	PyProcs       *ebpf.MapSpec `ebpf:"py_procs"`
 	PyScratch     *ebpf.MapSpec `ebpf:"py_scratch"`
+	PyTags        *ebpf.MapSpec `ebpf:"py_tags"`
 	RefaultSlots  *ebpf.MapSpec `ebpf:"refault_slots"`
 	Sampled       *ebpf.MapSpec `ebpf:"sampled"`
 	SampledHint   *ebpf.MapSpec `ebpf:"sampled_hint"`
@@ -516,6 +529,7 @@ type UnwindMaps struct {
 	ProcCounts    *ebpf.Map `ebpf:"proc_counts"`
 	PyProcs       *ebpf.Map `ebpf:"py_procs"`
 	PyScratch     *ebpf.Map `ebpf:"py_scratch"`
+	PyTags        *ebpf.Map `ebpf:"py_tags"`
 	RefaultSlots  *ebpf.Map `ebpf:"refault_slots"`
 	Sampled       *ebpf.Map `ebpf:"sampled"`
 	SampledHint   *ebpf.Map `ebpf:"sampled_hint"`
@@ -543,6 +557,7 @@ func (m *UnwindMaps) Close() error {
 		m.ProcCounts,
 		m.PyProcs,
 		m.PyScratch,
+		m.PyTags,
 		m.RefaultSlots,
 		m.Sampled,
 		m.SampledHint,
