@@ -73,6 +73,11 @@ type pyProc struct {
 	// checked: the batch (PythonCode.Batch) in which each code object
 	// was last checked against its process.
 	checked map[uint64]uint64
+	// dead: the code objects (address and tag) found freed in batch
+	// deadBatch, not read again in it: a reader behind a process that
+	// makes and drops code objects meets one in event after event.
+	dead      map[pyReplaced]bool
+	deadBatch uint64
 }
 
 // pythonFrames maps the addresses that stand for Python frames to them.
@@ -192,6 +197,13 @@ func (p *pyProc) code(code uint64, tag uint16, batch uint64) (*pyCode, error) {
 		}
 	}
 	if c == nil {
+		k := pyReplaced{code, tag}
+		if p.deadBatch != batch || p.dead == nil {
+			p.dead, p.deadBatch = map[pyReplaced]bool{}, batch
+		}
+		if p.dead[k] {
+			return p.replaced[k], nil
+		}
 		var err error
 		if c, err = p.readCode(code); err != nil {
 			var names [3]uint64
@@ -199,7 +211,8 @@ func (p *pyProc) code(code uint64, tag uint16, batch uint64) (*pyCode, error) {
 				// The process is there, but this is no code object:
 				// the event's was freed before it was read, its names
 				// (or their strings) reused since.
-				return p.replaced[pyReplaced{code, tag}], nil
+				p.dead[k] = true
+				return p.replaced[k], nil
 			}
 			return nil, err // the process is gone
 		}

@@ -174,8 +174,18 @@ func TestPythonReplacedCode(t *testing.T) {
 		tag := m.code(at, at+0x400, "dead")
 		m.u64(at, h.refs)
 		m.u64(at+8, h.typ)
-		if c, err := p.code(at, tag, 6); err != nil || c != nil {
+		if c, err := p.code(at, tag, uint64(6+i)); err != nil || c != nil {
 			t.Errorf("%s: %v, %v; want nil (PythonFreed)", h.what, c, err)
+		}
+		// Found dead, it is not read again in its batch; in the next
+		// one it is (here, a code object again: named).
+		m.u64(at, 1)
+		m.u64(at+8, fakeCodeType)
+		if c, err := p.code(at, tag, uint64(6+i)); err != nil || c != nil {
+			t.Errorf("%s, again in its batch: %v, %v; want nil (not read again)", h.what, c, err)
+		}
+		if c, err := p.code(at, tag, uint64(16+i)); err != nil || c == nil || c.function != "dead" {
+			t.Errorf("%s, alive in the next batch: %v, %v; want it named", h.what, c, err)
 		}
 	}
 	if c, err := p.code(1<<40, fourth, 5); err == nil {
