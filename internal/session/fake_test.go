@@ -28,10 +28,18 @@ import (
 // starts (no root needed for one's own children).
 
 // fakeRing hands the session the events the test sends; released counts
-// ReleaseBuffers calls.
+// ReleaseBuffers calls. Wake ends a Poll's wait, as tracer.Drainer's does.
 type fakeRing struct {
 	events   chan *event.Event
+	wake     chan struct{}
 	released atomic.Int32
+}
+
+func (r *fakeRing) Wake() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
 }
 
 func (r *fakeRing) ReleaseBuffers() error {
@@ -50,6 +58,7 @@ func (r *fakeRing) Poll(wait time.Duration, fn func(*event.Event)) (int, error) 
 			n++
 		case <-t.C:
 			return 0, nil
+		case <-r.wake:
 		}
 	}
 	for {
@@ -187,11 +196,13 @@ func (p *fakeProbes) forgot() []uint32 {
 	return append([]uint32(nil), p.forgotten...)
 }
 
-// fakeBackend loads fakeProbes and fakeRing, or fails with loadErr.
+// fakeBackend loads fakeProbes and fakeRing, or fails with loadErr; with
+// loading set, Load waits until it is closed.
 type fakeBackend struct {
 	probes  *fakeProbes
 	ring    *fakeRing
 	loadErr error
+	loading chan struct{}
 
 	mu     sync.Mutex
 	loaded *tracer.Options
@@ -199,10 +210,13 @@ type fakeBackend struct {
 }
 
 func newFakeBackend() *fakeBackend {
-	return &fakeBackend{probes: &fakeProbes{}, ring: &fakeRing{events: make(chan *event.Event, 1024)}}
+	return &fakeBackend{probes: &fakeProbes{}, ring: &fakeRing{events: make(chan *event.Event, 1024), wake: make(chan struct{}, 1)}}
 }
 
 func (b *fakeBackend) Load(opts tracer.Options, _ *slog.Logger) (Probes, Ring, func(), error) {
+	if b.loading != nil {
+		<-b.loading
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.loadErr != nil {
@@ -266,6 +280,18 @@ func testConfig() *Config {
 func startRun(t *testing.T, cfg *Config, b *fakeBackend, hostPIDs ...int) *liveRun {
 	t.Helper()
 	return startRunWith(t, cfg, b, strings.NewReader(""), hostPIDs...)
+}
+
+// pipe is a pipe, closed when the test ends: a command's standard input
+// (r) and the test's end of it (w).
+func pipe(t *testing.T) (r, w *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	return r, w
 }
 
 // startRunWith is startRun with a command's standard input.

@@ -133,6 +133,14 @@ func (s *session) run() (int, error) {
 			return 0, fmt.Errorf("process %d (%s) %w", pid, comm(pid), host.ErrKernelThread)
 		}
 	}
+	var early *earlyCommand
+	if s.host == nil && len(s.cfg.Command) > 0 {
+		// Started while the probes load, it waits at its exec stop until
+		// they are attached (command.go); killed there if the run fails
+		// before the loop takes it.
+		early = s.startEarly()
+		defer early.abandon()
+	}
 	release, err := s.load(adjust)
 	if err != nil {
 		return 0, err
@@ -165,7 +173,7 @@ func (s *session) run() (int, error) {
 	case s.host != nil:
 		err = s.startHost() // host.go
 	case len(s.cfg.Command) > 0:
-		child, err = s.startCommand()
+		child, err = s.startCommand(early)
 	default:
 		err = s.attachTargets()
 	}
@@ -179,10 +187,10 @@ func (s *session) run() (int, error) {
 	return s.loop(child, sigs)
 }
 
-// startCommand starts the command, stopped at its exec (launch.Start).
-func (s *session) startCommand() (*launch.Child, error) {
-	child, err := launch.Start(launch.Spec{Args: s.cfg.Command, Env: os.Environ(),
-		Stdin: s.stdin, Stdout: s.stdout, Stderr: s.stderr, Follow: s.cfg.Follow})
+// startCommand takes the command started early, stopped at its exec
+// (command.go).
+func (s *session) startCommand(early *earlyCommand) (*launch.Child, error) {
+	child, err := early.join(s.wakeRing())
 	if err != nil {
 		return nil, err
 	}
@@ -564,12 +572,10 @@ func (s *session) onStop(st launch.Stop) error {
 		}
 		s.releaseExecve(uint32(st.PID)) // the new program's (execve.go)
 		t.execs++
-		mods, err := allocator.ForCommand(exe, strings.Split(string(env), "\x00"))
+		mods, err := execModules(exe, env) // command.go
 		if err != nil {
 			return err
 		}
-		// A java launcher's libjvm.so, which it dlopens later (jvm.go).
-		mods = append(mods, allocator.JVMForCommand(exe)...)
 		if err := s.attach(t, mods); err != nil {
 			return err
 		}
@@ -628,9 +634,7 @@ func (s *session) attachRunning(t *target) error {
 }
 
 func (s *session) attach(t *target, mods []allocator.Module) error {
-	if s.cfg.Allocator != "" {
-		mods = append([]allocator.Module{{Path: s.cfg.Allocator, Module: s.cfg.Allocator, Exe: true}}, mods...)
-	}
+	mods = withAllocator(s.cfg.Allocator, mods) // command.go
 	// The unwind tables of its code (and of the libraries a command stopped
 	// at exec will map), built in the background while its allocator is
 	// bound (reading a big program's symbols takes as long as its cached

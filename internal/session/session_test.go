@@ -255,12 +255,7 @@ func TestCommandStatus(t *testing.T) {
 func TestCommandEvents(t *testing.T) {
 	cfg := testConfig()
 	cfg.Command = []string{"/bin/sh", "-c", "read x; exit 3"}
-	stdin, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stdin.Close()
-	defer w.Close()
+	stdin, w := pipe(t)
 	b := newFakeBackend()
 	r := startRunWith(t, cfg, b, stdin)
 	waitFor(t, "the command's probes", func() bool { return len(b.probes.calls()) > 0 })
@@ -317,12 +312,16 @@ func TestCommandSignals(t *testing.T) {
 // probed.
 func TestCommandExec(t *testing.T) {
 	cfg := testConfig()
-	cfg.Command = []string{"/bin/sh", "-c", "exec sleep 60"}
+	// The exec waits for the first program's event: the loop meets the
+	// exec stop as soon as it comes (the ring's poll is woken for it).
+	cfg.Command = []string{"/bin/sh", "-c", "read x; exec sleep 60"}
+	stdin, w := pipe(t)
 	b := newFakeBackend()
-	r := startRun(t, cfg, b)
+	r := startRunWith(t, cfg, b, stdin)
 	waitFor(t, "the first program's probes", func() bool { return len(b.probes.calls()) == 1 })
 	pid := b.probes.calls()[0].pid
 	b.send(alloc(pid, 0x1000, 1000))
+	w.Write([]byte("go\n"))
 	waitFor(t, "the second program's probes", func() bool { return len(b.probes.calls()) == 2 })
 	b.send(alloc(pid, 0x2000, 20))
 	r.signal(syscall.SIGTERM)

@@ -68,6 +68,14 @@ func (d *Drainer) ReleaseBuffers() error {
 	return errors.Join(d.rd.Close(), d.objs.unmapRefault())
 }
 
+// Wake ends the wait of a Poll in progress, or else the next one's, once
+// the events in the ring are handed over: something other than the ring
+// needs its caller (a command stopped, waiting to be resumed). It may be
+// called from any goroutine.
+func (d *Drainer) Wake() {
+	_ = d.rd.Flush() // closed: nothing waits
+}
+
 // MaxBatch bounds the events one waiting Poll hands over (as the
 // OpenTelemetry profiler's maxEvents does): a ring that never empties
 // would otherwise keep Poll reading forever, and its caller's ticks,
@@ -75,9 +83,9 @@ func (d *Drainer) ReleaseBuffers() error {
 var MaxBatch = 1 << 16
 
 // Poll waits up to wait for events (the probes wake the reader only when
-// much data is pending) and then hands the events in the ring to fn, in
-// order, returning when the ring is empty or MaxBatch events were handed
-// over. wait <= 0 drains what the ring holds now without waiting, and
+// much data is pending), or until Wake, and then hands the events in the
+// ring to fn, in order, returning when the ring is empty or MaxBatch
+// events were handed over. wait <= 0 drains what the ring holds now without waiting, and
 // no more: the callers that pass it (exec, exit, the end) need every event
 // up to then, and a busy ring must not keep them there. fn must not keep
 // the pointer.
@@ -126,7 +134,7 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 			total = uint64(d.rec.Remaining) + recordBytes(len(d.rec.RawSample))
 		}
 		if err != nil {
-			if errors.Is(err, os.ErrDeadlineExceeded) {
+			if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, ringbuf.ErrFlushed) {
 				return n, nil
 			}
 			return n, fmt.Errorf("read ring buffer: %w", err)
