@@ -408,6 +408,8 @@ func loadSpec(o Options) (*ebpf.CollectionSpec, error) {
 		return nil, err
 	}
 	spec.Maps["unwind_rows"].MaxEntries = DefaultUnwindRows
+	// Tables are copied in through a mapping (tables.putRows).
+	spec.Maps["unwind_rows"].Flags |= unix.BPF_F_MMAPABLE
 	if o.UnwindRows > 0 {
 		spec.Maps["unwind_rows"].MaxEntries = o.UnwindRows
 	}

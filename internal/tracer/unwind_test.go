@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"debug/elf"
+	"encoding/binary"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -181,6 +182,56 @@ func TestKeyOfPathContended(t *testing.T) {
 		got, err := objs.tables.keyOfPath("/bin/true")
 		if err != nil || got != want {
 			t.Fatalf("query %d: key %+v, %v; want %+v", i, got, err, want)
+		}
+	}
+}
+
+// TestPutRows: rows copied into the mapped rows map (tables.putRows,
+// copyRows) are the values the walk looks up, at any first row, a page's
+// edge crossed, and the rows around them are left as they were.
+func TestPutRows(t *testing.T) {
+	needBPF(t)
+	o := DefaultOptions()
+	o.RingBytes = 1 << 20
+	objs, _ := loadDrainer(t, o)
+	tab := objs.tables
+	if tab.rows.Flags()&unix.BPF_F_MMAPABLE == 0 {
+		t.Fatal("the rows map is not mmapable: rows are written element by element")
+	}
+	put := func(first uint32, vals []uint64) {
+		t.Helper()
+		b := make([]byte, 0, 8*len(vals))
+		for _, v := range vals {
+			b = binary.NativeEndian.AppendUint64(b, v)
+		}
+		if err := copyRows(tab.rows, first, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 1000 rows from row 509: from inside the first page into the third.
+	const first, n = 509, 1000
+	want := make([]uint64, n)
+	for i := range want {
+		want[i] = 0x1234_5678_0000_0000 | uint64(i)
+	}
+	put(first-1, []uint64{7})
+	put(first+n, []uint64{9})
+	put(first, want)
+	for i := range uint32(n + 2) {
+		key := first - 1 + i
+		var got uint64
+		if err := tab.rows.Lookup(key, &got); err != nil {
+			t.Fatalf("row %d: %v", key, err)
+		}
+		exp := uint64(7)
+		switch {
+		case i == n+1:
+			exp = 9
+		case i > 0:
+			exp = want[i-1]
+		}
+		if got != exp {
+			t.Fatalf("row %d = %#x, want %#x", key, got, exp)
 		}
 	}
 }
