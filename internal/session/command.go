@@ -103,16 +103,26 @@ func (c *earlyCommand) join(wake func()) (*launch.Child, error) {
 }
 
 // abandon kills a command the loop never took (the run failed first); it
-// does nothing once join has run.
+// does nothing once join has run. The kill is sent before it returns:
+// memtrace may exit right after, before pass's goroutine runs, and a
+// tracee whose tracer exits goes on untraced (no PTRACE_O_EXITKILL: a
+// memtrace that dies must not take its command with it). SIGKILL ends a
+// process in a ptrace stop without its running another instruction.
 func (c *earlyCommand) abandon() {
 	if c == nil {
 		return
 	}
 	select {
 	case <-c.joined:
+		return
 	case <-c.dropped:
+		return
 	default:
 		close(c.dropped)
+	}
+	<-c.started
+	if c.err == nil {
+		_ = syscall.Kill(c.child.PID, syscall.SIGKILL)
 	}
 }
 

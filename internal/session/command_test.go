@@ -52,6 +52,11 @@ func TestCommandWhileLoading(t *testing.T) {
 				if code != pipeline.ExitPermission {
 					t.Errorf("exit %d, want %d; stderr:\n%s", code, pipeline.ExitPermission, r.stderr)
 				}
+				// Killed before the run returned: memtrace exits next,
+				// and a tracee left stopped would then run untraced.
+				if !killed(pid) {
+					t.Fatal("the run returned, its command not killed")
+				}
 				waitFor(t, "the command killed", func() bool { return !alive(pid) })
 				if _, err := os.Stat(ran); err == nil {
 					t.Error("the command ran although its probes could not be loaded")
@@ -100,6 +105,27 @@ func childAtStop(exe, arg string) int {
 func alive(pid int) bool {
 	state, _, ok := procState(pid)
 	return ok && state != "Z"
+}
+
+// killed: pid is gone, a zombie, or has SIGKILL pending.
+func killed(pid int) bool {
+	if !alive(pid) {
+		return true
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return true
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 || (f[0] != "SigPnd:" && f[0] != "ShdPnd:") {
+			continue
+		}
+		if mask, err := strconv.ParseUint(f[1], 16, 64); err == nil && mask&(1<<(9-1)) != 0 {
+			return true
+		}
+	}
+	return !alive(pid)
 }
 
 // procState reads pid's state and parent from /proc/PID/stat.
