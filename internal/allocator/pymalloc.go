@@ -76,26 +76,25 @@ func bindPython(modules []Module, syms []map[string]symbol, seen map[string]bool
 			funcs, ctx = pymallocFuncs, true
 		}
 		var probes []Probe
-		for _, f := range funcs {
-			sym, ok := s[f.name]
+		add := func(name string, fn event.Func, ctx bool) {
+			sym, ok := s[name]
 			if !ok {
-				continue
+				return
 			}
 			key := fmt.Sprintf("%s@%#x", m.Path, sym.offset)
 			if seen[key] {
-				continue
+				return
 			}
 			seen[key] = true
-			probes = append(probes, Probe{Func: f.fn, Symbol: f.name, Path: m.Path,
+			probes = append(probes, Probe{Func: fn, Symbol: name, Path: m.Path,
 				Module: m.Module, Offset: sym.offset, Size: sym.size, CtxFirst: ctx})
+		}
+		for _, f := range funcs {
+			add(f.name, f.fn, ctx)
 		}
 		// code_dealloc: the probes read each code object's tag once and
 		// forget it when the code object is freed (bpf/python.h).
-		if sym, ok := s[codeDeallocName]; ok && !seen[fmt.Sprintf("%s@%#x", m.Path, sym.offset)] {
-			seen[fmt.Sprintf("%s@%#x", m.Path, sym.offset)] = true
-			probes = append(probes, Probe{Func: event.FuncPyCodeFree, Symbol: codeDeallocName, Path: m.Path,
-				Module: m.Module, Offset: sym.offset})
-		}
+		add(codeDeallocName, event.FuncPyCodeFree, false)
 		return probes
 	}
 	return nil
