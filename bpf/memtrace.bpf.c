@@ -578,6 +578,8 @@ static __always_inline int enter_call(struct pt_regs *ctx, struct task_struct *t
 
 	call_args(ctx, cookie, &a1, &a2, &a3);
 
+	if (fn == FUNC_PY_POOL)
+		return enter(ctx, t, fn, 1ULL << ((cookie >> FUNC_COOKIE_POOL_SHIFT) & FUNC_COOKIE_POOL_MASK), 0, 0);
 	switch (fn & FUNC_BASE_MASK) {
 	case FUNC_MALLOC:
 	case FUNC_VALLOC:
@@ -756,6 +758,8 @@ static __always_inline int on_return(struct pt_regs *ctx)
 			report_site(ctx, s, KIND_MREMAP, ret, s->size, s->old_addr, s->old_size);
 		return 0;
 	default:
+		if (ret && s->func == FUNC_PY_POOL)
+			ret &= ~(s->size - 1); /* the pool of the block it returns */
 		if (ret)
 			alloc_done(ctx, s, ret);
 		return 0;

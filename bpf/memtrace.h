@@ -66,6 +66,14 @@ enum func_domain {
 	 * No malloc family function: its base is none of enum func_id.
 	 */
 	FUNC_PY_CODE_FREE = 0xff,
+	/*
+	 * pymalloc's allocate_from_new_pool, where a build inlines pymalloc's
+	 * fast path (Debian's python3.11): it returns the first block of the
+	 * pool it opened, and the pool (that block rounded down to the pool
+	 * size, from the attach cookie: FUNC_COOKIE_POOL_SHIFT) is reported
+	 * as one Python block. No malloc family function either.
+	 */
+	FUNC_PY_POOL = 0xfe,
 };
 
 /*
@@ -81,6 +89,9 @@ enum func_cookie {
 	 * _PyObject_Free...): each argument is one register later.
 	 */
 	FUNC_COOKIE_CTX = 0x100,
+	/* FUNC_PY_POOL's pool size: 1 << these 5 bits. */
+	FUNC_COOKIE_POOL_SHIFT = 16,
+	FUNC_COOKIE_POOL_MASK = 0x1f,
 	FUNC_COOKIE_LEN_SHIFT = 32,
 };
 

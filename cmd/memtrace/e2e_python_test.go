@@ -31,8 +31,9 @@ import (
 type interpreter struct {
 	name, path string
 	// inlined: the build (Debian's, with LTO and PGO) inlines pymalloc's
-	// fast path into its callers, where no probe sees it: only the calls
-	// that reach PyObject_Malloc's own code are blocks.
+	// fast path into its callers, where no probe sees it: its blocks are
+	// the 16 KiB pools it opens (allocate_from_new_pool), each charged to
+	// the line that opened it.
 	inlined bool
 }
 
@@ -167,18 +168,11 @@ func TestPythonPymalloc(t *testing.T) {
 			p := rep.finalProcess(t)
 			ratio := float64(p.LiveBytes) / float64(want)
 			t.Logf("live %d bytes, tracemalloc %d: %.3fx; anon mmap live %d", p.LiveBytes, want, ratio, p.Mmap.LiveBytes)
-			if py.inlined {
-				// Only the calls into PyObject_Malloc's own code are seen.
-				if p.LiveAllocs < 10000 {
-					t.Errorf("%d live blocks, want pymalloc's (>= 10000)", p.LiveAllocs)
-				}
-			} else {
-				if ratio < 0.8 || ratio > 1.25 {
-					t.Errorf("live heap %d bytes is %.3fx tracemalloc's %d, want 0.8x to 1.25x", p.LiveBytes, ratio, want)
-				}
-				if p.Mmap.LiveBytes > 1<<20 {
-					t.Errorf("anon mmap live %d bytes: pymalloc's arenas are the heap's, not mmap call sites", p.Mmap.LiveBytes)
-				}
+			if ratio < 0.8 || ratio > 1.25 {
+				t.Errorf("live heap %d bytes is %.3fx tracemalloc's %d, want 0.8x to 1.25x", p.LiveBytes, ratio, want)
+			}
+			if p.Mmap.LiveBytes > 1<<20 {
+				t.Errorf("anon mmap live %d bytes: pymalloc's arenas are the heap's, not mmap call sites", p.Mmap.LiveBytes)
 			}
 			if !strings.Contains(r.stdout, "not judged (Python's garbage collector owns them)") {
 				t.Errorf("the leak check does not say it leaves pymalloc's blocks alone:\n%s", r.stdout)
@@ -191,10 +185,12 @@ func TestPythonPymalloc(t *testing.T) {
 // among a script's top lines (1 MiB or more) has its live bytes charged
 // to the same file:line by memtrace, within 0.8x to 1.25x; with --detail,
 // at least 99% of the stacks charged to the script's lines reach its
-// <module> frame. Debian's python3.11 inlines pymalloc's fast path (its blocks
-// are unseen there), so its lines are charged the arenas they opened as
-// well: an arena is 1 MiB, so only its lines of 4 MiB or more are held
-// to the bounds.
+// <module> frame. Debian's python3.11 inlines pymalloc's fast path (its
+// blocks are unseen there), so its lines are charged the 16 KiB pools they
+// opened: two lines that make objects of one size class in turn share
+// its pools unevenly (keep.py's line 16 makes ints, and line 17 floats,
+// of 32 bytes: 510 to a pool, so line 16 opens every pool and is charged
+// 1.8x), so only its lines of 4 MiB or more are held to the bounds.
 func TestPythonLines(t *testing.T) {
 	needBPF(t)
 	script, err := filepath.Abs(filepath.Join("..", "..", "testdata", "python", "keep.py"))
@@ -212,7 +208,7 @@ func TestPythonLines(t *testing.T) {
 				if !s.Final || s.Module != "python" {
 					continue
 				}
-				if s.Category == "heap" || py.inlined {
+				if s.Category == "heap" {
 					got[s.File+":"+strconv.Itoa(s.Line)] += s.LiveBytes
 				}
 				if s.Category != "heap" || s.File != script {
@@ -678,7 +674,13 @@ func TestPythonEverywhere(t *testing.T) {
 			found[fn.Name] = true
 		}
 	}
-	for _, fn := range []string{"load_rows", "render", "<module>"} {
+	names := []string{"load_rows", "render", "<module>"}
+	if py.inlined {
+		// Charged pools only: the module's own lines make fewer objects
+		// than fill one, and a profile without --detail keeps call sites.
+		names = names[:2]
+	}
+	for _, fn := range names {
 		if !found[fn] && !found[fn+".<locals>.<listcomp>"] {
 			t.Errorf("the pprof profile has no function %s of %s: %v", fn, script, found)
 		}

@@ -84,3 +84,24 @@ func (p *process) realloc(oldAddr, addr, size uint64, callSite siteID, ms uint32
 	}
 	// Otherwise the call failed and oldAddr stays live.
 }
+
+// maxPoolsUnmapped bounds the pools one munmap frees, so that a huge
+// munmap costs no more than this many lookups (an arena holds 64).
+const maxPoolsUnmapped = 1 << 16
+
+// unmapPools frees the pymalloc pools (event.FuncPyPool) live in
+// [start, end): their arena was unmapped. A pool is never freed otherwise
+// (the inlined free paths that empty it reach no probe), but for being
+// opened again, which alloc takes as the old one's free.
+func (p *process) unmapPools(start, end uint64) {
+	if p.poolSize == 0 {
+		return
+	}
+	a := (start + p.poolSize - 1) &^ (p.poolSize - 1)
+	for n := 0; a < end && a >= start && n < maxPoolsUnmapped; n++ {
+		if b, ok := p.live.get(a); ok && b.size == p.poolSize && b.ms&pyBlock != 0 {
+			p.free(a)
+		}
+		a += p.poolSize
+	}
+}

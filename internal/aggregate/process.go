@@ -25,6 +25,9 @@ type process struct {
 
 	live    liveTable
 	regions regionSet
+	// poolSize is pymalloc's pool size once the process has opened a pool
+	// (event.FuncPyPool): an unmapped arena frees the pools it held.
+	poolSize uint64
 
 	// unmapSeq numbers the unmapping calls, so that a call releasing
 	// several regions of one site counts as one Free for it.

@@ -86,6 +86,9 @@ func (t *Table) Apply(e *event.Event) {
 	p.leaf = e.Leaf
 	switch e.Kind {
 	case event.Alloc:
+		if e.Func == event.FuncPyPool {
+			p.poolSize = e.Size
+		}
 		p.alloc(e.Addr, e.Size, heapSite(e), t.blockMS(e))
 		t.checkPeak(p, e.Time)
 	case event.Free:
@@ -98,6 +101,7 @@ func (t *Table) Apply(e *event.Event) {
 	case event.Munmap:
 		if e.Size != 0 {
 			p.munmap(e.Addr, rangeEnd(e.Addr, e.Size))
+			p.unmapPools(e.Addr, rangeEnd(e.Addr, e.Size))
 		}
 	case event.Mremap:
 		p.mremap(e.OldAddr, e.OldSize, e.Addr, e.Size)

@@ -35,6 +35,8 @@ type Probe struct {
 	// CtxFirst: the function takes a context before its Func's arguments
 	// (pymalloc's own _PyObject_Malloc...).
 	CtxFirst bool
+	// PoolSize is pymalloc's pool size, for event.FuncPyPool.
+	PoolSize uint64
 }
 
 // Functions lists what is probed, in order of preference when two names are

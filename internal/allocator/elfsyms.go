@@ -12,6 +12,7 @@ import (
 type symbol struct {
 	offset uint64 // file offset
 	size   uint64
+	pool   uint64 // newPoolName's: pymalloc's pool size
 }
 
 // allocatorNames is the set of names Bind looks for.
@@ -82,6 +83,9 @@ func definedFunctions(path string, exe bool, wanted map[string]bool) (out map[st
 	if _, ok := out["PyObject_Malloc"]; ok && wanted[pymallocFuncs[0].name] {
 		pymallocLocals(f, exe, out)
 		codeDealloc(f, out)
+		if !hasAll(out, pymallocFuncs) {
+			newPool(f, out)
+		}
 	}
 	return out, nil
 }
@@ -137,5 +141,22 @@ func codeDealloc(f *elf.File, out map[string]symbol) {
 	}
 	if off, ok := fileOffset(f, v); ok {
 		out[codeDeallocName] = symbol{offset: off}
+	}
+}
+
+// newPoolName is the name out gives pymalloc's allocate_from_new_pool,
+// found in an interpreter that inlines pymalloc's fast path
+// (python.NewPool).
+const newPoolName = "allocate_from_new_pool"
+
+// newPool adds to out the interpreter f's allocate_from_new_pool, with its
+// pool size; left out where the build does not inline pymalloc.
+func newPool(f *elf.File, out map[string]symbol) {
+	v, pool, err := python.NewPool(f)
+	if err != nil {
+		return
+	}
+	if off, ok := fileOffset(f, v); ok {
+		out[newPoolName] = symbol{offset: off, pool: pool}
 	}
 }

@@ -71,10 +71,6 @@ func bindPython(modules []Module, syms []map[string]symbol, seen map[string]bool
 		if _, ok := s["PyObject_Free"]; !ok {
 			continue
 		}
-		funcs, ctx := pythonFuncs, false
-		if hasAll(s, pymallocFuncs) {
-			funcs, ctx = pymallocFuncs, true
-		}
 		var probes []Probe
 		add := func(name string, fn event.Func, ctx bool) {
 			sym, ok := s[name]
@@ -87,10 +83,23 @@ func bindPython(modules []Module, syms []map[string]symbol, seen map[string]bool
 			}
 			seen[key] = true
 			probes = append(probes, Probe{Func: fn, Symbol: name, Path: m.Path,
-				Module: m.Module, Offset: sym.offset, Size: sym.size, CtxFirst: ctx})
+				Module: m.Module, Offset: sym.offset, Size: sym.size, CtxFirst: ctx, PoolSize: sym.pool})
 		}
-		for _, f := range funcs {
-			add(f.name, f.fn, ctx)
+		switch {
+		case hasAll(s, pymallocFuncs):
+			for _, f := range pymallocFuncs {
+				add(f.name, f.fn, true)
+			}
+		case s[newPoolName].pool != 0:
+			// The fast path is inlined into the interpreter's callers:
+			// PyObject_Malloc's own code sees a fraction of the blocks,
+			// and counting those inside pools would count them twice.
+			// Pools alone, then; a large request is malloc's.
+			add(newPoolName, event.FuncPyPool, false)
+		default:
+			for _, f := range pythonFuncs {
+				add(f.name, f.fn, false)
+			}
 		}
 		// code_dealloc: the probes read each code object's tag once and
 		// forget it when the code object is freed (bpf/python.h).

@@ -170,20 +170,30 @@ const (
 // malloc family function (its base is none of the Funcs above).
 const FuncPyCodeFree Func = 0xff
 
+// FuncPyPool is pymalloc's allocate_from_new_pool, probed where the
+// interpreter inlines pymalloc's fast path into its callers (Debian's
+// python3.11), so that its small objects reach no probe: each pool it
+// opens is one Python block of the pool's size (16 KiB), charged to the
+// line that opened it. Its base is no malloc family function.
+const FuncPyPool Func = 0xfe
+
 // Base is the malloc family function f acts as (f itself for all but
 // Python's).
 func (f Func) Base() Func { return f &^ FuncPython }
 
 // Python reports whether f is one of pymalloc's functions.
-func (f Func) Python() bool { return f&FuncPython != 0 && f.Base() <= FuncFree }
+func (f Func) Python() bool { return f&FuncPython != 0 && f.Base() <= FuncFree || f == FuncPyPool }
 
 // Mark reports whether f is a --mark function's (FuncMark + its index).
 func (f Func) Mark() bool { return f >= FuncMark && f&FuncPython == 0 }
 
 // String is the C name of the function (the PyObject_ one for pymalloc's).
 func (f Func) String() string {
-	if f == FuncPyCodeFree {
+	switch f {
+	case FuncPyCodeFree:
 		return "code_dealloc"
+	case FuncPyPool:
+		return "allocate_from_new_pool"
 	}
 	if f.Python() {
 		return "PyObject_" + strings.ToUpper(f.Base().String()[:1]) + f.Base().String()[1:]

@@ -3,6 +3,7 @@ package tracer
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"os"
 	"sync"
 	"syscall"
@@ -68,7 +69,7 @@ func needsReturn(p Placement) bool {
 // of the function's code follow the probe (mt_jvm_entry).
 func cookie(p Placement) uint64 {
 	if p.CategoryArg == 0 {
-		return uint64(p.Func) | ctxBit(p)
+		return uint64(p.Func) | ctxBit(p) | poolBits(p)
 	}
 	return uint64(p.CategoryArg)&uint64(memtraceJvmCookieJVM_COOKIE_ARG_MASK) |
 		(p.Size-min(p.Size, uint64(p.Skip)))<<memtraceJvmCookieJVM_COOKIE_LEN_SHIFT
@@ -82,12 +83,20 @@ func ctxBit(p Placement) uint64 {
 	return 0
 }
 
+// poolBits is FUNC_PY_POOL's pool size, as the cookie holds it (its log2).
+func poolBits(p Placement) uint64 {
+	if p.Func != event.FuncPyPool || p.PoolSize == 0 {
+		return 0
+	}
+	return uint64(bits.TrailingZeros64(p.PoolSize)) << memtraceFuncCookieFUNC_COOKIE_POOL_SHIFT
+}
+
 // sessionCookie is the attach cookie of p's session probe (enum
 // func_cookie): the function's id and how many bytes of its code follow
 // the probe, so that the probes know which code a call whose return they
 // skipped runs (in_outer; 0 when the symbol has no size).
 func sessionCookie(p Placement) uint64 {
-	return uint64(p.Func) | ctxBit(p) | (p.Size-min(p.Size, uint64(p.Skip)))<<memtraceFuncCookieFUNC_COOKIE_LEN_SHIFT
+	return uint64(p.Func) | ctxBit(p) | poolBits(p) | (p.Size-min(p.Size, uint64(p.Skip)))<<memtraceFuncCookieFUNC_COOKIE_LEN_SHIFT
 }
 
 // entryProg is the entry program of p's probe.
@@ -135,6 +144,9 @@ func arity(p allocator.Probe) int {
 	}
 	if p.Func == event.FuncPyCodeFree {
 		return 1 // the code object
+	}
+	if p.Func == event.FuncPyPool {
+		return 0 // the pool is its return's
 	}
 	switch p.Func.Base() {
 	case event.FuncMalloc, event.FuncValloc, event.FuncPvalloc, event.FuncFree:

@@ -191,10 +191,12 @@ type memtraceFreeEvent struct {
 type memtraceFuncCookie uint32
 
 const (
-	memtraceFuncCookieFUNC_COOKIE_MASK      memtraceFuncCookie = 4294967295
-	memtraceFuncCookieFUNC_COOKIE_ID        memtraceFuncCookie = 255
-	memtraceFuncCookieFUNC_COOKIE_CTX       memtraceFuncCookie = 256
-	memtraceFuncCookieFUNC_COOKIE_LEN_SHIFT memtraceFuncCookie = 32
+	memtraceFuncCookieFUNC_COOKIE_MASK       memtraceFuncCookie = 4294967295
+	memtraceFuncCookieFUNC_COOKIE_ID         memtraceFuncCookie = 255
+	memtraceFuncCookieFUNC_COOKIE_CTX        memtraceFuncCookie = 256
+	memtraceFuncCookieFUNC_COOKIE_POOL_SHIFT memtraceFuncCookie = 16
+	memtraceFuncCookieFUNC_COOKIE_POOL_MASK  memtraceFuncCookie = 31
+	memtraceFuncCookieFUNC_COOKIE_LEN_SHIFT  memtraceFuncCookie = 32
 )
 
 type memtraceFuncDomain uint32
@@ -203,6 +205,7 @@ const (
 	memtraceFuncDomainFUNC_PY           memtraceFuncDomain = 128
 	memtraceFuncDomainFUNC_BASE_MASK    memtraceFuncDomain = 127
 	memtraceFuncDomainFUNC_PY_CODE_FREE memtraceFuncDomain = 255
+	memtraceFuncDomainFUNC_PY_POOL      memtraceFuncDomain = 254
 )
 
 type memtraceFuncId uint32
