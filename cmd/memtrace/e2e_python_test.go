@@ -174,6 +174,15 @@ func TestPythonPymalloc(t *testing.T) {
 			if p.Mmap.LiveBytes > 1<<20 {
 				t.Errorf("anon mmap live %d bytes: pymalloc's arenas are the heap's, not mmap call sites", p.Mmap.LiveBytes)
 			}
+			// keep.py's 8 MB of bytearray buffers are malloc's, each
+			// pointed to by an object in a pool: reached, not possibly
+			// lost (a pointer to an object inside a pool is one to its
+			// start: leakcheck.Input.Whole).
+			if m := regexp.MustCompile(`possibly lost: (\d+) bytes`).FindStringSubmatch(r.stdout); m == nil {
+				t.Errorf("no possibly lost figure in the leak check:\n%s", r.stdout)
+			} else if n, _ := strconv.ParseUint(m[1], 10, 64); n > 1<<20 {
+				t.Errorf("possibly lost: %d bytes, want under 1 MiB (what Python objects point to is reached)", n)
+			}
 			if !strings.Contains(r.stdout, "not judged (Python's garbage collector owns them)") {
 				t.Errorf("the leak check does not say it leaves pymalloc's blocks alone:\n%s", r.stdout)
 			}

@@ -36,6 +36,24 @@ func (t *Table) PythonBlocks(pid uint32) map[uint64]bool {
 	return out
 }
 
+// PythonPools is the set of pid's live pymalloc pools (event.FuncPyPool),
+// whose objects the probes do not see one by one: a pointer anywhere in
+// one may be an object's start.
+func (t *Table) PythonPools(pid uint32) map[uint64]bool {
+	p := t.procs[pid]
+	if p == nil || p.poolSize == 0 {
+		return nil
+	}
+	out := map[uint64]bool{}
+	p.live.each(func(addr uint64, b liveBlock) bool {
+		if b.ms&pyBlock != 0 && b.size == p.poolSize {
+			out[addr] = true
+		}
+		return true
+	})
+	return out
+}
+
 // ForEachLiveSite is ForEachLive with each block's whole call site (its
 // stack too, in --detail mode), for the leak check's per-site figures.
 func (t *Table) ForEachLiveSite(pid uint32, fn func(addr, size uint64, site SiteKey) bool) {

@@ -149,6 +149,11 @@ type Input struct {
 	// allocator's bookkeeping rather than the program's (see
 	// GlibcChunkHeader). It is given the block and the pointer.
 	IgnoreInterior func(mem Memory, b Block, ptr uint64) bool
+	// Whole, when set, says which blocks hold objects of their own
+	// anywhere in them (pymalloc's pools, where the allocator hides
+	// the objects from the probes): every pointer into one is a
+	// start-pointer.
+	Whole func(b Block) bool
 	// BatchBytes bounds the memory read in one go (default 4 MiB).
 	BatchBytes int
 }
@@ -446,7 +451,7 @@ func (c *checker) reach(ptr uint64, definite bool) {
 // which points into block i, was found in a root (definite) or in a block
 // whose state makes it definite or not.
 func (c *checker) reachBlock(i int, ptr uint64, definite bool) {
-	start := ptr == c.blk[i].Addr
+	start := ptr == c.blk[i].Addr || c.in.Whole != nil && c.in.Whole(c.blk[i])
 	if c.state[i] == reachable {
 		if start {
 			c.heur[i] = 0

@@ -127,6 +127,20 @@ func TestInteriorPointerIsPossible(t *testing.T) {
 	wantClasses(t, h.check(t), Possible, Possible)
 }
 
+// TestWholeBlock: a pymalloc pool holds objects anywhere in it, so an
+// interior pointer to one is a start-pointer (Input.Whole), and what the
+// pool points to is reachable, not possibly lost.
+func TestWholeBlock(t *testing.T) {
+	h := newHeap()
+	pool := h.alloc(16 << 10)
+	buf := h.alloc(4096)
+	h.mem.put(pool+48+8, buf) // an object's buffer pointer
+	h.global(0, pool+48)      // a pointer to the object
+	wantClasses(t, h.check(t), Possible, Possible)
+	whole := func(in *Input) { in.Whole = func(b Block) bool { return b.Addr == pool } }
+	wantClasses(t, h.check(t, whole), Reachable, Reachable)
+}
+
 func TestReachableChain(t *testing.T) {
 	h := newHeap()
 	a, b, c := h.alloc(24), h.alloc(24), h.alloc(24)

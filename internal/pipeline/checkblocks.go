@@ -58,6 +58,7 @@ func CheckBlocks(pid int, live Live, threads []leakcheck.Thread, regs []uint64, 
 		Blocks: live.Blocks, Mem: mem, Roots: roots, Registers: regs,
 		Heuristics: h, Maps: maps,
 		IgnoreInterior: leakcheck.GlibcChunkHeader,
+		Whole:          live.whole(),
 	})
 	if err != nil {
 		return CheckedProcess{}, err
@@ -147,4 +148,17 @@ func RecordedLeakCheck(r *leakcheck.Verdict, blocks []recording.LeakBlock, now u
 		c.Err = r.Err.Error()
 	}
 	return &c
+}
+
+// whole is leakcheck.Input.Whole for the blocks: pymalloc's pools, where
+// the process has some (aggregate.Table.PythonPools).
+func (l Live) whole() func(leakcheck.Block) bool {
+	if l.table == nil {
+		return nil
+	}
+	pools := l.table.PythonPools(l.pid)
+	if len(pools) == 0 {
+		return nil
+	}
+	return func(b leakcheck.Block) bool { return pools[b.Addr] }
 }
