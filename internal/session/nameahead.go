@@ -1,11 +1,15 @@
 package session
 
+import "time"
+
 // Naming a report's first sites reads their modules' line tables: for
 // libc, from its debug file, ~130 ms of CPU (inflating its sections and
 // indexing its units), which node -e 0's final report spent after its
-// exit. nameAhead starts that on another core at the exit stop, so that
-// it runs beside the leak check, the detach and the wait for the exit
-// status.
+// exit. nameAhead starts that on another core: once while a target runs,
+// nameAheadAfter past its attach (node -e 0 left most of a core idle
+// then: the reader took a third of one), and again at the exit stop,
+// beside the leak check, the detach and the wait for the exit status,
+// for the sites that came since (their modules' tables mostly read).
 const (
 	// nameAheadSites: the call sites named ahead, by live bytes (the
 	// report's default --top is 10 per table).
@@ -14,7 +18,37 @@ const (
 	// own memory is large (~50 bytes a block), and a line table read
 	// beside it would add to memtrace's peak: the report reads it after.
 	nameAheadMaxBlocks = 1 << 20
+	// nameAheadAfter: how long a target runs before its top sites are
+	// named the first time: by then a program's start has made the calls
+	// of most of the modules its report names.
+	nameAheadAfter = 200 * time.Millisecond
 )
+
+// nameAheadDue names ahead, once, the sites of each target that has run
+// nameAheadAfter since its probes went on (not in the whole-host mode,
+// whose reports name only what they print).
+func (s *session) nameAheadDue() {
+	if s.host != nil || s.res == nil {
+		return
+	}
+	for _, pid := range s.namingDue(time.Now()) {
+		s.nameAhead(uint32(pid))
+	}
+}
+
+// namingDue returns the targets due to be named ahead at now, and marks
+// them named: each once per program it runs.
+func (s *session) namingDue(now time.Time) []int {
+	var due []int
+	for pid, t := range s.targets {
+		if t.namedAhead || t.exited || t.attached.IsZero() || now.Sub(t.attached) < nameAheadAfter {
+			continue
+		}
+		t.namedAhead = true
+		due = append(due, pid)
+	}
+	return due
+}
 
 // nameAhead resolves, in the background, the call sites of pid's final
 // report that hold the most live bytes.

@@ -61,6 +61,10 @@ type target struct {
 	// stopsAtExec: its execs stop it (a command, a followed child), so
 	// its execve writes are held until then (execve.go).
 	stopsAtExec bool
+	// attached: when its probes went on (its last exec's); namedAhead:
+	// its top sites were named while it ran (nameahead.go).
+	attached   time.Time
+	namedAhead bool
 }
 
 // session is one run: it owns the table and is driven by one goroutine.
@@ -317,6 +321,7 @@ func (s *session) between() error {
 	}
 	s.checkResidentDue() // resident.go
 	s.accessDue()        // access.go
+	s.nameAheadDue()     // nameahead.go
 	return nil
 }
 
@@ -697,6 +702,7 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 		return err
 	}
 	s.log.Info("attached", "pid", t.pid, "probes", len(placed), "took", time.Since(start))
+	t.attached, t.namedAhead = time.Now(), false
 	return nil
 }
 
