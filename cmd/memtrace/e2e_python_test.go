@@ -405,8 +405,9 @@ func TestPythonEmbedded(t *testing.T) {
 // attribution, sampled faults) is charged to the script's lines too.
 func TestPythonHost(t *testing.T) {
 	needBPF(t)
-	// pyenv's when there is one: its every pymalloc block is seen, so a
-	// 512 KiB sample finds each line; Debian's shows a third of them.
+	// The last found: pyenv's newest when there is one, Debian's in the
+	// kernel matrix (its blocks are pools: a 512 KiB sample finds each
+	// line either way).
 	all := pythons(t)
 	py := all[len(all)-1]
 	run := runPythonOnHost(t, py, "--heap")
