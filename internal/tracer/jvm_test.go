@@ -34,3 +34,23 @@ func TestJVMProbeRoles(t *testing.T) {
 		t.Errorf("arity of a category probe on argument 3 = %d", n)
 	}
 }
+
+// pymalloc's pool helper gets a return probe (the pool is its return
+// value's) and reads no argument; its cookie carries the pool size's log2
+// (FUNC_COOKIE_POOL_SHIFT), on both the entry and the session program.
+func TestPoolProbeRole(t *testing.T) {
+	p := Placement{Probe: allocator.Probe{Func: event.FuncPyPool, PoolSize: 16 << 10, Size: 0x40}}
+	want := uint64(event.FuncPyPool) | 14<<memtraceFuncCookieFUNC_COOKIE_POOL_SHIFT
+	if !needsReturn(p) {
+		t.Error("the pool helper has no return probe")
+	}
+	if got := cookie(p); got != want {
+		t.Errorf("cookie = %#x, want %#x", got, want)
+	}
+	if got := sessionCookie(p); got != want|0x40<<memtraceFuncCookieFUNC_COOKIE_LEN_SHIFT {
+		t.Errorf("session cookie = %#x, want %#x", got, want|0x40<<memtraceFuncCookieFUNC_COOKIE_LEN_SHIFT)
+	}
+	if n := arity(p.Probe); n != 0 {
+		t.Errorf("arity = %d, want 0", n)
+	}
+}

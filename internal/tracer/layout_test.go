@@ -115,7 +115,7 @@ func TestConstants(t *testing.T) {
 		}},
 		{"func_domain", map[string]uint64{
 			"FUNC_PY": uint64(event.FuncPython), "FUNC_BASE_MASK": uint64(event.FuncPython - 1),
-			"FUNC_PY_CODE_FREE": uint64(event.FuncPyCodeFree),
+			"FUNC_PY_CODE_FREE": uint64(event.FuncPyCodeFree), "FUNC_PY_POOL": uint64(event.FuncPyPool),
 		}},
 		{"frame_bit", map[string]uint64{"FRAME_EXACT_BIT": uint64(bitOf(t, event.FrameExact))}},
 		{"fault_pc", map[string]uint64{"FAULT_PC_EXECVE": symbolize.ExecveSite}},
