@@ -19,21 +19,7 @@ func (s SiteSnapshot) Key() SiteKey { return SiteKey{s.Address, s.StackID} }
 // when it has none): the leak check scans them, for the pointers they hold,
 // but does not judge them, since Python's garbage collector owns them.
 func (t *Table) PythonBlocks(pid uint32) map[uint64]bool {
-	p := t.procs[pid]
-	if p == nil {
-		return nil
-	}
-	var out map[uint64]bool
-	p.live.each(func(addr uint64, b liveBlock) bool {
-		if b.ms&pyBlock != 0 {
-			if out == nil {
-				out = map[uint64]bool{}
-			}
-			out[addr] = true
-		}
-		return true
-	})
-	return out
+	return t.pythonBlocks(pid, 0)
 }
 
 // PythonPools is the set of pid's live pymalloc pools (event.FuncPyPool),
@@ -44,9 +30,22 @@ func (t *Table) PythonPools(pid uint32) map[uint64]bool {
 	if p == nil || p.poolSize == 0 {
 		return nil
 	}
-	out := map[uint64]bool{}
+	return t.pythonBlocks(pid, p.poolSize)
+}
+
+// pythonBlocks returns the addresses of pid's live pymalloc blocks of
+// size bytes (any size: 0), or nil when there are none.
+func (t *Table) pythonBlocks(pid uint32, size uint64) map[uint64]bool {
+	p := t.procs[pid]
+	if p == nil {
+		return nil
+	}
+	var out map[uint64]bool
 	p.live.each(func(addr uint64, b liveBlock) bool {
-		if b.ms&pyBlock != 0 && b.size == p.poolSize {
+		if b.ms&pyBlock != 0 && (size == 0 || b.size == size) {
+			if out == nil {
+				out = map[uint64]bool{}
+			}
 			out[addr] = true
 		}
 		return true

@@ -74,32 +74,24 @@ func TestNotPython(t *testing.T) {
 // code object's members at the offsets of memtrace's layout; a layout
 // with one offset wrong is refused.
 func TestCodeMembers(t *testing.T) {
-	for _, path := range interpreterFiles() {
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			needFile(t, path)
-			l, err := fromFile(path) // checks the members
-			if err != nil {
-				t.Fatal(err)
+	eachInterpreter(t, func(t *testing.T, path string, f *elf.File) {
+		l, err := fromFile(path) // checks the members
+		if err != nil {
+			t.Fatal(err)
+		}
+		syms, _ := f.DynamicSymbols()
+		var codeType uint64
+		for _, s := range syms {
+			if s.Name == "PyCode_Type" {
+				codeType = s.Value
 			}
-			f, err := elf.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			syms, _ := f.DynamicSymbols()
-			var codeType uint64
-			for _, s := range syms {
-				if s.Name == "PyCode_Type" {
-					codeType = s.Value
-				}
-			}
-			bad := *l
-			bad.Code.Filename += 8
-			if err := bad.checkMembers(f, codeType); !errors.Is(err, ErrUnknownVersion) {
-				t.Errorf("co_filename 8 bytes off: %v, want ErrUnknownVersion", err)
-			}
-		})
-	}
+		}
+		bad := *l
+		bad.Code.Filename += 8
+		if err := bad.checkMembers(f, codeType); !errors.Is(err, ErrUnknownVersion) {
+			t.Errorf("co_filename 8 bytes off: %v, want ErrUnknownVersion", err)
+		}
+	})
 }
 
 // interpreterFiles are Debian's python3.11 and pyenv's libpython3.1x.
@@ -121,10 +113,9 @@ func needFile(t *testing.T, path string) {
 	}
 }
 
-// TestCodeDealloc finds code_dealloc through PyCode_Type's tp_dealloc: in
-// pyenv's builds, which keep their local symbols, it must be the one named
-// code_dealloc; in Debian's stripped python3.11, somewhere in its code.
-func TestCodeDealloc(t *testing.T) {
+// eachInterpreter runs test on each of interpreterFiles, opened, in a
+// subtest of its own (needFile).
+func eachInterpreter(t *testing.T, test func(t *testing.T, path string, f *elf.File)) {
 	for _, path := range interpreterFiles() {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			needFile(t, path)
@@ -133,24 +124,33 @@ func TestCodeDealloc(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			got, err := CodeDealloc(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			syms, err := f.Symbols()
-			if err != nil {
-				t.Logf("%#x; no .symtab to check it against", got)
-				return
-			}
-			var want []uint64
-			for _, s := range syms {
-				if s.Name == "code_dealloc" && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
-					want = append(want, s.Value)
-				}
-			}
-			if len(want) != 1 || got != want[0] {
-				t.Errorf("code_dealloc at %#x, the symbol table says %#x", got, want)
-			}
+			test(t, path, f)
 		})
 	}
+}
+
+// TestCodeDealloc finds code_dealloc through PyCode_Type's tp_dealloc: in
+// pyenv's builds, which keep their local symbols, it must be the one named
+// code_dealloc; in Debian's stripped python3.11, somewhere in its code.
+func TestCodeDealloc(t *testing.T) {
+	eachInterpreter(t, func(t *testing.T, _ string, f *elf.File) {
+		got, err := CodeDealloc(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		syms, err := f.Symbols()
+		if err != nil {
+			t.Logf("%#x; no .symtab to check it against", got)
+			return
+		}
+		var want []uint64
+		for _, s := range syms {
+			if s.Name == "code_dealloc" && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+				want = append(want, s.Value)
+			}
+		}
+		if len(want) != 1 || got != want[0] {
+			t.Errorf("code_dealloc at %#x, the symbol table says %#x", got, want)
+		}
+	})
 }

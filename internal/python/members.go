@@ -163,10 +163,8 @@ func CodeDealloc(f *elf.File) (vaddr uint64, err error) {
 	if err != nil {
 		return 0, fmt.Errorf("read PyCode_Type's tp_dealloc: %w", err)
 	}
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && v >= p.Vaddr && v < p.Vaddr+p.Filesz {
-			return v, nil
-		}
+	if !inCode(f, v) {
+		return 0, fmt.Errorf("PyCode_Type's tp_dealloc %#x is not in the file's code", v)
 	}
-	return 0, fmt.Errorf("PyCode_Type's tp_dealloc %#x is not in the file's code", v)
+	return v, nil
 }

@@ -3,7 +3,6 @@ package python
 import (
 	"debug/elf"
 	"errors"
-	"path/filepath"
 	"testing"
 )
 
@@ -13,28 +12,20 @@ import (
 // pyenv's builds, whose PyObject_Malloc only jumps through the allocator
 // table (their pymalloc functions keep symbols and are probed instead).
 func TestNewPool(t *testing.T) {
-	for _, path := range interpreterFiles() {
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			needFile(t, path)
-			f, err := elf.Open(path)
-			if err != nil {
-				t.Fatal(err)
+	eachInterpreter(t, func(t *testing.T, path string, f *elf.File) {
+		got, pool, err := NewPool(f)
+		if path != "/usr/bin/python3.11" {
+			if !errors.Is(err, ErrNoPoolHelper) {
+				t.Errorf("NewPool = %#x, %d, %v; want ErrNoPoolHelper", got, pool, err)
 			}
-			defer f.Close()
-			got, pool, err := NewPool(f)
-			if path != "/usr/bin/python3.11" {
-				if !errors.Is(err, ErrNoPoolHelper) {
-					t.Errorf("NewPool = %#x, %d, %v; want ErrNoPoolHelper", got, pool, err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if pool != 16<<10 || !inCode(f, got) {
-				t.Errorf("NewPool = %#x, %d bytes; want a function of the code, 16 KiB pools", got, pool)
-			}
-			t.Logf("allocate_from_new_pool at %#x, called from %d places", got, directCalls(f, got))
-		})
-	}
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pool != 16<<10 || !inCode(f, got) {
+			t.Errorf("NewPool = %#x, %d bytes; want a function of the code, 16 KiB pools", got, pool)
+		}
+		t.Logf("allocate_from_new_pool at %#x, called from %d places", got, directCalls(f, got))
+	})
 }
