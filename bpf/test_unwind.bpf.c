@@ -79,6 +79,41 @@ int mt_test_walk(struct walk_test *t)
 	return 0;
 }
 
+/* What emit_site is given and, on return, what it answered. */
+struct site_test {
+	__u64 pc, sp, bp; /* in: the allocation's return address and registers */
+	__s32 known;      /* out: emit_site's answer (remember_site's known) */
+	__u8 walked;      /* out: the walk ran */
+	__u8 pad[3];
+	__u64 charged_pc; /* out: the charged frame's pc, as left in the walk's state */
+};
+
+/*
+ * mt_test_site reports an allocation from t's registers through emit_site
+ * (without stacks: the test loads it with stack_depth 0), with the frame
+ * cache of the current epoch (frame_epoch, set by the test).
+ */
+SEC("syscall")
+int mt_test_site(struct site_test *t)
+{
+	struct stack_record *rec;
+	struct site_args *a;
+	__u32 zero = 0;
+
+	a = bpf_map_lookup_elem(&site_scratch, &zero);
+	rec = bpf_map_lookup_elem(&scratch, &zero);
+	if (!a || !rec)
+		return 1;
+	*a = (struct site_args){.addr = 0x10000, .size = 16, .pc = t->pc, .sp = t->sp, .bp = t->bp,
+				.kind = KIND_ALLOC, .func = FUNC_MALLOC};
+	rec->w.end = 0xff;
+	rec->w.charged_pc = 0;
+	t->known = emit_site(a);
+	t->walked = rec->w.end != 0xff;
+	t->charged_pc = rec->w.charged_pc;
+	return 0;
+}
+
 /* A page charged, or made resident again by a fault not sampled. */
 struct refault_test {
 	__u64 addr, size;

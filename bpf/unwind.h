@@ -184,18 +184,22 @@ static __always_inline void ask_table(struct vma_found *v)
 }
 
 /*
- * find_row returns the row covering off among a file's rows, or NULL. The
- * search halves [lo, lo + n) without branching on the comparison (it is
- * arithmetic: the verifier then has one path per step to check, not two).
+ * row_index returns the index of the row covering off among a file's rows
+ * [first, first + count), or -1. The search halves [lo, lo + n) without
+ * branching on the comparison (it is arithmetic: the verifier then has one
+ * path per step to check, not two). A global function: the verifier
+ * checks its loop once, not again in each state of the walk it is called
+ * from (three quarters of mt_alloc_ret's verification before, and the
+ * most of memtrace's start-up).
  */
-static __always_inline struct unwind_row *find_row(struct unwind_file *f, __u64 off)
+__noinline __s64 row_index(__u32 first, __u32 count, __u64 off)
 {
-	__u32 lo = f->first, n = f->count, half, mid;
+	__u32 lo = first, n = count, half, mid;
 	struct unwind_row *r;
 	__u64 ge;
 
 	if (n == 0 || off > 0xffffffffULL)
-		return 0;
+		return -1;
 	for (int k = 0; k < SEARCH_STEPS; k++) {
 		if (n <= 1)
 			break;
@@ -203,18 +207,29 @@ static __always_inline struct unwind_row *find_row(struct unwind_file *f, __u64 
 		mid = lo + half;
 		r = bpf_map_lookup_elem(&unwind_rows, &mid);
 		if (!r)
-			return 0;
+			return -1;
 		/* 1 when r->pc <= off (both below 2^32): the sign of their difference. */
 		ge = 1 - (((__u64)((__s64)off - (__s64)r->pc)) >> 63);
 		lo += half * ge;
 		n -= half;
 	}
 	if (n > 1)
-		return 0;
+		return -1;
 	r = bpf_map_lookup_elem(&unwind_rows, &lo);
 	if (!r || r->pc > off)
+		return -1;
+	return lo;
+}
+
+/* find_row returns the row covering off among a file's rows, or NULL. */
+static __always_inline struct unwind_row *find_row(struct unwind_file *f, __u64 off)
+{
+	__s64 i = row_index(f->first, f->count, off);
+	__u32 k = i;
+
+	if (i < 0)
 		return 0;
-	return r;
+	return bpf_map_lookup_elem(&unwind_rows, &k);
 }
 
 static __always_inline int read_u64(__u64 *dst, __u64 addr)
@@ -226,19 +241,19 @@ static __always_inline int read_u64(__u64 *dst, __u64 addr)
 #define MAX_RETURN_INSTANCES 8
 
 /*
- * real_return gives the return address read from the stack slot at slot.
- * A function with a return probe (malloc, when a fault in its internals
- * is walked) returns into the kernel's trampoline in the uprobe page
- * while it runs: the address it replaced is in the thread's return
- * instances, with the slot it was in (a tail call's instance shares its
- * caller's slot; the newest is found first). 0 when not found.
+ * trampoline_return gives the return address that the kernel's return
+ * trampoline at ret replaced in the stack slot at slot: a function with a
+ * return probe (malloc, when a fault in its internals is walked) returns
+ * into the trampoline in the uprobe page while it runs, and the address
+ * it replaced is in the thread's return instances, with the slot it was
+ * in (a tail call's instance shares its caller's slot; the newest is found
+ * first). 0 when not found. A global function: the verifier checks its
+ * loop once, not in each state of the walk.
  */
-static __always_inline __u64 real_return(struct walk *w, __u64 ret, __u64 slot)
+__noinline __u64 trampoline_return(__u64 slot)
 {
 	struct return_instance *ri;
 
-	if (!w->xol || ret < w->xol || ret >= w->xol + 4096)
-		return ret;
 	ri = BPF_CORE_READ((struct task_struct *)bpf_get_current_task_btf(), utask, return_instances);
 	for (int k = 0; k < MAX_RETURN_INSTANCES && ri; k++) {
 		if (BPF_CORE_READ(ri, stack) == slot)
@@ -246,6 +261,14 @@ static __always_inline __u64 real_return(struct walk *w, __u64 ret, __u64 slot)
 		ri = BPF_CORE_READ(ri, next);
 	}
 	return 0;
+}
+
+/* real_return gives the return address read from the stack slot at slot (trampoline_return). */
+static __always_inline __u64 real_return(struct walk *w, __u64 ret, __u64 slot)
+{
+	if (!w->xol || ret < w->xol || ret >= w->xol + 4096)
+		return ret;
+	return trampoline_return(slot);
 }
 
 /* frame_pointer_step unwinds a frame of code without unwind information by rbp. */
@@ -598,16 +621,16 @@ struct site_args {
 };
 
 /*
- * wrapped_site reports an event whose leaf is a wrapper (its row r) when
- * the frame cache knows the wrapper's caller charged itself: the walk's
- * first two steps, without the walk (a wrapper's callers are many, and
- * each comes back: 70% of node's allocations). Returns what emit_site
- * returns, with -1 when it reported nothing: the walk decides. For a
- * wrapper with an sp-based CFA the walk's state in scratch is left as the
- * walk would leave it, for report_site's memo (remember_site).
+ * wrapped_caller returns the return address into a wrapper's caller (the
+ * wrapper at a->pc, its row r) when the frame cache knows that caller
+ * charged itself, else 0: the walk's first two steps, without the walk (a
+ * wrapper's callers are many, and each comes back: 70% of node's
+ * allocations). For a wrapper with an sp-based CFA the walk's state in
+ * scratch is left as the walk would leave it, for report_site's memo
+ * (remember_site).
  */
-static __always_inline int wrapped_site(struct stack_record *rec, struct site_args *a, struct unwind_row *r,
-					__u64 id, __u64 epoch, __u64 mm)
+static __always_inline __u64 wrapped_caller(struct stack_record *rec, struct site_args *a, struct unwind_row *r,
+					    __u64 id, __u64 epoch, __u64 mm)
 {
 	struct frame_info *fi;
 	__s64 off = r->cfa_off;
@@ -621,27 +644,22 @@ static __always_inline int wrapped_site(struct stack_record *rec, struct site_ar
 		cfa = a->bp + off;
 		break;
 	default:
-		return -1;
+		return 0;
 	}
 	if (cfa <= a->sp || read_u64(&site, cfa - 8) || !site)
-		return -1;
+		return 0;
 	rec->fk.pc = site - 1;
 	fi = bpf_map_lookup_elem(&frame_cache, &rec->fk);
 	if (!frames_valid(fi, epoch, mm) || (fi->has_row && (fi->row.kind & (ROW_WRAPPER | ROW_ANON))))
-		return -1;
-	emit(&(struct emit_args){.kind = a->kind, .func = a->func, .addr = a->addr, .size = a->size,
-				 .old_addr = a->old_addr, .old_size = a->old_size, .call_site = site,
-				 .leaf = a->pc, .flags = a->cat << EVENT_CAT_SHIFT, .id = id});
-	if ((r->kind & ROW_KIND_MASK) != UNWIND_RSP || off <= 0)
 		return 0;
+	rec->w.memo = (r->kind & ROW_KIND_MASK) == UNWIND_RSP && off > 0;
 	rec->w.leaf = a->pc;
 	rec->w.pid = id >> 32;
 	rec->w.epoch = epoch;
 	rec->w.mm = mm;
-	rec->w.memo = 1;
 	rec->w.leaf_off = off;
 	rec->w.charged_pc = site;
-	return 2;
+	return site;
 }
 
 /*
@@ -665,6 +683,7 @@ __noinline int emit_site(struct site_args *a)
 	struct frame_info *fi;
 	__u32 zero = 0, n, size_out, py = 0;
 	int pyproc = py_process(id >> 32);
+	__u64 site;
 
 	if (!a)
 		return 0;
@@ -679,18 +698,19 @@ __noinline int emit_site(struct site_args *a)
 		rec->fk.pid = id >> 32;
 		rec->fk.pad = 0;
 		fi = bpf_map_lookup_elem(&frame_cache, &rec->fk);
-		if (frames_valid(fi, epoch, mm) &&
-		    !(fi->has_row && (fi->row.kind & (ROW_WRAPPER | ROW_ANON)))) {
-			emit(&(struct emit_args){.kind = a->kind, .func = a->func, .addr = a->addr, .size = a->size,
-						 .old_addr = a->old_addr, .old_size = a->old_size, .call_site = a->pc,
-						 .leaf = a->pc, .flags = a->cat << EVENT_CAT_SHIFT, .id = id});
-			return 1;
+		site = 0;
+		if (frames_valid(fi, epoch, mm)) {
+			if (!(fi->has_row && (fi->row.kind & (ROW_WRAPPER | ROW_ANON))))
+				site = a->pc;
+			else if (fi->row.kind & ROW_WRAPPER)
+				site = wrapped_caller(rec, a, &fi->row, id, epoch, mm);
 		}
-		if (frames_valid(fi, epoch, mm) && fi->has_row && (fi->row.kind & ROW_WRAPPER)) {
-			int known = wrapped_site(rec, a, &fi->row, id, epoch, mm);
-
-			if (known >= 0)
-				return known;
+		if (site) {
+			emit(&(struct emit_args){.kind = a->kind, .func = a->func, .addr = a->addr, .size = a->size,
+						 .old_addr = a->old_addr, .old_size = a->old_size, .call_site = site,
+						 .leaf = a->pc, .flags = a->cat << EVENT_CAT_SHIFT, .id = id});
+			/* 1: charged itself; 2: a wrapper whose caller is (the memo in scratch) */
+			return site == a->pc ? 1 : rec->w.memo ? 2 : 0;
 		}
 	}
 	w = &rec->w;

@@ -34,6 +34,17 @@ type unwindTestObjects struct {
 	Slots   *ebpf.Map     `ebpf:"refault_slots"`
 	Frames  *ebpf.Map     `ebpf:"walk_frames"`
 	PyWalk  *ebpf.Program `ebpf:"mt_test_py_walk"`
+	Site    *ebpf.Program `ebpf:"mt_test_site"`
+	Epoch   *ebpf.Map     `ebpf:"frame_epoch"`
+}
+
+// siteTest is struct site_test.
+type siteTest struct {
+	PC, SP, BP uint64
+	Known      int32
+	Walked     uint8
+	_          [3]uint8
+	ChargedPC  uint64
 }
 
 // pyWalkTest is struct py_walk_test.
@@ -78,13 +89,21 @@ const (
 
 func loadUnwindTest(t *testing.T) *unwindTestObjects {
 	t.Helper()
+	return loadUnwindTestDepth(t, testStackDepth)
+}
+
+// loadUnwindTestDepth loads the test programs with stack_depth frames kept.
+func loadUnwindTestDepth(t *testing.T, stackDepth uint32) *unwindTestObjects {
+	t.Helper()
 	needBPF(t)
 	spec, err := bpftest.LoadUnwind()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, v := range map[string]any{"walkTest": walkTest{}, "refaultTest": refaultTest{}, "pyWalkTest": pyWalkTest{}} {
-		ctype := map[string]string{"walkTest": "walk_test", "refaultTest": "refault_test", "pyWalkTest": "py_walk_test"}[name]
+	for name, v := range map[string]any{"walkTest": walkTest{}, "refaultTest": refaultTest{}, "pyWalkTest": pyWalkTest{},
+		"siteTest": siteTest{}} {
+		ctype := map[string]string{"walkTest": "walk_test", "refaultTest": "refault_test", "pyWalkTest": "py_walk_test",
+			"siteTest": "site_test"}[name]
 		var s *btf.Struct
 		if err := spec.Types.TypeByName(ctype, &s); err != nil {
 			t.Fatal(err)
@@ -93,7 +112,7 @@ func loadUnwindTest(t *testing.T) *unwindTestObjects {
 			t.Fatalf("%s is %d bytes, struct %s %d", name, got, ctype, s.Size)
 		}
 	}
-	if err := spec.Variables["stack_depth"].Set(uint32(testStackDepth)); err != nil {
+	if err := spec.Variables["stack_depth"].Set(stackDepth); err != nil {
 		t.Fatal(err)
 	}
 	var objs unwindTestObjects
@@ -101,7 +120,8 @@ func loadUnwindTest(t *testing.T) *unwindTestObjects {
 		t.Fatalf("load test programs: %v", err)
 	}
 	t.Cleanup(func() {
-		_MemtraceClose(objs.Walk, objs.Refault, objs.FileKey, objs.Rows, objs.Files, objs.Slots, objs.Frames, objs.PyWalk)
+		_MemtraceClose(objs.Walk, objs.Refault, objs.FileKey, objs.Rows, objs.Files, objs.Slots, objs.Frames, objs.PyWalk,
+			objs.Site, objs.Epoch)
 	})
 	return &objs
 }
@@ -303,6 +323,84 @@ func TestWalkMemoNeedsTable(t *testing.T) {
 	runCtx(t, objs.Walk, &w)
 	if w.Charged != 1 || w.ChargedPC != caller || w.NoTable != 1 || w.Memo != 0 {
 		t.Errorf("walk: charged %d at %#x, no_table %d, memo %d; want 1 at %#x, 1, 0", w.Charged, w.ChargedPC, w.NoTable, w.Memo, caller)
+	}
+}
+
+// TestSiteCache: without stacks, an allocation whose caller the frame
+// cache knows is charged without a walk: a caller charged itself, and a
+// wrapper's caller read through the wrapper's cached row, sp- or
+// rbp-based; a wrapper whose caller is a wrapper too is walked again.
+// The first allocation from each place walks and fills the cache.
+func TestSiteCache(t *testing.T) {
+	objs := loadUnwindTestDepth(t, 0)
+	code, key := mapTestFile(t, objs, 3*4096)
+	a, b, c := code+0x150, code+0x250, code+0x350 // return addresses into A, B and C
+	const first = 40
+	wrapper, rbpSaved := uint8(memtraceRowFlagROW_WRAPPER), uint8(memtraceRowFlagROW_RBP_SAVED)
+	rsp, rbp := uint8(memtraceUnwindKindUNWIND_RSP), uint8(memtraceUnwindKindUNWIND_RBP)
+	// A's frame at sp, B's by rbp above it; A's row decides how A's return address is found.
+	stack := func(s stackMem, aByRBP bool) siteTest {
+		sp := s.base()
+		s.put(0x48, c) // B's return address, at its CFA (rbp + 16) - 8
+		s.put(0x40, 0) // C's rbp
+		if aByRBP {
+			s.put(0x28, b)       // A's return address, at its CFA (rbp + 16) - 8
+			s.put(0x20, sp+0x40) // B's rbp
+			return siteTest{PC: a, SP: sp, BP: sp + 0x20}
+		}
+		s.put(0x08, b)       // A's return address, at its CFA (sp + 16) - 8
+		s.put(0x00, sp+0x40) // B's rbp, saved by A at CFA - 16
+		return siteTest{PC: a, SP: sp, BP: sp + 0x40}
+	}
+	type answer struct {
+		Known   int32
+		Walked  uint8
+		Charged uint64
+	}
+	tests := []struct {
+		name         string
+		aRow, bRow   memtraceUnwindRow
+		aByRBP       bool
+		first, again answer
+	}{
+		{name: "caller charged itself",
+			aRow: memtraceUnwindRow{Kind: rsp | rbpSaved, CfaOff: 16, RbpOff8: -2}, bRow: memtraceUnwindRow{Kind: rbp | rbpSaved, CfaOff: 16, RbpOff8: -2},
+			first: answer{Known: 0, Walked: 1, Charged: a}, again: answer{Known: 1, Walked: 0, Charged: 0}},
+		{name: "sp-based wrapper",
+			aRow: memtraceUnwindRow{Kind: rsp | rbpSaved | wrapper, CfaOff: 16, RbpOff8: -2}, bRow: memtraceUnwindRow{Kind: rbp | rbpSaved, CfaOff: 16, RbpOff8: -2},
+			first: answer{Known: 2, Walked: 1, Charged: b}, again: answer{Known: 2, Walked: 0, Charged: b}},
+		{name: "rbp-based wrapper", aByRBP: true,
+			aRow: memtraceUnwindRow{Kind: rbp | rbpSaved | wrapper, CfaOff: 16, RbpOff8: -2}, bRow: memtraceUnwindRow{Kind: rbp | rbpSaved, CfaOff: 16, RbpOff8: -2},
+			first: answer{Known: 0, Walked: 1, Charged: b}, again: answer{Known: 0, Walked: 0, Charged: b}},
+		{name: "wrapper called by a wrapper",
+			aRow: memtraceUnwindRow{Kind: rsp | rbpSaved | wrapper, CfaOff: 16, RbpOff8: -2}, bRow: memtraceUnwindRow{Kind: rbp | rbpSaved | wrapper, CfaOff: 16, RbpOff8: -2},
+			first: answer{Known: 0, Walked: 1, Charged: c}, again: answer{Known: 0, Walked: 1, Charged: c}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.aRow.Pc, tt.bRow.Pc = 0x100, 0x200
+			rows := []memtraceUnwindRow{tt.aRow, tt.bRow, {Pc: 0x300, Kind: uint8(memtraceUnwindKindUNWIND_END)}}
+			for j, r := range rows {
+				if err := objs.Rows.Put(uint32(first+j), r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := objs.Files.Put(key, memtraceUnwindFile{First: first, Count: uint32(len(rows))}); err != nil {
+				t.Fatal(err)
+			}
+			// A new epoch: nothing cached from the case before.
+			if err := objs.Epoch.Put(uint32(0), uint64(100+i)); err != nil {
+				t.Fatal(err)
+			}
+			s := newStack(t)
+			for _, want := range []answer{tt.first, tt.again} {
+				st := stack(s, tt.aByRBP)
+				runCtx(t, objs.Site, &st)
+				if got := (answer{st.Known, st.Walked, st.ChargedPC}); got != want {
+					t.Errorf("emit_site: %+v, want %+v", got, want)
+				}
+			}
+		})
 	}
 }
 

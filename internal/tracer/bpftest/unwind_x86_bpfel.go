@@ -309,6 +309,7 @@ const (
 	UnwindProgMtRssStat           = "mt_rss_stat"
 	UnwindProgMtTestPyWalk        = "mt_test_py_walk"
 	UnwindProgMtTestRefault       = "mt_test_refault"
+	UnwindProgMtTestSite          = "mt_test_site"
 	UnwindProgMtTestWalk          = "mt_test_walk"
 	UnwindVarCommFilter           = "comm_filter"
 	UnwindVarExitHasGroupDead     = "exit_has_group_dead"
@@ -412,6 +413,7 @@ type UnwindProgramSpecs struct {
 	MtRssStat     *ebpf.ProgramSpec `ebpf:"mt_rss_stat"`
 	MtTestPyWalk  *ebpf.ProgramSpec `ebpf:"mt_test_py_walk"`
 	MtTestRefault *ebpf.ProgramSpec `ebpf:"mt_test_refault"`
+	MtTestSite    *ebpf.ProgramSpec `ebpf:"mt_test_site"`
 	MtTestWalk    *ebpf.ProgramSpec `ebpf:"mt_test_walk"`
 }
 
@@ -638,6 +640,7 @@ type UnwindPrograms struct {
 	MtRssStat     *ebpf.Program `ebpf:"mt_rss_stat"`
 	MtTestPyWalk  *ebpf.Program `ebpf:"mt_test_py_walk"`
 	MtTestRefault *ebpf.Program `ebpf:"mt_test_refault"`
+	MtTestSite    *ebpf.Program `ebpf:"mt_test_site"`
 	MtTestWalk    *ebpf.Program `ebpf:"mt_test_walk"`
 }
 
@@ -657,6 +660,7 @@ func (p *UnwindPrograms) Close() error {
 		p.MtRssStat,
 		p.MtTestPyWalk,
 		p.MtTestRefault,
+		p.MtTestSite,
 		p.MtTestWalk,
 	)
 }
