@@ -230,22 +230,74 @@ func Load(o Options) (*Objects, error) {
 	if o.RingBytes <= 0 || o.RingBytes&(o.RingBytes-1) != 0 || o.RingBytes < os.Getpagesize() {
 		return nil, fmt.Errorf("ring buffer size %d: must be a power of two of at least %d", o.RingBytes, os.Getpagesize())
 	}
+	// While the features are probed (decoding the kernel's BTF, which
+	// the probes and the loads' relocations read, is most of it), the
+	// object is parsed and the maps no feature decides are made: one
+	// after the other these took ~50 ms of the start.
+	go kernelBTF().Kernel() //nolint:errcheck // the probe and the loads report a failure
+	early := make(chan prepared, 1)
+	go func() { early <- prepare(o) }()
 	// Before anything is attached or started: a kernel memtrace cannot
-	// use is refused in one line, with nothing touched.
+	// use is refused in one line, with nothing attached.
 	k, err := ProbeKernel()
+	p := <-early
 	if err != nil {
+		p.close()
 		return nil, err
 	}
-	return load(o, k)
+	if p.err != nil {
+		return nil, p.err
+	}
+	return loadPrepared(o, k, p)
+}
+
+// prepared is the object parsed, with the maps made that every attach
+// path shares (all but .rodata, which holds what the kernel's features
+// decide: Kernel.adapt).
+type prepared struct {
+	spec *ebpf.CollectionSpec
+	maps map[string]*ebpf.Map
+	err  error
+}
+
+// prepare parses the object for o and makes its maps but .rodata.
+func prepare(o Options) prepared {
+	spec, err := loadSpec(o)
+	if err != nil {
+		return prepared{err: err}
+	}
+	named := usedMaps(spec, &sessionObjects{mainObjects: &mainObjects{}}, &sideObjects{})
+	delete(named, ".rodata")
+	m, err := loadMaps(spec, named)
+	if err != nil {
+		return prepared{err: fmt.Errorf("load BPF maps: %w", err)}
+	}
+	return prepared{spec: spec, maps: m}
+}
+
+// close closes the maps p made.
+func (p prepared) close() {
+	for _, m := range p.maps {
+		m.Close()
+	}
 }
 
 // load loads the BPF objects for the attach path and features of k.
 func load(o Options, k Kernel) (*Objects, error) {
-	spec, err := loadSpec(o)
-	if err != nil {
-		return nil, err
+	p := prepare(o)
+	if p.err != nil {
+		return nil, p.err
 	}
-	if err := k.adapt(spec); err != nil {
+	return loadPrepared(o, k, p)
+}
+
+// loadPrepared loads the BPF objects of p for the attach path and
+// features of k; p's maps are closed once the programs hold them.
+func loadPrepared(o Options, k Kernel, p prepared) (*Objects, error) {
+	defer p.close()
+	spec := p.spec
+	err := k.adapt(spec)
+	if err != nil {
 		return nil, err
 	}
 	cgroup := -1
@@ -263,7 +315,7 @@ func load(o Options, k Kernel) (*Objects, error) {
 		// The session program only where the kernel can load it.
 		assign = &sess
 	}
-	err = loadObjects(spec, assign, &t.objs.sideObjects)
+	err = loadObjects(spec, assign, &t.objs.sideObjects, p.maps)
 	dropKernelBTF()
 	if err != nil {
 		t.objs.Close()
@@ -302,21 +354,28 @@ func load(o Options, k Kernel) (*Objects, error) {
 	return &t, nil
 }
 
-// loadObjects loads the maps, then main's programs and side's side by
-// side: the kernel verifies each program on the thread that loads it, and
-// verifying them one after the other (~110 ms of kernel time) was most of
-// memtrace's start-up. Both loads share the maps made first.
-func loadObjects(spec *ebpf.CollectionSpec, main, side any) error {
-	shared, err := loadMaps(spec, usedMaps(spec, main, side))
+// loadObjects makes the maps not made yet (made: the caller's, which it
+// closes), then loads main's programs and side's side by side: the kernel
+// verifies each program on the thread that loads it, and verifying them
+// one after the other (~110 ms of kernel time) was most of memtrace's
+// start-up. Both loads share the maps.
+func loadObjects(spec *ebpf.CollectionSpec, main, side any, made map[string]*ebpf.Map) error {
+	named := usedMaps(spec, main, side)
+	for n := range made {
+		delete(named, n)
+	}
+	own, err := loadMaps(spec, named)
 	if err != nil {
 		return err
 	}
 	// The loads hold clones of the maps (their own descriptors).
 	defer func() {
-		for _, m := range shared {
+		for _, m := range own {
 			m.Close()
 		}
 	}()
+	shared := maps.Clone(own)
+	maps.Copy(shared, made)
 	opts := &ebpf.CollectionOptions{Cache: kernelBTF(), MapReplacements: shared}
 	sideSpec := spec.Copy() // a spec is not for two loads at once
 	var sideErr error
