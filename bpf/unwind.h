@@ -625,9 +625,9 @@ struct site_args {
  * wrapper at a->pc, its row r) when the frame cache knows that caller
  * charged itself, else 0: the walk's first two steps, without the walk (a
  * wrapper's callers are many, and each comes back: 70% of node's
- * allocations). For a wrapper with an sp-based CFA the walk's state in
- * scratch is left as the walk would leave it, for report_site's memo
- * (remember_site).
+ * allocations). The walk's state in scratch is left as the walk would
+ * leave it, for report_site's memo (remember_site), which keeps a
+ * wrapper with an sp-based CFA only (w.memo).
  */
 static __always_inline __u64 wrapped_caller(struct stack_record *rec, struct site_args *a, struct unwind_row *r,
 					    __u64 id, __u64 epoch, __u64 mm)
