@@ -123,10 +123,14 @@ func TestFootprintFixtures(t *testing.T) {
 		flags: []string{"-ljemalloc"},
 		check: func(t *testing.T, p, _ footprintFields, own map[string]uint64) {
 			// Every mapping of jemalloc's is heap: those of the live blocks,
-			// which the fixture finds, and its metadata's.
+			// which the fixture finds, and its metadata's: a few pages, or
+			// a 2 MiB huge page where the kernel backs the region with one
+			// (transparent huge pages "always": Debian's 6.1 in the kernel
+			// matrix once read 2 MiB and 32 KiB).
+			const metadata = 3 << 20
 			h := p.Footprint.HeapResident
-			if h < own["heap_resident"] || h > own["heap_resident"]+1<<20 {
-				t.Errorf("heap_resident_bytes %d, want the live blocks' mappings' %d and at most 1 MiB of metadata", h, own["heap_resident"])
+			if h < own["heap_resident"] || h > own["heap_resident"]+metadata {
+				t.Errorf("heap_resident_bytes %d, want the live blocks' mappings' %d and at most 3 MiB of metadata", h, own["heap_resident"])
 			}
 		},
 	}}
