@@ -621,6 +621,15 @@ struct site_args {
 };
 
 /*
+ * charges_itself reports whether a frame the cache holds is charged
+ * itself when met where the walk charges: neither a wrapper nor unnamed.
+ */
+static __always_inline int charges_itself(const struct frame_info *fi)
+{
+	return !(fi->has_row && (fi->row.kind & (ROW_WRAPPER | ROW_ANON)));
+}
+
+/*
  * wrapped_caller returns the return address into a wrapper's caller (the
  * wrapper at a->pc, its row r) when the frame cache knows that caller
  * charged itself, else 0: the walk's first two steps, without the walk (a
@@ -650,7 +659,7 @@ static __always_inline __u64 wrapped_caller(struct stack_record *rec, struct sit
 		return 0;
 	rec->fk.pc = site - 1;
 	fi = bpf_map_lookup_elem(&frame_cache, &rec->fk);
-	if (!frames_valid(fi, epoch, mm) || (fi->has_row && (fi->row.kind & (ROW_WRAPPER | ROW_ANON))))
+	if (!frames_valid(fi, epoch, mm) || !charges_itself(fi))
 		return 0;
 	rec->w.memo = (r->kind & ROW_KIND_MASK) == UNWIND_RSP && off > 0;
 	rec->w.leaf = a->pc;
@@ -700,7 +709,7 @@ __noinline int emit_site(struct site_args *a)
 		fi = bpf_map_lookup_elem(&frame_cache, &rec->fk);
 		site = 0;
 		if (frames_valid(fi, epoch, mm)) {
-			if (!(fi->has_row && (fi->row.kind & (ROW_WRAPPER | ROW_ANON))))
+			if (charges_itself(fi))
 				site = a->pc;
 			else if (fi->row.kind & ROW_WRAPPER)
 				site = wrapped_caller(rec, a, &fi->row, id, epoch, mm);
