@@ -43,6 +43,8 @@ E2E_TESTS=${E2E_TESTS:-'^(TestLeaksExact|TestAttachRunning|TestCommandStatus|Tes
 # code changes coherent. The two guests boot side by side, so each gets
 # about one of a two-core host's cores either way: the matrix took as long.
 accel=${MEMTRACE_KERNELS_ACCEL:-tcg,thread=single}
+# Runs of each e2e test: more than one to chase a flaky test in a guest.
+E2E_COUNT=${E2E_COUNT:-1}
 # Runs of BenchmarkAttach per attach path.
 BENCH_RUNS=${BENCH_RUNS:-3}
 TRACER_TESTS=${TRACER_TESTS:-'^(TestFeatures|TestLoadPerProbe|TestDetachStale|TestLoadModes|TestRecordLayout|TestExpDraw|TestSampleDecision|TestRefaultSlot|TestRefaultBits|TestExecProgram)$'}
@@ -130,7 +132,7 @@ cd $repo/internal/tracer && $out/bin/tracer.test -test.v -test.count=1 -test.run
 echo \$? >$res/tracer.rc
 # Attach and detach times of libc's full probe set, per attach path.
 $out/bin/tracer.test -test.run X -test.bench Attach -test.benchtime ${BENCH_RUNS}x >$res/bench.log 2>&1
-cd $repo/cmd/memtrace && $out/bin/e2e.test -test.v -test.count=1 -test.timeout 30m -test.run '$E2E_TESTS' >$res/e2e.log 2>&1
+cd $repo/cmd/memtrace && $out/bin/e2e.test -test.v -test.count=$E2E_COUNT -test.timeout 30m -test.run '$E2E_TESTS' >$res/e2e.log 2>&1
 echo \$? >$res/e2e.rc
 EOF
 }
