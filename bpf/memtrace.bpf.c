@@ -627,7 +627,8 @@ int mt_alloc_entry(struct pt_regs *ctx)
 
 	if (fn == FUNC_PY_CODE_FREE) {
 		/* Whichever task: a tag kept is only ever wrong after its free. */
-		py_code_freed(id >> 32, a1);
+		if (py_code_freed(id >> 32, a1))
+			emit(&(struct emit_args){.kind = KIND_PY_CODE_FREED, .addr = a1, .id = id});
 		return 0;
 	}
 	if (!wanted_task(t))

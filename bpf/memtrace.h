@@ -29,6 +29,7 @@ enum event_kind {
 	KIND_FAULT = 12, /* a sampled write fault: the page at addr (size bytes) may have become resident */
 	KIND_REFAULT = 14, /* a fault made the page at addr (size bytes) resident again: its old sample is gone */
 	KIND_MOVED = 15,   /* an mremap inside an allocator call moved old_size bytes at old_addr to addr */
+	KIND_PY_CODE_FREED = 16, /* code_dealloc freed the code object at addr, whose tag a walk had read */
 };
 
 /* Which allocator entry point; event.Func in Go has the same values. */

@@ -25,7 +25,10 @@
  * tag tells the one the event ran from another. The tag is read once per
  * code object and kept in py_tags, until the code object is freed: the
  * probe on code_dealloc (FUNC_PY_CODE_FREE, reached only through
- * PyCode_Type's tp_dealloc, so never inlined away) forgets it. A frame
+ * PyCode_Type's tp_dealloc, so never inlined away) forgets it, and tells
+ * user space in the ring, after every event that carried it. The tag alone
+ * cannot: the next code object at the address often has its names'
+ * strings where the last one's were, and so the same tag. A frame
  * holds a strong reference to its code object, so no code object in a
  * walked chain can be freed while its tag is read or used. Where that
  * probe is not placed (the whole host's resident mode), the process has
@@ -154,17 +157,21 @@ static __always_inline __u64 py_code_tag(struct py_state *ps, __u64 code)
 	return ps->tag;
 }
 
-/* py_code_freed forgets the tag of pid's code object at code (code_dealloc's probe). */
-static __always_inline void py_code_freed(__u32 pid, __u64 code)
+/*
+ * py_code_freed forgets the tag of pid's code object at code (code_dealloc's
+ * probe), and says whether one was kept: then events in the ring may carry
+ * it, and user space must learn of the free (KIND_PY_CODE_FREED).
+ */
+static __always_inline int py_code_freed(__u32 pid, __u64 code)
 {
 	struct py_code_key key = {.code = code};
 	struct py_proc *p;
 
 	p = bpf_map_lookup_elem(&py_procs, &pid);
 	if (!p || !p->gen)
-		return;
+		return 0;
 	key.gen = p->gen;
-	bpf_map_delete_elem(&py_tags, &key);
+	return bpf_map_delete_elem(&py_tags, &key) == 0;
 }
 
 /* py_step records one frame and moves to the previous one (bpf_loop's callback). */

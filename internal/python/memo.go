@@ -23,10 +23,11 @@ type memoSlot struct {
 
 func newMemo() *memo { return &memo{slots: make([]memoSlot, memoSlots)} }
 
-// memoKey appends the words that decide a merge to key: pid, the native
-// call site, the native stack's length, its frames, and the Python words.
-func memoKey(key []uint64, pid uint32, callSite uint64, native, py []uint64) []uint64 {
-	key = append(key[:0], uint64(pid), callSite, uint64(len(native)))
+// memoKey appends the words that decide a merge to key: pid, its code
+// objects freed so far (Stacks.CodeFreed), the native call site, the
+// native stack's length, its frames, and the Python words.
+func memoKey(key []uint64, pid uint32, freed, callSite uint64, native, py []uint64) []uint64 {
+	key = append(key[:0], uint64(pid), freed, callSite, uint64(len(native)))
 	key = append(key, native...)
 	return append(key, py...)
 }

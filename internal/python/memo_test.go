@@ -13,7 +13,7 @@ func TestMemo(t *testing.T) {
 	m := newMemo()
 	native := []uint64{0x401000, 0x402000}
 	py := []uint64{0x7f0000001000, 0x2a}
-	key := memoKey(nil, 7, 0x401000, native, py)
+	key := memoKey(nil, 7, 0, 0x401000, native, py)
 	m.put(key, 0x4000000000000002, []uint64{0x4000000000000002, 0x402000})
 
 	tests := []struct {
@@ -21,12 +21,14 @@ func TestMemo(t *testing.T) {
 		key  []uint64
 		want bool
 	}{
-		{"same words", memoKey(nil, 7, 0x401000, native, py), true},
-		{"other pid", memoKey(nil, 8, 0x401000, native, py), false},
-		{"other line", memoKey(nil, 7, 0x401000, native, []uint64{0x7f0000001000, 0x2b}), false},
+		{"same words", memoKey(nil, 7, 0, 0x401000, native, py), true},
+		{"other pid", memoKey(nil, 8, 0, 0x401000, native, py), false},
+		{"other line", memoKey(nil, 7, 0, 0x401000, native, []uint64{0x7f0000001000, 0x2b}), false},
+		// The same words after a code object's free may be another's.
+		{"code freed since", memoKey(nil, 7, 1, 0x401000, native, py), false},
 		// The native stack's length is in the key: a frame moved from
 		// native to Python words is another key.
-		{"frame moved", memoKey(nil, 7, 0x401000, native[:1], append([]uint64{0x402000}, py...)), false},
+		{"frame moved", memoKey(nil, 7, 0, 0x401000, native[:1], append([]uint64{0x402000}, py...)), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -43,7 +45,7 @@ func TestMemo(t *testing.T) {
 	// Find another key for the same slot: it evicts the first.
 	s := m.slot(key)
 	for pid := uint32(100); ; pid++ {
-		other := memoKey(nil, pid, 0x401000, native, py)
+		other := memoKey(nil, pid, 0, 0x401000, native, py)
 		if m.slot(other) != s {
 			continue
 		}
@@ -57,7 +59,7 @@ func TestMemo(t *testing.T) {
 		break
 	}
 	m.forget()
-	if _, _, ok := m.get(memoKey(nil, 7, 0x401000, native, py)); ok {
+	if _, _, ok := m.get(memoKey(nil, 7, 0, 0x401000, native, py)); ok {
 		t.Errorf("found after forget")
 	}
 }
@@ -68,7 +70,7 @@ func TestMemo(t *testing.T) {
 func TestForgetKeepsMemo(t *testing.T) {
 	s := NewStacks(symbolize.NewResolver())
 	s.procs[7] = &Layout{Minor: 12}
-	key := memoKey(nil, 7, 0x401000, []uint64{0x401000}, []uint64{0x1000, 0x2a})
+	key := memoKey(nil, 7, 0, 0x401000, []uint64{0x401000}, []uint64{0x1000, 0x2a})
 	s.memo.put(key, 1, []uint64{1})
 	s.Forget(8)
 	if _, _, ok := s.memo.get(key); !ok {

@@ -24,6 +24,9 @@ type Stacks struct {
 	// unnamed: events whose innermost Python frame could not be named,
 	// per process (Forget returns it).
 	unnamed map[uint32]uint64
+	// freed: code objects freed per process (CodeFreed), in the memo's
+	// key: the same words after a free may be another code object's.
+	freed map[uint32]uint64
 
 	memoMu sync.Mutex
 	memo   *memo
@@ -33,7 +36,7 @@ type Stacks struct {
 // NewStacks returns Stacks resolving through res.
 func NewStacks(res *symbolize.Resolver) *Stacks {
 	return &Stacks{res: res, procs: map[uint32]*Layout{}, eval: map[uint32]map[uint64]bool{},
-		unnamed: map[uint32]uint64{}, memo: newMemo()}
+		unnamed: map[uint32]uint64{}, freed: map[uint32]uint64{}, memo: newMemo()}
 }
 
 // Add makes pid's Python frames readable with layout l.
@@ -63,6 +66,7 @@ func (s *Stacks) Forget(pid uint32) (unnamed uint64) {
 	delete(s.procs, pid)
 	delete(s.eval, pid)
 	delete(s.unnamed, pid)
+	delete(s.freed, pid)
 	s.mu.Unlock()
 	if known {
 		// Its pid may come back with other code. Only a Python process's
@@ -86,6 +90,21 @@ func (s *Stacks) noteUnnamed(pid uint32) {
 	s.mu.Unlock()
 }
 
+// CodeFreed tells that pid freed the code object at code, after every
+// event that ran it (bpf/python.h): a code object met there later is
+// another, even with the same tag.
+func (s *Stacks) CodeFreed(pid uint32, code uint64) {
+	s.mu.Lock()
+	_, known := s.procs[pid]
+	if known {
+		s.freed[pid]++
+	}
+	s.mu.Unlock()
+	if known {
+		s.res.PythonCodeFreed(int(pid), code)
+	}
+}
+
 // Batch starts a batch of events (symbolize.Resolver.NextPythonBatch).
 func (s *Stacks) Batch() { s.res.NextPythonBatch() }
 
@@ -103,7 +122,7 @@ type group []uint64
 // reused for the stack.
 func (s *Stacks) Merge(pid uint32, callSite uint64, native, py []uint64, out []uint64) (uint64, []uint64) {
 	s.mu.Lock()
-	l := s.procs[pid]
+	l, freed := s.procs[pid], s.freed[pid]
 	s.mu.Unlock()
 	if l == nil || len(py) < 2 {
 		return callSite, append(out[:0], native...)
@@ -117,7 +136,7 @@ func (s *Stacks) Merge(pid uint32, callSite uint64, native, py []uint64, out []u
 	tagged := l.Tagged()
 	if tagged {
 		s.memoMu.Lock()
-		s.key = memoKey(s.key, pid, callSite, native, py)
+		s.key = memoKey(s.key, pid, freed, callSite, native, py)
 		charged, stack, ok := s.memo.get(s.key)
 		if ok {
 			out = append(out[:0], stack...)
@@ -130,7 +149,7 @@ func (s *Stacks) Merge(pid uint32, callSite uint64, native, py []uint64, out []u
 	charged, out, whole := s.merge(pid, l, callSite, native, py, out)
 	if tagged && whole {
 		s.memoMu.Lock()
-		s.key = memoKey(s.key, pid, callSite, native, py)
+		s.key = memoKey(s.key, pid, freed, callSite, native, py)
 		s.memo.put(s.key, charged, out)
 		s.memoMu.Unlock()
 	}

@@ -137,6 +137,32 @@ func (r *Resolver) ForgetPython(pid int) {
 	}
 }
 
+// PythonCodeFreed drops pid's code object at code: the probes saw it
+// freed, after every event that ran it. The next code object at code is
+// read afresh, even where its tag is the last one's (its names' strings
+// where the last one's were).
+func (r *Resolver) PythonCodeFreed(pid int, code uint64) {
+	r.py.mu.Lock()
+	defer r.py.mu.Unlock()
+	p := r.py.procs[pid]
+	if p == nil {
+		return
+	}
+	// No event still to come ran it: it is neither kept nor replaced
+	// (replace keeps code objects for such events only where their free
+	// was not seen).
+	if c := p.codes[code]; c != nil {
+		delete(p.replaced, pyReplaced{code, c.tag})
+	}
+	delete(p.codes, code)
+	delete(p.checked, code)
+	for k := range p.dead {
+		if k.code == code {
+			delete(p.dead, k)
+		}
+	}
+}
+
 // NextPythonBatch starts a new batch of events: a code object met again
 // in it is checked once against its process (its names' pointers read
 // again), not at every event.

@@ -70,6 +70,17 @@ func (m fakePyMem) str(addr uint64, s string) {
 	}
 }
 
+// newFakePyProc returns a 3.11 process whose memory is m.
+func newFakePyProc(t *testing.T) (fakePyMem, *pyProc) {
+	f, err := os.CreateTemp(t.TempDir(), "mem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return fakePyMem{t, f}, &pyProc{layout: layout311, mem: f, codes: map[uint64]*pyCode{},
+		checked: map[uint64]uint64{}, replaced: map[pyReplaced]*pyCode{}}
+}
+
 // code writes a code object at addr named name (its strings at strs),
 // of 10 code units, first line 7, with an empty line table.
 func (m fakePyMem) code(addr, strs uint64, name string) (tag uint16) {
@@ -92,14 +103,7 @@ func (m fakePyMem) code(addr, strs uint64, name string) (tag uint16) {
 // probes read; its frame is named after the object it ran, or
 // PythonFreed when that object was never read.
 func TestPythonReplacedCode(t *testing.T) {
-	f, err := os.CreateTemp(t.TempDir(), "mem")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	m := fakePyMem{t, f}
-	p := &pyProc{layout: layout311, mem: f, codes: map[uint64]*pyCode{}, checked: map[uint64]uint64{},
-		replaced: map[pyReplaced]*pyCode{}}
+	m, p := newFakePyProc(t)
 	const addr = 0x10000
 	first := m.code(addr, 0x20000, "first")
 	steps := []struct {
@@ -191,4 +195,53 @@ func TestPythonReplacedCode(t *testing.T) {
 	if c, err := p.code(1<<40, fourth, 5); err == nil {
 		t.Errorf("a code object in memory that cannot be read: %v; want an error", c)
 	}
+}
+
+// TestPythonCodeFreed: the next code object at a freed one's address
+// often has its names' strings where the last one's were, and so its tag.
+// Only the probes' word of the free (PythonCodeFreed) tells them apart:
+// the one after it is read afresh, and an event of it that finds no code
+// object left is PythonFreed, never named after the first.
+func TestPythonCodeFreed(t *testing.T) {
+	m, p := newFakePyProc(t)
+	r := &Resolver{}
+	r.py.procs = map[int]*pyProc{7: p}
+	const addr, strs = 0x10000, 0x20000
+	name := func(tag uint16, batch uint64) string {
+		t.Helper()
+		c, err := p.code(addr, tag, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c == nil {
+			return PythonFreed
+		}
+		return c.function
+	}
+	tag := m.code(addr, strs, "f7")
+	if got := name(tag, 1); got != "f7" {
+		t.Fatalf("first read: %q, want f7", got)
+	}
+	// f9 at the same address, its strings where f7's were: the same tag.
+	if again := m.code(addr, strs, "f9"); again != tag {
+		t.Fatalf("tags %#x and %#x: want the same", again, tag)
+	}
+	if got := name(tag, 1); got != "f7" {
+		t.Fatalf("without the free: %q, the case is not made", got)
+	}
+	r.PythonCodeFreed(7, addr)
+	if got := name(tag, 1); got != "f9" {
+		t.Errorf("after the free: %q, want f9", got)
+	}
+	// f9 freed too, and its memory holds no code object: its late event
+	// is PythonFreed, in its batch and the next.
+	r.PythonCodeFreed(7, addr)
+	m.u64(addr+8, 0x55aa00)
+	for _, batch := range []uint64{1, 2} {
+		if got := name(tag, batch); got != PythonFreed {
+			t.Errorf("batch %d, after the second free: %q, want %q", batch, got, PythonFreed)
+		}
+	}
+	// A process not traced, or gone: nothing to forget.
+	r.PythonCodeFreed(8, addr)
 }

@@ -175,6 +175,13 @@ func (d *Drainer) Poll(wait time.Duration, fn func(*event.Event)) (int, error) {
 		case int(unsafe.Sizeof(memtraceFreeEvent{})):
 			raw := (*memtraceFreeEvent)(unsafe.Pointer(&d.rec.RawSample[0]))
 			addr, kind, fun := untag(raw.Tagged)
+			if kind == kindPyCodeFreed {
+				// In the ring's order: after every event that ran it.
+				if ps := d.objs.python; ps != nil {
+					ps.CodeFreed(raw.Pid, addr)
+				}
+				continue
+			}
 			d.ev = event.Event{
 				Time: spread(from, stamp, read, total), Addr: addr,
 				PID: raw.Pid, TID: raw.Tid, Kind: kind, Func: fun,
@@ -315,6 +322,10 @@ func spread(from, stamp, read, total uint64) uint64 {
 
 // kindUnwindMiss: the walk met a file without a table (KIND_UNWIND_MISS).
 const kindUnwindMiss = uint8(memtraceEventKindKIND_UNWIND_MISS)
+
+// kindPyCodeFreed: a Python code object whose tag the probes had read was
+// freed (KIND_PY_CODE_FREED).
+const kindPyCodeFreed = event.Kind(memtraceEventKindKIND_PY_CODE_FREED)
 
 // isSiteKind reports whether records of kind carry a call site (and a stack).
 func isSiteKind(k event.Kind) bool {

@@ -102,6 +102,8 @@ func TestConstants(t *testing.T) {
 			"KIND_FAULT":       uint64(event.Fault),
 			"KIND_REFAULT":     uint64(event.Refault),
 			"KIND_MOVED":       uint64(event.Moved),
+			// The drainer's own too: it tells the Python stacks.
+			"KIND_PY_CODE_FREED": uint64(kindPyCodeFreed),
 		}},
 		{"func_id", map[string]uint64{
 			"FUNC_MALLOC": uint64(event.FuncMalloc), "FUNC_CALLOC": uint64(event.FuncCalloc),

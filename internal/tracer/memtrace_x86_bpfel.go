@@ -67,20 +67,21 @@ const (
 type memtraceEventKind uint32
 
 const (
-	memtraceEventKindKIND_ALLOC       memtraceEventKind = 1
-	memtraceEventKindKIND_FREE        memtraceEventKind = 2
-	memtraceEventKindKIND_REALLOC     memtraceEventKind = 3
-	memtraceEventKindKIND_MMAP        memtraceEventKind = 4
-	memtraceEventKindKIND_MUNMAP      memtraceEventKind = 5
-	memtraceEventKindKIND_MREMAP      memtraceEventKind = 6
-	memtraceEventKindKIND_CODE_MAP    memtraceEventKind = 7
-	memtraceEventKindKIND_EXEC        memtraceEventKind = 8
-	memtraceEventKindKIND_EXIT        memtraceEventKind = 9
-	memtraceEventKindKIND_MARK        memtraceEventKind = 10
-	memtraceEventKindKIND_UNWIND_MISS memtraceEventKind = 11
-	memtraceEventKindKIND_FAULT       memtraceEventKind = 12
-	memtraceEventKindKIND_REFAULT     memtraceEventKind = 14
-	memtraceEventKindKIND_MOVED       memtraceEventKind = 15
+	memtraceEventKindKIND_ALLOC         memtraceEventKind = 1
+	memtraceEventKindKIND_FREE          memtraceEventKind = 2
+	memtraceEventKindKIND_REALLOC       memtraceEventKind = 3
+	memtraceEventKindKIND_MMAP          memtraceEventKind = 4
+	memtraceEventKindKIND_MUNMAP        memtraceEventKind = 5
+	memtraceEventKindKIND_MREMAP        memtraceEventKind = 6
+	memtraceEventKindKIND_CODE_MAP      memtraceEventKind = 7
+	memtraceEventKindKIND_EXEC          memtraceEventKind = 8
+	memtraceEventKindKIND_EXIT          memtraceEventKind = 9
+	memtraceEventKindKIND_MARK          memtraceEventKind = 10
+	memtraceEventKindKIND_UNWIND_MISS   memtraceEventKind = 11
+	memtraceEventKindKIND_FAULT         memtraceEventKind = 12
+	memtraceEventKindKIND_REFAULT       memtraceEventKind = 14
+	memtraceEventKindKIND_MOVED         memtraceEventKind = 15
+	memtraceEventKindKIND_PY_CODE_FREED memtraceEventKind = 16
 )
 
 type memtraceExecEvent struct {

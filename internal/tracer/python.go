@@ -16,6 +16,9 @@ type PythonStacks interface {
 	// are reused).
 	Batch()
 	Merge(pid uint32, callSite uint64, native, py []uint64, out []uint64) (uint64, []uint64)
+	// CodeFreed tells that pid freed its code object at code, after
+	// every event that ran it.
+	CodeFreed(pid uint32, code uint64)
 }
 
 // SetPythonStacks has the drainer merge Python frames with m.
