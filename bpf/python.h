@@ -26,9 +26,11 @@
  * code object and kept in py_tags, until the code object is freed: the
  * probe on code_dealloc (FUNC_PY_CODE_FREE, reached only through
  * PyCode_Type's tp_dealloc, so never inlined away) forgets it, and tells
- * user space in the ring, after every event that carried it. The tag alone
- * cannot: the next code object at the address often has its names'
- * strings where the last one's were, and so the same tag. A frame
+ * user space in the ring, after every event that carried it. The next
+ * code object at the address often has its names' strings where the last
+ * one's were, so a kept tag also folds in co_name's length and first
+ * characters (one read more, once per code object): user space, reading
+ * late, tells the new object from the one an event ran. A frame
  * holds a strong reference to its code object, so no code object in a
  * walked chain can be freed while its tag is read or used. Where that
  * probe is not placed (the whole host's resident mode), the process has
@@ -39,6 +41,7 @@
 
 enum py_limits {
 	PY_FRAME_READ = 128, /* bytes of a frame read: every offset below is inside */
+	PY_STR_READ = 72, /* bytes of co_name read from its length on: its first 16 bytes of characters are inside */
 	PY_SPECIFIC_KEYS = 32, /* glibc's specific_1stblock: keys past it are not read */
 };
 
@@ -69,6 +72,8 @@ struct py_proc {
 	__u32 entry_off;    /* below PY_FRAME_READ; 0: none */
 	__u32 names_off;    /* offset in a code object of co_filename, co_name after it; 0: no tag */
 	__u32 gen;          /* the process's py_tags generation; 0: no cache (code_dealloc not probed) */
+	__u32 ascii_off;    /* where a compact ASCII str's characters start; 0: co_name's not in the tag */
+	__u32 compact_off;  /* where another compact str's start (at most PY_STR_READ) */
 };
 
 /*
@@ -114,6 +119,7 @@ struct py_state {
 	struct py_code_key key;
 	__u64 tag;
 	__u8 buf[PY_FRAME_READ];
+	__u8 str[PY_STR_READ]; /* co_name from its length on (py_name_tag) */
 };
 
 struct {
@@ -125,12 +131,35 @@ struct {
 
 #define PY_WORD_MASK ((1ULL << 48) - 1)
 
-/* py_tag folds a code object's co_filename and co_name pointers into 16 bits (python.Tag in Go). */
+/* py_tag folds a code object's co_filename and co_name pointers into 16 bits (symbolize.PythonTag in Go). */
 static __always_inline __u64 py_tag(__u64 file, __u64 name)
 {
 	__u64 h = (file ^ name * 0x9e3779b97f4a7c15ULL) * 0xff51afd7ed558ccdULL;
 
 	return h >> 48;
+}
+
+/*
+ * py_name_tag folds co_name's length and first 16 bytes of characters in
+ * too (symbolize.PythonNameTag in Go): s holds the str object from its
+ * length on. All of it is fixed for the str's life; the bytes past its
+ * characters are not, and are masked.
+ */
+static __always_inline __u64 py_name_tag(__u64 file, __u64 name, const __u8 *s, __u32 ascii_off, __u32 compact_off)
+{
+	__u64 len = *(__u64 *)s, state = *(__u32 *)(s + 16), w0, w1, n;
+	__u32 off = ((state & 0x40) ? ascii_off : compact_off) - 16;
+
+	off &= 0x38;
+	w0 = *(__u64 *)(s + off);
+	w1 = *(__u64 *)(s + off + 8);
+	n = len * (state >> 2 & 7); /* bytes: characters times their kind */
+	if (n < 16)
+		w1 &= n > 8 ? (1ULL << (8 * (n - 8))) - 1 : 0;
+	if (n < 8)
+		w0 &= (1ULL << (8 * n)) - 1;
+	return ((file ^ name * 0x9e3779b97f4a7c15ULL ^ len * 0xc2b2ae3d27d4eb4fULL ^ w0 * 0x165667b19e3779f9ULL ^
+		 w1 * 0x85ebca77c2b2ae63ULL) * 0xff51afd7ed558ccdULL) >> 48;
 }
 
 /*
@@ -152,6 +181,12 @@ static __always_inline __u64 py_code_tag(struct py_state *ps, __u64 code)
 	if (bpf_probe_read_user(ps->names, sizeof(ps->names), (void *)(code + ps->p.names_off)))
 		return 0;
 	ps->tag = py_tag(ps->names[0], ps->names[1]);
+	if (ps->p.ascii_off) {
+		/* Kept until the free: co_name's characters too, one read more. */
+		if (bpf_probe_read_user(ps->str, sizeof(ps->str), (void *)(ps->names[1] + 16)))
+			return 0;
+		ps->tag = py_name_tag(ps->names[0], ps->names[1], ps->str, ps->p.ascii_off, ps->p.compact_off);
+	}
 	if (ps->p.gen)
 		bpf_map_update_elem(&py_tags, &ps->key, &ps->tag, BPF_ANY);
 	return ps->tag;

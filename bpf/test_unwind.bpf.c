@@ -144,6 +144,7 @@ struct py_walk_test {
 	__u32 gen;                                    /* in: the tags' cache generation; 0: none */
 	__u32 n;                                      /* out: Python frames kept */
 	__u64 freed;                                  /* in: a code object freed before the walk; 0: none */
+	__u32 ascii_off, compact_off;                 /* in: as struct py_proc */
 };
 
 /*
@@ -171,6 +172,8 @@ int mt_test_py_walk(struct py_walk_test *t)
 	ps->p.entry_off = t->entry_off;
 	ps->p.names_off = t->names_off;
 	ps->p.gen = t->gen;
+	ps->p.ascii_off = t->ascii_off;
+	ps->p.compact_off = t->compact_off;
 	if (t->freed) {
 		/* as py_code_freed, for a process whose generation is t->gen */
 		ps->key.gen = t->gen;

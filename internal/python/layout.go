@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/memtrace/memtrace/internal/procfs"
+	"github.com/memtrace/memtrace/internal/symbolize"
 )
 
 // ErrNotPython: the process maps no CPython interpreter.
@@ -83,6 +84,14 @@ func (l *Layout) Shim(e uint8) bool { return l.Minor >= 12 && e == 3 }
 // co_filename and co_name pointers (symbolize.PythonTag): they read 16
 // bytes from co_filename, so co_name must follow it.
 func (l *Layout) Tagged() bool { return l.Code.Filename != 0 && l.Code.Name == l.Code.Filename+8 }
+
+// NameTagged reports whether a kept tag can fold in co_name's characters:
+// their start is within what the probes read of a str (bpf/python.h's
+// PY_STR_READ, from its length on) for both kinds of compact str.
+func (l *Layout) NameTagged() bool {
+	ok := func(off uint32) bool { return off >= 32 && off+16 <= symbolize.PythonNameRead+16 && off%8 == 0 }
+	return l.Tagged() && ok(l.Code.ASCIIData) && ok(l.Code.CompactData)
+}
 
 // glibcSpecific is the offset of specific_1stblock in glibc's struct
 // pthread (the TCB at fsbase), x86-64, glibc 2.26 to 2.40.

@@ -39,12 +39,14 @@ func NewStacks(res *symbolize.Resolver) *Stacks {
 		unnamed: map[uint32]uint64{}, freed: map[uint32]uint64{}, memo: newMemo()}
 }
 
-// Add makes pid's Python frames readable with layout l.
-func (s *Stacks) Add(pid uint32, l *Layout) error {
+// Add makes pid's Python frames readable with layout l. keepTags: the
+// probes keep each code object's tag until its free, and fold co_name's
+// characters into it (l.NameTagged).
+func (s *Stacks) Add(pid uint32, l *Layout, keepTags bool) error {
 	if err := s.res.AddPython(int(pid), symbolize.PythonLayout{Minor: l.Minor, FirstLine: l.Code.FirstLine,
 		Filename: l.Code.Filename, Name: l.Code.Name, Qualname: l.Code.Qualname, Linetable: l.Code.Linetable,
 		Adaptive: l.Code.Adaptive, ASCIIData: l.Code.ASCIIData, CompactData: l.Code.CompactData,
-		Tagged: l.Tagged(), CodeType: l.CodeType}); err != nil {
+		Tagged: l.Tagged(), NameTagged: keepTags && l.NameTagged(), CodeType: l.CodeType}); err != nil {
 		return err
 	}
 	s.mu.Lock()

@@ -55,11 +55,12 @@ func (s *session) pythonEvent(e *event.Event) {
 		return // not (yet) an interpreter
 	}
 	s.py.done[e.PID] = true
-	if err := s.py.stacks.Add(e.PID, l); err != nil {
+	keepTags := s.freesCode(e.PID, l.Path)
+	if err := s.py.stacks.Add(e.PID, l, keepTags); err != nil {
 		s.log.Warn("python frames not read", "pid", e.PID, "err", err)
 		return
 	}
-	if err := s.objs.TracePython(e.PID, l, s.freesCode(e.PID, l.Path)); err != nil {
+	if err := s.objs.TracePython(e.PID, l, keepTags); err != nil {
 		s.log.Warn("python frames not read", "pid", e.PID, "err", err)
 		return
 	}

@@ -30,6 +30,9 @@ type PythonLayout struct {
 	// Tagged: the probes record each frame's PythonTag (co_name follows
 	// co_filename in the code object).
 	Tagged bool
+	// NameTagged: the tags are PythonNameTag, with co_name's characters
+	// (the probes keep each code object's until its free).
+	NameTagged bool
 	// CodeType is PyCode_Type's address in the process: a code object's
 	// ob_type (0: not checked).
 	CodeType uint64
@@ -37,10 +40,45 @@ type PythonLayout struct {
 
 // PythonTag folds a code object's co_filename and co_name pointers into
 // the 16 bits the probes record beside its address (bpf/python.h's
-// py_tag): a code object freed and replaced at the same address by the
-// time its names are read has, but for one chance in 65536, another tag.
+// py_tag), where they read it at every frame: a code object freed and
+// replaced at the same address by the time its names are read has
+// another tag, unless the new one's strings took the old one's addresses
+// (PythonNameTag tells those apart).
 func PythonTag(file, name uint64) uint16 {
 	return uint16((file ^ name*0x9e3779b97f4a7c15) * 0xff51afd7ed558ccd >> 48)
+}
+
+// PythonNameRead is how much of co_name PythonNameTag reads, from its
+// length on (bpf/python.h's PY_STR_READ).
+const PythonNameRead = 72
+
+// PythonNameTag is PythonTag with co_name's length and first 16 bytes of
+// characters folded in (bpf/python.h's py_name_tag): s holds the str
+// object from its length on, PythonNameRead bytes. The next code object
+// at an address often has its names' strings where the last one's were;
+// their characters differ.
+func PythonNameTag(file, name uint64, s []byte, asciiOff, compactOff uint32) uint16 {
+	le := binary.LittleEndian
+	n, state := le.Uint64(s), le.Uint32(s[16:])
+	off := compactOff - 16
+	if state&0x40 != 0 {
+		off = asciiOff - 16
+	}
+	off &= 0x38
+	w0, w1 := le.Uint64(s[off:]), le.Uint64(s[off+8:])
+	bytes := n * uint64(state>>2&7)
+	if bytes < 16 {
+		if bytes > 8 {
+			w1 &= 1<<(8*(bytes-8)) - 1
+		} else {
+			w1 = 0
+		}
+	}
+	if bytes < 8 {
+		w0 &= 1<<(8*bytes) - 1
+	}
+	return uint16((file ^ name*0x9e3779b97f4a7c15 ^ n*0xc2b2ae3d27d4eb4f ^ w0*0x165667b19e3779f9 ^
+		w1*0x85ebca77c2b2ae63) * 0xff51afd7ed558ccd >> 48)
 }
 
 // pyCode is one code object as read from its process.
@@ -216,8 +254,10 @@ func (p *pyProc) code(code uint64, tag uint16, batch uint64) (*pyCode, error) {
 		return c, nil
 	}
 	if c != nil && (p.checked[code] != batch || tagged && c.tag != tag) {
+		// A name tag that differs tells another object, whose names'
+		// pointers may still be the same.
 		var names [3]uint64
-		if err := p.readNames(code, &names); err != nil || names != c.names {
+		if err := p.readNames(code, &names); err != nil || names != c.names || p.layout.NameTagged && c.tag != tag {
 			p.replace(code, c)
 			c = nil
 		}
@@ -393,6 +433,13 @@ func (p *pyProc) readCode(code uint64) (c *pyCode, err error) {
 		return nil, err
 	}
 	c.tag = PythonTag(c.names[0], c.names[1])
+	if p.layout.NameTagged {
+		var b [PythonNameRead]byte
+		if err := p.read(b[:], c.names[1]+16); err != nil {
+			return nil, err
+		}
+		c.tag = PythonNameTag(c.names[0], c.names[1], b[:], p.layout.ASCIIData, p.layout.CompactData)
+	}
 	if c.file, err = p.str(c.names[0]); err != nil {
 		return nil, err
 	}

@@ -81,6 +81,20 @@ func newFakePyProc(t *testing.T) (fakePyMem, *pyProc) {
 		checked: map[uint64]uint64{}, replaced: map[pyReplaced]*pyCode{}}
 }
 
+// codeName is the function of the code object p's event at addr, tagged
+// tag, ran; PythonFreed for none.
+func codeName(t *testing.T, p *pyProc, addr uint64, tag uint16, batch uint64) string {
+	t.Helper()
+	c, err := p.code(addr, tag, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c == nil {
+		return PythonFreed
+	}
+	return c.function
+}
+
 // code writes a code object at addr named name (its strings at strs),
 // of 10 code units, first line 7, with an empty line table.
 func (m fakePyMem) code(addr, strs uint64, name string) (tag uint16) {
@@ -207,17 +221,7 @@ func TestPythonCodeFreed(t *testing.T) {
 	r := &Resolver{}
 	r.py.procs = map[int]*pyProc{7: p}
 	const addr, strs = 0x10000, 0x20000
-	name := func(tag uint16, batch uint64) string {
-		t.Helper()
-		c, err := p.code(addr, tag, batch)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c == nil {
-			return PythonFreed
-		}
-		return c.function
-	}
+	name := func(tag uint16, batch uint64) string { return codeName(t, p, addr, tag, batch) }
 	tag := m.code(addr, strs, "f7")
 	if got := name(tag, 1); got != "f7" {
 		t.Fatalf("first read: %q, want f7", got)
@@ -244,4 +248,53 @@ func TestPythonCodeFreed(t *testing.T) {
 	}
 	// A process not traced, or gone: nothing to forget.
 	r.PythonCodeFreed(8, addr)
+}
+
+// TestPythonNameTagged: with name tags (PythonNameTag), code objects
+// that take one another's address and names' strings still differ in
+// their tags. An event of one read only after the next replaced it is
+// PythonFreed, not named after the next; and the next's, met while the
+// first is cached (its free not seen), reads it afresh.
+func TestPythonNameTagged(t *testing.T) {
+	m, p := newFakePyProc(t)
+	p.layout.NameTagged = true
+	const addr, strs = 0x10000, 0x20000
+	write := func(name string) uint16 {
+		m.code(addr, strs, name)
+		b := make([]byte, PythonNameRead)
+		if _, err := m.f.ReadAt(b, strs+0x100+16); err != nil {
+			t.Fatal(err)
+		}
+		return PythonNameTag(strs, strs+0x100, b, layout311.ASCIIData, layout311.CompactData)
+	}
+	name := func(tag uint16, batch uint64) string { return codeName(t, p, addr, tag, batch) }
+	f7 := write("f7")
+	f9 := write("f9")
+	if f7 == f9 {
+		t.Fatalf("f7 and f9: both tagged %#x", f7)
+	}
+	steps := []struct {
+		what  string
+		write string
+		tag   *uint16
+		batch uint64
+		want  string
+	}{
+		{what: "f7's event, read after f9 took its place", tag: &f7, batch: 1, want: PythonFreed},
+		{what: "f9's", tag: &f9, batch: 1, want: "f9"},
+		{what: "f11's, f9 cached and its free not seen", write: "f11", batch: 1, want: "f11"},
+		{what: "f9's, drained late", tag: &f9, batch: 1, want: "f9"},
+	}
+	for _, s := range steps {
+		tag := uint16(0)
+		if s.write != "" {
+			tag = write(s.write)
+		}
+		if s.tag != nil {
+			tag = *s.tag
+		}
+		if got := name(tag, s.batch); got != s.want {
+			t.Errorf("%s: named %q, want %q", s.what, got, s.want)
+		}
+	}
 }

@@ -56,6 +56,7 @@ type pyWalkTest struct {
 	N                                    uint32
 	_                                    uint32 // C's padding before freed
 	Freed                                uint64
+	ASCIIOff, CompactOff                 uint32
 }
 
 // walkTest is struct walk_test (checked against the object's BTF).
@@ -548,5 +549,91 @@ func TestPythonWalk(t *testing.T) {
 				t.Errorf("%s, frame %d: instruction word %#x, want %#x", w.what, i, got.Frames[2*i+1], wantInstr)
 			}
 		}
+	}
+}
+
+// TestPythonNameTag walks one frame whose code object's co_name is a str
+// in memory (python.h's py_name_tag): with a cache generation and str
+// offsets, its tag folds in the name's length and first 16 bytes of
+// characters, as symbolize.PythonNameTag does from the same bytes. The
+// bytes past the characters do not count; another name at the same
+// address, read after the code object's free, gives another tag.
+func TestPythonNameTag(t *testing.T) {
+	objs := loadUnwindTest(t)
+	mem := newStack(t)
+	base := mem.base()
+	const (
+		codeOff, prevOff, instrOff, namesOff = 32, 48, 56, 112
+		codeAt, fileAt, nameAt               = 0x800, 0xa00, 0xc00
+	)
+	// A compact str: its length, state (kind, compact, ascii) and
+	// characters from ascii or compact.
+	str := func(chars []byte, n, kind uint64, ascii bool, asciiOff, compactOff uint32, junk byte) {
+		for i := range uint64(0x100) {
+			mem[nameAt+i] = junk
+		}
+		mem.put(nameAt+16, n)
+		state := kind<<2 | 1<<5
+		data := uint64(compactOff)
+		if ascii {
+			state |= 1 << 6
+			data = uint64(asciiOff)
+		}
+		mem.put(nameAt+32, state)
+		copy(mem[nameAt+data:], chars)
+	}
+	mem.put(codeAt+namesOff, base+fileAt)
+	mem.put(codeAt+namesOff+8, base+nameAt)
+	mem.put(codeOff, base+codeAt)
+	mem.put(instrOff, base+codeAt+0x100)
+	ucs2 := []byte{0xe9, 0, 't', 0, 0xe9, 0} // "été" in UCS-2
+	tests := []struct {
+		name              string
+		chars             []byte
+		n, kind           uint64
+		ascii             bool
+		asciiOff, compOff uint32
+	}{
+		{"3.11 short", []byte("f7"), 2, 1, true, 48, 72},
+		{"3.11 eight", []byte("abcdefgh"), 8, 1, true, 48, 72},
+		{"3.11 twelve", []byte("abcdefghijkl"), 12, 1, true, 48, 72},
+		{"3.11 long", []byte("a_function_of_twenty"), 20, 1, true, 48, 72},
+		{"3.11 UCS-2", ucs2, 3, 2, false, 48, 72},
+		{"3.12 short", []byte("f9"), 2, 1, true, 40, 56},
+		{"3.12 Latin-1", []byte{0xe9, 't', 0xe9}, 3, 1, false, 40, 56},
+		{"empty", nil, 0, 1, true, 40, 56},
+	}
+	seen := map[uint16]string{}
+	for gen, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var tags [2]uint64
+			for i, junk := range []byte{0x00, 0xa5} {
+				str(tt.chars, tt.n, tt.kind, tt.ascii, tt.asciiOff, tt.compOff, junk)
+				in := pyWalkTest{Frame: base, CodeOff: codeOff, PrevOff: prevOff, InstrOff: instrOff,
+					NamesOff: namesOff, Gen: uint32(100 + gen), Freed: base + codeAt,
+					ASCIIOff: tt.asciiOff, CompactOff: tt.compOff}
+				runCtx(t, objs.PyWalk, &in)
+				var got bpftest.UnwindWalkFrames
+				if err := objs.Frames.Lookup(uint32(0), &got); err != nil {
+					t.Fatal(err)
+				}
+				if in.N != 1 || got.Frames[0]&(1<<48-1) != base+codeAt {
+					t.Fatalf("%d frames, code word %#x: want 1, %#x", in.N, got.Frames[0], base+codeAt)
+				}
+				tags[i] = got.Frames[0] >> 48
+				want := symbolize.PythonNameTag(base+fileAt, base+nameAt, mem[nameAt+16:nameAt+16+symbolize.PythonNameRead],
+					tt.asciiOff, tt.compOff)
+				if tags[i] != uint64(want) {
+					t.Errorf("junk %#x: tag %#x, PythonNameTag %#x", junk, tags[i], want)
+				}
+			}
+			if tags[0] != tags[1] {
+				t.Errorf("the bytes past the characters changed the tag: %#x, %#x", tags[0], tags[1])
+			}
+			if other, ok := seen[uint16(tags[0])]; ok {
+				t.Errorf("tag %#x, as %s's: the same pointers, other characters", tags[0], other)
+			}
+			seen[uint16(tags[0])] = tt.name
+		})
 	}
 }

@@ -293,6 +293,8 @@ type memtracePyProc struct {
 	EntryOff    uint32
 	NamesOff    uint32
 	Gen         uint32
+	AsciiOff    uint32
+	CompactOff  uint32
 	_           [4]byte
 }
 
@@ -308,6 +310,7 @@ type memtracePyState struct {
 	Key    memtracePyCodeKey
 	Tag    uint64
 	Buf    [128]uint8
+	Str    [72]uint8
 }
 
 type memtraceRefaultSlot struct {

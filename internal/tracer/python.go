@@ -40,6 +40,10 @@ func (t *Objects) TracePython(pid uint32, l *python.Layout, keepTags bool) error
 			// A new generation each time: a PID reused, or an exec,
 			// never meets the tags kept before.
 			p.Gen = t.pyGen.Add(1)
+			if l.NameTagged() {
+				// Read once per code object: co_name's characters too.
+				p.AsciiOff, p.CompactOff = l.Code.ASCIIData, l.Code.CompactData
+			}
 		}
 	}
 	if err := t.objs.PyProcs.Update(pid, &p, ebpf.UpdateAny); err != nil {

@@ -7,13 +7,15 @@
 # bytearray of its own size; odd rounds' copies never run, so memtrace
 # never reads them. memtrace must charge each even f<i> its own bytes (or,
 # when it read f<i> too late, no name at all), never another code object
-# that had the same address.
+# that had the same address. The argument is how long each copy that ran
+# stays alive (0.05 s by default; 0: memtrace reads most of them late).
 import os
 import sys
 import time
 import types
 
 ROUNDS = 40
+ALIVE = float(sys.argv[1]) if len(sys.argv) > 1 else 0.05
 keep = []
 addrs = set()
 # (code, co_name, co_filename) addresses of the last round that ran.
@@ -43,8 +45,11 @@ for i in range(ROUNDS):
     keep.append(fn(100000 + i * 4096))
     # Alive a while: memtrace reads a code object when it drains the
     # events that ran it (every 20 ms), and names it only if it is alive.
-    time.sleep(0.05)
+    time.sleep(ALIVE)
 
+# Alive after the rounds: memtrace reads the code objects of the events
+# it drains late while the process is still there to read.
+time.sleep(0.3)
 # Rounds, distinct addresses of their code objects, and rounds run whose
 # code object and names had the addresses of the last round run's.
 print(ROUNDS, len(addrs), same)

@@ -126,6 +126,8 @@ type UnwindPyProc struct {
 	EntryOff    uint32
 	NamesOff    uint32
 	Gen         uint32
+	AsciiOff    uint32
+	CompactOff  uint32
 	_           [4]byte
 }
 
@@ -141,6 +143,7 @@ type UnwindPyState struct {
 	Key    UnwindPyCodeKey
 	Tag    uint64
 	Buf    [128]uint8
+	Str    [72]uint8
 }
 
 type UnwindRefaultSlot struct {
