@@ -140,7 +140,39 @@ func (r *runner) node(ctx context.Context) ([]*Comparison, error) {
 		floor.record(r.trapFloor(ctx))
 	}
 	nodeTarget(targetC, wallC)
-	return []*Comparison{wallC, tablesC, targetC}, nil
+	symsC, err := r.nodeSymbols(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return []*Comparison{wallC, tablesC, targetC, symsC}, nil
+}
+
+// nodeSymbols reads symbolize's BenchmarkFunctionSymbols: node's function
+// symbols read, as memtrace reads them to name its call sites (on a core
+// of its own while node runs, and for the report).
+func (r *runner) nodeSymbols(ctx context.Context) (*Comparison, error) {
+	c := &Comparison{ID: "node-symbols", Title: "node's function symbols read (symbolize.BenchmarkFunctionSymbols)", Unit: "ms",
+		Notes: []string{"alloc MB: the garbage a read leaves besides the table it keeps"}}
+	bin, err := r.testBinary(ctx, "symbolize")
+	if err != nil {
+		return nil, err
+	}
+	took, alloc := c.add("read"), c.add("alloc MB")
+	for round := range r.cfg.Rounds {
+		r.logf("node: round %d/%d: function symbols", round+1, r.cfg.Rounds)
+		m, err := goBench(ctx, bin, "^BenchmarkFunctionSymbols$", "3x")
+		if err != nil {
+			took.record(0, err)
+			alloc.record(0, err)
+			continue
+		}
+		ns, err := metric(m, "BenchmarkFunctionSymbols", "ns/op")
+		took.record(ns/1e6, err)
+		alloc.record(metric(m, "BenchmarkFunctionSymbols", "alloc-MB"))
+	}
+	took.summarize()
+	alloc.summarize()
+	return c, nil
 }
 
 // Rows of the node-target comparison.

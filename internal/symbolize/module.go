@@ -223,8 +223,8 @@ func (m *Module) loadSymbols() {
 			if src == m.f {
 				goTable = m.goTable
 			}
-			c, err := functionSymbols(src, goTable)
-			cands = append(cands, c...)
+			var err error
+			cands, err = appendFunctionSymbols(cands, src, goTable)
 			errs = append(errs, err)
 		}
 		m.syms = newSymbolTable(cands)
@@ -239,9 +239,14 @@ func (m *Module) loadSymbols() {
 // functions in its function table (.gopclntab), which the runtime keeps:
 // goTable's, or f's read here when goTable is nil.
 func functionSymbols(f *elf.File, goTable func() *gopclntab.Table) ([]rankedSymbol, error) {
-	var cands []rankedSymbol
+	return appendFunctionSymbols(nil, f, goTable)
+}
+
+// appendFunctionSymbols is functionSymbols appending to cands.
+func appendFunctionSymbols(cands []rankedSymbol, f *elf.File, goTable func() *gopclntab.Table) ([]rankedSymbol, error) {
 	var errs []error
 	var err error
+	had := len(cands)
 	if TablesFit(f, elf.SHT_SYMTAB) {
 		cands, err = readFuncs(cands, f, elf.SHT_SYMTAB)
 	} else {
@@ -250,7 +255,7 @@ func functionSymbols(f *elf.File, goTable func() *gopclntab.Table) ([]rankedSymb
 	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
 		errs = append(errs, fmt.Errorf("symtab: %w", err))
 	}
-	if len(cands) == 0 {
+	if len(cands) == had {
 		var tab *gopclntab.Table
 		if goTable != nil {
 			tab = goTable()

@@ -7,15 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"unsafe"
 )
 
 // readFuncs adds the defined function symbols of f's table typ (.symtab
 // or .dynsym) to dst, as collectFuncs does with f.Symbols or
 // f.DynamicSymbols, without their cost: those make a string of every
 // symbol's name, functions or not (node's 110 000 symbols and 7.5 MB of
-// names: ~40 ms of the ~100 ms node's symbols took, and as much garbage).
-// Here the names of functions alone are copied, into one string. Other
-// than 64-bit files go through debug/elf.
+// names). Here an entry's type is checked before its name is looked for,
+// and the names are the string table's own bytes, which nothing writes
+// after (the table is read into memory of its own): no copy, one pass.
+// Other than 64-bit files go through debug/elf.
 func readFuncs(dst []rankedSymbol, f *elf.File, typ elf.SectionType) ([]rankedSymbol, error) {
 	if f.Class != elf.ELFCLASS64 {
 		read := f.Symbols
@@ -29,40 +31,33 @@ func readFuncs(dst []rankedSymbol, f *elf.File, typ elf.SectionType) ([]rankedSy
 	if err != nil {
 		return dst, err
 	}
-	// Two passes over the table: the first counts the functions and their
-	// names' bytes, the second copies them, with no slice grown as it goes.
-	each := func(fn func(info byte, value, size uint64, name []byte)) {
-		eachSymbol64(f.ByteOrder, data, strs, func(s RawSymbol) {
-			if t := elf.ST_TYPE(s.Info); t != elf.STT_FUNC && t != sttGNUIFunc {
-				return
-			}
-			if s.Value == 0 || s.Section == elf.SHN_UNDEF {
-				return
-			}
-			name := s.Name
-			if i := bytes.IndexByte(name, '@'); i > 0 {
-				name = name[:i] // as stripVersion
-			}
-			if len(name) > 0 {
-				fn(s.Info, s.Value, s.Size, name)
-			}
-		})
+	bo := f.ByteOrder
+	isFunc := func(info byte) bool { t := elf.ST_TYPE(info); return t == elf.STT_FUNC || t == sttGNUIFunc }
+	n := 0
+	for d := data[elf.Sym64Size:]; len(d) >= elf.Sym64Size; d = d[elf.Sym64Size:] {
+		if isFunc(d[4]) {
+			n++
+		}
 	}
-	n, size := 0, 0
-	each(func(_ byte, _, _ uint64, name []byte) { n, size = n+1, size+len(name) })
-	type span struct{ off, end int }
-	names := make([]byte, 0, size)
-	spans := make([]span, 0, n)
-	start := len(dst)
 	dst = slices.Grow(dst, n)
-	each(func(info byte, value, size uint64, name []byte) {
-		spans = append(spans, span{len(names), len(names) + len(name)})
-		names = append(names, name...)
-		dst = append(dst, rankedSymbol{symbol: symbol{addr: value, size: size}, binding: elf.ST_BIND(info)})
-	})
-	all := string(names)
-	for i, s := range spans {
-		dst[start+i].name = all[s.off:s.end]
+	for d := data[elf.Sym64Size:]; len(d) >= elf.Sym64Size; d = d[elf.Sym64Size:] {
+		info := d[4]
+		if !isFunc(info) {
+			continue
+		}
+		value := bo.Uint64(d[8:16])
+		if value == 0 || elf.SectionIndex(bo.Uint16(d[6:8])) == elf.SHN_UNDEF {
+			continue
+		}
+		name := cString(strs, int(bo.Uint32(d[0:4])))
+		if i := bytes.IndexByte(name, '@'); i > 0 {
+			name = name[:i] // as stripVersion
+		}
+		if len(name) == 0 {
+			continue
+		}
+		dst = append(dst, rankedSymbol{symbol: symbol{addr: value, size: bo.Uint64(d[16:24]),
+			name: unsafe.String(&name[0], len(name))}, binding: elf.ST_BIND(info)})
 	}
 	return dst, nil
 }
