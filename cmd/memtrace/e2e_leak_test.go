@@ -616,3 +616,36 @@ func TestLeakFlagsBad(t *testing.T) {
 		}
 	}
 }
+
+// TestLeakCheckThreadStacks: a block reached only from a worker thread's
+// stack when main exits (testdata/leak/threadstack.c). At the exit stop
+// the worker's stack pointer is unknown, so its whole stack is a root;
+// memtrace reads only the pages of it that were ever touched, and the
+// block is still reached, while the one main dropped is lost.
+func TestLeakCheckThreadStacks(t *testing.T) {
+	needBPF(t)
+	bin := fixture(t, "leak/threadstack.c", "-pthread")
+	cmd := exec.Command(memtrace(t), "--json", "--top", "0", "--leak-check", "-v", "--", bin)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("memtrace: %v\n%s", err, errOut.String())
+	}
+	procs, sites := leakRecords(t, out.String())
+	if len(procs) != 1 || !procs[0].LeakChecked {
+		t.Fatalf("processes %+v\n%s", procs, errOut.String())
+	}
+	// on_stack only wraps malloc: its caller is charged.
+	checkSites(t, sites, procs[0].PID, siteWant{
+		"worker":  {ReachableBytes: 4096, ReachableBlocks: 1},
+		"dropped": {DefinitelyLostBytes: 100, DefinitelyLostBlocks: 1},
+	}, nil)
+	// The worker's stack: 8 MiB, a few pages of it touched.
+	m := regexp.MustCompile(`msg="leak check" .* untouched=(\d+)`).FindStringSubmatch(errOut.String())
+	if m == nil {
+		t.Fatalf("no leak check line with untouched bytes:\n%s", errOut.String())
+	}
+	if n, _ := strconv.ParseUint(m[1], 10, 64); n < 7<<20 {
+		t.Errorf("untouched %d bytes, want most of the worker's 8 MiB stack left unread", n)
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/memtrace/memtrace/internal/aggregate"
 	"github.com/memtrace/memtrace/internal/leakcheck"
+	"github.com/memtrace/memtrace/internal/procfs"
 	"github.com/memtrace/memtrace/internal/recording"
 )
 
@@ -19,6 +20,8 @@ type CheckedProcess struct {
 	Result                     *leakcheck.Result
 	Roots                      int
 	ScannedBytes, SkippedBytes uint64
+	// UntouchedBytes: roots' pages never touched, not read (leakcheck.Touched).
+	UntouchedBytes uint64
 }
 
 // Each yields the checked blocks by address, each with its call site and
@@ -52,6 +55,13 @@ func CheckBlocks(pid int, live Live, threads []leakcheck.Thread, regs []uint64, 
 		return CheckedProcess{}, err
 	}
 	roots := leakcheck.Roots(maps, leakcheck.RootOptions{Threads: threads, UnknownHeap: unknownHeap, Blocks: live.Blocks, Mapped: mapped})
+	var untouched uint64
+	if pm, err := procfs.OpenPagemap(pid); err == nil {
+		// Pages never touched hold no pointer: not read (without the
+		// page map, every root is read whole).
+		roots, untouched = leakcheck.Touched(roots, maps, pm)
+		pm.Close()
+	}
 	mem := leakcheck.OpenProcessMemory(pid)
 	defer mem.Close()
 	res, err := leakcheck.Check(leakcheck.Input{
@@ -63,7 +73,8 @@ func CheckBlocks(pid int, live Live, threads []leakcheck.Thread, regs []uint64, 
 	if err != nil {
 		return CheckedProcess{}, err
 	}
-	return CheckedProcess{Live: live, Result: res, Roots: len(roots), ScannedBytes: res.ScannedBytes, SkippedBytes: res.SkippedBytes}, nil
+	return CheckedProcess{Live: live, Result: res, Roots: len(roots), ScannedBytes: res.ScannedBytes, SkippedBytes: res.SkippedBytes,
+		UntouchedBytes: untouched}, nil
 }
 
 // Live is what a leak check of a process covers: its blocks, sorted by

@@ -175,7 +175,7 @@ func (s *session) checkBlocks(r *leakcheck.Verdict, threads []leakcheck.Thread, 
 	}
 	r.ScannedBytes = c.ScannedBytes
 	s.log.Info("leak check", "pid", pid, "blocks", len(c.Blocks), "roots", c.Roots,
-		"scanned", c.ScannedBytes, "skipped", c.SkippedBytes)
+		"scanned", c.ScannedBytes, "skipped", c.SkippedBytes, "untouched", c.UntouchedBytes)
 	return c, nil
 }
 
