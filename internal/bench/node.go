@@ -152,7 +152,7 @@ func (r *runner) node(ctx context.Context) ([]*Comparison, error) {
 // of its own while node runs, and for the report).
 func (r *runner) nodeSymbols(ctx context.Context) (*Comparison, error) {
 	c := &Comparison{ID: "node-symbols", Title: "node's function symbols read (symbolize.BenchmarkFunctionSymbols)", Unit: "ms",
-		Notes: []string{"alloc MB: the garbage a read leaves besides the table it keeps"}}
+		Notes: []string{"alloc MB: all that a read allocates, the table it keeps included"}}
 	bin, err := r.testBinary(ctx, "symbolize")
 	if err != nil {
 		return nil, err

@@ -37,7 +37,7 @@ func Touched(roots []Range, ms []Mapping, pm PageFlags) (out []Range, untouched 
 			out = append(out, r)
 			continue
 		}
-		before := len(out)
+		before, kept := len(out), uint64(0)
 		first, last := r.Start/pageSize, (r.End-1)/pageSize
 		for p := first; p <= last; {
 			want := min(last-p+1, touchedChunk)
@@ -52,6 +52,7 @@ func Touched(roots []Range, ms []Mapping, pm PageFlags) (out []Range, untouched 
 				}
 				page := p + i
 				s, e := max(r.Start, page*pageSize), min(r.End, (page+1)*pageSize)
+				kept += e - s
 				if k := len(out) - 1; k >= before && out[k].End == s {
 					out[k].End = e
 				} else {
@@ -59,10 +60,6 @@ func Touched(roots []Range, ms []Mapping, pm PageFlags) (out []Range, untouched 
 				}
 			}
 			p += want
-		}
-		kept := uint64(0)
-		for _, k := range out[before:] {
-			kept += k.Len()
 		}
 		untouched += r.Len() - kept
 	}

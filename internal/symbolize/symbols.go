@@ -29,11 +29,7 @@ const sttGNUIFunc = elf.STT_LOOS
 // collectFuncs keeps the defined function symbols of syms.
 func collectFuncs(dst []rankedSymbol, syms []elf.Symbol) []rankedSymbol {
 	for _, s := range syms {
-		typ := elf.ST_TYPE(s.Info)
-		if typ != elf.STT_FUNC && typ != sttGNUIFunc {
-			continue
-		}
-		if s.Value == 0 || s.Section == elf.SHN_UNDEF || s.Name == "" {
+		if !isFunc(s.Info) || s.Value == 0 || s.Section == elf.SHN_UNDEF || s.Name == "" {
 			continue
 		}
 		dst = append(dst, rankedSymbol{

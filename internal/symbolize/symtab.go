@@ -31,34 +31,29 @@ func readFuncs(dst []rankedSymbol, f *elf.File, typ elf.SectionType) ([]rankedSy
 	if err != nil {
 		return dst, err
 	}
-	bo := f.ByteOrder
-	isFunc := func(info byte) bool { t := elf.ST_TYPE(info); return t == elf.STT_FUNC || t == sttGNUIFunc }
+	// Counted first, so that dst grows once; a name is looked for only
+	// for a function's entry.
 	n := 0
-	for d := data[elf.Sym64Size:]; len(d) >= elf.Sym64Size; d = d[elf.Sym64Size:] {
-		if isFunc(d[4]) {
+	eachSymbol64(f.ByteOrder, data, strs, func(info byte) bool {
+		if isFunc(info) {
 			n++
 		}
-	}
+		return false
+	}, nil)
 	dst = slices.Grow(dst, n)
-	for d := data[elf.Sym64Size:]; len(d) >= elf.Sym64Size; d = d[elf.Sym64Size:] {
-		info := d[4]
-		if !isFunc(info) {
-			continue
+	eachSymbol64(f.ByteOrder, data, strs, isFunc, func(s RawSymbol) {
+		if s.Value == 0 || s.Section == elf.SHN_UNDEF {
+			return
 		}
-		value := bo.Uint64(d[8:16])
-		if value == 0 || elf.SectionIndex(bo.Uint16(d[6:8])) == elf.SHN_UNDEF {
-			continue
-		}
-		name := cString(strs, int(bo.Uint32(d[0:4])))
+		name := s.Name
 		if i := bytes.IndexByte(name, '@'); i > 0 {
 			name = name[:i] // as stripVersion
 		}
-		if len(name) == 0 {
-			continue
+		if len(name) > 0 {
+			dst = append(dst, rankedSymbol{symbol: symbol{addr: s.Value, size: s.Size,
+				name: unsafe.String(&name[0], len(name))}, binding: elf.ST_BIND(s.Info)})
 		}
-		dst = append(dst, rankedSymbol{symbol: symbol{addr: value, size: bo.Uint64(d[16:24]),
-			name: unsafe.String(&name[0], len(name))}, binding: elf.ST_BIND(info)})
-	}
+	})
 	return dst, nil
 }
 
@@ -94,8 +89,14 @@ func EachSymbol(f *elf.File, typ elf.SectionType, fn func(RawSymbol)) error {
 	if err != nil {
 		return err
 	}
-	eachSymbol64(f.ByteOrder, data, strs, fn)
+	eachSymbol64(f.ByteOrder, data, strs, nil, fn)
 	return nil
+}
+
+// isFunc: a symbol of this type (st_info) is a function.
+func isFunc(info byte) bool {
+	t := elf.ST_TYPE(info)
+	return t == elf.STT_FUNC || t == sttGNUIFunc
 }
 
 // symbolSection reads a 64-bit file's symbol table typ and its string
@@ -126,9 +127,13 @@ func symbolSection(f *elf.File, typ elf.SectionType) (data, strs []byte, err err
 }
 
 // eachSymbol64 calls fn with every entry of a 64-bit symbol table past
-// its null entry.
-func eachSymbol64(bo binary.ByteOrder, data, strs []byte, fn func(RawSymbol)) {
+// its null entry that keep keeps (by its st_info; nil: all), its name
+// looked for only then.
+func eachSymbol64(bo binary.ByteOrder, data, strs []byte, keep func(info byte) bool, fn func(RawSymbol)) {
 	for d := data[elf.Sym64Size:]; len(d) >= elf.Sym64Size; d = d[elf.Sym64Size:] {
+		if keep != nil && !keep(d[4]) {
+			continue
+		}
 		fn(RawSymbol{
 			Name:    cString(strs, int(bo.Uint32(d[0:4]))),
 			Info:    d[4],
