@@ -253,23 +253,28 @@ func (p *pyProc) code(code uint64, tag uint16, batch uint64) (*pyCode, error) {
 		// here (a replaced object with the same tag: one in 65536).
 		return c, nil
 	}
+	k := pyReplaced{code, tag}
+	if p.deadBatch != batch || p.dead == nil {
+		p.dead, p.deadBatch = map[pyReplaced]bool{}, batch
+	}
+	if p.dead[k] {
+		// Found gone earlier in this batch: a reader that falls behind
+		// meets many events of an object replaced since, and must not
+		// read its successor again for each.
+		return p.replaced[k], nil
+	}
 	if c != nil && (p.checked[code] != batch || tagged && c.tag != tag) {
 		// A name tag that differs tells another object, whose names'
-		// pointers may still be the same.
+		// pointers may still be the same: the live one's tag says
+		// whether it is c (the event's object is older) or not.
 		var names [3]uint64
-		if err := p.readNames(code, &names); err != nil || names != c.names || p.layout.NameTagged && c.tag != tag {
+		if err := p.readNames(code, &names); err != nil || names != c.names ||
+			p.layout.NameTagged && c.tag != tag && p.nameTag(names) != c.tag {
 			p.replace(code, c)
 			c = nil
 		}
 	}
 	if c == nil {
-		k := pyReplaced{code, tag}
-		if p.deadBatch != batch || p.dead == nil {
-			p.dead, p.deadBatch = map[pyReplaced]bool{}, batch
-		}
-		if p.dead[k] {
-			return p.replaced[k], nil
-		}
 		var err error
 		if c, err = p.readCode(code); err != nil {
 			var names [3]uint64
@@ -287,9 +292,20 @@ func (p *pyProc) code(code uint64, tag uint16, batch uint64) (*pyCode, error) {
 	p.checked[code] = batch
 	if tagged && c.tag != tag {
 		// The event ran a code object since replaced: read before, or never.
-		return p.replaced[pyReplaced{code, tag}], nil
+		p.dead[k] = true
+		return p.replaced[k], nil
 	}
 	return c, nil
+}
+
+// nameTag is the tag (PythonNameTag) of the code object whose names'
+// pointers are names, 0 when its name cannot be read.
+func (p *pyProc) nameTag(names [3]uint64) uint16 {
+	var b [PythonNameRead]byte
+	if p.read(b[:], names[1]+16) != nil {
+		return 0
+	}
+	return PythonNameTag(names[0], names[1], b[:], p.layout.ASCIIData, p.layout.CompactData)
 }
 
 // replace keeps c, replaced at its address, for the events that ran it.
