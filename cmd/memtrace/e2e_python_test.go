@@ -129,11 +129,13 @@ func tracemallocView(t *testing.T, py interpreter, script string, env ...string)
 // program allocates faster than a reader starved by a loaded machine can
 // keep up with, and memtrace then counts what it lost (the CI run that
 // lost 112 628 of 1.9 million events, with --detail, fell to 0.75x).
+// The ring is four times a Python target's default, for such a reader
+// to catch up after a stall.
 func runWhole(t *testing.T, args ...string) (result, ndjson) {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
 		jsonFile := filepath.Join(t.TempDir(), "out.ndjson")
-		r := runMemtrace(t, append([]string{"--json-file", jsonFile}, args...)...)
+		r := runMemtrace(t, append([]string{"--json-file", jsonFile, "--ring-size", "256MiB"}, args...)...)
 		if r.code != 0 {
 			t.Fatalf("exit %d\n%s", r.code, r.stderr)
 		}
