@@ -192,8 +192,8 @@ func TestPythonPymalloc(t *testing.T) {
 	}
 }
 
-// TestPythonLines: on every interpreter, each line tracemalloc ranks
-// among a script's top lines (1 MiB or more) has its live bytes charged
+// TestPythonLines: on every interpreter, for keep.py and shapes.py, each
+// line tracemalloc ranks among a script's top lines (1 MiB or more) has its live bytes charged
 // to the same file:line by memtrace, within 0.8x to 1.25x; with --detail,
 // at least 99% of the stacks charged to the script's lines reach its
 // <module> frame. Debian's python3.11 inlines pymalloc's fast path (its
@@ -204,65 +204,72 @@ func TestPythonPymalloc(t *testing.T) {
 // 1.8x), so only its lines of 4 MiB or more are held to the bounds.
 func TestPythonLines(t *testing.T) {
 	needBPF(t)
-	script, err := filepath.Abs(filepath.Join("..", "..", "testdata", "python", "keep.py"))
+	for _, py := range pythons(t) {
+		for _, name := range []string{"keep.py", "shapes.py"} {
+			t.Run(py.name+"/"+name, func(t *testing.T) {
+				pythonLines(t, py, name)
+			})
+		}
+	}
+}
+
+// pythonLines is TestPythonLines for one interpreter and script.
+func pythonLines(t *testing.T, py interpreter, name string) {
+	script, err := filepath.Abs(filepath.Join("..", "..", "testdata", "python", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, py := range pythons(t) {
-		t.Run(py.name, func(t *testing.T) {
-			lines, _ := tracemallocView(t, py, script)
-			_, rep := runWhole(t, "--detail", "--top", "0", "--", py.path, script)
-			got := map[string]uint64{}
-			var pyStacks, reached int
-			var pyBytes, reachedBytes uint64
-			for _, s := range rep.sites {
-				if !s.Final || s.Module != "python" {
-					continue
-				}
-				if s.Category == "heap" {
-					got[s.File+":"+strconv.Itoa(s.Line)] += s.LiveBytes
-				}
-				if s.Category != "heap" || s.File != script {
-					continue
-				}
-				pyStacks++
-				pyBytes += s.LiveBytes
-				ok := false
-				for _, f := range s.Stack {
-					ok = ok || (f.Function == "<module>" && f.File == script)
-				}
-				if ok {
-					reached++
-					reachedBytes += s.LiveBytes
-				} else if pyStacks-reached <= 2 {
-					t.Logf("%s:%d: a stack short of <module>: %+v", s.Function, s.Line, s.Stack)
-				}
-			}
-			min := uint64(1 << 20)
-			if py.inlined {
-				min = 4 << 20
-			}
-			checked := 0
-			for line, want := range lines {
-				if !strings.HasPrefix(line, script+":") || want < min {
-					continue
-				}
-				checked++
-				ratio := float64(got[line]) / float64(want)
-				t.Logf("%s: memtrace %d, tracemalloc %d: %.3fx", line, got[line], want, ratio)
-				if ratio < 0.8 || ratio > 1.25 {
-					t.Errorf("%s: %d live bytes, %.3fx tracemalloc's %d: want 0.8x to 1.25x", line, got[line], ratio, want)
-				}
-			}
-			if checked < 3 {
-				t.Errorf("%d of tracemalloc's lines checked, want at least 3: %v", checked, lines)
-			}
-			t.Logf("%d of %d stacks charged to the script reach its <module>, %d of their %d live bytes",
-				reached, pyStacks, reachedBytes, pyBytes)
-			if pyStacks == 0 || reached*100 < pyStacks*99 {
-				t.Errorf("%d of %d stacks charged to the script reach its <module>, want 99%%", reached, pyStacks)
-			}
-		})
+	lines, _ := tracemallocView(t, py, script)
+	_, rep := runWhole(t, "--detail", "--top", "0", "--", py.path, script)
+	got := map[string]uint64{}
+	var pyStacks, reached int
+	var pyBytes, reachedBytes uint64
+	for _, s := range rep.sites {
+		if !s.Final || s.Module != "python" {
+			continue
+		}
+		if s.Category == "heap" {
+			got[s.File+":"+strconv.Itoa(s.Line)] += s.LiveBytes
+		}
+		if s.Category != "heap" || s.File != script {
+			continue
+		}
+		pyStacks++
+		pyBytes += s.LiveBytes
+		ok := false
+		for _, f := range s.Stack {
+			ok = ok || (f.Function == "<module>" && f.File == script)
+		}
+		if ok {
+			reached++
+			reachedBytes += s.LiveBytes
+		} else if pyStacks-reached <= 2 {
+			t.Logf("%s:%d: a stack short of <module>: %+v", s.Function, s.Line, s.Stack)
+		}
+	}
+	min := uint64(1 << 20)
+	if py.inlined {
+		min = 4 << 20
+	}
+	checked := 0
+	for line, want := range lines {
+		if !strings.HasPrefix(line, script+":") || want < min {
+			continue
+		}
+		checked++
+		ratio := float64(got[line]) / float64(want)
+		t.Logf("%s: memtrace %d, tracemalloc %d: %.3fx", line, got[line], want, ratio)
+		if ratio < 0.8 || ratio > 1.25 {
+			t.Errorf("%s: %d live bytes, %.3fx tracemalloc's %d: want 0.8x to 1.25x", line, got[line], ratio, want)
+		}
+	}
+	if checked < 3 {
+		t.Errorf("%d of tracemalloc's lines checked, want at least 3: %v", checked, lines)
+	}
+	t.Logf("%d of %d stacks charged to the script reach its <module>, %d of their %d live bytes",
+		reached, pyStacks, reachedBytes, pyBytes)
+	if pyStacks == 0 || reached*100 < pyStacks*99 {
+		t.Errorf("%d of %d stacks charged to the script reach its <module>, want 99%%", reached, pyStacks)
 	}
 }
 
