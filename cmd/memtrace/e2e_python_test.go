@@ -250,6 +250,20 @@ func pythonLines(t *testing.T, py interpreter, name string) {
 			t.Logf("%s:%d: a stack short of <module>: %+v", s.Function, s.Line, s.Stack)
 		}
 	}
+	checkLines(t, py, script, lines, got)
+	t.Logf("%d of %d stacks charged to the script reach its <module>, %d of their %d live bytes",
+		reached, pyStacks, reachedBytes, pyBytes)
+	if pyStacks == 0 || reached*100 < pyStacks*99 {
+		t.Errorf("%d of %d stacks charged to the script reach its <module>, want 99%%", reached, pyStacks)
+	}
+}
+
+// checkLines holds memtrace's live bytes per script line, got, to
+// tracemalloc's, lines: within 0.8x to 1.25x for each line of 1 MiB or
+// more (4 MiB on a build that inlines pymalloc: TestPythonLines), and at
+// least 3 lines checked.
+func checkLines(t *testing.T, py interpreter, script string, lines, got map[string]uint64) {
+	t.Helper()
 	min := uint64(1 << 20)
 	if py.inlined {
 		min = 4 << 20
@@ -268,11 +282,6 @@ func pythonLines(t *testing.T, py interpreter, name string) {
 	}
 	if checked < 3 {
 		t.Errorf("%d of tracemalloc's lines checked, want at least 3: %v", checked, lines)
-	}
-	t.Logf("%d of %d stacks charged to the script reach its <module>, %d of their %d live bytes",
-		reached, pyStacks, reachedBytes, pyBytes)
-	if pyStacks == 0 || reached*100 < pyStacks*99 {
-		t.Errorf("%d of %d stacks charged to the script reach its <module>, want 99%%", reached, pyStacks)
 	}
 }
 
@@ -403,25 +412,7 @@ func TestPythonEmbedded(t *testing.T) {
 			got[s.File+":"+strconv.Itoa(s.Line)] += s.LiveBytes
 		}
 	}
-	min := uint64(1 << 20)
-	if py.inlined {
-		min = 4 << 20
-	}
-	checked := 0
-	for line, want := range lines {
-		if !strings.HasPrefix(line, script+":") || want < min {
-			continue
-		}
-		checked++
-		ratio := float64(got[line]) / float64(want)
-		t.Logf("%s: memtrace %d, tracemalloc %d: %.3fx", line, got[line], want, ratio)
-		if ratio < 0.8 || ratio > 1.25 {
-			t.Errorf("%s: %d live bytes, %.3fx tracemalloc's %d: want 0.8x to 1.25x", line, got[line], ratio, want)
-		}
-	}
-	if checked < 3 {
-		t.Errorf("%d of tracemalloc's lines checked, want at least 3: %v", checked, lines)
-	}
+	checkLines(t, *py, script, lines, got)
 }
 
 // TestPythonHost: the whole host finds a Python process by itself, one

@@ -268,8 +268,12 @@ func (p *pyProc) code(code uint64, tag uint16, batch uint64) (*pyCode, error) {
 		// pointers may still be the same: the live one's tag says
 		// whether it is c (the event's object is older) or not.
 		var names [3]uint64
-		if err := p.readNames(code, &names); err != nil || names != c.names ||
-			p.layout.NameTagged && c.tag != tag && p.nameTag(names) != c.tag {
+		stale := p.readNames(code, &names) != nil || names != c.names
+		if !stale && p.layout.NameTagged && c.tag != tag {
+			live, err := p.nameTag(names)
+			stale = err != nil || live != c.tag
+		}
+		if stale {
 			p.replace(code, c)
 			c = nil
 		}
@@ -299,13 +303,13 @@ func (p *pyProc) code(code uint64, tag uint16, batch uint64) (*pyCode, error) {
 }
 
 // nameTag is the tag (PythonNameTag) of the code object whose names'
-// pointers are names, 0 when its name cannot be read.
-func (p *pyProc) nameTag(names [3]uint64) uint16 {
+// pointers are names: one read, of its co_name.
+func (p *pyProc) nameTag(names [3]uint64) (uint16, error) {
 	var b [PythonNameRead]byte
-	if p.read(b[:], names[1]+16) != nil {
-		return 0
+	if err := p.read(b[:], names[1]+16); err != nil {
+		return 0, err
 	}
-	return PythonNameTag(names[0], names[1], b[:], p.layout.ASCIIData, p.layout.CompactData)
+	return PythonNameTag(names[0], names[1], b[:], p.layout.ASCIIData, p.layout.CompactData), nil
 }
 
 // replace keeps c, replaced at its address, for the events that ran it.
@@ -450,11 +454,9 @@ func (p *pyProc) readCode(code uint64) (c *pyCode, err error) {
 	}
 	c.tag = PythonTag(c.names[0], c.names[1])
 	if p.layout.NameTagged {
-		var b [PythonNameRead]byte
-		if err := p.read(b[:], c.names[1]+16); err != nil {
+		if c.tag, err = p.nameTag(c.names); err != nil {
 			return nil, err
 		}
-		c.tag = PythonNameTag(c.names[0], c.names[1], b[:], p.layout.ASCIIData, p.layout.CompactData)
 	}
 	if c.file, err = p.str(c.names[0]); err != nil {
 		return nil, err
