@@ -61,9 +61,12 @@ func MemoryFunction(name string) bool {
 	}
 	// HotSpot's memset and memcpy: Copy::fill_to_memory_atomic zeroes a
 	// direct ByteBuffer's memory for Unsafe_SetMemory0, Copy::conjoint_*
-	// and Copy::disjoint_* copy.
-	if parts := cxxName(name); len(parts) == 2 && parts[0] == "Copy" {
-		return true
+	// and Copy::disjoint_* copy. A name is parsed only where "Copy" is
+	// a part of it (node has 100k other C++ names).
+	if strings.Contains(name, "4Copy") {
+		if parts := cxxName(name); len(parts) == 2 && parts[0] == "Copy" {
+			return true
+		}
 	}
 	for _, p := range memoryPrefixes {
 		if strings.HasPrefix(name, p) {

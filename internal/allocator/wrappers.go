@@ -128,16 +128,31 @@ func (r WrapperRule) Wraps(name string) bool {
 	if r.Names[name] || (r.Auto && AutoWrapper(name)) || r.prefixed(name) {
 		return true
 	}
-	parts := cxxName(name)
+	// Judged for every function of a big program (node has 100k C++
+	// names): the parts and the qualified name stay on the stack.
+	var partsBuf [8]string
+	parts := appendCxxName(partsBuf[:0], name)
 	if parts == nil {
 		return false
 	}
-	q := strings.Join(parts, "::")
-	if r.Not[q] {
+	var qBuf [256]byte
+	q := qBuf[:0]
+	for i, p := range parts {
+		if i > 0 {
+			q = append(q, "::"...)
+		}
+		q = append(q, p...)
+	}
+	if r.Not[string(q)] {
 		return false
 	}
-	if r.Names[q] || r.prefixed(q) {
+	if r.Names[string(q)] {
 		return true
+	}
+	for _, p := range r.Prefixes {
+		if len(q) >= len(p) && string(q[:len(p)]) == p {
+			return true
+		}
 	}
 	last := parts[len(parts)-1]
 	return r.Auto && len(parts) > 1 && !r.Not[last] &&
@@ -168,6 +183,12 @@ var allocatorEntries = map[string]bool{
 // prefix and method qualifiers. Templates, operators, constructors and
 // the rest give nil: never a wrapper by this rule.
 func cxxName(name string) []string {
+	return appendCxxName(nil, name)
+}
+
+// appendCxxName is cxxName appending the parts to dst (nil when name is
+// not such a name).
+func appendCxxName(dst []string, name string) []string {
 	rest, ok := strings.CutPrefix(name, "_Z")
 	if !ok {
 		return nil
@@ -178,11 +199,11 @@ func cxxName(name string) []string {
 		if id == "" {
 			return nil
 		}
-		return []string{id}
+		return append(dst, id)
 	}
 	rest = strings.TrimLeft(rest[1:], "rVK") // cv-qualifiers of a method
 	rest = strings.TrimLeft(rest, "RO")      // ref-qualifier
-	var parts []string
+	parts := dst
 	if r, ok := strings.CutPrefix(rest, "St"); ok {
 		parts, rest = append(parts, "std"), r
 	}
@@ -193,7 +214,7 @@ func cxxName(name string) []string {
 		}
 		parts, rest = append(parts, id), r
 	}
-	if rest == "" || len(parts) == 0 {
+	if rest == "" || len(parts) == len(dst) {
 		return nil
 	}
 	return parts

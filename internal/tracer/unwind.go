@@ -26,6 +26,7 @@ import (
 	"github.com/memtrace/memtrace/internal/diskcache"
 	"github.com/memtrace/memtrace/internal/gopclntab"
 	"github.com/memtrace/memtrace/internal/procfs"
+	"github.com/memtrace/memtrace/internal/symbolize"
 	"github.com/memtrace/memtrace/internal/unwind"
 )
 
@@ -526,7 +527,9 @@ func (t *tables) build(path string) ([]byte, uint32, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	tab = tab.Clone()
+	// MarkAll and FramePointer replace the rows rather than change them:
+	// the cached table's rows stay as they are, uncopied.
+	tab = &unwind.Table{Rows: tab.Rows}
 	tab.MarkAll(marks)
 	tab.FramePointer(fpCode)
 	marked := len(marks) > 0
@@ -623,60 +626,87 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (mar
 // mark, apart from any table (build reads them while the CFI is built).
 func functionMarks(f *elf.File, wraps func(string) bool) (marks []unwind.Span, fpCode [][2]uint64, named, alloc bool) {
 	type fn struct{ start, end uint64 }
-	// A Go executable without .symtab (-ldflags=-s) names its functions
-	// in its function table: runtime.memmove and the rest are marked too.
-	symtab, _ := f.Symbols()
-	dynsym, _ := f.DynamicSymbols()
-	var goSyms []elf.Symbol
-	if len(symtab) == 0 {
-		if gt, err := gopclntab.Read(f); err == nil {
-			for _, fn := range gt.Funcs {
-				goSyms = append(goSyms, elf.Symbol{Name: fn.Name, Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_FUNC),
-					Value: fn.Entry, Size: fn.End - fn.Entry})
-			}
-		}
-	}
 	// What a name is, judged once: .dynsym repeats most of .symtab, and
-	// judging a C++ name demangles it (node has 180k function symbols).
+	// judging a C++ name parses it (node has 180k function symbols).
 	const (
 		judged = 1 << iota
 		isWrapper
 		isMemFn
+		isFPCode
 	)
-	names := make(map[string]uint8, len(symtab)+len(dynsym)+len(goSyms))
-	fns := make([]fn, 0, len(symtab)+len(dynsym)+len(goSyms))
-	for _, syms := range [][]elf.Symbol{symtab, dynsym, goSyms} {
-		for _, s := range syms {
-			t := elf.ST_TYPE(s.Info)
-			if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC) || s.Value == 0 {
-				continue
+	// Sized from the headers, up to a bound: a crafted file may claim any
+	// size.
+	entries := 0
+	for _, s := range f.Sections {
+		if s.Type == elf.SHT_SYMTAB || s.Type == elf.SHT_DYNSYM {
+			entries += int(min(s.Size, 1<<30) / elf.Sym64Size)
+		}
+	}
+	entries = min(entries, 1<<20)
+	names := make(map[string]uint8, entries)
+	fns := make([]fn, 0, entries)
+	add := func(name []byte, info byte, value, size uint64) {
+		t := elf.ST_TYPE(info)
+		if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC) || value == 0 {
+			return
+		}
+		what, seen := names[string(name)] // a lookup makes no copy
+		key := ""
+		if !seen {
+			key = string(name)
+			names[key] = 0 // defined
+		}
+		if t != elf.STT_FUNC || size == 0 {
+			return // an IFUNC's symbol is its resolver, not the code run
+		}
+		if what&judged == 0 {
+			if seen {
+				key = string(name)
 			}
-			what, seen := names[s.Name]
-			if !seen {
-				names[s.Name] = 0 // defined
+			what = judged
+			if wraps(key) {
+				what |= isWrapper
 			}
-			if t != elf.STT_FUNC || s.Size == 0 {
-				continue // an IFUNC's symbol is its resolver, not the code run
+			if allocator.MemoryFunction(key) {
+				what |= isMemFn
 			}
-			if what&judged == 0 {
-				what = judged
-				if wraps(s.Name) {
-					what |= isWrapper
-				}
-				if allocator.MemoryFunction(s.Name) {
-					what |= isMemFn
-				}
-				names[s.Name] = what
+			if framePointerCode(key) {
+				what |= isFPCode
 			}
-			fns = append(fns, fn{s.Value, s.Value + s.Size})
-			if framePointerCode(s.Name) {
-				fpCode = append(fpCode, [2]uint64{s.Value, s.Value + s.Size})
-			}
-			if what&isWrapper != 0 {
-				marks = append(marks, unwind.Span{Start: s.Value, End: s.Value + s.Size, Flag: unwind.FlagWrapper})
-			}
-			if what&isMemFn != 0 {
-				marks = append(marks, unwind.Span{Start: s.Value, End: s.Value + s.Size, Flag: unwind.FlagMemFn})
+			names[key] = what
+		}
+		fns = append(fns, fn{value, value + size})
+		if what&isFPCode != 0 {
+			fpCode = append(fpCode, [2]uint64{value, value + size})
+		}
+		if what&isWrapper != 0 {
+			marks = append(marks, unwind.Span{Start: value, End: value + size, Flag: unwind.FlagWrapper})
+		}
+		if what&isMemFn != 0 {
+			marks = append(marks, unwind.Span{Start: value, End: value + size, Flag: unwind.FlagMemFn})
+		}
+	}
+	// Entries are read in place (symbolize.EachSymbol): debug/elf makes a
+	// string of each of node's 400k names, which took longer than the CFI.
+	each := func(typ elf.SectionType) int {
+		n := 0
+		if !symbolize.TablesFit(f, typ) {
+			return 0
+		}
+		_ = symbolize.EachSymbol(f, typ, func(s symbolize.RawSymbol) {
+			n++
+			add(s.Name, s.Info, s.Value, s.Size)
+		})
+		return n
+	}
+	inSymtab := each(elf.SHT_SYMTAB)
+	each(elf.SHT_DYNSYM)
+	// A Go executable without .symtab (-ldflags=-s) names its functions
+	// in its function table: runtime.memmove and the rest are marked too.
+	if inSymtab == 0 {
+		if gt, err := gopclntab.Read(f); err == nil {
+			for _, g := range gt.Funcs {
+				add([]byte(g.Name), elf.ST_INFO(elf.STB_GLOBAL, elf.STT_FUNC), g.Entry, g.End-g.Entry)
 			}
 		}
 	}
@@ -731,7 +761,7 @@ func toFileOffsets(f *elf.File, tab *unwind.Table) (*unwind.Table, error) {
 			segs = append(segs, p)
 		}
 	}
-	out := &unwind.Table{}
+	out := &unwind.Table{Rows: make([]unwind.Row, 0, len(tab.Rows))}
 	for _, r := range tab.Rows {
 		for _, p := range segs {
 			if r.PC >= p.Vaddr && r.PC < p.Vaddr+p.Memsz {
@@ -741,7 +771,7 @@ func toFileOffsets(f *elf.File, tab *unwind.Table) (*unwind.Table, error) {
 			}
 		}
 	}
-	if !sort.SliceIsSorted(out.Rows, func(i, j int) bool { return out.Rows[i].PC < out.Rows[j].PC }) {
+	if !slices.IsSortedFunc(out.Rows, func(a, b unwind.Row) int { return cmp.Compare(a.PC, b.PC) }) {
 		return nil, errors.New("executable segments out of order")
 	}
 	return out, nil
