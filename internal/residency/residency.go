@@ -27,27 +27,37 @@ const CheckEvery = time.Second
 // memory (RssAnon leaves it out). A leak check's or a debugger's read of
 // a released page does that as well as the program's own. Found once,
 // through pages of our own; frame numbers show to root only (without
-// them a zero page counts as resident).
-var zeroFrames = sync.OnceValue(func() struct{ zero, huge uint64 } {
-	var z struct{ zero, huge uint64 }
-	z.zero = readFrame(1, 0)
+// them a zero page counts as resident). shown: pagemap showed our page's
+// frame. Some kernels map no zero page on a read (seen in a
+// paravirtualized guest, PVM): the read allocates a page, which is
+// memory, and there is nothing to tell apart.
+var zeroFrames = sync.OnceValue(func() zeroPages {
+	var z zeroPages
+	z.zero, z.shown = readFrame(1, 0)
 	// A huge page's worth, aligned, read once: the huge zero page, when
 	// the kernel maps it (transparent_hugepage/use_zero_page).
-	if z.huge = readFrame(2<<20, syscall.MADV_HUGEPAGE); z.huge == z.zero {
+	if z.huge, _ = readFrame(2<<20, syscall.MADV_HUGEPAGE); z.huge == z.zero {
 		z.huge = 0 // no huge zero page: the read mapped the small one
 	}
 	return z
 })
 
+// zeroPages is what zeroFrames found.
+type zeroPages struct {
+	zero, huge uint64
+	shown      bool
+}
+
 // readFrame maps n bytes (a huge page's worth, 2 MiB-aligned, when n is
 // 2 MiB), reads its first byte and returns the frame it maps there if
-// /proc/kpageflags says it is a zero page; 0 otherwise. (Without a huge
-// zero page, transparent_hugepage/use_zero_page 0, the read allocates a
-// huge page of memory, freed at once: its frames are anyone's.)
-func readFrame(n int, advice int) uint64 {
+// /proc/kpageflags says it is a zero page; 0 otherwise. shown: pagemap
+// showed the page's frame and kpageflags its flags. (Without a huge zero page,
+// transparent_hugepage/use_zero_page 0, the read allocates a huge page of
+// memory, freed at once: its frames are anyone's.)
+func readFrame(n int, advice int) (zero uint64, shown bool) {
 	b, err := syscall.Mmap(-1, 0, 2*n, syscall.PROT_READ, syscall.MAP_PRIVATE|syscall.MAP_ANON)
 	if err != nil {
-		return 0
+		return 0, false
 	}
 	defer syscall.Munmap(b)
 	start := uintptr(unsafe.Pointer(&b[0]))
@@ -59,28 +69,34 @@ func readFrame(n int, advice int) uint64 {
 	readSink = page[0]
 	m, err := OpenPagemap(os.Getpid(), 4096)
 	if err != nil {
-		return 0
+		return 0, false
 	}
 	defer m.Close()
 	buf, err := m.entries(uint64(uintptr(unsafe.Pointer(&page[0])))/4096, 1)
 	if err != nil {
-		return 0
+		return 0, false
 	}
 	v := procfs.Entry(buf, 0)
 	if !v.Present() {
-		return 0
+		return 0, false
 	}
 	pfn := v.PFN()
+	if pfn == 0 {
+		return 0, false // hidden: not root
+	}
 	flags, err := os.Open("/proc/kpageflags")
 	if err != nil {
-		return 0
+		return 0, false
 	}
 	defer flags.Close()
 	var e [8]byte
-	if _, err := flags.ReadAt(e[:], int64(pfn*8)); err != nil || binary.LittleEndian.Uint64(e[:])&kpfZeroPage == 0 {
-		return 0
+	if _, err := flags.ReadAt(e[:], int64(pfn*8)); err != nil {
+		return 0, false
 	}
-	return pfn
+	if binary.LittleEndian.Uint64(e[:])&kpfZeroPage == 0 {
+		return 0, true // a page of memory: no zero page on a read here
+	}
+	return pfn, true
 }
 
 // kpfZeroPage: /proc/kpageflags' KPF_ZERO_PAGE, set for the zero page and
@@ -90,7 +106,10 @@ const kpfZeroPage = 1 << 24
 // ZeroPagesKnown reports whether the checks can tell the zero page from
 // memory (page frame numbers show to root only): if not, a released page
 // that is read again stays charged.
-func ZeroPagesKnown() bool { return zeroFrames().zero != 0 }
+func ZeroPagesKnown() bool {
+	z := zeroFrames()
+	return z.zero != 0 || z.shown
+}
 
 // readSink keeps readFrame's read (the compiler would drop a read whose
 // value goes nowhere).
