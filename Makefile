@@ -42,9 +42,10 @@ test:
 	$(GO) vet ./...
 	# -p 1: the whole-host tests probe every process's libc for a moment;
 	# packages in parallel would measure, or run valgrind, under those probes.
-	# -timeout 30m: cmd/memtrace's e2e tests take 6 minutes on a quiet
-	# machine, and over go test's default 10 with both cores busy.
-	$(GO) test -count=1 -p 1 -timeout 30m ./...
+	# -timeout 60m: cmd/memtrace's e2e tests take 6 minutes on a quiet
+	# machine, over go test's default 10 with both cores busy, and 18 on a
+	# quiet machine whose uprobe traps cost 5 µs each.
+	$(GO) test -count=1 -p 1 -timeout 60m ./...
 
 # Run every fuzz target (func Fuzz* in a _test.go) for FUZZTIME each, from
 # its seeds in the package's testdata/fuzz/; an input that fails is
