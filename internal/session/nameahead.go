@@ -22,7 +22,24 @@ const (
 	// named the first time: by then a program's start has made the calls
 	// of most of the modules its report names.
 	nameAheadAfter = 200 * time.Millisecond
+	// nameAheadTablesBound: naming waits for the target's unwind tables
+	// to be built (a first run of node: ~1 s of CPU beside its run), up
+	// to this long past its attach: both want the core the target leaves.
+	nameAheadTablesBound = 3 * time.Second
 )
+
+// closed reports whether ch is closed; a nil channel counts as closed.
+func closed(ch <-chan struct{}) bool {
+	if ch == nil {
+		return true
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
 
 // nameAheadDue names ahead, once, the sites of each target that has run
 // nameAheadAfter since its probes went on (not in the whole-host mode,
@@ -43,6 +60,9 @@ func (s *session) namingDue(now time.Time) []int {
 	for pid, t := range s.targets {
 		if t.namedAhead || t.exited || t.attached.IsZero() || now.Sub(t.attached) < nameAheadAfter {
 			continue
+		}
+		if !closed(t.tablesIn) && now.Sub(t.attached) < nameAheadTablesBound {
+			continue // the tables' build has the spare core first
 		}
 		t.namedAhead = true
 		due = append(due, pid)

@@ -39,3 +39,25 @@ func TestNamingDue(t *testing.T) {
 		t.Errorf("after an exec: named %v, want [1]", got)
 	}
 }
+
+// TestNamingWaitsForTables: a target whose unwind tables are still being
+// built is named once they are in, or at nameAheadTablesBound past its
+// attach if they never come.
+func TestNamingWaitsForTables(t *testing.T) {
+	at := time.Unix(1000, 0)
+	building, never := make(chan struct{}), make(chan struct{})
+	s := &session{targets: map[int]*target{
+		1: {pid: 1, attached: at, tablesIn: building},
+		2: {pid: 2, attached: at, tablesIn: never},
+	}}
+	if got := s.namingDue(at.Add(nameAheadAfter)); got != nil {
+		t.Errorf("tables being built: named %v, want none", got)
+	}
+	close(building)
+	if got := s.namingDue(at.Add(nameAheadAfter + time.Millisecond)); !slices.Equal(got, []int{1}) {
+		t.Errorf("tables in: named %v, want [1]", got)
+	}
+	if got := s.namingDue(at.Add(nameAheadTablesBound)); !slices.Equal(got, []int{2}) {
+		t.Errorf("at the bound: named %v, want [2]", got)
+	}
+}

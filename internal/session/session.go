@@ -65,6 +65,9 @@ type target struct {
 	// its top sites were named while it ran (nameahead.go).
 	attached   time.Time
 	namedAhead bool
+	// tablesIn is closed once the unwind tables preloaded at its attach
+	// are in (nil: not waited for).
+	tablesIn <-chan struct{}
 }
 
 // session is one run: it owns the table and is driven by one goroutine.
@@ -702,7 +705,7 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 		return err
 	}
 	s.log.Info("attached", "pid", t.pid, "probes", len(placed), "took", time.Since(start))
-	t.attached, t.namedAhead = time.Now(), false
+	t.attached, t.namedAhead, t.tablesIn = time.Now(), false, loaded.All
 	return nil
 }
 
