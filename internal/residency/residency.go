@@ -50,8 +50,8 @@ type zeroPages struct {
 
 // readFrame maps n bytes (a huge page's worth, 2 MiB-aligned, when n is
 // 2 MiB), reads its first byte and returns the frame it maps there if
-// /proc/kpageflags says it is a zero page; 0 otherwise. shown: pagemap
-// showed the page's frame and kpageflags its flags. (Without a huge zero page,
+// /proc/kpageflags says it is a zero page; 0 otherwise. shown: the frame
+// showed, and kpageflags said it is a zero page or anonymous memory. (Without a huge zero page,
 // transparent_hugepage/use_zero_page 0, the read allocates a huge page of
 // memory, freed at once: its frames are anyone's.)
 func readFrame(n int, advice int) (zero uint64, shown bool) {
@@ -82,7 +82,7 @@ func readFrame(n int, advice int) (zero uint64, shown bool) {
 	}
 	pfn := v.PFN()
 	if pfn == 0 {
-		return 0, false // hidden: not root
+		return 0, false // hidden: without CAP_SYS_ADMIN
 	}
 	flags, err := os.Open("/proc/kpageflags")
 	if err != nil {
@@ -93,15 +93,23 @@ func readFrame(n int, advice int) (zero uint64, shown bool) {
 	if _, err := flags.ReadAt(e[:], int64(pfn*8)); err != nil {
 		return 0, false
 	}
-	if binary.LittleEndian.Uint64(e[:])&kpfZeroPage == 0 {
-		return 0, true // a page of memory: no zero page on a read here
+	switch flags := binary.LittleEndian.Uint64(e[:]); {
+	case flags&kpfZeroPage != 0:
+		return pfn, true
+	case flags&kpfAnon != 0:
+		return 0, true // anonymous memory: no zero page on a read here
+	default:
+		return 0, false // flags that tell neither
 	}
-	return pfn, true
 }
 
 // kpfZeroPage: /proc/kpageflags' KPF_ZERO_PAGE, set for the zero page and
-// the huge zero page's frames.
-const kpfZeroPage = 1 << 24
+// the huge zero page's frames. kpfAnon: KPF_ANON, a page of anonymous
+// memory.
+const (
+	kpfZeroPage = 1 << 24
+	kpfAnon     = 1 << 12
+)
 
 // ZeroPagesKnown reports whether the checks can tell the zero page from
 // memory (page frame numbers show to root only): if not, a released page

@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"debug/elf"
+	"os"
 	"testing"
 
 	"github.com/memtrace/memtrace/internal/allocator"
@@ -11,14 +12,19 @@ import (
 // unwind table (the big binary; side by side with the CFI build on
 // a first run).
 func BenchmarkFunctionMarks(b *testing.B) {
-	f, err := elf.Open("/usr/bin/node")
+	const node = "/usr/bin/node"
+	st, err := os.Stat(node)
 	if err != nil {
 		b.Skip(err)
+	}
+	f, err := elf.Open(node)
+	if err != nil {
+		b.Fatal(err)
 	}
 	defer f.Close()
 	rule := allocator.NewWrapperRule(allocator.DefaultWrappers, true, nil)
 	b.ReportAllocs()
 	for b.Loop() {
-		functionMarks(f, rule.Wraps)
+		functionMarks(f, uint64(st.Size()), rule.Wraps)
 	}
 }

@@ -522,7 +522,7 @@ func (t *tables) build(path string) ([]byte, uint32, error) {
 		defer close(built)
 		tab, err = t.cache.Table(path)
 	}()
-	marks, fpCode, named, alloc := functionMarks(f, t.wraps)
+	marks, fpCode, named, alloc := functionMarks(f, uint64(st.Size()), t.wraps)
 	<-built
 	if err != nil {
 		return nil, 0, err
@@ -616,7 +616,7 @@ func disjoint(ranges [][2]uint64) [][2]uint64 {
 // function lies in .text; alloc: whether the file is an allocator library
 // (allocator.AllocatorLibrary).
 func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (marked, named, alloc bool) {
-	marks, fpCode, named, alloc := functionMarks(f, wraps)
+	marks, fpCode, named, alloc := functionMarks(f, 0, wraps) // size unknown: nothing presized
 	tab.MarkAll(marks)
 	tab.FramePointer(fpCode)
 	return len(marks) > 0, named, alloc
@@ -624,7 +624,8 @@ func markFunctions(f *elf.File, tab *unwind.Table, wraps func(string) bool) (mar
 
 // functionMarks is markFunctions' reading of f's symbols: the ranges to
 // mark, apart from any table (build reads them while the CFI is built).
-func functionMarks(f *elf.File, wraps func(string) bool) (marks []unwind.Span, fpCode [][2]uint64, named, alloc bool) {
+// fileSize, the file's size, bounds what the headers may presize.
+func functionMarks(f *elf.File, fileSize uint64, wraps func(string) bool) (marks []unwind.Span, fpCode [][2]uint64, named, alloc bool) {
 	type fn struct{ start, end uint64 }
 	// What a name is, judged once: .dynsym repeats most of .symtab, and
 	// judging a C++ name parses it (node has 180k function symbols).
@@ -634,12 +635,12 @@ func functionMarks(f *elf.File, wraps func(string) bool) (marks []unwind.Span, f
 		isMemFn
 		isFPCode
 	)
-	// Sized from the headers, up to a bound: a crafted file may claim any
-	// size.
+	// Sized from the headers of tables that lie within the file, up to a
+	// bound: a crafted header may claim any size.
 	entries := 0
 	for _, s := range f.Sections {
-		if s.Type == elf.SHT_SYMTAB || s.Type == elf.SHT_DYNSYM {
-			entries += int(min(s.Size, 1<<30) / elf.Sym64Size)
+		if (s.Type == elf.SHT_SYMTAB || s.Type == elf.SHT_DYNSYM) && s.Offset <= fileSize && s.Size <= fileSize-s.Offset {
+			entries += int(s.Size / elf.Sym64Size)
 		}
 	}
 	entries = min(entries, 1<<20)
@@ -688,6 +689,9 @@ func functionMarks(f *elf.File, wraps func(string) bool) (marks []unwind.Span, f
 	}
 	// Entries are read in place (symbolize.EachSymbol): debug/elf makes a
 	// string of each of node's 400k names, which took longer than the CFI.
+	// As symbolize reads them: a table over its bound is left out, and a
+	// 64-bit .dynsym is read even where its version sections are damaged
+	// (debug/elf then gives none of it).
 	each := func(typ elf.SectionType) int {
 		n := 0
 		if !symbolize.TablesFit(f, typ) {

@@ -166,7 +166,9 @@ func (t *Table) Mark(start, end uint64, flag uint8) {
 // MarkAll marks every span, as Mark would one after the other, in one pass
 // over the table: a big program marks ~100k functions, and marking them
 // one by one (a row inserted mid-table each time) took node's 376k rows
-// 7.4 s. Rows that end up repeating their predecessor's rule merge.
+// 7.4 s. Rows that end up repeating their predecessor's rule merge. The
+// rows are replaced, never changed in place: a table sharing the old
+// slice keeps it as it was.
 func (t *Table) MarkAll(spans []Span) {
 	type edge struct {
 		pc  uint64
@@ -230,7 +232,7 @@ const RowSize = 8
 // rbp saved at CFA - 16, as after "push rbp; mov rbp, rsp". For code
 // without CFI that keeps frame pointers, at its calls (never at its first
 // instructions): V8's embedded builtins in node. One pass over the table,
-// whatever the number of ranges.
+// whatever the number of ranges. As MarkAll, it replaces the rows.
 func (t *Table) FramePointer(ranges [][2]uint64) {
 	if len(ranges) == 0 {
 		return
