@@ -146,22 +146,21 @@ func (r WrapperRule) Wraps(name string) bool {
 	if r.Not[string(q)] {
 		return false
 	}
-	if r.Names[string(q)] {
+	if r.Names[string(q)] || hasAnyPrefix(q, r.Prefixes) {
 		return true
-	}
-	for _, p := range r.Prefixes {
-		if len(q) >= len(p) && string(q[:len(p)]) == p {
-			return true
-		}
 	}
 	last := parts[len(parts)-1]
 	return r.Auto && len(parts) > 1 && !r.Not[last] &&
 		(allocatorEntries[last] || r.Names[last] || AutoWrapper(last))
 }
 
-func (r WrapperRule) prefixed(name string) bool {
-	for _, p := range r.Prefixes {
-		if strings.HasPrefix(name, p) {
+func (r WrapperRule) prefixed(name string) bool { return hasAnyPrefix(name, r.Prefixes) }
+
+// hasAnyPrefix reports whether s starts with one of prefixes; for bytes,
+// without a copy (Wraps' qualified name).
+func hasAnyPrefix[T ~string | ~[]byte](s T, prefixes []string) bool {
+	for _, p := range prefixes {
+		if len(s) >= len(p) && string(s[:len(p)]) == p {
 			return true
 		}
 	}

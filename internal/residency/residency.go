@@ -51,9 +51,10 @@ type zeroPages struct {
 // readFrame maps n bytes (a huge page's worth, 2 MiB-aligned, when n is
 // 2 MiB), reads its first byte and returns the frame it maps there if
 // /proc/kpageflags says it is a zero page; 0 otherwise. shown: the frame
-// showed, and kpageflags said it is a zero page or anonymous memory. (Without a huge zero page,
-// transparent_hugepage/use_zero_page 0, the read allocates a huge page of
-// memory, freed at once: its frames are anyone's.)
+// showed, and kpageflags said it is a zero page or anonymous memory.
+// (Without a huge zero page, transparent_hugepage/use_zero_page 0, the
+// read allocates a huge page of memory, freed at once: its frames are
+// anyone's.)
 func readFrame(n int, advice int) (zero uint64, shown bool) {
 	b, err := syscall.Mmap(-1, 0, 2*n, syscall.PROT_READ, syscall.MAP_PRIVATE|syscall.MAP_ANON)
 	if err != nil {

@@ -28,19 +28,6 @@ const (
 	nameAheadTablesBound = 3 * time.Second
 )
 
-// closed reports whether ch is closed; a nil channel counts as closed.
-func closed(ch <-chan struct{}) bool {
-	if ch == nil {
-		return true
-	}
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
 // nameAheadDue names ahead, once, the sites of each target that has run
 // nameAheadAfter since its probes went on (not in the whole-host mode,
 // whose reports name only what they print).
@@ -61,7 +48,7 @@ func (s *session) namingDue(now time.Time) []int {
 		if t.namedAhead || t.exited || t.attached.IsZero() || now.Sub(t.attached) < nameAheadAfter {
 			continue
 		}
-		if !closed(t.tablesIn) && now.Sub(t.attached) < nameAheadTablesBound {
+		if !t.tables.AllIn() && now.Sub(t.attached) < nameAheadTablesBound {
 			continue // the tables' build has the spare core first
 		}
 		t.namedAhead = true

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/memtrace/memtrace/internal/tracer"
 )
 
 // TestNamingDue: a target is named ahead once, nameAheadAfter past its
@@ -47,8 +49,8 @@ func TestNamingWaitsForTables(t *testing.T) {
 	at := time.Unix(1000, 0)
 	building, never := make(chan struct{}), make(chan struct{})
 	s := &session{targets: map[int]*target{
-		1: {pid: 1, attached: at, tablesIn: building},
-		2: {pid: 2, attached: at, tablesIn: never},
+		1: {pid: 1, attached: at, tables: tracer.Preload{All: building}},
+		2: {pid: 2, attached: at, tables: tracer.Preload{All: never}},
 	}}
 	if got := s.namingDue(at.Add(nameAheadAfter)); got != nil {
 		t.Errorf("tables being built: named %v, want none", got)

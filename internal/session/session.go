@@ -65,9 +65,8 @@ type target struct {
 	// its top sites were named while it ran (nameahead.go).
 	attached   time.Time
 	namedAhead bool
-	// tablesIn is closed once the unwind tables preloaded at its attach
-	// are in (nil: not waited for).
-	tablesIn <-chan struct{}
+	// tables: the unwind tables preloaded at its attach (zero: none).
+	tables tracer.Preload
 }
 
 // session is one run: it owns the table and is driven by one goroutine.
@@ -705,7 +704,7 @@ func (s *session) attach(t *target, mods []allocator.Module) error {
 		return err
 	}
 	s.log.Info("attached", "pid", t.pid, "probes", len(placed), "took", time.Since(start))
-	t.attached, t.namedAhead, t.tablesIn = time.Now(), false, loaded.All
+	t.attached, t.namedAhead, t.tables = time.Now(), false, loaded
 	return nil
 }
 

@@ -193,6 +193,22 @@ type Preload struct {
 	Small, All <-chan struct{}
 }
 
+// AllIn reports whether every table is in; a zero Preload's are.
+func (p Preload) AllIn() bool { return closed(p.All) }
+
+// closed reports whether ch is closed; a nil channel counts as closed.
+func closed(ch <-chan struct{}) bool {
+	if ch == nil {
+		return true
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 // PreloadTables loads, in the background, the tables of every executable
 // file mapping of pid (as /proc/PID/maps names them), then those of the
 // files at paths (the libraries a command stopped at its exec will map),
@@ -284,16 +300,7 @@ func (t *Objects) PreloadTables(pid int, paths []string) (Preload, error) {
 
 // isReady says whether key's load has finished; t.mu is held.
 func (t *tables) isReady(key fileKey) bool {
-	ch, ok := t.ready[key]
-	if !ok {
-		return true
-	}
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
+	return closed(t.ready[key]) // no entry: nothing under way
 }
 
 // wait waits until key's load, if one was started, has finished, or the
